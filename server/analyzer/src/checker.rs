@@ -1,0 +1,207 @@
+//! The checker: one traversal of the syntax tree that keeps the semantic index current and
+//! dispatches each node to the enabled rules registered for its kind.
+
+use std::sync::LazyLock;
+
+use tree_sitter::{Node, Tree};
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::registry::{RuleId, RuleMeta, rules};
+use crate::semantic::{Backend, Fact, HotPath, SemanticModel};
+use crate::settings::Settings;
+use crate::source::TextRange;
+use crate::suppression::Suppressions;
+use crate::syntax::{self, PYTHON};
+
+/// For every node-kind id of the grammar, the rules that registered for that kind.
+static DISPATCH: LazyLock<Vec<Vec<RuleId>>> = LazyLock::new(|| {
+    let language = &*PYTHON;
+    let count = language.node_kind_count();
+    let mut table = vec![Vec::new(); count];
+    for (id, slot) in table.iter_mut().enumerate() {
+        let Ok(id) = u16::try_from(id) else { break };
+        if !language.node_kind_is_named(id) {
+            continue;
+        }
+        let Some(kind) = language.node_kind_for_id(id) else {
+            continue;
+        };
+        for (index, rule) in rules().iter().enumerate() {
+            if rule.kinds.contains(&kind) {
+                slot.push(RuleId(index as u16));
+            }
+        }
+    }
+    table
+});
+
+/// Whether every node kind a rule registered for exists in the grammar (checked by the meta-tests).
+pub fn unknown_kinds(rule: &RuleMeta) -> Vec<&'static str> {
+    let language = &*PYTHON;
+    rule.kinds
+        .iter()
+        .copied()
+        .filter(|kind| language.id_for_node_kind(kind, true) == 0)
+        .collect()
+}
+
+/// What a rule's check function sees: the source, the semantic index at this node, and a sink.
+pub struct Context<'t, 'c> {
+    source: &'t str,
+    root: Node<'t>,
+    semantic: &'c SemanticModel<'t>,
+    rule: &'static RuleMeta,
+    diagnostics: &'c mut Vec<Diagnostic>,
+}
+
+impl<'t> Context<'t, '_> {
+    pub fn source(&self) -> &'t str {
+        self.source
+    }
+
+    /// The file's `module` node (for edits such as adding an import).
+    pub fn root(&self) -> Node<'t> {
+        self.root
+    }
+
+    pub fn semantic(&self) -> &SemanticModel<'t> {
+        self.semantic
+    }
+
+    /// Source text of a node.
+    pub fn text(&self, node: Node<'_>) -> &'t str {
+        syntax::node_text(node, self.source)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.semantic.backend()
+    }
+
+    /// Qualified name of an expression through the file's imports (`F.pad` → `torch.nn.functional.pad`).
+    pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        self.semantic.qualified_name(expr)
+    }
+
+    /// What the index believes about an expression's value here.
+    pub fn fact(&self, expr: Node<'_>) -> Fact {
+        self.semantic.fact(expr)
+    }
+
+    pub fn hot_path(&self) -> Option<HotPath> {
+        self.semantic.hot_path()
+    }
+
+    /// The rule's severity on a hot path, `Info` elsewhere.
+    pub fn hot_path_severity(&self) -> Severity {
+        if self.hot_path().is_some() {
+            self.rule.severity
+        } else {
+            Severity::Info
+        }
+    }
+
+    /// The rule being run.
+    pub fn rule(&self) -> &'static RuleMeta {
+        self.rule
+    }
+
+    /// Records a finding with the rule's default severity; adjust the returned diagnostic to add a
+    /// fix, related locations or a different severity.
+    pub fn report(&mut self, range: TextRange, message: impl Into<String>) -> &mut Diagnostic {
+        self.diagnostics.push(Diagnostic {
+            code: self.rule.code,
+            name: self.rule.name,
+            message: message.into(),
+            range,
+            severity: self.rule.severity,
+            fix: None,
+            related: Vec::new(),
+            tag: None,
+        });
+        let last = self.diagnostics.len() - 1;
+        &mut self.diagnostics[last]
+    }
+}
+
+/// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
+/// Diagnostics come back sorted by position, then code.
+pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
+    let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    let dispatch: Vec<Vec<RuleId>> = DISPATCH
+        .iter()
+        .map(|ids| {
+            ids.iter()
+                .copied()
+                .filter(|id| settings.rules.is_enabled(*id))
+                .collect()
+        })
+        .collect();
+    let mut diagnostics = Vec::new();
+    let mut suppressions = Suppressions::default();
+
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    // Nodes under an ERROR node are not dispatched: rules stay quiet rather than guess.
+    let mut error_depth = 0usize;
+    loop {
+        let node = cursor.node();
+        if node.is_named() {
+            if node.is_error() {
+                error_depth += 1;
+            }
+            semantic.enter(node);
+            if node.kind() == "comment" {
+                suppressions.add_comment(node, source);
+            }
+            let rules_for_kind = dispatch
+                .get(node.kind_id() as usize)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let dispatchable = error_depth == 0 && (!node.has_error() || node.kind() == "module");
+            if dispatchable && !rules_for_kind.is_empty() {
+                for id in rules_for_kind {
+                    let rule = id.meta();
+                    let mut context = Context {
+                        source,
+                        root,
+                        semantic: &semantic,
+                        rule,
+                        diagnostics: &mut diagnostics,
+                    };
+                    (rule.check)(&mut context, node);
+                }
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            let node = cursor.node();
+            if node.is_named() {
+                semantic.leave(node);
+                if node.is_error() {
+                    error_depth = error_depth.saturating_sub(1);
+                }
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
+                diagnostics.sort_by(|a, b| {
+                    (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+                });
+                diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
+                return diagnostics;
+            }
+        }
+    }
+}
+
+/// Parses and checks `source`.
+pub fn check_source(source: &str, settings: &Settings) -> Vec<Diagnostic> {
+    match syntax::parse(source, None) {
+        Some(tree) => check_tree(source, &tree, settings),
+        None => Vec::new(),
+    }
+}

@@ -1,0 +1,244 @@
+//! The rule registry: rule metadata, code families, and the `declare_rule!` macro each rule file uses.
+//!
+//! A rule is one `static RuleMeta` declared with [`declare_rule!`]; its doc comment *is* its
+//! documentation (shown by `tpulint rule`, on hover, and in `docs/rules/`). Each family module lists
+//! its rules in one `RULES` slice — one line per rule — and [`rules`] gathers them sorted by code.
+
+use std::sync::LazyLock;
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::diagnostic::Severity;
+
+/// Whether a rule offers fixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixAvailability {
+    None,
+    Sometimes,
+    Always,
+}
+
+impl FixAvailability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixAvailability::None => "none",
+            FixAvailability::Sometimes => "sometimes",
+            FixAvailability::Always => "always",
+        }
+    }
+}
+
+/// Rule families, by the hundreds digit of the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    HostSync,
+    CpuFallback,
+    DynamicShape,
+    DevicePlacement,
+    Precision,
+    BackendIdiom,
+    Distributed,
+    Layout,
+    Meta,
+}
+
+impl Family {
+    pub const ALL: [Family; 9] = [
+        Family::HostSync,
+        Family::CpuFallback,
+        Family::DynamicShape,
+        Family::DevicePlacement,
+        Family::Precision,
+        Family::BackendIdiom,
+        Family::Distributed,
+        Family::Layout,
+        Family::Meta,
+    ];
+
+    /// The family a `TPUnxx` code belongs to.
+    pub fn from_code(code: &str) -> Option<Family> {
+        let digit = code.strip_prefix("TPU")?.chars().next()?;
+        Some(match digit {
+            '1' => Family::HostSync,
+            '2' => Family::CpuFallback,
+            '3' => Family::DynamicShape,
+            '4' => Family::DevicePlacement,
+            '5' => Family::Precision,
+            '6' => Family::BackendIdiom,
+            '7' => Family::Distributed,
+            '8' => Family::Layout,
+            '9' => Family::Meta,
+            _ => return None,
+        })
+    }
+
+    /// Code prefix shared by the family, e.g. `TPU1`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Family::HostSync => "TPU1",
+            Family::CpuFallback => "TPU2",
+            Family::DynamicShape => "TPU3",
+            Family::DevicePlacement => "TPU4",
+            Family::Precision => "TPU5",
+            Family::BackendIdiom => "TPU6",
+            Family::Distributed => "TPU7",
+            Family::Layout => "TPU8",
+            Family::Meta => "TPU9",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::HostSync => "host-sync",
+            Family::CpuFallback => "cpu-fallback",
+            Family::DynamicShape => "dynamic-shape",
+            Family::DevicePlacement => "device-placement",
+            Family::Precision => "precision",
+            Family::BackendIdiom => "backend-idiom",
+            Family::Distributed => "distributed",
+            Family::Layout => "layout",
+            Family::Meta => "meta",
+        }
+    }
+}
+
+/// The signature of a rule's check function: called once for every node of a kind it registered for.
+pub type CheckFn = for<'tree> fn(&mut Context<'tree, '_>, Node<'tree>);
+
+/// Everything tpulint knows about one rule.
+#[derive(Debug)]
+pub struct RuleMeta {
+    /// `TPU` + three digits; the hundreds digit is the family.
+    pub code: &'static str,
+    /// Kebab-case; reads as "allow <name>".
+    pub name: &'static str,
+    /// Severity on a hot path (rules may lower it on cold paths).
+    pub severity: Severity,
+    pub fix: FixAvailability,
+    /// tree-sitter-python node kinds the check function wants to see.
+    pub kinds: &'static [&'static str],
+    /// Markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References.
+    pub docs: &'static str,
+    pub check: CheckFn,
+    /// Off unless selected explicitly (for conservative or opinionated rules).
+    pub enabled_by_default: bool,
+}
+
+impl RuleMeta {
+    pub fn family(&self) -> Family {
+        Family::from_code(self.code).unwrap_or(Family::Meta)
+    }
+
+    /// The docs with the one leading space of each `///` line removed.
+    pub fn docs_markdown(&self) -> String {
+        let mut out = String::with_capacity(self.docs.len());
+        for line in self.docs.lines() {
+            out.push_str(line.strip_prefix(' ').unwrap_or(line));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The first sentence under "What it does", for tables and summaries.
+    pub fn summary(&self) -> String {
+        let docs = self.docs_markdown();
+        let body = docs
+            .split("## What it does")
+            .nth(1)
+            .unwrap_or(&docs)
+            .split("##")
+            .next()
+            .unwrap_or("");
+        let paragraph: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .skip_while(|line| line.is_empty())
+            .take_while(|line| !line.is_empty())
+            .collect();
+        paragraph.join(" ")
+    }
+
+    /// Where the rule's documentation page lives.
+    pub fn url(&self) -> String {
+        format!("{DOCS_BASE_URL}{}.md", self.code)
+    }
+}
+
+/// Base address of the generated rule pages (`docs/rules/` in the repository).
+pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/docs/rules/";
+
+/// Declares a rule: its doc comment becomes [`RuleMeta::docs`].
+///
+/// ```ignore
+/// declare_rule! {
+///     /// ## What it does
+///     /// Checks for ...
+///     pub(crate) static TENSOR_ITEM_IN_HOT_PATH = {
+///         code: "TPU101",
+///         name: "tensor-item-in-hot-path",
+///         severity: Warning,
+///         fix: None,
+///         kinds: ["call"],
+///         check: check,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        $vis:vis static $ident:ident = {
+            code: $code:literal,
+            name: $name:literal,
+            severity: $severity:ident,
+            fix: $fix:ident,
+            kinds: [$($kind:literal),* $(,)?],
+            check: $check:path
+            $(, enabled_by_default: $enabled:literal)?
+            $(,)?
+        }
+    ) => {
+        $vis static $ident: $crate::registry::RuleMeta = $crate::registry::RuleMeta {
+            code: $code,
+            name: $name,
+            severity: $crate::diagnostic::Severity::$severity,
+            fix: $crate::registry::FixAvailability::$fix,
+            kinds: &[$($kind),*],
+            docs: concat!($($doc, "\n"),*),
+            check: $check,
+            enabled_by_default: $crate::declare_rule!(@enabled $($enabled)?),
+        };
+    };
+    (@enabled) => { true };
+    (@enabled $enabled:literal) => { $enabled };
+}
+
+static RULES: LazyLock<Vec<&'static RuleMeta>> = LazyLock::new(|| {
+    let mut rules = crate::rules::all();
+    rules.sort_by_key(|rule| rule.code);
+    rules
+});
+
+/// Every rule, sorted by code. A rule's position in this slice is its [`RuleId`].
+pub fn rules() -> &'static [&'static RuleMeta] {
+    &RULES
+}
+
+/// Index of a rule in [`rules`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u16);
+
+impl RuleId {
+    pub fn meta(self) -> &'static RuleMeta {
+        rules()[self.0 as usize]
+    }
+}
+
+/// Looks a rule up by code (`TPU101`) or name (`tensor-item-in-hot-path`).
+pub fn rule_by_code_or_name(key: &str) -> Option<RuleId> {
+    rules()
+        .iter()
+        .position(|rule| rule.code.eq_ignore_ascii_case(key) || rule.name == key)
+        .map(|index| RuleId(index as u16))
+}

@@ -1,0 +1,124 @@
+//! TPU401: a hard-coded `"cuda"` device string.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::helpers;
+use crate::semantic::Backend;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for the device string `"cuda"` or `"cuda:N"` where a device is expected:
+    /// `torch.device("cuda")`, `device="cuda"`, and `.to("cuda")`.
+    ///
+    /// ## Why is this bad?
+    /// A TPU VM has no CUDA device. Moving a tensor or module to `"cuda"` raises
+    /// (`Torch not compiled with CUDA enabled` / no NVIDIA driver) as soon as the code runs on a
+    /// TPU host. PyTorch/XLA's migration guide replaces CUDA device handling with
+    /// `torch_xla.device()`; TorchTPU uses the device `"tpu"`.
+    ///
+    /// ## Example
+    /// ```python
+    /// model = Net().to("cuda")
+    /// x = torch.zeros(8, 128, device="cuda:0")
+    /// ```
+    ///
+    /// Use instead (PyTorch/XLA):
+    /// ```python
+    /// model = Net().to("xla")
+    /// x = torch.zeros(8, 128, device="xla")
+    /// ```
+    /// or (TorchTPU) `"tpu"`; for code that must run anywhere,
+    /// `torch.accelerator.current_accelerator()`.
+    ///
+    /// ## Fix safety
+    /// The fix replaces the string with the device of the file's backend (`"xla"` for
+    /// PyTorch/XLA, `"tpu"` for TorchTPU). It is unsafe: the program no longer runs on GPUs. When
+    /// the backend is unknown the fix is display-only.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (`docs/source/learn/migration-to-xla-on-tpus.md`)
+    /// - TorchTPU, `docs/notebooks/api_mapping.py` (`"cuda"` → `"tpu"`)
+    pub(crate) static CUDA_DEVICE_STRING = {
+        code: "TPU401",
+        name: "cuda-device-string",
+        severity: Error,
+        fix: Sometimes,
+        kinds: ["string"],
+        check: check,
+    }
+}
+
+/// TPU401
+fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
+    let Some(value) = syntax::string_value(string, context.source()) else {
+        return;
+    };
+    let is_cuda = value == "cuda"
+        || value
+            .strip_prefix("cuda:")
+            .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()));
+    if !is_cuda || !is_device_position(context, string) {
+        return;
+    }
+    // `"cuda" if torch.cuda.is_available() else "cpu"` has its own rule (TPU402).
+    if helpers::in_cuda_availability_choice(context, string) {
+        return;
+    }
+    let quote = node_text(string, context.source())
+        .chars()
+        .next()
+        .filter(|c| *c == '"' || *c == '\'')
+        .unwrap_or('"');
+    let backend = context.backend();
+    let message = format!("Hard-coded CUDA device `{value}`");
+    let fix = match backend.device_type() {
+        Some(device) => Fix::unsafe_edit(
+            format!("Replace with `{quote}{device}{quote}`"),
+            vec![Edit::replace(
+                string.byte_range(),
+                format!("{quote}{device}{quote}"),
+            )],
+        ),
+        None => Fix::display_only(
+            format!("Replace with `{}`", Backend::Unknown.device_expr()),
+            vec![Edit::replace(
+                string.byte_range(),
+                Backend::Unknown.device_expr(),
+            )],
+        ),
+    };
+    context.report(string.byte_range(), message).fix = Some(fix);
+}
+
+/// `torch.device(<s>)`, `device=<s>` in any call, `.to(<s>)`, `.to(device=<s>)`.
+fn is_device_position(context: &Context<'_, '_>, string: Node<'_>) -> bool {
+    let Some(parent) = string.parent() else {
+        return false;
+    };
+    let source = context.source();
+    match parent.kind() {
+        "keyword_argument" => parent
+            .child_by_field_name("name")
+            .is_some_and(|name| matches!(node_text(name, source), "device" | "map_location")),
+        "argument_list" => {
+            let Some(call) = parent.parent() else {
+                return false;
+            };
+            let is_first = syntax::positional_args(parent)
+                .first()
+                .is_some_and(|first| first.id() == string.id());
+            if !is_first {
+                return false;
+            }
+            if context.semantic().call_qualified_name(call).as_deref() == Some("torch.device") {
+                return true;
+            }
+            syntax::method_call(call).is_some_and(|(_, method)| node_text(method, source) == "to")
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,91 @@
+//! TPU101: `.item()` on a tensor in a hot path.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `.item()` on a tensor inside a hot path: a training loop, a step function,
+    /// `forward`, or a compiled function.
+    ///
+    /// ## Why is this bad?
+    /// On a TPU, tensors are computed asynchronously (PyTorch/XLA records a lazy graph; TorchTPU
+    /// dispatches or fuses ops ahead of the host). `.item()` makes the host wait until the value
+    /// is computed and copied back: the graph is cut and executed early, the device idles while
+    /// the host catches up, and under `torch.compile` it is a graph break. PyTorch/XLA's
+    /// troubleshooting guide lists `item()` first among known performance caveats, and users
+    /// report training running about 100 times slower because of one `loss.item()` per step.
+    ///
+    /// ## Example
+    /// ```python
+    /// for inputs, labels in loader:
+    ///     loss = criterion(model(inputs), labels)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     running_loss += loss.item()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// for step, (inputs, labels) in enumerate(loader):
+    ///     loss = criterion(model(inputs), labels)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     running_loss += loss.detach()  # stays on the device
+    ///     if step % log_every == 0:
+    ///         print(running_loss.item() / (step + 1))
+    /// ```
+    /// With PyTorch/XLA, `xm.add_step_closure(log_fn, args=(loss,))` runs the logging after the
+    /// step's graph has executed.
+    ///
+    /// ## Known problems
+    /// A receiver whose type the index cannot see is taken to be a tensor when the file imports
+    /// torch; NumPy arrays and scalars that the index recognises are never flagged. Calls outside
+    /// hot paths (once after training) are not reported.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
+    /// - PyTorch/XLA issue #2120 (`.item()` makes training ~100x slower)
+    /// - TorchTPU, *Deferred execution* notebook: `.item()` is a materialization and a graph break
+    pub(crate) static TENSOR_ITEM_IN_HOT_PATH = {
+        code: "TPU101",
+        name: "tensor-item-in-hot-path",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU101
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return;
+    };
+    if context.text(method) != "item" {
+        return;
+    }
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    if arguments.named_child_count() != 0 {
+        return;
+    }
+    let Some(hot) = context.hot_path() else {
+        return;
+    };
+    if !helpers::is_probably_tensor(context, receiver) {
+        return;
+    }
+    let receiver_text = context.text(receiver);
+    let message = format!(
+        "`{}.item()` {} waits for the device every step",
+        helpers::short_code(receiver_text),
+        hot.describe()
+    );
+    context.report(call.byte_range(), message);
+}

@@ -1,0 +1,1441 @@
+//! The semantic index: imports and aliases, backend detection, scopes and bindings, tensor/device
+//! facts that flow through assignments, and hot-path context.
+//!
+//! The checker drives it during its single traversal: [`SemanticModel::enter`] before a node's
+//! rules run, [`SemanticModel::leave`] after its subtree. So a rule looking at a node sees every
+//! binding made by earlier statements of the same function, and the frames (function, class,
+//! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
+//! because imports usually come first and rules need them from the first line on.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use crate::settings::BackendSetting;
+use crate::source::TextRange;
+use crate::syntax::{self, MAX_EXPR_DEPTH, node_text};
+
+/// The TPU software stack a file targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// PyTorch/XLA: device `"xla"`, lazy tensors, `torch_xla.sync()`.
+    TorchXla,
+    /// TorchTPU: device `"tpu"`, eager, `torch.compile(backend="tpu", dynamic=False)`.
+    TorchTpu,
+    /// Neither is visible: typically CUDA code being ported.
+    Unknown,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::TorchXla => "torch_xla",
+            Backend::TorchTpu => "torchtpu",
+            Backend::Unknown => "unknown",
+        }
+    }
+
+    /// Python expression for the TPU device in this backend.
+    pub fn device_expr(self) -> &'static str {
+        match self {
+            Backend::TorchXla => "torch_xla.device()",
+            Backend::TorchTpu => "torch.device(\"tpu\")",
+            Backend::Unknown => "torch.accelerator.current_accelerator()",
+        }
+    }
+
+    /// The device-type string (`"xla"` / `"tpu"`), when the backend is known.
+    pub fn device_type(self) -> Option<&'static str> {
+        match self {
+            Backend::TorchXla => Some("xla"),
+            Backend::TorchTpu => Some("tpu"),
+            Backend::Unknown => None,
+        }
+    }
+}
+
+/// Where a tensor lives, as far as the index can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// Created on the host (a factory without `device=`, `.cpu()`, `torch.from_numpy`).
+    Cpu,
+    /// Hard-coded CUDA.
+    Cuda,
+    /// The model's accelerator: `forward` inputs, parameters, buffers, `device=` with a variable.
+    Accelerator,
+    Unknown,
+}
+
+impl Device {
+    fn merge(self, other: Device) -> Device {
+        if self == other { self } else { Device::Unknown }
+    }
+}
+
+/// What kind of value an expression holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    Tensor,
+    /// An `nn.Module` instance.
+    Module,
+    DataLoader,
+    Optimizer,
+    NumpyArray,
+    /// Python int/float/bool/str, or a result like `.item()`.
+    Scalar,
+    /// list / tuple / dict / set literals and comprehensions.
+    Container,
+    /// A module namespace or class from an import.
+    Namespace,
+    /// A `torch.device`.
+    DeviceObject,
+    Unknown,
+}
+
+/// What the index believes about one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fact {
+    pub kind: ValueKind,
+    pub device: Device,
+    /// Where the value was created (for related information in diagnostics).
+    pub origin: Option<(usize, usize)>,
+}
+
+impl Fact {
+    pub const UNKNOWN: Fact = Fact {
+        kind: ValueKind::Unknown,
+        device: Device::Unknown,
+        origin: None,
+    };
+
+    fn of(kind: ValueKind) -> Fact {
+        Fact {
+            kind,
+            device: Device::Unknown,
+            origin: None,
+        }
+    }
+
+    fn tensor(device: Device, origin: Option<(usize, usize)>) -> Fact {
+        Fact {
+            kind: ValueKind::Tensor,
+            device,
+            origin,
+        }
+    }
+
+    pub fn is_tensor(&self) -> bool {
+        self.kind == ValueKind::Tensor
+    }
+
+    /// Known to be something other than a tensor.
+    pub fn is_not_tensor(&self) -> bool {
+        !matches!(self.kind, ValueKind::Tensor | ValueKind::Unknown)
+    }
+
+    pub fn origin_range(&self) -> Option<TextRange> {
+        self.origin.map(|(start, end)| start..end)
+    }
+}
+
+/// Why code runs once per training step (or per forward pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HotPath {
+    /// Inside a module's `forward`.
+    Forward,
+    /// Inside a function named like a step (`train_step`, `training_step`, `*_step`).
+    StepFunction,
+    /// Inside a function compiled with `torch.compile` / `torch_xla.compile`.
+    Compiled,
+    /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
+    TrainingLoop,
+}
+
+impl HotPath {
+    pub fn describe(self) -> &'static str {
+        match self {
+            HotPath::Forward => "in `forward`",
+            HotPath::StepFunction => "in a step function",
+            HotPath::Compiled => "in a compiled function",
+            HotPath::TrainingLoop => "in the training loop",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Binding {
+    /// An imported module or object, by qualified name.
+    Import(String),
+    Value(Fact),
+    /// A class defined in this file; the index into `classes`.
+    Class(usize),
+    Function,
+}
+
+#[derive(Debug, Default)]
+struct Scope {
+    bindings: HashMap<String, Binding>,
+}
+
+#[derive(Debug)]
+struct ClassInfo {
+    is_module: bool,
+    /// Facts about `self.<name>` assigned in the class body's methods.
+    attributes: HashMap<String, Fact>,
+}
+
+#[derive(Debug)]
+enum Frame {
+    Function {
+        name: String,
+        hot: Option<HotPath>,
+        class: Option<usize>,
+        /// `with torch.no_grad()` / `inference_mode` decorators (for compile rules).
+        node_id: usize,
+    },
+    Class(usize),
+    Loop {
+        hot: bool,
+        node_id: usize,
+    },
+}
+
+/// Functions, classes and loops around the current node, innermost last.
+#[derive(Debug, Clone, Copy)]
+pub struct FunctionContext<'a> {
+    pub name: &'a str,
+    pub is_method_of_module: bool,
+}
+
+/// The index for one file. See the module docs for how it is driven.
+pub struct SemanticModel<'t> {
+    source: &'t str,
+    backend: Backend,
+    imported_modules: HashSet<String>,
+    scopes: Vec<Scope>,
+    frames: Vec<Frame>,
+    classes: Vec<ClassInfo>,
+    compiled_names: HashSet<String>,
+}
+
+const TENSOR_FACTORIES: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "range",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "empty_strided",
+    "tril_indices",
+    "triu_indices",
+    "complex",
+    "polar",
+];
+
+const LIKE_FACTORIES: &[&str] = &[
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+];
+
+/// torch functions whose result is not a tensor.
+const TORCH_NON_TENSOR_FUNCTIONS: &[&str] = &[
+    "device",
+    "is_tensor",
+    "is_floating_point",
+    "numel",
+    "manual_seed",
+    "seed",
+    "get_default_dtype",
+    "set_default_dtype",
+    "no_grad",
+    "enable_grad",
+    "inference_mode",
+    "set_grad_enabled",
+    "compile",
+    "load",
+    "save",
+    "is_grad_enabled",
+    "get_rng_state",
+    "finfo",
+    "iinfo",
+    "Size",
+    "Generator",
+    "autocast",
+    "use_deterministic_algorithms",
+    "set_float32_matmul_precision",
+    "set_printoptions",
+];
+
+/// Tensor methods that return something other than a tensor.
+const NON_TENSOR_METHODS: &[&str] = &[
+    "item",
+    "tolist",
+    "numpy",
+    "size",
+    "dim",
+    "ndimension",
+    "numel",
+    "nelement",
+    "element_size",
+    "stride",
+    "data_ptr",
+    "is_contiguous",
+    "is_floating_point",
+    "get_device",
+    "backward",
+    "storage",
+    "untyped_storage",
+    "type",
+    "__len__",
+];
+
+/// Module methods that return the module itself.
+const MODULE_SELF_METHODS: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "train",
+    "eval",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "requires_grad_",
+    "apply",
+    "to_empty",
+    "xpu",
+    "type",
+];
+
+impl<'t> SemanticModel<'t> {
+    /// Builds the module-level part of the index (imports, backend, compiled functions).
+    pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
+        let mut model = SemanticModel {
+            source,
+            backend: Backend::Unknown,
+            imported_modules: HashSet::new(),
+            scopes: vec![Scope::default()],
+            frames: Vec::new(),
+            classes: Vec::new(),
+            compiled_names: HashSet::new(),
+        };
+        model.prescan_module(tree.root_node(), 0);
+        model.prescan_compiled(tree);
+        model.backend = match backend_setting {
+            BackendSetting::TorchXla => Backend::TorchXla,
+            BackendSetting::TorchTpu => Backend::TorchTpu,
+            BackendSetting::Auto => model.detect_backend(),
+        };
+        model
+    }
+
+    pub fn source(&self) -> &'t str {
+        self.source
+    }
+
+    /// The backend this file targets (configured, or detected from its imports and device strings).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Whether any module with this qualified prefix is imported anywhere at module level
+    /// (e.g. `"torch"` or `"torch_xla"`).
+    pub fn imports_module(&self, prefix: &str) -> bool {
+        self.imported_modules
+            .iter()
+            .any(|m| m == prefix || m.starts_with(prefix) && m[prefix.len()..].starts_with('.'))
+    }
+
+    // ----- pre-pass -------------------------------------------------------------------------
+
+    fn prescan_module(&mut self, block: Node<'_>, depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        let mut cursor = block.walk();
+        for statement in block.named_children(&mut cursor) {
+            match statement.kind() {
+                "import_statement" | "import_from_statement" => self.bind_import(statement),
+                "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
+                | "elif_clause" | "except_clause" | "finally_clause" => {
+                    self.prescan_module(statement, depth + 1)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Finds `torch.compile(f)` / `torch_xla.compile(f)` calls by text, so that `f`'s body counts
+    /// as compiled even though the call comes after the definition. Text search keeps this off
+    /// the full-tree walk.
+    fn prescan_compiled(&mut self, tree: &Tree) {
+        let source = self.source;
+        let root = tree.root_node();
+        let mut search_from = 0;
+        while let Some(found) = source[search_from..].find("compile(") {
+            let at = search_from + found;
+            search_from = at + "compile(".len();
+            let Some(node) = root.descendant_for_byte_range(at, at + "compile".len()) else {
+                continue;
+            };
+            let call = node.parent().and_then(|p| {
+                if p.kind() == "call" {
+                    Some(p)
+                } else {
+                    p.parent().filter(|gp| gp.kind() == "call")
+                }
+            });
+            let Some(call) = call else { continue };
+            let Some((function, arguments)) = syntax::call_parts(call) else {
+                continue;
+            };
+            let Some(qualified) = self.qualified_name(function) else {
+                continue;
+            };
+            if !matches!(qualified.as_str(), "torch.compile" | "torch_xla.compile") {
+                continue;
+            }
+            if let Some(first) = syntax::positional_args(arguments).first()
+                && let Some(parts) = syntax::dotted_parts(*first, source)
+                && let Some(last) = parts.last()
+            {
+                self.compiled_names.insert((*last).to_string());
+            }
+        }
+    }
+
+    fn detect_backend(&self) -> Backend {
+        if self.imports_module("torch_xla") {
+            return Backend::TorchXla;
+        }
+        if self.imports_module("torch_tpu") {
+            return Backend::TorchTpu;
+        }
+        let source = self.source;
+        if source.contains("\"xla\"") || source.contains("'xla'") || source.contains("openxla") {
+            return Backend::TorchXla;
+        }
+        if source.contains("\"tpu\"")
+            || source.contains("'tpu'")
+            || source.contains("\"tpu:")
+            || source.contains("torch.tpu.")
+        {
+            return Backend::TorchTpu;
+        }
+        Backend::Unknown
+    }
+
+    fn bind_import(&mut self, statement: Node<'_>) {
+        let source = self.source;
+        match statement.kind() {
+            "import_statement" => {
+                let mut cursor = statement.walk();
+                for name in statement.children_by_field_name("name", &mut cursor) {
+                    match name.kind() {
+                        "dotted_name" => {
+                            let full = node_text(name, source).to_string();
+                            let first = full.split('.').next().unwrap_or("").trim().to_string();
+                            self.imported_modules.insert(full);
+                            self.bind(first.clone(), Binding::Import(first));
+                        }
+                        "aliased_import" => {
+                            let (Some(module), Some(alias)) = (
+                                name.child_by_field_name("name"),
+                                name.child_by_field_name("alias"),
+                            ) else {
+                                continue;
+                            };
+                            let full = compact_dotted(node_text(module, source));
+                            self.imported_modules.insert(full.clone());
+                            self.bind(node_text(alias, source).to_string(), Binding::Import(full));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "import_from_statement" => {
+                let Some(module) = statement.child_by_field_name("module_name") else {
+                    return;
+                };
+                if module.kind() != "dotted_name" {
+                    return; // relative imports name project modules, not torch
+                }
+                let module_name = compact_dotted(node_text(module, source));
+                self.imported_modules.insert(module_name.clone());
+                let mut cursor = statement.walk();
+                for name in statement.children_by_field_name("name", &mut cursor) {
+                    let (imported, local) = match name.kind() {
+                        "dotted_name" => (name, name),
+                        "aliased_import" => {
+                            let (Some(imported), Some(alias)) = (
+                                name.child_by_field_name("name"),
+                                name.child_by_field_name("alias"),
+                            ) else {
+                                continue;
+                            };
+                            (imported, alias)
+                        }
+                        _ => continue,
+                    };
+                    let qualified = format!(
+                        "{module_name}.{}",
+                        compact_dotted(node_text(imported, source))
+                    );
+                    self.imported_modules.insert(qualified.clone());
+                    self.bind(
+                        node_text(local, source).to_string(),
+                        Binding::Import(qualified),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bind(&mut self, name: String, binding: Binding) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.bindings.insert(name, binding);
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        // Class scopes are not visible from methods; the innermost function scope and the
+        // module scope cover what rules need.
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.bindings.get(name))
+    }
+
+    // ----- traversal hooks ----------------------------------------------------------------
+
+    /// Called by the checker before the rules of `node` run.
+    pub fn enter(&mut self, node: Node<'_>) {
+        match node.kind() {
+            "function_definition" => self.enter_function(node),
+            "class_definition" => self.enter_class(node),
+            "for_statement" | "while_statement" => {
+                let hot = self.is_training_loop(node);
+                self.frames.push(Frame::Loop {
+                    hot,
+                    node_id: node.id(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Called by the checker after the subtree of `node` was visited.
+    pub fn leave(&mut self, node: Node<'_>) {
+        match node.kind() {
+            "function_definition" => {
+                if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
+                {
+                    self.frames.pop();
+                    if self.scopes.len() > 1 {
+                        self.scopes.pop();
+                    }
+                }
+            }
+            "class_definition" => {
+                if matches!(self.frames.last(), Some(Frame::Class(_))) {
+                    self.frames.pop();
+                    if self.scopes.len() > 1 {
+                        self.scopes.pop();
+                    }
+                }
+            }
+            "for_statement" | "while_statement" => {
+                if matches!(self.frames.last(), Some(Frame::Loop { node_id, .. }) if *node_id == node.id())
+                {
+                    self.frames.pop();
+                }
+            }
+            "assignment" => self.leave_assignment(node),
+            "import_statement" | "import_from_statement" if self.scopes.len() > 1 => {
+                self.bind_import(node);
+            }
+            "expression_statement" => self.leave_expression_statement(node),
+            _ => {}
+        }
+    }
+
+    fn enter_function(&mut self, node: Node<'_>) {
+        let source = self.source;
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| node_text(n, source))
+            .unwrap_or("")
+            .to_string();
+        let class = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Class(index) => Some(*index),
+            _ => None,
+        });
+        let directly_in_class = matches!(self.frames.last(), Some(Frame::Class(_)));
+        let in_module_class = directly_in_class
+            && class.is_some_and(|index| self.classes.get(index).is_some_and(|c| c.is_module));
+        let hot = if self.is_compiled_function(node, &name) {
+            Some(HotPath::Compiled)
+        } else if name == "forward" && (in_module_class || directly_in_class) {
+            Some(HotPath::Forward)
+        } else if is_step_function_name(&name) {
+            Some(HotPath::StepFunction)
+        } else {
+            None
+        };
+        self.bind(name.clone(), Binding::Function);
+        self.frames.push(Frame::Function {
+            name,
+            hot,
+            class: if directly_in_class { class } else { None },
+            node_id: node.id(),
+        });
+        self.scopes.push(Scope::default());
+        if let Some(parameters) = node.child_by_field_name("parameters") {
+            self.bind_parameters(parameters, hot == Some(HotPath::Forward) || hot.is_some());
+        }
+    }
+
+    fn is_compiled_function(&self, node: Node<'_>, name: &str) -> bool {
+        if self.compiled_names.contains(name) {
+            return true;
+        }
+        let Some(parent) = node.parent().filter(|p| p.kind() == "decorated_definition") else {
+            return false;
+        };
+        let mut cursor = parent.walk();
+        parent
+            .named_children(&mut cursor)
+            .filter(|child| child.kind() == "decorator")
+            .any(|decorator| {
+                let Some(expression) = decorator.named_child(0) else {
+                    return false;
+                };
+                let target = if expression.kind() == "call" {
+                    expression.child_by_field_name("function")
+                } else {
+                    Some(expression)
+                };
+                target
+                    .and_then(|t| self.qualified_name(t))
+                    .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+            })
+    }
+
+    /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
+    /// without a literal default are taken to be tensors on the model's device.
+    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool) {
+        let source = self.source;
+        let mut cursor = parameters.walk();
+        let children: Vec<Node<'_>> = parameters.named_children(&mut cursor).collect();
+        for (index, parameter) in children.into_iter().enumerate() {
+            let (name_node, annotation, default) = match parameter.kind() {
+                "identifier" => (Some(parameter), None, None),
+                "typed_parameter" => (
+                    parameter
+                        .named_child(0)
+                        .filter(|n| n.kind() == "identifier"),
+                    parameter.child_by_field_name("type"),
+                    None,
+                ),
+                "default_parameter" => (
+                    parameter.child_by_field_name("name"),
+                    None,
+                    parameter.child_by_field_name("value"),
+                ),
+                "typed_default_parameter" => (
+                    parameter.child_by_field_name("name"),
+                    parameter.child_by_field_name("type"),
+                    parameter.child_by_field_name("value"),
+                ),
+                _ => continue,
+            };
+            let Some(name_node) = name_node else { continue };
+            let name = node_text(name_node, source);
+            if index == 0 && (name == "self" || name == "cls") {
+                continue;
+            }
+            let origin = Some((name_node.start_byte(), name_node.end_byte()));
+            let fact = if let Some(annotation) = annotation {
+                let annotation_text = node_text(annotation, source);
+                if annotation_text.contains("Tensor") {
+                    Fact::tensor(Device::Accelerator, origin)
+                } else {
+                    Fact::of(ValueKind::Scalar)
+                }
+            } else if default.is_some_and(|d| d.kind() != "none") {
+                Fact::of(ValueKind::Scalar)
+            } else if hot {
+                Fact::tensor(Device::Accelerator, origin)
+            } else {
+                Fact::UNKNOWN
+            };
+            self.bind(name.to_string(), Binding::Value(fact));
+        }
+    }
+
+    fn enter_class(&mut self, node: Node<'_>) {
+        let source = self.source;
+        let is_module = node
+            .child_by_field_name("superclasses")
+            .map(|superclasses| {
+                let mut cursor = superclasses.walk();
+                superclasses
+                    .named_children(&mut cursor)
+                    .any(|base| self.is_module_class_expr(base))
+            })
+            .unwrap_or(false);
+        let index = self.classes.len();
+        self.classes.push(ClassInfo {
+            is_module,
+            attributes: HashMap::new(),
+        });
+        if let Some(name) = node.child_by_field_name("name") {
+            self.bind(node_text(name, source).to_string(), Binding::Class(index));
+        }
+        self.frames.push(Frame::Class(index));
+        self.scopes.push(Scope::default());
+    }
+
+    fn is_module_class_expr(&self, base: Node<'_>) -> bool {
+        if let Some(qualified) = self.qualified_name(base) {
+            if qualified.starts_with("torch.nn.") || qualified.starts_with("transformers.") {
+                return qualified.ends_with("Module")
+                    || qualified.ends_with("PreTrainedModel")
+                    || qualified.ends_with("ModelMixin")
+                    || qualified.ends_with("LightningModule")
+                    || qualified == "torch.nn.Sequential";
+            }
+            if qualified.ends_with("LightningModule") {
+                return true;
+            }
+        }
+        if base.kind() == "identifier"
+            && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
+        {
+            return self.classes.get(*index).is_some_and(|c| c.is_module);
+        }
+        false
+    }
+
+    fn leave_assignment(&mut self, node: Node<'_>) {
+        let (Some(left), Some(right)) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let mut fact = self.fact(right);
+        if fact.origin.is_none() {
+            fact.origin = Some((right.start_byte(), right.end_byte()));
+        }
+        self.bind_target(left, fact, 0);
+    }
+
+    fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
+        if depth > MAX_EXPR_DEPTH {
+            return;
+        }
+        let source = self.source;
+        match target.kind() {
+            "identifier" => self.bind(node_text(target, source).to_string(), Binding::Value(fact)),
+            "attribute" => {
+                let object = target.child_by_field_name("object");
+                let attribute = target.child_by_field_name("attribute");
+                if let (Some(object), Some(attribute)) = (object, attribute)
+                    && object.kind() == "identifier"
+                    && node_text(object, source) == "self"
+                    && let Some(class) = self.current_method_class()
+                    && let Some(info) = self.classes.get_mut(class)
+                {
+                    info.attributes
+                        .insert(node_text(attribute, source).to_string(), fact);
+                }
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+                // `a, b = f(x)`: if the right side is a tensor-producing call, each part is a
+                // tensor (tuple outputs of modules); otherwise nothing is known.
+                let element = if fact.is_tensor() {
+                    fact
+                } else {
+                    Fact::UNKNOWN
+                };
+                let mut cursor = target.walk();
+                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind_target(child, element, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `self.register_buffer("name", t)` records a device-following tensor attribute.
+    fn leave_expression_statement(&mut self, node: Node<'_>) {
+        let Some(call) = node.named_child(0).filter(|n| n.kind() == "call") else {
+            return;
+        };
+        let Some((receiver, method)) = syntax::method_call(call) else {
+            return;
+        };
+        let source = self.source;
+        if node_text(receiver, source) != "self" {
+            return;
+        }
+        let method = node_text(method, source);
+        if !matches!(method, "register_buffer" | "register_parameter") {
+            return;
+        }
+        let Some((_, arguments)) = syntax::call_parts(call) else {
+            return;
+        };
+        let Some(name) = syntax::positional_args(arguments)
+            .first()
+            .and_then(|n| syntax::string_value(*n, source))
+        else {
+            return;
+        };
+        let fact = Fact::tensor(
+            Device::Accelerator,
+            Some((call.start_byte(), call.end_byte())),
+        );
+        if let Some(class) = self.current_method_class()
+            && let Some(info) = self.classes.get_mut(class)
+        {
+            info.attributes.insert(name.into_owned(), fact);
+        }
+    }
+
+    fn current_method_class(&self) -> Option<usize> {
+        self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { class, .. } => Some(*class),
+            _ => None,
+        })?
+    }
+
+    fn is_training_loop(&self, node: Node<'_>) -> bool {
+        let source = self.source;
+        if node.kind() == "for_statement"
+            && let Some(iterable) = node.child_by_field_name("right")
+            && self.is_loader_expr(iterable, 0)
+        {
+            return true;
+        }
+        // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
+        let Some(body) = node.child_by_field_name("body") else {
+            return false;
+        };
+        let body_text = node_text(body, source);
+        let steps = body_text.contains(".backward(")
+            || body_text.contains("optimizer_step(")
+            || body_text.contains("optimizer.step(")
+            || body_text.contains(".mark_step(")
+            || body_text.contains("torch_xla.sync(");
+        if !steps {
+            return false;
+        }
+        let has_nested_loop = body_text.lines().any(|line| {
+            let trimmed = line.trim_start();
+            trimmed.starts_with("for ")
+                || trimmed.starts_with("async for ")
+                || trimmed.starts_with("while ")
+        });
+        !has_nested_loop
+    }
+
+    fn is_loader_expr(&self, expr: Node<'_>, depth: usize) -> bool {
+        if depth > 4 {
+            return false;
+        }
+        let expr = syntax::unparenthesize(expr);
+        let source = self.source;
+        match expr.kind() {
+            "identifier" | "attribute" => {
+                if self.fact(expr).kind == ValueKind::DataLoader {
+                    return true;
+                }
+                let last = match expr.kind() {
+                    "attribute" => expr
+                        .child_by_field_name("attribute")
+                        .map(|n| node_text(n, source))
+                        .unwrap_or(""),
+                    _ => node_text(expr, source),
+                };
+                let lower = last.to_ascii_lowercase();
+                lower.contains("loader") || lower == "train_dl" || lower == "dl"
+            }
+            "call" => {
+                if self.fact(expr).kind == ValueKind::DataLoader {
+                    return true;
+                }
+                let Some((function, arguments)) = syntax::call_parts(expr) else {
+                    return false;
+                };
+                let name = node_text(function, source);
+                let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
+                    || name.ends_with("tqdm");
+                let loader_method = function.kind() == "attribute"
+                    && function
+                        .child_by_field_name("attribute")
+                        .is_some_and(|a| node_text(a, source) == "per_device_loader");
+                if loader_method {
+                    return true;
+                }
+                wrapper
+                    && syntax::positional_args(arguments)
+                        .first()
+                        .is_some_and(|first| self.is_loader_expr(*first, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    // ----- queries for rules --------------------------------------------------------------
+
+    /// The qualified name an expression refers to through imports: `T.zeros` → `torch.zeros`,
+    /// `F.interpolate` → `torch.nn.functional.interpolate`, `xm.mark_step` →
+    /// `torch_xla.core.xla_model.mark_step`. `None` if the root name is not an import.
+    pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        let parts = syntax::dotted_parts(expr, self.source)?;
+        let (first, rest) = parts.split_first()?;
+        let Some(Binding::Import(module)) = self.lookup(first) else {
+            return None;
+        };
+        let mut qualified = module.clone();
+        for part in rest {
+            qualified.push('.');
+            qualified.push_str(part);
+        }
+        Some(qualified)
+    }
+
+    /// The qualified name of a call's target, if it resolves through imports.
+    pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
+        let (function, _) = syntax::call_parts(call)?;
+        self.qualified_name(function)
+    }
+
+    /// The innermost reason the current node runs on every step, if any.
+    pub fn hot_path(&self) -> Option<HotPath> {
+        for frame in self.frames.iter().rev() {
+            match frame {
+                Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
+                Frame::Function { hot: Some(hot), .. } => return Some(*hot),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Whether the current node is inside a loop (any loop) within the current function.
+    pub fn in_loop(&self) -> bool {
+        if let Some(frame) = self.frames.iter().next_back() {
+            match frame {
+                Frame::Loop { .. } => return true,
+                Frame::Function { .. } | Frame::Class(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// Name of the innermost enclosing function, and whether it is a method of an `nn.Module`.
+    pub fn function(&self) -> Option<FunctionContext<'_>> {
+        self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { name, class, .. } => Some(FunctionContext {
+                name,
+                is_method_of_module: class
+                    .and_then(|index| self.classes.get(index))
+                    .is_some_and(|c| c.is_module),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Whether the current node is inside an `nn.Module` subclass's body (any method).
+    pub fn in_module_class(&self) -> bool {
+        self.frames.iter().rev().any(|frame| match frame {
+            Frame::Class(index) => self.classes.get(*index).is_some_and(|c| c.is_module),
+            _ => false,
+        })
+    }
+
+    /// What the index believes about the value of `expr` at this point of the traversal.
+    pub fn fact(&self, expr: Node<'_>) -> Fact {
+        self.fact_at_depth(expr, 0)
+    }
+
+    fn fact_at_depth(&self, expr: Node<'_>, depth: usize) -> Fact {
+        if depth > MAX_EXPR_DEPTH {
+            return Fact::UNKNOWN;
+        }
+        let source = self.source;
+        let origin = Some((expr.start_byte(), expr.end_byte()));
+        match expr.kind() {
+            "identifier" => match self.lookup(node_text(expr, source)) {
+                Some(Binding::Value(fact)) => *fact,
+                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function) => {
+                    Fact::of(ValueKind::Namespace)
+                }
+                None => Fact::UNKNOWN,
+            },
+            "parenthesized_expression" => expr
+                .named_child(0)
+                .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
+            "integer" | "float" | "true" | "false" | "none" | "string" | "concatenated_string" => {
+                Fact::of(ValueKind::Scalar)
+            }
+            "list"
+            | "tuple"
+            | "dictionary"
+            | "set"
+            | "list_comprehension"
+            | "dictionary_comprehension"
+            | "set_comprehension" => Fact::of(ValueKind::Container),
+            "call" => self.call_fact(expr, depth),
+            "attribute" => self.attribute_fact(expr, depth),
+            "subscript" => {
+                let value = expr
+                    .child_by_field_name("value")
+                    .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
+                match value.kind {
+                    ValueKind::Tensor => Fact::tensor(value.device, origin),
+                    ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
+                    _ => Fact::UNKNOWN,
+                }
+            }
+            "binary_operator" | "comparison_operator" => {
+                let mut cursor = expr.walk();
+                let mut result: Option<Fact> = None;
+                let mut numpy = false;
+                for operand in expr.named_children(&mut cursor) {
+                    let fact = self.fact_at_depth(operand, depth + 1);
+                    if fact.is_tensor() {
+                        result = Some(match result {
+                            Some(previous) => {
+                                Fact::tensor(previous.device.merge(fact.device), origin)
+                            }
+                            None => Fact::tensor(fact.device, origin),
+                        });
+                    } else if fact.kind == ValueKind::NumpyArray {
+                        numpy = true;
+                    }
+                }
+                match result {
+                    Some(fact) => fact,
+                    None if numpy => Fact::of(ValueKind::NumpyArray),
+                    None => Fact::UNKNOWN,
+                }
+            }
+            "unary_operator" => expr
+                .child_by_field_name("argument")
+                .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
+            "not_operator" | "boolean_operator" => Fact::UNKNOWN,
+            "conditional_expression" => {
+                let mut cursor = expr.walk();
+                let branches: Vec<Node<'_>> = expr.named_children(&mut cursor).collect();
+                match (branches.first(), branches.get(2)) {
+                    (Some(a), Some(b)) => {
+                        let (a, b) = (
+                            self.fact_at_depth(*a, depth + 1),
+                            self.fact_at_depth(*b, depth + 1),
+                        );
+                        if a.kind == b.kind {
+                            Fact {
+                                kind: a.kind,
+                                device: a.device.merge(b.device),
+                                origin,
+                            }
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    _ => Fact::UNKNOWN,
+                }
+            }
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn attribute_fact(&self, expr: Node<'_>, depth: usize) -> Fact {
+        let source = self.source;
+        let (Some(object), Some(attribute)) = (
+            expr.child_by_field_name("object"),
+            expr.child_by_field_name("attribute"),
+        ) else {
+            return Fact::UNKNOWN;
+        };
+        let attribute = node_text(attribute, source);
+        if object.kind() == "identifier" && node_text(object, source) == "self" {
+            if let Some(class) = self.current_method_class()
+                && let Some(fact) = self
+                    .classes
+                    .get(class)
+                    .and_then(|c| c.attributes.get(attribute))
+            {
+                return *fact;
+            }
+            return Fact::UNKNOWN;
+        }
+        if let Some(qualified) = self.qualified_name(expr)
+            && (qualified.starts_with("torch.") || qualified.starts_with("numpy."))
+        {
+            return Fact::of(ValueKind::Namespace);
+        }
+        let object_fact = self.fact_at_depth(object, depth + 1);
+        match object_fact.kind {
+            ValueKind::Tensor => match attribute {
+                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                ),
+                "shape" => Fact::of(ValueKind::Container),
+                "device" => Fact::of(ValueKind::DeviceObject),
+                _ => Fact::of(ValueKind::Scalar),
+            },
+            ValueKind::Module => match attribute {
+                "weight" | "bias" => Fact::tensor(Device::Accelerator, None),
+                _ => Fact::UNKNOWN,
+            },
+            ValueKind::NumpyArray => match attribute {
+                "T" => Fact::of(ValueKind::NumpyArray),
+                _ => Fact::of(ValueKind::Scalar),
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn call_fact(&self, call: Node<'_>, depth: usize) -> Fact {
+        let source = self.source;
+        let Some((function, arguments)) = syntax::call_parts(call) else {
+            return Fact::UNKNOWN;
+        };
+        let origin = Some((call.start_byte(), call.end_byte()));
+        if let Some(qualified) = self.qualified_name(function) {
+            return self.qualified_call_fact(&qualified, arguments, origin, depth);
+        }
+        match function.kind() {
+            "identifier" => {
+                let name = node_text(function, source);
+                match self.lookup(name) {
+                    Some(Binding::Class(index)) => {
+                        if self.classes.get(*index).is_some_and(|c| c.is_module) {
+                            Fact {
+                                kind: ValueKind::Module,
+                                device: Device::Cpu,
+                                origin,
+                            }
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
+                        Fact::tensor(Device::Accelerator, origin)
+                    }
+                    _ => match name {
+                        "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
+                        | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
+                            if matches!(name, "max" | "min" | "sum" | "abs") {
+                                // `max(t1, t2)` of tensors is a tensor; of ints an int.
+                                let any_tensor = syntax::positional_args(arguments)
+                                    .iter()
+                                    .any(|a| self.fact_at_depth(*a, depth + 1).is_tensor());
+                                if any_tensor {
+                                    return Fact::UNKNOWN;
+                                }
+                            }
+                            Fact::of(ValueKind::Scalar)
+                        }
+                        "list" | "tuple" | "dict" | "set" | "range" | "zip" | "enumerate"
+                        | "sorted" => Fact::of(ValueKind::Container),
+                        _ => Fact::UNKNOWN,
+                    },
+                }
+            }
+            "attribute" => {
+                let (Some(object), Some(method)) = (
+                    function.child_by_field_name("object"),
+                    function.child_by_field_name("attribute"),
+                ) else {
+                    return Fact::UNKNOWN;
+                };
+                let method = node_text(method, source);
+                let receiver = self.fact_at_depth(object, depth + 1);
+                match receiver.kind {
+                    ValueKind::Tensor => {
+                        if NON_TENSOR_METHODS.contains(&method) {
+                            return match method {
+                                "numpy" => Fact::of(ValueKind::NumpyArray),
+                                "tolist" => Fact::of(ValueKind::Container),
+                                _ => Fact::of(ValueKind::Scalar),
+                            };
+                        }
+                        let device = match method {
+                            "cuda" => Device::Cuda,
+                            "cpu" => Device::Cpu,
+                            "to" => self
+                                .device_argument(arguments, depth)
+                                .unwrap_or(receiver.device),
+                            _ => receiver.device,
+                        };
+                        Fact::tensor(device, origin)
+                    }
+                    ValueKind::Module => {
+                        if MODULE_SELF_METHODS.contains(&method) {
+                            let device = match method {
+                                "cuda" => Device::Cuda,
+                                "cpu" => Device::Cpu,
+                                "to" => self
+                                    .device_argument(arguments, depth)
+                                    .unwrap_or(receiver.device),
+                                _ => receiver.device,
+                            };
+                            Fact {
+                                kind: ValueKind::Module,
+                                device,
+                                origin: receiver.origin,
+                            }
+                        } else if matches!(
+                            method,
+                            "parameters"
+                                | "named_parameters"
+                                | "state_dict"
+                                | "modules"
+                                | "children"
+                        ) {
+                            Fact::of(ValueKind::Container)
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    ValueKind::NumpyArray => match method {
+                        "item" => Fact::of(ValueKind::Scalar),
+                        "tolist" => Fact::of(ValueKind::Container),
+                        _ => Fact::of(ValueKind::NumpyArray),
+                    },
+                    _ => {
+                        // `self.layer(x)` where `self.layer` is a submodule.
+                        let callee = self.fact_at_depth(function, depth + 1);
+                        if callee.kind == ValueKind::Module {
+                            Fact::tensor(Device::Accelerator, origin)
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                }
+            }
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn qualified_call_fact(
+        &self,
+        qualified: &str,
+        arguments: Node<'_>,
+        origin: Option<(usize, usize)>,
+        depth: usize,
+    ) -> Fact {
+        if let Some(function) = qualified.strip_prefix("torch.") {
+            if TENSOR_FACTORIES.contains(&function) {
+                let device = if function == "from_numpy" {
+                    Device::Cpu
+                } else {
+                    self.device_argument(arguments, depth)
+                        .unwrap_or(Device::Cpu)
+                };
+                return Fact::tensor(device, origin);
+            }
+            if LIKE_FACTORIES.contains(&function) {
+                let device = match self.device_argument(arguments, depth) {
+                    Some(device) => device,
+                    None => syntax::positional_args(arguments)
+                        .first()
+                        .map_or(Device::Unknown, |a| {
+                            self.fact_at_depth(*a, depth + 1).device
+                        }),
+                };
+                return Fact::tensor(device, origin);
+            }
+            if function == "device" {
+                return Fact::of(ValueKind::DeviceObject);
+            }
+            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) {
+                return Fact::UNKNOWN;
+            }
+            if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
+                return Fact {
+                    kind: ValueKind::DataLoader,
+                    device: Device::Cpu,
+                    origin,
+                };
+            }
+            if function.starts_with("optim.") {
+                return Fact::of(ValueKind::Optimizer);
+            }
+            if let Some(rest) = function.strip_prefix("nn.") {
+                if rest.starts_with("functional.") {
+                    let device = self.first_tensor_device(arguments, depth);
+                    return Fact::tensor(device, origin);
+                }
+                let last = rest.rsplit('.').next().unwrap_or(rest);
+                if last == "Parameter" || last == "Buffer" {
+                    return Fact::tensor(Device::Accelerator, origin);
+                }
+                if !rest.contains('.') && last.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Fact {
+                        kind: ValueKind::Module,
+                        device: Device::Cpu,
+                        origin,
+                    };
+                }
+                return Fact::UNKNOWN;
+            }
+            let last = function.rsplit('.').next().unwrap_or(function);
+            if last.starts_with(|c: char| c.is_ascii_lowercase())
+                && !function.starts_with("cuda.")
+                && !function.starts_with("distributed.")
+                && !function.starts_with("backends.")
+                && !function.starts_with("utils.")
+                && !function.starts_with("jit.")
+                && !function.starts_with("hub.")
+                && !function.starts_with("onnx.")
+                && !function.starts_with("amp.")
+                && !function.starts_with("autograd.")
+                && !function.starts_with("testing.")
+                && !function.starts_with("accelerator.")
+                && !function.starts_with("tpu.")
+                && !function.starts_with("xpu.")
+                && !function.starts_with("mps.")
+                && !function.starts_with("_")
+            {
+                let device = self.first_tensor_device(arguments, depth);
+                return Fact::tensor(device, origin);
+            }
+            return Fact::UNKNOWN;
+        }
+        if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+            || qualified.ends_with("parallel_loader.ParallelLoader")
+        {
+            return Fact {
+                kind: ValueKind::DataLoader,
+                device: Device::Accelerator,
+                origin,
+            };
+        }
+        if qualified.starts_with("numpy.") {
+            let last = qualified.rsplit('.').next().unwrap_or("");
+            if last.starts_with(|c: char| c.is_ascii_lowercase()) {
+                return Fact::of(ValueKind::NumpyArray);
+            }
+        }
+        Fact::UNKNOWN
+    }
+
+    fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
+        syntax::positional_args(arguments)
+            .iter()
+            .map(|a| self.fact_at_depth(*a, depth + 1))
+            .find(|fact| fact.is_tensor())
+            .map_or(Device::Unknown, |fact| fact.device)
+    }
+
+    /// The device named by a call's `device=` keyword (or the first argument of `.to(...)`).
+    fn device_argument(&self, arguments: Node<'_>, depth: usize) -> Option<Device> {
+        let value = syntax::keyword_arg(arguments, "device", self.source).or_else(|| {
+            let parent_is_to = arguments
+                .parent()
+                .and_then(|call| syntax::callee_name(call, self.source))
+                .is_some_and(|name| name == "to");
+            if parent_is_to {
+                syntax::positional_args(arguments).first().copied()
+            } else {
+                None
+            }
+        })?;
+        Some(self.device_of_expr(value, depth))
+    }
+
+    /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
+    pub fn device_of_expr(&self, value: Node<'_>, depth: usize) -> Device {
+        let source = self.source;
+        if let Some(text) = syntax::string_value(value, source) {
+            return device_from_str(&text);
+        }
+        match value.kind() {
+            "call" => {
+                let Some((function, arguments)) = syntax::call_parts(value) else {
+                    return Device::Unknown;
+                };
+                match self.qualified_name(function).as_deref() {
+                    Some("torch.device") => syntax::positional_args(arguments)
+                        .first()
+                        .and_then(|a| syntax::string_value(*a, source))
+                        .map_or(Device::Accelerator, |s| device_from_str(&s)),
+                    Some(q) if q.ends_with("xla_device") || q == "torch_xla.device" => {
+                        Device::Accelerator
+                    }
+                    _ => Device::Accelerator,
+                }
+            }
+            "attribute" => {
+                let is_device_attr = value
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| node_text(a, source) == "device");
+                if is_device_attr {
+                    value
+                        .child_by_field_name("object")
+                        .map_or(Device::Unknown, |o| {
+                            let fact = self.fact_at_depth(o, depth + 1);
+                            if fact.is_tensor() {
+                                fact.device
+                            } else {
+                                Device::Accelerator
+                            }
+                        })
+                } else {
+                    Device::Accelerator
+                }
+            }
+            "identifier" => Device::Accelerator,
+            // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
+            _ => Device::Unknown,
+        }
+    }
+}
+
+/// `"cuda:0"` → `Cuda`, `"cpu"` → `Cpu`, `"xla"`/`"tpu"` → `Accelerator`.
+pub fn device_from_str(text: &str) -> Device {
+    let kind = text.split(':').next().unwrap_or("").trim();
+    match kind {
+        "cuda" => Device::Cuda,
+        "cpu" => Device::Cpu,
+        "xla" | "tpu" => Device::Accelerator,
+        _ => Device::Unknown,
+    }
+}
+
+fn compact_dotted(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
+fn is_step_function_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
+        || lower.ends_with("step_fn")
+        || lower == "train_fn"
+}

@@ -1,0 +1,339 @@
+//! Settings: which rules run and which backend a file targets, resolved from a [`Configuration`].
+//!
+//! The configuration model is shared by every front end: the CLI and the language server fill it
+//! from `[tool.tpulint]` / `tpulint.toml` (read by the `tpulint_workspace` crate) and from flags or
+//! editor settings; the WebAssembly build fills it from JavaScript. Parsing files is not done here.
+
+use std::fmt;
+
+use crate::registry::{RuleId, rules};
+
+/// Which backend rules and fixes assume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum BackendSetting {
+    /// Detect per file from imports and device strings.
+    #[default]
+    Auto,
+    TorchXla,
+    TorchTpu,
+}
+
+impl BackendSetting {
+    pub fn parse(text: &str) -> Option<BackendSetting> {
+        match text.to_ascii_lowercase().replace('-', "_").as_str() {
+            "auto" => Some(BackendSetting::Auto),
+            "torch_xla" | "xla" | "pytorch_xla" => Some(BackendSetting::TorchXla),
+            "torchtpu" | "torch_tpu" | "tpu" => Some(BackendSetting::TorchTpu),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendSetting::Auto => "auto",
+            BackendSetting::TorchXla => "torch_xla",
+            BackendSetting::TorchTpu => "torchtpu",
+        }
+    }
+}
+
+/// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RuleSelector {
+    All,
+    Prefix(String),
+    Rule(RuleId),
+}
+
+/// A selector that names nothing tpulint knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSelector(pub String);
+
+impl fmt::Display for UnknownSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown rule selector `{}` (expected ALL, a prefix such as TPU1, a code such as TPU101, or a rule name)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownSelector {}
+
+impl RuleSelector {
+    pub fn parse(text: &str) -> Result<RuleSelector, UnknownSelector> {
+        let trimmed = text.trim();
+        if trimmed.eq_ignore_ascii_case("ALL") {
+            return Ok(RuleSelector::All);
+        }
+        if let Some(id) = crate::registry::rule_by_code_or_name(trimmed) {
+            return Ok(RuleSelector::Rule(id));
+        }
+        let upper = trimmed.to_ascii_uppercase();
+        if upper.starts_with("TPU") && rules().iter().any(|rule| rule.code.starts_with(&upper)) {
+            return Ok(RuleSelector::Prefix(upper));
+        }
+        Err(UnknownSelector(trimmed.to_string()))
+    }
+
+    fn matches(&self, id: RuleId) -> bool {
+        match self {
+            RuleSelector::All => true,
+            RuleSelector::Prefix(prefix) => id.meta().code.starts_with(prefix.as_str()),
+            RuleSelector::Rule(rule) => *rule == id,
+        }
+    }
+
+    /// How specific the selector is; a more specific `ignore` or `select` wins (as in ruff).
+    fn specificity(&self) -> usize {
+        match self {
+            RuleSelector::All => 0,
+            RuleSelector::Prefix(prefix) => prefix.len(),
+            RuleSelector::Rule(_) => usize::MAX,
+        }
+    }
+}
+
+/// The set of enabled rules.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RuleSet {
+    enabled: Vec<bool>,
+}
+
+impl RuleSet {
+    /// Rules enabled by default.
+    pub fn defaults() -> RuleSet {
+        RuleSet {
+            enabled: rules().iter().map(|rule| rule.enabled_by_default).collect(),
+        }
+    }
+
+    pub fn empty() -> RuleSet {
+        RuleSet {
+            enabled: vec![false; rules().len()],
+        }
+    }
+
+    /// Resolves `select` (or the defaults), `extend_select` and `ignore`. Between a select and an
+    /// ignore that both match a rule, the more specific selector wins; on a tie, ignore wins.
+    pub fn from_selectors(
+        select: Option<&[RuleSelector]>,
+        extend_select: &[RuleSelector],
+        ignore: &[RuleSelector],
+    ) -> RuleSet {
+        let enabled = rules()
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| {
+                let id = RuleId(index as u16);
+                let best = |selectors: &[RuleSelector]| {
+                    selectors
+                        .iter()
+                        .filter(|s| s.matches(id))
+                        .map(RuleSelector::specificity)
+                        .max()
+                };
+                let selected = match select {
+                    Some(select) => best(select),
+                    None if rule.enabled_by_default => Some(0),
+                    None => None,
+                };
+                let selected = selected.max(best(extend_select));
+                match (selected, best(ignore)) {
+                    (None, _) => false,
+                    (Some(_), None) => true,
+                    (Some(s), Some(i)) => s > i,
+                }
+            })
+            .collect();
+        RuleSet { enabled }
+    }
+
+    pub fn is_enabled(&self, id: RuleId) -> bool {
+        self.enabled.get(id.0 as usize).copied().unwrap_or(false)
+    }
+
+    pub fn set(&mut self, id: RuleId, on: bool) {
+        if let Some(slot) = self.enabled.get_mut(id.0 as usize) {
+            *slot = on;
+        }
+    }
+
+    pub fn disable_matching(&mut self, selectors: &[RuleSelector]) {
+        for index in 0..self.enabled.len() {
+            let id = RuleId(index as u16);
+            if selectors.iter().any(|s| s.matches(id)) {
+                self.enabled[index] = false;
+            }
+        }
+    }
+
+    pub fn iter_enabled(&self) -> impl Iterator<Item = RuleId> + '_ {
+        self.enabled
+            .iter()
+            .enumerate()
+            .filter(|(_, on)| **on)
+            .map(|(index, _)| RuleId(index as u16))
+    }
+}
+
+/// Settings for checking one file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Settings {
+    pub rules: RuleSet,
+    pub backend: BackendSetting,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rules: RuleSet::defaults(),
+            backend: BackendSetting::Auto,
+        }
+    }
+}
+
+impl Settings {
+    /// Settings with exactly one rule enabled (used by tests and `tpulint rule`).
+    pub fn only(id: RuleId) -> Settings {
+        let mut rules = RuleSet::empty();
+        rules.set(id, true);
+        Settings {
+            rules,
+            backend: BackendSetting::Auto,
+        }
+    }
+}
+
+/// The user's configuration, before it is resolved for a particular file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Configuration {
+    /// `None`: the default rule set.
+    pub select: Option<Vec<RuleSelector>>,
+    pub extend_select: Vec<RuleSelector>,
+    pub ignore: Vec<RuleSelector>,
+    /// `(glob, selectors)`: rules switched off for matching paths.
+    pub per_file_ignores: Vec<(String, Vec<RuleSelector>)>,
+    /// Globs of paths not to check, relative to the project root.
+    pub exclude: Vec<String>,
+    pub backend: BackendSetting,
+}
+
+/// Paths every check skips, like ruff's default excludes.
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".tox",
+    ".venv",
+    "venv",
+    "__pypackages__",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "__pycache__",
+];
+
+impl Configuration {
+    /// Settings for the file at `relative_path` (forward slashes, relative to the project root).
+    pub fn settings_for(&self, relative_path: &str) -> Settings {
+        let mut rules =
+            RuleSet::from_selectors(self.select.as_deref(), &self.extend_select, &self.ignore);
+        for (pattern, selectors) in &self.per_file_ignores {
+            if path_matches(pattern, relative_path) {
+                rules.disable_matching(selectors);
+            }
+        }
+        Settings {
+            rules,
+            backend: self.backend,
+        }
+    }
+
+    /// Whether `relative_path` is excluded by `exclude` or the default excludes.
+    pub fn is_excluded(&self, relative_path: &str) -> bool {
+        let components: Vec<&str> = relative_path.split('/').collect();
+        if components.iter().any(|c| DEFAULT_EXCLUDES.contains(c)) {
+            return true;
+        }
+        self.exclude
+            .iter()
+            .any(|pattern| path_matches(pattern, relative_path))
+    }
+}
+
+/// Matches a path against a glob the way `exclude` and `per-file-ignores` patterns are written:
+/// `*` and `?` within a component, `**` across components; a pattern without `/` matches the
+/// file name or any directory name; a pattern naming a directory matches everything below it.
+pub fn path_matches(pattern: &str, path: &str) -> bool {
+    let pattern = pattern.trim_start_matches("./").trim_end_matches('/');
+    let path = path.trim_start_matches("./");
+    if pattern.is_empty() {
+        return false;
+    }
+    let pattern_parts: Vec<&str> = pattern.split('/').collect();
+    let path_parts: Vec<&str> = path.split('/').collect();
+    if !pattern.contains('/') {
+        return path_parts.iter().any(|part| glob_component(pattern, part));
+    }
+    // A directory pattern matches its contents: try every prefix of the path.
+    (1..=path_parts.len()).any(|len| glob_parts(&pattern_parts, &path_parts[..len]))
+}
+
+fn glob_parts(pattern: &[&str], path: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|skip| glob_parts(rest, &path[skip..])),
+        Some((first, rest)) => match path.split_first() {
+            Some((component, path_rest)) => {
+                glob_component(first, component) && glob_parts(rest, path_rest)
+            }
+            None => false,
+        },
+    }
+}
+
+/// `*` and `?` wildcards within one path component (iterative, no backtracking blow-up).
+fn glob_component(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((star_p, star_t)) = star {
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    while p < pattern.len() && pattern[p] == '*' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(path_matches("tests/*.py", "tests/test_a.py"));
+        assert!(!path_matches("tests/*.py", "src/tests/test_a.py"));
+        assert!(path_matches("**/tests/*.py", "src/tests/test_a.py"));
+        assert!(path_matches("test_*.py", "src/test_a.py"));
+        assert!(path_matches("vendor", "vendor/x/y.py"));
+        assert!(path_matches("third_party/", "third_party/x.py"));
+        assert!(!path_matches("*.pyi", "a.py"));
+    }
+}

@@ -1,0 +1,281 @@
+//! Suppression comments: `# noqa`, `# noqa: TPU101, TPU102` on a line, and file-level
+//! `# tpulint: noqa` / `# tpulint: noqa: TPU101`; plus the unused-suppression report (TPU901).
+
+use tree_sitter::Node;
+
+use crate::diagnostic::{Diagnostic, Edit, Fix, Severity};
+use crate::registry::rule_by_code_or_name;
+use crate::settings::RuleSet;
+use crate::source::{LineIndex, TextRange};
+use crate::syntax::node_text;
+
+/// One code listed in a `# noqa: …` comment.
+#[derive(Debug, Clone)]
+struct ListedCode {
+    code: String,
+    range: TextRange,
+    used: bool,
+}
+
+#[derive(Debug, Clone)]
+struct LineDirective {
+    /// Byte offset of the comment (its line is resolved when applying).
+    comment_start: usize,
+    /// Range of the `# noqa…` text inside the comment, from `#`/`noqa` to the end of the codes.
+    directive_range: TextRange,
+    /// `None` for a bare `# noqa`.
+    codes: Option<Vec<ListedCode>>,
+}
+
+#[derive(Debug, Clone, Default)]
+enum FileDirective {
+    #[default]
+    None,
+    All,
+    Codes(Vec<String>),
+}
+
+/// Suppression comments found in one file.
+#[derive(Debug, Default)]
+pub struct Suppressions {
+    lines: Vec<LineDirective>,
+    file: FileDirective,
+}
+
+impl Suppressions {
+    /// Records the directives in one `comment` node.
+    pub fn add_comment(&mut self, comment: Node<'_>, source: &str) {
+        let text = node_text(comment, source);
+        let base = comment.start_byte();
+        let lower = text.to_ascii_lowercase();
+        if let Some(position) = lower.find("tpulint:") {
+            let rest = &text[position + "tpulint:".len()..];
+            let trimmed = rest.trim_start();
+            if trimmed.to_ascii_lowercase().starts_with("noqa") {
+                let after = &trimmed["noqa".len()..];
+                let codes = parse_code_list(after, 0);
+                self.file = match (codes, &self.file) {
+                    (Some(codes), FileDirective::Codes(existing)) => {
+                        let mut all = existing.clone();
+                        all.extend(codes.into_iter().map(|c| c.0));
+                        FileDirective::Codes(all)
+                    }
+                    (Some(codes), FileDirective::None) => {
+                        FileDirective::Codes(codes.into_iter().map(|c| c.0).collect())
+                    }
+                    _ => FileDirective::All,
+                };
+                return;
+            }
+        }
+        // `# noqa` must follow a `#` (possibly after other comment text, e.g. `# type: ignore # noqa`).
+        let mut search = 0;
+        while let Some(found) = lower[search..].find("noqa") {
+            let at = search + found;
+            search = at + 4;
+            let before = text[..at].trim_end();
+            if !before.ends_with('#') {
+                continue;
+            }
+            let hash = before.len() - 1;
+            let after = &text[at + 4..];
+            let codes = parse_code_list(after, at + 4);
+            let end = match &codes {
+                Some(list) => list.last().map_or(at + 4, |(_, range)| range.end),
+                None => at + 4,
+            };
+            self.lines.push(LineDirective {
+                comment_start: base,
+                directive_range: base + hash..base + end,
+                codes: codes.map(|list| {
+                    list.into_iter()
+                        .map(|(code, range)| ListedCode {
+                            code,
+                            range: base + range.start..base + range.end,
+                            used: false,
+                        })
+                        .collect()
+                }),
+            });
+            return;
+        }
+    }
+
+    /// Drops suppressed diagnostics and appends TPU901 findings for unused `noqa` codes.
+    pub fn apply(
+        mut self,
+        diagnostics: Vec<Diagnostic>,
+        source: &str,
+        enabled: &RuleSet,
+    ) -> Vec<Diagnostic> {
+        if self.lines.is_empty() && matches!(self.file, FileDirective::None) {
+            return diagnostics;
+        }
+        if matches!(self.file, FileDirective::All) {
+            return Vec::new();
+        }
+        let index = LineIndex::new(source);
+        let mut directive_by_line: std::collections::HashMap<usize, usize> =
+            std::collections::HashMap::new();
+        for (position, directive) in self.lines.iter().enumerate() {
+            directive_by_line.insert(index.line_of(directive.comment_start), position);
+        }
+        let mut kept = Vec::with_capacity(diagnostics.len());
+        for diagnostic in diagnostics {
+            if let FileDirective::Codes(codes) = &self.file
+                && codes.iter().any(|c| code_matches(c, diagnostic.code))
+            {
+                continue;
+            }
+            let start_line = index.line_of(diagnostic.range.start);
+            let end_line = index.line_of(diagnostic.range.end.max(diagnostic.range.start));
+            let mut suppressed = false;
+            for line in [start_line, end_line] {
+                let Some(&position) = directive_by_line.get(&line) else {
+                    continue;
+                };
+                let directive = &mut self.lines[position];
+                match &mut directive.codes {
+                    None => suppressed = true,
+                    Some(codes) => {
+                        for listed in codes.iter_mut() {
+                            if code_matches(&listed.code, diagnostic.code) {
+                                listed.used = true;
+                                suppressed = true;
+                            }
+                        }
+                    }
+                }
+                if suppressed {
+                    break;
+                }
+            }
+            if !suppressed {
+                kept.push(diagnostic);
+            }
+        }
+        if let Some(unused_rule) = rule_by_code_or_name(UNUSED_NOQA_CODE)
+            && enabled.is_enabled(unused_rule)
+        {
+            for directive in &self.lines {
+                if let Some(diagnostic) = unused_noqa(directive, source, enabled) {
+                    kept.push(diagnostic);
+                }
+            }
+        }
+        kept
+    }
+}
+
+/// The code of the unused-suppression rule.
+pub const UNUSED_NOQA_CODE: &str = "TPU901";
+
+fn unused_noqa(directive: &LineDirective, source: &str, enabled: &RuleSet) -> Option<Diagnostic> {
+    let codes = directive.codes.as_ref()?;
+    // Only codes of enabled tpulint rules can be judged unused; other tools' codes are left alone.
+    let unused: Vec<&ListedCode> = codes
+        .iter()
+        .filter(|listed| {
+            !listed.used
+                && listed.code.starts_with("TPU")
+                && rule_by_code_or_name(&listed.code).is_some_and(|id| enabled.is_enabled(id))
+        })
+        .collect();
+    if unused.is_empty() {
+        return None;
+    }
+    let remaining: Vec<&str> = codes
+        .iter()
+        .filter(|listed| !unused.iter().any(|u| std::ptr::eq(*u, *listed)))
+        .map(|listed| listed.code.as_str())
+        .collect();
+    let edit = if remaining.is_empty() {
+        // Remove the whole `# noqa: …` directive and the blank space before it.
+        let mut start = directive.directive_range.start;
+        let bytes = source.as_bytes();
+        while start > 0 && matches!(bytes[start - 1], b' ' | b'\t') {
+            start -= 1;
+        }
+        let comment_only = source[..directive.directive_range.start].ends_with(['#'])
+            || directive.directive_range.start == directive.comment_start;
+        let start = if comment_only {
+            start
+        } else {
+            directive.directive_range.start
+        };
+        Edit::delete(start..directive.directive_range.end)
+    } else {
+        let first = codes.first()?.range.start;
+        let last = codes.last()?.range.end;
+        Edit::replace(first..last, remaining.join(", "))
+    };
+    let listed: Vec<&str> = unused.iter().map(|u| u.code.as_str()).collect();
+    let rule = rule_by_code_or_name(UNUSED_NOQA_CODE)?.meta();
+    Some(Diagnostic {
+        code: rule.code,
+        name: rule.name,
+        message: format!("Unused `noqa` directive (unused: {})", listed.join(", ")),
+        range: directive.directive_range.clone(),
+        severity: Severity::Info,
+        fix: Some(Fix::safe("Remove unused `noqa` directive", vec![edit])),
+        related: Vec::new(),
+        tag: Some(crate::diagnostic::DiagnosticTag::Unnecessary),
+    })
+}
+
+/// `TPU1` in a noqa list matches `TPU101` (flake8 prefix semantics); names match too.
+fn code_matches(listed: &str, code: &str) -> bool {
+    listed.eq_ignore_ascii_case(code)
+        || (listed.len() < code.len() && code.starts_with(&listed.to_ascii_uppercase()))
+        || rule_by_code_or_name(listed).is_some_and(|id| id.meta().code == code)
+}
+
+/// Parses `: CODE, CODE` after `noqa`; `None` when there is no colon (a bare directive).
+/// Codes are uppercase letters followed by digits (`TPU101`, `E501`); the list ends at the first
+/// word that is not one. Offsets are relative to the comment start (`offset` is where `rest` begins).
+fn parse_code_list(rest: &str, offset: usize) -> Option<Vec<(String, TextRange)>> {
+    let trimmed = rest.trim_start();
+    let colon_at = rest.len() - trimmed.len();
+    let after_colon = trimmed.strip_prefix(':')?;
+    let base = offset + colon_at + 1;
+    let mut codes = Vec::new();
+    let mut position = 0;
+    let bytes = after_colon.as_bytes();
+    loop {
+        while position < bytes.len() && matches!(bytes[position], b' ' | b'\t' | b',') {
+            position += 1;
+        }
+        let start = position;
+        while position < bytes.len() && bytes[position].is_ascii_uppercase() {
+            position += 1;
+        }
+        let letters_end = position;
+        while position < bytes.len() && bytes[position].is_ascii_digit() {
+            position += 1;
+        }
+        let is_code = letters_end > start
+            && position > letters_end
+            && (position == bytes.len() || matches!(bytes[position], b' ' | b'\t' | b','));
+        if !is_code {
+            break;
+        }
+        codes.push((
+            after_colon[start..position].to_string(),
+            base + start..base + position,
+        ));
+    }
+    if codes.is_empty() { None } else { Some(codes) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_list_parsing() {
+        let parsed = parse_code_list(": TPU101, TPU102  trailing words", 0).unwrap();
+        let codes: Vec<&str> = parsed.iter().map(|(c, _)| c.as_str()).collect();
+        assert_eq!(codes, ["TPU101", "TPU102"]);
+        assert!(parse_code_list("  because", 0).is_none());
+    }
+}

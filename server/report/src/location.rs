@@ -1,0 +1,58 @@
+//! One checked file's text with its line index, and 1-based row/column locations as ruff reports them.
+
+use tpulint_analyzer::{Diagnostic, LineIndex};
+
+/// A checked file: its display name, text and diagnostics.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The path as the user gave it (or `-` / `--stdin-filename` for stdin).
+    pub name: String,
+    pub text: String,
+    pub index: LineIndex,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl SourceFile {
+    pub fn new(
+        name: impl Into<String>,
+        text: impl Into<String>,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Self {
+        let text = text.into();
+        let index = LineIndex::new(&text);
+        SourceFile {
+            name: name.into(),
+            text,
+            index,
+            diagnostics,
+        }
+    }
+
+    /// 1-based row and 1-based column counted in characters (ruff's convention).
+    pub fn location(&self, offset: usize) -> Location {
+        let (line, byte_column) = self.index.line_col(offset);
+        let line_start = self.index.line_start(line);
+        let end = (line_start + byte_column).min(self.text.len());
+        let column = self
+            .text
+            .get(line_start..end)
+            .map_or(byte_column, |prefix| prefix.chars().count());
+        Location {
+            row: line + 1,
+            column: column + 1,
+        }
+    }
+
+    /// The text of 0-based `line` without its terminator.
+    pub fn line_text(&self, line: usize) -> &str {
+        let range = self.index.line_range(line, &self.text);
+        self.text.get(range).unwrap_or("")
+    }
+}
+
+/// A 1-based row and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Location {
+    pub row: usize,
+    pub column: usize,
+}
