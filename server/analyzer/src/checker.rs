@@ -123,25 +123,17 @@ impl<'t> Context<'t, '_> {
     }
 }
 
-/// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
-/// Diagnostics come back sorted by position, then code.
-pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
-    let mut semantic = SemanticModel::new(source, tree, settings.backend);
-    let dispatch: Vec<Vec<RuleId>> = DISPATCH
-        .iter()
-        .map(|ids| {
-            ids.iter()
-                .copied()
-                .filter(|id| settings.rules.is_enabled(*id))
-                .collect()
-        })
-        .collect();
-    let mut diagnostics = Vec::new();
-    let mut suppressions = Suppressions::default();
-
+/// Walks `tree` once, keeping `semantic` current: `visit(semantic, node, dispatchable)` runs for
+/// every named node after `SemanticModel::enter` and before its children. `dispatchable` is false
+/// inside `ERROR` nodes and on nodes containing syntax errors (except the module): rules stay
+/// quiet there rather than guess. Returning `false` from `visit` stops the walk.
+pub fn walk<'t>(
+    tree: &'t Tree,
+    semantic: &mut SemanticModel<'t>,
+    mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
+) {
     let root = tree.root_node();
     let mut cursor = root.walk();
-    // Nodes under an ERROR node are not dispatched: rules stay quiet rather than guess.
     let mut error_depth = 0usize;
     loop {
         let node = cursor.node();
@@ -150,26 +142,9 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 error_depth += 1;
             }
             semantic.enter(node);
-            if node.kind() == "comment" {
-                suppressions.add_comment(node, source);
-            }
-            let rules_for_kind = dispatch
-                .get(node.kind_id() as usize)
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
             let dispatchable = error_depth == 0 && (!node.has_error() || node.kind() == "module");
-            if dispatchable && !rules_for_kind.is_empty() {
-                for id in rules_for_kind {
-                    let rule = id.meta();
-                    let mut context = Context {
-                        source,
-                        root,
-                        semantic: &semantic,
-                        rule,
-                        diagnostics: &mut diagnostics,
-                    };
-                    (rule.check)(&mut context, node);
-                }
+            if !visit(semantic, node, dispatchable) {
+                return;
             }
         }
         if cursor.goto_first_child() {
@@ -187,15 +162,97 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 break;
             }
             if !cursor.goto_parent() {
-                let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
-                diagnostics.sort_by(|a, b| {
-                    (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
-                });
-                diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
-                return diagnostics;
+                return;
             }
         }
     }
+}
+
+/// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
+/// Diagnostics come back sorted by position, then code.
+pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
+    let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    let dispatch: Vec<Vec<RuleId>> = DISPATCH
+        .iter()
+        .map(|ids| {
+            ids.iter()
+                .copied()
+                .filter(|id| settings.rules.is_enabled(*id))
+                .collect()
+        })
+        .collect();
+    let mut diagnostics = Vec::new();
+    let mut suppressions = Suppressions::default();
+    let root = tree.root_node();
+    walk(tree, &mut semantic, |semantic, node, dispatchable| {
+        if node.kind() == "comment" {
+            suppressions.add_comment(node, source);
+        }
+        let rules_for_kind = dispatch
+            .get(node.kind_id() as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        if dispatchable {
+            for id in rules_for_kind {
+                let rule = id.meta();
+                let mut context = Context {
+                    source,
+                    root,
+                    semantic,
+                    rule,
+                    diagnostics: &mut diagnostics,
+                };
+                (rule.check)(&mut context, node);
+            }
+        }
+        true
+    });
+    let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
+    diagnostics.sort_by(|a, b| {
+        (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+    });
+    diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
+    diagnostics
+}
+
+/// What the semantic index believes at one point of a file (for tests and editor hovers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// Kind of the smallest named node covering the offset.
+    pub node_kind: String,
+    pub fact: Fact,
+    pub qualified_name: Option<String>,
+    pub hot_path: Option<HotPath>,
+    pub backend: Backend,
+}
+
+/// Inspects the smallest named node that covers `range`, with the index as the traversal
+/// sees it at that node.
+pub fn inspect(
+    source: &str,
+    tree: &Tree,
+    settings: &Settings,
+    range: TextRange,
+) -> Option<Inspection> {
+    let target = tree
+        .root_node()
+        .named_descendant_for_byte_range(range.start, range.end)?;
+    let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    let mut found = None;
+    walk(tree, &mut semantic, |semantic, node, _| {
+        if node.id() == target.id() {
+            found = Some(Inspection {
+                node_kind: node.kind().to_string(),
+                fact: semantic.fact(node),
+                qualified_name: semantic.qualified_name(node),
+                hot_path: semantic.hot_path(),
+                backend: semantic.backend(),
+            });
+            return false;
+        }
+        true
+    });
+    found
 }
 
 /// Parses and checks `source`.

@@ -18,7 +18,7 @@ pub mod source;
 pub mod suppression;
 pub mod syntax;
 
-pub use checker::{Context, check_source, check_tree};
+pub use checker::{Context, Inspection, check_source, check_tree, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};
 pub use fix::{FixOutcome, apply_fixes, fix_source};
 pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_name, rules};

@@ -753,7 +753,15 @@ impl<'t> SemanticModel<'t> {
         }
         let source = self.source;
         match target.kind() {
-            "identifier" => self.bind(node_text(target, source).to_string(), Binding::Value(fact)),
+            "identifier" => {
+                let name = node_text(target, source);
+                // `except ImportError: xm = None` keeps `xm` meaning the guarded import.
+                let guarded_fallback = fact.kind == ValueKind::Scalar
+                    && matches!(self.lookup(name), Some(Binding::Import(_)));
+                if !guarded_fallback {
+                    self.bind(name.to_string(), Binding::Value(fact));
+                }
+            }
             "attribute" => {
                 let object = target.child_by_field_name("object");
                 let attribute = target.child_by_field_name("attribute");

@@ -1,0 +1,154 @@
+//! Data-driven tests of the semantic index: each case marks an expression with `⟦…⟧` and states
+//! what the index must believe there (qualified name, value kind, device, hot path, backend).
+
+use tpulint_analyzer::semantic::{Device, HotPath, ValueKind};
+use tpulint_analyzer::{Backend, Inspection, Settings, inspect, syntax};
+
+/// Inspects the expression between `⟦` and `⟧`.
+fn at(marked: &str) -> Inspection {
+    let start = marked.find('⟦').expect("a ⟦ marker");
+    let source = marked.replace(['⟦', '⟧'], "");
+    let end = marked.find('⟧').expect("a ⟧ marker") - '⟦'.len_utf8();
+    let tree = syntax::parse(&source, None).expect("parses");
+    inspect(&source, &tree, &Settings::default(), start..end)
+        .unwrap_or_else(|| panic!("nothing to inspect in {marked}"))
+}
+
+fn qualified(marked: &str) -> Option<String> {
+    at(marked).qualified_name
+}
+
+#[test]
+fn imports_resolve_to_qualified_names() {
+    assert_eq!(
+        qualified("import torch as T\n⟦T.zeros⟧(3)\n").as_deref(),
+        Some("torch.zeros")
+    );
+    assert_eq!(
+        qualified("from torch import nn\n⟦nn.functional.pad⟧(x, (1, 1))\n").as_deref(),
+        Some("torch.nn.functional.pad")
+    );
+    assert_eq!(
+        qualified("import torch.nn.functional as F\n⟦F.interpolate⟧(x)\n").as_deref(),
+        Some("torch.nn.functional.interpolate")
+    );
+    assert_eq!(
+        qualified("import torch_xla.core.xla_model as xm\n⟦xm.mark_step⟧()\n").as_deref(),
+        Some("torch_xla.core.xla_model.mark_step")
+    );
+    assert_eq!(
+        qualified("from torch_xla import runtime as xr\n⟦xr.world_size⟧()\n").as_deref(),
+        Some("torch_xla.runtime.world_size")
+    );
+    assert_eq!(
+        qualified("import torch.nn\n⟦torch.nn.Linear⟧(2, 2)\n").as_deref(),
+        Some("torch.nn.Linear")
+    );
+    assert_eq!(
+        qualified("try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n⟦xm.xla_device⟧()\n").as_deref(),
+        Some("torch_xla.core.xla_model.xla_device")
+    );
+    // Function-level imports bind in the function.
+    assert_eq!(
+        qualified("def f():\n    import torch as th\n    return ⟦th.ones⟧(1)\n").as_deref(),
+        Some("torch.ones")
+    );
+    // Unimported names and relative imports resolve to nothing.
+    assert_eq!(qualified("⟦torch.zeros⟧(3)\n"), None);
+    assert_eq!(qualified("from .torch import zeros\n⟦zeros⟧(3)\n"), None);
+}
+
+#[test]
+fn backend_detection() {
+    assert_eq!(at("import torch_xla\n⟦x⟧ = 1\n").backend, Backend::TorchXla);
+    assert_eq!(at("import torch_tpu\n⟦x⟧ = 1\n").backend, Backend::TorchTpu);
+    assert_eq!(
+        at("import torch\nd = torch.device(\"tpu\")\n⟦x⟧ = 1\n").backend,
+        Backend::TorchTpu
+    );
+    assert_eq!(
+        at("import torch\nm = torch.compile(m, backend=\"openxla\")\n⟦x⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
+    assert_eq!(
+        at("import torch\n⟦x⟧ = torch.zeros(1, device='cuda')\n").backend,
+        Backend::Unknown
+    );
+}
+
+#[test]
+fn tensor_and_device_facts_flow_through_assignments() {
+    let cpu = at("import torch\nx = torch.zeros(3)\ny = ⟦x⟧ + 1\n").fact;
+    assert_eq!((cpu.kind, cpu.device), (ValueKind::Tensor, Device::Cpu));
+    assert!(cpu.origin.is_some());
+    let cuda = at("import torch\nx = torch.zeros(3, device=\"cuda:0\")\n⟦x⟧\n").fact;
+    assert_eq!((cuda.kind, cuda.device), (ValueKind::Tensor, Device::Cuda));
+    let moved = at("import torch\nx = torch.zeros(3).to(dev)\n⟦x⟧\n").fact;
+    assert_eq!(moved.device, Device::Accelerator);
+    let derived = at("import torch\nx = torch.randn(3, 3)\ny = (x @ x.T).sum(dim=0)\n⟦y⟧\n").fact;
+    assert_eq!(
+        (derived.kind, derived.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    let like = at("import torch\nclass M:\n    def forward(self, x):\n        z = torch.zeros_like(x)\n        return ⟦z⟧\n").fact;
+    assert_eq!(like.device, Device::Accelerator);
+    let numpy = at("import numpy as np\na = np.array([1.0])\n⟦a⟧\n").fact;
+    assert_eq!(numpy.kind, ValueKind::NumpyArray);
+    let item = at("import torch\nx = torch.ones(1)\nv = x.item()\n⟦v⟧\n").fact;
+    assert_eq!(item.kind, ValueKind::Scalar);
+    let dict = at("d = {}\n⟦d⟧\n").fact;
+    assert_eq!(dict.kind, ValueKind::Container);
+    let reassigned = at("import torch\nx = torch.ones(1)\nx = 3\n⟦x⟧\n").fact;
+    assert_eq!(reassigned.kind, ValueKind::Scalar);
+    let tuple = at("import torch\na, b = torch.ones(1), 2\n⟦b⟧\n").fact;
+    assert_eq!(tuple.kind, ValueKind::Unknown);
+}
+
+#[test]
+fn modules_buffers_and_forward_parameters() {
+    let source = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(4, 4)\n        self.register_buffer(\"scale\", torch.ones(4))\n        self.plain = torch.zeros(4)\n\n    def forward(self, x, flag: bool = False, mask=None):\n        h = self.proj(x)\n        return MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧")));
+    let x = check("x");
+    assert_eq!(
+        (x.fact.kind, x.fact.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(x.hot_path, Some(HotPath::Forward));
+    assert_eq!(check("flag").fact.kind, ValueKind::Scalar);
+    assert_eq!(check("mask").fact.kind, ValueKind::Tensor);
+    assert_eq!(check("h").fact.kind, ValueKind::Tensor);
+    assert_eq!(check("self.proj").fact.kind, ValueKind::Module);
+    assert_eq!(check("self.scale").fact.device, Device::Accelerator);
+    // A plain tensor attribute does not follow `model.to(device)`.
+    assert_eq!(check("self.plain").fact.device, Device::Cpu);
+    let model = at(
+        "from torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net().to(dev)\n⟦model⟧\n",
+    )
+    .fact;
+    assert_eq!(model.kind, ValueKind::Module);
+}
+
+#[test]
+fn hot_paths() {
+    let loader_loop = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    ⟦x⟧\n";
+    assert_eq!(at(loader_loop).hot_path, Some(HotPath::TrainingLoop));
+    assert_eq!(at(loader_loop).fact.kind, ValueKind::Unknown);
+    let named_loader = "for step, batch in enumerate(tqdm(train_dataloader)):\n    ⟦batch⟧\n";
+    assert_eq!(at(named_loader).hot_path, Some(HotPath::TrainingLoop));
+    let backward_loop = "for i in range(100):\n    loss = f()\n    loss.backward()\n    ⟦i⟧\n";
+    assert_eq!(at(backward_loop).hot_path, Some(HotPath::TrainingLoop));
+    // The epoch loop around a loader loop is not itself per-step.
+    let epoch =
+        "for epoch in range(3):\n    for x in loader:\n        loss.backward()\n    ⟦epoch⟧\n";
+    assert_eq!(at(epoch).hot_path, None);
+    let plain = "for name in names:\n    ⟦name⟧\n";
+    assert_eq!(at(plain).hot_path, None);
+    let step = "def train_step(model, batch):\n    return ⟦batch⟧\n";
+    assert_eq!(at(step).hot_path, Some(HotPath::StepFunction));
+    let compiled_later = "import torch\ndef body(x):\n    return ⟦x⟧\nfast = torch.compile(body)\n";
+    assert_eq!(at(compiled_later).hot_path, Some(HotPath::Compiled));
+    let decorated = "import torch\n@torch.compile(fullgraph=True)\ndef body(x):\n    return ⟦x⟧\n";
+    assert_eq!(at(decorated).hot_path, Some(HotPath::Compiled));
+    let cold = "def evaluate(model):\n    return ⟦model⟧\n";
+    assert_eq!(at(cold).hot_path, None);
+}
