@@ -932,6 +932,20 @@ impl<'t> SemanticModel<'t> {
         Some(qualified)
     }
 
+    /// What a bare name refers to when an import bound it (`xm` → `torch_xla.core.xla_model`).
+    pub fn import_of(&self, name: &str) -> Option<&str> {
+        match self.lookup(name) {
+            Some(Binding::Import(module)) => Some(module.as_str()),
+            _ => None,
+        }
+    }
+
+    /// Whether a function of this name is passed to `torch.compile` / `torch_xla.compile`
+    /// somewhere in the file (decorated functions are seen through [`Self::hot_path`]).
+    pub fn is_compiled_name(&self, name: &str) -> bool {
+        self.compiled_names.contains(name)
+    }
+
     /// The qualified name of a call's target, if it resolves through imports.
     pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
         let (function, _) = syntax::call_parts(call)?;
@@ -1198,6 +1212,12 @@ impl<'t> SemanticModel<'t> {
                             "to" => self
                                 .device_argument(arguments, depth)
                                 .unwrap_or(receiver.device),
+                            // `t.type_as(x)` takes `x`'s dtype *and* device.
+                            "type_as" => syntax::positional_args(arguments)
+                                .first()
+                                .map(|other| self.fact_at_depth(*other, depth + 1))
+                                .filter(Fact::is_tensor)
+                                .map_or(Device::Unknown, |fact| fact.device),
                             _ => receiver.device,
                         };
                         Fact::tensor(device, origin)

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
-use crate::rules::helpers;
+use crate::rules::device_placement::cuda_availability_choice::is_cuda_or_cpu_choice;
 use crate::semantic::Backend;
 use crate::syntax::{self, node_text};
 
@@ -65,7 +65,7 @@ fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
         return;
     }
     // `"cuda" if torch.cuda.is_available() else "cpu"` has its own rule (TPU402).
-    if helpers::in_cuda_availability_choice(context, string) {
+    if in_cuda_or_cpu_choice(context, string) {
         return;
     }
     let quote = node_text(string, context.source())
@@ -121,4 +121,17 @@ fn is_device_position(context: &Context<'_, '_>, string: Node<'_>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether the string is a branch of a CUDA-or-CPU choice (directly or inside `torch.device(...)`).
+fn in_cuda_or_cpu_choice(context: &Context<'_, '_>, string: Node<'_>) -> bool {
+    let mut current = string.parent();
+    for _ in 0..4 {
+        let Some(node) = current else { return false };
+        if node.kind() == "conditional_expression" {
+            return is_cuda_or_cpu_choice(context, node);
+        }
+        current = node.parent();
+    }
+    false
 }

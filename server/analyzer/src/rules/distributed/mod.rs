@@ -1,6 +1,14 @@
 //! Distributed training: process-group backends, DDP arguments, rank-divergent materialisation (TPU7xx).
 
+mod ddp_device_ids_on_tpu;
+mod mark_sharding_without_spmd;
+mod nccl_backend_on_tpu;
+
 use crate::registry::RuleMeta;
 
 /// The rules of this family, one line each.
-pub const RULES: &[&RuleMeta] = &[];
+pub const RULES: &[&RuleMeta] = &[
+    &nccl_backend_on_tpu::NCCL_BACKEND_ON_TPU,
+    &ddp_device_ids_on_tpu::DDP_DEVICE_IDS_ON_TPU,
+    &mark_sharding_without_spmd::MARK_SHARDING_WITHOUT_SPMD,
+];

@@ -1,0 +1,158 @@
+//! TPU603: `torch.compile` without the TPU backend in code that targets a TPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in files that target a TPU backend, for `torch.compile(...)` (call or decorator)
+    /// without `backend=`, or with a GPU backend (`"inductor"`, `"cudagraphs"`).
+    ///
+    /// ## Why is this bad?
+    /// `torch.compile`'s default backend is Inductor, which generates Triton/C++ kernels for GPUs
+    /// and CPUs; it is not the TPU path. PyTorch/XLA's Dynamo integration is
+    /// `backend="openxla"`; TorchTPU's is `backend="tpu"` (FX → StableHLO → XLA).
+    ///
+    /// ## Example
+    /// ```python
+    /// compiled = torch.compile(model)
+    /// ```
+    ///
+    /// Use instead (TorchTPU):
+    /// ```python
+    /// compiled = torch.compile(model, backend="tpu", dynamic=False)
+    /// ```
+    /// or (PyTorch/XLA) `torch.compile(model, backend="openxla")`; for training steps
+    /// PyTorch/XLA recommends `torch_xla.compile(step_fn)`.
+    ///
+    /// ## Fix safety
+    /// The fix adds (or replaces) `backend=` with the file's backend. It is unsafe: the model is
+    /// compiled by a different compiler, and the code no longer compiles for GPUs.
+    ///
+    /// ## Known problems
+    /// Files whose backend is unknown are not checked.
+    ///
+    /// ## References
+    /// - pitfalls.md B.4 #46 and B.7 #79: PyTorch/XLA `docs/source/perf/dynamo.md`
+    /// - torchtpu.md A.4: `torch.compile(model, backend="tpu", dynamic=False)`; A.10 migration table
+    pub(crate) static COMPILE_WITHOUT_TPU_BACKEND = {
+        code: "TPU603",
+        name: "compile-without-tpu-backend",
+        severity: Warning,
+        fix: Always,
+        kinds: ["call", "decorator"],
+        check: check,
+    }
+}
+
+/// TPU603
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    let wanted = match context.backend() {
+        Backend::TorchXla => "openxla",
+        Backend::TorchTpu => "tpu",
+        Backend::Unknown => return,
+    };
+    let Some(site) = CompileSite::find(context, node) else {
+        return;
+    };
+    let source = context.source();
+    match site.arguments {
+        Some(arguments) => {
+            if syntax::has_splat(arguments) {
+                return;
+            }
+            match syntax::keyword_arg(arguments, "backend", source) {
+                None => {
+                    let edit =
+                        tpu_api::insert_argument(arguments, &format!("backend=\"{wanted}\""));
+                    context
+                        .report(site.callee.byte_range(), format!("`torch.compile` without `backend=\"{wanted}\"` uses Inductor, not the TPU"))
+                        .fix = Some(Fix::unsafe_edit(format!("Add `backend=\"{wanted}\"`"), vec![edit]));
+                }
+                Some(value) => {
+                    let Some(name) = syntax::string_value(value, source) else {
+                        return;
+                    };
+                    if !matches!(name.as_ref(), "inductor" | "cudagraphs") {
+                        return;
+                    }
+                    let quote = if context.text(value).starts_with('\'') {
+                        '\''
+                    } else {
+                        '"'
+                    };
+                    context
+                        .report(
+                            value.byte_range(),
+                            format!("`torch.compile` backend `{name}` does not target the TPU"),
+                        )
+                        .fix = Some(Fix::unsafe_edit(
+                        format!("Use `backend=\"{wanted}\"`"),
+                        vec![Edit::replace(
+                            value.byte_range(),
+                            format!("{quote}{wanted}{quote}"),
+                        )],
+                    ));
+                }
+            }
+        }
+        None => {
+            // Bare `@torch.compile`.
+            let edit = Edit::insert(site.callee.end_byte(), format!("(backend=\"{wanted}\")"));
+            context
+                .report(
+                    site.callee.byte_range(),
+                    format!(
+                        "`torch.compile` without `backend=\"{wanted}\"` uses Inductor, not the TPU"
+                    ),
+                )
+                .fix = Some(Fix::unsafe_edit(
+                format!("Add `backend=\"{wanted}\"`"),
+                vec![edit],
+            ));
+        }
+    }
+}
+
+/// A `torch.compile` use: the callee expression and, unless it is a bare decorator, its arguments.
+pub(crate) struct CompileSite<'t> {
+    pub callee: Node<'t>,
+    pub arguments: Option<Node<'t>>,
+}
+
+impl<'t> CompileSite<'t> {
+    /// `torch.compile(...)` calls and bare `@torch.compile` decorators (not `@torch.compile(...)`,
+    /// whose call is visited on its own).
+    pub fn find(context: &Context<'_, '_>, node: Node<'t>) -> Option<CompileSite<'t>> {
+        match node.kind() {
+            "call" => {
+                let (function, arguments) = syntax::call_parts(node)?;
+                (context.qualified_name(function).as_deref() == Some("torch.compile")).then_some(
+                    CompileSite {
+                        callee: function,
+                        arguments: Some(arguments),
+                    },
+                )
+            }
+            "decorator" => {
+                let expression = node.named_child(0)?;
+                if !matches!(expression.kind(), "attribute" | "identifier") {
+                    return None;
+                }
+                (context.qualified_name(expression).as_deref() == Some("torch.compile")).then_some(
+                    CompileSite {
+                        callee: expression,
+                        arguments: None,
+                    },
+                )
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! TPU609: `torch.inference_mode()` around compiled code under TorchTPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::semantic::{Backend, HotPath};
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in TorchTPU files, for `@torch.inference_mode()` on a function that is also
+    /// compiled with `torch.compile`, and for `with torch.inference_mode():` inside a compiled
+    /// function.
+    ///
+    /// ## Why is this bad?
+    /// TorchTPU's error glossary lists `torch.inference_mode()` combined with `torch.compile` as a
+    /// crash (a PyTorch issue, pytorch/pytorch#169477, that also fails on CPU) and prescribes
+    /// `torch.no_grad()` instead, which gives the same gradient-free execution.
+    ///
+    /// ## Example
+    /// ```python
+    /// @torch.inference_mode()
+    /// @torch.compile(backend="tpu", dynamic=False)
+    /// def predict(x):
+    ///     return model(x)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// @torch.no_grad()
+    /// @torch.compile(backend="tpu", dynamic=False)
+    /// def predict(x):
+    ///     return model(x)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix replaces `inference_mode` with `no_grad`. It is unsafe: tensors created under
+    /// `no_grad` are ordinary tensors, not inference tensors, so later in-place updates that
+    /// inference mode would have rejected are now allowed.
+    ///
+    /// ## References
+    /// - pitfalls.md B.7 #81: TorchTPU `docs/notebooks/error_glossary.py`
+    /// - torchtpu.md A.4: "`@torch.inference_mode()` + `torch.compile` crashes → use `@torch.no_grad()`"
+    pub(crate) static INFERENCE_MODE_WITH_COMPILE = {
+        code: "TPU609",
+        name: "inference-mode-with-compile",
+        severity: Error,
+        fix: Always,
+        kinds: ["decorator", "with_item"],
+        check: check,
+    }
+}
+
+/// TPU609
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    if context.backend() != Backend::TorchTpu {
+        return;
+    }
+    let Some(expression) = node.named_child(0) else {
+        return;
+    };
+    let callee = if expression.kind() == "call" {
+        match syntax::call_parts(expression) {
+            Some((function, _)) => function,
+            None => return,
+        }
+    } else {
+        expression
+    };
+    if context.qualified_name(callee).as_deref() != Some("torch.inference_mode") {
+        return;
+    }
+    let applies = match node.kind() {
+        "decorator" => decorates_compiled_function(context, node),
+        _ => context.hot_path() == Some(HotPath::Compiled),
+    };
+    if !applies {
+        return;
+    }
+    let Some(attribute) = callee.child_by_field_name("attribute").or(Some(callee)) else {
+        return;
+    };
+    context
+        .report(
+            expression.byte_range(),
+            "`torch.inference_mode()` with `torch.compile` crashes on TorchTPU; use `torch.no_grad()`",
+        )
+        .fix = Some(Fix::unsafe_edit(
+        "Replace with `no_grad`",
+        vec![Edit::replace(
+            attribute.byte_range(),
+            if attribute.kind() == "identifier" && callee.kind() == "identifier" {
+                // `from torch import inference_mode`: keep the spelling local.
+                "torch.no_grad"
+            } else {
+                "no_grad"
+            },
+        )],
+    ));
+}
+
+fn decorates_compiled_function(context: &Context<'_, '_>, decorator: Node<'_>) -> bool {
+    let Some(definition) = decorator
+        .parent()
+        .filter(|p| p.kind() == "decorated_definition")
+    else {
+        return false;
+    };
+    let source = context.source();
+    let mut cursor = definition.walk();
+    let compiled_decorator = definition
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() == "decorator" && c.id() != decorator.id())
+        .any(|d| {
+            let Some(expression) = d.named_child(0) else {
+                return false;
+            };
+            let target = if expression.kind() == "call" {
+                expression.child_by_field_name("function")
+            } else {
+                Some(expression)
+            };
+            target
+                .and_then(|t| context.qualified_name(t))
+                .is_some_and(|q| q == "torch.compile")
+        });
+    let name = definition
+        .child_by_field_name("definition")
+        .and_then(|d| d.child_by_field_name("name"))
+        .map(|n| node_text(n, source))
+        .unwrap_or("");
+    compiled_decorator || context.semantic().is_compiled_name(name)
+}

@@ -1,0 +1,136 @@
+//! TPU606: `optimizer.step()` in a multi-process PyTorch/XLA program without gradient all-reduce.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::tpu_api;
+use crate::semantic::{Backend, ValueKind};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in PyTorch/XLA programs launched with `xmp.spawn` or `torch_xla.launch`, for
+    /// `optimizer.step()` when nothing in the file reduces gradients across processes (no DDP, no
+    /// FSDP, no SPMD, no `xm.reduce_gradients`, no `all_reduce`).
+    ///
+    /// ## Why is this bad?
+    /// Each spawned process trains its own replica. `optimizer.step()` applies only the local
+    /// gradients, so the replicas silently drift apart. `xm.optimizer_step(optimizer)` is
+    /// "all_reduce_gradients + optimizer.step()", and with `barrier=True` also the step's
+    /// `torch_xla.sync()`.
+    ///
+    /// ## Example
+    /// ```python
+    /// def _mp_fn(index):
+    ///     ...
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///
+    /// torch_xla.launch(_mp_fn)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def _mp_fn(index):
+    ///     ...
+    ///     loss.backward()
+    ///     xm.optimizer_step(optimizer)
+    ///
+    /// torch_xla.launch(_mp_fn)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix rewrites `optimizer.step()` to `xm.optimizer_step(optimizer)` and adds the import.
+    /// It is unsafe: the step now communicates across processes.
+    ///
+    /// ## Known problems
+    /// Receivers are recognised as optimizers by construction (`torch.optim.*`) or by name
+    /// (`optimizer`, `opt`, `optim`); schedulers and scalers are never reported.
+    ///
+    /// ## References
+    /// - pitfalls.md B.7 #72: PyTorch/XLA `docs/source/learn/pytorch-on-xla-devices.md`
+    ///   (`xm.optimizer_step` = all-reduce + step)
+    /// - torchtpu.md A.10: `xm.optimizer_step(opt)` → `optimizer.step()` under DDP with TorchTPU
+    pub(crate) static OPTIMIZER_STEP_WITHOUT_REDUCE = {
+        code: "TPU606",
+        name: "optimizer-step-without-reduce",
+        severity: Warning,
+        fix: Sometimes,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// Text showing that gradients are reduced some other way.
+const REDUCERS: &[&str] = &[
+    "DistributedDataParallel",
+    "DDP(",
+    "FullyShardedDataParallel",
+    "FSDP",
+    "use_spmd",
+    "reduce_gradients",
+    "all_reduce",
+    "optimizer_step(",
+    "Accelerator(",
+];
+
+/// TPU606
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return;
+    };
+    if context.text(method) != "step" || context.backend() != Backend::TorchXla {
+        return;
+    }
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    if arguments.named_child_count() != 0 {
+        return;
+    }
+    if !is_optimizer(context, receiver) {
+        return;
+    }
+    let source = context.source();
+    let multi_process = source.contains("xmp.spawn(")
+        || source.contains("xla_multiprocessing.spawn(")
+        || source.contains("torch_xla.launch(");
+    if !multi_process || REDUCERS.iter().any(|r| source.contains(r)) {
+        return;
+    }
+    let receiver_text = context.text(receiver).to_string();
+    let (expression, mut edits) = tpu_api::xla_model_expression(context, "optimizer_step");
+    edits.push(Edit::replace(
+        call.byte_range(),
+        format!("{expression}({receiver_text})"),
+    ));
+    context
+        .report(
+            call.byte_range(),
+            format!("`{receiver_text}.step()` in a multi-process XLA program skips the gradient all-reduce"),
+        )
+        .fix = Some(Fix::unsafe_edit(
+        format!("Replace with `{expression}({receiver_text})`"),
+        edits,
+    ));
+}
+
+fn is_optimizer(context: &Context<'_, '_>, receiver: Node<'_>) -> bool {
+    let fact = context.fact(receiver);
+    if fact.kind == ValueKind::Optimizer {
+        return true;
+    }
+    if fact.kind != ValueKind::Unknown {
+        return false;
+    }
+    let Some(parts) = syntax::dotted_parts(receiver, context.source()) else {
+        return false;
+    };
+    let last = parts
+        .last()
+        .map(|p| p.to_ascii_lowercase())
+        .unwrap_or_default();
+    matches!(last.as_str(), "optimizer" | "opt" | "optim" | "optimiser")
+}

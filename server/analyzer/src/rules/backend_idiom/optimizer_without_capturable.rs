@@ -1,0 +1,151 @@
+//! TPU608: Adam-family optimizer without `capturable=True` in a compiled TorchTPU step.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Fix;
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in TorchTPU files that compile a function calling `optimizer.step()`, for
+    /// stateful optimizers (`Adam`, `AdamW`, `Adamax`, `ASGD`, `NAdam`, `RAdam`, `RMSprop`,
+    /// `Rprop`) created without `capturable=True`.
+    ///
+    /// ## Why is this bad?
+    /// These optimizers keep their step counters on the CPU unless `capturable=True`. When the
+    /// optimizer step is compiled for the TPU, the CPU state cannot be captured and the step
+    /// crashes ("crashing as CPU tensors"). TorchTPU's compile guide says you must pass
+    /// `capturable=True` for exactly this list.
+    ///
+    /// ## Example
+    /// ```python
+    /// optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ///
+    /// @torch.compile(backend="tpu", dynamic=False)
+    /// def train_step(x, y):
+    ///     loss = loss_fn(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=True)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix adds `capturable=True`. It is unsafe: the optimizer state moves to the device
+    /// and checkpoints of it change accordingly.
+    ///
+    /// ## References
+    /// - pitfalls.md B.7 #80: TorchTPU `docs/notebooks/advanced_compile.py`
+    /// - torchtpu.md A.4: "Stateful optimizers need `capturable=True` when the step is compiled"
+    pub(crate) static OPTIMIZER_WITHOUT_CAPTURABLE = {
+        code: "TPU608",
+        name: "optimizer-without-capturable",
+        severity: Error,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const STATEFUL: &[&str] = &[
+    "Adam", "AdamW", "Adamax", "ASGD", "NAdam", "RAdam", "RMSprop", "Rprop",
+];
+
+/// TPU608
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    if context.backend() != Backend::TorchTpu {
+        return;
+    }
+    let Some(qualified) = context.semantic().call_qualified_name(call) else {
+        return;
+    };
+    let Some(name) = qualified.strip_prefix("torch.optim.") else {
+        return;
+    };
+    let name = name.rsplit('.').next().unwrap_or(name);
+    if !STATEFUL.contains(&name) {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let source = context.source();
+    if syntax::has_splat(arguments)
+        || syntax::keyword_arg(arguments, "capturable", source).is_some_and(|v| v.kind() == "true")
+    {
+        return;
+    }
+    if !compiles_optimizer_step(context) {
+        return;
+    }
+    let fix = match syntax::keyword_arg(arguments, "capturable", source) {
+        Some(value) => Fix::unsafe_edit(
+            "Set `capturable=True`",
+            vec![crate::diagnostic::Edit::replace(value.byte_range(), "True")],
+        ),
+        None => Fix::unsafe_edit(
+            "Add `capturable=True`",
+            vec![tpu_api::insert_argument(arguments, "capturable=True")],
+        ),
+    };
+    context
+        .report(
+            function.start_byte()..call.end_byte(),
+            format!("`{name}` without `capturable=True` crashes in a compiled TorchTPU step"),
+        )
+        .fix = Some(fix);
+}
+
+/// Whether the file compiles (decorator or `torch.compile(fn)`) a function that calls `.step()`.
+fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
+    let source = context.source();
+    let semantic = context.semantic();
+    let mut stack = vec![context.root()];
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 20_000 {
+            return false;
+        }
+        if node.kind() == "function_definition" {
+            let name = node
+                .child_by_field_name("name")
+                .map(|n| node_text(n, source))
+                .unwrap_or("");
+            let decorated = node
+                .parent()
+                .filter(|p| p.kind() == "decorated_definition")
+                .is_some_and(|p| {
+                    let mut cursor = p.walk();
+                    p.named_children(&mut cursor)
+                        .filter(|c| c.kind() == "decorator")
+                        .any(|d| node_text(d, source).contains("compile"))
+                });
+            let compiled = decorated || semantic.is_compiled_name(name);
+            if compiled && node_text(node, source).contains(".step(") {
+                return true;
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor).filter(|c| {
+            matches!(
+                c.kind(),
+                "module"
+                    | "block"
+                    | "class_definition"
+                    | "function_definition"
+                    | "decorated_definition"
+                    | "if_statement"
+                    | "else_clause"
+            )
+        }));
+    }
+    false
+}

@@ -1,0 +1,177 @@
+//! TPU607: a plain `DataLoader` whose batches are copied with `.to(device)` every step (PyTorch/XLA).
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::device_placement::factory_then_move::is_device_expression;
+use crate::semantic::{Backend, Device, ValueKind};
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in PyTorch/XLA files, for a loop over a plain `DataLoader` whose body moves the
+    /// batch to the device with `.to(device)`.
+    ///
+    /// ## Why is this bad?
+    /// Each `.to(device)` is a synchronous host-to-device copy inside the step: the TPU waits for
+    /// the transfer, and nothing overlaps. `pl.MpDeviceLoader(loader, device)` prefetches the next
+    /// batches onto the device in the background and also issues the per-step
+    /// `torch_xla.sync()`.
+    ///
+    /// ## Example
+    /// ```python
+    /// for data, target in train_loader:
+    ///     data, target = data.to(device), target.to(device)
+    ///     ...
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// import torch_xla.distributed.parallel_loader as pl
+    ///
+    /// train_device_loader = pl.MpDeviceLoader(train_loader, device)
+    /// for data, target in train_device_loader:
+    ///     ...
+    /// ```
+    ///
+    /// ## Known problems
+    /// Only loops whose iterable is a `DataLoader` built in the same function or a name containing
+    /// `loader` are checked, and only in files that never mention `MpDeviceLoader` /
+    /// `ParallelLoader`.
+    ///
+    /// ## References
+    /// - pitfalls.md B.7 #73 and B.1 #10: PyTorch/XLA migration guide and *PyTorch on XLA devices*
+    ///   (`MpDeviceLoader` overlaps transfers)
+    /// - torchtpu.md A.10: under TorchTPU a plain `DataLoader` + `.to("tpu")` is the idiom
+    pub(crate) static PLAIN_LOADER_PER_STEP_COPY = {
+        code: "TPU607",
+        name: "plain-loader-per-step-copy",
+        severity: Warning,
+        fix: None,
+        kinds: ["for_statement"],
+        check: check,
+    }
+}
+
+/// TPU607
+fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
+    if context.backend() != Backend::TorchXla {
+        return;
+    }
+    let source = context.source();
+    if source.contains("MpDeviceLoader") || source.contains("ParallelLoader") {
+        return;
+    }
+    let (Some(target), Some(iterable), Some(body)) = (
+        loop_node.child_by_field_name("left"),
+        loop_node.child_by_field_name("right"),
+        loop_node.child_by_field_name("body"),
+    ) else {
+        return;
+    };
+    let Some(loader) = loader_of(context, iterable) else {
+        return;
+    };
+    let names = target_names(target, source);
+    if names.is_empty() || !moves_a_batch(context, body, &names) {
+        return;
+    }
+    context.report(
+        loader.byte_range(),
+        format!(
+            "Batches of `{}` are copied to the device inside the step; wrap it in `pl.MpDeviceLoader`",
+            node_text(loader, source)
+        ),
+    );
+}
+
+/// The loader expression of `for … in loader` / `enumerate(loader)` / `tqdm(loader)`.
+fn loader_of<'t>(context: &Context<'_, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
+    let source = context.source();
+    let mut expr = syntax::unparenthesize(iterable);
+    if expr.kind() == "call" {
+        let name = syntax::callee_name(expr, source)?;
+        if !matches!(name, "enumerate" | "tqdm" | "iter") {
+            return None;
+        }
+        let (_, arguments) = syntax::call_parts(expr)?;
+        expr = *syntax::positional_args(arguments).first()?;
+    }
+    let fact = context.fact(expr);
+    if fact.kind == ValueKind::DataLoader {
+        return (fact.device != Device::Accelerator).then_some(expr);
+    }
+    if fact.kind != ValueKind::Unknown {
+        return None;
+    }
+    let parts = syntax::dotted_parts(expr, source)?;
+    let last = parts.last()?.to_ascii_lowercase();
+    last.contains("loader").then_some(expr)
+}
+
+fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
+    let mut names = Vec::new();
+    let mut stack = vec![target];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" {
+            names.push(node_text(node, source));
+        } else if matches!(
+            node.kind(),
+            "pattern_list"
+                | "tuple_pattern"
+                | "list_pattern"
+                | "tuple"
+                | "list"
+                | "parenthesized_expression"
+        ) {
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+    }
+    names
+}
+
+/// Whether the body calls `<name>.to(<device>)` (or `<name>[k].to(<device>)`) on a loop variable.
+fn moves_a_batch(context: &Context<'_, '_>, body: Node<'_>, names: &[&str]) -> bool {
+    let source = context.source();
+    let mut stack = vec![body];
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 5_000 {
+            return false;
+        }
+        if node.kind() == "call"
+            && let Some((receiver, method)) = syntax::method_call(node)
+            && node_text(method, source) == "to"
+            && let Some((_, arguments)) = syntax::call_parts(node)
+        {
+            let mut base = receiver;
+            while base.kind() == "subscript" {
+                match base.child_by_field_name("value") {
+                    Some(value) => base = value,
+                    None => break,
+                }
+            }
+            let device = syntax::keyword_arg(arguments, "device", source)
+                .or_else(|| syntax::positional_args(arguments).first().copied());
+            if base.kind() == "identifier"
+                && names.contains(&node_text(base, source))
+                && device.is_some_and(|d| is_device_expression(context, d))
+            {
+                return true;
+            }
+        }
+        if matches!(
+            node.kind(),
+            "function_definition" | "class_definition" | "for_statement" | "while_statement"
+        ) && node.id() != body.id()
+        {
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
+}

@@ -1,0 +1,248 @@
+//! TPU605: a PyTorch/XLA training loop that never cuts the lazy graph.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::source::detect_line_ending;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in PyTorch/XLA files, for a loop that runs `loss.backward()` but neither calls
+    /// `torch_xla.sync()` / `xm.mark_step()` / `xm.optimizer_step()`, nor iterates an
+    /// `MpDeviceLoader`, nor runs a `torch_xla.compile`d step.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA records operations into a lazy graph and executes it only at a barrier. Without
+    /// one per step, the graph keeps growing across iterations ("a single graph that wraps the
+    /// addition … times"): compile time and memory grow until the program stalls or runs out of
+    /// memory, and nothing executes until a value is read. `MpDeviceLoader` and
+    /// `xm.optimizer_step(..., barrier=True)` issue the barrier for you.
+    ///
+    /// ## Example
+    /// ```python
+    /// for data, target in loader:
+    ///     optimizer.zero_grad()
+    ///     loss = loss_fn(model(data), target)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// for data, target in loader:
+    ///     optimizer.zero_grad()
+    ///     loss = loss_fn(model(data), target)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     torch_xla.sync()
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix appends `torch_xla.sync()` to the loop body (and `import torch_xla`). It is unsafe:
+    /// the barrier's position matters, and it is not offered when the body can `continue`,
+    /// `break` or `return`.
+    ///
+    /// ## Known problems
+    /// A loop that calls a helper which syncs is recognised only when the helper is defined in the
+    /// same file. Files that use `MpDeviceLoader`, `ParallelLoader`, eager mode or any
+    /// `compile(` are not checked, since the barrier may come from there.
+    ///
+    /// ## References
+    /// - pitfalls.md B.4 #43: PyTorch/XLA `docs/source/learn/xla-advanced.md` ("Barriers", "Data Loading")
+    /// - torchtpu.md A.10: `torch_xla.sync()` / `xm.mark_step()` (not needed under TorchTPU)
+    pub(crate) static TRAINING_LOOP_WITHOUT_SYNC = {
+        code: "TPU605",
+        name: "training-loop-without-sync",
+        severity: Warning,
+        fix: Sometimes,
+        kinds: ["for_statement", "while_statement"],
+        check: check,
+    }
+}
+
+/// Text in a loop body that is (or calls) a step barrier.
+const BARRIERS: &[&str] = &["mark_step(", ".sync(", "optimizer_step("];
+
+/// Text anywhere in the file that shows the barrier may come from elsewhere.
+const FILE_BARRIERS: &[&str] = &[
+    "MpDeviceLoader",
+    "ParallelLoader",
+    "per_device_loader",
+    "eager_mode(",
+    "compile(",
+];
+
+/// TPU605
+fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
+    if context.backend() != Backend::TorchXla {
+        return;
+    }
+    let source = context.source();
+    let Some(body) = loop_node.child_by_field_name("body") else {
+        return;
+    };
+    let body_text = node_text(body, source);
+    if !body_text.contains(".backward(") {
+        return;
+    }
+    if BARRIERS.iter().any(|barrier| body_text.contains(barrier))
+        || FILE_BARRIERS.iter().any(|barrier| source.contains(barrier))
+    {
+        return;
+    }
+    if iterates_parameter(context, loop_node) {
+        return;
+    }
+    // A nested loop owns the backward call: report that one.
+    let nested = body_text.lines().skip(1).any(|line| {
+        let trimmed = line.trim_start();
+        trimmed.starts_with("for ") || trimmed.starts_with("while ")
+    }) || body_text.trim_start().starts_with("for ")
+        || body_text.trim_start().starts_with("while ");
+    if nested {
+        return;
+    }
+    if calls_syncing_helper(context, body) {
+        return;
+    }
+    let header_end = body.start_byte();
+    let header = loop_node.start_byte()..header_end;
+    let header_text = node_text(loop_node, source)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .trim_end_matches(':')
+        .to_string();
+    let diagnostic_range =
+        loop_node.start_byte()..(loop_node.start_byte() + header_text.len()).min(header.end);
+    let exits = ["continue", "break", "return", "yield"].iter().any(|word| {
+        body_text
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| w == *word)
+    });
+    let fix = if exits {
+        None
+    } else {
+        let (expression, mut edits) = tpu_api::torch_xla_expression(context, "sync");
+        let mut cursor = body.walk();
+        let last = body
+            .named_children(&mut cursor)
+            .filter(|child| child.kind() != "comment")
+            .last();
+        let first = body.named_child(0);
+        match (first, last) {
+            (Some(first), Some(last))
+                if first.start_position().row != loop_node.start_position().row =>
+            {
+                let indent = syntax::line_indent(source, first.start_byte());
+                let newline = detect_line_ending(source);
+                edits.push(Edit::insert(
+                    last.end_byte(),
+                    format!("{newline}{indent}{expression}()"),
+                ));
+                Some(Fix::unsafe_edit(
+                    format!("Call `{expression}()` at the end of each step"),
+                    edits,
+                ))
+            }
+            _ => None,
+        }
+    };
+    context
+        .report(
+            diagnostic_range,
+            "Training loop never calls `torch_xla.sync()`: the lazy graph grows every step",
+        )
+        .fix = fix;
+}
+
+/// Whether the body calls a function of this file whose own text contains a barrier.
+fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
+    let source = context.source();
+    let mut stack = vec![body];
+    let mut called = Vec::new();
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 5_000 {
+            return true; // too big to tell: stay quiet
+        }
+        if node.kind() == "call"
+            && let Some(name) = syntax::callee_name(node, source)
+        {
+            called.push(name);
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    let root = context.root();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "function_definition" {
+            let name = node
+                .child_by_field_name("name")
+                .map(|n| node_text(n, source))
+                .unwrap_or("");
+            if called.contains(&name) {
+                let text = node_text(node, source);
+                if BARRIERS.iter().any(|b| text.contains(b)) {
+                    return true;
+                }
+            }
+        }
+        if matches!(
+            node.kind(),
+            "module"
+                | "class_definition"
+                | "block"
+                | "decorated_definition"
+                | "function_definition"
+        ) {
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+    }
+    false
+}
+
+/// `for batch in loader:` where `loader` is a parameter of the enclosing function: the caller may
+/// pass an `MpDeviceLoader`, which syncs at every step.
+fn iterates_parameter(context: &Context<'_, '_>, loop_node: Node<'_>) -> bool {
+    let source = context.source();
+    let Some(iterable) = loop_node.child_by_field_name("right") else {
+        return false;
+    };
+    // `enumerate(loader)` / `tqdm(loader)`: look inside.
+    let mut iterable = syntax::unparenthesize(iterable);
+    if iterable.kind() == "call"
+        && let Some((_, arguments)) = syntax::call_parts(iterable)
+        && let Some(first) = syntax::positional_args(arguments).first()
+    {
+        iterable = *first;
+    }
+    let Some(parts) = syntax::dotted_parts(iterable, source) else {
+        return false;
+    };
+    let Some(first) = parts.first() else {
+        return false;
+    };
+    let mut current = loop_node.parent();
+    while let Some(node) = current {
+        if node.kind() == "function_definition" {
+            let Some(parameters) = node.child_by_field_name("parameters") else {
+                return false;
+            };
+            return node_text(parameters, source)
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|word| word == *first && word != "self");
+        }
+        current = node.parent();
+    }
+    false
+}

@@ -1,0 +1,273 @@
+//! TPU405: a tensor created on the CPU inside `forward` combined with tensors on the device.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Fix, Related};
+use crate::rules::tpu_api;
+use crate::semantic::{Device, Fact, HotPath};
+use crate::source::TextRange;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, inside a module's `forward`, for a binary operation, `torch.cat` / `torch.stack`
+    /// or a matmul that combines a tensor created without `device=` (so on the CPU) with a
+    /// forward input, a parameter or a buffer (on the model's device). The diagnostic points at
+    /// the place where the CPU tensor was created.
+    ///
+    /// ## Why is this bad?
+    /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
+    /// CPU unless told otherwise. Mixing that tensor with device tensors raises on PyTorch/XLA
+    /// (`Input tensor is not an XLA tensor: torch.FloatTensor`) and on TorchTPU (device
+    /// mismatch); on GPUs the same line raises `Expected all tensors to be on the same device`.
+    /// A tensor stored as a plain attribute in `__init__` has the same problem: `model.to(device)`
+    /// moves parameters and registered buffers, not plain attributes.
+    ///
+    /// ## Example
+    /// ```python
+    /// def forward(self, x):
+    ///     positions = torch.arange(x.shape[1])
+    ///     return x + self.embed(positions) + torch.zeros(x.shape[-1])
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def forward(self, x):
+    ///     positions = torch.arange(x.shape[1], device=x.device)
+    ///     return x + self.embed(positions) + torch.zeros(x.shape[-1], device=x.device)
+    /// ```
+    /// For constants built in `__init__`, `self.register_buffer("name", tensor)`.
+    ///
+    /// ## Fix safety
+    /// When the CPU tensor was created in the same `forward` and the device tensor is a plain
+    /// name or attribute, the fix adds `device=<that>.device` to the factory. It is unsafe: the
+    /// factory's other uses now see a device tensor too.
+    ///
+    /// ## Known problems
+    /// Zero-dimensional tensors (`torch.tensor(2.0)`) are allowed by PyTorch in mixed-device
+    /// operations and are not reported. Only `forward` bodies are checked.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #53: PyTorch/XLA, *PyTorch on XLA devices* ("will throw an error since the
+    ///   torch.nn.Linear module is on the CPU"); pytorch/xla#3108, #2960, #899
+    /// - torchtpu.md A.2: tensors must be on the `"tpu"` device; A.10 migration table
+    pub(crate) static CPU_TENSOR_MEETS_DEVICE_TENSOR = {
+        code: "TPU405",
+        name: "cpu-tensor-meets-device-tensor",
+        severity: Error,
+        fix: Sometimes,
+        kinds: ["binary_operator", "call"],
+        check: check,
+    }
+}
+
+const COMBINING_FUNCTIONS: &[&str] = &[
+    "torch.cat",
+    "torch.concat",
+    "torch.concatenate",
+    "torch.stack",
+    "torch.hstack",
+    "torch.vstack",
+    "torch.matmul",
+    "torch.mm",
+    "torch.bmm",
+    "torch.add",
+    "torch.mul",
+    "torch.sub",
+    "torch.div",
+    "torch.maximum",
+    "torch.minimum",
+];
+
+/// TPU405
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    if context.hot_path() != Some(HotPath::Forward) {
+        return;
+    }
+    let operands: Vec<Node<'_>> = match node.kind() {
+        "binary_operator" => {
+            let (Some(left), Some(right)) = (
+                node.child_by_field_name("left"),
+                node.child_by_field_name("right"),
+            ) else {
+                return;
+            };
+            vec![left, right]
+        }
+        _ => {
+            let Some(qualified) = context.semantic().call_qualified_name(node) else {
+                return;
+            };
+            if !COMBINING_FUNCTIONS.contains(&qualified.as_str()) {
+                return;
+            }
+            let Some((_, arguments)) = syntax::call_parts(node) else {
+                return;
+            };
+            let positional = syntax::positional_args(arguments);
+            let mut operands = Vec::new();
+            for argument in positional {
+                if matches!(argument.kind(), "list" | "tuple") {
+                    let mut cursor = argument.walk();
+                    operands.extend(argument.named_children(&mut cursor));
+                } else {
+                    operands.push(argument);
+                }
+            }
+            operands
+        }
+    };
+    let facts: Vec<(Node<'_>, Fact)> = operands
+        .iter()
+        .map(|operand| (*operand, context.fact(*operand)))
+        .collect();
+    let Some((device_operand, _)) = facts
+        .iter()
+        .find(|(_, fact)| fact.is_tensor() && fact.device == Device::Accelerator)
+    else {
+        return;
+    };
+    let Some((cpu_operand, cpu_fact)) = facts
+        .iter()
+        .find(|(_, fact)| fact.is_tensor() && fact.device == Device::Cpu)
+    else {
+        return;
+    };
+    let Some(origin) = cpu_fact.origin_range() else {
+        return;
+    };
+    let Some(factory) = cpu_factory_at(context, origin.clone()) else {
+        return;
+    };
+    // Nested operations report once, at the innermost combination.
+    if cpu_operand.kind() == "binary_operator" || device_operand.kind() == "binary_operator" {
+        let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
+        if inner_cpu {
+            return;
+        }
+    }
+    let factory_name = context
+        .semantic()
+        .call_qualified_name(factory)
+        .unwrap_or_default();
+    let in_same_function = enclosing_function(node).map(|f| f.byte_range())
+        == enclosing_function(factory).map(|f| f.byte_range());
+    let source = context.source();
+    let device_text = node_text(*device_operand, source);
+    let fix = if in_same_function
+        && syntax::dotted_parts(*device_operand, source).is_some()
+        && let Some((_, factory_arguments)) = syntax::call_parts(factory)
+    {
+        let edit =
+            tpu_api::insert_argument(factory_arguments, &format!("device={device_text}.device"));
+        Some(Fix::unsafe_edit(
+            format!("Create it with `device={device_text}.device`"),
+            vec![edit],
+        ))
+    } else {
+        None
+    };
+    let message = if in_same_function {
+        format!(
+            "CPU tensor from `{factory_name}` without `device=` meets device tensor `{}`",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else {
+        format!(
+            "Tensor attribute from `{factory_name}` stays on the CPU when the model moves; register it as a buffer"
+        )
+    };
+    let related_message = if in_same_function {
+        "created on the CPU here".to_string()
+    } else {
+        "plain tensor attribute created here".to_string()
+    };
+    let diagnostic = context.report(node.byte_range(), message);
+    diagnostic.related.push(Related {
+        range: factory.byte_range(),
+        message: related_message,
+    });
+    diagnostic.fix = fix;
+}
+
+/// The torch factory call (without `device=`, not zero-dimensional) at `origin`.
+fn cpu_factory_at<'t>(context: &Context<'t, '_>, origin: TextRange) -> Option<Node<'t>> {
+    let mut node = context
+        .root()
+        .descendant_for_byte_range(origin.start, origin.end)?;
+    for _ in 0..4 {
+        if node.kind() == "call" && node.byte_range() == origin {
+            break;
+        }
+        node = node.parent()?;
+    }
+    if node.kind() != "call" || node.byte_range() != origin {
+        return None;
+    }
+    let qualified = context.semantic().call_qualified_name(node)?;
+    let factory = qualified.strip_prefix("torch.")?;
+    if !matches!(
+        factory,
+        "zeros"
+            | "ones"
+            | "empty"
+            | "full"
+            | "rand"
+            | "randn"
+            | "randint"
+            | "arange"
+            | "linspace"
+            | "logspace"
+            | "eye"
+            | "tensor"
+            | "as_tensor"
+            | "tril_indices"
+            | "triu_indices"
+    ) {
+        return None;
+    }
+    let (_, arguments) = syntax::call_parts(node)?;
+    let source = context.source();
+    if syntax::keyword_arg(arguments, "device", source).is_some() || syntax::has_splat(arguments) {
+        return None;
+    }
+    // `torch.tensor(2.0)` / `torch.tensor(x)` of a scalar: zero-dimensional, allowed with device tensors.
+    if matches!(factory, "tensor" | "as_tensor") {
+        let first = syntax::positional_args(arguments).first().copied()?;
+        if !matches!(first.kind(), "list" | "tuple" | "list_comprehension") {
+            return None;
+        }
+    }
+    Some(node)
+}
+
+/// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
+fn operand_is_combination_with_cpu(context: &Context<'_, '_>, operand: Node<'_>) -> bool {
+    let operand = syntax::unparenthesize(operand);
+    if operand.kind() != "binary_operator" {
+        return false;
+    }
+    let (Some(left), Some(right)) = (
+        operand.child_by_field_name("left"),
+        operand.child_by_field_name("right"),
+    ) else {
+        return false;
+    };
+    let (l, r) = (context.fact(left), context.fact(right));
+    let cpu = |f: &Fact| f.is_tensor() && f.device == Device::Cpu;
+    let dev = |f: &Fact| f.is_tensor() && f.device == Device::Accelerator;
+    (cpu(&l) && dev(&r)) || (dev(&l) && cpu(&r))
+}
+
+fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}

@@ -1,0 +1,139 @@
+//! TPU402: `"cuda" if torch.cuda.is_available() else "cpu"` picks the CPU on a TPU VM.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::tpu_api;
+use crate::semantic::{Backend, Device, device_from_str};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for a device chosen between CUDA and the CPU, such as
+    /// `"cuda" if torch.cuda.is_available() else "cpu"` or
+    /// `torch.device("cuda:0" if use_cuda else "cpu")`.
+    ///
+    /// ## Why is this bad?
+    /// A TPU VM has no CUDA device, so the condition is false and the whole program silently
+    /// runs on the host CPU: no error, just a run that is orders of magnitude slower. PyTorch/XLA's
+    /// migration guide quotes exactly this pattern as the code to replace.
+    ///
+    /// ## Example
+    /// ```python
+    /// device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    /// model = Net().to(device)
+    /// ```
+    ///
+    /// Use instead (PyTorch/XLA):
+    /// ```python
+    /// import torch_xla
+    ///
+    /// device = torch_xla.device()
+    /// model = Net().to(device)
+    /// ```
+    /// With TorchTPU, `torch.device("tpu")`. Code that must also run elsewhere can use
+    /// `torch.accelerator.current_accelerator()`.
+    ///
+    /// ## Fix safety
+    /// The fix replaces the choice (or the `torch.device(...)` call around it) with the device of
+    /// the file's backend and adds `import torch_xla` when needed. It is unsafe: the program no
+    /// longer falls back to the CPU, and a string becomes a `torch.device`. When the backend is
+    /// unknown the fix is display-only.
+    ///
+    /// ## Known problems
+    /// An `if`/`else` statement that assigns the two strings separately is not recognised.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #50: PyTorch/XLA, *Migration to XLA on TPUs — Device handling*
+    ///   (`docs/source/learn/migration-to-xla-on-tpus.md`)
+    /// - torchtpu.md A.2: TorchTPU device `"tpu"` and `torch.accelerator`; A.10 migration table
+    pub(crate) static CUDA_AVAILABILITY_CHOICE = {
+        code: "TPU402",
+        name: "cuda-availability-choice",
+        severity: Warning,
+        fix: Always,
+        kinds: ["conditional_expression"],
+        check: check,
+    }
+}
+
+/// TPU402
+fn check(context: &mut Context<'_, '_>, choice: Node<'_>) {
+    if !is_cuda_or_cpu_choice(context, choice) {
+        return;
+    }
+    // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
+    if choice
+        .parent()
+        .is_some_and(|p| p.kind() == "conditional_expression" && is_cuda_or_cpu_choice(context, p))
+    {
+        return;
+    }
+    // Replace `torch.device(<choice>)` as a whole.
+    let mut target = choice;
+    if let Some(arguments) = choice.parent().filter(|p| p.kind() == "argument_list")
+        && let Some(call) = arguments.parent()
+        && context.semantic().call_qualified_name(call).as_deref() == Some("torch.device")
+        && syntax::positional_args(arguments).len() == 1
+    {
+        target = call;
+    }
+    let message = "Device chosen between CUDA and CPU runs on the CPU on a TPU VM".to_string();
+    let fix = match tpu_api::device_expression(context) {
+        Some((expression, mut edits)) => {
+            edits.push(Edit::replace(target.byte_range(), expression.clone()));
+            Fix::unsafe_edit(format!("Use `{expression}`"), edits)
+        }
+        None => {
+            let expression = Backend::Unknown.device_expr();
+            Fix::display_only(
+                format!("Use `{expression}`"),
+                vec![Edit::replace(target.byte_range(), expression)],
+            )
+        }
+    };
+    context.report(choice.byte_range(), message).fix = Some(fix);
+}
+
+/// Whether a conditional expression picks a CUDA device in one branch and ends in the CPU in the
+/// other (possibly through further choices such as `"mps"`).
+pub(crate) fn is_cuda_or_cpu_choice(context: &Context<'_, '_>, choice: Node<'_>) -> bool {
+    let (Some(then_branch), Some(else_branch)) = (choice.named_child(0), choice.named_child(2))
+    else {
+        return false;
+    };
+    device_literal(context, then_branch) == Some(Device::Cuda)
+        && ends_in_cpu(context, else_branch, 0)
+}
+
+fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {
+    let branch = syntax::unparenthesize(branch);
+    if branch.kind() == "conditional_expression" && depth < 4 {
+        return branch
+            .named_child(2)
+            .is_some_and(|last| ends_in_cpu(context, last, depth + 1));
+    }
+    device_literal(context, branch) == Some(Device::Cpu)
+}
+
+/// `"cuda:0"` or `torch.device("cuda")` → the device it names.
+fn device_literal(context: &Context<'_, '_>, node: Node<'_>) -> Option<Device> {
+    let node = syntax::unparenthesize(node);
+    let source = context.source();
+    if let Some(text) = syntax::string_value(node, source) {
+        let kind = text.split(':').next().unwrap_or("");
+        return matches!(kind, "cuda" | "cpu").then(|| device_from_str(&text));
+    }
+    if node.kind() == "call"
+        && context.semantic().call_qualified_name(node).as_deref() == Some("torch.device")
+        && let Some((_, arguments)) = syntax::call_parts(node)
+        && let Some(first) = syntax::positional_args(arguments).first()
+        && let Some(text) = syntax::string_value(*first, source)
+    {
+        let kind = text.split(':').next().unwrap_or("");
+        return matches!(kind, "cuda" | "cpu").then(|| device_from_str(&text));
+    }
+    None
+}

@@ -1,0 +1,127 @@
+//! TPU403: `.cuda()` on a tensor or module.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::tpu_api;
+use crate::semantic::{Backend, ValueKind};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `.cuda()` calls on tensors and modules.
+    ///
+    /// ## Why is this bad?
+    /// `.cuda()` moves data to an NVIDIA GPU. A TPU VM has none: the call raises
+    /// (`Torch not compiled with CUDA enabled`, or no NVIDIA driver) the first time it runs. On a
+    /// TPU the data must go to the XLA device (PyTorch/XLA) or the `"tpu"` device (TorchTPU).
+    ///
+    /// ## Example
+    /// ```python
+    /// model = Net().cuda()
+    /// for x, y in loader:
+    ///     x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    /// ```
+    ///
+    /// Use instead (PyTorch/XLA):
+    /// ```python
+    /// import torch_xla
+    ///
+    /// model = Net().to(torch_xla.device())
+    /// for x, y in loader:
+    ///     x, y = x.to(torch_xla.device(), non_blocking=True), y.to(torch_xla.device(), non_blocking=True)
+    /// ```
+    /// With TorchTPU, `.to(torch.device("tpu"))`.
+    ///
+    /// ## Fix safety
+    /// The fix rewrites `.cuda(...)` to `.to(<backend device>)`, keeps `non_blocking=`, drops a
+    /// GPU index, and adds `import torch_xla` when the file lacks it. It is unsafe: the code no
+    /// longer runs on GPUs. When the backend is unknown the fix is display-only.
+    ///
+    /// ## Known problems
+    /// Calls under a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) or in a
+    /// function whose name mentions CUDA are not reported: the author already chose per device.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #49: PyTorch/XLA, *Migration to XLA on TPUs — Device handling*
+    /// - torchtpu.md A.2 (`tensor.to("tpu")`) and A.10 (device mapping from torch_xla)
+    pub(crate) static CUDA_METHOD_CALL = {
+        code: "TPU403",
+        name: "cuda-method-call",
+        severity: Error,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU403
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return;
+    };
+    if context.text(method) != "cuda" {
+        return;
+    }
+    if !context.semantic().imports_module("torch") {
+        return;
+    }
+    let receiver_fact = context.fact(receiver);
+    if matches!(
+        receiver_fact.kind,
+        ValueKind::Namespace | ValueKind::NumpyArray | ValueKind::Scalar | ValueKind::Container
+    ) {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let source = context.source();
+    // `torch.Tensor.cuda(x)` / `nn.Module.cuda(m)` through the class are rare; skip them.
+    if context
+        .qualified_name(function)
+        .is_some_and(|q| q.starts_with("torch"))
+    {
+        return;
+    }
+    if tpu_api::guarded_by_cuda_check(context, call) {
+        return;
+    }
+    // Keep `non_blocking=`; anything else (a GPU index, `device=`) has no TPU meaning.
+    let kept: Vec<String> = syntax::keyword_arg_node(arguments, "non_blocking", source)
+        .map(|kw| context.text(kw).to_string())
+        .into_iter()
+        .collect();
+    let replace_range = method.start_byte()..call.end_byte();
+    let report_range = replace_range.clone();
+    let message = format!(
+        "`{}.cuda()` needs a CUDA GPU",
+        crate::rules::helpers::short_code(context.text(receiver))
+    );
+    let fix = match tpu_api::device_expression(context) {
+        Some((expression, mut edits)) => {
+            let mut arguments_text = vec![expression.clone()];
+            arguments_text.extend(kept.iter().cloned());
+            edits.push(Edit::replace(
+                replace_range,
+                format!("to({})", arguments_text.join(", ")),
+            ));
+            Fix::unsafe_edit(format!("Replace `.cuda()` with `.to({expression})`"), edits)
+        }
+        None => {
+            let expression = Backend::Unknown.device_expr();
+            let mut arguments_text = vec![expression.to_string()];
+            arguments_text.extend(kept.iter().cloned());
+            Fix::display_only(
+                format!("Replace `.cuda()` with `.to({expression})`"),
+                vec![Edit::replace(
+                    replace_range,
+                    format!("to({})", arguments_text.join(", ")),
+                )],
+            )
+        }
+    };
+    context.report(report_range, message).fix = Some(fix);
+}

@@ -1,0 +1,231 @@
+//! TPU404: `torch.cuda.*` calls that raise or do nothing on a TPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix, Severity};
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for calls of CUDA-only APIs such as `torch.cuda.synchronize()`,
+    /// `torch.cuda.empty_cache()`, `torch.cuda.memory_allocated()`, `torch.cuda.manual_seed()`,
+    /// `torch.cuda.set_device()` and `torch.cuda.device_count()`. Availability checks
+    /// (`torch.cuda.is_available()`) and calls under such a check are not reported.
+    ///
+    /// ## Why is this bad?
+    /// A TPU VM runs a CPU build of PyTorch without CUDA. Calls that initialise CUDA
+    /// (`synchronize`, `set_device`, `current_device`, `get_device_properties`, streams and
+    /// events) raise `Torch not compiled with CUDA enabled`. The others do nothing silently:
+    /// `manual_seed` seeds no TPU generator, `memory_allocated` reports 0, `device_count`
+    /// returns 0 (wrong world sizes), `empty_cache` frees nothing. Each backend has its own
+    /// equivalent.
+    ///
+    /// ## Example
+    /// ```python
+    /// torch.cuda.manual_seed_all(seed)
+    /// start = time.time()
+    /// loss = train_step(batch)
+    /// torch.cuda.synchronize()
+    /// print(time.time() - start, torch.cuda.max_memory_allocated())
+    /// ```
+    ///
+    /// Use instead (PyTorch/XLA):
+    /// ```python
+    /// xm.set_rng_state(seed)
+    /// start = time.time()
+    /// loss = train_step(batch)
+    /// torch_xla.sync(wait=True)
+    /// print(time.time() - start, xm.get_memory_info())
+    /// ```
+    /// With TorchTPU, `torch.tpu.manual_seed_all(seed)`, `torch.tpu.device_count()` and
+    /// `torch.tpu.current_device()` mirror their CUDA names.
+    ///
+    /// ## Fix safety
+    /// Fixes exist where the equivalent is documented: `synchronize()` →
+    /// `torch_xla.sync(wait=True)` and `manual_seed(s)` → `xm.set_rng_state(s)` (PyTorch/XLA);
+    /// `torch.cuda.{manual_seed, manual_seed_all, device_count, current_device}` →
+    /// `torch.tpu.*` (TorchTPU). They add the import they need and are unsafe: the code no
+    /// longer runs on GPUs.
+    ///
+    /// ## Known problems
+    /// `torch.cuda.amp.*` is left to the precision rules. Whether a silent call is harmless
+    /// depends on the code: `empty_cache()` is usually only wasted, `device_count()` is often a bug.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #51: PyTorch/XLA `torch_xla/core/xla_model.py` (`get_memory_info`,
+    ///   `set_rng_state`), `torch_xla.sync(wait=True)`
+    /// - torchtpu.md A.2: TorchTPU `docs/notebooks/api_mapping.py` (`torch.cuda` → `torch.tpu`)
+    pub(crate) static CUDA_ONLY_API = {
+        code: "TPU404",
+        name: "cuda-only-api",
+        severity: Error,
+        fix: Sometimes,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// `torch.cuda` functions that initialise CUDA and so raise without it.
+const RAISING: &[&str] = &[
+    "synchronize",
+    "set_device",
+    "current_device",
+    "get_device_name",
+    "get_device_properties",
+    "get_device_capability",
+    "mem_get_info",
+    "Stream",
+    "Event",
+    "CUDAGraph",
+    "graph",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "get_arch_list",
+];
+
+/// `torch.cuda` functions that quietly do nothing (or report nothing) without CUDA.
+const SILENT: &[&str] = &[
+    "empty_cache",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_cached",
+    "max_memory_cached",
+    "memory_stats",
+    "memory_summary",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_accumulated_memory_stats",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "device_count",
+    "ipc_collect",
+    "get_rng_state",
+    "set_rng_state",
+    "get_rng_state_all",
+    "set_rng_state_all",
+    "utilization",
+];
+
+/// TPU404
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    if function.kind() != "attribute" {
+        return;
+    }
+    let Some(qualified) = context.qualified_name(function) else {
+        return;
+    };
+    let Some(name) = qualified.strip_prefix("torch.cuda.") else {
+        return;
+    };
+    let raises = RAISING.contains(&name);
+    if !raises && !SILENT.contains(&name) {
+        return;
+    }
+    if tpu_api::guarded_by_cuda_check(context, call) {
+        return;
+    }
+    let backend = context.backend();
+    let (equivalent, fix) = equivalent(context, name, function, arguments, backend);
+    let message = if raises {
+        format!("`torch.cuda.{name}()` raises without CUDA{equivalent}")
+    } else {
+        format!("`torch.cuda.{name}()` does nothing on a TPU{equivalent}")
+    };
+    let severity = if raises {
+        Severity::Error
+    } else if context.hot_path().is_some() {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let diagnostic = context.report(function.start_byte()..call.end_byte(), message);
+    diagnostic.severity = severity;
+    diagnostic.fix = fix;
+}
+
+/// The backend's equivalent for the message (`"; use …"`) and, where documented, a fix.
+fn equivalent(
+    context: &Context<'_, '_>,
+    name: &str,
+    function: Node<'_>,
+    arguments: Node<'_>,
+    backend: Backend,
+) -> (String, Option<Fix>) {
+    match backend {
+        Backend::TorchXla => match name {
+            "synchronize" => {
+                let (expression, mut edits) = tpu_api::torch_xla_expression(context, "sync");
+                edits.push(Edit::replace(
+                    function.start_byte()..arguments.end_byte(),
+                    format!("{expression}(wait=True)"),
+                ));
+                (
+                    format!("; use `{expression}(wait=True)`"),
+                    Some(Fix::unsafe_edit(
+                        format!("Replace with `{expression}(wait=True)`"),
+                        edits,
+                    )),
+                )
+            }
+            "manual_seed" | "manual_seed_all" | "seed" | "seed_all" => {
+                let (expression, mut edits) =
+                    tpu_api::xla_model_expression(context, "set_rng_state");
+                if syntax::positional_args(arguments).len() != 1 || name.starts_with("seed") {
+                    return (format!("; use `{expression}(seed)`"), None);
+                }
+                edits.push(Edit::replace(function.byte_range(), expression.clone()));
+                (
+                    format!("; use `{expression}(seed)`"),
+                    Some(Fix::unsafe_edit(
+                        format!("Replace with `{expression}`"),
+                        edits,
+                    )),
+                )
+            }
+            n if n.contains("memory") || n == "mem_get_info" => {
+                ("; use `xm.get_memory_info()`".to_string(), None)
+            }
+            "device_count" => ("; use `torch_xla.runtime.world_size()`".to_string(), None),
+            "set_device" | "current_device" => ("; use `torch_xla.device()`".to_string(), None),
+            _ => (String::new(), None),
+        },
+        Backend::TorchTpu => match name {
+            "manual_seed" | "manual_seed_all" | "device_count" | "current_device" => {
+                let torch =
+                    tpu_api::module_alias(context, "torch").unwrap_or_else(|| "torch".into());
+                let replacement = format!("{torch}.tpu.{name}");
+                (
+                    format!("; use `{replacement}()`"),
+                    Some(Fix::unsafe_edit(
+                        format!("Replace with `{replacement}`"),
+                        vec![Edit::replace(function.byte_range(), replacement.clone())],
+                    )),
+                )
+            }
+            "set_device" => (
+                "; `torch_tpu.api.tpu_device()` selects the device".to_string(),
+                None,
+            ),
+            "current_stream" | "default_stream" | "set_stream" | "Stream" => {
+                ("; TPU needs no streams".to_string(), None)
+            }
+            n if n.contains("memory") => {
+                ("; see `torch.tpu._hbm_usage_summary()`".to_string(), None)
+            }
+            _ => (String::new(), None),
+        },
+        Backend::Unknown => (String::new(), None),
+    }
+}

@@ -1,0 +1,197 @@
+//! TPU407: `torch.zeros(...).to(device)`: created on the host, then copied.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::rules::{helpers, tpu_api};
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for a tensor factory without `device=` whose result is immediately moved with
+    /// `.to(device)`, such as `torch.randn(8, 128).to(device)`.
+    ///
+    /// ## Why is this bad?
+    /// The factory runs on the host, allocates a host tensor, and `.to()` copies it to the TPU.
+    /// Passing `device=` creates the tensor on the device directly: no host work, no transfer.
+    /// In a training step this is a host-to-device copy every iteration.
+    ///
+    /// ## Example
+    /// ```python
+    /// noise = torch.randn(batch, 4, 64, 64).to(device)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// noise = torch.randn(batch, 4, 64, 64, device=device)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix moves the device into the factory. It is safe for deterministic factories
+    /// (`zeros`, `ones`, `full`, `arange`, `eye`, `tensor`, …) and unsafe for random ones
+    /// (`rand`, `randn`, `randint`, `randperm`): the device's random generator produces different
+    /// numbers than the CPU's. A factory with `requires_grad=` is also unsafe (the result becomes
+    /// a leaf tensor).
+    ///
+    /// ## Known problems
+    /// Only `.to(...)` arguments that clearly name a device are recognised (`device`, `dev`,
+    /// `x.device`, `torch.device(...)`, a device string, `torch_xla.device()`), never a dtype.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #54: pytorch/xla#8861 (create then move)
+    /// - torchtpu.md A.4: allocate directly on the device
+    pub(crate) static FACTORY_THEN_MOVE = {
+        code: "TPU407",
+        name: "factory-then-move",
+        severity: Warning,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const FACTORIES: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "tril_indices",
+    "triu_indices",
+];
+
+const RANDOM: &[&str] = &["rand", "randn", "randint", "randperm"];
+
+/// TPU407
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return;
+    };
+    if context.text(method) != "to" || receiver.kind() != "call" {
+        return;
+    }
+    let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
+        return;
+    };
+    let Some(factory) = qualified
+        .strip_prefix("torch.")
+        .filter(|f| FACTORIES.contains(f))
+    else {
+        return;
+    };
+    let (Some((_, factory_arguments)), Some((_, to_arguments))) =
+        (syntax::call_parts(receiver), syntax::call_parts(call))
+    else {
+        return;
+    };
+    let source = context.source();
+    if syntax::keyword_arg(factory_arguments, "device", source).is_some()
+        || syntax::has_splat(factory_arguments)
+        || syntax::has_splat(to_arguments)
+    {
+        return;
+    }
+    let Some(device) = device_argument(context, to_arguments) else {
+        return;
+    };
+    // `.to(device, dtype)` / `.to(device, copy=True)`: more than a move.
+    let mut cursor = to_arguments.walk();
+    let extra = to_arguments
+        .named_children(&mut cursor)
+        .filter(|child| child.kind() != "comment" && child.id() != device.id())
+        .any(|child| {
+            let allowed_keyword = child.kind() == "keyword_argument"
+                && (child
+                    .child_by_field_name("name")
+                    .is_some_and(|n| node_text(n, source) == "non_blocking")
+                    || child
+                        .child_by_field_name("value")
+                        .is_some_and(|v| v.id() == device.id()));
+            !allowed_keyword
+        });
+    if extra {
+        return;
+    }
+    let device_text = context.text(device).to_string();
+    let unsafe_fix = RANDOM.contains(&factory)
+        || syntax::keyword_arg(factory_arguments, "requires_grad", source).is_some();
+    let edits = vec![
+        tpu_api::insert_argument(factory_arguments, &format!("device={device_text}")),
+        Edit::delete(receiver.end_byte()..call.end_byte()),
+    ];
+    let applicability = if unsafe_fix {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
+    let message = format!(
+        "`torch.{factory}(...)` is created on the host, then copied to `{}`{}",
+        helpers::short_code(&device_text),
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    let diagnostic = context.report(call.byte_range(), message);
+    diagnostic.severity = severity;
+    diagnostic.fix = Some(Fix::new(
+        applicability,
+        format!(
+            "Pass `device={}` to `torch.{factory}`",
+            helpers::short_code(&device_text)
+        ),
+        edits,
+    ));
+}
+
+/// The `.to(...)` argument that names a device, if it clearly does.
+fn device_argument<'t>(context: &Context<'_, '_>, arguments: Node<'t>) -> Option<Node<'t>> {
+    let source = context.source();
+    let candidate = syntax::keyword_arg(arguments, "device", source)
+        .or_else(|| syntax::positional_args(arguments).first().copied())?;
+    if syntax::positional_args(arguments).len() > 1 {
+        return None;
+    }
+    is_device_expression(context, candidate).then_some(candidate)
+}
+
+/// `device`, `self.device`, `x.device`, `dev`, `"xla"`, `torch.device(...)`, `xm.xla_device()`.
+pub(crate) fn is_device_expression(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    let source = context.source();
+    if let Some(text) = syntax::string_value(node, source) {
+        let kind = text.split(':').next().unwrap_or("");
+        return matches!(kind, "cuda" | "cpu" | "xla" | "tpu" | "mps");
+    }
+    match node.kind() {
+        "identifier" => {
+            let name = node_text(node, source).to_ascii_lowercase();
+            name == "dev" || name.ends_with("device")
+        }
+        "attribute" => node.child_by_field_name("attribute").is_some_and(|a| {
+            node_text(a, source)
+                .to_ascii_lowercase()
+                .ends_with("device")
+        }),
+        "call" => context
+            .semantic()
+            .call_qualified_name(node)
+            .is_some_and(|q| {
+                matches!(
+                    q.as_str(),
+                    "torch.device"
+                        | "torch_xla.device"
+                        | "torch_xla.core.xla_model.xla_device"
+                        | "torch.accelerator.current_accelerator"
+                )
+            }),
+        _ => false,
+    }
+}

@@ -1,0 +1,96 @@
+//! TPU410: `pin_memory=True` in code that targets a TPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Fix;
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `pin_memory=True` passed to a `DataLoader` or a tensor factory in a file that
+    /// targets a TPU backend (PyTorch/XLA or TorchTPU).
+    ///
+    /// ## Why is this bad?
+    /// Pinned (page-locked) host memory speeds up CUDA copies; it does nothing for a TPU, and
+    /// without CUDA PyTorch warns `'pin_memory' argument is set as true but no accelerator is
+    /// found`. On PyTorch/XLA a factory such as `torch.full(..., pin_memory=True)` is not
+    /// lowered and falls back to the CPU. `MpDeviceLoader` (PyTorch/XLA) overlaps the copies
+    /// instead.
+    ///
+    /// ## Example
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=64)
+    /// device_loader = pl.MpDeviceLoader(loader, torch_xla.device())  # PyTorch/XLA
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix removes the argument. It is safe: pinning never changes values.
+    ///
+    /// ## Known problems
+    /// Only files that visibly target a TPU backend are checked: in CUDA code the argument is right.
+    ///
+    /// ## References
+    /// - pitfalls.md B.5 #61 (pytorch/pytorch PR #146821 warning text) and B.3 #28 (factory fallback)
+    /// - torchtpu.md A.10: plain `DataLoader` + `.to("tpu")` under TorchTPU
+    pub(crate) static PIN_MEMORY_ON_TPU = {
+        code: "TPU410",
+        name: "pin-memory-on-tpu",
+        severity: Warning,
+        fix: Always,
+        kinds: ["keyword_argument"],
+        check: check,
+    }
+}
+
+/// TPU410
+fn check(context: &mut Context<'_, '_>, keyword: Node<'_>) {
+    let source = context.source();
+    let (Some(name), Some(value)) = (
+        keyword.child_by_field_name("name"),
+        keyword.child_by_field_name("value"),
+    ) else {
+        return;
+    };
+    if syntax::node_text(name, source) != "pin_memory" || value.kind() != "true" {
+        return;
+    }
+    if context.backend() == Backend::Unknown {
+        return;
+    }
+    let Some(arguments) = keyword.parent().filter(|p| p.kind() == "argument_list") else {
+        return;
+    };
+    let Some(call) = arguments.parent().filter(|c| c.kind() == "call") else {
+        return;
+    };
+    let Some(callee) = syntax::callee_name(call, source) else {
+        return;
+    };
+    let is_loader = callee.ends_with("DataLoader");
+    let is_factory = context
+        .semantic()
+        .call_qualified_name(call)
+        .is_some_and(|q| q.starts_with("torch.") && !q.starts_with("torch.utils"));
+    if !is_loader && !is_factory {
+        return;
+    }
+    let message = if is_loader {
+        "`pin_memory=True` does not help a TPU".to_string()
+    } else {
+        format!("`pin_memory=True` on `{callee}` falls back to the CPU on a TPU")
+    };
+    let severity = context.hot_path_severity();
+    let edit = tpu_api::remove_argument(context, arguments, keyword);
+    let diagnostic = context.report(keyword.byte_range(), message);
+    diagnostic.severity = severity;
+    diagnostic.fix = Some(Fix::safe("Remove `pin_memory=True`", vec![edit]));
+}

@@ -1,0 +1,80 @@
+//! TPU702: `DistributedDataParallel(..., device_ids=...)` under TorchTPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Fix;
+use crate::rules::tpu_api;
+use crate::semantic::Backend;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in TorchTPU files, for `DistributedDataParallel(...)` given `device_ids=` (or
+    /// `output_device=`).
+    ///
+    /// ## Why is this bad?
+    /// `device_ids` names CUDA devices. Under TorchTPU each process sees its own core as `tpu:0`,
+    /// and TorchTPU's distributed guide says: "On TPU, we don't pass device_ids to DDP".
+    ///
+    /// ## Example
+    /// ```python
+    /// model = DDP(model, device_ids=[local_rank])
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// model = DDP(model)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix removes the argument. It is unsafe: the same file no longer pins GPUs per rank.
+    ///
+    /// ## References
+    /// - pitfalls.md B.7 #76: TorchTPU `docs/notebooks/distributed_training_101.py`
+    /// - torchtpu.md A.6: "do not pass `device_ids` to DDP"
+    pub(crate) static DDP_DEVICE_IDS_ON_TPU = {
+        code: "TPU702",
+        name: "ddp-device-ids-on-tpu",
+        severity: Error,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU702
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    if context.backend() != Backend::TorchTpu {
+        return;
+    }
+    let Some(qualified) = context.semantic().call_qualified_name(call) else {
+        return;
+    };
+    if !qualified.ends_with("DistributedDataParallel") {
+        return;
+    }
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let source = context.source();
+    for keyword in ["device_ids", "output_device"] {
+        let Some(argument) = syntax::keyword_arg_node(arguments, keyword, source) else {
+            continue;
+        };
+        if argument
+            .child_by_field_name("value")
+            .is_some_and(|v| v.kind() == "none")
+        {
+            continue;
+        }
+        let edit = tpu_api::remove_argument(context, arguments, argument);
+        context
+            .report(
+                argument.byte_range(),
+                format!("DDP `{keyword}=` names CUDA devices; TorchTPU takes none"),
+            )
+            .fix = Some(Fix::unsafe_edit(format!("Remove `{keyword}=`"), vec![edit]));
+    }
+}

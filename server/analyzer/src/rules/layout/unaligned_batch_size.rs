@@ -1,0 +1,81 @@
+//! TPU802: `DataLoader(batch_size=...)` literals that are not multiples of 8.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks `DataLoader(..., batch_size=N)` for an integer literal `N` greater than 1 that is
+    /// not a multiple of 8. Off by default.
+    ///
+    /// ## Why is this bad?
+    /// XLA lays tensors out in 8×128 tiles, with the batch usually on the 8-wide axis. A batch of
+    /// 12 is padded to 16 (a quarter of the work wasted), a batch of 4 to 8 (half). Google's TPU
+    /// performance guide asks for a batch size evenly divisible by 8 (per core), or by 128 for
+    /// the best MXU use.
+    ///
+    /// ## Example
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=100, shuffle=True, drop_last=True)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=128, shuffle=True, drop_last=True)
+    /// ```
+    ///
+    /// ## Known problems
+    /// Only literals passed to a `DataLoader` are checked. Evaluation loaders whose speed does not
+    /// matter are reported too; turn the rule off per file if that is noise.
+    ///
+    /// ## References
+    /// - pitfalls.md B.4 #48: Google Cloud TPU performance guide ("batch size evenly divisible by 8 or 128")
+    /// - torchtpu.md A.8 (profiler red flags: dimensions not aligned to tiles)
+    pub(crate) static UNALIGNED_BATCH_SIZE = {
+        code: "TPU802",
+        name: "unaligned-batch-size",
+        severity: Info,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+        enabled_by_default: false,
+    }
+}
+
+/// TPU802
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    let Some(callee) = syntax::callee_name(call, source) else {
+        return;
+    };
+    if callee != "DataLoader" {
+        return;
+    }
+    let is_torch_loader = context
+        .semantic()
+        .call_qualified_name(call)
+        .is_none_or(|q| q.starts_with("torch.utils.data"));
+    if !is_torch_loader {
+        return;
+    }
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let Some(value_node) = syntax::argument(arguments, 1, "batch_size", source) else {
+        return;
+    };
+    let Some(value) = syntax::integer_value(value_node, source) else {
+        return;
+    };
+    if value <= 1 || value % 8 == 0 {
+        return;
+    }
+    let padded = (value + 7) / 8 * 8;
+    context.report(
+        value_node.byte_range(),
+        format!("Batch size {value} is padded to {padded} on a TPU (multiples of 8)"),
+    );
+}
