@@ -1,0 +1,81 @@
+/**
+ * The parts of the protocol that are tpulint's own: the server's `workspace/executeCommand`
+ * commands, their arguments and results. Mirrors the server's command handlers; the parsers
+ * here check what comes back, so a server of another version yields a clear error rather than
+ * an `undefined` deep inside a view.
+ */
+
+/** Applies every fix for one document through `workspace/applyEdit`. */
+export const APPLY_AUTOFIX = 'tpulint.applyAutofix';
+/** Runs the environment check in an interpreter and returns the report. */
+export const CHECK_ENVIRONMENT = 'tpulint.checkEnvironment';
+
+export interface ApplyAutofixArguments {
+  uri: string;
+  version?: number;
+}
+
+export interface CheckEnvironmentArguments {
+  /** Absolute path of the Python interpreter to inspect. */
+  interpreter: string;
+}
+
+export type Verdict = 'ready' | 'warnings' | 'broken' | 'unknown';
+
+/** A fix the report suggests: a shell command the user may run after confirming. */
+export interface SuggestedFix {
+  title: string;
+  command: string;
+}
+
+export interface EnvironmentReport {
+  verdict: Verdict;
+  /** One line for the status bar tooltip and notifications. */
+  summary: string;
+  /** The full report, rendered in a Markdown preview. */
+  markdown: string;
+  fixes: SuggestedFix[];
+}
+
+/** Reads the server's answer to `tpulint.checkEnvironment`. */
+export function parseEnvironmentReport(value: unknown): EnvironmentReport {
+  if (!isObject(value) || typeof value.markdown !== 'string') {
+    throw new Error(`unexpected environment report from the server: ${JSON.stringify(value)?.slice(0, 200)}`);
+  }
+  const fixes: SuggestedFix[] = [];
+  if (Array.isArray(value.fixes)) {
+    for (const fix of value.fixes) {
+      if (isObject(fix) && typeof fix.command === 'string' && fix.command.trim()) {
+        fixes.push({ title: typeof fix.title === 'string' ? fix.title : fix.command, command: fix.command });
+      }
+    }
+  }
+  return {
+    verdict: parseVerdict(value.verdict),
+    summary: typeof value.summary === 'string' ? value.summary : '',
+    markdown: value.markdown,
+    fixes,
+  };
+}
+
+function parseVerdict(value: unknown): Verdict {
+  switch (value) {
+    case 'ready':
+    case 'ok':
+      return 'ready';
+    case 'warnings':
+    case 'warning':
+    case 'degraded':
+      return 'warnings';
+    case 'broken':
+    case 'error':
+    case 'errors':
+      return 'broken';
+    default:
+      return 'unknown';
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the VS Code end-to-end tests need, idempotently, from the npm and Debian registries only:
+# code-server (a real VS Code 1.100.3 workbench with a Node extension host), playwright-core to drive
+# Debian's chromium, and @vscode/vsce. Usage: setup.sh DEST (default .ci-cache/vscode-e2e).
+# A stamp file makes a second run a no-op, so CI pays the ~2-4 minutes only on a fresh cache.
+set -euo pipefail
+DEST=${1:-"$(cd "$(dirname "$0")/../.." && pwd)/.ci-cache/vscode-e2e"}
+# 4.100.3 is the newest code-server whose engines.node is 20 (the machine's Node).
+CS_VERSION=4.100.3
+STAMP="$DEST/.installed-$CS_VERSION"
+need_apt=()
+for tool in chromium rg; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+if ((${#need_apt[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  # apt's package lists may be missing or stale on a fresh machine.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+    chromium ripgrep libkrb5-dev pkg-config build-essential python3 >/dev/null
+fi
+if [[ -f "$STAMP" && -x "$DEST/node_modules/.bin/code-server" ]]; then
+  exit 0
+fi
+# @vscode/ripgrep's postinstall downloads rg from GitHub, which is unreachable here; it first looks in
+# its download cache, so seed that cache with Debian's rg. The version is the one pinned by
+# code-server 4.100.3's lib/vscode/npm-shrinkwrap.json (release tag v13.0.0-10).
+RG_NPM_VERSION=1.15.11
+rg_cache="$(node -p 'require("os").tmpdir()')/vscode-ripgrep-cache-$RG_NPM_VERSION"
+mkdir -p "$rg_cache"
+if [[ ! -f "$rg_cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" ]]; then
+  staging=$(mktemp -d)
+  cp "$(command -v rg)" "$staging/rg"
+  tar czf "$rg_cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$staging" rg
+  rm -rf "$staging"
+fi
+mkdir -p "$DEST"
+cd "$DEST"
+[[ -f package.json ]] || echo '{"name":"tpulint-vscode-e2e-tools","private":true}' > package.json
+# unsafe_perm: code-server's postinstall refuses to run as root without it (npm 7+ dropped the default).
+# yes: node-pty's postinstall runs `npx node-gyp`, which otherwise aborts waiting for a confirmation.
+# nodedir: node-gyp takes headers from the local Node install instead of downloading them.
+npm_config_unsafe_perm=true npm_config_yes=true npm_config_nodedir=/usr \
+  npm install --no-audit --no-fund --loglevel=error "code-server@$CS_VERSION" playwright-core@1
+"$DEST/node_modules/.bin/code-server" --version >/dev/null
+touch "$STAMP"
