@@ -802,6 +802,19 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         let source = self.source;
+        // `loss.backward()`: whatever `loss` was bound to, it is a tensor from here on.
+        if receiver.kind() == "identifier"
+            && node_text(method, source) == "backward"
+            && self.fact(receiver).kind == ValueKind::Unknown
+        {
+            let origin = Some((receiver.start_byte(), receiver.end_byte()));
+            let fact = Fact::tensor(Device::Accelerator, origin);
+            self.bind(
+                node_text(receiver, source).to_string(),
+                Binding::Value(fact),
+            );
+            return;
+        }
         if node_text(receiver, source) != "self" {
             return;
         }
@@ -1301,7 +1314,7 @@ impl<'t> SemanticModel<'t> {
             if function == "device" {
                 return Fact::of(ValueKind::DeviceObject);
             }
-            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) {
+            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) || is_torch_query_function(function) {
                 return Fact::UNKNOWN;
             }
             if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
@@ -1443,6 +1456,32 @@ impl<'t> SemanticModel<'t> {
             _ => Device::Unknown,
         }
     }
+}
+
+/// torch functions that answer a question or configure state rather than compute a tensor:
+/// `torch.is_autocast_enabled()`, `torch.compiler.is_compiling()`, `torch.broadcast_shapes(...)`.
+fn is_torch_query_function(function: &str) -> bool {
+    let last = function.rsplit('.').next().unwrap_or(function);
+    last.starts_with("is_")
+        || last.starts_with("are_")
+        || last.starts_with("get_")
+        || last.starts_with("set_")
+        || last.starts_with("has_")
+        || matches!(
+            last,
+            "broadcast_shapes" | "result_type" | "promote_types" | "can_cast" | "typename"
+        )
+        || [
+            "compiler.",
+            "_dynamo.",
+            "fx.",
+            "overrides.",
+            "library.",
+            "export.",
+            "profiler.",
+        ]
+        .iter()
+        .any(|prefix| function.starts_with(prefix))
 }
 
 /// `"cuda:0"` → `Cuda`, `"cpu"` → `Cpu`, `"xla"`/`"tpu"` → `Accelerator`.

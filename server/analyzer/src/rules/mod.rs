@@ -13,6 +13,7 @@ pub mod host_sync;
 pub mod layout;
 pub mod meta;
 pub mod precision;
+pub mod tensor_values;
 pub mod tpu_api;
 
 use crate::registry::RuleMeta;

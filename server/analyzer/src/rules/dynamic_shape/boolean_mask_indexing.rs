@@ -1,0 +1,127 @@
+//! TPU302: indexing a tensor with a boolean mask (`x[mask]`, `x[mask] = v`).
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::rules::{helpers, tensor_values};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for subscripts of a tensor whose index is known to be a boolean tensor: a
+    /// comparison of tensors (`x[x > 0]`), `~mask`, `m1 & m2`, `torch.isnan(x)`, `x.eq(y)`,
+    /// `t.bool()`, or a local name bound to one of these. Both reads (`y = x[mask]`) and writes
+    /// (`x[mask] = 0`) are reported.
+    ///
+    /// ## Why is this bad?
+    /// Reading `x[mask]` returns one element per `True`, a shape known only once the mask is
+    /// computed: PyTorch/XLA's troubleshooting guide notes that masked indexing `base[index]`
+    /// with a mask tensor goes through `nonzero`, a CPU fallback; TorchTPU calls it "nonzero in
+    /// disguise" and reads the size back to the host. Writing `x[mask] = v` lowers to
+    /// `index_put_` with boolean indices, which also expands the mask through `nonzero` (PyTorch's
+    /// CUDA sync detector lists `x[mask] = 1.` as synchronizing).
+    ///
+    /// ## Example
+    /// ```python
+    /// scores[scores < threshold] = 0.0
+    /// positives = logits[labels == 1]
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// scores = scores.masked_fill(scores < threshold, 0.0)
+    /// positives = torch.where(labels[:, None] == 1, logits, 0.0)  # keep the mask alongside
+    /// ```
+    ///
+    /// ## Fix safety
+    /// For a write of a number (`x[mask] = 0`) the fix rewrites to `x.masked_fill_(mask, 0)`. It
+    /// is unsafe: `masked_fill_` broadcasts the mask from the trailing dimensions, while
+    /// indexing matches leading dimensions, so the two agree only when the mask has the shape of
+    /// `x` (as in `x[x > 0] = 0`).
+    ///
+    /// ## Known problems
+    /// Only masks the index can prove boolean are reported; an index whose dtype is unknown (a
+    /// parameter, an attribute) is not. Outside hot paths the finding is informational.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 1 (masked indexing uses `nonzero`)
+    /// - PyTorch pull request #62092 (`x[mask] = 1.` is a synchronizing operation)
+    /// - TorchTPU, host round-trip ops ("`x[bool_mask]` is nonzero in disguise")
+    /// - tpulint pitfall catalog B.2 #13, #14
+    pub(crate) static BOOLEAN_MASK_INDEXING = {
+        code: "TPU302",
+        name: "boolean-mask-indexing",
+        severity: Warning,
+        fix: Sometimes,
+        kinds: ["subscript"],
+        check: check,
+    }
+}
+
+/// TPU302
+fn check(context: &mut Context<'_, '_>, subscript: Node<'_>) {
+    let Some(value) = subscript.child_by_field_name("value") else {
+        return;
+    };
+    if !context.fact(value).is_tensor() {
+        return;
+    }
+    let mut cursor = subscript.walk();
+    let indices: Vec<Node<'_>> = subscript
+        .children_by_field_name("subscript", &mut cursor)
+        .collect();
+    let Some(mask) = indices
+        .iter()
+        .copied()
+        .find(|index| tensor_values::is_boolean_tensor(context, *index))
+    else {
+        return;
+    };
+    let assignment = subscript
+        .parent()
+        .filter(|parent| parent.kind() == "assignment")
+        .filter(|assignment| {
+            assignment
+                .child_by_field_name("left")
+                .is_some_and(|left| left.id() == subscript.id())
+        });
+    let severity = context.hot_path_severity();
+    let mask_text = helpers::short_code(context.text(mask));
+    let message = if assignment.is_some() {
+        format!(
+            "Assignment through boolean mask `{mask_text}` expands the mask with `nonzero`: a host sync or CPU fallback"
+        )
+    } else {
+        format!(
+            "Indexing with boolean mask `{mask_text}` returns a data-dependent shape: a host sync or CPU fallback"
+        )
+    };
+    let fix = assignment.and_then(|assignment| {
+        let right = assignment.child_by_field_name("right")?;
+        let is_number = matches!(right.kind(), "integer" | "float")
+            || (right.kind() == "unary_operator"
+                && right
+                    .child_by_field_name("argument")
+                    .is_some_and(|a| matches!(a.kind(), "integer" | "float")));
+        if indices.len() != 1 || !is_number {
+            return None;
+        }
+        let replacement = format!(
+            "{}.masked_fill_({}, {})",
+            context.text(value),
+            context.text(mask),
+            context.text(right)
+        );
+        Some(Fix::unsafe_edit(
+            format!(
+                "Replace with `.masked_fill_({})`",
+                helpers::short_code(&format!("{mask_text}, {}", context.text(right)))
+            ),
+            vec![Edit::replace(assignment.byte_range(), replacement)],
+        ))
+    });
+    let diagnostic = context.report(subscript.byte_range(), message);
+    diagnostic.severity = severity;
+    diagnostic.fix = fix;
+}

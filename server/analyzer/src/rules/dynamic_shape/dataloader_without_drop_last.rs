@@ -1,0 +1,155 @@
+//! TPU306: a training `DataLoader` that keeps a smaller last batch (`drop_last` missing).
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.utils.data.DataLoader(...)` calls with a batch size (other than 1) and no
+    /// `drop_last=` argument, except loaders that are clearly for evaluation (not shuffled,
+    /// and named or fed from something called `val`, `valid`, `eval`, `test`, …).
+    ///
+    /// ## Why is this bad?
+    /// `drop_last` defaults to `False`, so when the dataset size is not a multiple of the batch
+    /// size the last batch is smaller. On a TPU a new input shape means a new graph: the last
+    /// batch of every epoch triggers a recompilation (and in multi-process training ranks can
+    /// get different batch counts and hang). PyTorch/XLA's examples and fixes set
+    /// `drop_last=True` for this reason.
+    ///
+    /// ## Example
+    /// ```python
+    /// train_loader = DataLoader(train_set, batch_size=64, shuffle=True)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// train_loader = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix adds `drop_last=True`. It is unsafe: up to `batch_size - 1` samples per epoch are
+    /// no longer trained on (with shuffling, different ones each epoch).
+    ///
+    /// ## Known problems
+    /// Loaders built with `batch_sampler=`, `batch_size=None` or `**kwargs` are skipped, and so is
+    /// an explicit `drop_last=` of any value. Evaluation loaders are recognised by name only; an
+    /// evaluation loader with a neutral name is reported (for evaluation, padding the last batch
+    /// keeps every sample and a single shape).
+    ///
+    /// ## References
+    /// - PyTorch/XLA pull request #1279 and issue #2020 (`drop_last=True` for TPU training)
+    /// - PyTorch/XLA, *Source of recompilations* §1 (input shape changes recompile)
+    /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
+    /// - tpulint pitfall catalog B.4 #39
+    pub(crate) static DATALOADER_WITHOUT_DROP_LAST = {
+        code: "TPU306",
+        name: "dataloader-without-drop-last",
+        severity: Warning,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// Name fragments of evaluation data.
+const EVAL_WORDS: &[&str] = &[
+    "val", "eval", "test", "dev_", "_dev", "predict", "infer", "calib", "holdout",
+];
+
+/// TPU306
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let is_loader = context
+        .semantic()
+        .call_qualified_name(call)
+        .is_some_and(|name| name.starts_with("torch.utils.data") && name.ends_with(".DataLoader"));
+    if !is_loader {
+        return;
+    }
+    let source = context.source();
+    if syntax::has_splat(arguments)
+        || syntax::keyword_arg_node(arguments, "drop_last", source).is_some()
+        || syntax::argument(arguments, 4, "batch_sampler", source).is_some()
+        || syntax::argument(arguments, 8, "drop_last", source).is_some()
+    {
+        return;
+    }
+    // Without a batch size (default 1, or `None` for unbatched loading) every batch has the
+    // same shape.
+    let Some(batch_size) = syntax::argument(arguments, 1, "batch_size", source) else {
+        return;
+    };
+    if batch_size.kind() == "none" || syntax::integer_value(batch_size, source) == Some(1) {
+        return;
+    }
+    let shuffled = syntax::argument(arguments, 2, "shuffle", source)
+        .is_some_and(|shuffle| !matches!(shuffle.kind(), "false" | "none"));
+    if !shuffled && looks_like_evaluation(context, call, arguments) {
+        return;
+    }
+    let Some(last) = last_argument(arguments) else {
+        return;
+    };
+    let fix = Fix::unsafe_edit(
+        "Add `drop_last=True`",
+        vec![Edit::insert(last.end_byte(), ", drop_last=True")],
+    );
+    context
+        .report(
+            call.byte_range(),
+            "`DataLoader` without `drop_last=True`: a smaller last batch recompiles the step",
+        )
+        .fix = Some(fix);
+}
+
+fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
+    let mut cursor = arguments.walk();
+    arguments
+        .named_children(&mut cursor)
+        .filter(|child| child.kind() != "comment")
+        .last()
+}
+
+/// The assigned name, the dataset argument, and the enclosing function's name.
+fn looks_like_evaluation(context: &Context<'_, '_>, call: Node<'_>, arguments: Node<'_>) -> bool {
+    let mut texts: Vec<String> = Vec::new();
+    if let Some(dataset) = syntax::argument(arguments, 0, "dataset", context.source()) {
+        texts.push(context.text(dataset).to_string());
+    }
+    let mut current = call.parent();
+    while let Some(parent) = current {
+        match parent.kind() {
+            "assignment" => {
+                if let Some(left) = parent.child_by_field_name("left") {
+                    texts.push(context.text(left).to_string());
+                }
+            }
+            "pair" | "keyword_argument" => {
+                if let Some(key) = parent
+                    .child_by_field_name("key")
+                    .or_else(|| parent.child_by_field_name("name"))
+                {
+                    texts.push(context.text(key).to_string());
+                }
+            }
+            "function_definition" => {
+                if let Some(name) = parent.child_by_field_name("name") {
+                    texts.push(context.text(name).to_string());
+                }
+                break;
+            }
+            _ => {}
+        }
+        current = parent.parent();
+    }
+    texts.iter().any(|text| {
+        let lower = text.to_ascii_lowercase();
+        EVAL_WORDS.iter().any(|word| lower.contains(word))
+    })
+}

@@ -1,0 +1,152 @@
+//! TPU307: tokenizers and collators that pad each batch to its own longest sequence.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Edit, Fix};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for dynamic padding: a tokenizer or processor called with `padding=True` or
+    /// `padding="longest"`, and Hugging Face collators that pad dynamically by default
+    /// (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
+    /// `DataCollatorForTokenClassification` without `padding=`), unless `pad_to_multiple_of=`
+    /// buckets the lengths.
+    ///
+    /// ## Why is this bad?
+    /// Padding to the longest sequence of each batch gives every batch a different sequence
+    /// length, and on a TPU every new input shape compiles a new graph. PyTorch/XLA's
+    /// recompilation notes name dynamic padding as the first source of recompilations, and
+    /// Hugging Face Accelerate's TPU guide says plainly: no dynamic padding for NLP tasks on TPU.
+    ///
+    /// ## Example
+    /// ```python
+    /// batch = tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// batch = tokenizer(texts, padding="max_length", truncation=True, max_length=128, return_tensors="pt")
+    /// ```
+    /// or bucket lengths with `pad_to_multiple_of=64` to bound the number of shapes.
+    ///
+    /// ## Fix safety
+    /// When the call also passes `max_length=`, the fix replaces the padding value with
+    /// `"max_length"`. It is unsafe: every batch becomes `max_length` long, which costs memory
+    /// and compute for short batches (and models that assume no padding tokens may change
+    /// results). Without `max_length=` no fix is offered, since `"max_length"` would pad to the
+    /// model's maximum.
+    ///
+    /// ## Known problems
+    /// Any call with `padding=True` / `padding="longest"` outside `torch` is taken for a
+    /// tokenizer or processor call.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Source of recompilations* §1 (`docs/source/notes/source_of_recompilation.md`)
+    /// - Hugging Face Accelerate, *TPU best practices* ("no dynamic padding")
+    /// - PyTorch/XLA issue #1509 (bucketing advice)
+    /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
+    /// - tpulint pitfall catalog B.4 #38
+    pub(crate) static DYNAMIC_PADDING = {
+        code: "TPU307",
+        name: "dynamic-padding",
+        severity: Warning,
+        fix: Sometimes,
+        kinds: ["keyword_argument", "call"],
+        check: check,
+    }
+}
+
+/// Hugging Face collators whose `padding` defaults to `True` (pad to the longest).
+const DYNAMIC_COLLATORS: &[&str] = &[
+    "DataCollatorWithPadding",
+    "DataCollatorForSeq2Seq",
+    "DataCollatorForTokenClassification",
+];
+
+/// TPU307
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    match node.kind() {
+        "keyword_argument" => check_keyword(context, node),
+        "call" => check_collator(context, node),
+        _ => {}
+    }
+}
+
+fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
+    let source = context.source();
+    let (Some(name), Some(value)) = (
+        keyword.child_by_field_name("name"),
+        keyword.child_by_field_name("value"),
+    ) else {
+        return;
+    };
+    if context.text(name) != "padding" {
+        return;
+    }
+    let is_dynamic = value.kind() == "true"
+        || syntax::string_value(value, source).is_some_and(|text| text == "longest");
+    if !is_dynamic {
+        return;
+    }
+    let Some(arguments) = keyword.parent().filter(|p| p.kind() == "argument_list") else {
+        return;
+    };
+    let Some(call) = arguments.parent().filter(|p| p.kind() == "call") else {
+        return;
+    };
+    if context
+        .semantic()
+        .call_qualified_name(call)
+        .is_some_and(|name| name.starts_with("torch") || name.starts_with("numpy"))
+        || syntax::keyword_arg(arguments, "pad_to_multiple_of", source)
+            .is_some_and(|v| v.kind() != "none")
+    {
+        return;
+    }
+    let has_max_length =
+        syntax::keyword_arg(arguments, "max_length", source).is_some_and(|v| v.kind() != "none");
+    let diagnostic = context.report(
+        keyword.byte_range(),
+        format!(
+            "`padding={}` pads each batch to its longest sequence: a new shape, and a recompilation, per length",
+            context.text(value)
+        ),
+    );
+    if has_max_length {
+        diagnostic.fix = Some(Fix::unsafe_edit(
+            "Replace with `padding=\"max_length\"`",
+            vec![Edit::replace(value.byte_range(), "\"max_length\"")],
+        ));
+    }
+}
+
+fn check_collator(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let Some(qualified) = context.qualified_name(function) else {
+        return;
+    };
+    let Some(collator) = DYNAMIC_COLLATORS
+        .iter()
+        .copied()
+        .find(|name| qualified.starts_with("transformers") && qualified.ends_with(name))
+    else {
+        return;
+    };
+    let source = context.source();
+    if syntax::has_splat(arguments)
+        || syntax::keyword_arg_node(arguments, "padding", source).is_some()
+        || syntax::keyword_arg(arguments, "pad_to_multiple_of", source)
+            .is_some_and(|v| v.kind() != "none")
+    {
+        return;
+    }
+    context.report(
+        call.byte_range(),
+        format!("`{collator}` pads each batch to its longest sequence by default: a recompilation per length"),
+    );
+}

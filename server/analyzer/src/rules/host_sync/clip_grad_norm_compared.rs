@@ -1,0 +1,148 @@
+//! TPU108: the tensor returned by `clip_grad_norm_` compared or converted in Python.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::tensor_values;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for the total norm returned by `torch.nn.utils.clip_grad_norm_` (or
+    /// `accelerator.clip_grad_norm_`) used as a Python value: compared in an `if`, `while`,
+    /// `assert` or conditional expression (`if norm > max_norm:`), or converted with `float()`,
+    /// `math.isfinite()` and similar.
+    ///
+    /// ## Why is this bad?
+    /// `clip_grad_norm_` returns the norm as a tensor on the device. Branching on it forces the
+    /// host to wait for the backward pass and the norm to be computed, then copies the value
+    /// back, every step. PyTorch/XLA's troubleshooting guide calls out exactly this
+    /// `item()`-style control flow around gradient clipping as problematic for performance (and
+    /// patches `clip_grad_norm_` internally to use `torch.where`).
+    ///
+    /// ## Example
+    /// ```python
+    /// norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    /// if norm > 100:
+    ///     optimizer.zero_grad()
+    /// else:
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    /// # skip bad steps on the device: scale the update instead of branching
+    /// scale = torch.where(norm > 100, 0.0, 1.0)
+    /// for p in model.parameters():
+    ///     p.grad.mul_(scale)
+    /// optimizer.step()
+    /// ```
+    /// or log the norm every N steps only.
+    ///
+    /// ## Known problems
+    /// The norm is followed through one local assignment (`norm = clip_grad_norm_(...)`); a norm
+    /// stored on `self` or returned from a helper is not tracked.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 2 (`docs/source/learn/troubleshoot.md`)
+    /// - TorchTPU, *Deferred execution* notebook (reading a value materializes it)
+    /// - tpulint pitfall catalog B.1 #7
+    pub(crate) static CLIP_GRAD_NORM_COMPARED = {
+        code: "TPU108",
+        name: "clip-grad-norm-compared",
+        severity: Warning,
+        fix: None,
+        kinds: ["comparison_operator", "call"],
+        check: check,
+    }
+}
+
+const CONVERTERS: &[&str] = &["float", "bool", "int"];
+const MATH_FUNCTIONS: &[&str] = &["math.isfinite", "math.isnan", "math.isinf"];
+
+/// TPU108
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    let operand = match node.kind() {
+        "comparison_operator" => {
+            if !tensor_values::is_value_comparison(context, node) || !is_condition(node) {
+                return;
+            }
+            let mut cursor = node.walk();
+            let operands: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+            operands
+                .into_iter()
+                .find(|operand| is_grad_norm(context, *operand))
+        }
+        "call" => {
+            let Some((function, arguments)) = syntax::call_parts(node) else {
+                return;
+            };
+            let is_converter = (function.kind() == "identifier"
+                && CONVERTERS.contains(&context.text(function)))
+                || context
+                    .qualified_name(function)
+                    .is_some_and(|name| MATH_FUNCTIONS.contains(&name.as_str()));
+            if !is_converter {
+                return;
+            }
+            syntax::positional_args(arguments)
+                .first()
+                .copied()
+                .filter(|argument| is_grad_norm(context, *argument))
+        }
+        _ => None,
+    };
+    if operand.is_none() {
+        return;
+    }
+    let severity = context.hot_path_severity();
+    context
+        .report(
+            node.byte_range(),
+            "Python reads the `clip_grad_norm_` result, waiting for the device every step",
+        )
+        .severity = severity;
+}
+
+/// A `clip_grad_norm_(...)` call, or a local name last bound to one.
+fn is_grad_norm(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+    let expr = syntax::unparenthesize(expr);
+    match expr.kind() {
+        "call" => is_clip_call(context, expr),
+        "identifier" => tensor_values::last_assignment_value(context, context.text(expr), expr)
+            .is_some_and(|value| is_clip_call(context, syntax::unparenthesize(value))),
+        _ => false,
+    }
+}
+
+fn is_clip_call(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    syntax::callee_name(call, context.source())
+        .is_some_and(|name| matches!(name, "clip_grad_norm_" | "clip_grad_norm"))
+}
+
+/// Whether a comparison's truth value is read by Python: it is (part of) the condition of an
+/// `if`, `elif`, `while`, `assert` or conditional expression.
+fn is_condition(comparison: Node<'_>) -> bool {
+    let mut child = comparison;
+    let mut current = comparison.parent();
+    for _ in 0..8 {
+        let Some(parent) = current else { return false };
+        match parent.kind() {
+            "parenthesized_expression" | "not_operator" | "boolean_operator" => {}
+            "if_statement"
+            | "elif_clause"
+            | "while_statement"
+            | "assert_statement"
+            | "conditional_expression" => {
+                return super::tensor_condition_in_hot_path::condition_of(parent)
+                    .is_some_and(|condition| condition.id() == child.id());
+            }
+            _ => return false,
+        }
+        child = parent;
+        current = parent.parent();
+    }
+    false
+}

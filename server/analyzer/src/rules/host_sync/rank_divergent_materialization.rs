@@ -1,0 +1,228 @@
+//! TPU110: a tensor materialized on one rank only (`if rank == 0: loss.item()`) under TorchTPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Related;
+use crate::rules::{helpers, tensor_values};
+use crate::semantic::Backend;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// In TorchTPU code, checks for tensor materializations — `.item()`, `.tolist()`, `.cpu()`,
+    /// `.numpy()`, `print(tensor)`, `torch.save(...)` — inside an `if` that only one rank takes:
+    /// `if rank == 0:`, `if dist.get_rank() == 0:`, `if accelerator.is_main_process:`,
+    /// `if is_master:`.
+    ///
+    /// ## Why is this bad?
+    /// TorchTPU's distributed guide states the golden rule "Never diverge": in deferred
+    /// execution every rank must materialize the same tensors at the same points, because a
+    /// materialization flushes pending work that includes collectives. "If one rank runs ahead,
+    /// the mesh deadlocks." A `torch.save` or `.item()` run by rank 0 alone hangs the job.
+    ///
+    /// ## Example
+    /// ```python
+    /// if dist.get_rank() == 0:
+    ///     print(f"loss {loss.item()}")
+    ///     torch.save(model.state_dict(), "ckpt.pt")
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// loss_value = loss.item()  # every rank materializes
+    /// state = {k: v.cpu() for k, v in model.state_dict().items()}
+    /// if dist.get_rank() == 0:  # only host-side work diverges
+    ///     print(f"loss {loss_value}")
+    ///     torch.save(state, "ckpt.pt")
+    /// ```
+    ///
+    /// ## Known problems
+    /// Only files whose backend is TorchTPU are checked (configured, or detected from
+    /// `torch_tpu` imports / `"tpu"` device strings). Rank tests are recognised by name
+    /// (`rank`, `local_rank`, `get_rank()`, `is_main_process`, `is_master`, `master_process`,
+    /// `is_master_ordinal()`, `process_index`), and only the `if` branch is inspected.
+    ///
+    /// ## References
+    /// - TorchTPU, `docs/notebooks/distributed_training_101.py`, "Golden rules: Never diverge"
+    /// - TorchTPU, *Deferred execution* notebook (what materializes)
+    /// - tpulint pitfall catalog B.1 #9
+    pub(crate) static RANK_DIVERGENT_MATERIALIZATION = {
+        code: "TPU110",
+        name: "rank-divergent-materialization",
+        severity: Warning,
+        fix: None,
+        kinds: ["if_statement"],
+        check: check,
+    }
+}
+
+/// Names that, alone, mean "this is the main process".
+const MAIN_PROCESS_FLAGS: &[&str] = &[
+    "is_main_process",
+    "is_local_main_process",
+    "is_master",
+    "is_main",
+    "master_process",
+    "is_master_ordinal",
+    "is_rank_zero",
+    "is_global_zero",
+    "is_world_process_zero",
+    "is_local_process_zero",
+];
+
+/// Names that hold a rank, compared with a number to pick one process.
+const RANK_NAMES: &[&str] = &[
+    "rank",
+    "local_rank",
+    "global_rank",
+    "get_rank",
+    "get_local_rank",
+    "process_index",
+    "local_process_index",
+    "get_ordinal",
+    "get_local_ordinal",
+];
+
+/// TPU110
+fn check(context: &mut Context<'_, '_>, if_statement: Node<'_>) {
+    if context.backend() != Backend::TorchTpu {
+        return;
+    }
+    let Some(condition) = if_statement.child_by_field_name("condition") else {
+        return;
+    };
+    if !is_rank_test(context, condition) {
+        return;
+    }
+    let Some(body) = if_statement.child_by_field_name("consequence") else {
+        return;
+    };
+    let mut found = Vec::new();
+    collect_materializations(context, body, &mut found, 0);
+    for (node, what) in found {
+        let message = format!("{what} on one rank only: under TorchTPU the other ranks deadlock");
+        context
+            .report(node.byte_range(), message)
+            .related
+            .push(Related {
+                range: condition.byte_range(),
+                message: "the branch only one rank takes".to_string(),
+            });
+    }
+}
+
+/// `rank == 0`, `dist.get_rank() == 0`, `accelerator.is_main_process`, `not is_master` is not.
+fn is_rank_test(context: &Context<'_, '_>, condition: Node<'_>) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    match condition.kind() {
+        "boolean_operator" => {
+            let is_and = condition
+                .child_by_field_name("operator")
+                .is_some_and(|op| context.text(op) == "and");
+            is_and
+                && [
+                    condition.child_by_field_name("left"),
+                    condition.child_by_field_name("right"),
+                ]
+                .into_iter()
+                .flatten()
+                .any(|side| is_rank_test(context, side))
+        }
+        "comparison_operator" => {
+            let operators = tensor_values::comparison_operators(context, condition);
+            if operators != ["=="] {
+                return false;
+            }
+            let mut cursor = condition.walk();
+            let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
+            let has_number = operands.iter().any(|o| o.kind() == "integer");
+            has_number
+                && operands
+                    .iter()
+                    .any(|o| last_name_in(context, *o, RANK_NAMES))
+        }
+        "identifier" | "attribute" | "call" => last_name_in(context, condition, MAIN_PROCESS_FLAGS),
+        _ => false,
+    }
+}
+
+/// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
+fn last_name_in(context: &Context<'_, '_>, expr: Node<'_>, names: &[&str]) -> bool {
+    let target = if expr.kind() == "call" {
+        match syntax::call_parts(expr) {
+            Some((function, _)) => function,
+            None => return false,
+        }
+    } else {
+        expr
+    };
+    syntax::dotted_parts(target, context.source())
+        .and_then(|parts| parts.last().copied())
+        .is_some_and(|last| names.contains(&last))
+}
+
+fn collect_materializations<'t>(
+    context: &Context<'t, '_>,
+    node: Node<'t>,
+    found: &mut Vec<(Node<'t>, String)>,
+    depth: usize,
+) {
+    if depth > 40 || found.len() > 20 {
+        return;
+    }
+    if matches!(
+        node.kind(),
+        "function_definition" | "class_definition" | "lambda"
+    ) {
+        return;
+    }
+    if node.kind() == "call"
+        && let Some(what) = materialization(context, node)
+    {
+        found.push((node, what));
+        return;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+    for child in children {
+        collect_materializations(context, child, found, depth + 1);
+    }
+}
+
+fn materialization(context: &Context<'_, '_>, call: Node<'_>) -> Option<String> {
+    let (function, arguments) = syntax::call_parts(call)?;
+    if let Some(qualified) = context.qualified_name(function) {
+        if qualified == "torch.save" {
+            return Some("`torch.save`".to_string());
+        }
+        return None;
+    }
+    if function.kind() == "identifier" && context.text(function) == "print" {
+        let prints_tensor = syntax::positional_args(arguments).into_iter().any(|a| {
+            if a.kind() == "string" {
+                tensor_values::fstring_interpolations(a)
+                    .into_iter()
+                    .any(|e| tensor_values::is_confident_tensor(context, e))
+            } else {
+                tensor_values::is_confident_tensor(context, a)
+            }
+        });
+        return prints_tensor.then(|| "`print` of a tensor".to_string());
+    }
+    let (receiver, method) = syntax::method_call(call)?;
+    let method = context.text(method);
+    if !matches!(method, "item" | "tolist" | "cpu" | "numpy") {
+        return None;
+    }
+    if method == "item" && arguments.named_child_count() != 0 {
+        return None;
+    }
+    let tensor = if method == "item" {
+        helpers::is_probably_tensor(context, receiver)
+    } else {
+        context.fact(receiver).is_tensor()
+    };
+    tensor.then(|| format!("`.{method}()`"))
+}

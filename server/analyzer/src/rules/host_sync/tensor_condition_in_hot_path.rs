@@ -1,0 +1,144 @@
+//! TPU107: Python control flow (`if`, `while`, `assert`, `x if c else y`) on a tensor value.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::{helpers, tensor_values};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `if`, `elif`, `while`, `assert` and conditional expressions whose condition is
+    /// a tensor — `if (x > 0).all():`, `while err > tol:`, `assert t.sum() > 0`,
+    /// `a if t.max() > 0 else b` — inside a hot path.
+    ///
+    /// ## Why is this bad?
+    /// Python must know the condition's truth value, so the tensor is materialized: the host
+    /// waits for the TPU and copies the value back. PyTorch/XLA's recompilation notes add that
+    /// each combination of branches is a different graph, so data-dependent branches also cause
+    /// recompilations; TorchTPU documents `if (x > 0).all():` as a materialization that
+    /// "implicitly calls .item()", and under `torch.compile` it is a graph break.
+    ///
+    /// ## Example
+    /// ```python
+    /// class Net(nn.Module):
+    ///     def forward(self, x):
+    ///         h = self.proj(x)
+    ///         if (h < 0).any():
+    ///             h = h.clamp(min=0)
+    ///         return h
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// class Net(nn.Module):
+    ///     def forward(self, x):
+    ///         h = self.proj(x)
+    ///         return torch.where(h < 0, torch.zeros_like(h), h)
+    /// ```
+    /// Flags that never change during training belong in `__init__` (`self.use_bias`), not in
+    /// tensors.
+    ///
+    /// ## Known problems
+    /// Conditions count as tensors only on solid evidence: `if mask:` on an unannotated
+    /// `forward` parameter is not reported, nor are `is None` / `in` tests. Branches outside hot
+    /// paths are not reported. Comparisons with a `clip_grad_norm_` result are TPU108's.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Source of recompilations* §3 (`docs/source/notes/source_of_recompilation.md`)
+    /// - PyTorch/XLA, *PyTorch on XLA devices — Unexpected tensor materialization* (`docs/source/learn/pytorch-on-xla-devices.md`)
+    /// - TorchTPU, *Deferred execution* notebook: data-dependent control flow materializes
+    /// - tpulint pitfall catalog B.1 #4
+    pub(crate) static TENSOR_CONDITION_IN_HOT_PATH = {
+        code: "TPU107",
+        name: "tensor-condition-in-hot-path",
+        severity: Warning,
+        fix: None,
+        kinds: [
+            "if_statement",
+            "elif_clause",
+            "while_statement",
+            "assert_statement",
+            "conditional_expression",
+        ],
+        check: check,
+    }
+}
+
+/// TPU107
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    let Some(condition) = condition_of(node) else {
+        return;
+    };
+    let Some(hot) = context.hot_path() else {
+        return;
+    };
+    let Some(tensor) = tensor_condition(context, condition, 0) else {
+        return;
+    };
+    let statement = match node.kind() {
+        "if_statement" => "`if`",
+        "elif_clause" => "`elif`",
+        "while_statement" => "`while`",
+        "assert_statement" => "`assert`",
+        _ => "Conditional expression",
+    };
+    let message = format!(
+        "{statement} on tensor `{}` {} waits for the device",
+        helpers::short_code(context.text(tensor)),
+        hot.describe()
+    );
+    context.report(tensor.byte_range(), message);
+}
+
+/// The condition of an `if`/`elif`/`while`/`assert` or a conditional expression.
+pub(crate) fn condition_of(node: Node<'_>) -> Option<Node<'_>> {
+    match node.kind() {
+        "if_statement" | "elif_clause" | "while_statement" => node.child_by_field_name("condition"),
+        "assert_statement" => node.named_child(0),
+        "conditional_expression" => node.named_child(1),
+        _ => None,
+    }
+}
+
+/// The part of a condition that makes Python read a tensor's truth value, if any.
+fn tensor_condition<'t>(
+    context: &Context<'t, '_>,
+    condition: Node<'t>,
+    depth: usize,
+) -> Option<Node<'t>> {
+    if depth > 8 {
+        return None;
+    }
+    let condition = syntax::unparenthesize(condition);
+    match condition.kind() {
+        "not_operator" => condition
+            .child_by_field_name("argument")
+            .and_then(|argument| tensor_condition(context, argument, depth + 1)),
+        "boolean_operator" => [
+            condition.child_by_field_name("left"),
+            condition.child_by_field_name("right"),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|side| tensor_condition(context, side, depth + 1)),
+        "comparison_operator" => {
+            let is_tensor_comparison = tensor_values::is_value_comparison(context, condition)
+                && !has_python_literal_operand(condition)
+                && tensor_values::is_confident_tensor(context, condition);
+            is_tensor_comparison.then_some(condition)
+        }
+        "identifier" | "call" | "attribute" | "subscript" => {
+            tensor_values::is_confident_tensor(context, condition).then_some(condition)
+        }
+        _ => None,
+    }
+}
+
+fn has_python_literal_operand(comparison: Node<'_>) -> bool {
+    let mut cursor = comparison.walk();
+    comparison
+        .named_children(&mut cursor)
+        .any(|operand| matches!(operand.kind(), "string" | "none" | "list" | "tuple"))
+}

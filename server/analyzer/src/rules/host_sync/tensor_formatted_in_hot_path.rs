@@ -1,0 +1,248 @@
+//! TPU104: a tensor formatted into a string or handed to a logger in a hot path.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::{helpers, tensor_values};
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, inside a hot path, for tensors formatted into text: f-string interpolations
+    /// (`f"{loss}"`), `"...".format(loss)`, `"..." % loss`, and tensors passed as arguments to
+    /// `logging` / `logger.*` calls or to metric loggers (`writer.add_scalar(tag, loss)`,
+    /// `wandb.log({...})`, `accelerator.log({...})`).
+    ///
+    /// ## Why is this bad?
+    /// Formatting a tensor reads its values: the host waits for the TPU to compute them and
+    /// copies them back. PyTorch/XLA's advanced guide lists logging among the synchronous
+    /// operations that block tracing, and its pitfall list singles out
+    /// `logging.info(f"{loss}")`; TorchTPU counts it as a materialization (a graph break under
+    /// `torch.compile`). `SummaryWriter.add_scalar` and `wandb.log` call `.item()` on tensors.
+    ///
+    /// ## Example
+    /// ```python
+    /// for step, batch in enumerate(loader):
+    ///     loss = train_step(batch)
+    ///     logger.info(f"step {step} loss {loss:.4f}")
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// for step, batch in enumerate(loader):
+    ///     loss = train_step(batch)
+    ///     if step % log_every == 0:
+    ///         logger.info(f"step {step} loss {loss.item():.4f}")
+    /// ```
+    /// With PyTorch/XLA, `xm.add_step_closure(log_fn, args=(loss,))` logs after the step ran.
+    ///
+    /// ## Known problems
+    /// f-strings passed straight to `print` are left to TPU103. A formatting call throttled by
+    /// `if step % N == 0:` is still reported. Values count as tensors only on solid evidence.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
+    /// - TorchTPU, *Deferred execution* notebook (printing and logging tensors materialize them)
+    /// - tpulint pitfall catalog B.1 #3
+    pub(crate) static TENSOR_FORMATTED_IN_HOT_PATH = {
+        code: "TPU104",
+        name: "tensor-formatted-in-hot-path",
+        severity: Warning,
+        fix: None,
+        kinds: ["string", "call", "binary_operator"],
+        check: check,
+    }
+}
+
+const LOG_METHODS: &[&str] = &[
+    "debug",
+    "info",
+    "warning",
+    "warn",
+    "error",
+    "critical",
+    "exception",
+    "log",
+];
+
+/// TPU104
+fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+    let Some(hot) = context.hot_path() else {
+        return;
+    };
+    match node.kind() {
+        "string" => check_fstring(context, node, hot.describe()),
+        "call" => check_call(context, node, hot.describe()),
+        "binary_operator" => check_percent(context, node, hot.describe()),
+        _ => {}
+    }
+}
+
+fn check_fstring(context: &mut Context<'_, '_>, string: Node<'_>, hot: &str) {
+    if !is_fstring(context, string) || is_print_argument(context, string) {
+        return;
+    }
+    let Some(tensor) = tensor_values::fstring_interpolations(string)
+        .into_iter()
+        .find(|expression| tensor_values::is_confident_tensor(context, *expression))
+    else {
+        return;
+    };
+    report(context, tensor, hot);
+}
+
+fn check_call(context: &mut Context<'_, '_>, call: Node<'_>, hot: &str) {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let candidates: Vec<Node<'_>> = if is_logging_call(context, function) {
+        // `logger.info("loss %s", loss)`: the format arguments after the message.
+        syntax::positional_args(arguments)
+            .into_iter()
+            .skip(if callee_is(context, function, "log") {
+                2
+            } else {
+                1
+            })
+            .collect()
+    } else if callee_is(context, function, "format")
+        && function
+            .child_by_field_name("object")
+            .is_some_and(|object| object.kind() == "string")
+    {
+        syntax::positional_args(arguments)
+    } else if callee_is(context, function, "add_scalar") {
+        // `SummaryWriter.add_scalar(tag, scalar_value, ...)`
+        syntax::argument(arguments, 1, "scalar_value", context.source())
+            .into_iter()
+            .collect()
+    } else if is_metrics_log(context, function) {
+        syntax::positional_args(arguments)
+            .first()
+            .map(|metrics| dictionary_values(*metrics))
+            .unwrap_or_default()
+    } else {
+        return;
+    };
+    if let Some(tensor) = candidates
+        .into_iter()
+        .find(|candidate| tensor_values::is_confident_tensor(context, *candidate))
+    {
+        report(context, tensor, hot);
+    }
+}
+
+fn check_percent(context: &mut Context<'_, '_>, operator: Node<'_>, hot: &str) {
+    let is_percent = operator
+        .child_by_field_name("operator")
+        .is_some_and(|op| context.text(op) == "%");
+    let left_is_string = operator
+        .child_by_field_name("left")
+        .is_some_and(|left| left.kind() == "string");
+    if !is_percent || !left_is_string {
+        return;
+    }
+    let Some(right) = operator.child_by_field_name("right") else {
+        return;
+    };
+    let right = syntax::unparenthesize(right);
+    let values: Vec<Node<'_>> = if right.kind() == "tuple" {
+        let mut cursor = right.walk();
+        right.named_children(&mut cursor).collect()
+    } else {
+        vec![right]
+    };
+    if let Some(tensor) = values
+        .into_iter()
+        .find(|value| tensor_values::is_confident_tensor(context, *value))
+    {
+        report(context, tensor, hot);
+    }
+}
+
+fn report(context: &mut Context<'_, '_>, tensor: Node<'_>, hot: &str) {
+    let message = format!(
+        "Formatting tensor `{}` {hot} waits for the device",
+        helpers::short_code(context.text(tensor))
+    );
+    context.report(tensor.byte_range(), message);
+}
+
+fn is_fstring(context: &Context<'_, '_>, string: Node<'_>) -> bool {
+    string
+        .child(0)
+        .is_some_and(|start| context.text(start).to_ascii_lowercase().contains('f'))
+}
+
+/// f-strings given straight to `print` are TPU103's.
+fn is_print_argument(context: &Context<'_, '_>, string: Node<'_>) -> bool {
+    string
+        .parent()
+        .filter(|parent| parent.kind() == "argument_list")
+        .and_then(|arguments| arguments.parent())
+        .is_some_and(|call| super::print_tensor_in_hot_path::is_print_call(context, call))
+}
+
+fn callee_is(context: &Context<'_, '_>, function: Node<'_>, name: &str) -> bool {
+    function.kind() == "attribute"
+        && function
+            .child_by_field_name("attribute")
+            .is_some_and(|attribute| context.text(attribute) == name)
+}
+
+/// `logging.info(...)`, `logger.warning(...)`, `self.logger.info(...)`, `log.debug(...)`.
+fn is_logging_call(context: &Context<'_, '_>, function: Node<'_>) -> bool {
+    if function.kind() != "attribute" {
+        return false;
+    }
+    let (Some(object), Some(method)) = (
+        function.child_by_field_name("object"),
+        function.child_by_field_name("attribute"),
+    ) else {
+        return false;
+    };
+    if !LOG_METHODS.contains(&context.text(method)) {
+        return false;
+    }
+    if let Some(qualified) = context.qualified_name(function) {
+        return qualified.starts_with("logging.");
+    }
+    let receiver = syntax::dotted_parts(object, context.source())
+        .and_then(|parts| parts.last().copied())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    receiver.contains("logger") || matches!(receiver.as_str(), "log" | "_log" | "logging")
+}
+
+/// `wandb.log({...})`, `accelerator.log({...})`, `run.log({...})`, `x.log_metrics({...})`.
+fn is_metrics_log(context: &Context<'_, '_>, function: Node<'_>) -> bool {
+    if callee_is(context, function, "log_metrics") {
+        return true;
+    }
+    if !callee_is(context, function, "log") {
+        return false;
+    }
+    if context
+        .qualified_name(function)
+        .is_some_and(|name| name == "wandb.log")
+    {
+        return true;
+    }
+    function
+        .child_by_field_name("object")
+        .is_some_and(|object| matches!(context.text(object), "accelerator" | "self.accelerator"))
+}
+
+/// The values of a dictionary literal.
+fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
+    if dictionary.kind() != "dictionary" {
+        return Vec::new();
+    }
+    let mut cursor = dictionary.walk();
+    dictionary
+        .named_children(&mut cursor)
+        .filter(|child| child.kind() == "pair")
+        .filter_map(|pair| pair.child_by_field_name("value"))
+        .collect()
+}

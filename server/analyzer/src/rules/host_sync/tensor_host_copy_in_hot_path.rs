@@ -1,0 +1,111 @@
+//! TPU102: `.tolist()`, `.numpy()` or `.cpu()` on a tensor in a hot path.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::semantic::Device;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `.tolist()`, `.numpy()` and `.cpu()` on a tensor inside a hot path: a
+    /// training loop, a step function, `forward`, or a compiled function.
+    ///
+    /// ## Why is this bad?
+    /// Each of these copies the tensor's value to the host, so the host must wait for the TPU
+    /// to finish computing it. PyTorch/XLA cuts and executes the pending graph early
+    /// ("Data access/transfer" in its trace-vs-execution guide); TorchTPU lists `.tolist()`,
+    /// `.numpy()` and `.cpu()` as materializations, each a graph break. Once per step, the
+    /// device idles while the host copies and catches up.
+    ///
+    /// ## Example
+    /// ```python
+    /// for batch in loader:
+    ///     logits = model(batch["x"])
+    ///     predictions.extend(logits.argmax(-1).tolist())
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// for batch in loader:
+    ///     logits = model(batch["x"])
+    ///     predictions.append(logits.argmax(-1))  # stays on the device
+    /// predictions = torch.cat(predictions).tolist()  # one transfer after the loop
+    /// ```
+    ///
+    /// ## Known problems
+    /// Only receivers the index knows to be tensors are checked; a `.cpu()` on a tensor the index
+    /// already places on the host is not reported. In a chain like `x.detach().cpu().numpy()` only
+    /// the outermost call is reported.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Trace vs. execution time — Data access/transfer* (`docs/source/learn/trace-vs-execution-time.md`)
+    /// - TorchTPU, *Deferred execution* notebook: `.tolist()`, `.numpy()`, `.cpu()` are materializations
+    /// - tpulint pitfall catalog B.1 #2
+    pub(crate) static TENSOR_HOST_COPY_IN_HOT_PATH = {
+        code: "TPU102",
+        name: "tensor-host-copy-in-hot-path",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const HOST_COPY_METHODS: &[&str] = &["tolist", "numpy", "cpu"];
+
+/// Methods that, called on the result of `.cpu()`, make the outer call the one to report.
+const READ_BACK_METHODS: &[&str] = &["tolist", "numpy", "item"];
+
+/// TPU102
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return;
+    };
+    let method = context.text(method);
+    if !HOST_COPY_METHODS.contains(&method) {
+        return;
+    }
+    let Some(hot) = context.hot_path() else {
+        return;
+    };
+    if !context.fact(receiver).is_tensor() {
+        return;
+    }
+    // `x.cpu().numpy()`: report the chain once, at its end.
+    if method == "cpu" && is_receiver_of(context, call, READ_BACK_METHODS) {
+        return;
+    }
+    if base_device(context, receiver) == Device::Cpu {
+        return;
+    }
+    let message = format!(
+        "`.{method}()` {} copies a tensor to the host every step",
+        hot.describe()
+    );
+    context.report(call.byte_range(), message);
+}
+
+/// Whether `call` is the receiver of a method call named one of `methods`.
+fn is_receiver_of(context: &Context<'_, '_>, call: Node<'_>, methods: &[&str]) -> bool {
+    call.parent()
+        .filter(|parent| parent.kind() == "attribute")
+        .and_then(|attribute| attribute.child_by_field_name("attribute"))
+        .is_some_and(|name| methods.contains(&context.text(name)))
+}
+
+/// The device of the value under any `.cpu()` / `.detach()` calls: where the data was before
+/// this chain started copying.
+fn base_device(context: &Context<'_, '_>, receiver: Node<'_>) -> Device {
+    let mut current = receiver;
+    for _ in 0..syntax::MAX_EXPR_DEPTH {
+        match syntax::method_call(current) {
+            Some((inner, method)) if matches!(context.text(method), "cpu" | "detach") => {
+                current = inner
+            }
+            _ => break,
+        }
+    }
+    context.fact(current).device
+}

@@ -1,0 +1,123 @@
+//! TPU106: `float(t)`, `int(t)`, `bool(t)` or `math.*(t)` on a tensor in a hot path.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::{helpers, tensor_values};
+use crate::semantic::ValueKind;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` — and `math` functions such as
+    /// `math.isfinite(t)` or `math.sqrt(t)` — applied to a tensor inside a hot path.
+    ///
+    /// ## Why is this bad?
+    /// Converting a tensor to a Python number is `.item()` in disguise: the host waits for the
+    /// TPU to compute the value and copies it back (PyTorch/XLA counts it as
+    /// `aten::_local_scalar_dense`). PyTorch/XLA's troubleshooting guide lists `item()`-style
+    /// conversions first among its performance caveats; TorchTPU treats them as
+    /// materializations and graph breaks.
+    ///
+    /// ## Example
+    /// ```python
+    /// def train_step(batch):
+    ///     loss = model(batch).mean()
+    ///     loss.backward()
+    ///     return float(loss)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// def train_step(batch):
+    ///     loss = model(batch).mean()
+    ///     loss.backward()
+    ///     return loss.detach()  # convert when logging, every N steps
+    /// ```
+    ///
+    /// ## Known problems
+    /// Conversions inside `range(...)` are reported by TPU109 instead. Arguments count as
+    /// tensors only on solid evidence.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
+    /// - TorchTPU, *Deferred execution* notebook: reading a value is a materialization
+    /// - tpulint pitfall catalog B.1 #1
+    pub(crate) static TENSOR_TO_PYTHON_NUMBER = {
+        code: "TPU106",
+        name: "tensor-to-python-number",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const MATH_FUNCTIONS: &[&str] = &[
+    "isfinite", "isnan", "isinf", "sqrt", "log", "exp", "floor", "ceil", "fabs", "pow", "log2",
+    "log10",
+];
+
+/// TPU106
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let converter = match function.kind() {
+        "identifier" => {
+            let name = context.text(function);
+            if !matches!(name, "float" | "int" | "bool" | "complex")
+                || context.fact(function).kind != ValueKind::Unknown
+            {
+                return;
+            }
+            name.to_string()
+        }
+        "attribute" => match context.qualified_name(function) {
+            Some(name)
+                if name
+                    .strip_prefix("math.")
+                    .is_some_and(|f| MATH_FUNCTIONS.contains(&f)) =>
+            {
+                name
+            }
+            _ => return,
+        },
+        _ => return,
+    };
+    let Some(hot) = context.hot_path() else {
+        return;
+    };
+    let Some(value) = syntax::positional_args(arguments).first().copied() else {
+        return;
+    };
+    if !tensor_values::is_confident_tensor(context, value) || inside_range_call(context, call) {
+        return;
+    }
+    let message = format!(
+        "`{converter}({})` {} waits for the device",
+        helpers::short_code(context.text(value)),
+        hot.describe()
+    );
+    context.report(call.byte_range(), message);
+}
+
+/// Whether `node` sits in the arguments of a `range(...)` call (TPU109's finding).
+pub(crate) fn inside_range_call(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    let mut current = node.parent();
+    for _ in 0..6 {
+        let Some(parent) = current else { return false };
+        if parent.kind() == "call"
+            && syntax::call_parts(parent)
+                .is_some_and(|(function, _)| context.text(function) == "range")
+        {
+            return true;
+        }
+        if matches!(parent.kind(), "block" | "expression_statement") {
+            return false;
+        }
+        current = parent.parent();
+    }
+    false
+}

@@ -1,0 +1,432 @@
+//! Stricter tensor predicates for the host-sync and dynamic-shape rules: which expressions are
+//! tensors on solid evidence, which are boolean masks, and what a local name was last bound to.
+//!
+//! The index assumes every unannotated parameter of a hot function is a tensor, which is right
+//! for `forward(self, x)` and wrong for `forward(self, x, return_dict)`. Rules that flag a
+//! *value* (branches, `print`, formatting) would turn that guess into false positives, so they
+//! ask [`is_confident_tensor`], which accepts a parameter only once tensor work was done on it.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::semantic::ValueKind;
+use crate::syntax::{self, node_text};
+
+/// How deep the predicates below follow names and sub-expressions.
+const MAX_DEPTH: usize = 6;
+
+/// Tensor methods that only tensors (and arrays) have: calling one on a guessed parameter is
+/// evidence enough that it is a tensor.
+const TENSOR_ONLY_METHODS: &[&str] = &[
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "any",
+    "all",
+    "abs",
+    "norm",
+    "std",
+    "var",
+    "prod",
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "count_nonzero",
+    "argmax",
+    "argmin",
+    "float",
+    "long",
+    "bool",
+    "half",
+    "bfloat16",
+    "detach",
+    "clone",
+    "contiguous",
+    "view",
+    "reshape",
+    "squeeze",
+    "unsqueeze",
+    "sigmoid",
+    "softmax",
+    "exp",
+    "log",
+    "sqrt",
+    "pow",
+    "square",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "masked_fill",
+    "nonzero",
+    "cumsum",
+    "flatten",
+    "permute",
+    "transpose",
+];
+
+/// Methods returning a boolean tensor when called on a tensor.
+const BOOLEAN_METHODS: &[&str] = &[
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isneginf",
+    "isposinf",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bool",
+    "isclose",
+    "signbit",
+];
+
+/// `torch.<name>` functions returning a boolean tensor.
+const BOOLEAN_FUNCTIONS: &[&str] = &[
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "greater",
+    "less",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isneginf",
+    "isposinf",
+    "isin",
+    "isclose",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "signbit",
+    "bernoulli",
+];
+
+/// Whether `expr` is a tensor on solid evidence: the index says tensor, and the evidence is more
+/// than "an unannotated parameter of a hot function".
+pub fn is_confident_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+    confident(context, expr, 0)
+}
+
+fn confident(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let expr = syntax::unparenthesize(expr);
+    let fact = context.fact(expr);
+    if !fact.is_tensor() {
+        return false;
+    }
+    match expr.kind() {
+        "identifier" => {
+            let Some(origin) = fact.origin_range() else {
+                return false;
+            };
+            let Some(node) = context
+                .root()
+                .descendant_for_byte_range(origin.start, origin.end)
+            else {
+                return false;
+            };
+            match node.parent().map(|parent| parent.kind()) {
+                // The index only calls an annotated parameter a tensor when the annotation
+                // names `Tensor`.
+                Some("typed_parameter" | "typed_default_parameter") => return true,
+                Some("parameters" | "default_parameter" | "lambda_parameters") => return false,
+                _ => {}
+            }
+            // `loss.backward()` made the name a tensor.
+            if is_backward_receiver(context, node) {
+                return true;
+            }
+            // The expression the name was bound to, judged with today's bindings.
+            node.byte_range() != expr.byte_range() && confident(context, node, depth + 1)
+        }
+        "call" => {
+            if let Some((receiver, method)) = syntax::method_call(expr) {
+                let receiver_fact = context.fact(receiver);
+                if receiver_fact.is_tensor() {
+                    return confident(context, receiver, depth + 1)
+                        || TENSOR_ONLY_METHODS.contains(&context.text(method));
+                }
+            }
+            true
+        }
+        "attribute" => match expr.child_by_field_name("object") {
+            Some(object) if context.fact(object).is_tensor() => {
+                confident(context, object, depth + 1)
+            }
+            // `self.weight`, `module.bias`: attributes the index knows as tensors.
+            _ => true,
+        },
+        "subscript" => expr
+            .child_by_field_name("value")
+            .is_some_and(|value| confident(context, value, depth + 1)),
+        "binary_operator" | "comparison_operator" => {
+            let mut cursor = expr.walk();
+            let operands: Vec<Node<'_>> = expr.named_children(&mut cursor).collect();
+            operands
+                .into_iter()
+                .any(|operand| confident(context, operand, depth + 1))
+        }
+        "unary_operator" => expr
+            .child_by_field_name("argument")
+            .is_some_and(|argument| confident(context, argument, depth + 1)),
+        _ => false,
+    }
+}
+
+/// Whether `node` is `x` in `x.backward()`.
+fn is_backward_receiver(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    node.parent()
+        .filter(|attribute| attribute.kind() == "attribute")
+        .and_then(|attribute| attribute.parent())
+        .filter(|call| call.kind() == "call")
+        .and_then(|call| syntax::callee_name(call, context.source()))
+        == Some("backward")
+}
+
+/// The comparison operators of a `comparison_operator` node (`<`, `is not`, `in`, ...).
+pub fn comparison_operators<'s>(context: &Context<'s, '_>, comparison: Node<'_>) -> Vec<&'s str> {
+    let mut operators = Vec::new();
+    let mut cursor = comparison.walk();
+    for child in comparison.children(&mut cursor) {
+        if child.is_named() {
+            continue;
+        }
+        let text = context.text(child);
+        operators.push(if text.starts_with("not") {
+            "not in"
+        } else if text.starts_with("is") && text.contains("not") {
+            "is not"
+        } else {
+            text
+        });
+    }
+    operators
+}
+
+/// Whether a comparison compares values (`<`, `==`, ...) rather than identity or membership.
+pub fn is_value_comparison(context: &Context<'_, '_>, comparison: Node<'_>) -> bool {
+    let operators = comparison_operators(context, comparison);
+    !operators.is_empty()
+        && operators
+            .iter()
+            .all(|op| matches!(*op, "<" | ">" | "<=" | ">=" | "==" | "!=" | "<>"))
+}
+
+/// Whether any operand of a comparison is a string, `None` or a container literal: then it is
+/// a Python-level comparison, whatever the index guessed about the other side.
+fn compares_with_python_literal(comparison: Node<'_>) -> bool {
+    let mut cursor = comparison.walk();
+    comparison.named_children(&mut cursor).any(|operand| {
+        matches!(
+            operand.kind(),
+            "string" | "concatenated_string" | "none" | "list" | "tuple" | "dictionary"
+        )
+    })
+}
+
+/// Whether `expr` is a boolean tensor: a comparison of tensors, `~mask`, `m1 & m2`,
+/// `torch.isnan(x)`, `x.eq(y)`, `t.bool()`, a bool factory, or a local name bound to one.
+pub fn is_boolean_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+    boolean(context, expr, 0)
+}
+
+fn boolean(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let expr = syntax::unparenthesize(expr);
+    match expr.kind() {
+        // A guessed parameter is enough here: the caller already knows the indexed value is a
+        // tensor, and `x[x > 0]` compares that same kind of value.
+        "comparison_operator" => {
+            is_value_comparison(context, expr)
+                && !compares_with_python_literal(expr)
+                && context.fact(expr).is_tensor()
+        }
+        "unary_operator" => {
+            let is_invert = expr
+                .child_by_field_name("operator")
+                .is_some_and(|op| context.text(op) == "~");
+            is_invert
+                && expr
+                    .child_by_field_name("argument")
+                    .is_some_and(|argument| boolean(context, argument, depth + 1))
+        }
+        "binary_operator" => {
+            let is_logical = expr
+                .child_by_field_name("operator")
+                .is_some_and(|op| matches!(context.text(op), "&" | "|" | "^"));
+            is_logical
+                && [
+                    expr.child_by_field_name("left"),
+                    expr.child_by_field_name("right"),
+                ]
+                .into_iter()
+                .flatten()
+                .any(|side| boolean(context, side, depth + 1))
+        }
+        "call" => boolean_call(context, expr),
+        "identifier" => {
+            let name = context.text(expr);
+            last_assignment_value(context, name, expr).is_some_and(|value| {
+                value.start_byte() != expr.start_byte() && boolean(context, value, depth + 1)
+            })
+        }
+        _ => false,
+    }
+}
+
+fn boolean_call(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return false;
+    };
+    if let Some(qualified) = context.qualified_name(function) {
+        if let Some(name) = qualified.strip_prefix("torch.")
+            && BOOLEAN_FUNCTIONS.contains(&name)
+        {
+            return true;
+        }
+        if let Some(name) = qualified.strip_prefix("torch.")
+            && matches!(
+                name,
+                "zeros" | "ones" | "empty" | "full" | "zeros_like" | "ones_like" | "empty_like"
+            )
+        {
+            return syntax::keyword_arg(arguments, "dtype", context.source())
+                .is_some_and(|dtype| context.text(dtype).ends_with("bool"));
+        }
+        return false;
+    }
+    let Some((receiver, method)) = syntax::method_call(call) else {
+        return false;
+    };
+    if !context.fact(receiver).is_tensor() {
+        return false;
+    }
+    let method = context.text(method);
+    if BOOLEAN_METHODS.contains(&method) {
+        return true;
+    }
+    if method == "to" {
+        return syntax::positional_args(arguments)
+            .first()
+            .or(syntax::keyword_arg(arguments, "dtype", context.source()).as_ref())
+            .is_some_and(|dtype| context.text(*dtype).ends_with("bool"));
+    }
+    false
+}
+
+/// The right-hand side of the last plain assignment `name = <value>` before `at` in the same
+/// function (or module) body, skipping nested functions and classes. A cheap stand-in for a
+/// reaching definition: branches are not distinguished.
+pub fn last_assignment_value<'t>(
+    context: &Context<'t, '_>,
+    name: &str,
+    at: Node<'t>,
+) -> Option<Node<'t>> {
+    let scope = enclosing_scope(at).unwrap_or(context.root());
+    let body = scope.child_by_field_name("body").unwrap_or(scope);
+    let mut best: Option<Node<'t>> = None;
+    let mut stack = vec![body];
+    let mut visited = 0usize;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 20_000 || node.start_byte() >= at.start_byte() {
+            continue;
+        }
+        if node.kind() == "assignment"
+            && let (Some(left), Some(right)) = (
+                node.child_by_field_name("left"),
+                node.child_by_field_name("right"),
+            )
+            && left.kind() == "identifier"
+            && node_text(left, context.source()) == name
+            && node.end_byte() <= at.start_byte()
+            && best.is_none_or(|b| b.start_byte() < right.start_byte())
+        {
+            best = Some(right);
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            if matches!(
+                child.kind(),
+                "function_definition" | "class_definition" | "lambda"
+            ) {
+                continue;
+            }
+            stack.push(child);
+        }
+    }
+    best
+}
+
+/// The innermost function definition around `node`.
+pub fn enclosing_scope(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// Whether the value is known not to be a tensor, or is a NumPy array.
+pub fn is_known_non_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+    let fact = context.fact(expr);
+    fact.is_not_tensor() || fact.kind == ValueKind::NumpyArray
+}
+
+/// Whether `call` is a method call named one of `names` on a value the index calls a tensor
+/// (a guessed parameter counts: the method name itself is evidence).
+pub fn tensor_method_call<'t>(
+    context: &Context<'t, '_>,
+    call: Node<'t>,
+    names: &[&str],
+) -> Option<(Node<'t>, &'t str)> {
+    let (receiver, method) = syntax::method_call(call)?;
+    let method = context.text(method);
+    if !names.contains(&method) {
+        return None;
+    }
+    if !context.fact(receiver).is_tensor() {
+        return None;
+    }
+    Some((receiver, method))
+}
+
+/// The interpolated expressions of an f-string.
+pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut cursor = string.walk();
+    for child in string.named_children(&mut cursor) {
+        if child.kind() == "interpolation"
+            && let Some(expression) = child.child_by_field_name("expression")
+        {
+            out.push(expression);
+        }
+    }
+    out
+}
