@@ -7,6 +7,8 @@ use tpulint_analyzer::{Diagnostic, LineIndex};
 pub struct SourceFile {
     /// The path as the user gave it (or `-` / `--stdin-filename` for stdin).
     pub name: String,
+    /// The absolute path, for formats that want one (ruff's JSON does); `None` for stdin.
+    pub absolute_path: Option<String>,
     pub text: String,
     pub index: LineIndex,
     pub diagnostics: Vec<Diagnostic>,
@@ -22,10 +24,22 @@ impl SourceFile {
         let index = LineIndex::new(&text);
         SourceFile {
             name: name.into(),
+            absolute_path: None,
             text,
             index,
             diagnostics,
         }
+    }
+
+    /// Sets the absolute path reported by the machine-readable formats.
+    pub fn with_absolute_path(mut self, path: impl Into<String>) -> Self {
+        self.absolute_path = Some(path.into());
+        self
+    }
+
+    /// The absolute path when known, else the display name.
+    pub fn full_path(&self) -> &str {
+        self.absolute_path.as_deref().unwrap_or(&self.name)
     }
 
     /// 1-based row and 1-based column counted in characters (ruff's convention).

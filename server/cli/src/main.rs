@@ -1,0 +1,62 @@
+//! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
+//! (`check`, `rule`); shared exit codes and output helpers live in `output`.
+//!
+//! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
+//! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
+
+mod check;
+mod output;
+mod rule;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::output::ExitStatus;
+
+/// Finds the lines of PyTorch code that will be slow or broken on Google TPUs, and fixes them.
+#[derive(Debug, Parser)]
+#[command(name = "tpulint", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check Python files (and optionally fix them).
+    Check(check::CheckArgs),
+    /// Explain a rule, or list every rule.
+    Rule(rule::RuleArgs),
+}
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = Cli::parse();
+    let status = match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Rule(args) => rule::run(args),
+    };
+    status.into()
+}
+
+/// A bug must not print a backtrace at the user: one line, exit code 2.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "error: internal error: {message}{location} (this is a tpulint bug; please report it)"
+        );
+        std::process::exit(ExitStatus::Error.code());
+    }));
+}

@@ -1,0 +1,100 @@
+//! The `json` format: exactly ruff's `--output-format json` schema, so tools that read ruff's
+//! JSON (editors, CI annotators, dashboards) read tpulint's.
+//!
+//! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
+//! `location`, `message`, `noqa_row`, `url`, in that (alphabetical) order; rows and columns are
+//! 1-based, columns count characters.
+
+use serde::Serialize;
+use tpulint_analyzer::{Diagnostic, rule_by_code_or_name};
+
+use crate::location::SourceFile;
+
+#[derive(Debug, Serialize)]
+pub struct JsonLocation {
+    pub column: usize,
+    pub row: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JsonEdit {
+    pub content: String,
+    pub end_location: JsonLocation,
+    pub location: JsonLocation,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JsonFix {
+    /// `safe`, `unsafe` or `display-only`.
+    pub applicability: &'static str,
+    pub edits: Vec<JsonEdit>,
+    pub message: Option<String>,
+}
+
+/// One diagnostic as ruff serialises it.
+#[derive(Debug, Serialize)]
+pub struct JsonDiagnostic {
+    /// Notebook cell index; tpulint checks `.py` files only, so always null.
+    pub cell: Option<usize>,
+    pub code: &'static str,
+    pub end_location: JsonLocation,
+    pub filename: String,
+    pub fix: Option<JsonFix>,
+    pub location: JsonLocation,
+    pub message: String,
+    /// The row a `# noqa` comment must be on to suppress this diagnostic.
+    pub noqa_row: usize,
+    pub url: Option<String>,
+}
+
+fn location(file: &SourceFile, offset: usize) -> JsonLocation {
+    let location = file.location(offset);
+    JsonLocation {
+        column: location.column,
+        row: location.row,
+    }
+}
+
+/// Converts one diagnostic of `file`.
+pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagnostic {
+    let fix = diagnostic.fix.as_ref().map(|fix| JsonFix {
+        applicability: fix.applicability.as_str(),
+        edits: fix
+            .edits
+            .iter()
+            .map(|edit| JsonEdit {
+                content: edit.content.clone(),
+                end_location: location(file, edit.range.end),
+                location: location(file, edit.range.start),
+            })
+            .collect(),
+        message: Some(fix.title.clone()),
+    });
+    let start = location(file, diagnostic.range.start);
+    JsonDiagnostic {
+        cell: None,
+        code: diagnostic.code,
+        end_location: location(file, diagnostic.range.end),
+        filename: file.full_path().to_string(),
+        fix,
+        noqa_row: start.row,
+        location: start,
+        message: diagnostic.message.clone(),
+        url: rule_by_code_or_name(diagnostic.code).map(|id| id.meta().url()),
+    }
+}
+
+/// Every diagnostic of every file as one pretty-printed JSON array (ending with a newline).
+pub fn render_json(files: &[SourceFile]) -> String {
+    let items: Vec<JsonDiagnostic> = files
+        .iter()
+        .flat_map(|file| {
+            file.diagnostics
+                .iter()
+                .map(move |diagnostic| json_diagnostic(file, diagnostic))
+        })
+        .collect();
+    let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
+    out.push('\n');
+    out
+}
