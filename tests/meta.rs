@@ -241,3 +241,38 @@ fn rule_docs_pages_are_up_to_date() {
         "docs/rules is stale: {stale:?}; run `TPULINT_UPDATE_DOCS=1 cargo test -p tpulint_tests --test meta`"
     );
 }
+
+/// `Node::parent` walks down from the root and is linear in the siblings on that path, so a rule
+/// calling it on every node is quadratic on a large flat module. Rules use `context.parent(node)`.
+#[test]
+fn rules_do_not_call_node_parent() {
+    let mut offenders = Vec::new();
+    let mut files = Vec::new();
+    collect_rs(&repo_root().join("server/analyzer/src/rules"), &mut files);
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for (number, line) in text.lines().enumerate() {
+            if line.contains(".parent()") && !line.trim_start().starts_with("//") {
+                offenders.push(format!("{}:{}", path.display(), number + 1));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "use `context.parent(node)` instead of `Node::parent` in rules: {offenders:#?}"
+    );
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}

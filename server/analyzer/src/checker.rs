@@ -59,6 +59,17 @@ impl<'t> Context<'t, '_> {
         self.source
     }
 
+    /// The parent of `node` (cheap; never use `Node::parent`, which is linear in the number of
+    /// siblings on the path from the root).
+    pub fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
+        self.semantic.parent(node)
+    }
+
+    /// The closest ancestor-or-self of one of `kinds` within the enclosing function or class.
+    pub fn enclosing(&self, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+        self.semantic.enclosing(node, kinds)
+    }
+
     /// The file's `module` node (for edits such as adding an import).
     pub fn root(&self) -> Node<'t> {
         self.root

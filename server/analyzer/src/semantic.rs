@@ -210,6 +210,10 @@ pub struct FunctionContext<'a> {
 /// The index for one file. See the module docs for how it is driven.
 pub struct SemanticModel<'t> {
     source: &'t str,
+    /// Named nodes from the root to the current node, maintained by `enter`/`leave`.
+    /// `Node::parent` is linear in the number of siblings on the path from the root
+    /// (quadratic over a large flat module), so parents come from this stack instead.
+    ancestors: Vec<Node<'t>>,
     backend: Backend,
     imported_modules: HashSet<String>,
     scopes: Vec<Scope>,
@@ -327,6 +331,7 @@ impl<'t> SemanticModel<'t> {
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
         let mut model = SemanticModel {
             source,
+            ancestors: Vec::new(),
             backend: Backend::Unknown,
             imported_modules: HashSet::new(),
             scopes: vec![Scope::default()],
@@ -525,7 +530,8 @@ impl<'t> SemanticModel<'t> {
     // ----- traversal hooks ----------------------------------------------------------------
 
     /// Called by the checker before the rules of `node` run.
-    pub fn enter(&mut self, node: Node<'_>) {
+    pub fn enter(&mut self, node: Node<'t>) {
+        self.ancestors.push(node);
         match node.kind() {
             "function_definition" => self.enter_function(node),
             "class_definition" => self.enter_class(node),
@@ -541,7 +547,14 @@ impl<'t> SemanticModel<'t> {
     }
 
     /// Called by the checker after the subtree of `node` was visited.
-    pub fn leave(&mut self, node: Node<'_>) {
+    pub fn leave(&mut self, node: Node<'t>) {
+        if self
+            .ancestors
+            .last()
+            .is_some_and(|last| last.id() == node.id())
+        {
+            self.ancestors.pop();
+        }
         match node.kind() {
             "function_definition" => {
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
@@ -615,7 +628,10 @@ impl<'t> SemanticModel<'t> {
         if self.compiled_names.contains(name) {
             return true;
         }
-        let Some(parent) = node.parent().filter(|p| p.kind() == "decorated_definition") else {
+        let Some(parent) = self
+            .parent(node)
+            .filter(|p| p.kind() == "decorated_definition")
+        else {
             return false;
         };
         let mut cursor = parent.walk();
@@ -928,6 +944,43 @@ impl<'t> SemanticModel<'t> {
 
     // ----- queries for rules --------------------------------------------------------------
 
+    /// The parent of `node`: from the ancestor stack when `node` is the current node or one of
+    /// its ancestors, else (a descendant of the current node) by searching down from the
+    /// current node. Never walks from the root, unlike `Node::parent`.
+    pub fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
+        if let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) {
+            return position.checked_sub(1).map(|i| self.ancestors[i]);
+        }
+        let mut current = *self.ancestors.last()?;
+        for _ in 0..10_000 {
+            let next = current.child_with_descendant(node)?;
+            if next.id() == node.id() {
+                return Some(current);
+            }
+            current = next;
+        }
+        None
+    }
+
+    /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
+    /// looking past the enclosing function, class or lambda.
+    pub fn enclosing(&self, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+        let mut current = Some(node);
+        while let Some(n) = current {
+            if kinds.contains(&n.kind()) {
+                return Some(n);
+            }
+            if matches!(
+                n.kind(),
+                "function_definition" | "class_definition" | "lambda"
+            ) {
+                return None;
+            }
+            current = self.parent(n);
+        }
+        None
+    }
+
     /// The qualified name an expression refers to through imports: `T.zeros` → `torch.zeros`,
     /// `F.interpolate` → `torch.nn.functional.interpolate`, `xm.mark_step` →
     /// `torch_xla.core.xla_model.mark_step`. `None` if the root name is not an import.
@@ -1223,7 +1276,7 @@ impl<'t> SemanticModel<'t> {
                             "cuda" => Device::Cuda,
                             "cpu" => Device::Cpu,
                             "to" => self
-                                .device_argument(arguments, depth)
+                                .device_argument(arguments, true, depth)
                                 .unwrap_or(receiver.device),
                             // `t.type_as(x)` takes `x`'s dtype *and* device.
                             "type_as" => syntax::positional_args(arguments)
@@ -1241,7 +1294,7 @@ impl<'t> SemanticModel<'t> {
                                 "cuda" => Device::Cuda,
                                 "cpu" => Device::Cpu,
                                 "to" => self
-                                    .device_argument(arguments, depth)
+                                    .device_argument(arguments, true, depth)
                                     .unwrap_or(receiver.device),
                                 _ => receiver.device,
                             };
@@ -1295,13 +1348,13 @@ impl<'t> SemanticModel<'t> {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {
-                    self.device_argument(arguments, depth)
+                    self.device_argument(arguments, false, depth)
                         .unwrap_or(Device::Cpu)
                 };
                 return Fact::tensor(device, origin);
             }
             if LIKE_FACTORIES.contains(&function) {
-                let device = match self.device_argument(arguments, depth) {
+                let device = match self.device_argument(arguments, false, depth) {
                     Some(device) => device,
                     None => syntax::positional_args(arguments)
                         .first()
@@ -1394,14 +1447,16 @@ impl<'t> SemanticModel<'t> {
             .map_or(Device::Unknown, |fact| fact.device)
     }
 
-    /// The device named by a call's `device=` keyword (or the first argument of `.to(...)`).
-    fn device_argument(&self, arguments: Node<'_>, depth: usize) -> Option<Device> {
+    /// The device named by a call's `device=` keyword, or for `.to(...)` (`positional_device`)
+    /// its first positional argument.
+    fn device_argument(
+        &self,
+        arguments: Node<'_>,
+        positional_device: bool,
+        depth: usize,
+    ) -> Option<Device> {
         let value = syntax::keyword_arg(arguments, "device", self.source).or_else(|| {
-            let parent_is_to = arguments
-                .parent()
-                .and_then(|call| syntax::callee_name(call, self.source))
-                .is_some_and(|name| name == "to");
-            if parent_is_to {
+            if positional_device {
                 syntax::positional_args(arguments).first().copied()
             } else {
                 None

@@ -172,24 +172,6 @@ pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     node
 }
 
-/// The closest ancestor (or `node` itself) of one of `kinds`, stopping at function or class boundaries.
-pub fn enclosing<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
-    let mut current = Some(node);
-    while let Some(n) = current {
-        if kinds.contains(&n.kind()) {
-            return Some(n);
-        }
-        if matches!(
-            n.kind(),
-            "function_definition" | "class_definition" | "lambda"
-        ) {
-            return None;
-        }
-        current = n.parent();
-    }
-    None
-}
-
 /// Whether `node` or any descendant is a syntax error or a missing token.
 pub fn has_error(node: Node<'_>) -> bool {
     node.has_error()

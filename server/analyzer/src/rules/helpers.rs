@@ -12,7 +12,7 @@ use crate::syntax::{self, node_text};
 /// Whether `expr` is a tensor for rules about methods that, on anything else, are rare:
 /// a known tensor, or an unknown value in a file that imports torch. Known non-tensors
 /// (NumPy arrays, scalars, containers, modules) never count.
-pub fn is_probably_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn is_probably_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let fact = context.fact(expr);
     match fact.kind {
         ValueKind::Tensor => true,
@@ -24,7 +24,7 @@ pub fn is_probably_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
 }
 
 /// `np.float32(x)`, `arr` bound from `np.array(...)`, `x.numpy()` and similar.
-pub fn looks_like_numpy(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn looks_like_numpy<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     if context.fact(expr).kind == ValueKind::NumpyArray {
         return true;
     }
@@ -99,8 +99,8 @@ pub fn hot_path_suffix(context: &Context<'_, '_>) -> String {
 }
 
 /// Whether `node` is the condition of a `... if torch.cuda.is_available() else ...` choice.
-pub fn in_cuda_availability_choice(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    let Some(parent) = node.parent() else {
+pub fn in_cuda_availability_choice<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let Some(parent) = context.parent(node) else {
         return false;
     };
     if parent.kind() != "conditional_expression" {

@@ -53,7 +53,7 @@ declare_rule! {
 }
 
 /// TPU401
-fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
     let Some(value) = syntax::string_value(string, context.source()) else {
         return;
     };
@@ -95,8 +95,8 @@ fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
 }
 
 /// `torch.device(<s>)`, `device=<s>` in any call, `.to(<s>)`, `.to(device=<s>)`.
-fn is_device_position(context: &Context<'_, '_>, string: Node<'_>) -> bool {
-    let Some(parent) = string.parent() else {
+fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
+    let Some(parent) = context.parent(string) else {
         return false;
     };
     let source = context.source();
@@ -105,7 +105,7 @@ fn is_device_position(context: &Context<'_, '_>, string: Node<'_>) -> bool {
             .child_by_field_name("name")
             .is_some_and(|name| matches!(node_text(name, source), "device" | "map_location")),
         "argument_list" => {
-            let Some(call) = parent.parent() else {
+            let Some(call) = context.parent(parent) else {
                 return false;
             };
             let is_first = syntax::positional_args(parent)
