@@ -124,3 +124,181 @@ pub fn short_code(text: &str) -> String {
         first_line.to_string()
     }
 }
+
+/// What a call resolves to for rules about torch operators: `torch.median(x)`,
+/// `F.grid_sample(...)` or a method on a value the index knows to be a tensor (`x.median()`).
+#[derive(Debug, Clone)]
+pub struct TorchCall<'t> {
+    /// Qualified name; a tensor method `x.m(...)` is named `torch.m`.
+    pub name: String,
+    /// The tensor receiver of a method call.
+    pub receiver: Option<Node<'t>>,
+    pub arguments: Node<'t>,
+}
+
+impl<'t> TorchCall<'t> {
+    /// The parameter at `position` of the function form (`torch.op(input, ...)`), or keyword
+    /// `name`. For a method call the receiver takes position 0, so positions shift by one.
+    pub fn argument(&self, position: usize, name: &str, source: &str) -> Option<Node<'t>> {
+        if let Some(value) = syntax::keyword_arg(self.arguments, name, source) {
+            return Some(value);
+        }
+        let positional = syntax::positional_args(self.arguments);
+        if self.receiver.is_some() {
+            position
+                .checked_sub(1)
+                .and_then(|index| positional.get(index).copied())
+        } else {
+            positional.get(position).copied()
+        }
+    }
+
+    /// The tensor the op works on: the receiver of a method, else the first argument.
+    pub fn input(&self, source: &str) -> Option<Node<'t>> {
+        self.receiver.or_else(|| self.argument(0, "input", source))
+    }
+}
+
+/// Resolves `call` to a torch function through the file's imports, or to a tensor method when
+/// the receiver is known to be a tensor (unknown receivers are not guessed: `df.median()`,
+/// `statistics.mode(...)` and `self.mode(...)` stay quiet).
+pub fn torch_call<'t>(context: &Context<'_, '_>, call: Node<'t>) -> Option<TorchCall<'t>> {
+    let (function, arguments) = syntax::call_parts(call)?;
+    if let Some(name) = context.qualified_name(function) {
+        return Some(TorchCall {
+            name,
+            receiver: None,
+            arguments,
+        });
+    }
+    let (receiver, method) = syntax::method_call(call)?;
+    if !context.fact(receiver).is_tensor() {
+        return None;
+    }
+    Some(TorchCall {
+        name: format!("torch.{}", context.text(method)),
+        receiver: Some(receiver),
+        arguments,
+    })
+}
+
+/// The value of a numeric literal such as `2`, `0.5`, `-1` or `(1.0)`.
+pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
+    let node = syntax::unparenthesize(node);
+    match node.kind() {
+        "integer" => syntax::integer_value(node, source).map(|v| v as f64),
+        "float" => node_text(node, source).replace('_', "").parse().ok(),
+        "unary_operator" => {
+            let operand = node.child_by_field_name("argument")?;
+            let value = literal_number(operand, source)?;
+            match node_text(node, source).trim_start().chars().next()? {
+                '-' => Some(-value),
+                '+' => Some(value),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `True` / `False` literals.
+pub fn literal_bool(node: Node<'_>) -> Option<bool> {
+    match syntax::unparenthesize(node).kind() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The numbers of an int literal or a tuple/list of literals: `2` → `[2]`, `(1, 2)` → `[1, 2]`.
+/// `None` when any element is not a literal.
+pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
+    let node = syntax::unparenthesize(node);
+    match node.kind() {
+        "tuple" | "list" => {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor)
+                .filter(|child| child.kind() != "comment")
+                .map(|child| literal_number(child, source))
+                .collect()
+        }
+        _ => literal_number(node, source).map(|value| vec![value]),
+    }
+}
+
+/// The torch dtype an expression names, canonicalised: `torch.double` → `"float64"`,
+/// `torch.half` → `"float16"`. `None` for anything that is not `torch.<dtype>`.
+pub fn torch_dtype(context: &Context<'_, '_>, expr: Node<'_>) -> Option<&'static str> {
+    let qualified = context.qualified_name(syntax::unparenthesize(expr))?;
+    let name = qualified.strip_prefix("torch.")?;
+    Some(match name {
+        "float64" | "double" => "float64",
+        "float32" | "float" => "float32",
+        "float16" | "half" => "float16",
+        "bfloat16" => "bfloat16",
+        "int64" | "long" => "int64",
+        "int32" | "int" => "int32",
+        "int16" | "short" => "int16",
+        "int8" => "int8",
+        "uint8" => "uint8",
+        "bool" => "bool",
+        "complex64" | "cfloat" => "complex64",
+        "complex128" | "cdouble" => "complex128",
+        _ => return None,
+    })
+}
+
+/// Whether `expr` is visibly on the host: a tensor the index places on the CPU (a factory
+/// without `device=`, `torch.from_numpy`), or an explicit `.cpu()` / `.to("cpu")`. An op on such
+/// a value is not a TPU CPU fallback.
+pub fn is_on_host(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+    let expr = syntax::unparenthesize(expr);
+    let fact = context.fact(expr);
+    if fact.is_tensor() && fact.device == crate::semantic::Device::Cpu {
+        return true;
+    }
+    let Some((_, method)) = syntax::method_call(expr) else {
+        return false;
+    };
+    match context.text(method) {
+        "cpu" => true,
+        "to" => first_argument_is_cpu(context, expr),
+        _ => false,
+    }
+}
+
+fn first_argument_is_cpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let Some((_, arguments)) = syntax::call_parts(call) else {
+        return false;
+    };
+    syntax::argument(arguments, 0, "device", context.source())
+        .and_then(|device| syntax::string_value(device, context.source()))
+        .is_some_and(|device| device == "cpu")
+}
+
+/// Whether `node` sits in a branch chosen by a dtype test (`if dtype == torch.float16:`,
+/// `x.half() if fp16 else x`, `if needs_upcasting:`): the dtype there follows the caller's
+/// choice instead of hard-coding one. `markers` are lower-case words looked for in the test.
+pub fn in_branch_testing(context: &Context<'_, '_>, node: Node<'_>, markers: &[&str]) -> bool {
+    let mut current = node.parent();
+    while let Some(ancestor) = current {
+        let condition = match ancestor.kind() {
+            "function_definition" | "class_definition" | "lambda" | "module" => return false,
+            "if_statement" | "elif_clause" | "while_statement" => {
+                ancestor.child_by_field_name("condition")
+            }
+            "conditional_expression" => ancestor.named_child(1),
+            _ => None,
+        };
+        if let Some(condition) = condition
+            && condition.id() != node.id()
+        {
+            let text = context.text(condition).to_ascii_lowercase();
+            if markers.iter().any(|marker| text.contains(marker)) {
+                return true;
+            }
+        }
+        current = ancestor.parent();
+    }
+    false
+}

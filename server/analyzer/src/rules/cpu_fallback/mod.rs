@@ -1,6 +1,40 @@
 //! CPU fallbacks: ops and argument combinations without an XLA/TPU lowering (TPU2xx).
 
+mod ctc_loss;
+mod dilated_max_pool;
+mod embedding_bag;
+mod fft_or_complex_op;
+mod grid_sample;
+mod legacy_weight_norm;
+mod multinomial_without_replacement;
+mod random_op_with_generator;
+mod randperm_with_options;
+mod scaled_addmm;
+mod sort_statistic;
+mod torchvision_detection_op;
+mod unlowered_interpolation_mode;
+mod unlowered_linalg_op;
+mod unlowered_scatter_reduction;
+mod zero_norm;
+
 use crate::registry::RuleMeta;
 
 /// The rules of this family, one line each.
-pub const RULES: &[&RuleMeta] = &[];
+pub const RULES: &[&RuleMeta] = &[
+    &grid_sample::GRID_SAMPLE,
+    &unlowered_interpolation_mode::UNLOWERED_INTERPOLATION_MODE,
+    &ctc_loss::CTC_LOSS,
+    &fft_or_complex_op::FFT_OR_COMPLEX_OP,
+    &sort_statistic::SORT_STATISTIC,
+    &unlowered_linalg_op::UNLOWERED_LINALG_OP,
+    &random_op_with_generator::RANDOM_OP_WITH_GENERATOR,
+    &multinomial_without_replacement::MULTINOMIAL_WITHOUT_REPLACEMENT,
+    &embedding_bag::EMBEDDING_BAG,
+    &legacy_weight_norm::LEGACY_WEIGHT_NORM,
+    &unlowered_scatter_reduction::UNLOWERED_SCATTER_REDUCTION,
+    &dilated_max_pool::DILATED_MAX_POOL,
+    &scaled_addmm::SCALED_ADDMM,
+    &zero_norm::ZERO_NORM,
+    &torchvision_detection_op::TORCHVISION_DETECTION_OP,
+    &randperm_with_options::RANDPERM_WITH_OPTIONS,
+];

@@ -1,0 +1,99 @@
+//! TPU212: max pooling with `dilation > 1`.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Severity;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for 2-D and 3-D max pooling with a dilation greater than 1:
+    /// `F.max_pool2d(x, k, s, p, dilation=2)`, `nn.MaxPool2d(k, dilation=2)` and the 3-D forms.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA's max-pooling lowering does not support dilation: its autograd function
+    /// checks `IsNonTrivialDilation(dilation)` and calls the CPU fallback for the forward and
+    /// the backward. Each pooling layer then copies its activations to the host and back.
+    ///
+    /// ## Example
+    /// ```python
+    /// self.pool = nn.MaxPool2d(kernel_size=3, stride=1, padding=2, dilation=2)
+    /// ```
+    ///
+    /// Use instead: an undilated pool with a kernel covering the same extent
+    /// (`kernel_size=5, padding=2` spans what a dilated 3×3 spans), or a strided pool.
+    ///
+    /// ## Known problems
+    /// A dilation given through a variable is not followed.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #32
+    /// - PyTorch/XLA `torch_xla/csrc/aten_autograd_ops.cpp` ("Lowering when ceil_mode or dilation
+    ///   is set not supported yet") and `aten_xla_type.cpp` `max_pool2d_with_indices`
+    pub(crate) static DILATED_MAX_POOL = {
+        code: "TPU212",
+        name: "dilated-max-pool",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// Callee, and the position of `dilation` in its signature.
+const POOLS: &[(&str, usize)] = &[
+    ("torch.nn.functional.max_pool2d", 4),
+    ("torch.nn.functional.max_pool3d", 4),
+    ("torch.nn.functional.max_pool2d_with_indices", 4),
+    ("torch.nn.functional.max_pool3d_with_indices", 4),
+    ("torch.max_pool2d", 4),
+    ("torch.max_pool3d", 4),
+    ("torch.nn.MaxPool2d", 3),
+    ("torch.nn.MaxPool3d", 3),
+];
+
+/// TPU212
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if !syntax::callee_name(call, source)
+        .is_some_and(|name| name.starts_with("max_pool") || name.starts_with("MaxPool"))
+    {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let Some(qualified) = context.qualified_name(function) else {
+        return;
+    };
+    let Some(&(_, position)) = POOLS.iter().find(|(name, _)| *name == qualified) else {
+        return;
+    };
+    let Some(dilation) = syntax::argument(arguments, position, "dilation", source) else {
+        return;
+    };
+    let dilated = helpers::literal_numbers(dilation, source)
+        .is_some_and(|values| values.iter().any(|value| *value > 1.0));
+    if !dilated {
+        return;
+    }
+    let is_module = qualified.starts_with("torch.nn.MaxPool");
+    let message = format!(
+        "Max pooling with dilation {} runs on the CPU: dilated pooling has no XLA lowering{}",
+        helpers::short_code(context.text(dilation)),
+        if is_module {
+            String::new()
+        } else {
+            helpers::hot_path_suffix(context)
+        }
+    );
+    let severity = if is_module {
+        Severity::Warning
+    } else {
+        context.hot_path_severity()
+    };
+    context.report(dilation.byte_range(), message).severity = severity;
+}

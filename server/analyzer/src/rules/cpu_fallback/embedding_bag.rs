@@ -1,0 +1,105 @@
+//! TPU209: `nn.EmbeddingBag` / `F.embedding_bag`, whose training path has no XLA lowering.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Severity;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `nn.EmbeddingBag(...)` modules and `F.embedding_bag(...)` calls.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA lowers only `_embedding_bag_forward_only`, the path PyTorch takes when no
+    /// gradient is needed, and even that one falls back for `mode="mean"` (the default),
+    /// `scale_grad_by_freq=True`, `sparse=True` or a `padding_idx`. The training path,
+    /// `_embedding_bag`, is absent from its op table. So a trainable `EmbeddingBag` copies its
+    /// weight and indices to the host in every forward pass.
+    ///
+    /// ## Example
+    /// ```python
+    /// self.bag = nn.EmbeddingBag(vocab, dim, mode="mean")
+    /// ```
+    ///
+    /// Use instead: a plain embedding over fixed-size, padded bags, reduced with tensor ops.
+    /// ```python
+    /// self.embedding = nn.Embedding(vocab, dim)
+    /// ...
+    /// vectors = self.embedding(ids)                  # (batch, bag, dim), ids padded
+    /// pooled = (vectors * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+    /// ```
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #33 and "Ops with known missing lowerings" (B.7)
+    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `_embedding_bag_forward_only`
+    ///   (fallback for mode 1 = mean, `scale_grad_by_freq`, `sparse`, `padding_idx`) and
+    ///   `codegen/xla_native_functions.yaml` (no `_embedding_bag`)
+    pub(crate) static EMBEDDING_BAG = {
+        code: "TPU209",
+        name: "embedding-bag",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU209
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if !syntax::callee_name(call, source)
+        .is_some_and(|name| matches!(name, "EmbeddingBag" | "embedding_bag" | "from_pretrained"))
+    {
+        return;
+    }
+    let Some(target) = helpers::torch_call(context, call) else {
+        return;
+    };
+    let is_module = match target.name.as_str() {
+        "torch.nn.EmbeddingBag" | "torch.nn.EmbeddingBag.from_pretrained" => true,
+        "torch.nn.functional.embedding_bag" if target.receiver.is_none() => false,
+        _ => return,
+    };
+    let arguments = target.arguments;
+    let mode = syntax::keyword_arg(arguments, "mode", source)
+        .and_then(|m| syntax::string_value(m, source).map(|m| m.into_owned()));
+    let flag_set = |name: &str| {
+        syntax::keyword_arg(arguments, name, source).and_then(helpers::literal_bool) == Some(true)
+    };
+    let has_padding = syntax::keyword_arg(arguments, "padding_idx", source)
+        .is_some_and(|value| value.kind() != "none");
+    let inference_reason = if mode.as_deref().is_none_or(|m| m == "mean") {
+        Some("mode=\"mean\"")
+    } else if flag_set("scale_grad_by_freq") {
+        Some("scale_grad_by_freq=True")
+    } else if flag_set("sparse") {
+        Some("sparse=True")
+    } else if has_padding {
+        Some("padding_idx")
+    } else {
+        None
+    };
+    let what = if is_module {
+        "`nn.EmbeddingBag`"
+    } else {
+        "`F.embedding_bag`"
+    };
+    let message = match inference_reason {
+        Some(reason) => format!("{what} with {reason} runs on the CPU: no XLA lowering"),
+        None => {
+            format!("{what} runs on the CPU when training: `_embedding_bag` has no XLA lowering")
+        }
+    };
+    let severity = if is_module {
+        Severity::Warning
+    } else {
+        context.hot_path_severity()
+    };
+    let range = call
+        .child_by_field_name("function")
+        .map_or(call.byte_range(), |f| f.byte_range());
+    context.report(range, message).severity = severity;
+}

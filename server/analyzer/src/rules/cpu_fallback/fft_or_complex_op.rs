@@ -1,0 +1,110 @@
+//! TPU204: FFTs, `stft` and complex construction ops without an XLA lowering.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.fft.*` transforms, `torch.stft` / `torch.istft` (and the tensor
+    /// methods `x.stft()` / `x.istft()`) and `torch.polar`.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA has no lowering for the FFT primitives (`_fft_r2c`, `_fft_c2c`, `_fft_c2r`
+    /// are absent from its op table) nor for `stft` and `polar` (its autocast policy lists them
+    /// as "not lowered"). Each call copies the tensor to the host, transforms it on the CPU and
+    /// copies it back. A common case is rotary position embeddings written with
+    /// `torch.polar`, which adds a host round trip to every attention layer.
+    ///
+    /// ## Example
+    /// ```python
+    /// freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+    /// spectrum = torch.fft.rfft(signal, dim=-1)
+    /// ```
+    ///
+    /// Use instead: real-valued formulations. For rotary embeddings, keep `cos` and `sin`
+    /// tables and rotate pairs of channels (`x * cos + rotate_half(x) * sin`). For spectral
+    /// features, compute them in the data pipeline, or express a small fixed-size DFT as a
+    /// matrix multiplication with precomputed cosine/sine bases (which runs on the MXU).
+    ///
+    /// ## Known problems
+    /// `torch.view_as_complex` is not reported: PyTorch/XLA lowers `view_as_complex_copy` for
+    /// half, float and double inputs (its autocast comment calling it "not lowered" is stale).
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #23 and "Ops with known missing lowerings" (B.7)
+    /// - PyTorch/XLA `torch_xla/csrc/autocast_mode.cpp` (`stft`, `polar` "not lowered") and
+    ///   `codegen/xla_native_functions.yaml` (no `_fft_*`)
+    pub(crate) static FFT_OR_COMPLEX_OP = {
+        code: "TPU204",
+        name: "fft-or-complex-op",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU204
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some(target) = helpers::torch_call(context, call) else {
+        return;
+    };
+    let name = target.name.as_str();
+    let flagged = match target.receiver {
+        Some(_) => matches!(name, "torch.stft" | "torch.istft"),
+        None => {
+            name.starts_with("torch.fft.") && name.rsplit('.').next().is_some_and(is_transform)
+                || matches!(name, "torch.stft" | "torch.istft" | "torch.polar")
+                || name == "torch.functional.stft"
+        }
+    };
+    if !flagged {
+        return;
+    }
+    if target
+        .input(context.source())
+        .is_some_and(|input| helpers::is_on_host(context, input))
+    {
+        return;
+    }
+    let Some((function, _)) = syntax::call_parts(call) else {
+        return;
+    };
+    let message = format!(
+        "`{}` has no XLA lowering and runs on the CPU{}",
+        context.text(function),
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(function.byte_range(), message).severity = severity;
+}
+
+/// `torch.fft` transforms (not the helpers `fftfreq` / `fftshift`, which are index arithmetic
+/// and lower).
+fn is_transform(function: &str) -> bool {
+    matches!(
+        function,
+        "fft"
+            | "ifft"
+            | "fft2"
+            | "ifft2"
+            | "fftn"
+            | "ifftn"
+            | "rfft"
+            | "irfft"
+            | "rfft2"
+            | "irfft2"
+            | "rfftn"
+            | "irfftn"
+            | "hfft"
+            | "ihfft"
+            | "hfft2"
+            | "ihfft2"
+            | "hfftn"
+            | "ihfftn"
+    )
+}

@@ -1,0 +1,129 @@
+//! TPU207: random ops given an explicit `generator=`, which PyTorch/XLA runs on the CPU.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::semantic::Device;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for random-number ops on a device tensor that receive an explicit
+    /// `generator=`: `torch.bernoulli`, `torch.normal`, `torch.poisson`, `torch.multinomial`,
+    /// the in-place samplers (`x.normal_()`, `x.uniform_()`, `x.bernoulli_()`, `x.random_()`,
+    /// `x.exponential_()`, ...), and the factories `torch.rand` / `randn` / `randint` /
+    /// `randperm` when they create the tensor on a non-CPU `device=`.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA implements random sampling with its own per-device seed. Every sampler in its
+    /// op table checks `generator.has_value() && generator->defined()` and, when a generator is
+    /// given, calls the CPU fallback: the tensor goes to the host, is filled there and comes
+    /// back, on every call. A `torch.Generator` is a CPU (or CUDA) object; it does not drive the
+    /// TPU's random stream.
+    ///
+    /// ## Example
+    /// ```python
+    /// noise = torch.randn(shape, generator=g, device=device)
+    /// mask = torch.bernoulli(probs, generator=g)
+    /// ```
+    ///
+    /// Use instead: seed the device stream and drop the generator.
+    /// ```python
+    /// torch.manual_seed(seed)            # or xm.set_rng_state(seed) with PyTorch/XLA
+    /// noise = torch.randn(shape, device=device)
+    /// mask = torch.bernoulli(probs)
+    /// ```
+    /// When bit-exact reproducibility against a CPU generator is required, sample on the CPU
+    /// on purpose (`device="cpu"`) and move the result once.
+    ///
+    /// ## Known problems
+    /// Factories are reported only with a `device=` that is not `"cpu"`; a tensor created on the
+    /// CPU and moved afterwards is the documented workaround and stays quiet. A device held in
+    /// a variable is assumed to be the accelerator.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #26
+    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` (`bernoulli`, `normal`, `uniform_`,
+    ///   `random_`, `exponential_`, `multinomial`: fallback whenever a generator is defined)
+    pub(crate) static RANDOM_OP_WITH_GENERATOR = {
+        code: "TPU207",
+        name: "random-op-with-generator",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// Samplers whose first argument (or receiver) is the tensor the result lives with.
+const SAMPLERS: &[&str] = &[
+    "torch.bernoulli",
+    "torch.normal",
+    "torch.poisson",
+    "torch.multinomial",
+    "torch.bernoulli_",
+    "torch.normal_",
+    "torch.uniform_",
+    "torch.random_",
+    "torch.exponential_",
+    "torch.geometric_",
+    "torch.log_normal_",
+    "torch.cauchy_",
+];
+
+/// Factories: the device comes from `device=` (the CPU when absent).
+const FACTORIES: &[&str] = &[
+    "torch.rand",
+    "torch.randn",
+    "torch.randint",
+    "torch.randperm",
+];
+
+/// TPU207
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    let Some(arguments) = helpers::arguments(call) else {
+        return;
+    };
+    let Some(generator) = syntax::keyword_arg_node(arguments, "generator", source) else {
+        return;
+    };
+    if generator
+        .child_by_field_name("value")
+        .is_none_or(|value| value.kind() == "none")
+    {
+        return;
+    }
+    let Some(target) = helpers::torch_call(context, call) else {
+        return;
+    };
+    let name = target.name.as_str();
+    if FACTORIES.contains(&name) && target.receiver.is_none() {
+        let on_device = syntax::keyword_arg(arguments, "device", source)
+            .is_some_and(|device| context.semantic().device_of_expr(device, 0) != Device::Cpu);
+        if !on_device {
+            return;
+        }
+    } else if SAMPLERS.contains(&name) {
+        let on_cpu = target
+            .input(source)
+            .is_some_and(|input| helpers::is_on_host(context, input));
+        if on_cpu {
+            return;
+        }
+    } else {
+        return;
+    }
+    let Some((function, _)) = syntax::call_parts(call) else {
+        return;
+    };
+    let message = format!(
+        "`{}` with an explicit `generator=` falls back to the CPU{}; seed the device instead",
+        context.text(function),
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(generator.byte_range(), message).severity = severity;
+}

@@ -1,0 +1,87 @@
+//! TPU216: `torch.randperm` on the device with anything but the default options.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::semantic::Device;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.randperm(n, device=<accelerator>, ...)` with a `dtype` other than
+    /// `torch.int64`, `pin_memory=True`, a `layout=`, or `n == 0`.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA lowers only "the basic version of randperm(int64_t)"; a non-Long dtype, a
+    /// layout, pinned memory or `n == 0` sends the call to the CPU fallback, so the
+    /// permutation is generated on the host and copied to the device.
+    ///
+    /// ## Example
+    /// ```python
+    /// perm = torch.randperm(n, dtype=torch.int32, device=device)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// perm = torch.randperm(n, device=device).to(torch.int32)
+    /// ```
+    ///
+    /// ## Known problems
+    /// Only calls with a `device=` that is not `"cpu"` are reported: a permutation created on
+    /// the CPU is not a fallback. A device held in a variable is assumed to be the accelerator.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #27
+    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `randperm` ("Only support the basic
+    ///   version of randperm(int64_t) to start")
+    pub(crate) static RANDPERM_WITH_OPTIONS = {
+        code: "TPU216",
+        name: "randperm-with-options",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU216
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if syntax::callee_name(call, source) != Some("randperm") {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    if context.qualified_name(function).as_deref() != Some("torch.randperm") {
+        return;
+    }
+    let on_device = syntax::keyword_arg(arguments, "device", source)
+        .is_some_and(|device| context.semantic().device_of_expr(device, 0) != Device::Cpu);
+    if !on_device {
+        return;
+    }
+    let dtype = syntax::keyword_arg(arguments, "dtype", source)
+        .filter(|dtype| helpers::torch_dtype(context, *dtype).is_some_and(|d| d != "int64"));
+    let pinned = syntax::keyword_arg(arguments, "pin_memory", source)
+        .filter(|value| helpers::literal_bool(*value) == Some(true));
+    let layout = syntax::keyword_arg(arguments, "layout", source);
+    let empty = syntax::argument(arguments, 0, "n", source)
+        .filter(|n| helpers::literal_number(*n, source) == Some(0.0));
+    let Some((node, why)) = dtype
+        .map(|n| (n, "a dtype other than int64"))
+        .or(pinned.map(|n| (n, "pin_memory=True")))
+        .or(layout.map(|n| (n, "a layout")))
+        .or(empty.map(|n| (n, "n == 0")))
+    else {
+        return;
+    };
+    let message = format!(
+        "`randperm` with {why} runs on the CPU: only the default int64 form is lowered{}",
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(node.byte_range(), message).severity = severity;
+}

@@ -1,0 +1,93 @@
+//! TPU213: `addmm` with `alpha` or `beta` other than 1.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.addmm(bias, x, w, beta=..., alpha=...)` and `bias.addmm(...)` /
+    /// `addmm_(...)` where `beta` or `alpha` is a literal other than 1.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA lowers `addmm` as a fused matmul-plus-bias only for `beta == 1` and
+    /// `alpha == 1`; any other scaling calls the CPU fallback, so the matrices are copied to
+    /// the host and the product is computed there. (`baddbmm` lowers its scalars and is not
+    /// reported.)
+    ///
+    /// ## Example
+    /// ```python
+    /// out = torch.addmm(bias, x, w, beta=0.5, alpha=2.0)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// out = 0.5 * bias + 2.0 * (x @ w)
+    /// ```
+    ///
+    /// ## Known problems
+    /// Scalars held in variables are not followed (no report).
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #29
+    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `addmm` (fallback if `beta != 1 ||
+    ///   alpha != 1`)
+    pub(crate) static SCALED_ADDMM = {
+        code: "TPU213",
+        name: "scaled-addmm",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU213
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    let Some(method) = syntax::callee_name(call, source) else {
+        return;
+    };
+    if !matches!(method, "addmm" | "addmm_") {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    match context.qualified_name(function) {
+        Some(name) if name == "torch.addmm" => {}
+        Some(_) => return,
+        None => match syntax::method_call(call) {
+            Some((receiver, _)) if helpers::is_probably_tensor(context, receiver) => {}
+            _ => return,
+        },
+    }
+    // `beta` and `alpha` are keyword-only.
+    let scaled: Vec<Node<'_>> = ["beta", "alpha"]
+        .into_iter()
+        .filter_map(|name| syntax::keyword_arg_node(arguments, name, source))
+        .filter(|keyword| {
+            keyword
+                .child_by_field_name("value")
+                .and_then(|value| helpers::literal_number(value, source))
+                .is_some_and(|value| value != 1.0)
+        })
+        .collect();
+    let Some(first) = scaled.first() else {
+        return;
+    };
+    let what: Vec<&str> = scaled
+        .iter()
+        .map(|keyword| context.text(*keyword))
+        .collect();
+    let message = format!(
+        "`{method}` with `{}` runs on the CPU: only beta=1, alpha=1 is lowered{}",
+        what.join(", "),
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(first.byte_range(), message).severity = severity;
+}

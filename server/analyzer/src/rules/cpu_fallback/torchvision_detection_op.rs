@@ -1,0 +1,114 @@
+//! TPU215: torchvision's C++ detection ops (NMS, RoI pooling, deformable convolution).
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Severity;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for torchvision's custom C++ ops: `torchvision.ops.nms` / `batched_nms`,
+    /// `roi_align` / `roi_pool` / `ps_roi_align` / `ps_roi_pool`, `deform_conv2d`, and the module
+    /// forms `RoIAlign`, `RoIPool`, `PSRoIAlign`, `PSRoIPool`, `MultiScaleRoIAlign` and
+    /// `DeformConv2d`.
+    ///
+    /// ## Why is this bad?
+    /// These are torchvision kernels registered for CPU and CUDA only; PyTorch/XLA has no
+    /// kernel for the RoI and deformable ops, and registers `nms` only behind the experimental
+    /// `XLA_EXPERIMENTAL=nms` flag. Without it the boxes and scores go to the host, are
+    /// filtered there, and come back with a data-dependent shape that also forces a
+    /// recompilation for each new box count.
+    ///
+    /// ## Example
+    /// ```python
+    /// keep = torchvision.ops.batched_nms(boxes, scores, labels, iou_threshold=0.5)
+    /// pooled = roi_align(features, rois, output_size=(7, 7), spatial_scale=0.25)
+    /// ```
+    ///
+    /// Use instead: keep detection post-processing out of the compiled step (run it on the
+    /// host after the forward pass, once per batch), or use a fixed-size formulation: top-k
+    /// candidates, a dense IoU matrix and a mask instead of a variable-length `keep` list;
+    /// RoI pooling as `F.grid_sample`-free bilinear gathers on a fixed number of boxes.
+    ///
+    /// ## Known problems
+    /// Detection models usually call these in inference post-processing, where a host round
+    /// trip may be acceptable; the rule reports them as `Info` outside hot paths.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.2 #18 and B.3 #37
+    /// - PyTorch/XLA `torch_xla/csrc/xla_manual_registration.cpp` (`nms` behind
+    ///   `XLA_EXPERIMENTAL`); pytorch/xla issue #2487 (`roi_align`)
+    pub(crate) static TORCHVISION_DETECTION_OP = {
+        code: "TPU215",
+        name: "torchvision-detection-op",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const FUNCTIONS: &[&str] = &[
+    "nms",
+    "batched_nms",
+    "roi_align",
+    "roi_pool",
+    "ps_roi_align",
+    "ps_roi_pool",
+    "deform_conv2d",
+];
+
+const MODULES: &[&str] = &[
+    "RoIAlign",
+    "RoIPool",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "MultiScaleRoIAlign",
+    "DeformConv2d",
+];
+
+/// TPU215
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    let Some(qualified) = context.qualified_name(function) else {
+        return;
+    };
+    let Some(rest) = qualified.strip_prefix("torchvision.ops.") else {
+        return;
+    };
+    let last = rest.rsplit('.').next().unwrap_or(rest);
+    let is_module = MODULES.contains(&last);
+    if !is_module && !FUNCTIONS.contains(&last) {
+        return;
+    }
+    if syntax::positional_args(arguments)
+        .first()
+        .is_some_and(|input| helpers::is_on_host(context, *input))
+    {
+        return;
+    }
+    let detail = if last.ends_with("nms") {
+        "XLA lowers `nms` only with `XLA_EXPERIMENTAL=nms`"
+    } else {
+        "it has no XLA kernel"
+    };
+    let message = format!(
+        "torchvision `{last}` runs on the CPU: {detail}{}",
+        if is_module {
+            String::new()
+        } else {
+            helpers::hot_path_suffix(context)
+        }
+    );
+    let severity = if is_module {
+        Severity::Warning
+    } else {
+        context.hot_path_severity()
+    };
+    context.report(function.byte_range(), message).severity = severity;
+}

@@ -1,0 +1,168 @@
+//! TPU202: `F.interpolate` / `nn.Upsample` modes without an XLA lowering.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Severity;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `F.interpolate` / `F.upsample` calls and `nn.Upsample` modules whose mode has no
+    /// XLA lowering: `"bicubic"`, `"trilinear"`, `"linear"`, `"nearest-exact"`, `antialias=True`,
+    /// and `"nearest"` on one spatial dimension (a one-element `size` or `scale_factor`).
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA lowers only `upsample_bilinear2d` and `upsample_nearest2d` (and their
+    /// backwards). `upsample_bicubic2d`, `upsample_trilinear3d`, `upsample_linear1d`,
+    /// `_upsample_nearest_exact2d`, the anti-aliased variants and `upsample_nearest1d` are absent
+    /// from its op table, so they fall back to the CPU: the tensor is copied to the host, resized
+    /// there and copied back, on every call. Users see "ResizeBicubic is not supported" and
+    /// steps that are orders of magnitude slower than on GPU.
+    ///
+    /// ## Example
+    /// ```python
+    /// up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+    /// self.upsample = nn.Upsample(scale_factor=2, mode="trilinear")
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// up = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+    /// ```
+    /// When the exact filter matters, resize in the data pipeline (on the host, once per
+    /// sample) instead of inside the model.
+    ///
+    /// ## Known problems
+    /// The rank of the input is not known statically, so `"nearest"` is reported only when a
+    /// one-element `size`/`scale_factor` shows that it is 1-D. `mode` given through a variable is
+    /// not followed.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #21 and "Ops with known missing lowerings" (B.7)
+    /// - PyTorch/XLA `codegen/xla_native_functions.yaml` (only bilinear2d / nearest2d upsampling)
+    /// - PyTorch/XLA issues #7267 ("ResizeBicubic is not supported") and #4985
+    pub(crate) static UNLOWERED_INTERPOLATION_MODE = {
+        code: "TPU202",
+        name: "unlowered-interpolation-mode",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// Where the `mode` parameter sits in each callee's signature.
+const INTERPOLATE_FUNCTIONS: &[(&str, usize)] = &[
+    ("torch.nn.functional.interpolate", 3),
+    ("torch.nn.functional.upsample", 3),
+    ("torch.nn.Upsample", 2),
+];
+
+/// TPU202
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if !syntax::callee_name(call, source)
+        .is_some_and(|name| matches!(name, "interpolate" | "upsample" | "Upsample"))
+    {
+        return;
+    }
+    let Some(target) = helpers::torch_call(context, call) else {
+        return;
+    };
+    if target.receiver.is_some() {
+        return;
+    }
+    let Some(&(_, mode_position)) = INTERPOLATE_FUNCTIONS
+        .iter()
+        .find(|(name, _)| *name == target.name)
+    else {
+        return;
+    };
+    let is_module = target.name == "torch.nn.Upsample";
+    if !is_module
+        && syntax::positional_args(target.arguments)
+            .first()
+            .is_some_and(|input| helpers::is_on_host(context, *input))
+    {
+        return;
+    }
+    let arguments = target.arguments;
+    // Positions are counted in the function form, where `input` comes first; the module has no
+    // input argument.
+    let mode_node = syntax::argument(arguments, mode_position, "mode", source);
+    let mode = match mode_node {
+        Some(node) => match syntax::string_value(node, source) {
+            Some(mode) => mode.into_owned(),
+            None => return, // a variable: not followed
+        },
+        None => "nearest".to_string(),
+    };
+    let (size_position, scale_position) = if is_module { (0, 1) } else { (1, 2) };
+    let antialias = syntax::keyword_arg(arguments, "antialias", source)
+        .and_then(helpers::literal_bool)
+        .unwrap_or(false);
+    let op = match mode.as_str() {
+        "bicubic" if antialias => "_upsample_bicubic2d_aa",
+        "bicubic" => "upsample_bicubic2d",
+        "trilinear" => "upsample_trilinear3d",
+        "linear" => "upsample_linear1d",
+        "nearest-exact" => "_upsample_nearest_exact",
+        "bilinear" if antialias => "_upsample_bilinear2d_aa",
+        "nearest" => {
+            let one_dimensional = [
+                syntax::argument(arguments, size_position, "size", source),
+                syntax::argument(arguments, scale_position, "scale_factor", source),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|value| is_one_element_sequence(value));
+            if !one_dimensional {
+                return;
+            }
+            "upsample_nearest1d"
+        }
+        _ => return,
+    };
+    let what = if antialias && mode_node.is_some() {
+        format!("mode=\"{mode}\" with antialias=True")
+    } else {
+        format!("mode=\"{mode}\"")
+    };
+    let range = match mode_node {
+        Some(node) if mode != "nearest" => node.byte_range(),
+        _ => call
+            .child_by_field_name("function")
+            .map_or(call.byte_range(), |f| f.byte_range()),
+    };
+    let message = if is_module {
+        format!("`nn.Upsample` with {what} runs `{op}` on the CPU: it has no XLA lowering")
+    } else {
+        format!(
+            "Interpolation with {what} runs `{op}` on the CPU: it has no XLA lowering{}",
+            helpers::hot_path_suffix(context)
+        )
+    };
+    // A module is built once but runs in every forward pass.
+    let severity = if is_module {
+        Severity::Warning
+    } else {
+        context.hot_path_severity()
+    };
+    context.report(range, message).severity = severity;
+}
+
+/// `(n,)` or `[n]`: a size for one spatial dimension.
+fn is_one_element_sequence(node: Node<'_>) -> bool {
+    let node = syntax::unparenthesize(node);
+    if !matches!(node.kind(), "tuple" | "list") {
+        return false;
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .filter(|child| child.kind() != "comment")
+        .count()
+        == 1
+}

@@ -1,0 +1,75 @@
+//! TPU214: `torch.norm(x, p=0)`, which counts non-zeros through a CPU fallback.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.norm(x, p=0)`, `torch.norm(x, 0)` and `x.norm(0)` / `x.norm(p=0)`.
+    ///
+    /// ## Why is this bad?
+    /// The 0-"norm" counts non-zero entries. PyTorch/XLA's `norm` lowering treats it as
+    /// "a torch.nonzero(), which is not lowered to XLA due to dynamic shapes issue" and calls
+    /// the CPU fallback: the tensor is copied to the host and the count back.
+    ///
+    /// ## Example
+    /// ```python
+    /// active = torch.norm(mask, p=0)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// active = (mask != 0).sum()
+    /// ```
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.3 #34
+    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `norm` ("If p==0 it is a torch.nonzero()")
+    pub(crate) static ZERO_NORM = {
+        code: "TPU214",
+        name: "zero-norm",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU214
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if syntax::callee_name(call, source) != Some("norm") {
+        return;
+    }
+    let Some(target) = helpers::torch_call(context, call) else {
+        return;
+    };
+    if target.name != "torch.norm" {
+        return;
+    }
+    if target
+        .input(context.source())
+        .is_some_and(|input| helpers::is_on_host(context, input))
+    {
+        return;
+    }
+    let Some(p) = target.argument(1, "p", source) else {
+        return;
+    };
+    if helpers::literal_number(p, source) != Some(0.0) {
+        return;
+    }
+    let input = target.input(source).map_or("x".to_string(), |input| {
+        helpers::short_code(context.text(input))
+    });
+    let message = format!(
+        "`norm` with p=0 runs on the CPU (a `nonzero` in disguise){}; use `({input} != 0).sum()`",
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(p.byte_range(), message).severity = severity;
+}

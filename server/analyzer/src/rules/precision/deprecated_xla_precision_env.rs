@@ -1,0 +1,148 @@
+//! TPU506: the deprecated `XLA_USE_BF16` / `XLA_DOWNCAST_BF16` / `XLA_USE_32BIT_LONG` settings.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::DiagnosticTag;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for code that sets the PyTorch/XLA environment variables `XLA_USE_BF16`,
+    /// `XLA_DOWNCAST_BF16` or `XLA_USE_32BIT_LONG`: `os.environ["XLA_USE_BF16"] = "1"`,
+    /// `os.environ.setdefault(...)`, `os.putenv(...)`, and environment dictionaries
+    /// (`{"XLA_USE_BF16": "1"}`).
+    ///
+    /// ## Why is this bad?
+    /// These flags silently change every float (or int64) tensor's storage type behind
+    /// PyTorch's back, and PyTorch/XLA prints that they "will be deprecated after the 2.6
+    /// release, please convert your model to bf16 directly". Code relying on them breaks when
+    /// they are removed, and never worked on TorchTPU.
+    ///
+    /// ## Example
+    /// ```python
+    /// os.environ["XLA_USE_BF16"] = "1"
+    /// model = Net().to(device)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// model = Net().to(device, dtype=torch.bfloat16)
+    /// # or keep float32 weights and run the forward under torch.autocast("xla", dtype=torch.bfloat16)
+    /// ```
+    ///
+    /// ## Known problems
+    /// Setting a variable to `"0"` is not reported. Reading it (`os.environ.get(...)`) is not
+    /// reported.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.6 #68
+    /// - PyTorch/XLA `torch_xla/csrc/dtype.cpp` (deprecation messages)
+    pub(crate) static DEPRECATED_XLA_PRECISION_ENV = {
+        code: "TPU506",
+        name: "deprecated-xla-precision-env",
+        severity: Warning,
+        fix: None,
+        kinds: ["string"],
+        check: check,
+    }
+}
+
+const VARIABLES: &[&str] = &["XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_32BIT_LONG"];
+
+/// TPU506
+fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
+    let source = context.source();
+    let Some(value) = syntax::string_value(string, source) else {
+        return;
+    };
+    let Some(variable) = VARIABLES.iter().copied().find(|v| *v == value) else {
+        return;
+    };
+    let Some(assigned) = assigned_value(context, string) else {
+        return;
+    };
+    if assigned.is_some_and(|v| is_off(v, source)) {
+        return;
+    }
+    let advice = if variable == "XLA_USE_32BIT_LONG" {
+        "cast index tensors to `torch.int32` directly"
+    } else {
+        "convert the model with `.to(torch.bfloat16)` or use autocast"
+    };
+    let message = format!("`{variable}` is deprecated by PyTorch/XLA; {advice}");
+    context.report(string.byte_range(), message).tag = Some(DiagnosticTag::Deprecated);
+}
+
+/// When `string` names a variable being set: `Some(value)` (the value node when visible).
+fn assigned_value<'t>(context: &Context<'_, '_>, string: Node<'t>) -> Option<Option<Node<'t>>> {
+    let parent = string.parent()?;
+    match parent.kind() {
+        // os.environ["X"] = value
+        "subscript" => {
+            let value = parent.child_by_field_name("value")?;
+            if context.qualified_name(value).as_deref() != Some("os.environ") {
+                return None;
+            }
+            let assignment = parent.parent()?;
+            if assignment.kind() != "assignment"
+                || assignment
+                    .child_by_field_name("left")
+                    .is_none_or(|left| left.id() != parent.id())
+            {
+                return None;
+            }
+            Some(assignment.child_by_field_name("right"))
+        }
+        // os.environ.setdefault("X", value) / os.putenv("X", value)
+        "argument_list" => {
+            let call = parent.parent()?;
+            let (function, arguments) = syntax::call_parts(call)?;
+            let qualified = context.qualified_name(function)?;
+            if !matches!(qualified.as_str(), "os.environ.setdefault" | "os.putenv") {
+                return None;
+            }
+            let positional = syntax::positional_args(arguments);
+            if positional
+                .first()
+                .is_none_or(|first| first.id() != string.id())
+            {
+                return None;
+            }
+            Some(positional.get(1).copied())
+        }
+        // {"X": value}
+        // {"X": "1"}: only with a literal value (a dict saving `os.environ.get("X")` to
+        // restore it later sets nothing).
+        "pair" => {
+            if parent
+                .child_by_field_name("key")
+                .is_none_or(|key| key.id() != string.id())
+            {
+                return None;
+            }
+            let value = parent.child_by_field_name("value")?;
+            syntax::string_value(value, context.source())?;
+            Some(Some(value))
+        }
+        _ => None,
+    }
+}
+
+/// `"0"`, `"false"`, `0`, `False`, `str(0)`.
+fn is_off(value: Node<'_>, source: &str) -> bool {
+    if let Some((function, arguments)) = syntax::call_parts(value)
+        && node_text(function, source) == "str"
+        && let Some(inner) = syntax::positional_args(arguments).first()
+    {
+        return is_off(*inner, source);
+    }
+    if let Some(text) = syntax::string_value(value, source) {
+        return matches!(
+            text.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | ""
+        );
+    }
+    matches!(value.kind(), "false" | "none") || node_text(value, source) == "0"
+}

@@ -1,0 +1,125 @@
+//! TPU503: float16 where the TPU's native low precision is bfloat16.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Fix, Severity};
+use crate::rules::helpers;
+use crate::rules::precision::dtype_use::{DtypeUseKind, dtype_use};
+use crate::semantic::Backend;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for float16 requested on tensors and models: `dtype=torch.float16` /
+    /// `torch.half` (including `torch_dtype=` of `from_pretrained`), `.to(torch.float16)`,
+    /// `.half()`, and `torch.set_default_dtype(torch.float16)`.
+    ///
+    /// ## Why is this bad?
+    /// The TPU's matrix units multiply bfloat16 natively; float16 is not their low-precision
+    /// format. PyTorch/XLA's migration guide says to use bfloat16 for mixed precision on TPU,
+    /// and its autocast targets bfloat16. Float16 code ported from GPUs keeps float16's narrow
+    /// exponent range (overflow, loss scaling) without gaining speed.
+    ///
+    /// ## Example
+    /// ```python
+    /// pipe = Pipeline.from_pretrained(path, torch_dtype=torch.float16)
+    /// model = model.half()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// pipe = Pipeline.from_pretrained(path, torch_dtype=torch.bfloat16)
+    /// model = model.to(torch.bfloat16)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix replaces `float16` / `half` with `bfloat16`. It is unsafe: bfloat16 has fewer
+    /// mantissa bits, and code that checks for `torch.float16` elsewhere (or a `GradScaler`)
+    /// may need the same change.
+    ///
+    /// ## Known problems
+    /// Only files that target a TPU backend (imports of `torch_xla` / `torch_tpu`, `"xla"` /
+    /// `"tpu"` devices, or the `backend` setting) are checked: in GPU code float16 is the right
+    /// choice. Float16 chosen in a branch that tests the dtype (`if needs_upcasting:`,
+    /// `... if dtype == torch.float16 else ...`), conversions of state dicts for saving, and
+    /// methods of tensors known to be on the CPU are not reported.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.6 #64
+    /// - PyTorch/XLA, *Migration to XLA on TPUs — Mixed precision*
+    ///   (`docs/source/learn/migration-to-xla-on-tpus.md`) and *AMP* (`docs/source/perf/amp.md`)
+    /// - TorchTPU notes A.7 (MXU multiplies bfloat16, accumulates float32)
+    pub(crate) static FLOAT16_DTYPE = {
+        code: "TPU503",
+        name: "float16-dtype",
+        severity: Warning,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU503
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    // In GPU code not being ported, float16 is the right choice.
+    if context.backend() == Backend::Unknown {
+        return;
+    }
+    let Some(found) = dtype_use(context, call, "float16", "half", "bfloat16", "bfloat16") else {
+        return;
+    };
+    // `if needs_upcasting: vae.to(torch.float16)` restores the caller's dtype, and
+    // `x.half() if dtype == torch.float16 else x` follows it.
+    if helpers::in_branch_testing(
+        context,
+        call,
+        &["float16", "half", "fp16", "upcast", "dtype"],
+    ) {
+        return;
+    }
+    // `{k: v.half() for k, v in state_dict.items()}`: a checkpoint's storage format.
+    if in_state_dict_conversion(context, call) {
+        return;
+    }
+    let subject = match found.kind {
+        DtypeUseKind::DefaultDtype => "Default dtype set to float16",
+        DtypeUseKind::Module => "Model converted to float16",
+        _ => "float16",
+    };
+    let message = format!("{subject}: bfloat16 is the TPU's native low-precision type");
+    let severity = Severity::Warning;
+    let fix = Fix::unsafe_edit("Use bfloat16", vec![found.replacement]);
+    let diagnostic = context.report(found.range, message);
+    diagnostic.severity = severity;
+    diagnostic.fix = Some(fix);
+}
+
+/// Inside a comprehension over a state dict, or a call chain that saves (`.save_pretrained`).
+fn in_state_dict_conversion(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let mut current = call.parent();
+    while let Some(ancestor) = current {
+        match ancestor.kind() {
+            "function_definition" | "class_definition" | "lambda" | "module" => return false,
+            "dictionary_comprehension" | "list_comprehension" | "generator_expression" => {
+                if context.text(ancestor).contains("state_dict") {
+                    return true;
+                }
+            }
+            "attribute" => {
+                let saves = ancestor
+                    .child_by_field_name("attribute")
+                    .is_some_and(|attribute| {
+                        matches!(context.text(attribute), "save_pretrained" | "save")
+                    });
+                if saves {
+                    return true;
+                }
+            }
+            "expression_statement" | "assignment" | "return_statement" => return false,
+            _ => {}
+        }
+        current = ancestor.parent();
+    }
+    false
+}

@@ -1,0 +1,256 @@
+//! TPU502: tensors made from NumPy arrays that are float64 by NumPy's default.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax::{self, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch.from_numpy(a)`, `torch.tensor(a)` and `torch.as_tensor(a)` without a
+    /// `dtype=`, where `a` is a NumPy array that is float64 because NumPy defaults to it:
+    /// created by `np.zeros`, `np.ones`, `np.empty`, `np.full` with a float, `np.eye`,
+    /// `np.linspace`, `np.random.rand` / `randn` / `random` / `uniform` / `normal`, `np.array` of
+    /// float literals, or `.astype(np.float64)`. The array may be passed directly or through a
+    /// variable assigned in the same function.
+    ///
+    /// ## Why is this bad?
+    /// The tensor inherits the array's float64 dtype. Once it reaches the TPU it brings float64
+    /// into the graph, which TPUs do not support natively (slow emulation, or "mixed precision
+    /// is disallowed" errors when it meets float32/bfloat16 values). The dtype is easy to miss
+    /// because nothing in the line says float64.
+    ///
+    /// ## Example
+    /// ```python
+    /// positions = np.linspace(0, 1, n)
+    /// pos = torch.from_numpy(positions).to(device)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// positions = np.linspace(0, 1, n, dtype=np.float32)
+    /// pos = torch.from_numpy(positions).to(device)
+    /// ```
+    /// or `torch.as_tensor(positions, dtype=torch.float32, device=device)`.
+    ///
+    /// ## Known problems
+    /// Conversions immediately cast (`.float()`, `.to(torch.float32)`, `.half()`, `.long()`,
+    /// ...) are not reported. Arrays whose dtype the rule cannot see (loaded from files,
+    /// returned by functions) are not reported.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.5 #62 and B.6 #63
+    /// - pytorch/xla issues #2918 and #9014 (float64 on TPU)
+    pub(crate) static FLOAT64_NUMPY_CONVERSION = {
+        code: "TPU502",
+        name: "float64-numpy-conversion",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// NumPy constructors that return float64 unless given a dtype.
+const FLOAT64_BY_DEFAULT: &[&str] = &[
+    "numpy.zeros",
+    "numpy.ones",
+    "numpy.empty",
+    "numpy.eye",
+    "numpy.identity",
+    "numpy.linspace",
+    "numpy.logspace",
+    "numpy.random.rand",
+    "numpy.random.randn",
+    "numpy.random.random",
+    "numpy.random.random_sample",
+    "numpy.random.uniform",
+    "numpy.random.normal",
+    "numpy.random.standard_normal",
+];
+
+/// Methods that cast right after the conversion.
+const CASTS: &[&str] = &[
+    "float", "half", "bfloat16", "long", "int", "bool", "short", "byte", "char", "to", "type",
+    "double",
+];
+
+/// TPU502
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let source = context.source();
+    if !syntax::callee_name(call, source)
+        .is_some_and(|name| matches!(name, "from_numpy" | "tensor" | "as_tensor"))
+    {
+        return;
+    }
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return;
+    };
+    if !matches!(
+        context.qualified_name(function).as_deref(),
+        Some("torch.from_numpy" | "torch.tensor" | "torch.as_tensor")
+    ) {
+        return;
+    }
+    if syntax::keyword_arg(arguments, "dtype", source).is_some() || syntax::has_splat(arguments) {
+        return;
+    }
+    let Some(array) = syntax::positional_args(arguments).first().copied() else {
+        return;
+    };
+    if is_cast_immediately(call, source) {
+        return;
+    }
+    let Some(creator) = float64_origin(context, array) else {
+        return;
+    };
+    let message = if creator.explicit {
+        format!(
+            "`{}` is a float64 array, so this tensor is float64",
+            helpers::short_code(context.text(array))
+        )
+    } else {
+        format!(
+            "`{}` is float64 (NumPy's default{}), so this tensor is float64",
+            helpers::short_code(context.text(array)),
+            match &creator.callee {
+                Some(callee) => format!(" for `{callee}`"),
+                None => String::new(),
+            }
+        )
+    };
+    let severity = context.hot_path_severity();
+    context.report(call.byte_range(), message).severity = severity;
+}
+
+/// `torch.from_numpy(a).float()`: the float64 never survives.
+fn is_cast_immediately(call: Node<'_>, source: &str) -> bool {
+    let Some(attribute) = call.parent().filter(|p| p.kind() == "attribute") else {
+        return false;
+    };
+    let is_receiver = attribute
+        .child_by_field_name("object")
+        .is_some_and(|object| object.id() == call.id());
+    let method = attribute
+        .child_by_field_name("attribute")
+        .map(|a| node_text(a, source))
+        .unwrap_or("");
+    is_receiver && CASTS.contains(&method) && attribute.parent().is_some_and(|p| p.kind() == "call")
+}
+
+/// How a float64 array was made.
+struct Float64Origin {
+    /// The creating callee when the array comes through a variable.
+    callee: Option<String>,
+    /// `dtype=np.float64` / `.astype("float64")` rather than NumPy's default.
+    explicit: bool,
+}
+
+/// When `array` is a float64 NumPy array, how it was made.
+fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64Origin> {
+    let array = syntax::unparenthesize(array);
+    let expression = match array.kind() {
+        "call" => array,
+        "identifier" => {
+            let (start, end) = context.fact(array).origin?;
+            let node = context.root().descendant_for_byte_range(start, end)?;
+            // The origin is the right-hand side of the assignment that bound the name.
+            let mut node = node;
+            while node.kind() != "call" || node.start_byte() != start || node.end_byte() != end {
+                node = node.parent()?;
+                if node.start_byte() < start || node.end_byte() > end {
+                    return None;
+                }
+            }
+            node
+        }
+        _ => return None,
+    };
+    let explicit = creates_float64(context, expression)?;
+    let callee = (expression.id() != array.id())
+        .then(|| expression.child_by_field_name("function"))
+        .flatten()
+        .map(|f| helpers::short_code(context.text(f)));
+    Some(Float64Origin { callee, explicit })
+}
+
+/// `Some(explicit)` when a NumPy call yields float64 (`explicit`: by a dtype written in the
+/// code rather than NumPy's default).
+fn creates_float64(context: &Context<'_, '_>, call: Node<'_>) -> Option<bool> {
+    let source = context.source();
+    let (function, arguments) = syntax::call_parts(call)?;
+    // `.astype(np.float64)` / `.astype(float)` / `.astype("float64")`.
+    if let Some((_, method)) = syntax::method_call(call)
+        && node_text(method, source) == "astype"
+    {
+        return syntax::argument(arguments, 0, "dtype", source)
+            .is_some_and(|dtype| names_float64(context, dtype))
+            .then_some(true);
+    }
+    let qualified = context.qualified_name(function)?;
+    if let Some(dtype) = syntax::keyword_arg(arguments, "dtype", source) {
+        return (qualified.starts_with("numpy.") && names_float64(context, dtype)).then_some(true);
+    }
+    if FLOAT64_BY_DEFAULT.contains(&qualified.as_str()) {
+        return Some(false);
+    }
+    let by_default = match qualified.as_str() {
+        "numpy.full" => syntax::argument(arguments, 1, "fill_value", source)
+            .is_some_and(|value| syntax::unparenthesize(value).kind() == "float"),
+        "numpy.array" | "numpy.asarray" => syntax::positional_args(arguments)
+            .first()
+            .is_some_and(|value| is_float_literal_sequence(*value)),
+        _ => false,
+    };
+    by_default.then_some(false)
+}
+
+/// `np.float64`, `np.double`, `float`, `"float64"`.
+fn names_float64(context: &Context<'_, '_>, dtype: Node<'_>) -> bool {
+    let source = context.source();
+    if let Some(text) = syntax::string_value(dtype, source) {
+        return matches!(text.as_ref(), "float64" | "f8" | "double" | "float");
+    }
+    if dtype.kind() == "identifier" && node_text(dtype, source) == "float" {
+        return true;
+    }
+    context.qualified_name(dtype).is_some_and(|q| {
+        matches!(
+            q.as_str(),
+            "numpy.float64" | "numpy.double" | "numpy.float_"
+        )
+    })
+}
+
+/// `[0.5, 1.0]`, `[[1.0, 2], [3, 4]]`: a list/tuple of numbers with at least one float literal.
+fn is_float_literal_sequence(node: Node<'_>) -> bool {
+    fn walk(node: Node<'_>, depth: usize, any_float: &mut bool) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let node = syntax::unparenthesize(node);
+        match node.kind() {
+            "float" => {
+                *any_float = true;
+                true
+            }
+            "integer" => true,
+            "unary_operator" => node
+                .child_by_field_name("argument")
+                .is_some_and(|a| walk(a, depth + 1, any_float)),
+            "list" | "tuple" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node
+                    .named_children(&mut cursor)
+                    .filter(|c| c.kind() != "comment")
+                    .collect();
+                !children.is_empty() && children.into_iter().all(|c| walk(c, depth + 1, any_float))
+            }
+            _ => false,
+        }
+    }
+    let mut any_float = false;
+    walk(node, 0, &mut any_float) && any_float
+}

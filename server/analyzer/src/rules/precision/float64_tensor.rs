@@ -1,0 +1,89 @@
+//! TPU501: float64 tensors, modules and defaults.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::{Fix, Severity};
+use crate::rules::precision::dtype_use::{DtypeUseKind, dtype_use};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for float64 requested on device tensors and models: `dtype=torch.float64` /
+    /// `torch.double`, `.to(torch.float64)`, `.double()`, `model.double()`, and
+    /// `torch.set_default_dtype(torch.float64)`.
+    ///
+    /// ## Why is this bad?
+    /// TPUs have no native float64. PyTorch/XLA keeps F64 in the graph, where it is emulated at
+    /// a fraction of float32 speed, or rejected: users hit `UNIMPLEMENTED: While rewriting
+    /// computation to not contain X64 element types`, and float64 values mixed into bf16/f32
+    /// graphs fail with "Seen floating point types of different precisions ... mixed precision
+    /// is disallowed". The maintainers' advice is to stay in float32 or bfloat16 ("TPU does not
+    /// support float64").
+    ///
+    /// ## Example
+    /// ```python
+    /// model = Net().double().to(device)
+    /// grid = torch.linspace(0, 1, steps, dtype=torch.float64, device=device)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// model = Net().to(device)  # float32
+    /// grid = torch.linspace(0, 1, steps, dtype=torch.float32, device=device)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// The fix replaces `float64` / `double` with `float32` / `float`. It is unsafe: results
+    /// lose precision, which matters for accumulations that were made float64 on purpose.
+    ///
+    /// ## Known problems
+    /// Float64 computations on the host are legitimate (schedulers, metrics, NumPy interop):
+    /// a factory without `device=` (or with `device="cpu"`) and a method of a tensor known to
+    /// be on the CPU are reported only on hot paths, where their result usually meets device
+    /// tensors. Receivers whose type is unknown are taken to be tensors.
+    ///
+    /// ## References
+    /// - tpulint TPU pitfall catalog B.6 #63
+    /// - pytorch/xla PR #1880, PR #7142, issues #2918 and #9014 (no float64 on TPU)
+    /// - PyTorch/XLA `torch_xla/csrc/dtype.cpp` (F64 kept unless the deprecated env flags are set)
+    pub(crate) static FLOAT64_TENSOR = {
+        code: "TPU501",
+        name: "float64-tensor",
+        severity: Warning,
+        fix: Always,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU501
+fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+    let Some(found) = dtype_use(context, call, "float64", "double", "float32", "float") else {
+        return;
+    };
+    let hot = context.hot_path();
+    let (message, severity) = match found.kind {
+        DtypeUseKind::HostFactoryKeyword if hot.is_none() => return,
+        DtypeUseKind::DefaultDtype => (
+            "Default dtype set to float64: TPUs have no native float64".to_string(),
+            Severity::Warning,
+        ),
+        DtypeUseKind::Module => (
+            "Model converted to float64: TPUs have no native float64".to_string(),
+            Severity::Warning,
+        ),
+        _ => (
+            format!(
+                "float64 tensor{}: TPUs have no native float64",
+                hot.map(|h| format!(" {}", h.describe()))
+                    .unwrap_or_default()
+            ),
+            context.hot_path_severity(),
+        ),
+    };
+    let fix = Fix::unsafe_edit("Use float32", vec![found.replacement]);
+    let diagnostic = context.report(found.range, message);
+    diagnostic.severity = severity;
+    diagnostic.fix = Some(fix);
+}
