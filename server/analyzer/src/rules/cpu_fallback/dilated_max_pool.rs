@@ -82,7 +82,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     }
     let is_module = qualified.starts_with("torch.nn.MaxPool");
     let message = format!(
-        "Max pooling with dilation {} runs on the CPU: dilated pooling has no XLA lowering{}",
+        "Max pooling with dilation {}{} runs on the CPU: dilated pooling has no XLA lowering",
         helpers::short_code(context.text(dilation)),
         if is_module {
             String::new()

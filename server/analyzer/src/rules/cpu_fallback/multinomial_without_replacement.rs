@@ -78,7 +78,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         Some(_) => return,
     }
     let message = format!(
-        "`multinomial` of {} samples without replacement falls back to the CPU{}; use Gumbel-top-k",
+        "`multinomial` of {} samples without replacement{} falls back to the CPU; use Gumbel-top-k",
         helpers::short_code(context.text(samples)),
         helpers::hot_path_suffix(context)
     );

@@ -120,7 +120,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         return;
     };
     let message = format!(
-        "`{}` with an explicit `generator=` falls back to the CPU{}; seed the device instead",
+        "`{}` with an explicit `generator=`{} falls back to the CPU; seed the device instead",
         context.text(function),
         helpers::hot_path_suffix(context)
     );

@@ -79,7 +79,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         return;
     };
     let message = format!(
-        "`randperm` with {why} runs on the CPU: only the default int64 form is lowered{}",
+        "`randperm` with {why}{} runs on the CPU: only the default int64 form is lowered",
         helpers::hot_path_suffix(context)
     );
     let severity = context.hot_path_severity();

@@ -84,7 +84,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         .map(|keyword| context.text(*keyword))
         .collect();
     let message = format!(
-        "`{method}` with `{}` runs on the CPU: only beta=1, alpha=1 is lowered{}",
+        "`{method}` with `{}`{} runs on the CPU: only beta=1, alpha=1 is lowered",
         what.join(", "),
         helpers::hot_path_suffix(context)
     );

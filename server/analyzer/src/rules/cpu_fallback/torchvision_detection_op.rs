@@ -98,7 +98,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         "it has no XLA kernel"
     };
     let message = format!(
-        "torchvision `{last}` runs on the CPU: {detail}{}",
+        "torchvision `{last}`{} runs on the CPU: {detail}",
         if is_module {
             String::new()
         } else {

@@ -141,7 +141,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         format!("`nn.Upsample` with {what} runs `{op}` on the CPU: it has no XLA lowering")
     } else {
         format!(
-            "Interpolation with {what} runs `{op}` on the CPU: it has no XLA lowering{}",
+            "Interpolation with {what}{} runs `{op}` on the CPU: it has no XLA lowering",
             helpers::hot_path_suffix(context)
         )
     };

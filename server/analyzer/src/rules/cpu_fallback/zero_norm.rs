@@ -67,7 +67,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         helpers::short_code(context.text(input))
     });
     let message = format!(
-        "`norm` with p=0 runs on the CPU (a `nonzero` in disguise){}; use `({input} != 0).sum()`",
+        "`norm` with p=0{} runs on the CPU (a `nonzero` in disguise); use `({input} != 0).sum()`",
         helpers::hot_path_suffix(context)
     );
     let severity = context.hot_path_severity();

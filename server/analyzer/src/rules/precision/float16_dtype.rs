@@ -101,20 +101,19 @@ fn in_state_dict_conversion(context: &Context<'_, '_>, call: Node<'_>) -> bool {
     while let Some(ancestor) = current {
         match ancestor.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
-            "dictionary_comprehension" | "list_comprehension" | "generator_expression" => {
-                if context.text(ancestor).contains("state_dict") {
-                    return true;
-                }
+            "dictionary_comprehension" | "list_comprehension" | "generator_expression"
+                if context.text(ancestor).contains("state_dict") =>
+            {
+                return true;
             }
-            "attribute" => {
-                let saves = ancestor
+            "attribute"
+                if ancestor
                     .child_by_field_name("attribute")
                     .is_some_and(|attribute| {
                         matches!(context.text(attribute), "save_pretrained" | "save")
-                    });
-                if saves {
-                    return true;
-                }
+                    }) =>
+            {
+                return true;
             }
             "expression_statement" | "assignment" | "return_statement" => return false,
             _ => {}

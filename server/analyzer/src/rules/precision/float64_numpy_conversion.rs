@@ -73,8 +73,7 @@ const FLOAT64_BY_DEFAULT: &[&str] = &[
 
 /// Methods that cast right after the conversion.
 const CASTS: &[&str] = &[
-    "float", "half", "bfloat16", "long", "int", "bool", "short", "byte", "char", "to", "type",
-    "double",
+    "float", "half", "bfloat16", "long", "int", "bool", "short", "byte", "char", "double",
 ];
 
 /// TPU502
@@ -100,7 +99,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(array) = syntax::positional_args(arguments).first().copied() else {
         return;
     };
-    if is_cast_immediately(call, source) {
+    if is_cast_immediately(context, call) {
         return;
     }
     let Some(creator) = float64_origin(context, array) else {
@@ -125,8 +124,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     context.report(call.byte_range(), message).severity = severity;
 }
 
-/// `torch.from_numpy(a).float()`: the float64 never survives.
-fn is_cast_immediately(call: Node<'_>, source: &str) -> bool {
+/// `torch.from_numpy(a).float()` / `.to(torch.float32)`: the float64 never survives.
+/// (`.to(device)` keeps the dtype.)
+fn is_cast_immediately(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let source = context.source();
     let Some(attribute) = call.parent().filter(|p| p.kind() == "attribute") else {
         return false;
     };
@@ -137,7 +138,22 @@ fn is_cast_immediately(call: Node<'_>, source: &str) -> bool {
         .child_by_field_name("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    is_receiver && CASTS.contains(&method) && attribute.parent().is_some_and(|p| p.kind() == "call")
+    let Some(cast_call) = attribute.parent().filter(|p| p.kind() == "call") else {
+        return false;
+    };
+    if !is_receiver {
+        return false;
+    }
+    if matches!(method, "to" | "type") {
+        let Some((_, arguments)) = syntax::call_parts(cast_call) else {
+            return false;
+        };
+        return syntax::keyword_arg(arguments, "dtype", source).is_some()
+            || syntax::positional_args(arguments)
+                .iter()
+                .any(|argument| helpers::torch_dtype(context, *argument).is_some());
+    }
+    CASTS.contains(&method)
 }
 
 /// How a float64 array was made.

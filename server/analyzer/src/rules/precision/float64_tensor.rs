@@ -39,9 +39,10 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Float64 computations on the host are legitimate (schedulers, metrics, NumPy interop):
-    /// a factory without `device=` (or with `device="cpu"`) and a method of a tensor known to
-    /// be on the CPU are reported only on hot paths, where their result usually meets device
-    /// tensors. Receivers whose type is unknown are taken to be tensors.
+    /// a factory without `device=` (or with `device="cpu"`) is reported only on hot paths,
+    /// where its result usually meets device tensors, and methods of tensors known to be on the
+    /// CPU (`x.cpu().double()`) are not reported. Receivers whose type is unknown are taken to
+    /// be tensors.
     ///
     /// ## References
     /// - tpulint TPU pitfall catalog B.6 #63
