@@ -945,21 +945,27 @@ impl<'t> SemanticModel<'t> {
     // ----- queries for rules --------------------------------------------------------------
 
     /// The parent of `node`: from the ancestor stack when `node` is the current node or one of
-    /// its ancestors, else (a descendant of the current node) by searching down from the
-    /// current node. Never walks from the root, unlike `Node::parent`.
+    /// its ancestors; for a descendant of the current node, by searching down from it; only
+    /// for nodes elsewhere in the file does it fall back to `Node::parent` (which walks down
+    /// from the root).
     pub fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
         if let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) {
             return position.checked_sub(1).map(|i| self.ancestors[i]);
         }
-        let mut current = *self.ancestors.last()?;
-        for _ in 0..10_000 {
-            let next = current.child_with_descendant(node)?;
-            if next.id() == node.id() {
-                return Some(current);
+        if let Some(&current) = self.ancestors.last() {
+            let mut current = current;
+            for _ in 0..10_000 {
+                let Some(next) = current.child_with_descendant(node) else {
+                    break;
+                };
+                if next.id() == node.id() {
+                    return Some(current);
+                }
+                current = next;
             }
-            current = next;
         }
-        None
+        // Elsewhere in the file (e.g. where a value was bound): the slow, general way.
+        node.parent()
     }
 
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
