@@ -279,8 +279,8 @@ fn first_argument_is_cpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
 /// Whether `node` sits in a branch chosen by a dtype test (`if dtype == torch.float16:`,
 /// `x.half() if fp16 else x`, `if needs_upcasting:`): the dtype there follows the caller's
 /// choice instead of hard-coding one. `markers` are lower-case words looked for in the test.
-pub fn in_branch_testing(context: &Context<'_, '_>, node: Node<'_>, markers: &[&str]) -> bool {
-    let mut current = node.parent();
+pub fn in_branch_testing<'t>(context: &Context<'t, '_>, node: Node<'t>, markers: &[&str]) -> bool {
+    let mut current = context.parent(node);
     while let Some(ancestor) = current {
         let condition = match ancestor.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
@@ -298,7 +298,7 @@ pub fn in_branch_testing(context: &Context<'_, '_>, node: Node<'_>, markers: &[&
                 return true;
             }
         }
-        current = ancestor.parent();
+        current = context.parent(ancestor);
     }
     false
 }

@@ -52,7 +52,7 @@ declare_rule! {
 const VARIABLES: &[&str] = &["XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_32BIT_LONG"];
 
 /// TPU506
-fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
     let source = context.source();
     let Some(value) = syntax::string_value(string, source) else {
         return;
@@ -76,8 +76,8 @@ fn check(context: &mut Context<'_, '_>, string: Node<'_>) {
 }
 
 /// When `string` names a variable being set: `Some(value)` (the value node when visible).
-fn assigned_value<'t>(context: &Context<'_, '_>, string: Node<'t>) -> Option<Option<Node<'t>>> {
-    let parent = string.parent()?;
+fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Option<Node<'t>>> {
+    let parent = context.parent(string)?;
     match parent.kind() {
         // os.environ["X"] = value
         "subscript" => {
@@ -85,7 +85,7 @@ fn assigned_value<'t>(context: &Context<'_, '_>, string: Node<'t>) -> Option<Opt
             if context.qualified_name(value).as_deref() != Some("os.environ") {
                 return None;
             }
-            let assignment = parent.parent()?;
+            let assignment = context.parent(parent)?;
             if assignment.kind() != "assignment"
                 || assignment
                     .child_by_field_name("left")
@@ -97,7 +97,7 @@ fn assigned_value<'t>(context: &Context<'_, '_>, string: Node<'t>) -> Option<Opt
         }
         // os.environ.setdefault("X", value) / os.putenv("X", value)
         "argument_list" => {
-            let call = parent.parent()?;
+            let call = context.parent(parent)?;
             let (function, arguments) = syntax::call_parts(call)?;
             let qualified = context.qualified_name(function)?;
             if !matches!(qualified.as_str(), "os.environ.setdefault" | "os.putenv") {

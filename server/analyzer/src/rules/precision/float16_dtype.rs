@@ -61,7 +61,7 @@ declare_rule! {
 }
 
 /// TPU503
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // In GPU code not being ported, float16 is the right choice.
     if context.backend() == Backend::Unknown {
         return;
@@ -96,8 +96,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 }
 
 /// Inside a comprehension over a state dict, or a call chain that saves (`.save_pretrained`).
-fn in_state_dict_conversion(context: &Context<'_, '_>, call: Node<'_>) -> bool {
-    let mut current = call.parent();
+fn in_state_dict_conversion<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let mut current = context.parent(call);
     while let Some(ancestor) = current {
         match ancestor.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
@@ -118,7 +118,7 @@ fn in_state_dict_conversion(context: &Context<'_, '_>, call: Node<'_>) -> bool {
             "expression_statement" | "assignment" | "return_statement" => return false,
             _ => {}
         }
-        current = ancestor.parent();
+        current = context.parent(ancestor);
     }
     false
 }

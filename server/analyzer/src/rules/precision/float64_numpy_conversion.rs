@@ -77,7 +77,7 @@ const CASTS: &[&str] = &[
 ];
 
 /// TPU502
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     if !syntax::callee_name(call, source)
         .is_some_and(|name| matches!(name, "from_numpy" | "tensor" | "as_tensor"))
@@ -126,9 +126,9 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 
 /// `torch.from_numpy(a).float()` / `.to(torch.float32)`: the float64 never survives.
 /// (`.to(device)` keeps the dtype.)
-fn is_cast_immediately(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let source = context.source();
-    let Some(attribute) = call.parent().filter(|p| p.kind() == "attribute") else {
+    let Some(attribute) = context.parent(call).filter(|p| p.kind() == "attribute") else {
         return false;
     };
     let is_receiver = attribute
@@ -138,7 +138,7 @@ fn is_cast_immediately(context: &Context<'_, '_>, call: Node<'_>) -> bool {
         .child_by_field_name("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    let Some(cast_call) = attribute.parent().filter(|p| p.kind() == "call") else {
+    let Some(cast_call) = context.parent(attribute).filter(|p| p.kind() == "call") else {
         return false;
     };
     if !is_receiver {
@@ -171,14 +171,14 @@ fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64O
         "call" => array,
         "identifier" => {
             let (start, end) = context.fact(array).origin?;
-            let node = context.root().descendant_for_byte_range(start, end)?;
-            // The origin is the right-hand side of the assignment that bound the name.
-            let mut node = node;
-            while node.kind() != "call" || node.start_byte() != start || node.end_byte() != end {
-                node = node.parent()?;
-                if node.start_byte() < start || node.end_byte() > end {
-                    return None;
-                }
+            // The origin is the right-hand side of the assignment that bound the name: the
+            // smallest named node spanning exactly that range.
+            let node = context
+                .root()
+                .named_descendant_for_byte_range(start, end)
+                .filter(|node| node.start_byte() == start && node.end_byte() == end)?;
+            if node.kind() != "call" {
+                return None;
             }
             node
         }
