@@ -1,0 +1,321 @@
+//! `tpulint doctor`: checks that a Python environment can run PyTorch on a TPU, and says exactly how
+//! to fix what it finds.
+//!
+//! Unlike the analyzer this crate does I/O: it runs an embedded Python probe (`src/probe.py`) in the
+//! chosen interpreter (no network, no writes, no installs; every import and the optional TPU
+//! allocation in a child process with a timeout), reads `/dev`, `/proc` and `/sys` for TPU devices
+//! and the processes holding them, and compares versions with an embedded compatibility table
+//! (`data/compatibility.toml`, every entry sourced).
+//!
+//! # API
+//! One synchronous call, safe to run from a blocking thread of an async server:
+//!
+//! ```no_run
+//! use tpulint_doctor::{DoctorOptions, OutputFormat, render, run};
+//!
+//! let options = DoctorOptions::from_process_env(std::env::current_dir().unwrap());
+//! let report = run(&options);
+//! print!("{}", render(&report, OutputFormat::Text { color: false }));
+//! std::process::exit(report.exit_code()); // 0 ready, 1 degraded or not ready
+//! ```
+//!
+//! [`run`] never panics on a broken environment: a missing interpreter, a probe that hangs or a
+//! module that crashes on import all become findings. The JSON rendering ([`OutputFormat::Json`]) is
+//! a stable schema ([`report::SCHEMA_VERSION`]) documented in `docs/doctor.md`; the Markdown
+//! rendering is what the language server's `tpulint.checkEnvironment` command returns.
+
+pub mod compat;
+pub mod devices;
+pub mod discover;
+pub mod findings;
+pub mod probe;
+pub mod render;
+pub mod report;
+pub mod version;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use devices::SystemPaths;
+pub use discover::{InterpreterSource, is_executable_file};
+pub use render::{OutputFormat, render};
+pub use report::{Finding, Fix, Report, Severity, Verdict};
+
+use crate::compat::compatibility;
+use crate::discover::{DiscoveryInputs, DiscoveryProblem, discover};
+use crate::findings::{analyze, device_only_findings, shell_quote, torch_tpu_origin};
+use crate::probe::{ProbeOutcome, ProbeReport, ProbeRequest, run_probe};
+use crate::report::{
+    AllocationFact, Counts, DistributionFact, ImportFact, InterpreterFacts, SCHEMA_VERSION,
+};
+
+/// Default limit for each import and for the allocation.
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What to check and how.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// `--python`: an interpreter, or a virtual environment directory.
+    pub python: Option<PathBuf>,
+    /// Where `.venv` / `venv` discovery starts (walking up).
+    pub project_dir: PathBuf,
+    /// `$VIRTUAL_ENV` (read from the process by [`DoctorOptions::from_process_env`]).
+    pub virtual_env: Option<PathBuf>,
+    /// `$PATH`, for finding `python3`.
+    pub path_var: Option<OsString>,
+    /// Also allocate a 2×2 tensor on the TPU and multiply it (claims the TPU briefly).
+    pub allocate: bool,
+    /// Limit for each import and for the allocation; the whole probe gets a multiple of it.
+    pub step_timeout: Duration,
+    /// Hard limit for the whole probe; by default a multiple of `step_timeout` (every import may
+    /// use its own limit). The probe and everything it started are killed when it is reached.
+    pub total_timeout: Option<Duration>,
+    /// Environment changes for the probe (`Some` sets, `None` removes).
+    pub env_overrides: Vec<(String, Option<String>)>,
+    /// Roots of `/dev`, `/proc`, `/sys` and `/tmp` (tests point them at fakes).
+    pub system: SystemPaths,
+}
+
+impl DoctorOptions {
+    /// Options for `project_dir` with `$VIRTUAL_ENV` and `$PATH` from this process.
+    pub fn from_process_env(project_dir: PathBuf) -> Self {
+        Self {
+            python: None,
+            project_dir,
+            virtual_env: std::env::var_os("VIRTUAL_ENV").map(PathBuf::from),
+            path_var: std::env::var_os("PATH"),
+            allocate: false,
+            step_timeout: DEFAULT_STEP_TIMEOUT,
+            total_timeout: None,
+            env_overrides: Vec::new(),
+            system: SystemPaths::default(),
+        }
+    }
+}
+
+/// Runs every check and returns the report (synchronous; takes seconds when torch is installed).
+pub fn run(options: &DoctorOptions) -> Report {
+    let table = compatibility();
+    let discovery = discover(&DiscoveryInputs {
+        explicit: options.python.as_deref(),
+        virtual_env: options.virtual_env.as_deref(),
+        project_dir: Some(&options.project_dir),
+        path_var: options.path_var.as_deref(),
+    });
+    let devices = devices::inspect(&options.system, table);
+    let euid = devices::current_uid();
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        verdict: Verdict::Ready,
+        counts: Counts::default(),
+        interpreter: None,
+        distributions: Vec::new(),
+        imports: Vec::new(),
+        environment: BTreeMap::new(),
+        ld_library_path_set: false,
+        devices: devices.clone(),
+        allocation: Vec::new(),
+        findings: Vec::new(),
+        compatibility_revision: table.revision.clone(),
+    };
+    if let Some(stale) = &discovery.stale_virtual_env {
+        report.findings.push(Finding {
+            id: "virtual-env-stale".to_string(),
+            severity: Severity::Warning,
+            title: "$VIRTUAL_ENV points to a virtual environment without an interpreter".to_string(),
+            detail: format!("VIRTUAL_ENV={} has no bin/python.", stale.display()),
+            why: "The shell still looks activated, but `python` resolves to another interpreter than the one the environment was built with.".to_string(),
+            fixes: vec![Fix::new(
+                "Deactivate it (or recreate it)",
+                vec!["deactivate".to_string(), format!("python3 -m venv {}", shell_quote(&stale.display().to_string()))],
+            )],
+            sources: Vec::new(),
+        });
+    }
+    let interpreter = match discovery.result {
+        Ok(interpreter) => interpreter,
+        Err(problem) => {
+            report.findings.push(discovery_finding(&problem));
+            device_only_findings(table, &devices, euid, &mut report.findings);
+            return report.finish();
+        }
+    };
+    let path_text = interpreter.path.display().to_string();
+    report.interpreter = Some(InterpreterFacts {
+        path: path_text.clone(),
+        source: interpreter.source,
+        version: String::new(),
+        prefix: String::new(),
+        base_prefix: String::new(),
+        virtualenv: false,
+    });
+    let outcome = run_probe(&ProbeRequest {
+        python: &interpreter.path,
+        step_timeout: options.step_timeout,
+        allocate: options.allocate,
+        env_overrides: &options.env_overrides,
+        total_timeout: options.total_timeout,
+    });
+    let probe = match outcome {
+        ProbeOutcome::Report(probe) => probe,
+        other => {
+            report
+                .findings
+                .push(probe_failure_finding(&path_text, other));
+            device_only_findings(table, &devices, euid, &mut report.findings);
+            return report.finish();
+        }
+    };
+    fill_facts(&mut report, &probe);
+    report
+        .findings
+        .extend(analyze(table, &interpreter.path, &probe, &devices, euid));
+    report.finish()
+}
+
+fn fill_facts(report: &mut Report, probe: &ProbeReport) {
+    let table = compatibility();
+    if let Some(interpreter) = &mut report.interpreter {
+        interpreter.version = probe.python.version.clone();
+        interpreter.prefix = probe.python.prefix.clone();
+        interpreter.base_prefix = probe.python.base_prefix.clone();
+        interpreter.virtualenv = probe.python.in_virtualenv;
+    }
+    report.distributions = probe
+        .distributions
+        .iter()
+        .map(|(name, dist)| DistributionFact {
+            name: name.clone(),
+            version: dist.version.clone(),
+            origin: (name == "torch_tpu")
+                .then(|| torch_tpu_origin(table, dist, probe.imports.get("torch_tpu"))),
+            location: dist.location.clone(),
+        })
+        .collect();
+    report.imports = probe
+        .imports
+        .iter()
+        .map(|(module, result)| ImportFact {
+            module: module.clone(),
+            status: result.status.clone(),
+            version: result.version.clone(),
+            error: result.error.clone(),
+            seconds: result.seconds,
+        })
+        .collect();
+    report.environment = probe.env.clone();
+    report.ld_library_path_set = probe.ld_library_path_set;
+    report.allocation = probe
+        .allocation
+        .iter()
+        .map(|result| AllocationFact {
+            backend: result.backend.clone().unwrap_or_default(),
+            status: result.status.clone(),
+            device: result.device.clone(),
+            error: result.error.clone(),
+            seconds: result.seconds,
+        })
+        .collect();
+}
+
+fn discovery_finding(problem: &DiscoveryProblem) -> Finding {
+    let create = Fix::new(
+        "Create a virtual environment in the project (PyTorch/XLA has wheels for Python 3.10-3.13, TorchTPU wants 3.12)",
+        vec!["python3 -m venv .venv".to_string()],
+    );
+    match problem {
+        DiscoveryProblem::Missing { path, source } => Finding {
+            id: "interpreter-not-found".to_string(),
+            severity: Severity::Error,
+            title: format!("Python interpreter {} does not exist", path.display()),
+            detail: format!("Chosen through {}.", source.describe()),
+            why: "Nothing can be checked (or run) without the interpreter.".to_string(),
+            fixes: vec![
+                Fix::new(
+                    "Point tpulint at an existing interpreter or virtual environment",
+                    vec!["tpulint doctor --python .venv/bin/python".to_string()],
+                ),
+                create,
+            ],
+            sources: Vec::new(),
+        },
+        DiscoveryProblem::NotExecutable { path, source } => Finding {
+            id: "interpreter-not-executable".to_string(),
+            severity: Severity::Error,
+            title: format!("{} is not an executable file", path.display()),
+            detail: format!("Chosen through {}.", source.describe()),
+            why: "The interpreter cannot be started.".to_string(),
+            fixes: vec![
+                Fix::new(
+                    "Make it executable if it is the right file",
+                    vec![format!("chmod +x {}", shell_quote(&path.display().to_string()))],
+                ),
+                create,
+            ],
+            sources: Vec::new(),
+        },
+        DiscoveryProblem::NoneFound => Finding {
+            id: "interpreter-not-found".to_string(),
+            severity: Severity::Error,
+            title: "No Python interpreter found".to_string(),
+            detail: "No --python, no $VIRTUAL_ENV, no .venv or venv in the project or its parents, and no python3 on PATH.".to_string(),
+            why: "Nothing can be checked (or run) without an interpreter.".to_string(),
+            fixes: vec![create],
+            sources: Vec::new(),
+        },
+    }
+}
+
+fn probe_failure_finding(python: &str, outcome: ProbeOutcome) -> Finding {
+    let reproduce = Fix::new(
+        "Check that the interpreter starts",
+        vec![format!(
+            "{} -c 'import sys; print(sys.version)'",
+            shell_quote(python)
+        )],
+    );
+    match outcome {
+        ProbeOutcome::TimedOut { after, stderr } => Finding {
+            id: "probe-timed-out".to_string(),
+            severity: Severity::Error,
+            title: format!("The environment probe did not finish in {} s", after.as_secs()),
+            detail: if stderr.is_empty() {
+                "It was stopped together with every process it started.".to_string()
+            } else {
+                format!("It was stopped together with every process it started. Last output:\n{stderr}")
+            },
+            why: "An interpreter that hangs before reporting cannot run a training script either.".to_string(),
+            fixes: vec![reproduce],
+            sources: Vec::new(),
+        },
+        ProbeOutcome::Failed { exit, signal, stderr } => Finding {
+            id: "probe-failed".to_string(),
+            severity: Severity::Error,
+            title: "The interpreter could not run the environment probe".to_string(),
+            detail: format!(
+                "{}{}",
+                match (exit, signal) {
+                    (_, Some(signal)) => format!("Killed by signal {signal}."),
+                    (Some(code), None) => format!("Exited with code {code}."),
+                    (None, None) => "Exited abnormally.".to_string(),
+                },
+                if stderr.is_empty() { String::new() } else { format!("\n{stderr}") }
+            ),
+            why: "Either this is not a working Python 3 interpreter, or its standard library is broken.".to_string(),
+            fixes: vec![reproduce],
+            sources: Vec::new(),
+        },
+        ProbeOutcome::SpawnFailed(error) => Finding {
+            id: "interpreter-not-executable".to_string(),
+            severity: Severity::Error,
+            title: format!("{python} could not be started"),
+            detail: error,
+            why: "The interpreter cannot be started.".to_string(),
+            fixes: vec![reproduce],
+            sources: Vec::new(),
+        },
+        ProbeOutcome::Report(_) => unreachable!("a report is not a failure"),
+    }
+}

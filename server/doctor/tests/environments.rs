@@ -1,0 +1,658 @@
+//! End-to-end checks of `tpulint_doctor::run` on real virtual environments with fake packages:
+//! each scenario asserts the specific findings, the exact fix commands and the verdict.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{TestEnv, all_commands, ids, processes_mentioning};
+use tpulint_doctor::compat::compatibility;
+use tpulint_doctor::report::Origin;
+use tpulint_doctor::{OutputFormat, Severity, Verdict, render};
+
+const TORCH_XLA_BODY: &str = "import torch";
+
+fn install_torch(env: &TestEnv, version: &str) {
+    env.add_package(
+        "torch",
+        version,
+        &["Summary: Tensors and Dynamic neural networks"],
+        "",
+    );
+}
+
+fn install_torch_xla(env: &TestEnv, version: &str, body: &str) {
+    env.add_package(
+        "torch_xla",
+        version,
+        &["Summary: XLA bridge for PyTorch"],
+        body,
+    );
+}
+
+fn install_libtpu(env: &TestEnv, version: &str) {
+    env.add_dist(
+        "libtpu",
+        version,
+        &["Summary: Google Cloud TPU runtime library"],
+        &[("libtpu/__init__.py", ""), ("libtpu/libtpu.so", "")],
+    );
+}
+
+#[test]
+fn nothing_installed_recommends_the_newest_matching_pair() {
+    let env = TestEnv::new();
+    let report = env.run();
+    assert_eq!(report.verdict, Verdict::NotReady);
+    assert_eq!(ids(&report), vec!["no-tpu-backend"], "{report:#?}");
+    let release = compatibility()
+        .newest_torch_xla_for_python(&env.python_minor)
+        .expect("the test Python has torch_xla wheels");
+    let expected = format!(
+        "{} -m pip install 'torch=={}' 'torch_xla[tpu]=={}'",
+        env.python_text(),
+        release.torch,
+        release.version
+    );
+    let commands = all_commands(&report, "no-tpu-backend");
+    assert_eq!(commands[0], expected);
+    // TorchTPU is offered too, in a Python 3.12 environment unless this already is one.
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.ends_with("-m pip install 'torch_tpu'")),
+        "{commands:?}"
+    );
+    let interpreter = report.interpreter.as_ref().unwrap();
+    assert!(interpreter.virtualenv);
+    assert_eq!(
+        interpreter.version.rsplit_once('.').unwrap().0,
+        env.python_minor
+    );
+    assert!(
+        report
+            .imports
+            .iter()
+            .all(|fact| fact.status == "not_installed")
+    );
+}
+
+#[test]
+fn torch_alone_is_not_a_tpu_environment() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    let report = env.run();
+    assert_eq!(report.verdict, Verdict::NotReady);
+    let finding = report.finding("no-tpu-backend").expect("no backend");
+    assert!(
+        finding.detail.contains("torch 2.8.0 is installed"),
+        "{}",
+        finding.detail
+    );
+    let torch = report
+        .imports
+        .iter()
+        .find(|fact| fact.module == "torch")
+        .unwrap();
+    assert_eq!(torch.status, "ok");
+    assert_eq!(torch.version.as_deref(), Some("2.8.0"));
+}
+
+#[test]
+fn matching_torch_and_torch_xla_is_ready() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let report = env.run();
+    assert_eq!(report.findings, Vec::new(), "{:#?}", report.findings);
+    assert_eq!(report.verdict, Verdict::Ready);
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(
+        report.environment.get("PJRT_DEVICE").map(String::as_str),
+        Some("TPU")
+    );
+    for module in ["torch", "torch_xla", "libtpu"] {
+        let fact = report.imports.iter().find(|f| f.module == module).unwrap();
+        assert_eq!(fact.status, "ok", "{module}: {fact:?}");
+    }
+}
+
+#[test]
+fn unset_pjrt_device_degrades_with_the_export_to_add() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let mut options = env.options();
+    options.env_overrides[0].1 = None;
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(ids(&report), vec!["pjrt-device-unset"]);
+    assert_eq!(report.verdict, Verdict::Degraded);
+    assert_eq!(report.exit_code(), 1);
+    assert_eq!(
+        all_commands(&report, "pjrt-device-unset"),
+        vec!["export PJRT_DEVICE=TPU"]
+    );
+}
+
+#[test]
+fn mismatched_versions_get_both_ways_out() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.7.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let report = env.run();
+    assert_eq!(report.verdict, Verdict::NotReady);
+    let finding = report
+        .finding("torch-xla-version-mismatch")
+        .expect("mismatch found");
+    assert_eq!(finding.severity, Severity::Error);
+    assert_eq!(finding.title, "torch 2.7.0 does not match torch_xla 2.8.0");
+    let python = env.python_text();
+    assert_eq!(
+        all_commands(&report, "torch-xla-version-mismatch"),
+        vec![
+            format!("{python} -m pip install 'torch==2.8.0' 'torch_xla[tpu]==2.8.0'"),
+            format!("{python} -m pip install 'torch_xla[tpu]==2.7.0'"),
+        ]
+    );
+}
+
+#[test]
+fn torch_xla_without_libtpu_needs_the_tpu_extra() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    let report = env.run();
+    assert_eq!(ids(&report), vec!["libtpu-missing"]);
+    assert_eq!(
+        all_commands(&report, "libtpu-missing"),
+        vec![format!(
+            "{} -m pip install 'torch_xla[tpu]==2.8.0'",
+            env.python_text()
+        )]
+    );
+}
+
+#[test]
+fn google_torch_tpu_without_libtpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.10.0");
+    env.add_dist(
+        "torch_tpu",
+        "0.1.1",
+        &[
+            "License-Expression: Apache-2.0",
+            "Requires-Dist: torch>=2.10.0",
+            "Requires-Dist: libtpu>=0.0.38",
+        ],
+        &[
+            (
+                "torch_tpu/__init__.py",
+                "__version__ = '0.1.1'\nimport torch\n",
+            ),
+            ("torch_tpu/_internal/__init__.py", ""),
+        ],
+    );
+    let report = env.run();
+    let origin = report
+        .distributions
+        .iter()
+        .find(|d| d.name == "torch_tpu")
+        .and_then(|d| d.origin);
+    assert_eq!(origin, Some(Origin::Google));
+    assert_eq!(report.verdict, Verdict::NotReady);
+    assert!(
+        report.finding("no-tpu-backend").is_none(),
+        "{:?}",
+        ids(&report)
+    );
+    assert_eq!(
+        all_commands(&report, "torch-tpu-libtpu-missing"),
+        vec![format!(
+            "{} -m pip install 'libtpu>=0.0.38'",
+            env.python_text()
+        )]
+    );
+    // TorchTPU documents Python 3.12 only.
+    assert_eq!(
+        report.finding("torch-tpu-python-version").is_some(),
+        env.python_minor != "3.12",
+        "{:?}",
+        ids(&report)
+    );
+    let torch_tpu = report
+        .imports
+        .iter()
+        .find(|f| f.module == "torch_tpu")
+        .unwrap();
+    assert_eq!(torch_tpu.status, "ok");
+}
+
+#[test]
+fn google_torch_tpu_with_old_torch() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_libtpu(&env, "0.0.46");
+    env.add_dist(
+        "torch_tpu",
+        "0.1.1",
+        &["Requires-Dist: libtpu>=0.0.38"],
+        &[
+            ("torch_tpu/__init__.py", ""),
+            ("torch_tpu/_internal/__init__.py", ""),
+        ],
+    );
+    let report = env.run();
+    let finding = report
+        .finding("torch-tpu-torch-too-old")
+        .expect("torch too old");
+    assert_eq!(finding.severity, Severity::Error);
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!(
+            "{} -m pip install 'torch>=2.10.0' --index-url https://download.pytorch.org/whl/cpu",
+            env.python_text()
+        )]
+    );
+}
+
+#[test]
+fn sophgo_torch_tpu_is_recognised() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.1.0");
+    env.add_dist(
+        "torch_tpu",
+        "2.1.0.post1",
+        &[
+            "Summary: TPU bridge for PyTorch",
+            "Home-page: https://github.com/sophgo/torch-tpu",
+            "Author: sophgo",
+            "Author-email: dev@sophgo.com",
+        ],
+        &[
+            ("torch_tpu/__init__.py", "__version__ = '2.1.0.post1'\n"),
+            ("torch_tpu/tpu/backend.py", "BACKEND='SG2260'\n"),
+        ],
+    );
+    let report = env.run();
+    let origin = report
+        .distributions
+        .iter()
+        .find(|d| d.name == "torch_tpu")
+        .and_then(|d| d.origin);
+    assert_eq!(origin, Some(Origin::Sophgo));
+    let finding = report.finding("sophgo-torch-tpu").expect("Sophgo detected");
+    assert_eq!(finding.severity, Severity::Error);
+    assert!(finding.detail.contains("sophgo"), "{}", finding.detail);
+    let python = env.python_text();
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![
+            format!("{python} -m pip uninstall -y torch_tpu"),
+            format!("{python} -m pip install 'torch_tpu'"),
+        ]
+    );
+    assert!(report.finding("no-tpu-backend").is_some());
+    assert_eq!(report.verdict, Verdict::NotReady);
+}
+
+#[test]
+fn undefined_symbol_on_import_is_an_abi_mismatch() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_libtpu(&env, "0.0.21");
+    install_torch_xla(
+        &env,
+        "2.8.0",
+        "import torch\nraise ImportError('/venv/lib/python3/site-packages/_XLAC.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN5torch4lazy13MetricFnValueB5cxx11Ed')",
+    );
+    let report = env.run();
+    assert_eq!(
+        ids(&report),
+        vec!["torch-xla-abi-mismatch"],
+        "{:#?}",
+        report.findings
+    );
+    let finding = &report.findings[0];
+    assert!(
+        finding
+            .detail
+            .contains("_ZN5torch4lazy13MetricFnValueB5cxx11Ed")
+    );
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!(
+            "{} -m pip install 'torch==2.8.0' 'torch_xla[tpu]==2.8.0' --force-reinstall",
+            env.python_text()
+        )]
+    );
+    let fact = report
+        .imports
+        .iter()
+        .find(|f| f.module == "torch_xla")
+        .unwrap();
+    assert_eq!(fact.status, "failed");
+}
+
+#[test]
+fn hanging_import_is_killed_and_reported() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_libtpu(&env, "0.0.21");
+    install_torch_xla(&env, "2.8.0", "import time\ntime.sleep(600)");
+    let mut options = env.options();
+    options.step_timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let report = tpulint_doctor::run(&options);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let finding = report.finding("import-timed-out").expect("hang reported");
+    assert_eq!(finding.title, "`import torch_xla` hangs");
+    assert_eq!(report.verdict, Verdict::NotReady);
+    // Other imports still ran.
+    let torch = report.imports.iter().find(|f| f.module == "torch").unwrap();
+    assert_eq!(torch.status, "ok");
+    let needle = env.venv.display().to_string();
+    assert_eq!(
+        processes_mentioning(&needle),
+        Vec::<u32>::new(),
+        "leftover processes"
+    );
+}
+
+#[test]
+fn missing_and_non_executable_interpreters_are_findings() {
+    let env = TestEnv::new();
+    let mut options = env.options();
+    options.python = Some(env.root.path().join("nowhere/bin/python"));
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(report.verdict, Verdict::NotReady);
+    assert!(report.interpreter.is_none());
+    let finding = report.finding("interpreter-not-found").expect("missing");
+    assert!(finding.title.contains("nowhere/bin/python"));
+    assert!(!finding.fixes.is_empty());
+
+    let script = env.root.path().join("python-not-executable");
+    fs::write(&script, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+    options.python = Some(script.clone());
+    let report = tpulint_doctor::run(&options);
+    let finding = report
+        .finding("interpreter-not-executable")
+        .expect("not executable");
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!("chmod +x {}", script.display())]
+    );
+}
+
+#[test]
+fn a_hanging_interpreter_is_killed_with_its_process_group() {
+    let env = TestEnv::new();
+    let fake = env.root.path().join("hanging-python");
+    // The inner shell mentions the fake's path in its command line, so leftovers can be found.
+    fs::write(&fake, "#!/bin/sh\nsh -c 'sleep 300; :' \"$0\" &\nwait\n").unwrap();
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut options = env.options();
+    options.python = Some(fake.clone());
+    options.total_timeout = Some(Duration::from_secs(2));
+    let started = Instant::now();
+    let report = tpulint_doctor::run(&options);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(ids(&report), vec!["probe-timed-out"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        processes_mentioning(&fake.display().to_string()),
+        Vec::<u32>::new(),
+        "leftover processes"
+    );
+}
+
+#[test]
+fn a_non_python_interpreter_fails_cleanly() {
+    let env = TestEnv::new();
+    let fake = env.root.path().join("not-python");
+    fs::write(
+        &fake,
+        "#!/bin/sh\necho 'SyntaxError: invalid syntax' >&2\nexit 1\n",
+    )
+    .unwrap();
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut options = env.options();
+    options.python = Some(fake);
+    let report = tpulint_doctor::run(&options);
+    let finding = report.finding("probe-failed").expect("probe failed");
+    assert!(finding.detail.contains("Exited with code 1"));
+    assert!(finding.detail.contains("SyntaxError"));
+}
+
+#[test]
+fn device_held_by_another_process_names_it_and_how_to_stop_it() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let device = env.system.dev.join("accel0");
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$0\"; exec sleep 60")
+        .arg(&device)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("holder starts");
+    // Wait until the holder has the file open.
+    let fd_dir = format!("/proc/{}/fd", holder.id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let opened = fs::read_dir(&fd_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == device));
+        if opened {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut options = env.options();
+    options.system.proc = "/proc".into();
+    fs::write(options.system.tmp.join("libtpu_lockfile"), "").unwrap();
+    let report = tpulint_doctor::run(&options);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let finding = report.finding("tpu-device-busy").expect("holder found");
+    assert_eq!(
+        finding.title,
+        format!("{} is held by process {}", device.display(), holder.id())
+    );
+    assert!(finding.detail.contains("sleep 60"), "{}", finding.detail);
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![
+            format!("kill {}", holder.id()),
+            format!("kill -9 {}", holder.id())
+        ]
+    );
+    // The lock file belongs to the holder, so it is not stale.
+    assert!(report.finding("stale-libtpu-lockfile").is_none());
+    assert_eq!(report.devices.holders.len(), 1);
+    assert_eq!(report.verdict, Verdict::NotReady);
+}
+
+#[test]
+fn stale_lockfile_and_missing_device_nodes() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let lockfile = env.system.tmp.join("libtpu_lockfile");
+    fs::write(&lockfile, "").unwrap();
+    let report = env.run();
+    assert_eq!(ids(&report), vec!["stale-libtpu-lockfile"]);
+    assert_eq!(
+        all_commands(&report, "stale-libtpu-lockfile"),
+        vec![format!("rm {}", lockfile.display())]
+    );
+    assert_eq!(report.verdict, Verdict::Degraded);
+
+    // A v4 chip on the PCI bus, but no device node (a container started without --device).
+    fs::remove_file(env.system.dev.join("accel0")).unwrap();
+    fs::remove_file(&lockfile).unwrap();
+    let chip = env.system.sys.join("bus/pci/devices/0000:00:04.0");
+    fs::create_dir_all(&chip).unwrap();
+    fs::write(chip.join("vendor"), "0x1ae0\n").unwrap();
+    fs::write(chip.join("device"), "0x005e\n").unwrap();
+    let report = env.run();
+    assert_eq!(ids(&report), vec!["tpu-device-nodes-missing"]);
+    assert!(report.findings[0].detail.contains("v4 (0000:00:04.0)"));
+
+    // Nothing at all: not a TPU machine.
+    fs::remove_dir_all(env.system.sys.join("bus")).unwrap();
+    let report = env.run();
+    assert_eq!(ids(&report), vec!["no-tpu-device"]);
+}
+
+#[test]
+fn vfio_nodes_count_as_tpu_devices() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    fs::remove_file(env.system.dev.join("accel0")).unwrap();
+    fs::create_dir_all(env.system.dev.join("vfio")).unwrap();
+    fs::write(env.system.dev.join("vfio/vfio"), "").unwrap();
+    fs::write(env.system.dev.join("vfio/0"), "").unwrap();
+    let report = env.run();
+    assert_eq!(report.verdict, Verdict::Ready, "{:?}", ids(&report));
+    let nodes: Vec<_> = report
+        .devices
+        .nodes
+        .iter()
+        .map(|n| n.path.clone())
+        .collect();
+    assert_eq!(nodes, vec![env.system.dev.join("vfio/0")]);
+}
+
+#[test]
+fn companions_and_known_bad_combinations() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    env.add_package("torchvision", "0.21.0", &[], "");
+    env.add_package("tensorflow", "2.20.0", &[], "");
+    env.add_dist("libtpu-nightly", "0.1.dev20241010", &[], &[]);
+    let report = env.run();
+    let mut found = ids(&report);
+    found.sort_unstable();
+    assert_eq!(
+        found,
+        vec![
+            "libtpu-nightly-conflict",
+            "tensorflow-with-torch-xla",
+            "torchvision-mismatch"
+        ]
+    );
+    let python = env.python_text();
+    assert_eq!(
+        all_commands(&report, "torchvision-mismatch"),
+        vec![format!(
+            "{python} -m pip install 'torchvision~=0.23.0' --no-deps"
+        )]
+    );
+    assert_eq!(
+        all_commands(&report, "tensorflow-with-torch-xla"),
+        vec![
+            format!("{python} -m pip uninstall -y tensorflow"),
+            format!("{python} -m pip install tensorflow-cpu"),
+        ]
+    );
+    assert_eq!(report.verdict, Verdict::Degraded);
+}
+
+#[test]
+fn allocation_runs_the_matmul_and_reports_failures() {
+    let env = TestEnv::new();
+    // A fake torch whose `ones` supports `@` and `.cpu().tolist()` on the "xla" device only.
+    let torch_body = r#"
+class _T:
+    def __init__(self, device): self.device = device
+    def __matmul__(self, other): return self
+    def cpu(self): return self
+    def tolist(self): return [[2.0, 2.0], [2.0, 2.0]]
+def ones(*shape, device=None):
+    if device != "xla":
+        raise RuntimeError("Could not run 'aten::empty.memory_format' with arguments from the '%s' backend" % device)
+    return _T(device)
+"#;
+    env.add_package("torch", "2.8.0", &[], torch_body);
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let mut options = env.options();
+    options.allocate = true;
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(report.verdict, Verdict::Ready, "{:#?}", report.findings);
+    assert_eq!(report.allocation.len(), 1);
+    assert_eq!(report.allocation[0].backend, "torch_xla");
+    assert_eq!(report.allocation[0].status, "ok");
+
+    // The same check failing on the device.
+    env.add_file(
+        "torch/__init__.py",
+        "__version__ = '2.8.0'\ndef ones(*shape, device=None):\n    raise RuntimeError('TPU initialization failed: open(/dev/vfio/0): Device or resource busy')\n",
+    );
+    let report = tpulint_doctor::run(&options);
+    let finding = report
+        .finding("tpu-allocation-failed")
+        .expect("allocation failure");
+    assert!(
+        finding.detail.contains("Device or resource busy"),
+        "{}",
+        finding.detail
+    );
+    assert_eq!(report.verdict, Verdict::NotReady);
+}
+
+#[test]
+fn renderings_carry_the_verdict_and_fixes() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.7.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let report = env.run();
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&report, OutputFormat::Json)).expect("valid JSON");
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["verdict"], "not_ready");
+    assert_eq!(json["findings"][0]["id"], "torch-xla-version-mismatch");
+    assert_eq!(json["findings"][0]["severity"], "error");
+    assert!(json["findings"][0]["fixes"][0]["commands"][0].is_string());
+    assert_eq!(json["interpreter"]["source"], "flag");
+
+    let text = render(&report, OutputFormat::Text { color: false });
+    assert!(
+        text.contains(
+            "error[torch-xla-version-mismatch]: torch 2.7.0 does not match torch_xla 2.8.0"
+        )
+    );
+    assert!(text.contains("$ "));
+    assert!(
+        text.contains("verdict: not ready (1 error, 0 warnings, 0 info)"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'));
+    assert!(render(&report, OutputFormat::Text { color: true }).contains("\x1b[1;31m"));
+
+    let markdown = render(&report, OutputFormat::Markdown);
+    assert!(markdown.starts_with("# TPU environment: ❌ not ready"));
+    assert!(markdown.contains("```sh\n"));
+    assert!(markdown.contains("| interpreter |"));
+}
