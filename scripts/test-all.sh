@@ -8,6 +8,20 @@ root=$(pwd)
 skip() { [[ " ${TPULINT_SKIP:-} " == *" $1 "* ]]; }
 section() { printf '\n==== %s ====\n' "$1"; }
 
+# ---- Doctor prerequisites: its tests build real virtual environments (python3 -m venv) ----
+if ! skip rust && ! skip doctor; then
+  section "doctor prerequisites"
+  # The tests prefer /usr/bin/python3 (a pyenv shim costs half a second per start).
+  if [[ -x /usr/bin/python3 ]]; then export TPULINT_TEST_PYTHON=/usr/bin/python3; else export TPULINT_TEST_PYTHON=$(command -v python3); fi
+  probe_dir=$(mktemp -d)
+  if ! "$TPULINT_TEST_PYTHON" -m venv --without-pip "$probe_dir/venv" >/dev/null 2>&1; then
+    # Debian ships venv separately; install it only when it is missing.
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+    "$TPULINT_TEST_PYTHON" -m venv --without-pip "$probe_dir/venv"
+  fi
+  rm -rf "$probe_dir"
+fi
+
 # ---- Rust: unit, snapshot, meta and robustness tests; lints ----
 if ! skip rust; then
   section "rust"
