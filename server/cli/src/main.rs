@@ -1,10 +1,11 @@
 //! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
-//! (`check`, `rule`); shared exit codes and output helpers live in `output`.
+//! (`check`, `rule`, `doctor`); shared exit codes and output helpers live in `output`.
 //!
 //! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
 //! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
 
 mod check;
+mod doctor;
 mod output;
 mod rule;
 
@@ -28,6 +29,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Explain a rule, or list every rule.
     Rule(rule::RuleArgs),
+    /// Check that a Python environment can run PyTorch on a TPU, and how to fix it.
+    Doctor(doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Rule(args) => rule::run(args),
+        Command::Doctor(args) => doctor::run(args),
     };
     status.into()
 }

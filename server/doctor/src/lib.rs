@@ -79,8 +79,17 @@ pub struct DoctorOptions {
 }
 
 impl DoctorOptions {
-    /// Options for `project_dir` with `$VIRTUAL_ENV` and `$PATH` from this process.
+    /// Options for `project_dir` with `$VIRTUAL_ENV` and `$PATH` from this process. The system roots
+    /// can be redirected with `TPULINT_DOCTOR_DEV`, `TPULINT_DOCTOR_PROC`, `TPULINT_DOCTOR_SYS` and
+    /// `TPULINT_DOCTOR_TMP` (used by end-to-end tests of the CLI and the language server).
     pub fn from_process_env(project_dir: PathBuf) -> Self {
+        let defaults = SystemPaths::default();
+        let root = |name: &str, default: PathBuf| {
+            std::env::var_os(name)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or(default)
+        };
         Self {
             python: None,
             project_dir,
@@ -90,7 +99,12 @@ impl DoctorOptions {
             step_timeout: DEFAULT_STEP_TIMEOUT,
             total_timeout: None,
             env_overrides: Vec::new(),
-            system: SystemPaths::default(),
+            system: SystemPaths {
+                dev: root("TPULINT_DOCTOR_DEV", defaults.dev),
+                proc: root("TPULINT_DOCTOR_PROC", defaults.proc),
+                sys: root("TPULINT_DOCTOR_SYS", defaults.sys),
+                tmp: root("TPULINT_DOCTOR_TMP", defaults.tmp),
+            },
         }
     }
 }
@@ -169,9 +183,16 @@ pub fn run(options: &DoctorOptions) -> Report {
         }
     };
     fill_facts(&mut report, &probe);
+    // Fixes name the interpreter Python itself reports (a pyenv shim resolves to the real one;
+    // a virtual environment keeps its own path).
+    let fix_python = if probe.python.executable.is_empty() {
+        interpreter.path.clone()
+    } else {
+        PathBuf::from(&probe.python.executable)
+    };
     report
         .findings
-        .extend(analyze(table, &interpreter.path, &probe, &devices, euid));
+        .extend(analyze(table, &fix_python, &probe, &devices, euid));
     report.finish()
 }
 
