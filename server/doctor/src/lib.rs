@@ -19,6 +19,11 @@
 //! std::process::exit(report.exit_code()); // 0 ready, 1 degraded or not ready
 //! ```
 //!
+//! For an editor: [`Report::summary_line`] (status bar), [`render`] with [`OutputFormat::Markdown`]
+//! (report view), [`Report::suggested_commands`] (fixes to offer after confirmation) and
+//! [`Report::verdict`] (`ready` / `degraded` / `not_ready` in JSON). Set
+//! [`DoctorOptions::total_timeout`] to bound the call.
+//!
 //! [`run`] never panics on a broken environment: a missing interpreter, a probe that hangs or a
 //! module that crashes on import all become findings. The JSON rendering ([`OutputFormat::Json`]) is
 //! a stable schema ([`report::SCHEMA_VERSION`]) documented in `docs/doctor.md`; the Markdown

@@ -206,6 +206,66 @@ impl Report {
         }
     }
 
+    /// One line for a status bar or notification: `not ready: 2 errors (no-tpu-backend, ...)`.
+    pub fn summary_line(&self) -> String {
+        let Counts {
+            error,
+            warning,
+            info,
+        } = self.counts;
+        let mut parts = Vec::new();
+        if error > 0 {
+            parts.push(format!(
+                "{error} error{}",
+                if error == 1 { "" } else { "s" }
+            ));
+        }
+        if warning > 0 {
+            parts.push(format!(
+                "{warning} warning{}",
+                if warning == 1 { "" } else { "s" }
+            ));
+        }
+        if parts.is_empty() {
+            return match info {
+                0 => format!("TPU environment {}", self.verdict.as_str()),
+                _ => format!("TPU environment {} ({info} info)", self.verdict.as_str()),
+            };
+        }
+        let first: Vec<&str> = self
+            .findings
+            .iter()
+            .filter(|finding| finding.severity != Severity::Info)
+            .take(3)
+            .map(|finding| finding.id.as_str())
+            .collect();
+        format!(
+            "TPU environment {}: {} ({})",
+            self.verdict.as_str(),
+            parts.join(", "),
+            first.join(", ")
+        )
+    }
+
+    /// Every fix command of the errors and warnings, with its finding's title, in report order
+    /// (what an editor offers to run after the user confirms).
+    pub fn suggested_commands(&self) -> Vec<(String, String)> {
+        self.findings
+            .iter()
+            .filter(|finding| finding.severity != Severity::Info)
+            .flat_map(|finding| {
+                finding.fixes.iter().flat_map(move |fix| {
+                    fix.commands.iter().map(move |command| {
+                        (
+                            format!("{}: {}", finding.title, fix.description),
+                            command.clone(),
+                        )
+                    })
+                })
+            })
+            .collect()
+    }
+
     /// The first finding with this id.
     pub fn finding(&self, id: &str) -> Option<&Finding> {
         self.findings.iter().find(|finding| finding.id == id)

@@ -651,6 +651,23 @@ fn renderings_carry_the_verdict_and_fixes() {
     assert!(!text.contains('\x1b'));
     assert!(render(&report, OutputFormat::Text { color: true }).contains("\x1b[1;31m"));
 
+    assert_eq!(
+        report.summary_line(),
+        "TPU environment not ready: 1 error (torch-xla-version-mismatch)"
+    );
+    let commands = report.suggested_commands();
+    assert_eq!(commands.len(), 2);
+    assert!(
+        commands[0]
+            .0
+            .starts_with("torch 2.7.0 does not match torch_xla 2.8.0: Install")
+    );
+    assert!(
+        commands[0]
+            .1
+            .ends_with("'torch==2.8.0' 'torch_xla[tpu]==2.8.0'")
+    );
+
     let markdown = render(&report, OutputFormat::Markdown);
     assert!(markdown.starts_with("# TPU environment: ❌ not ready"));
     assert!(markdown.contains("```sh\n"));
