@@ -19,7 +19,7 @@
 //! std::process::exit(report.exit_code()); // 0 ready, 1 degraded or not ready
 //! ```
 //!
-//! For an editor: [`Report::summary_line`] (status bar), [`render`] with [`OutputFormat::Markdown`]
+//! For an editor: [`Report::summary_line`] (status bar), [`render()`] with [`OutputFormat::Markdown`]
 //! (report view), [`Report::suggested_commands`] (fixes to offer after confirmation) and
 //! [`Report::verdict`] (`ready` / `degraded` / `not_ready` in JSON). Set
 //! [`DoctorOptions::total_timeout`] to bound the call.
