@@ -673,3 +673,94 @@ fn renderings_carry_the_verdict_and_fixes() {
     assert!(markdown.contains("```sh\n"));
     assert!(markdown.contains("| interpreter |"));
 }
+
+#[test]
+fn a_release_without_wheels_for_this_python() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.0.0");
+    install_torch_xla(&env, "2.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.1");
+    let report = env.run();
+    if env.python_minor == "3.8" {
+        assert!(report.finding("python-unsupported-by-torch-xla").is_none());
+        return;
+    }
+    let finding = report
+        .finding("python-unsupported-by-torch-xla")
+        .expect("2.0 has Python 3.8 wheels only");
+    assert_eq!(
+        finding.title,
+        format!("torch_xla 2.0 has no build for Python {}", env.python_minor)
+    );
+    let newest = compatibility()
+        .newest_torch_xla_for_python(&env.python_minor)
+        .unwrap();
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!(
+            "{} -m pip install 'torch=={}' 'torch_xla[tpu]=={}'",
+            env.python_text(),
+            newest.torch,
+            newest.version
+        )]
+    );
+    assert_eq!(
+        finding.fixes[1].commands,
+        vec![
+            "python3.8 -m venv .venv-tpu".to_string(),
+            ".venv-tpu/bin/python -m pip install 'torch==2.0.0' 'torch_xla[tpu]==2.0'".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn environment_variables_and_two_backends() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.40");
+    env.add_dist(
+        "torch_tpu",
+        "0.1.1",
+        &["Requires-Dist: libtpu>=0.0.38"],
+        &[
+            ("torch_tpu/__init__.py", ""),
+            ("torch_tpu/_internal/__init__.py", ""),
+        ],
+    );
+    let mut options = env.options();
+    options.env_overrides = vec![
+        ("PJRT_DEVICE".to_string(), Some("CPU".to_string())),
+        ("XLA_USE_BF16".to_string(), Some("1".to_string())),
+        (
+            "TORCH_DEVICE_BACKEND_AUTOLOAD".to_string(),
+            Some("0".to_string()),
+        ),
+    ];
+    let report = tpulint_doctor::run(&options);
+    for id in [
+        "pjrt-device-not-tpu",
+        "xla-bf16-env-deprecated",
+        "torch-tpu-autoload-disabled",
+        "two-tpu-backends",
+        "torch-tpu-torch-too-old",
+    ] {
+        assert!(
+            report.finding(id).is_some(),
+            "{id} missing from {:?}",
+            ids(&report)
+        );
+    }
+    assert_eq!(
+        report.environment.get("XLA_USE_BF16").map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        all_commands(&report, "xla-bf16-env-deprecated"),
+        vec!["unset XLA_USE_BF16"]
+    );
+    assert_eq!(
+        report.finding("pjrt-device-not-tpu").unwrap().title,
+        "PJRT_DEVICE=CPU: torch_xla will not use the TPU"
+    );
+}
