@@ -1074,37 +1074,46 @@ pub fn device_only_findings(
             vec![source.clone()],
         );
     }
-    for holder in &devices.holders {
-        let node_kind = devices
-            .nodes
+    // One finding per process, listing every node it holds.
+    let mut pids: Vec<u32> = devices.holders.iter().map(|holder| holder.pid).collect();
+    pids.dedup();
+    for pid in pids {
+        let held: Vec<&crate::devices::Holder> = devices
+            .holders
             .iter()
-            .find(|node| node.path == holder.device)
-            .map(|node| node.kind);
-        let what = match node_kind {
-            Some(NodeKind::Vfio) => "Device or resource busy",
-            _ => "The TPU is already in use by process with pid ...",
+            .filter(|holder| holder.pid == pid)
+            .collect();
+        let paths: Vec<String> = held
+            .iter()
+            .map(|holder| holder.device.display().to_string())
+            .collect();
+        let vfio = held.iter().any(|holder| {
+            devices
+                .nodes
+                .iter()
+                .any(|node| node.path == holder.device && node.kind == NodeKind::Vfio)
+        });
+        let what = if vfio {
+            "Device or resource busy"
+        } else {
+            "The TPU is already in use by process with pid ..."
+        };
+        let title = if paths.len() == 1 {
+            format!("{} is held by process {pid}", paths[0])
+        } else {
+            format!("{} are held by process {pid}", paths.join(", "))
         };
         push(
             "tpu-device-busy",
             Severity::Error,
-            format!(
-                "{} is held by process {}",
-                holder.device.display(),
-                holder.pid
-            ),
-            format!("pid {}: {}", holder.pid, holder.cmdline),
+            title,
+            format!("pid {pid}: {}", held[0].cmdline),
             &format!(
                 "Only one process can own a TPU chip; a new program fails with \"{what}\" or hangs. Interrupted training runs often leave such a process behind."
             ),
             vec![Fix::new(
-                format!(
-                    "Stop process {} if it is a stale run (force it if it does not exit)",
-                    holder.pid
-                ),
-                vec![
-                    format!("kill {}", holder.pid),
-                    format!("kill -9 {}", holder.pid),
-                ],
+                format!("Stop process {pid} if it is a stale run (force it if it does not exit)"),
+                vec![format!("kill {pid}"), format!("kill -9 {pid}")],
             )],
             vec![
                 source.clone(),

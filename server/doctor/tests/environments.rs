@@ -441,10 +441,13 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
     install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
     install_libtpu(&env, "0.0.21");
     let device = env.system.dev.join("accel0");
+    let second = env.system.dev.join("accel1");
+    fs::write(&second, "").unwrap();
     let mut holder = Command::new("sh")
         .arg("-c")
-        .arg("exec 3<\"$0\"; exec sleep 60")
+        .arg("exec 3<\"$0\" 4<\"$1\"; exec sleep 60")
         .arg(&device)
+        .arg(&second)
         .stdin(Stdio::null())
         .spawn()
         .expect("holder starts");
@@ -471,7 +474,19 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
     let finding = report.finding("tpu-device-busy").expect("holder found");
     assert_eq!(
         finding.title,
-        format!("{} is held by process {}", device.display(), holder.id())
+        format!(
+            "{}, {} are held by process {}",
+            device.display(),
+            second.display(),
+            holder.id()
+        )
+    );
+    assert_eq!(
+        ids(&report)
+            .iter()
+            .filter(|id| **id == "tpu-device-busy")
+            .count(),
+        1
     );
     assert!(finding.detail.contains("sleep 60"), "{}", finding.detail);
     assert_eq!(
@@ -483,7 +498,7 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
     );
     // The lock file belongs to the holder, so it is not stale.
     assert!(report.finding("stale-libtpu-lockfile").is_none());
-    assert_eq!(report.devices.holders.len(), 1);
+    assert_eq!(report.devices.holders.len(), 2);
     assert_eq!(report.verdict, Verdict::NotReady);
 }
 
