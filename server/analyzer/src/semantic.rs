@@ -818,17 +818,24 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         let source = self.source;
-        // `loss.backward()`: whatever `loss` was bound to, it is a tensor from here on.
-        if receiver.kind() == "identifier"
-            && node_text(method, source) == "backward"
-            && self.fact(receiver).kind == ValueKind::Unknown
-        {
-            let origin = Some((receiver.start_byte(), receiver.end_byte()));
-            let fact = Fact::tensor(Device::Accelerator, origin);
-            self.bind(
-                node_text(receiver, source).to_string(),
-                Binding::Value(fact),
-            );
+        // `loss.backward()` / `accelerator.backward(loss)`: whatever `loss` was bound to, it is
+        // a tensor from here on.
+        if node_text(method, source) == "backward" {
+            let positional = syntax::call_parts(call)
+                .map(|(_, arguments)| syntax::positional_args(arguments))
+                .unwrap_or_default();
+            let loss = match positional.as_slice() {
+                [] => Some(receiver),
+                [loss] if node_text(receiver, source).ends_with("accelerator") => Some(*loss),
+                _ => None,
+            };
+            if let Some(loss) = loss.filter(|loss| loss.kind() == "identifier")
+                && self.fact(loss).kind == ValueKind::Unknown
+            {
+                let origin = Some((loss.start_byte(), loss.end_byte()));
+                let fact = Fact::tensor(Device::Accelerator, origin);
+                self.bind(node_text(loss, source).to_string(), Binding::Value(fact));
+            }
             return;
         }
         if node_text(receiver, source) != "self" {
@@ -1111,6 +1118,9 @@ impl<'t> SemanticModel<'t> {
                     ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
                     _ => Fact::UNKNOWN,
                 }
+            }
+            "comparison_operator" if is_identity_or_membership(expr, source) => {
+                Fact::of(ValueKind::Scalar)
             }
             "binary_operator" | "comparison_operator" => {
                 let mut cursor = expr.walk();
@@ -1406,6 +1416,7 @@ impl<'t> SemanticModel<'t> {
             }
             let last = function.rsplit('.').next().unwrap_or(function);
             if last.starts_with(|c: char| c.is_ascii_lowercase())
+                && in_tensor_namespace(function)
                 && !function.starts_with("cuda.")
                 && !function.starts_with("distributed.")
                 && !function.starts_with("backends.")
@@ -1520,7 +1531,8 @@ impl<'t> SemanticModel<'t> {
 }
 
 /// torch functions that answer a question or configure state rather than compute a tensor:
-/// `torch.is_autocast_enabled()`, `torch.compiler.is_compiling()`, `torch.broadcast_shapes(...)`.
+/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
+/// `torch.compiler.is_compiling()`.
 fn is_torch_query_function(function: &str) -> bool {
     let last = function.rsplit('.').next().unwrap_or(function);
     last.starts_with("is_")
@@ -1530,19 +1542,51 @@ fn is_torch_query_function(function: &str) -> bool {
         || last.starts_with("has_")
         || matches!(
             last,
-            "broadcast_shapes" | "result_type" | "promote_types" | "can_cast" | "typename"
+            "broadcast_shapes"
+                | "result_type"
+                | "promote_types"
+                | "can_cast"
+                | "typename"
+                | "allclose"
+                | "equal"
         )
-        || [
-            "compiler.",
-            "_dynamo.",
-            "fx.",
-            "overrides.",
-            "library.",
-            "export.",
-            "profiler.",
-        ]
-        .iter()
-        .any(|prefix| function.starts_with(prefix))
+}
+
+/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
+/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
+/// compilation or tooling: `torch.npu.device_count()` is no tensor.
+fn in_tensor_namespace(function: &str) -> bool {
+    const TENSOR_NAMESPACES: &[&str] = &[
+        "nn.",
+        "linalg.",
+        "fft.",
+        "special.",
+        "sparse.",
+        "nested.",
+        "masked.",
+        "ops.",
+        "func.",
+        "Tensor.",
+        "distributions.",
+        "signal.",
+    ];
+    !function.contains('.')
+        || TENSOR_NAMESPACES
+            .iter()
+            .any(|prefix| function.starts_with(prefix))
+}
+
+/// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.
+fn is_identity_or_membership(comparison: Node<'_>, source: &str) -> bool {
+    let mut cursor = comparison.walk();
+    let operators: Vec<Node<'_>> = comparison
+        .children(&mut cursor)
+        .filter(|child| !child.is_named())
+        .collect();
+    operators.into_iter().any(|operator| {
+        let text = node_text(operator, source);
+        text.starts_with("is") || text.ends_with("in")
+    })
 }
 
 /// `"cuda:0"` → `Cuda`, `"cpu"` → `Cpu`, `"xla"`/`"tpu"` → `Accelerator`.

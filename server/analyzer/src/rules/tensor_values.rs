@@ -148,8 +148,13 @@ fn confident(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
             };
             match node.parent().map(|parent| parent.kind()) {
                 // The index only calls an annotated parameter a tensor when the annotation
-                // names `Tensor`.
-                Some("typed_parameter" | "typed_default_parameter") => return true,
+                // names `Tensor`; `int | torch.Tensor` may still be a Python number.
+                Some("typed_parameter" | "typed_default_parameter") => {
+                    return node
+                        .parent()
+                        .and_then(|parameter| parameter.child_by_field_name("type"))
+                        .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
+                }
                 Some("parameters" | "default_parameter" | "lambda_parameters") => return false,
                 _ => {}
             }
@@ -192,6 +197,32 @@ fn confident(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
             .is_some_and(|argument| confident(context, argument, depth + 1)),
         _ => false,
     }
+}
+
+/// Whether an annotation such as `int | torch.Tensor` or `Union[float, Tensor]` also admits a
+/// Python number or string.
+fn admits_python_number(annotation: &str) -> bool {
+    annotation
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .any(|word| {
+            matches!(
+                word,
+                "int" | "float" | "bool" | "str" | "Number" | "complex"
+            )
+        })
+}
+
+/// Whether `node` is inside a `raise` statement: an error path that runs at most once.
+pub fn in_raise_statement(node: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(parent) = current {
+        match parent.kind() {
+            "raise_statement" => return true,
+            "block" | "function_definition" | "module" => return false,
+            _ => current = parent.parent(),
+        }
+    }
+    false
 }
 
 /// Whether `node` is `x` in `x.backward()`.

@@ -9,9 +9,10 @@ use crate::syntax;
 
 declare_rule! {
     /// ## What it does
-    /// Checks for `torch.utils.data.DataLoader(...)` calls with a batch size (other than 1) and no
-    /// `drop_last=` argument, except loaders that are clearly for evaluation (not shuffled,
-    /// and named or fed from something called `val`, `valid`, `eval`, `test`, …).
+    /// Checks for training `torch.utils.data.DataLoader(...)` calls — shuffled, given a
+    /// `sampler=`, or named for training (`train_loader`, `train_set`, `def train(...)`) — with a
+    /// batch size (other than 1) and no `drop_last=` argument. Loaders that are not shuffled and
+    /// are named for evaluation (`val`, `eval`, `test`, …) are skipped.
     ///
     /// ## Why is this bad?
     /// `drop_last` defaults to `False`, so when the dataset size is not a multiple of the batch
@@ -36,9 +37,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Loaders built with `batch_sampler=`, `batch_size=None` or `**kwargs` are skipped, and so is
-    /// an explicit `drop_last=` of any value. Evaluation loaders are recognised by name only; an
-    /// evaluation loader with a neutral name is reported (for evaluation, padding the last batch
-    /// keeps every sample and a single shape).
+    /// an explicit `drop_last=` of any value. An unshuffled training loader with a neutral name
+    /// and no sampler is not reported; a shuffled evaluation loader is.
     ///
     /// ## References
     /// - PyTorch/XLA pull request #1279 and issue #2020 (`drop_last=True` for TPU training)
@@ -88,9 +88,21 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     if batch_size.kind() == "none" || syntax::integer_value(batch_size, source) == Some(1) {
         return;
     }
+    // Training loaders shuffle, sample, or say so in their name; an unshuffled loader without
+    // any of these is as likely to feed evaluation, prediction or generation.
     let shuffled = syntax::argument(arguments, 2, "shuffle", source)
         .is_some_and(|shuffle| !matches!(shuffle.kind(), "false" | "none"));
-    if !shuffled && looks_like_evaluation(context, call, arguments) {
+    let sampled = syntax::argument(arguments, 3, "sampler", source)
+        .is_some_and(|sampler| sampler.kind() != "none");
+    let names = context_names(context, call, arguments);
+    let named_for = |words: &[&str]| {
+        names.iter().any(|text| {
+            let lower = text.to_ascii_lowercase();
+            words.iter().any(|word| lower.contains(word))
+        })
+    };
+    let training = shuffled || sampled || named_for(&["train"]);
+    if !training || (!shuffled && named_for(EVAL_WORDS)) {
         return;
     }
     let Some(last) = last_argument(arguments) else {
@@ -117,7 +129,7 @@ fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
 }
 
 /// The assigned name, the dataset argument, and the enclosing function's name.
-fn looks_like_evaluation(context: &Context<'_, '_>, call: Node<'_>, arguments: Node<'_>) -> bool {
+fn context_names(context: &Context<'_, '_>, call: Node<'_>, arguments: Node<'_>) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     if let Some(dataset) = syntax::argument(arguments, 0, "dataset", context.source()) {
         texts.push(context.text(dataset).to_string());
@@ -148,8 +160,5 @@ fn looks_like_evaluation(context: &Context<'_, '_>, call: Node<'_>, arguments: N
         }
         current = parent.parent();
     }
-    texts.iter().any(|text| {
-        let lower = text.to_ascii_lowercase();
-        EVAL_WORDS.iter().any(|word| lower.contains(word))
-    })
+    texts
 }

@@ -41,7 +41,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Any call with `padding=True` / `padding="longest"` outside `torch` is taken for a
-    /// tokenizer or processor call.
+    /// tokenizer or processor call. Results assigned to an `untruncated*` name (the diffusers
+    /// idiom that tokenizes a prompt only to detect truncation) are skipped.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* §1 (`docs/source/notes/source_of_recompilation.md`)
@@ -106,6 +107,9 @@ fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
     {
         return;
     }
+    if only_measures_length(context, call) {
+        return;
+    }
     let has_max_length =
         syntax::keyword_arg(arguments, "max_length", source).is_some_and(|v| v.kind() != "none");
     let diagnostic = context.report(
@@ -121,6 +125,23 @@ fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
             vec![Edit::replace(value.byte_range(), "\"max_length\"")],
         ));
     }
+}
+
+/// `untruncated_ids = tokenizer(prompt, padding="longest", ...).input_ids`: diffusers pipelines
+/// tokenize without truncation only to warn about truncated prompts; the ids never reach the
+/// model.
+fn only_measures_length(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let mut current = call.parent();
+    for _ in 0..4 {
+        let Some(parent) = current else { return false };
+        if parent.kind() == "assignment" {
+            return parent
+                .child_by_field_name("left")
+                .is_some_and(|left| context.text(left).contains("untruncated"));
+        }
+        current = parent.parent();
+    }
+    false
 }
 
 fn check_collator(context: &mut Context<'_, '_>, call: Node<'_>) {

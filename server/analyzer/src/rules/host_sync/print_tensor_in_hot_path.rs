@@ -68,6 +68,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(hot) = context.hot_path() else {
         return;
     };
+    // An error message is built at most once.
+    if tensor_values::in_raise_statement(call) {
+        return;
+    }
     let Some((_, arguments)) = syntax::call_parts(call) else {
         return;
     };

@@ -194,7 +194,11 @@ fn collect_materializations<'t>(
 fn materialization(context: &Context<'_, '_>, call: Node<'_>) -> Option<String> {
     let (function, arguments) = syntax::call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
-        if qualified == "torch.save" {
+        // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.
+        let saves_host_copy = syntax::positional_args(arguments)
+            .first()
+            .is_some_and(|saved| context.text(*saved).to_ascii_lowercase().contains("cpu"));
+        if qualified == "torch.save" && !saves_host_copy {
             return Some("`torch.save`".to_string());
         }
         return None;

@@ -71,6 +71,10 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     let Some(hot) = context.hot_path() else {
         return;
     };
+    // An error message is built at most once.
+    if tensor_values::in_raise_statement(node) {
+        return;
+    }
     match node.kind() {
         "string" => check_fstring(context, node, hot.describe()),
         "call" => check_call(context, node, hot.describe()),

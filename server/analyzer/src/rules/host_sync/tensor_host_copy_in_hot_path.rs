@@ -4,6 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::rules::tensor_values;
 use crate::semantic::Device;
 use crate::syntax;
 
@@ -55,7 +56,7 @@ declare_rule! {
 
 const HOST_COPY_METHODS: &[&str] = &["tolist", "numpy", "cpu"];
 
-/// Methods that, called on the result of `.cpu()`, make the outer call the one to report.
+/// Methods that, called later in the same chain, make the outer call the one to report.
 const READ_BACK_METHODS: &[&str] = &["tolist", "numpy", "item"];
 
 /// TPU102
@@ -73,8 +74,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     if !context.fact(receiver).is_tensor() {
         return;
     }
-    // `x.cpu().numpy()`: report the chain once, at its end.
-    if method == "cpu" && is_receiver_of(context, call, READ_BACK_METHODS) {
+    // `x.cpu().numpy()`, `x.cpu().detach().numpy()`: report the chain once, at its end.
+    if is_continued_by_read_back(context, call) || tensor_values::in_raise_statement(call) {
         return;
     }
     if base_device(context, receiver) == Device::Cpu {
@@ -87,12 +88,37 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     context.report(call.byte_range(), message);
 }
 
-/// Whether `call` is the receiver of a method call named one of `methods`.
-fn is_receiver_of(context: &Context<'_, '_>, call: Node<'_>, methods: &[&str]) -> bool {
-    call.parent()
-        .filter(|parent| parent.kind() == "attribute")
-        .and_then(|attribute| attribute.child_by_field_name("attribute"))
-        .is_some_and(|name| methods.contains(&context.text(name)))
+/// Whether a later call of the same chain copies to the host again (`.cpu()` followed, maybe
+/// after `.detach()` / `.clone()`, by `.numpy()`, `.tolist()` or `.item()`).
+fn is_continued_by_read_back(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let mut current = call;
+    for _ in 0..8 {
+        let Some(method) = current
+            .parent()
+            .filter(|parent| parent.kind() == "attribute")
+            .and_then(|attribute| attribute.child_by_field_name("attribute"))
+        else {
+            return false;
+        };
+        let name = context.text(method);
+        if READ_BACK_METHODS.contains(&name) {
+            // `x.numpy().tolist()` continues on a NumPy array: this call is the host copy.
+            return context.fact(current).is_tensor();
+        }
+        if !matches!(name, "detach" | "clone" | "float" | "cpu" | "contiguous") {
+            return false;
+        }
+        // Up from the attribute to the call it belongs to.
+        let Some(next) = method
+            .parent()
+            .and_then(|attribute| attribute.parent())
+            .filter(|parent| parent.kind() == "call")
+        else {
+            return false;
+        };
+        current = next;
+    }
+    false
 }
 
 /// The device of the value under any `.cpu()` / `.detach()` calls: where the data was before

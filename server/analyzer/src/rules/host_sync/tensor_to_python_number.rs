@@ -89,6 +89,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(hot) = context.hot_path() else {
         return;
     };
+    // An error message is built at most once.
+    if tensor_values::in_raise_statement(call) {
+        return;
+    }
     let Some(value) = syntax::positional_args(arguments).first().copied() else {
         return;
     };
