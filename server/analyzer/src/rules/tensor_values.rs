@@ -122,11 +122,11 @@ const BOOLEAN_FUNCTIONS: &[&str] = &[
 
 /// Whether `expr` is a tensor on solid evidence: the index says tensor, and the evidence is more
 /// than "an unannotated parameter of a hot function".
-pub fn is_confident_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn is_confident_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     confident(context, expr, 0)
 }
 
-fn confident(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
+fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
@@ -146,20 +146,18 @@ fn confident(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
             else {
                 return false;
             };
-            match node.parent().map(|parent| parent.kind()) {
+            if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
-                Some("typed_parameter" | "typed_default_parameter") => {
-                    return node
-                        .parent()
-                        .and_then(|parameter| parameter.child_by_field_name("type"))
-                        .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
-                }
-                Some("parameters" | "default_parameter" | "lambda_parameters") => return false,
-                _ => {}
+                return matches!(
+                    parameter.kind(),
+                    "typed_parameter" | "typed_default_parameter"
+                ) && parameter
+                    .child_by_field_name("type")
+                    .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
             }
-            // `loss.backward()` made the name a tensor.
-            if is_backward_receiver(context, node) {
+            // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor.
+            if is_backward_operand(context, node) {
                 return true;
             }
             // The expression the name was bound to, judged with today's bindings.
@@ -212,27 +210,52 @@ fn admits_python_number(annotation: &str) -> bool {
         })
 }
 
+/// The parameter (of a function around `expr`) whose name lies at `origin`, if any.
+fn enclosing_parameter<'t>(
+    context: &Context<'t, '_>,
+    expr: Node<'t>,
+    origin: std::ops::Range<usize>,
+) -> Option<Node<'t>> {
+    let mut function = context.enclosing(expr, &["function_definition"]);
+    for _ in 0..4 {
+        let current = function?;
+        if let Some(parameters) = current.child_by_field_name("parameters")
+            && parameters.start_byte() <= origin.start
+            && origin.end <= parameters.end_byte()
+        {
+            let mut cursor = parameters.walk();
+            let found = parameters.named_children(&mut cursor).find(|parameter| {
+                parameter.start_byte() <= origin.start && origin.end <= parameter.end_byte()
+            });
+            return found;
+        }
+        function = context
+            .parent(current)
+            .and_then(|parent| context.enclosing(parent, &["function_definition"]));
+    }
+    None
+}
+
 /// Whether `node` is inside a `raise` statement: an error path that runs at most once.
-pub fn in_raise_statement(node: Node<'_>) -> bool {
-    let mut current = node.parent();
+pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let mut current = context.parent(node);
     while let Some(parent) = current {
         match parent.kind() {
             "raise_statement" => return true,
             "block" | "function_definition" | "module" => return false,
-            _ => current = parent.parent(),
+            _ => current = context.parent(parent),
         }
     }
     false
 }
 
-/// Whether `node` is `x` in `x.backward()`.
-fn is_backward_receiver(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    node.parent()
-        .filter(|attribute| attribute.kind() == "attribute")
-        .and_then(|attribute| attribute.parent())
-        .filter(|call| call.kind() == "call")
-        .and_then(|call| syntax::callee_name(call, context.source()))
-        == Some("backward")
+/// Whether `node` is `x` in `x.backward()` or `loss` in `accelerator.backward(loss)` (read from
+/// the text: `node` is usually far from the current node).
+fn is_backward_operand(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    let source = context.source();
+    let after = source.get(node.end_byte()..).unwrap_or("");
+    let before = source.get(..node.start_byte()).unwrap_or("");
+    after.starts_with(".backward(") || before.trim_end().ends_with("backward(")
 }
 
 /// The comparison operators of a `comparison_operator` node (`<`, `is not`, `in`, ...).
@@ -256,7 +279,7 @@ pub fn comparison_operators<'s>(context: &Context<'s, '_>, comparison: Node<'_>)
 }
 
 /// Whether a comparison compares values (`<`, `==`, ...) rather than identity or membership.
-pub fn is_value_comparison(context: &Context<'_, '_>, comparison: Node<'_>) -> bool {
+pub fn is_value_comparison<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
     let operators = comparison_operators(context, comparison);
     !operators.is_empty()
         && operators
@@ -278,11 +301,11 @@ fn compares_with_python_literal(comparison: Node<'_>) -> bool {
 
 /// Whether `expr` is a boolean tensor: a comparison of tensors, `~mask`, `m1 & m2`,
 /// `torch.isnan(x)`, `x.eq(y)`, `t.bool()`, a bool factory, or a local name bound to one.
-pub fn is_boolean_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn is_boolean_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     boolean(context, expr, 0)
 }
 
-fn boolean(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
+fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
@@ -328,7 +351,7 @@ fn boolean(context: &Context<'_, '_>, expr: Node<'_>, depth: usize) -> bool {
     }
 }
 
-fn boolean_call(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return false;
     };
@@ -376,7 +399,12 @@ pub fn last_assignment_value<'t>(
     name: &str,
     at: Node<'t>,
 ) -> Option<Node<'t>> {
-    let scope = enclosing_scope(at).unwrap_or(context.root());
+    // `at` is usually under the current node (cheap, from the ancestor stack); a name met while
+    // following an earlier binding is not, and is located by descending from the root.
+    let scope = context
+        .enclosing(at, &["function_definition"])
+        .or_else(|| function_containing(context.root(), at.start_byte()))
+        .unwrap_or(context.root());
     let body = scope.child_by_field_name("body").unwrap_or(scope);
     let mut best: Option<Node<'t>> = None;
     let mut stack = vec![body];
@@ -412,20 +440,27 @@ pub fn last_assignment_value<'t>(
     best
 }
 
-/// The innermost function definition around `node`.
-pub fn enclosing_scope(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == "function_definition" {
-            return Some(n);
+/// The innermost function definition containing `offset`, found by descending from `root`.
+fn function_containing(root: Node<'_>, offset: usize) -> Option<Node<'_>> {
+    let mut cursor = root.walk();
+    let mut found = None;
+    for _ in 0..512 {
+        if cursor.goto_first_child_for_byte(offset).is_none() {
+            break;
         }
-        current = n.parent();
+        let node = cursor.node();
+        if node.start_byte() > offset {
+            break;
+        }
+        if node.kind() == "function_definition" {
+            found = Some(node);
+        }
     }
-    None
+    found
 }
 
 /// Whether the value is known not to be a tensor, or is a NumPy array.
-pub fn is_known_non_tensor(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn is_known_non_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let fact = context.fact(expr);
     fact.is_not_tensor() || fact.kind == ValueKind::NumpyArray
 }

@@ -60,7 +60,7 @@ declare_rule! {
 }
 
 /// TPU302
-fn check(context: &mut Context<'_, '_>, subscript: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     let Some(value) = subscript.child_by_field_name("value") else {
         return;
     };
@@ -78,8 +78,8 @@ fn check(context: &mut Context<'_, '_>, subscript: Node<'_>) {
     else {
         return;
     };
-    let assignment = subscript
-        .parent()
+    let assignment = context
+        .parent(subscript)
         .filter(|parent| parent.kind() == "assignment")
         .filter(|assignment| {
             assignment

@@ -61,7 +61,7 @@ const EVAL_WORDS: &[&str] = &[
 ];
 
 /// TPU306
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((_, arguments)) = syntax::call_parts(call) else {
         return;
     };
@@ -129,12 +129,16 @@ fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
 }
 
 /// The assigned name, the dataset argument, and the enclosing function's name.
-fn context_names(context: &Context<'_, '_>, call: Node<'_>, arguments: Node<'_>) -> Vec<String> {
+fn context_names<'t>(
+    context: &Context<'t, '_>,
+    call: Node<'t>,
+    arguments: Node<'t>,
+) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     if let Some(dataset) = syntax::argument(arguments, 0, "dataset", context.source()) {
         texts.push(context.text(dataset).to_string());
     }
-    let mut current = call.parent();
+    let mut current = context.parent(call);
     while let Some(parent) = current {
         match parent.kind() {
             "assignment" => {
@@ -158,7 +162,7 @@ fn context_names(context: &Context<'_, '_>, call: Node<'_>, arguments: Node<'_>)
             }
             _ => {}
         }
-        current = parent.parent();
+        current = context.parent(parent);
     }
     texts
 }

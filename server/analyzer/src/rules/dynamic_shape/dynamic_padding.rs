@@ -68,7 +68,7 @@ const DYNAMIC_COLLATORS: &[&str] = &[
 ];
 
 /// TPU307
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     match node.kind() {
         "keyword_argument" => check_keyword(context, node),
         "call" => check_collator(context, node),
@@ -76,7 +76,7 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     }
 }
 
-fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
+fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let source = context.source();
     let (Some(name), Some(value)) = (
         keyword.child_by_field_name("name"),
@@ -92,10 +92,13 @@ fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
     if !is_dynamic {
         return;
     }
-    let Some(arguments) = keyword.parent().filter(|p| p.kind() == "argument_list") else {
+    let Some(arguments) = context
+        .parent(keyword)
+        .filter(|p| p.kind() == "argument_list")
+    else {
         return;
     };
-    let Some(call) = arguments.parent().filter(|p| p.kind() == "call") else {
+    let Some(call) = context.parent(arguments).filter(|p| p.kind() == "call") else {
         return;
     };
     if context
@@ -130,8 +133,8 @@ fn check_keyword(context: &mut Context<'_, '_>, keyword: Node<'_>) {
 /// `untruncated_ids = tokenizer(prompt, padding="longest", ...).input_ids`: diffusers pipelines
 /// tokenize without truncation only to warn about truncated prompts; the ids never reach the
 /// model.
-fn only_measures_length(context: &Context<'_, '_>, call: Node<'_>) -> bool {
-    let mut current = call.parent();
+fn only_measures_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let mut current = context.parent(call);
     for _ in 0..4 {
         let Some(parent) = current else { return false };
         if parent.kind() == "assignment" {
@@ -139,12 +142,12 @@ fn only_measures_length(context: &Context<'_, '_>, call: Node<'_>) -> bool {
                 .child_by_field_name("left")
                 .is_some_and(|left| context.text(left).contains("untruncated"));
         }
-        current = parent.parent();
+        current = context.parent(parent);
     }
     false
 }
 
-fn check_collator(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };

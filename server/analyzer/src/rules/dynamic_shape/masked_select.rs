@@ -46,7 +46,7 @@ declare_rule! {
 }
 
 /// TPU303
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let is_function = context
         .semantic()
         .call_qualified_name(call)

@@ -56,7 +56,7 @@ const DYNAMIC_METHODS: &[&str] = &[
 /// If `expr` produces a tensor whose shape depends on data, the operation's name:
 /// `torch.nonzero(x)`, `x.unique()`, one-argument `torch.where(c)`, `x[mask]`,
 /// `repeat_interleave` with tensor repeats and no `output_size=`.
-pub(crate) fn data_dependent_op(context: &Context<'_, '_>, expr: Node<'_>) -> Option<String> {
+pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
     match expr.kind() {
         "call" => {
@@ -100,7 +100,7 @@ pub(crate) fn data_dependent_op(context: &Context<'_, '_>, expr: Node<'_>) -> Op
 }
 
 /// `torch.where(condition)` without `input` / `other`.
-pub(crate) fn is_one_argument_where(context: &Context<'_, '_>, arguments: Node<'_>) -> bool {
+pub(crate) fn is_one_argument_where<'t>(context: &Context<'t, '_>, arguments: Node<'t>) -> bool {
     syntax::positional_args(arguments).len() == 1
         && !syntax::has_splat(arguments)
         && syntax::keyword_arg(arguments, "input", context.source()).is_none()
@@ -110,9 +110,9 @@ pub(crate) fn is_one_argument_where(context: &Context<'_, '_>, arguments: Node<'
 /// Whether a `repeat_interleave` call's output size is unknown until `repeats` is read:
 /// `repeats` is a tensor and no `output_size=` is given. `function_form` is `torch.f(x, r)`
 /// (repeats second) versus `x.f(r)` (repeats first).
-pub(crate) fn repeats_need_sync(
-    context: &Context<'_, '_>,
-    arguments: Node<'_>,
+pub(crate) fn repeats_need_sync<'t>(
+    context: &Context<'t, '_>,
+    arguments: Node<'t>,
     function_form: bool,
 ) -> bool {
     if syntax::keyword_arg(arguments, "output_size", context.source()).is_some()

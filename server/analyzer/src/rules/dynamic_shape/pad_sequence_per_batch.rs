@@ -51,7 +51,7 @@ declare_rule! {
 }
 
 /// TPU308
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let is_pad_sequence = context
         .semantic()
         .call_qualified_name(call)

@@ -64,7 +64,7 @@ const FACTORIES: &[&str] = &[
 ];
 
 /// TPU309
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };
@@ -93,7 +93,11 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 }
 
 /// The data-dependent operation whose shape `size` reads, if any.
-fn dynamic_size_source(context: &Context<'_, '_>, size: Node<'_>, depth: usize) -> Option<String> {
+fn dynamic_size_source<'t>(
+    context: &Context<'t, '_>,
+    size: Node<'t>,
+    depth: usize,
+) -> Option<String> {
     if depth > 4 {
         return None;
     }
@@ -118,7 +122,7 @@ fn dynamic_size_source(context: &Context<'_, '_>, size: Node<'_>, depth: usize) 
 }
 
 /// `t.size(0)`, `t.shape[0]`, `t.shape`, `len(t)`, `t.numel()` of a data-dependent `t`.
-fn shape_read(context: &Context<'_, '_>, expr: Node<'_>) -> Option<String> {
+fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
     let measured = match expr.kind() {
         "call" => {
@@ -161,7 +165,7 @@ fn shape_object<'t>(context: &Context<'t, '_>, attribute: Node<'t>) -> Option<No
 }
 
 /// A data-dependent op, possibly followed by shape-keeping methods (`torch.nonzero(m).squeeze(1)`).
-fn data_dependent_chain(context: &Context<'_, '_>, expr: Node<'_>) -> Option<String> {
+fn data_dependent_chain<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let mut current = syntax::unparenthesize(expr);
     for _ in 0..6 {
         if let Some(operation) = super::data_dependent_op(context, current) {

@@ -54,7 +54,7 @@ declare_rule! {
 const OPERATIONS: &[&str] = &["unique", "unique_consecutive", "bincount", "histc"];
 
 /// TPU304
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let operation = match context.semantic().call_qualified_name(call) {
         Some(name) => match name.strip_prefix("torch.") {
             Some(function) if OPERATIONS.contains(&function) => format!("torch.{function}"),

@@ -63,10 +63,10 @@ const CONVERTERS: &[&str] = &["float", "bool", "int"];
 const MATH_FUNCTIONS: &[&str] = &["math.isfinite", "math.isnan", "math.isinf"];
 
 /// TPU108
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let operand = match node.kind() {
         "comparison_operator" => {
-            if !tensor_values::is_value_comparison(context, node) || !is_condition(node) {
+            if !tensor_values::is_value_comparison(context, node) || !is_condition(context, node) {
                 return;
             }
             let mut cursor = node.walk();
@@ -107,7 +107,7 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
 }
 
 /// A `clip_grad_norm_(...)` call, or a local name last bound to one.
-fn is_grad_norm(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
     match expr.kind() {
         "call" => is_clip_call(context, expr),
@@ -117,16 +117,16 @@ fn is_grad_norm(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
     }
 }
 
-fn is_clip_call(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+fn is_clip_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     syntax::callee_name(call, context.source())
         .is_some_and(|name| matches!(name, "clip_grad_norm_" | "clip_grad_norm"))
 }
 
 /// Whether a comparison's truth value is read by Python: it is (part of) the condition of an
 /// `if`, `elif`, `while`, `assert` or conditional expression.
-fn is_condition(comparison: Node<'_>) -> bool {
+fn is_condition<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
     let mut child = comparison;
-    let mut current = comparison.parent();
+    let mut current = context.parent(comparison);
     for _ in 0..8 {
         let Some(parent) = current else { return false };
         match parent.kind() {
@@ -142,7 +142,7 @@ fn is_condition(comparison: Node<'_>) -> bool {
             _ => return false,
         }
         child = parent;
-        current = parent.parent();
+        current = context.parent(parent);
     }
     false
 }

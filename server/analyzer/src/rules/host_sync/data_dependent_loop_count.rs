@@ -57,7 +57,7 @@ declare_rule! {
 }
 
 /// TPU109
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };

@@ -61,7 +61,7 @@ declare_rule! {
 }
 
 /// TPU103
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !is_print_call(context, call) {
         return;
     }
@@ -69,7 +69,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_raise_statement(call) {
+    if tensor_values::in_raise_statement(context, call) {
         return;
     }
     let Some((_, arguments)) = syntax::call_parts(call) else {
@@ -90,7 +90,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 }
 
 /// `print(...)` (the builtin, not a local rebinding) or `xm.master_print(...)`.
-pub(crate) fn is_print_call(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, _)) = syntax::call_parts(call) else {
         return false;
     };

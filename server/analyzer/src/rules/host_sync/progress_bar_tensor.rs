@@ -62,7 +62,7 @@ const PROGRESS_METHODS: &[&str] = &[
 ];
 
 /// TPU105
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((_, method)) = syntax::method_call(call) else {
         return;
     };

@@ -86,7 +86,7 @@ const RANK_NAMES: &[&str] = &[
 ];
 
 /// TPU110
-fn check(context: &mut Context<'_, '_>, if_statement: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }
@@ -114,7 +114,7 @@ fn check(context: &mut Context<'_, '_>, if_statement: Node<'_>) {
 }
 
 /// `rank == 0`, `dist.get_rank() == 0`, `accelerator.is_main_process`, `not is_master` is not.
-fn is_rank_test(context: &Context<'_, '_>, condition: Node<'_>) -> bool {
+fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let condition = syntax::unparenthesize(condition);
     match condition.kind() {
         "boolean_operator" => {
@@ -149,7 +149,7 @@ fn is_rank_test(context: &Context<'_, '_>, condition: Node<'_>) -> bool {
 }
 
 /// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
-fn last_name_in(context: &Context<'_, '_>, expr: Node<'_>, names: &[&str]) -> bool {
+fn last_name_in<'t>(context: &Context<'t, '_>, expr: Node<'t>, names: &[&str]) -> bool {
     let target = if expr.kind() == "call" {
         match syntax::call_parts(expr) {
             Some((function, _)) => function,
@@ -191,7 +191,7 @@ fn collect_materializations<'t>(
     }
 }
 
-fn materialization(context: &Context<'_, '_>, call: Node<'_>) -> Option<String> {
+fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let (function, arguments) = syntax::call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
         // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.

@@ -67,7 +67,7 @@ declare_rule! {
 }
 
 /// TPU107
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(condition) = condition_of(node) else {
         return;
     };

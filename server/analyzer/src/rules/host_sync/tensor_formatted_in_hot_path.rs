@@ -67,12 +67,12 @@ const LOG_METHODS: &[&str] = &[
 ];
 
 /// TPU104
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(hot) = context.hot_path() else {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_raise_statement(node) {
+    if tensor_values::in_raise_statement(context, node) {
         return;
     }
     match node.kind() {
@@ -83,7 +83,7 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     }
 }
 
-fn check_fstring(context: &mut Context<'_, '_>, string: Node<'_>, hot: &str) {
+fn check_fstring<'t>(context: &mut Context<'t, '_>, string: Node<'t>, hot: &str) {
     if !is_fstring(context, string) || is_print_argument(context, string) {
         return;
     }
@@ -96,7 +96,7 @@ fn check_fstring(context: &mut Context<'_, '_>, string: Node<'_>, hot: &str) {
     report(context, tensor, hot);
 }
 
-fn check_call(context: &mut Context<'_, '_>, call: Node<'_>, hot: &str) {
+fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };
@@ -137,7 +137,7 @@ fn check_call(context: &mut Context<'_, '_>, call: Node<'_>, hot: &str) {
     }
 }
 
-fn check_percent(context: &mut Context<'_, '_>, operator: Node<'_>, hot: &str) {
+fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: &str) {
     let is_percent = operator
         .child_by_field_name("operator")
         .is_some_and(|op| context.text(op) == "%");
@@ -165,7 +165,7 @@ fn check_percent(context: &mut Context<'_, '_>, operator: Node<'_>, hot: &str) {
     }
 }
 
-fn report(context: &mut Context<'_, '_>, tensor: Node<'_>, hot: &str) {
+fn report<'t>(context: &mut Context<'t, '_>, tensor: Node<'t>, hot: &str) {
     let message = format!(
         "Formatting tensor `{}` {hot} waits for the device",
         helpers::short_code(context.text(tensor))
@@ -173,22 +173,22 @@ fn report(context: &mut Context<'_, '_>, tensor: Node<'_>, hot: &str) {
     context.report(tensor.byte_range(), message);
 }
 
-fn is_fstring(context: &Context<'_, '_>, string: Node<'_>) -> bool {
+fn is_fstring<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
     string
         .child(0)
         .is_some_and(|start| context.text(start).to_ascii_lowercase().contains('f'))
 }
 
 /// f-strings given straight to `print` are TPU103's.
-fn is_print_argument(context: &Context<'_, '_>, string: Node<'_>) -> bool {
-    string
-        .parent()
+fn is_print_argument<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
+    context
+        .parent(string)
         .filter(|parent| parent.kind() == "argument_list")
-        .and_then(|arguments| arguments.parent())
+        .and_then(|arguments| context.parent(arguments))
         .is_some_and(|call| super::print_tensor_in_hot_path::is_print_call(context, call))
 }
 
-fn callee_is(context: &Context<'_, '_>, function: Node<'_>, name: &str) -> bool {
+fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> bool {
     function.kind() == "attribute"
         && function
             .child_by_field_name("attribute")
@@ -196,7 +196,7 @@ fn callee_is(context: &Context<'_, '_>, function: Node<'_>, name: &str) -> bool 
 }
 
 /// `logging.info(...)`, `logger.warning(...)`, `self.logger.info(...)`, `log.debug(...)`.
-fn is_logging_call(context: &Context<'_, '_>, function: Node<'_>) -> bool {
+fn is_logging_call<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
     if function.kind() != "attribute" {
         return false;
     }
@@ -220,7 +220,7 @@ fn is_logging_call(context: &Context<'_, '_>, function: Node<'_>) -> bool {
 }
 
 /// `wandb.log({...})`, `accelerator.log({...})`, `run.log({...})`, `x.log_metrics({...})`.
-fn is_metrics_log(context: &Context<'_, '_>, function: Node<'_>) -> bool {
+fn is_metrics_log<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
     if callee_is(context, function, "log_metrics") {
         return true;
     }

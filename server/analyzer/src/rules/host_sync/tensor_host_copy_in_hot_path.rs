@@ -60,7 +60,7 @@ const HOST_COPY_METHODS: &[&str] = &["tolist", "numpy", "cpu"];
 const READ_BACK_METHODS: &[&str] = &["tolist", "numpy", "item"];
 
 /// TPU102
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = syntax::method_call(call) else {
         return;
     };
@@ -75,7 +75,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         return;
     }
     // `x.cpu().numpy()`, `x.cpu().detach().numpy()`: report the chain once, at its end.
-    if is_continued_by_read_back(context, call) || tensor_values::in_raise_statement(call) {
+    if is_continued_by_read_back(context, call) || tensor_values::in_raise_statement(context, call)
+    {
         return;
     }
     if base_device(context, receiver) == Device::Cpu {
@@ -90,14 +91,16 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 
 /// Whether a later call of the same chain copies to the host again (`.cpu()` followed, maybe
 /// after `.detach()` / `.clone()`, by `.numpy()`, `.tolist()` or `.item()`).
-fn is_continued_by_read_back(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = call;
     for _ in 0..8 {
-        let Some(method) = current
-            .parent()
+        let Some(attribute) = context
+            .parent(current)
             .filter(|parent| parent.kind() == "attribute")
-            .and_then(|attribute| attribute.child_by_field_name("attribute"))
         else {
+            return false;
+        };
+        let Some(method) = attribute.child_by_field_name("attribute") else {
             return false;
         };
         let name = context.text(method);
@@ -109,9 +112,8 @@ fn is_continued_by_read_back(context: &Context<'_, '_>, call: Node<'_>) -> bool 
             return false;
         }
         // Up from the attribute to the call it belongs to.
-        let Some(next) = method
-            .parent()
-            .and_then(|attribute| attribute.parent())
+        let Some(next) = context
+            .parent(attribute)
             .filter(|parent| parent.kind() == "call")
         else {
             return false;
@@ -123,7 +125,7 @@ fn is_continued_by_read_back(context: &Context<'_, '_>, call: Node<'_>) -> bool 
 
 /// The device of the value under any `.cpu()` / `.detach()` calls: where the data was before
 /// this chain started copying.
-fn base_device(context: &Context<'_, '_>, receiver: Node<'_>) -> Device {
+fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Device {
     let mut current = receiver;
     for _ in 0..syntax::MAX_EXPR_DEPTH {
         match syntax::method_call(current) {

@@ -60,7 +60,7 @@ const MATH_FUNCTIONS: &[&str] = &[
 ];
 
 /// TPU106
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };
@@ -90,7 +90,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_raise_statement(call) {
+    if tensor_values::in_raise_statement(context, call) {
         return;
     }
     let Some(value) = syntax::positional_args(arguments).first().copied() else {
@@ -108,8 +108,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 }
 
 /// Whether `node` sits in the arguments of a `range(...)` call (TPU109's finding).
-pub(crate) fn inside_range_call(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    let mut current = node.parent();
+pub(crate) fn inside_range_call<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let mut current = context.parent(node);
     for _ in 0..6 {
         let Some(parent) = current else { return false };
         if parent.kind() == "call"
@@ -121,7 +121,7 @@ pub(crate) fn inside_range_call(context: &Context<'_, '_>, node: Node<'_>) -> bo
         if matches!(parent.kind(), "block" | "expression_statement") {
             return false;
         }
-        current = parent.parent();
+        current = context.parent(parent);
     }
     false
 }
