@@ -71,7 +71,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     };
     let has_padding = syntax::keyword_arg(arguments, "padding_idx", source)
         .is_some_and(|value| value.kind() != "none");
-    let inference_reason = if mode.as_deref().is_none_or(|m| m == "mean") {
+    // `**kwargs` may carry any mode: only the training-path reason is certain.
+    let inference_reason = if syntax::has_splat(arguments) {
+        None
+    } else if mode.as_deref().is_none_or(|m| m == "mean") {
         Some("mode=\"mean\"")
     } else if flag_set("scale_grad_by_freq") {
         Some("scale_grad_by_freq=True")

@@ -39,8 +39,9 @@ declare_rule! {
     /// on purpose (`device="cpu"`) and move the result once.
     ///
     /// ## Known problems
-    /// Factories are reported only with a `device=` that is not `"cpu"`; a tensor created on the
-    /// CPU and moved afterwards is the documented workaround and stays quiet. A device held in
+    /// Factories are reported only with a `device=` that is not `"cpu"` (nor
+    /// `generator.device`); a tensor created on the CPU and moved afterwards is the documented
+    /// workaround and stays quiet. A device held in
     /// a variable is assumed to be the accelerator.
     ///
     /// ## References
@@ -90,19 +91,24 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(generator) = syntax::keyword_arg_node(arguments, "generator", source) else {
         return;
     };
-    if generator
+    let Some(generator_value) = generator
         .child_by_field_name("value")
-        .is_none_or(|value| value.kind() == "none")
-    {
+        .filter(|value| value.kind() != "none")
+    else {
         return;
-    }
+    };
     let Some(target) = helpers::torch_call(context, call) else {
         return;
     };
     let name = target.name.as_str();
     if FACTORIES.contains(&name) && target.receiver.is_none() {
-        let on_device = syntax::keyword_arg(arguments, "device", source)
-            .is_some_and(|device| context.semantic().device_of_expr(device, 0) != Device::Cpu);
+        // `device=generator.device` samples wherever the generator lives (the host for a CPU
+        // generator): the documented workaround, usually followed by `.to(device)`.
+        let generator_device = format!("{}.device", context.text(generator_value));
+        let on_device = syntax::keyword_arg(arguments, "device", source).is_some_and(|device| {
+            context.semantic().device_of_expr(device, 0) != Device::Cpu
+                && context.text(device) != generator_device
+        });
         if !on_device {
             return;
         }

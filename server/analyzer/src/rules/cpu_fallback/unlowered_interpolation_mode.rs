@@ -11,21 +11,22 @@ use crate::syntax;
 declare_rule! {
     /// ## What it does
     /// Checks for `F.interpolate` / `F.upsample` calls and `nn.Upsample` modules whose mode has no
-    /// XLA lowering: `"bicubic"`, `"trilinear"`, `"linear"`, `"nearest-exact"`, `antialias=True`,
+    /// XLA lowering: `"bicubic"`, `"linear"`, `"nearest-exact"`, `antialias=True`,
     /// and `"nearest"` on one spatial dimension (a one-element `size` or `scale_factor`).
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA lowers only `upsample_bilinear2d` and `upsample_nearest2d` (and their
-    /// backwards). `upsample_bicubic2d`, `upsample_trilinear3d`, `upsample_linear1d`,
-    /// `_upsample_nearest_exact2d`, the anti-aliased variants and `upsample_nearest1d` are absent
-    /// from its op table, so they fall back to the CPU: the tensor is copied to the host, resized
+    /// backwards), and `upsample_trilinear3d` through a registered decomposition.
+    /// `upsample_bicubic2d`, `upsample_linear1d`, `_upsample_nearest_exact2d`, the anti-aliased
+    /// variants and `upsample_nearest1d` are absent from its op table, so they fall back to the
+    /// CPU: the tensor is copied to the host, resized
     /// there and copied back, on every call. Users see "ResizeBicubic is not supported" and
     /// steps that are orders of magnitude slower than on GPU.
     ///
     /// ## Example
     /// ```python
     /// up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
-    /// self.upsample = nn.Upsample(scale_factor=2, mode="trilinear")
+    /// self.upsample = nn.Upsample(scale_factor=2, mode="bicubic")
     /// ```
     ///
     /// Use instead:
@@ -43,6 +44,8 @@ declare_rule! {
     /// ## References
     /// - tpulint TPU pitfall catalog B.3 #21 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `codegen/xla_native_functions.yaml` (only bilinear2d / nearest2d upsampling)
+    ///   and `torch_xla/_internal/decomp_registration.py` (`upsample_trilinear3d` decomposed;
+    ///   `test_trilinear_interpolate` asserts no fallback)
     /// - PyTorch/XLA issues #7267 ("ResizeBicubic is not supported") and #4985
     pub(crate) static UNLOWERED_INTERPOLATION_MODE = {
         code: "TPU202",
@@ -107,7 +110,6 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let op = match mode.as_str() {
         "bicubic" if antialias => "_upsample_bicubic2d_aa",
         "bicubic" => "upsample_bicubic2d",
-        "trilinear" => "upsample_trilinear3d",
         "linear" => "upsample_linear1d",
         "nearest-exact" => "_upsample_nearest_exact",
         "bilinear" if antialias => "_upsample_bilinear2d_aa",

@@ -44,7 +44,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// The severity is `Error` in files that target a TPU backend, `Warning` otherwise (GPU
-    /// code that may be ported).
+    /// code that may be ported). Autocast inside a branch that tests for CUDA
+    /// (`if device.type == "cuda":`) is not reported.
     ///
     /// ## References
     /// - tpulint TPU pitfall catalog B.6 #65
@@ -61,7 +62,7 @@ declare_rule! {
 }
 
 /// TPU504
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     if syntax::callee_name(call, source) != Some("autocast") {
         return;
@@ -72,6 +73,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(qualified) = context.qualified_name(function) else {
         return;
     };
+    // `if device.type == "cuda": with torch.autocast("cuda"):` is a CUDA-only branch.
+    if helpers::in_branch_testing(context, call, &["cuda"]) {
+        return;
+    }
     let backend = context.backend();
     let device = backend.device_type();
     let severity = if backend == Backend::Unknown {
