@@ -28,7 +28,7 @@ export default tseslint.config(
     files: ['tests/vscode-e2e/**/*.js', 'extension/**/*.mjs'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', setTimeout: 'readonly', Buffer: 'readonly', URL: 'readonly' },
+      globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', setTimeout: 'readonly', Buffer: 'readonly', URL: 'readonly', Element: 'readonly' },
     },
   },
 );

@@ -38,5 +38,18 @@ if ! skip rust; then
   done
 fi
 
+# ---- VS Code extension: type check, lint, unit tests, VSIX, end-to-end tests in real VS Code ----
+if ! skip vscode; then
+  section "vscode"
+  # npm ci only when package-lock.json changed since the last install (it wipes node_modules).
+  lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [[ "$(cat node_modules/.tpulint-lock-hash 2>/dev/null)" != "$lock_hash" ]]; then
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock_hash" > node_modules/.tpulint-lock-hash
+  fi
+  npm run --silent check
+  npm run --silent test:unit
+fi
+
 echo
 echo "all test sections passed"

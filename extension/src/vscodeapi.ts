@@ -7,9 +7,14 @@ import * as vscode from 'vscode';
 import { CLIENT_ID } from './constants';
 import type { SettingReader } from './settings';
 
+/** Settings with `"scope": "window"` in package.json: one value per window, read without a
+ * resource (VS Code warns when a window-scoped setting is read for a resource). */
+const WINDOW_SCOPED = new Set(['server.logLevel', 'trace.server']);
+
 export function settingReader(scope?: vscode.ConfigurationScope): SettingReader {
   const configuration = vscode.workspace.getConfiguration(CLIENT_ID, scope);
-  return (key) => configuration.get(key);
+  const windowConfiguration = vscode.workspace.getConfiguration(CLIENT_ID);
+  return (key) => (WINDOW_SCOPED.has(key) ? windowConfiguration : configuration).get(key);
 }
 
 export function isWorkspaceTrusted(): boolean {

@@ -1,0 +1,133 @@
+// UI test in the real VS Code workbench (code-server), driven with the keyboard like a user:
+// open model.py, read the Problems panel, apply a quick fix from the Ctrl+. menu, run Fix All
+// and Check TPU Environment from the command palette. Saves screenshots into $SCREENSHOTS.
+// usage: node cs-ui.js URL
+const path = require('path');
+const { launch } = require('./browser');
+
+const URL = process.argv[2];
+const SCREENSHOTS = process.env.SCREENSHOTS || '.';
+const FAILSHOT = process.env.FAILSHOT || 'failure.png';
+const started = Date.now();
+const log = (...parts) => console.log(`[ui ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...parts);
+
+async function problems(page) {
+  return page
+    .locator('.markers-panel .monaco-list-row')
+    .evaluateAll((rows) => rows.map((row) => `${row.innerText} | ${row.getAttribute('aria-label') || ''}`.replace(/\s+/g, ' ')));
+}
+
+async function waitFor(what, probe, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function editorText(page) {
+  return (await page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press('Enter');
+}
+
+async function goTo(page, line, column) {
+  await page.keyboard.press('Control+G');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(`${line}:${column}`);
+  await page.keyboard.press('Enter');
+}
+
+(async () => {
+  const browser = await launch();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !/vsda|gallery|marketplace|404/.test(message.text())) {
+      console.log('  [browser error]', message.text().slice(0, 200));
+    }
+  });
+  let ok = false;
+  try {
+    await page.goto(URL);
+    await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 30000 });
+    log('workbench loaded');
+    await page.keyboard.press('Control+P');
+    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+    await page.keyboard.type('model.py');
+    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 15000 });
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.editor-instance .view-lines:has-text("mark_step")', { timeout: 30000 });
+    log('model.py open');
+
+    // 1. Findings in the Problems panel.
+    await page.keyboard.press('Control+Shift+M');
+    const expected = ['TPU401', 'TPU410', 'TPU601', 'TPU101'];
+    const rows = await waitFor('tpulint rows in the Problems panel', async () => {
+      const current = await problems(page);
+      return expected.every((code) => current.some((row) => row.includes(code))) && current;
+    }, 60000);
+    log('Problems panel:');
+    rows.forEach((row) => console.log('   |', row));
+
+    // 2. Quick fix through the lightbulb menu, with the keyboard (mouse clicks hit an overlay).
+    await page.locator('.editor-instance .view-lines').first().click({ position: { x: 5, y: 5 } });
+    await goTo(page, 15, 8);
+    await page.keyboard.press('Control+.');
+    const menuItem = page.locator('.action-widget .monaco-list-row', { hasText: 'torch_xla.sync' });
+    await menuItem.first().waitFor({ timeout: 20000 });
+    log('quick fix menu:', JSON.stringify(await page.locator('.action-widget .monaco-list-row').allInnerTexts()));
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'vscode-problems.png') });
+    log('screenshot: vscode-problems.png');
+    // The preferred fix is pre-selected; Enter applies it.
+    await page.keyboard.press('Enter');
+    await waitFor('quick fix applied', async () => (await editorText(page)).includes('torch_xla.sync()'));
+    await waitFor('TPU601 cleared', async () => !(await problems(page)).some((row) => row.includes('TPU601')));
+    log('quick fix applied and TPU601 cleared');
+
+    // 3. Fix All from the command palette (safe fixes: pin_memory=True goes).
+    await runCommand(page, 'TPU Lint: Fix All Issues');
+    await waitFor('Fix All applied', async () => !(await editorText(page)).includes('pin_memory'));
+    await waitFor('TPU410 cleared', async () => !(await problems(page)).some((row) => row.includes('TPU410')));
+    log('Fix All applied');
+
+    // 4. Check TPU Environment (interpreter from the Python extension: the workspace .venv).
+    await runCommand(page, 'TPU Lint: Check TPU Environment');
+    await page.locator('.tab', { hasText: 'TPU Environment Report' }).first().waitFor({ timeout: 60000 });
+    const status = page.locator('.statusbar-item', { hasText: 'TPU env:' });
+    await status.first().waitFor({ timeout: 30000 });
+    log('status bar:', (await status.first().innerText()).trim());
+    // The report renders in a webview; give it a moment to paint before the screenshot.
+    await page.waitForTimeout(1500);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'vscode-environment-report.png') });
+    log('screenshot: vscode-environment-report.png');
+
+    // 5. The suggested fixes run only after the user ticks them.
+    const review = page.locator('.notification-list-item', { hasText: 'suggested fix' }).locator('a.monaco-button', { hasText: 'Review Fixes' });
+    await review.first().waitFor({ timeout: 20000 });
+    await review.first().click();
+    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 10000 });
+    const offered = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+    log('suggested fixes offered:', JSON.stringify(offered.map((text) => text.replace(/\s+/g, ' '))));
+    await page.keyboard.press('Space'); // tick the first fix
+    await page.keyboard.press('Enter');
+    await page.locator('.terminal-tab, .tabs-list .monaco-list-row, .single-terminal-tab', { hasText: 'TPU Lint' }).first().waitFor({ timeout: 20000 });
+    log('fix sent to the "TPU Lint: environment fixes" terminal');
+    ok = true;
+  } catch (error) {
+    console.log('FAIL:', error.message);
+    await page.screenshot({ path: FAILSHOT }).catch(() => {});
+  } finally {
+    await browser.close();
+  }
+  log(ok ? 'PASS' : 'FAIL');
+  process.exit(ok ? 0 : 1);
+})();
