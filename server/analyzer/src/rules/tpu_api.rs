@@ -80,6 +80,26 @@ pub fn module_alias(context: &Context<'_, '_>, module: &str) -> Option<String> {
     None
 }
 
+/// Whether a top-level, unconditional import brings in `package` (`import torch_xla...`,
+/// `from torch_xla... import ...`). Files that import a backend only under
+/// `if is_torch_xla_available():` serve several devices, and backend-specific advice about
+/// their generic code is usually wrong.
+pub fn imports_unconditionally(context: &Context<'_, '_>, package: &str) -> bool {
+    let source = context.source();
+    let root = context.root();
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor).any(|statement| {
+        let text = match statement.kind() {
+            "import_statement" => node_text(statement, source).trim_start_matches("import"),
+            "import_from_statement" => node_text(statement, source).trim_start_matches("from"),
+            _ => return false,
+        };
+        text.split([',', ' ', '\n', '\t'])
+            .filter(|word| !word.is_empty())
+            .any(|word| word == package || word.starts_with(&format!("{package}.")))
+    })
+}
+
 /// An edit inserting `keyword=value` text as the last argument of `arguments`.
 pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
     let mut cursor = arguments.walk();
@@ -127,21 +147,63 @@ pub fn remove_argument(context: &Context<'_, '_>, arguments: Node<'_>, argument:
     }
 }
 
-/// Whether `node` only runs when a CUDA device is present: it sits under an `if`, `elif`,
-/// `while` or conditional expression whose condition asks about CUDA
-/// (`torch.cuda.is_available()`, `x.is_cuda`, `device.type == "cuda"`), or in a function whose
-/// name says it is CUDA-specific.
+/// Whether `node` only runs when a CUDA device is present, or only when no TPU is: it sits
+/// - under an `if` / `elif` / `while` / conditional expression whose condition asks about CUDA
+///   (`torch.cuda.is_available()`, `x.is_cuda`, `device.type == "cuda"`, an NCCL backend), or in
+///   its `else` branch (the author already chose per device);
+/// - in a later branch of an `if` chain whose earlier condition handles a TPU (`is_torch_xla_available()`);
+/// - on the right of `cuda_check and …`;
+/// - after an early `if not torch.cuda.is_available(): return` in an enclosing block;
+/// - in a function or class whose name or decorators say it is CUDA-specific
+///   (`@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`).
 pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool {
     let source = context.source();
     let mut child = node;
     let mut current = node.parent();
     while let Some(parent) = current {
-        let condition = match parent.kind() {
+        match parent.kind() {
             "if_statement" | "elif_clause" | "while_statement" => {
-                parent.child_by_field_name("condition")
+                if let Some(condition) = parent.child_by_field_name("condition")
+                    && condition.id() != child.id()
+                    && mentions_cuda(node_text(condition, source))
+                {
+                    return true;
+                }
+                if parent.kind() == "elif_clause"
+                    && let Some(if_statement) = parent.parent()
+                    && earlier_conditions_mention(if_statement, parent, source)
+                {
+                    return true;
+                }
             }
-            "conditional_expression" => parent.named_child(1),
-            "function_definition" => {
+            "conditional_expression" => {
+                if let Some(condition) = parent.named_child(1)
+                    && condition.id() != child.id()
+                    && mentions_cuda(node_text(condition, source))
+                {
+                    return true;
+                }
+            }
+            "boolean_operator" => {
+                if let Some(left) = parent.child_by_field_name("left")
+                    && left.id() != child.id()
+                    && mentions_cuda(node_text(left, source))
+                {
+                    return true;
+                }
+            }
+            "else_clause" => {
+                if let Some(if_statement) = parent.parent()
+                    && if_statement.kind() == "if_statement"
+                    && earlier_conditions_mention(if_statement, parent, source)
+                {
+                    return true;
+                }
+            }
+            "block" | "module" if follows_early_exit_on_cuda_check(parent, child, source) => {
+                return true;
+            }
+            "function_definition" | "class_definition" => {
                 let name = parent
                     .child_by_field_name("name")
                     .map(|n| node_text(n, source))
@@ -149,24 +211,22 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
                 if name.to_ascii_lowercase().contains("cuda") {
                     return true;
                 }
-                None
+                // `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`.
+                if let Some(decorated) = parent
+                    .parent()
+                    .filter(|p| p.kind() == "decorated_definition")
+                {
+                    let mut cursor = decorated.walk();
+                    let cuda_decorator = decorated
+                        .named_children(&mut cursor)
+                        .filter(|c| c.kind() == "decorator")
+                        .any(|d| mentions_cuda(node_text(d, source)));
+                    if cuda_decorator {
+                        return true;
+                    }
+                }
             }
-            _ => None,
-        };
-        if let Some(condition) = condition
-            && condition.id() != child.id()
-            && mentions_cuda(node_text(condition, source))
-        {
-            return true;
-        }
-        // An `else` branch of such an `if` is not guarded the same way, but it still means the
-        // author already chose per device: stay quiet there too.
-        if parent.kind() == "else_clause"
-            && let Some(if_statement) = parent.parent()
-            && let Some(condition) = if_statement.child_by_field_name("condition")
-            && mentions_cuda(node_text(condition, source))
-        {
-            return true;
+            _ => {}
         }
         child = parent;
         current = parent.parent();
@@ -174,36 +234,71 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
     false
 }
 
-fn mentions_cuda(condition: &str) -> bool {
-    condition.contains("cuda") || condition.contains("CUDA") || condition.contains("gpu")
+/// Whether a condition of `if_statement` before `branch` asks about CUDA or handles a TPU.
+fn earlier_conditions_mention(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> bool {
+    let mut cursor = if_statement.walk();
+    let mut conditions = vec![if_statement.child_by_field_name("condition")];
+    for clause in if_statement.named_children(&mut cursor) {
+        if clause.id() == branch.id() {
+            break;
+        }
+        if clause.kind() == "elif_clause" {
+            conditions.push(clause.child_by_field_name("condition"));
+        }
+    }
+    conditions.into_iter().flatten().any(|condition| {
+        let text = node_text(condition, source);
+        mentions_cuda(text) || mentions_tpu(text)
+    })
 }
 
-/// Whether the file, anywhere, tests for a TPU backend at run time (`if XLA_AVAILABLE:`,
-/// `is_torch_xla_available()`, `device.type == "xla"`): then TPU-specific calls are guarded.
-pub fn node_is_in_branch_mentioning(
-    context: &Context<'_, '_>,
-    node: Node<'_>,
-    words: &[&str],
-) -> bool {
-    let source = context.source();
-    let mut current = node.parent();
-    while let Some(parent) = current {
-        if matches!(
-            parent.kind(),
-            "if_statement" | "elif_clause" | "conditional_expression"
-        ) && let Some(condition) = if parent.kind() == "conditional_expression" {
-            parent.named_child(1)
-        } else {
-            parent.child_by_field_name("condition")
-        } {
-            let text = node_text(condition, source);
-            if words.iter().any(|word| text.contains(word)) {
-                return true;
-            }
+/// `if not torch.cuda.is_available(): return` (or `raise`) earlier in the same block.
+fn follows_early_exit_on_cuda_check(block: Node<'_>, child: Node<'_>, source: &str) -> bool {
+    let mut cursor = block.walk();
+    for statement in block.named_children(&mut cursor) {
+        if statement.id() == child.id() || statement.start_byte() >= child.start_byte() {
+            return false;
         }
-        current = parent.parent();
+        if statement.kind() != "if_statement" {
+            continue;
+        }
+        let Some(condition) = statement.child_by_field_name("condition") else {
+            continue;
+        };
+        if !mentions_cuda(node_text(condition, source)) {
+            continue;
+        }
+        let exits = statement
+            .child_by_field_name("consequence")
+            .and_then(|body| {
+                let mut body_cursor = body.walk();
+                body.named_children(&mut body_cursor)
+                    .filter(|s| s.kind() != "comment")
+                    .last()
+            })
+            .is_some_and(|last| {
+                matches!(
+                    last.kind(),
+                    "return_statement" | "raise_statement" | "continue_statement"
+                )
+            });
+        if exits {
+            return true;
+        }
     }
     false
+}
+
+fn mentions_cuda(condition: &str) -> bool {
+    ["cuda", "CUDA", "gpu", "GPU", "nccl", "NCCL"]
+        .iter()
+        .any(|word| condition.contains(word))
+}
+
+fn mentions_tpu(condition: &str) -> bool {
+    ["xla", "XLA", "tpu", "TPU"]
+        .iter()
+        .any(|word| condition.contains(word))
 }
 
 /// The value of a call's argument at `position` or keyword `name`, if it is a plain string.

@@ -36,7 +36,8 @@ declare_rule! {
     /// compiled by a different compiler, and the code no longer compiles for GPUs.
     ///
     /// ## Known problems
-    /// Files whose backend is unknown are not checked.
+    /// Files whose backend is unknown are not checked, nor PyTorch/XLA files that import
+    /// `torch_xla` only conditionally (they serve several devices).
     ///
     /// ## References
     /// - pitfalls.md B.4 #46 and B.7 #79: PyTorch/XLA `docs/source/perf/dynamo.md`
@@ -54,7 +55,8 @@ declare_rule! {
 /// TPU603
 fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     let wanted = match context.backend() {
-        Backend::TorchXla => "openxla",
+        Backend::TorchXla if tpu_api::imports_unconditionally(context, "torch_xla") => "openxla",
+        Backend::TorchXla => return,
         Backend::TorchTpu => "tpu",
         Backend::Unknown => return,
     };

@@ -13,7 +13,8 @@ declare_rule! {
     /// ## What it does
     /// Checks, in PyTorch/XLA programs launched with `xmp.spawn` or `torch_xla.launch`, for
     /// `optimizer.step()` when nothing in the file reduces gradients across processes (no DDP, no
-    /// FSDP, no SPMD, no `xm.reduce_gradients`, no `all_reduce`).
+    /// FSDP, no ZeRO-1 `ZeroRedundancyOptimizer`, no SPMD, no `xm.reduce_gradients`, no
+    /// `all_reduce`).
     ///
     /// ## Why is this bad?
     /// Each spawned process trains its own replica. `optimizer.step()` applies only the local
@@ -74,6 +75,7 @@ const REDUCERS: &[&str] = &[
     "all_reduce",
     "optimizer_step(",
     "Accelerator(",
+    "ZeroRedundancyOptimizer",
 ];
 
 /// TPU606
@@ -81,7 +83,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some((receiver, method)) = syntax::method_call(call) else {
         return;
     };
-    if context.text(method) != "step" || context.backend() != Backend::TorchXla {
+    if context.text(method) != "step"
+        || (context.backend() != Backend::TorchXla
+            || !tpu_api::imports_unconditionally(context, "torch_xla"))
+    {
         return;
     }
     let Some((_, arguments)) = syntax::call_parts(call) else {

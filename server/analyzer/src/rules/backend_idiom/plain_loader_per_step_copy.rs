@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::device_placement::factory_then_move::is_device_expression;
+use crate::rules::tpu_api;
 use crate::semantic::{Backend, Device, ValueKind};
 use crate::syntax::{self, node_text};
 
@@ -56,7 +57,9 @@ declare_rule! {
 
 /// TPU607
 fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
-    if context.backend() != Backend::TorchXla {
+    if context.backend() != Backend::TorchXla
+        || !tpu_api::imports_unconditionally(context, "torch_xla")
+    {
         return;
     }
     let source = context.source();

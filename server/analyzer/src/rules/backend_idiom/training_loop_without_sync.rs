@@ -12,7 +12,8 @@ use crate::syntax::{self, node_text};
 
 declare_rule! {
     /// ## What it does
-    /// Checks, in PyTorch/XLA files, for a loop that runs `loss.backward()` but neither calls
+    /// Checks, in PyTorch/XLA files, for a loop that runs `loss.backward()` and an optimizer
+    /// step but neither calls
     /// `torch_xla.sync()` / `xm.mark_step()` / `xm.optimizer_step()`, nor iterates an
     /// `MpDeviceLoader`, nor runs a `torch_xla.compile`d step.
     ///
@@ -50,7 +51,8 @@ declare_rule! {
     /// ## Known problems
     /// A loop that calls a helper which syncs is recognised only when the helper is defined in the
     /// same file. Files that use `MpDeviceLoader`, `ParallelLoader`, eager mode or any
-    /// `compile(` are not checked, since the barrier may come from there.
+    /// `compile(` are not checked, since the barrier may come from there, nor files that import
+    /// `torch_xla` only conditionally. A `with torch_xla.step():` body counts as synced.
     ///
     /// ## References
     /// - pitfalls.md B.4 #43: PyTorch/XLA `docs/source/learn/xla-advanced.md` ("Barriers", "Data Loading")
@@ -66,7 +68,7 @@ declare_rule! {
 }
 
 /// Text in a loop body that is (or calls) a step barrier.
-const BARRIERS: &[&str] = &["mark_step(", ".sync(", "optimizer_step("];
+const BARRIERS: &[&str] = &["mark_step(", ".sync(", "optimizer_step(", "torch_xla.step("];
 
 /// Text anywhere in the file that shows the barrier may come from elsewhere.
 const FILE_BARRIERS: &[&str] = &[
@@ -79,7 +81,9 @@ const FILE_BARRIERS: &[&str] = &[
 
 /// TPU605
 fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
-    if context.backend() != Backend::TorchXla {
+    if context.backend() != Backend::TorchXla
+        || !tpu_api::imports_unconditionally(context, "torch_xla")
+    {
         return;
     }
     let source = context.source();
@@ -87,7 +91,9 @@ fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
         return;
     };
     let body_text = node_text(body, source);
-    if !body_text.contains(".backward(") {
+    // Gradient accumulation loops run several backward passes per step on purpose: the
+    // barrier belongs to the loop that also steps the optimizer.
+    if !body_text.contains(".backward(") || !body_text.contains(".step(") {
         return;
     }
     if BARRIERS.iter().any(|barrier| body_text.contains(barrier))

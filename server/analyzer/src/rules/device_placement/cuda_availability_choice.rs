@@ -44,6 +44,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// An `if`/`else` statement that assigns the two strings separately is not recognised.
+    /// A choice whose condition inspects a device string that already exists
+    /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported.
     ///
     /// ## References
     /// - pitfalls.md B.5 #50: PyTorch/XLA, *Migration to XLA on TPUs — Device handling*
@@ -100,12 +102,37 @@ fn check(context: &mut Context<'_, '_>, choice: Node<'_>) {
 /// Whether a conditional expression picks a CUDA device in one branch and ends in the CPU in the
 /// other (possibly through further choices such as `"mps"`).
 pub(crate) fn is_cuda_or_cpu_choice(context: &Context<'_, '_>, choice: Node<'_>) -> bool {
-    let (Some(then_branch), Some(else_branch)) = (choice.named_child(0), choice.named_child(2))
-    else {
+    let (Some(then_branch), Some(condition), Some(else_branch)) = (
+        choice.named_child(0),
+        choice.named_child(1),
+        choice.named_child(2),
+    ) else {
         return false;
     };
+    // `"cuda" if "cuda" in device else "cpu"` derives a device *type* from a device already
+    // chosen (for `torch.autocast`); it does not choose where the program runs.
+    if condition_inspects_device_string(context, condition) {
+        return false;
+    }
     device_literal(context, then_branch) == Some(Device::Cuda)
         && ends_in_cpu(context, else_branch, 0)
+}
+
+/// Whether the condition compares with a `"cuda…"` string literal (`"cuda" in device`,
+/// `device.type == "cuda"`, `str(device).startswith("cuda")`).
+fn condition_inspects_device_string(context: &Context<'_, '_>, condition: Node<'_>) -> bool {
+    let source = context.source();
+    let mut stack = vec![condition];
+    while let Some(node) = stack.pop() {
+        if let Some(text) = syntax::string_value(node, source)
+            && text.starts_with("cuda")
+        {
+            return true;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
 }
 
 fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::device_placement::cuda_availability_choice::is_cuda_or_cpu_choice;
+use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax::{self, node_text};
 
@@ -39,7 +40,12 @@ declare_rule! {
     /// PyTorch/XLA, `"tpu"` for TorchTPU). It is unsafe: the program no longer runs on GPUs. When
     /// the backend is unknown the fix is display-only.
     ///
+    /// ## Known problems
+    /// Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
+    /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported.
+    ///
     /// ## References
+    /// - pitfalls.md B.5 #49
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (`docs/source/learn/migration-to-xla-on-tpus.md`)
     /// - TorchTPU, `docs/notebooks/api_mapping.py` (`"cuda"` → `"tpu"`)
     pub(crate) static CUDA_DEVICE_STRING = {
@@ -65,7 +71,7 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
         return;
     }
     // `"cuda" if torch.cuda.is_available() else "cpu"` has its own rule (TPU402).
-    if in_cuda_or_cpu_choice(context, string) {
+    if in_cuda_or_cpu_choice(context, string) || tpu_api::guarded_by_cuda_check(context, string) {
         return;
     }
     let quote = node_text(string, context.source())

@@ -36,6 +36,8 @@ declare_rule! {
     /// a leaf tensor).
     ///
     /// ## Known problems
+    /// Random factories are reported only on hot paths and never with `generator=`: off the hot
+    /// path, drawing on the host is usually deliberate (the same numbers on every device).
     /// Only `.to(...)` arguments that clearly name a device are recognised (`device`, `dev`,
     /// `x.device`, `torch.device(...)`, a device string, `torch_xla.device()`), never a dtype.
     ///
@@ -120,6 +122,14 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
             !allowed_keyword
         });
     if extra {
+        return;
+    }
+    // Random tensors drawn on the host and then moved are often deliberate (the same numbers on
+    // every device, a CPU `generator=`): only a per-step copy is worth reporting.
+    if RANDOM.contains(&factory)
+        && (context.hot_path().is_none()
+            || syntax::keyword_arg(factory_arguments, "generator", source).is_some())
+    {
         return;
     }
     let device_text = context.text(device).to_string();

@@ -38,7 +38,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Checkpoints saved from the CPU load fine without `map_location`; the rule cannot see
-    /// where a file was written. Calls passing `**kwargs` are not reported.
+    /// where a file was written. Calls passing `**kwargs` are not reported, nor loads that read
+    /// back what the same function just saved (a `save(...)` or `BytesIO` earlier in the scope).
     ///
     /// ## References
     /// - pitfalls.md B.5 #58 and #57: PyTorch/XLA, *Troubleshooting — quirks* (saving and loading
@@ -70,6 +71,9 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     {
         return;
     }
+    if round_trip_in_same_scope(context, call) {
+        return;
+    }
     let edit = tpu_api::insert_argument(arguments, "map_location=\"cpu\"");
     context
         .report(
@@ -77,4 +81,21 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
             "`torch.load` without `map_location` restores tensors to the device they were saved on",
         )
         .fix = Some(Fix::unsafe_edit("Add `map_location=\"cpu\"`", vec![edit]));
+}
+
+/// `torch.save(...)` / `xm.save(...)` / an in-memory `BytesIO` earlier in the same function (or
+/// module): the load reads back what this process wrote, on the devices it wrote from.
+fn round_trip_in_same_scope(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+    let mut scope = call;
+    while let Some(parent) = scope.parent() {
+        scope = parent;
+        if parent.kind() == "function_definition" {
+            break;
+        }
+    }
+    let source = context.source();
+    let before = source
+        .get(scope.start_byte()..call.start_byte())
+        .unwrap_or("");
+    before.contains("torch.save(") || before.contains(".save(") || before.contains("BytesIO")
 }
