@@ -40,7 +40,7 @@ pub fn torch_xla_expression(context: &Context<'_, '_>, member: &str) -> (String,
         Some(alias) => (format!("{alias}.{member}"), Vec::new()),
         None => (
             format!("torch_xla.{member}"),
-            helpers::add_import(context, "import torch_xla")
+            add_torch_xla_import(context, "import torch_xla")
                 .into_iter()
                 .collect(),
         ),
@@ -54,11 +54,67 @@ pub fn xla_model_expression(context: &Context<'_, '_>, member: &str) -> (String,
         Some(alias) => (format!("{alias}.{member}"), Vec::new()),
         None => (
             format!("xm.{member}"),
-            helpers::add_import(context, "import torch_xla.core.xla_model as xm")
+            add_torch_xla_import(context, "import torch_xla.core.xla_model as xm")
                 .into_iter()
                 .collect(),
         ),
     }
+}
+
+/// An edit adding `import_line` (a `torch_xla` import) next to the file's first existing
+/// `torch_xla` import, with its indentation: when that import sits under
+/// `if is_torch_xla_available():`, the new one must stay guarded too, or the file stops importing
+/// on machines without PyTorch/XLA. Without any `torch_xla` import, after the top-level imports.
+pub fn add_torch_xla_import(context: &Context<'_, '_>, import_line: &str) -> Option<Edit> {
+    let source = context.source();
+    let mut stack = vec![context.root()];
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 50_000 {
+            break;
+        }
+        if matches!(node.kind(), "import_statement" | "import_from_statement") {
+            let text = node_text(node, source);
+            let names_torch_xla = text
+                .split([' ', ',', '\n', '\t', '('])
+                .any(|word| word == "torch_xla" || word.starts_with("torch_xla."));
+            if names_torch_xla {
+                let indent = syntax::line_indent(source, node.start_byte());
+                let end = node.end_byte();
+                let line_end = source[end..]
+                    .find(['\n', '\r'])
+                    .map_or(source.len(), |i| end + i);
+                let newline = crate::source::detect_line_ending(source);
+                return Some(Edit::insert(
+                    line_end,
+                    format!("{newline}{indent}{import_line}"),
+                ));
+            }
+            continue;
+        }
+        // Visit in source order: push children reversed.
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        for child in children.into_iter().rev() {
+            if matches!(
+                child.kind(),
+                "import_statement"
+                    | "import_from_statement"
+                    | "if_statement"
+                    | "try_statement"
+                    | "block"
+                    | "else_clause"
+                    | "elif_clause"
+                    | "except_clause"
+                    | "finally_clause"
+                    | "with_statement"
+            ) {
+                stack.push(child);
+            }
+        }
+    }
+    helpers::add_import(context, import_line)
 }
 
 /// The local name bound to `module` by an import (`import torch_xla` → `torch_xla`,
@@ -156,10 +212,10 @@ pub fn remove_argument(context: &Context<'_, '_>, arguments: Node<'_>, argument:
 /// - after an early `if not torch.cuda.is_available(): return` in an enclosing block;
 /// - in a function or class whose name or decorators say it is CUDA-specific
 ///   (`@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`).
-pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let source = context.source();
     let mut child = node;
-    let mut current = node.parent();
+    let mut current = context.parent(node);
     while let Some(parent) = current {
         match parent.kind() {
             "if_statement" | "elif_clause" | "while_statement" => {
@@ -170,7 +226,7 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
                     return true;
                 }
                 if parent.kind() == "elif_clause"
-                    && let Some(if_statement) = parent.parent()
+                    && let Some(if_statement) = context.parent(parent)
                     && earlier_conditions_mention(if_statement, parent, source)
                 {
                     return true;
@@ -193,7 +249,7 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
                 }
             }
             "else_clause" => {
-                if let Some(if_statement) = parent.parent()
+                if let Some(if_statement) = context.parent(parent)
                     && if_statement.kind() == "if_statement"
                     && earlier_conditions_mention(if_statement, parent, source)
                 {
@@ -212,8 +268,8 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
                     return true;
                 }
                 // `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`.
-                if let Some(decorated) = parent
-                    .parent()
+                if let Some(decorated) = context
+                    .parent(parent)
                     .filter(|p| p.kind() == "decorated_definition")
                 {
                     let mut cursor = decorated.walk();
@@ -229,7 +285,7 @@ pub fn guarded_by_cuda_check(context: &Context<'_, '_>, node: Node<'_>) -> bool 
             _ => {}
         }
         child = parent;
-        current = parent.parent();
+        current = context.parent(parent);
     }
     false
 }

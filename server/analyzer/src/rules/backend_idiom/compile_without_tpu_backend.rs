@@ -53,7 +53,7 @@ declare_rule! {
 }
 
 /// TPU603
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let wanted = match context.backend() {
         Backend::TorchXla if tpu_api::imports_unconditionally(context, "torch_xla") => "openxla",
         Backend::TorchXla => return,

@@ -54,7 +54,7 @@ declare_rule! {
 }
 
 /// TPU609
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }
@@ -101,9 +101,9 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     ));
 }
 
-fn decorates_compiled_function(context: &Context<'_, '_>, decorator: Node<'_>) -> bool {
-    let Some(definition) = decorator
-        .parent()
+fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
+    let Some(definition) = context
+        .parent(decorator)
         .filter(|p| p.kind() == "decorated_definition")
     else {
         return false;

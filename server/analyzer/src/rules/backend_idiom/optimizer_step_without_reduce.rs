@@ -79,7 +79,7 @@ const REDUCERS: &[&str] = &[
 ];
 
 /// TPU606
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = syntax::method_call(call) else {
         return;
     };

@@ -59,7 +59,7 @@ const STATEFUL: &[&str] = &[
 ];
 
 /// TPU608
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }
@@ -114,22 +114,30 @@ fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
         if visited > 20_000 {
             return false;
         }
-        if node.kind() == "function_definition" {
-            let name = node
+        // A decorated function is judged at its `decorated_definition` (decorators + body).
+        let (function, decorated) = match node.kind() {
+            "decorated_definition" => {
+                let mut cursor = node.walk();
+                let decorated = node
+                    .named_children(&mut cursor)
+                    .filter(|c| c.kind() == "decorator")
+                    .any(|d| node_text(d, source).contains("compile"));
+                (
+                    node.child_by_field_name("definition")
+                        .filter(|d| d.kind() == "function_definition"),
+                    decorated,
+                )
+            }
+            "function_definition" => (Some(node), false),
+            _ => (None, false),
+        };
+        if let Some(function) = function {
+            let name = function
                 .child_by_field_name("name")
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
-            let decorated = node
-                .parent()
-                .filter(|p| p.kind() == "decorated_definition")
-                .is_some_and(|p| {
-                    let mut cursor = p.walk();
-                    p.named_children(&mut cursor)
-                        .filter(|c| c.kind() == "decorator")
-                        .any(|d| node_text(d, source).contains("compile"))
-                });
             let compiled = decorated || semantic.is_compiled_name(name);
-            if compiled && node_text(node, source).contains(".step(") {
+            if compiled && node_text(function, source).contains(".step(") {
                 return true;
             }
         }

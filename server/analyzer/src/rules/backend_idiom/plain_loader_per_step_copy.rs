@@ -56,7 +56,7 @@ declare_rule! {
 }
 
 /// TPU607
-fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     if context.backend() != Backend::TorchXla
         || !tpu_api::imports_unconditionally(context, "torch_xla")
     {

@@ -49,7 +49,7 @@ declare_rule! {
 }
 
 /// TPU604
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }

@@ -42,7 +42,7 @@ declare_rule! {
 }
 
 /// TPU610
-fn check(context: &mut Context<'_, '_>, statement: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     let source = context.source();
     let mut modules = Vec::new();
     if let Some(module) = statement.child_by_field_name("module_name") {

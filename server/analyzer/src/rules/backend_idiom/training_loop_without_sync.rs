@@ -80,7 +80,7 @@ const FILE_BARRIERS: &[&str] = &[
 ];
 
 /// TPU605
-fn check(context: &mut Context<'_, '_>, loop_node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     if context.backend() != Backend::TorchXla
         || !tpu_api::imports_unconditionally(context, "torch_xla")
     {
@@ -219,7 +219,7 @@ fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
 
 /// `for batch in loader:` where `loader` is a parameter of the enclosing function: the caller may
 /// pass an `MpDeviceLoader`, which syncs at every step.
-fn iterates_parameter(context: &Context<'_, '_>, loop_node: Node<'_>) -> bool {
+fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> bool {
     let source = context.source();
     let Some(iterable) = loop_node.child_by_field_name("right") else {
         return false;
@@ -238,7 +238,7 @@ fn iterates_parameter(context: &Context<'_, '_>, loop_node: Node<'_>) -> bool {
     let Some(first) = parts.first() else {
         return false;
     };
-    let mut current = loop_node.parent();
+    let mut current = context.parent(loop_node);
     while let Some(node) = current {
         if node.kind() == "function_definition" {
             let Some(parameters) = node.child_by_field_name("parameters") else {
@@ -248,7 +248,7 @@ fn iterates_parameter(context: &Context<'_, '_>, loop_node: Node<'_>) -> bool {
                 .split(|c: char| !c.is_alphanumeric() && c != '_')
                 .any(|word| word == *first && word != "self");
         }
-        current = node.parent();
+        current = context.parent(node);
     }
     false
 }

@@ -82,7 +82,7 @@ const COMBINING_FUNCTIONS: &[&str] = &[
 ];
 
 /// TPU405
-fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.hot_path() != Some(HotPath::Forward) {
         return;
     }
@@ -138,7 +138,7 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     let Some(origin) = cpu_fact.origin_range() else {
         return;
     };
-    let Some(factory) = cpu_factory_at(context, origin.clone()) else {
+    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone()) else {
         return;
     };
     // Nested operations report once, at the innermost combination.
@@ -152,8 +152,10 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
         .semantic()
         .call_qualified_name(factory)
         .unwrap_or_default();
-    let in_same_function = enclosing_function(node).map(|f| f.byte_range())
-        == enclosing_function(factory).map(|f| f.byte_range());
+    let in_same_function = context
+        .enclosing(node, &["function_definition"])
+        .map(|f| f.byte_range())
+        == factory_function.map(|f| f.byte_range());
     let source = context.source();
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
@@ -192,16 +194,24 @@ fn check(context: &mut Context<'_, '_>, node: Node<'_>) {
     diagnostic.fix = fix;
 }
 
-/// The torch factory call (without `device=`, not zero-dimensional) at `origin`.
-fn cpu_factory_at<'t>(context: &Context<'t, '_>, origin: TextRange) -> Option<Node<'t>> {
-    let mut node = context
-        .root()
-        .descendant_for_byte_range(origin.start, origin.end)?;
-    for _ in 0..4 {
+/// The torch factory call (without `device=`, not zero-dimensional) at `origin`, and the function
+/// that contains it. Found by descending from the root: the factory may lie outside the current
+/// node's ancestors (an `__init__` attribute), where parent links are not available cheaply.
+fn cpu_factory_at<'t>(
+    context: &Context<'t, '_>,
+    origin: TextRange,
+) -> Option<(Node<'t>, Option<Node<'t>>)> {
+    let mut node = context.root();
+    let mut function = None;
+    for _ in 0..crate::syntax::MAX_EXPR_DEPTH * 4 {
         if node.kind() == "call" && node.byte_range() == origin {
             break;
         }
-        node = node.parent()?;
+        if node.kind() == "function_definition" {
+            function = Some(node);
+        }
+        node =
+            node.child_with_descendant(node.descendant_for_byte_range(origin.start, origin.end)?)?;
     }
     if node.kind() != "call" || node.byte_range() != origin {
         return None;
@@ -240,7 +250,7 @@ fn cpu_factory_at<'t>(context: &Context<'t, '_>, origin: TextRange) -> Option<No
             return None;
         }
     }
-    Some(node)
+    Some((node, function))
 }
 
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
@@ -259,15 +269,4 @@ fn operand_is_combination_with_cpu(context: &Context<'_, '_>, operand: Node<'_>)
     let cpu = |f: &Fact| f.is_tensor() && f.device == Device::Cpu;
     let dev = |f: &Fact| f.is_tensor() && f.device == Device::Accelerator;
     (cpu(&l) && dev(&r)) || (dev(&l) && cpu(&r))
-}
-
-fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == "function_definition" {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
 }

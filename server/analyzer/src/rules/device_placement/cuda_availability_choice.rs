@@ -62,21 +62,23 @@ declare_rule! {
 }
 
 /// TPU402
-fn check(context: &mut Context<'_, '_>, choice: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     if !is_cuda_or_cpu_choice(context, choice) {
         return;
     }
     // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
-    if choice
-        .parent()
+    if context
+        .parent(choice)
         .is_some_and(|p| p.kind() == "conditional_expression" && is_cuda_or_cpu_choice(context, p))
     {
         return;
     }
     // Replace `torch.device(<choice>)` as a whole.
     let mut target = choice;
-    if let Some(arguments) = choice.parent().filter(|p| p.kind() == "argument_list")
-        && let Some(call) = arguments.parent()
+    if let Some(arguments) = context
+        .parent(choice)
+        .filter(|p| p.kind() == "argument_list")
+        && let Some(call) = context.parent(arguments)
         && context.semantic().call_qualified_name(call).as_deref() == Some("torch.device")
         && syntax::positional_args(arguments).len() == 1
     {

@@ -49,7 +49,7 @@ declare_rule! {
 }
 
 /// TPU411
-fn check(context: &mut Context<'_, '_>, assignment: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
     let Some(left) = assignment.child_by_field_name("left") else {
         return;
     };

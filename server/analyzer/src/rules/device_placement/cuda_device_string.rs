@@ -130,14 +130,14 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
 }
 
 /// Whether the string is a branch of a CUDA-or-CPU choice (directly or inside `torch.device(...)`).
-fn in_cuda_or_cpu_choice(context: &Context<'_, '_>, string: Node<'_>) -> bool {
-    let mut current = string.parent();
+fn in_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
+    let mut current = context.parent(string);
     for _ in 0..4 {
         let Some(node) = current else { return false };
         if node.kind() == "conditional_expression" {
             return is_cuda_or_cpu_choice(context, node);
         }
-        current = node.parent();
+        current = context.parent(node);
     }
     false
 }

@@ -115,7 +115,7 @@ const SILENT: &[&str] = &[
 ];
 
 /// TPU404
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return;
     };
@@ -137,7 +137,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     }
     // `if torch.cuda.device_count() > 1:` / `skipUnless(...device_count() > 1)` asks whether GPUs
     // exist, like `is_available()`.
-    if name == "device_count" && in_comparison(call) {
+    if name == "device_count" && in_comparison(context, call) {
         return;
     }
     // A silent call next to the TPU's own handling (`torch.cuda.manual_seed_all(s)` followed by
@@ -164,8 +164,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     diagnostic.fix = fix;
 }
 
-fn scope_handles_tpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
-    let mut current = call.parent();
+fn scope_handles_tpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let mut current = context.parent(call);
     while let Some(node) = current {
         if node.kind() == "function_definition" {
             let text = context.text(node);
@@ -173,13 +173,13 @@ fn scope_handles_tpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
                 .iter()
                 .any(|word| text.contains(word));
         }
-        current = node.parent();
+        current = context.parent(node);
     }
     false
 }
 
-fn in_comparison(call: Node<'_>) -> bool {
-    let mut current = call.parent();
+fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let mut current = context.parent(call);
     for _ in 0..3 {
         let Some(node) = current else { return false };
         if matches!(
@@ -188,7 +188,7 @@ fn in_comparison(call: Node<'_>) -> bool {
         ) {
             return true;
         }
-        current = node.parent();
+        current = context.parent(node);
     }
     false
 }

@@ -75,7 +75,7 @@ const FACTORIES: &[&str] = &[
 const RANDOM: &[&str] = &["rand", "randn", "randint", "randperm"];
 
 /// TPU407
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = syntax::method_call(call) else {
         return;
     };

@@ -52,7 +52,7 @@ declare_rule! {
 }
 
 /// TPU410
-fn check(context: &mut Context<'_, '_>, keyword: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let source = context.source();
     let (Some(name), Some(value)) = (
         keyword.child_by_field_name("name"),
@@ -66,10 +66,13 @@ fn check(context: &mut Context<'_, '_>, keyword: Node<'_>) {
     if context.backend() == Backend::Unknown {
         return;
     }
-    let Some(arguments) = keyword.parent().filter(|p| p.kind() == "argument_list") else {
+    let Some(arguments) = context
+        .parent(keyword)
+        .filter(|p| p.kind() == "argument_list")
+    else {
         return;
     };
-    let Some(call) = arguments.parent().filter(|c| c.kind() == "call") else {
+    let Some(call) = context.parent(arguments).filter(|c| c.kind() == "call") else {
         return;
     };
     let Some(callee) = syntax::callee_name(call, source) else {

@@ -56,7 +56,7 @@ declare_rule! {
 }
 
 /// TPU406
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if helpers::call_matches(context, call, &["torch.load"]).is_none() {
         return;
     }
@@ -85,9 +85,9 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 
 /// `torch.save(...)` / `xm.save(...)` / an in-memory `BytesIO` earlier in the same function (or
 /// module): the load reads back what this process wrote, on the devices it wrote from.
-fn round_trip_in_same_scope(context: &Context<'_, '_>, call: Node<'_>) -> bool {
+fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut scope = call;
-    while let Some(parent) = scope.parent() {
+    while let Some(parent) = context.parent(scope) {
         scope = parent;
         if parent.kind() == "function_definition" {
             break;

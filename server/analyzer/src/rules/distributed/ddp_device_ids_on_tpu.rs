@@ -45,7 +45,7 @@ declare_rule! {
 }
 
 /// TPU702
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }

@@ -51,7 +51,7 @@ declare_rule! {
 }
 
 /// TPU703
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, _)) = syntax::call_parts(call) else {
         return;
     };

@@ -55,7 +55,7 @@ declare_rule! {
 }
 
 /// TPU701
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if helpers::call_matches(context, call, &["torch.distributed.init_process_group"]).is_none() {
         return;
     }
@@ -81,7 +81,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let fix = match context.backend() {
         Backend::TorchXla => {
             let mut edits: Vec<Edit> =
-                helpers::add_import(context, "import torch_xla.distributed.xla_backend")
+                tpu_api::add_torch_xla_import(context, "import torch_xla.distributed.xla_backend")
                     .into_iter()
                     .collect();
             edits.push(Edit::replace(

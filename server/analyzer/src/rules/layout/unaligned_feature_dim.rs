@@ -53,7 +53,7 @@ declare_rule! {
 }
 
 /// TPU801
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(qualified) = context.semantic().call_qualified_name(call) else {
         return;
     };
@@ -80,7 +80,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         let padded = (value + 127) / 128 * 128;
         context.report(
             argument.byte_range(),
-            format!("`{layer}` {name}={value} is padded to {padded} on a TPU (multiples of 128)"),
+            format!("`{layer}` {name}={value} is not a multiple of 128; TPU lanes round it up to {padded}"),
         );
     }
 }
