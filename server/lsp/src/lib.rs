@@ -1,0 +1,54 @@
+//! The tpulint language server: `tpulint server` speaks LSP over stdio.
+//!
+//! Architecture invariant: this is the only crate that knows LSP, JSON-RPC and the async runtime.
+//! The engine (`tpulint_analyzer`) sees text, a syntax tree and settings; positions are converted
+//! between the client's encoding and byte offsets only in [`to_proto`] and [`from_proto`].
+//!
+//! Ordering rule: document changes are applied synchronously, before a handler's first `.await`;
+//! analysis runs on snapshots off the message loop and stale results are dropped (see
+//! [`session`]).
+
+pub mod actions;
+pub mod commands;
+pub mod document;
+pub mod encoding;
+pub mod from_proto;
+pub mod lint;
+pub mod project;
+pub mod server;
+pub mod session;
+pub mod settings;
+pub mod to_proto;
+pub mod transport;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp_server::{LspService, Server as Transport};
+
+pub use server::Server;
+
+/// Serves one client over `input`/`output` until it sends `exit` or closes the stream.
+/// Malformed messages are answered with JSON-RPC errors without ending the session.
+pub async fn serve<I, O>(input: I, output: O)
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin,
+{
+    transport::serve_framed(input, output, |server_input, server_output| {
+        tokio::spawn(async move {
+            let (service, socket) = LspService::new(Server::new);
+            Transport::new(server_input, server_output, socket)
+                .serve(service)
+                .await;
+        })
+    })
+    .await;
+}
+
+/// Runs the server on stdin/stdout in a multi-threaded runtime (analyses use its blocking pool).
+pub fn run_stdio() -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));
+    Ok(())
+}

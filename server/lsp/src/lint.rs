@@ -1,0 +1,244 @@
+//! Edits the server offers beyond a rule's own fix: "Disable TPUxxx for this line" (a `# noqa`
+//! edit that merges into an existing directive) and "Fix all" (the engine's fix loop, reduced to
+//! one minimal edit). Everything here is in byte offsets; `to_proto` converts.
+
+use tpulint_analyzer::{
+    Applicability, Diagnostic, Edit, LineIndex, Settings, fix_source, syntax::node_text,
+};
+use tree_sitter::Tree;
+
+/// The edit that suppresses `diagnostic` on its first line: a new `  # noqa: CODE` at the end
+/// of the line, or `, CODE` appended to the line's existing `# noqa: …` list. `None` when the
+/// line already has a bare `# noqa` or lists the code.
+pub fn noqa_edit(
+    text: &str,
+    index: &LineIndex,
+    tree: &Tree,
+    diagnostic: &Diagnostic,
+) -> Option<Edit> {
+    let line = index.line_of(diagnostic.range.start);
+    let line_range = index.line_range(line, text);
+    let code = diagnostic.code;
+    if let Some((comment_start, comment)) = line_comment(text, line_range.clone(), tree)
+        && let Some(directive) = find_noqa(comment)
+    {
+        return match directive {
+            NoqaDirective::Bare => None,
+            NoqaDirective::Codes { codes, end } => {
+                if codes.iter().any(|listed| listed.eq_ignore_ascii_case(code)) {
+                    None
+                } else {
+                    Some(Edit::insert(comment_start + end, format!(", {code}")))
+                }
+            }
+        };
+    }
+    let content_end = line_range.start + text[line_range.clone()].trim_end().len();
+    Some(Edit::replace(
+        content_end..line_range.end,
+        format!("  # noqa: {code}"),
+    ))
+}
+
+/// The comment on a line, found through the tree so that `#` inside a string is not mistaken
+/// for one. Returns its start offset and text.
+fn line_comment<'t>(
+    text: &'t str,
+    line_range: std::ops::Range<usize>,
+    tree: &Tree,
+) -> Option<(usize, &'t str)> {
+    let line_text = &text[line_range.clone()];
+    for (position, _) in line_text.match_indices('#') {
+        let at = line_range.start + position;
+        let node = tree.root_node().descendant_for_byte_range(at, at + 1)?;
+        if node.kind() == "comment" && node.start_byte() == at {
+            let end = node.end_byte().min(line_range.end);
+            return text.get(at..end).map(|comment| (at, comment));
+        }
+        if node.kind() == "comment" {
+            // A `#` inside a comment that started earlier on the line.
+            let start = node.start_byte().max(line_range.start);
+            return Some((start, node_text(node, text)));
+        }
+    }
+    None
+}
+
+enum NoqaDirective<'c> {
+    Bare,
+    /// The codes listed, and the byte offset (in the comment) just past the last one.
+    Codes {
+        codes: Vec<&'c str>,
+        end: usize,
+    },
+}
+
+/// Finds `# noqa` or `# noqa: A1, B2` in a comment, the way the engine's suppression parser
+/// reads it: `noqa` directly after a `#`, codes as capitals followed by digits.
+fn find_noqa(comment: &str) -> Option<NoqaDirective<'_>> {
+    let lower = comment.to_ascii_lowercase();
+    let mut search = 0;
+    while let Some(found) = lower[search..].find("noqa") {
+        let at = search + found;
+        search = at + 4;
+        if !comment[..at].trim_end().ends_with('#') {
+            continue;
+        }
+        let rest = &comment[at + 4..];
+        let trimmed = rest.trim_start();
+        let Some(after_colon) = trimmed.strip_prefix(':') else {
+            return Some(NoqaDirective::Bare);
+        };
+        let base = comment.len() - after_colon.len();
+        let bytes = after_colon.as_bytes();
+        let mut codes = Vec::new();
+        let mut end = base;
+        let mut position = 0;
+        loop {
+            while position < bytes.len() && matches!(bytes[position], b' ' | b'\t' | b',') {
+                position += 1;
+            }
+            let start = position;
+            while position < bytes.len() && bytes[position].is_ascii_uppercase() {
+                position += 1;
+            }
+            let letters_end = position;
+            while position < bytes.len() && bytes[position].is_ascii_digit() {
+                position += 1;
+            }
+            let is_code = letters_end > start
+                && position > letters_end
+                && (position == bytes.len() || matches!(bytes[position], b' ' | b'\t' | b','));
+            if !is_code {
+                break;
+            }
+            codes.push(&after_colon[start..position]);
+            end = base + position;
+        }
+        return Some(if codes.is_empty() {
+            NoqaDirective::Bare
+        } else {
+            NoqaDirective::Codes { codes, end }
+        });
+    }
+    None
+}
+
+/// Every fix the settings allow, applied to a fixed point, as one edit covering only the part of
+/// the text that changed (so the editor keeps cursors and folds elsewhere). `None` when nothing
+/// changes.
+pub fn fix_all_edit(text: &str, settings: &Settings, unsafe_fixes: bool) -> Option<Edit> {
+    let threshold = if unsafe_fixes {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
+    let outcome = fix_source(text, settings, threshold);
+    minimal_edit(text, &outcome.output)
+}
+
+/// The single replacement that turns `old` into `new`, trimmed to the changed middle.
+pub fn minimal_edit(old: &str, new: &str) -> Option<Edit> {
+    if old == new {
+        return None;
+    }
+    let mut prefix = old
+        .bytes()
+        .zip(new.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(prefix) || !new.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    let max_suffix = old.len().min(new.len()) - prefix;
+    let mut suffix = old
+        .bytes()
+        .rev()
+        .zip(new.bytes().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(old.len() - suffix) || !new.is_char_boundary(new.len() - suffix) {
+        suffix -= 1;
+    }
+    Some(Edit::replace(
+        prefix..old.len() - suffix,
+        &new[prefix..new.len() - suffix],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpulint_analyzer::{Severity, syntax};
+
+    fn diagnostic_at(text: &str, needle: &str, code: &'static str) -> Diagnostic {
+        let start = text.find(needle).expect("needle");
+        Diagnostic {
+            code,
+            name: "test",
+            message: String::new(),
+            range: start..start + needle.len(),
+            severity: Severity::Warning,
+            fix: None,
+            related: Vec::new(),
+            tag: None,
+        }
+    }
+
+    fn apply(text: &str, needle: &str, code: &'static str) -> Option<String> {
+        let tree = syntax::parse(text, None).expect("parses");
+        let index = LineIndex::new(text);
+        let edit = noqa_edit(text, &index, &tree, &diagnostic_at(text, needle, code))?;
+        let mut out = text.to_string();
+        out.replace_range(edit.range, &edit.content);
+        Some(out)
+    }
+
+    #[test]
+    fn adds_a_new_directive() {
+        assert_eq!(
+            apply("x = t.item()   \ny = 1\n", "t.item()", "TPU101").as_deref(),
+            Some("x = t.item()  # noqa: TPU101\ny = 1\n")
+        );
+    }
+
+    #[test]
+    fn merges_into_an_existing_list() {
+        assert_eq!(
+            apply(
+                "x = t.item()  # noqa: TPU102 trailing\n",
+                "t.item()",
+                "TPU101"
+            )
+            .as_deref(),
+            Some("x = t.item()  # noqa: TPU102, TPU101 trailing\n")
+        );
+        assert_eq!(
+            apply("x = t.item()  # noqa: TPU101\n", "t.item()", "TPU101"),
+            None
+        );
+        assert_eq!(apply("x = t.item()  # NOQA\n", "t.item()", "TPU101"), None);
+    }
+
+    #[test]
+    fn keeps_other_comments_and_ignores_hashes_in_strings() {
+        assert_eq!(
+            apply("x = f('# noqa: TPU102')  # why\n", "f(", "TPU101").as_deref(),
+            Some("x = f('# noqa: TPU102')  # why  # noqa: TPU101\n")
+        );
+        assert_eq!(
+            apply("x = f()  # type: ignore # noqa: E501\n", "f(", "TPU101").as_deref(),
+            Some("x = f()  # type: ignore # noqa: E501, TPU101\n")
+        );
+    }
+
+    #[test]
+    fn minimal_edit_trims_common_ends() {
+        let edit = minimal_edit("a = 1\nb = 2\nc = 3\n", "a = 1\nb = 22\nc = 3\n").expect("edit");
+        assert_eq!(edit.range, 11..11);
+        assert_eq!(edit.content, "2");
+        let edit = minimal_edit("é", "è").expect("edit");
+        assert_eq!(edit.range, 0..2);
+    }
+}

@@ -1,0 +1,868 @@
+//! The `LanguageServer` implementation: capabilities, document sync, diagnostics (push and pull),
+//! code actions, hover, commands and settings.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+use crate::actions::{self, ResolveData};
+use crate::commands::SupportedCommand;
+use crate::document::TextDocument;
+use crate::encoding::PositionEncoding;
+use crate::from_proto;
+use crate::project;
+use crate::session::{
+    AnalysisError, CancellationToken, DocumentEntry, Negotiated, ProjectFolder, Publish, Session,
+    analyze, file_path,
+};
+use crate::settings::{ClientSettings, LogLevel};
+
+/// Names of files whose change reloads the project configuration.
+const CONFIG_FILE_NAMES: [&str; 3] = ["pyproject.toml", "tpulint.toml", ".tpulint.toml"];
+
+pub struct Server {
+    client: Client,
+    session: Arc<Session>,
+    /// Taken by `initialize`, which starts the task that sends queued publishes in order.
+    publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
+    /// Setting errors found before the client could be told (during `initialize`).
+    pending_errors: std::sync::Mutex<Vec<String>>,
+    /// Workspace folders as the client gave them (paths of `file:` folders).
+    folder_roots: std::sync::Mutex<Vec<PathBuf>>,
+}
+
+impl Server {
+    pub fn new(client: Client) -> Server {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        Server {
+            client,
+            session: Arc::new(Session::new(sender)),
+            publish_queue: std::sync::Mutex::new(Some(receiver)),
+            pending_errors: std::sync::Mutex::new(Vec::new()),
+            folder_roots: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn log(&self, level: LogLevel, message: impl std::fmt::Display) {
+        if level > self.session.config().client.log_level {
+            return;
+        }
+        let kind = match level {
+            LogLevel::Error => MessageType::ERROR,
+            LogLevel::Warn => MessageType::WARNING,
+            LogLevel::Info => MessageType::INFO,
+            LogLevel::Debug => MessageType::LOG,
+        };
+        self.client.log_message(kind, message).await;
+    }
+
+    /// Shows each setting error once (`window/showMessage`); they are never fatal.
+    async fn report_setting_errors(&self, errors: Vec<String>) {
+        for error in errors {
+            if self.session.first_time_shown(&error) {
+                self.client
+                    .show_message(MessageType::WARNING, format!("tpulint: {error}"))
+                    .await;
+            }
+        }
+    }
+
+    fn folder_roots(&self) -> Vec<PathBuf> {
+        self.folder_roots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Discovers the configuration of every workspace folder. Returns the folders and the
+    /// errors of configuration files that could not be read.
+    fn load_projects(&self) -> (Vec<ProjectFolder>, Vec<String>) {
+        let mut folders = Vec::new();
+        let mut errors = Vec::new();
+        for root in self.folder_roots() {
+            match project::load(&root) {
+                Ok(folder) => folders.push(folder),
+                Err(error) => {
+                    errors.push(error);
+                    folders.push(ProjectFolder {
+                        root,
+                        configuration: Default::default(),
+                        source: None,
+                    });
+                }
+            }
+        }
+        (folders, errors)
+    }
+
+    /// Queues an analysis of `uri` in push mode: one worker per document, which re-runs while
+    /// edits keep arriving, so a burst of edits costs one analysis per completed run rather than
+    /// one per edit.
+    fn schedule(&self, uri: &Uri) {
+        if self.session.negotiated().pull_diagnostics {
+            return;
+        }
+        {
+            let mut documents = self.session.documents();
+            let Some(entry) = documents.get_mut(uri) else {
+                return;
+            };
+            entry.dirty = true;
+            if entry.worker_running {
+                return;
+            }
+            entry.worker_running = true;
+        }
+        let session = self.session.clone();
+        let client = self.client.clone();
+        let uri = uri.clone();
+        tokio::spawn(async move { push_worker(session, client, uri).await });
+    }
+
+    /// After a settings change: re-check everything (push) or ask the client to pull again.
+    async fn refresh_all(&self) {
+        let negotiated = self.session.negotiated();
+        if negotiated.pull_diagnostics {
+            if negotiated.workspace_diagnostic_refresh {
+                // A client that refuses the refresh still pulls on its next edit.
+                let _ = self.client.workspace_diagnostic_refresh().await;
+            }
+        } else {
+            for uri in self.session.open_uris() {
+                self.schedule(&uri);
+            }
+        }
+    }
+
+    /// Pulls the `tpulint` section with `workspace/configuration` when the client supports it.
+    async fn pull_client_settings(&self) -> Option<Value> {
+        if !self.session.negotiated().configuration_requests {
+            return None;
+        }
+        let items = vec![ConfigurationItem {
+            scope_uri: None,
+            section: Some("tpulint".to_string()),
+        }];
+        match self.client.configuration(items).await {
+            Ok(mut values) if !values.is_empty() => Some(values.swap_remove(0)),
+            Ok(_) => None,
+            Err(error) => {
+                self.log(
+                    LogLevel::Warn,
+                    format!("workspace/configuration failed: {error}"),
+                )
+                .await;
+                None
+            }
+        }
+    }
+
+    async fn apply_client_settings(&self, value: &Value) {
+        let (client_settings, errors) = ClientSettings::from_json(value);
+        self.session
+            .update_config(|config| config.client = client_settings);
+        self.report_setting_errors(errors).await;
+    }
+
+    async fn reload_projects(&self) {
+        let (folders, errors) = self.load_projects();
+        self.session
+            .update_config(|config| config.folders = folders);
+        self.report_setting_errors(errors).await;
+    }
+
+    async fn register_config_watchers(&self) {
+        if !self.session.negotiated().watched_files_registration {
+            return;
+        }
+        let watchers = CONFIG_FILE_NAMES
+            .iter()
+            .map(|name| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(format!("**/{name}")),
+                kind: None,
+            })
+            .collect();
+        let registration = Registration {
+            id: "tpulint-config-watcher".to_string(),
+            method: "workspace/didChangeWatchedFiles".to_string(),
+            register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
+                watchers,
+            })
+            .ok(),
+        };
+        if let Err(error) = self.client.register_capability(vec![registration]).await {
+            self.log(
+                LogLevel::Warn,
+                format!("could not watch configuration files: {error}"),
+            )
+            .await;
+        }
+    }
+
+    async fn analysis_or_error(
+        &self,
+        uri: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<crate::session::Analysis>>> {
+        match self.session.analysis_for(uri, token).await {
+            Ok(analysis) => Ok(Some(analysis)),
+            Err(AnalysisError::Closed) => Ok(None),
+            Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
+            Err(AnalysisError::Panicked(message)) => {
+                self.log(
+                    LogLevel::Error,
+                    format!("tpulint crashed while checking {}: {message}", uri.as_str()),
+                )
+                .await;
+                Err(Error {
+                    code: ErrorCode::InternalError,
+                    message: format!("tpulint crashed while checking this file: {message}").into(),
+                    data: None,
+                })
+            }
+        }
+    }
+
+    async fn apply_autofix(&self, arguments: Vec<Value>) -> Result<Option<Value>> {
+        let uri = arguments
+            .first()
+            .and_then(|argument| {
+                argument
+                    .get("uri")
+                    .cloned()
+                    .or_else(|| Some(argument.clone()))
+            })
+            .and_then(|value| serde_json::from_value::<Uri>(value).ok())
+            .ok_or_else(|| {
+                Error::invalid_params("expected one argument: a document URI or {\"uri\": …}")
+            })?;
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
+            return Err(Error::invalid_params(format!(
+                "{} is not open",
+                uri.as_str()
+            )));
+        };
+        let encoding = self.session.encoding();
+        let session_analysis = analysis.clone();
+        let uri_for_fix = uri.clone();
+        let edit = tokio::task::spawn_blocking(move || {
+            actions::fix_all_edit(&uri_for_fix, &session_analysis, encoding)
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("fixing crashed: {error}").into(),
+            data: None,
+        })?;
+        guard.disarm();
+        if let Some(edit) = edit {
+            let applied = self.client.apply_edit(edit).await.map_err(|error| Error {
+                code: ErrorCode::InternalError,
+                message: format!("workspace/applyEdit failed: {error}").into(),
+                data: None,
+            })?;
+            if !applied.applied {
+                self.log(
+                    LogLevel::Warn,
+                    format!(
+                        "the editor did not apply the fixes: {}",
+                        applied.failure_reason.unwrap_or_default()
+                    ),
+                )
+                .await;
+            }
+        }
+        Ok(None)
+    }
+
+    fn debug_information(&self) -> String {
+        let config = self.session.config();
+        let negotiated = self.session.negotiated();
+        let documents = self.session.documents();
+        let mut out = String::new();
+        out.push_str(&format!("tpulint server {}\n", env!("CARGO_PKG_VERSION")));
+        out.push_str(&format!("position encoding: {:?}\n", negotiated.encoding));
+        out.push_str(&format!(
+            "diagnostics: {}\n",
+            if negotiated.pull_diagnostics {
+                "pull"
+            } else {
+                "push"
+            }
+        ));
+        out.push_str(&format!("settings generation: {}\n", config.generation));
+        out.push_str(&format!("editor settings: {:?}\n", config.client));
+        for folder in &config.folders {
+            out.push_str(&format!(
+                "workspace folder {}: configuration from {}\n",
+                folder.root.display(),
+                folder
+                    .source
+                    .as_ref()
+                    .map_or("defaults".to_string(), |path| path.display().to_string())
+            ));
+        }
+        out.push_str(&format!("open documents: {}\n", documents.len()));
+        let mut uris: Vec<_> = documents.iter().collect();
+        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        for (uri, entry) in uris {
+            out.push_str(&format!(
+                "  {} (version {}, {} diagnostics)\n",
+                uri.as_str(),
+                entry.document.version(),
+                entry
+                    .analysis
+                    .as_ref()
+                    .map_or(0, |analysis| analysis.diagnostics.len())
+            ));
+        }
+        out
+    }
+}
+
+/// Analyses `uri` until it stops changing, publishing each result that is still current.
+async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
+    loop {
+        let prepared = {
+            let prepared = session.prepare(&uri);
+            let mut documents = session.documents();
+            match documents.get_mut(&uri) {
+                Some(entry) => {
+                    entry.dirty = false;
+                    prepared
+                }
+                None => None,
+            }
+        };
+        let Some((snapshot, settings, config)) = prepared else {
+            return;
+        };
+        let encoding = session.negotiated().encoding;
+        let version = snapshot.version;
+        let token = CancellationToken::default();
+        let unsafe_fixes = config.client.unsafe_fixes;
+        let outcome = tokio::task::spawn_blocking(move || {
+            analyze(snapshot, settings, config.generation, unsafe_fixes, &token)
+        })
+        .await;
+        match outcome {
+            Ok(Ok(analysis)) => {
+                let analysis = Arc::new(analysis);
+                let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
+                session.store(&uri, &analysis, Some(diagnostics));
+            }
+            Ok(Err(AnalysisError::Panicked(message))) => {
+                client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!(
+                            "tpulint crashed while checking {} (version {version}): {message}",
+                            uri.as_str()
+                        ),
+                    )
+                    .await;
+            }
+            Ok(Err(AnalysisError::Cancelled | AnalysisError::Closed)) => {}
+            Err(join_error) => {
+                client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("tpulint analysis task failed: {join_error}"),
+                    )
+                    .await;
+            }
+        }
+        let mut documents = session.documents();
+        match documents.get_mut(&uri) {
+            Some(entry) if entry.dirty => continue,
+            Some(entry) => {
+                entry.worker_running = false;
+                return;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Sends queued publishes one at a time, in the order they were queued.
+async fn run_publisher(client: Client, mut queue: mpsc::UnboundedReceiver<Publish>) {
+    while let Some(publish) = queue.recv().await {
+        client
+            .publish_diagnostics(publish.uri, publish.diagnostics, publish.version)
+            .await;
+    }
+}
+
+fn negotiate(capabilities: &ClientCapabilities) -> Negotiated {
+    let text_document = capabilities.text_document.as_ref();
+    let workspace = capabilities.workspace.as_ref();
+    Negotiated {
+        encoding: PositionEncoding::negotiate(capabilities),
+        pull_diagnostics: text_document.is_some_and(|t| t.diagnostic.is_some()),
+        workspace_diagnostic_refresh: workspace
+            .and_then(|w| w.diagnostics.as_ref())
+            .and_then(|d| d.refresh_support)
+            .unwrap_or(false),
+        code_action_resolve: text_document
+            .and_then(|t| t.code_action.as_ref())
+            .and_then(|c| c.resolve_support.as_ref())
+            .is_some_and(|r| r.properties.iter().any(|p| p == "edit")),
+        configuration_requests: workspace.and_then(|w| w.configuration).unwrap_or(false),
+        watched_files_registration: workspace
+            .and_then(|w| w.did_change_watched_files.as_ref())
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false),
+        apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+    }
+}
+
+fn is_config_file(uri: &Uri) -> bool {
+    file_path(uri)
+        .and_then(|path| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .is_some_and(|name| CONFIG_FILE_NAMES.contains(&name.as_str()))
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let negotiated = negotiate(&params.capabilities);
+        self.session.set_negotiated(negotiated.clone());
+        if let Some(queue) = self
+            .publish_queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+        {
+            tokio::spawn(run_publisher(self.client.clone(), queue));
+        }
+
+        #[allow(deprecated)] // `root_uri` is the fallback for clients without workspace folders.
+        let mut roots: Vec<PathBuf> = params
+            .workspace_folders
+            .iter()
+            .flatten()
+            .filter_map(|folder| file_path(&folder.uri))
+            .collect();
+        #[allow(deprecated)]
+        if roots.is_empty()
+            && let Some(root) = params.root_uri.as_ref().and_then(file_path)
+        {
+            roots.push(root);
+        }
+        *self
+            .folder_roots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = roots;
+
+        let (client_settings, mut errors) = params
+            .initialization_options
+            .as_ref()
+            .map(ClientSettings::from_json)
+            .unwrap_or_default();
+        let (folders, project_errors) = self.load_projects();
+        errors.extend(project_errors);
+        self.session.update_config(|config| {
+            config.client = client_settings;
+            config.folders = folders;
+        });
+        self.pending_errors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend(errors);
+
+        let diagnostic_provider = negotiated.pull_diagnostics.then(|| {
+            DiagnosticServerCapabilities::Options(DiagnosticOptions {
+                identifier: Some("tpulint".to_string()),
+                inter_file_dependencies: false,
+                workspace_diagnostics: true,
+                work_done_progress_options: WorkDoneProgressOptions::default(),
+            })
+        });
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(negotiated.encoding.kind()),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(false),
+                        })),
+                        ..TextDocumentSyncOptions::default()
+                    },
+                )),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                code_action_provider: Some(CodeActionProviderCapability::Options(
+                    CodeActionOptions {
+                        code_action_kinds: Some(vec![
+                            CodeActionKind::QUICKFIX,
+                            CodeActionKind::SOURCE_FIX_ALL,
+                            actions::source_fix_all_tpulint(),
+                        ]),
+                        resolve_provider: Some(negotiated.code_action_resolve),
+                        work_done_progress_options: WorkDoneProgressOptions::default(),
+                    },
+                )),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: SupportedCommand::all()
+                        .iter()
+                        .map(|command| command.identifier().to_string())
+                        .collect(),
+                    work_done_progress_options: WorkDoneProgressOptions::default(),
+                }),
+                diagnostic_provider,
+                workspace: Some(WorkspaceServerCapabilities {
+                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "tpulint".to_string(),
+                version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let errors = std::mem::take(
+            &mut *self
+                .pending_errors
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        self.report_setting_errors(errors).await;
+        self.register_config_watchers().await;
+        if let Some(value) = self.pull_client_settings().await {
+            self.apply_client_settings(&value).await;
+            self.refresh_all().await;
+        }
+        self.log(LogLevel::Info, "tpulint server ready").await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.session.set_shutting_down();
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let document = params.text_document;
+        {
+            let mut documents = self.session.documents();
+            documents.insert(
+                document.uri.clone(),
+                DocumentEntry {
+                    document: TextDocument::new(document.text, document.version),
+                    language_id: document.language_id,
+                    analysis: None,
+                    worker_running: false,
+                    dirty: false,
+                },
+            );
+        }
+        self.schedule(&document.uri);
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let encoding = self.session.encoding();
+        let known = {
+            let mut documents = self.session.documents();
+            match documents.get_mut(&uri) {
+                Some(entry) => {
+                    entry.document.apply_changes(
+                        params.content_changes,
+                        params.text_document.version,
+                        encoding,
+                    );
+                    true
+                }
+                None => false,
+            }
+        };
+        if known {
+            self.schedule(&uri);
+        } else {
+            self.log(
+                LogLevel::Warn,
+                format!(
+                    "didChange for a document that is not open: {}",
+                    uri.as_str()
+                ),
+            )
+            .await;
+        }
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        // Clients without file watchers still tell us when an open configuration file is saved.
+        if is_config_file(&params.text_document.uri) {
+            self.reload_projects().await;
+            self.refresh_all().await;
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let mut documents = self.session.documents();
+        if documents.remove(&uri).is_some() && !self.session.negotiated().pull_diagnostics {
+            // Queued under the lock, after any publish of the document's last version.
+            self.session.queue_publish(Publish {
+                uri,
+                diagnostics: Vec::new(),
+                version: None,
+            });
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let value = match self.pull_client_settings().await {
+            Some(value) => value,
+            None => params.settings,
+        };
+        self.apply_client_settings(&value).await;
+        self.refresh_all().await;
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        {
+            let mut roots = self
+                .folder_roots
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let removed: Vec<PathBuf> = params
+                .event
+                .removed
+                .iter()
+                .filter_map(|folder| file_path(&folder.uri))
+                .collect();
+            roots.retain(|root| !removed.contains(root));
+            roots.extend(
+                params
+                    .event
+                    .added
+                    .iter()
+                    .filter_map(|folder| file_path(&folder.uri)),
+            );
+        }
+        self.reload_projects().await;
+        self.refresh_all().await;
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        if params
+            .changes
+            .iter()
+            .any(|change| is_config_file(&change.uri))
+        {
+            self.reload_projects().await;
+            self.refresh_all().await;
+        }
+    }
+
+    async fn diagnostic(
+        &self,
+        params: DocumentDiagnosticParams,
+    ) -> Result<DocumentDiagnosticReportResult> {
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let uri = params.text_document.uri;
+        let analysis = self.analysis_or_error(&uri, &token).await?;
+        guard.disarm();
+        let report = match analysis {
+            None => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
+                related_documents: None,
+                full_document_diagnostic_report: FullDocumentDiagnosticReport::default(),
+            }),
+            Some(analysis)
+                if params.previous_result_id.as_deref() == Some(&analysis.result_id()) =>
+            {
+                DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
+                    related_documents: None,
+                    unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
+                        result_id: analysis.result_id(),
+                    },
+                })
+            }
+            Some(analysis) => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
+                related_documents: None,
+                full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                    result_id: Some(analysis.result_id()),
+                    items: analysis.lsp_diagnostics(&uri, self.session.encoding()),
+                },
+            }),
+        };
+        Ok(DocumentDiagnosticReportResult::Report(report))
+    }
+
+    async fn workspace_diagnostic(
+        &self,
+        params: WorkspaceDiagnosticParams,
+    ) -> Result<WorkspaceDiagnosticReportResult> {
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let previous: std::collections::HashMap<Uri, String> = params
+            .previous_result_ids
+            .into_iter()
+            .map(|previous| (previous.uri, previous.value))
+            .collect();
+        let encoding = self.session.encoding();
+        let mut items = Vec::new();
+        for uri in self.session.open_uris() {
+            if token.is_cancelled() {
+                return Err(Error::request_cancelled());
+            }
+            let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
+                continue;
+            };
+            let result_id = analysis.result_id();
+            let report = if previous.get(&uri) == Some(&result_id) {
+                WorkspaceDocumentDiagnosticReport::Unchanged(
+                    WorkspaceUnchangedDocumentDiagnosticReport {
+                        uri: uri.clone(),
+                        version: Some(i64::from(analysis.version)),
+                        unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
+                            result_id,
+                        },
+                    },
+                )
+            } else {
+                WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
+                    uri: uri.clone(),
+                    version: Some(i64::from(analysis.version)),
+                    full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                        result_id: Some(result_id),
+                        items: analysis.lsp_diagnostics(&uri, encoding),
+                    },
+                })
+            };
+            items.push(report);
+        }
+        guard.disarm();
+        Ok(WorkspaceDiagnosticReportResult::Report(
+            WorkspaceDiagnosticReport { items },
+        ))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let uri = params.text_document.uri;
+        let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
+            return Ok(None);
+        };
+        guard.disarm();
+        let negotiated = self.session.negotiated();
+        let range = from_proto::text_range(
+            &analysis.text,
+            &analysis.line_index,
+            params.range,
+            negotiated.encoding,
+        );
+        let only = params.context.only.as_deref();
+        let resolve = negotiated.code_action_resolve;
+        let encoding = negotiated.encoding;
+        // Building a non-lazy "Fix all" runs the fix loop: keep it off the message loop.
+        let actions = tokio::task::spawn_blocking({
+            let only = only.map(<[CodeActionKind]>::to_vec);
+            move || {
+                actions::code_actions(&uri, &analysis, range, only.as_deref(), encoding, resolve)
+            }
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("code actions crashed: {error}").into(),
+            data: None,
+        })?;
+        Ok(Some(actions))
+    }
+
+    async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
+        let Some(data) = action
+            .data
+            .clone()
+            .and_then(|data| serde_json::from_value::<ResolveData>(data).ok())
+        else {
+            return Ok(action);
+        };
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let Some(analysis) = self.analysis_or_error(&data.uri, &token).await? else {
+            return Err(Error::invalid_params("the document is no longer open"));
+        };
+        if analysis.version != data.version {
+            return Err(Error {
+                code: ErrorCode::ServerError(-32801),
+                message: "the document changed since the action was offered".into(),
+                data: None,
+            });
+        }
+        let encoding = self.session.encoding();
+        let edit = tokio::task::spawn_blocking(move || {
+            actions::fix_all_edit(&data.uri, &analysis, encoding)
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("fixing crashed: {error}").into(),
+            data: None,
+        })?;
+        guard.disarm();
+        action.edit = Some(edit.unwrap_or_default());
+        Ok(action)
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let token = CancellationToken::default();
+        let _guard = token.drop_guard();
+        let position = params.text_document_position_params;
+        let Some(analysis) = self
+            .analysis_or_error(&position.text_document.uri, &token)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let encoding = self.session.encoding();
+        let offset = from_proto::offset(
+            &analysis.text,
+            &analysis.line_index,
+            position.position,
+            encoding,
+        );
+        Ok(actions::hover(&analysis, offset, encoding))
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        let Some(command) = SupportedCommand::from_identifier(&params.command) else {
+            return Err(Error::invalid_params(format!(
+                "unknown command `{}`; supported: {}",
+                params.command,
+                SupportedCommand::all()
+                    .iter()
+                    .map(|command| command.identifier())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        match command {
+            SupportedCommand::ApplyAutofix => self.apply_autofix(params.arguments).await,
+            SupportedCommand::PrintDebugInformation => {
+                Ok(Some(Value::String(self.debug_information())))
+            }
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! The server's state: open documents, the negotiated client capabilities, and the settings in
+//! force; plus the analysis of a document on a snapshot, off the message loop.
+//!
+//! Ordering rule: every handler that changes a document does so synchronously, under the
+//! documents lock, before its first `.await` (tower-lsp-server runs up to four handlers
+//! concurrently, so anything after an `.await` may be overtaken). Analyses run on snapshots in
+//! `spawn_blocking`; a result is stored and published only if the document's version and the
+//! settings generation are still the ones it was computed for, and the publish is queued while
+//! the lock is held, so publishes leave in the order their versions were applied.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use tokio::sync::mpsc;
+use tower_lsp_server::ls_types::{self as lsp, Uri};
+use tpulint_analyzer::{Configuration, Diagnostic, LineIndex, Settings, check_tree};
+use tree_sitter::Tree;
+
+use crate::document::{DocumentSnapshot, TextDocument};
+use crate::encoding::PositionEncoding;
+use crate::settings::ClientSettings;
+use crate::to_proto;
+
+/// What the client can do, recorded once in `initialize`.
+#[derive(Debug, Clone, Default)]
+pub struct Negotiated {
+    pub encoding: PositionEncoding,
+    /// The client pulls diagnostics (`textDocument/diagnostic`); otherwise the server pushes.
+    pub pull_diagnostics: bool,
+    pub workspace_diagnostic_refresh: bool,
+    pub code_action_resolve: bool,
+    pub configuration_requests: bool,
+    pub watched_files_registration: bool,
+    pub apply_edit: bool,
+}
+
+/// A project root (a workspace folder) and the configuration discovered in it.
+#[derive(Debug, Clone)]
+pub struct ProjectFolder {
+    pub root: PathBuf,
+    pub configuration: Configuration,
+    /// The file the configuration came from, when one was found.
+    pub source: Option<PathBuf>,
+}
+
+/// Everything that decides how a file is checked; replaced as a whole when anything changes.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigState {
+    /// Bumped on every change, so that results computed under older settings are dropped.
+    pub generation: u64,
+    pub client: ClientSettings,
+    pub folders: Vec<ProjectFolder>,
+}
+
+impl ConfigState {
+    /// Settings for the document at `uri`, or `None` when it is not checked (not Python, or
+    /// excluded by its project).
+    pub fn settings_for(&self, uri: &Uri, language_id: &str) -> Option<Settings> {
+        let path = file_path(uri);
+        let is_python = language_id == "python"
+            || path.as_deref().is_some_and(|path| {
+                matches!(
+                    path.extension().and_then(|e| e.to_str()),
+                    Some("py" | "pyi")
+                )
+            });
+        if !is_python {
+            return None;
+        }
+        let folder = path.as_deref().and_then(|path| {
+            self.folders
+                .iter()
+                .filter(|folder| path.starts_with(&folder.root))
+                .max_by_key(|folder| folder.root.as_os_str().len())
+                .map(|folder| (folder, path))
+        });
+        match folder {
+            Some((folder, path)) => {
+                let relative = path
+                    .strip_prefix(&folder.root)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                let configuration = self.client.apply_to(&folder.configuration);
+                if configuration.is_excluded(&relative) {
+                    return None;
+                }
+                Some(configuration.settings_for(&relative))
+            }
+            None => {
+                let configuration = self.client.apply_to(&Configuration::default());
+                let name = path
+                    .as_deref()
+                    .and_then(Path::file_name)
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                Some(configuration.settings_for(&name))
+            }
+        }
+    }
+}
+
+/// The local path of a `file:` URI.
+pub fn file_path(uri: &Uri) -> Option<PathBuf> {
+    if !uri.scheme().as_str().eq_ignore_ascii_case("file") {
+        return None;
+    }
+    uri.to_file_path().map(|path| path.into_owned())
+}
+
+/// The result of checking one version of a document.
+pub struct Analysis {
+    pub version: i32,
+    pub generation: u64,
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    pub tree: Tree,
+    pub diagnostics: Vec<Diagnostic>,
+    /// `None` when the document is not checked (so it has no fixes either).
+    pub settings: Option<Settings>,
+    pub unsafe_fixes: bool,
+}
+
+impl Analysis {
+    pub fn lsp_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
+        self.diagnostics
+            .iter()
+            .map(|diagnostic| {
+                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding)
+            })
+            .collect()
+    }
+
+    /// Identifies the result for pull diagnostics: same id, same diagnostics.
+    pub fn result_id(&self) -> String {
+        format!("{}:{}", self.version, self.generation)
+    }
+}
+
+/// Why an analysis produced nothing.
+#[derive(Debug)]
+pub enum AnalysisError {
+    /// The request that wanted it was cancelled.
+    Cancelled,
+    /// A rule panicked; the message is logged and the server keeps serving.
+    Panicked(String),
+    /// The document was closed.
+    Closed,
+}
+
+/// Set when the request that started some work is cancelled (its future dropped), so that
+/// blocking work can stop early.
+#[derive(Clone, Default)]
+pub struct CancellationToken(Arc<AtomicBool>);
+
+impl CancellationToken {
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// A guard that cancels the token when dropped; keep it alive in the request's future.
+    pub fn drop_guard(&self) -> CancelOnDrop {
+        CancelOnDrop(self.0.clone())
+    }
+}
+
+pub struct CancelOnDrop(Arc<AtomicBool>);
+
+impl CancelOnDrop {
+    /// The work finished; dropping the guard no longer cancels.
+    pub fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Parses (incrementally when possible) and checks a snapshot. Never panics: a panic in a rule is
+/// caught and returned as an error.
+pub fn analyze(
+    snapshot: DocumentSnapshot,
+    settings: Option<Settings>,
+    generation: u64,
+    unsafe_fixes: bool,
+    token: &CancellationToken,
+) -> Result<Analysis, AnalysisError> {
+    if token.is_cancelled() {
+        return Err(AnalysisError::Cancelled);
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let tree = snapshot.parse()?;
+        if token.is_cancelled() {
+            return None;
+        }
+        let diagnostics = match &settings {
+            Some(settings) => check_tree(&snapshot.text, &tree, settings),
+            None => Vec::new(),
+        };
+        Some((tree, diagnostics))
+    }));
+    match outcome {
+        Ok(Some((tree, diagnostics))) => Ok(Analysis {
+            version: snapshot.version,
+            generation,
+            text: snapshot.text,
+            line_index: snapshot.line_index,
+            tree,
+            diagnostics,
+            settings,
+            unsafe_fixes,
+        }),
+        Ok(None) => Err(AnalysisError::Cancelled),
+        Err(payload) => Err(AnalysisError::Panicked(panic_message(&*payload))),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+/// One open document and what the server knows about it.
+pub struct DocumentEntry {
+    pub document: TextDocument,
+    pub language_id: String,
+    /// The latest analysis stored (possibly of an older version).
+    pub analysis: Option<Arc<Analysis>>,
+    /// A push worker is running for this document.
+    pub worker_running: bool,
+    /// Something changed since the running worker took its snapshot.
+    pub dirty: bool,
+}
+
+/// A `publishDiagnostics` to send, queued in version order.
+pub struct Publish {
+    pub uri: Uri,
+    pub diagnostics: Vec<lsp::Diagnostic>,
+    pub version: Option<i32>,
+}
+
+pub struct Session {
+    documents: Mutex<HashMap<Uri, DocumentEntry>>,
+    config: RwLock<Arc<ConfigState>>,
+    negotiated: RwLock<Negotiated>,
+    publisher: mpsc::UnboundedSender<Publish>,
+    /// Setting errors already shown, so each is shown once.
+    shown_errors: Mutex<std::collections::HashSet<String>>,
+    shutting_down: AtomicBool,
+}
+
+impl Session {
+    pub fn new(publisher: mpsc::UnboundedSender<Publish>) -> Session {
+        Session {
+            documents: Mutex::new(HashMap::new()),
+            config: RwLock::new(Arc::new(ConfigState::default())),
+            negotiated: RwLock::new(Negotiated::default()),
+            publisher,
+            shown_errors: Mutex::new(Default::default()),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    /// The documents map. A poisoned lock (a panic while it was held) is recovered: every
+    /// mutation under it is a single assignment or map operation, so the map stays consistent.
+    pub fn documents(&self) -> MutexGuard<'_, HashMap<Uri, DocumentEntry>> {
+        self.documents
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn config(&self) -> Arc<ConfigState> {
+        self.config
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Replaces the configuration, bumping its generation.
+    pub fn update_config(&self, change: impl FnOnce(&mut ConfigState)) -> Arc<ConfigState> {
+        let mut guard = self
+            .config
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut next = (**guard).clone();
+        change(&mut next);
+        next.generation = guard.generation + 1;
+        *guard = Arc::new(next);
+        guard.clone()
+    }
+
+    pub fn negotiated(&self) -> Negotiated {
+        self.negotiated
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub fn set_negotiated(&self, negotiated: Negotiated) {
+        *self
+            .negotiated
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = negotiated;
+    }
+
+    pub fn encoding(&self) -> PositionEncoding {
+        self.negotiated().encoding
+    }
+
+    /// Whether `message` has not been shown before (and records that it now has).
+    pub fn first_time_shown(&self, message: &str) -> bool {
+        self.shown_errors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(message.to_string())
+    }
+
+    pub fn set_shutting_down(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    /// Queues a publish; called with the documents lock held so publishes keep version order.
+    pub fn queue_publish(&self, publish: Publish) {
+        // The receiver only goes away when the server stops; nothing is left to tell then.
+        let _ = self.publisher.send(publish);
+    }
+
+    /// The snapshot and settings an analysis of `uri` needs, or `None` if it is not open.
+    pub fn prepare(
+        &self,
+        uri: &Uri,
+    ) -> Option<(DocumentSnapshot, Option<Settings>, Arc<ConfigState>)> {
+        let config = self.config();
+        let documents = self.documents();
+        let entry = documents.get(uri)?;
+        let settings = config.settings_for(uri, &entry.language_id);
+        Some((entry.document.snapshot(), settings, config))
+    }
+
+    /// Stores `analysis` if it is still current (same version, same settings generation) and
+    /// keeps its tree for the next incremental parse. Returns whether it was current; when it
+    /// is and `publish` is set, its diagnostics are queued for publishing under the same lock.
+    pub fn store(
+        &self,
+        uri: &Uri,
+        analysis: &Arc<Analysis>,
+        publish: Option<Vec<lsp::Diagnostic>>,
+    ) -> bool {
+        let generation = self.config().generation;
+        let mut documents = self.documents();
+        let Some(entry) = documents.get_mut(uri) else {
+            return false;
+        };
+        if entry.document.version() != analysis.version || generation != analysis.generation {
+            return false;
+        }
+        entry
+            .document
+            .store_tree(analysis.version, analysis.tree.clone());
+        entry.analysis = Some(analysis.clone());
+        if let Some(diagnostics) = publish {
+            self.queue_publish(Publish {
+                uri: uri.clone(),
+                diagnostics,
+                version: Some(analysis.version),
+            });
+        }
+        true
+    }
+
+    /// The stored analysis of `uri` if it matches the current version and settings.
+    pub fn current_analysis(&self, uri: &Uri) -> Option<Arc<Analysis>> {
+        let generation = self.config().generation;
+        let documents = self.documents();
+        let entry = documents.get(uri)?;
+        entry.analysis.clone().filter(|analysis| {
+            analysis.version == entry.document.version() && analysis.generation == generation
+        })
+    }
+
+    /// The current analysis of `uri`, computing it off the message loop when the stored one is
+    /// stale.
+    pub async fn analysis_for(
+        self: &Arc<Self>,
+        uri: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Arc<Analysis>, AnalysisError> {
+        if let Some(analysis) = self.current_analysis(uri) {
+            return Ok(analysis);
+        }
+        let (snapshot, settings, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
+        let token = token.clone();
+        let unsafe_fixes = config.client.unsafe_fixes;
+        let analysis = tokio::task::spawn_blocking(move || {
+            analyze(snapshot, settings, config.generation, unsafe_fixes, &token)
+        })
+        .await
+        .map_err(|error| AnalysisError::Panicked(error.to_string()))??;
+        let analysis = Arc::new(analysis);
+        self.store(uri, &analysis, None);
+        Ok(analysis)
+    }
+
+    pub fn open_uris(&self) -> Vec<Uri> {
+        self.documents().keys().cloned().collect()
+    }
+}
