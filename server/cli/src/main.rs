@@ -1,5 +1,6 @@
 //! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
-//! (`check`, `rule`, `doctor`); shared exit codes and output helpers live in `output`.
+//! (`check`, `rule`, `doctor`; `server` runs the `tpulint_lsp` language server); shared exit
+//! codes and output helpers live in `output`.
 //!
 //! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
 //! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
@@ -31,6 +32,8 @@ enum Command {
     Rule(rule::RuleArgs),
     /// Check that a Python environment can run PyTorch on a TPU, and how to fix it.
     Doctor(doctor::DoctorArgs),
+    /// Run the language server (LSP over stdin/stdout) for editors.
+    Server,
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,13 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Rule(args) => rule::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Server => match tpulint_lsp::run_stdio() {
+            Ok(()) => ExitStatus::Success,
+            Err(error) => {
+                eprintln!("error: cannot start the language server: {error}");
+                ExitStatus::Error
+            }
+        },
     };
     status.into()
 }

@@ -45,7 +45,13 @@ where
 }
 
 /// Runs the server on stdin/stdout in a multi-threaded runtime (analyses use its blocking pool).
+///
+/// Replaces the process's panic hook: a panic in a rule is caught around the analysis and the
+/// server keeps serving, so the hook only notes it on stderr (stdout carries the protocol).
 pub fn run_stdio() -> std::io::Result<()> {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("tpulint server: caught a panic (the server keeps running): {info}");
+    }));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

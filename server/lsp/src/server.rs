@@ -15,10 +15,10 @@ use crate::commands::SupportedCommand;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
 use crate::from_proto;
-use crate::project;
+use crate::project::Projects;
 use crate::session::{
-    AnalysisError, CancellationToken, DocumentEntry, Negotiated, ProjectFolder, Publish, Session,
-    analyze, file_path,
+    AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analyze,
+    file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
 
@@ -32,19 +32,16 @@ pub struct Server {
     publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
     /// Setting errors found before the client could be told (during `initialize`).
     pending_errors: std::sync::Mutex<Vec<String>>,
-    /// Workspace folders as the client gave them (paths of `file:` folders).
-    folder_roots: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl Server {
     pub fn new(client: Client) -> Server {
         let (sender, receiver) = mpsc::unbounded_channel();
         Server {
+            session: Arc::new(Session::new(client.clone(), sender)),
             client,
-            session: Arc::new(Session::new(sender)),
             publish_queue: std::sync::Mutex::new(Some(receiver)),
             pending_errors: std::sync::Mutex::new(Vec::new()),
-            folder_roots: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -70,34 +67,6 @@ impl Server {
                     .await;
             }
         }
-    }
-
-    fn folder_roots(&self) -> Vec<PathBuf> {
-        self.folder_roots
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    /// Discovers the configuration of every workspace folder. Returns the folders and the
-    /// errors of configuration files that could not be read.
-    fn load_projects(&self) -> (Vec<ProjectFolder>, Vec<String>) {
-        let mut folders = Vec::new();
-        let mut errors = Vec::new();
-        for root in self.folder_roots() {
-            match project::load(&root) {
-                Ok(folder) => folders.push(folder),
-                Err(error) => {
-                    errors.push(error);
-                    folders.push(ProjectFolder {
-                        root,
-                        configuration: Default::default(),
-                        source: None,
-                    });
-                }
-            }
-        }
-        (folders, errors)
     }
 
     /// Queues an analysis of `uri` in push mode: one worker per document, which re-runs while
@@ -164,16 +133,18 @@ impl Server {
 
     async fn apply_client_settings(&self, value: &Value) {
         let (client_settings, errors) = ClientSettings::from_json(value);
-        self.session
-            .update_config(|config| config.client = client_settings);
+        self.session.update_config(|config| {
+            config.projects = Arc::new(Projects::new(&config.roots, &client_settings));
+            config.client = client_settings;
+        });
         self.report_setting_errors(errors).await;
     }
 
-    async fn reload_projects(&self) {
-        let (folders, errors) = self.load_projects();
-        self.session
-            .update_config(|config| config.folders = folders);
-        self.report_setting_errors(errors).await;
+    /// Forgets every configuration file found so far; they are read again on the next check.
+    fn reload_projects(&self) {
+        self.session.update_config(|config| {
+            config.projects = Arc::new(Projects::new(&config.roots, &config.client));
+        });
     }
 
     async fn register_config_watchers(&self) {
@@ -299,28 +270,22 @@ impl Server {
         ));
         out.push_str(&format!("settings generation: {}\n", config.generation));
         out.push_str(&format!("editor settings: {:?}\n", config.client));
-        for folder in &config.folders {
-            out.push_str(&format!(
-                "workspace folder {}: configuration from {}\n",
-                folder.root.display(),
-                folder
-                    .source
-                    .as_ref()
-                    .map_or("defaults".to_string(), |path| path.display().to_string())
-            ));
+        for root in &config.roots {
+            out.push_str(&format!("workspace folder: {}\n", root.display()));
         }
         out.push_str(&format!("open documents: {}\n", documents.len()));
         let mut uris: Vec<_> = documents.iter().collect();
         uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         for (uri, entry) in uris {
+            let analysis = entry.analysis.as_ref();
             out.push_str(&format!(
-                "  {} (version {}, {} diagnostics)\n",
+                "  {} (version {}, {} diagnostics, configuration: {})\n",
                 uri.as_str(),
                 entry.document.version(),
-                entry
-                    .analysis
-                    .as_ref()
-                    .map_or(0, |analysis| analysis.diagnostics.len())
+                analysis.map_or(0, |analysis| analysis.diagnostics.len()),
+                analysis
+                    .and_then(|analysis| analysis.config_file.as_ref())
+                    .map_or("defaults".to_string(), |path| path.display().to_string())
             ));
         }
         out
@@ -330,18 +295,13 @@ impl Server {
 /// Analyses `uri` until it stops changing, publishing each result that is still current.
 async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
     loop {
-        let prepared = {
-            let prepared = session.prepare(&uri);
-            let mut documents = session.documents();
-            match documents.get_mut(&uri) {
-                Some(entry) => {
-                    entry.dirty = false;
-                    prepared
-                }
-                None => None,
-            }
-        };
-        let Some((snapshot, settings, config)) = prepared else {
+        // Cleared before the snapshot is taken: an edit in between sets it again and costs one
+        // more run, but is never missed.
+        match session.documents().get_mut(&uri) {
+            Some(entry) => entry.dirty = false,
+            None => return,
+        }
+        let Some((snapshot, resolved, config)) = session.prepare(&uri) else {
             return;
         };
         let encoding = session.negotiated().encoding;
@@ -349,7 +309,7 @@ async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
         let token = CancellationToken::default();
         let unsafe_fixes = config.client.unsafe_fixes;
         let outcome = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, settings, config.generation, unsafe_fixes, &token)
+            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
         })
         .await;
         match outcome {
@@ -458,21 +418,15 @@ impl LanguageServer for Server {
         {
             roots.push(root);
         }
-        *self
-            .folder_roots
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = roots;
-
-        let (client_settings, mut errors) = params
+        let (client_settings, errors) = params
             .initialization_options
             .as_ref()
             .map(ClientSettings::from_json)
             .unwrap_or_default();
-        let (folders, project_errors) = self.load_projects();
-        errors.extend(project_errors);
         self.session.update_config(|config| {
+            config.projects = Arc::new(Projects::new(&roots, &client_settings));
+            config.roots = roots;
             config.client = client_settings;
-            config.folders = folders;
         });
         self.pending_errors
             .lock()
@@ -610,7 +564,7 @@ impl LanguageServer for Server {
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
         // Clients without file watchers still tell us when an open configuration file is saved.
         if is_config_file(&params.text_document.uri) {
-            self.reload_projects().await;
+            self.reload_projects();
             self.refresh_all().await;
         }
     }
@@ -638,27 +592,23 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
-        {
-            let mut roots = self
-                .folder_roots
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let removed: Vec<PathBuf> = params
-                .event
-                .removed
-                .iter()
-                .filter_map(|folder| file_path(&folder.uri))
-                .collect();
-            roots.retain(|root| !removed.contains(root));
-            roots.extend(
-                params
-                    .event
-                    .added
-                    .iter()
-                    .filter_map(|folder| file_path(&folder.uri)),
-            );
-        }
-        self.reload_projects().await;
+        let removed: Vec<PathBuf> = params
+            .event
+            .removed
+            .iter()
+            .filter_map(|folder| file_path(&folder.uri))
+            .collect();
+        let added: Vec<PathBuf> = params
+            .event
+            .added
+            .iter()
+            .filter_map(|folder| file_path(&folder.uri))
+            .collect();
+        self.session.update_config(|config| {
+            config.roots.retain(|root| !removed.contains(root));
+            config.roots.extend(added);
+            config.projects = Arc::new(Projects::new(&config.roots, &config.client));
+        });
         self.refresh_all().await;
     }
 
@@ -668,7 +618,7 @@ impl LanguageServer for Server {
             .iter()
             .any(|change| is_config_file(&change.uri))
         {
-            self.reload_projects().await;
+            self.reload_projects();
             self.refresh_all().await;
         }
     }

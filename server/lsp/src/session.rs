@@ -10,17 +10,19 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tokio::sync::mpsc;
-use tower_lsp_server::ls_types::{self as lsp, Uri};
-use tpulint_analyzer::{Configuration, Diagnostic, LineIndex, Settings, check_tree};
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
+use tpulint_analyzer::{Diagnostic, LineIndex, Settings, check_tree};
 use tree_sitter::Tree;
 
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
+use crate::project::{Projects, Resolved};
 use crate::settings::ClientSettings;
 use crate::to_proto;
 
@@ -37,70 +39,16 @@ pub struct Negotiated {
     pub apply_edit: bool,
 }
 
-/// A project root (a workspace folder) and the configuration discovered in it.
-#[derive(Debug, Clone)]
-pub struct ProjectFolder {
-    pub root: PathBuf,
-    pub configuration: Configuration,
-    /// The file the configuration came from, when one was found.
-    pub source: Option<PathBuf>,
-}
-
 /// Everything that decides how a file is checked; replaced as a whole when anything changes.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigState {
     /// Bumped on every change, so that results computed under older settings are dropped.
     pub generation: u64,
     pub client: ClientSettings,
-    pub folders: Vec<ProjectFolder>,
-}
-
-impl ConfigState {
-    /// Settings for the document at `uri`, or `None` when it is not checked (not Python, or
-    /// excluded by its project).
-    pub fn settings_for(&self, uri: &Uri, language_id: &str) -> Option<Settings> {
-        let path = file_path(uri);
-        let is_python = language_id == "python"
-            || path.as_deref().is_some_and(|path| {
-                matches!(
-                    path.extension().and_then(|e| e.to_str()),
-                    Some("py" | "pyi")
-                )
-            });
-        if !is_python {
-            return None;
-        }
-        let folder = path.as_deref().and_then(|path| {
-            self.folders
-                .iter()
-                .filter(|folder| path.starts_with(&folder.root))
-                .max_by_key(|folder| folder.root.as_os_str().len())
-                .map(|folder| (folder, path))
-        });
-        match folder {
-            Some((folder, path)) => {
-                let relative = path
-                    .strip_prefix(&folder.root)
-                    .unwrap_or(path)
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let configuration = self.client.apply_to(&folder.configuration);
-                if configuration.is_excluded(&relative) {
-                    return None;
-                }
-                Some(configuration.settings_for(&relative))
-            }
-            None => {
-                let configuration = self.client.apply_to(&Configuration::default());
-                let name = path
-                    .as_deref()
-                    .and_then(Path::file_name)
-                    .map(|name| name.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                Some(configuration.settings_for(&name))
-            }
-        }
-    }
+    /// Workspace folders, as paths.
+    pub roots: Vec<PathBuf>,
+    /// Built from `roots` and `client`.
+    pub projects: Arc<Projects>,
 }
 
 /// The local path of a `file:` URI.
@@ -122,6 +70,8 @@ pub struct Analysis {
     /// `None` when the document is not checked (so it has no fixes either).
     pub settings: Option<Settings>,
     pub unsafe_fixes: bool,
+    /// The configuration file the settings came from.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Analysis {
@@ -186,11 +136,16 @@ impl Drop for CancelOnDrop {
 /// caught and returned as an error.
 pub fn analyze(
     snapshot: DocumentSnapshot,
-    settings: Option<Settings>,
+    resolved: Resolved,
     generation: u64,
     unsafe_fixes: bool,
     token: &CancellationToken,
 ) -> Result<Analysis, AnalysisError> {
+    let Resolved {
+        settings,
+        config_file,
+        ..
+    } = resolved;
     if token.is_cancelled() {
         return Err(AnalysisError::Cancelled);
     }
@@ -215,6 +170,7 @@ pub fn analyze(
             diagnostics,
             settings,
             unsafe_fixes,
+            config_file,
         }),
         Ok(None) => Err(AnalysisError::Cancelled),
         Err(payload) => Err(AnalysisError::Panicked(panic_message(&*payload))),
@@ -251,6 +207,7 @@ pub struct Publish {
 }
 
 pub struct Session {
+    client: Client,
     documents: Mutex<HashMap<Uri, DocumentEntry>>,
     config: RwLock<Arc<ConfigState>>,
     negotiated: RwLock<Negotiated>,
@@ -261,8 +218,9 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(publisher: mpsc::UnboundedSender<Publish>) -> Session {
+    pub fn new(client: Client, publisher: mpsc::UnboundedSender<Publish>) -> Session {
         Session {
+            client,
             documents: Mutex::new(HashMap::new()),
             config: RwLock::new(Arc::new(ConfigState::default())),
             negotiated: RwLock::new(Negotiated::default()),
@@ -341,15 +299,31 @@ impl Session {
     }
 
     /// The snapshot and settings an analysis of `uri` needs, or `None` if it is not open.
-    pub fn prepare(
-        &self,
-        uri: &Uri,
-    ) -> Option<(DocumentSnapshot, Option<Settings>, Arc<ConfigState>)> {
+    /// A configuration file that cannot be used is reported (once) to the user.
+    pub fn prepare(&self, uri: &Uri) -> Option<(DocumentSnapshot, Resolved, Arc<ConfigState>)> {
         let config = self.config();
-        let documents = self.documents();
-        let entry = documents.get(uri)?;
-        let settings = config.settings_for(uri, &entry.language_id);
-        Some((entry.document.snapshot(), settings, config))
+        let (snapshot, language_id) = {
+            let documents = self.documents();
+            let entry = documents.get(uri)?;
+            (entry.document.snapshot(), entry.language_id.clone())
+        };
+        // Resolving may read configuration files: done outside the documents lock.
+        let resolved = config.projects.resolve(uri, &language_id);
+        if let Some(error) = &resolved.error {
+            self.show_once(
+                MessageType::ERROR,
+                format!("tpulint: invalid configuration: {error}"),
+            );
+        }
+        Some((snapshot, resolved, config))
+    }
+
+    /// Shows `message` to the user unless it was shown before.
+    pub fn show_once(&self, kind: MessageType, message: String) {
+        if self.first_time_shown(&message) {
+            let client = self.client.clone();
+            tokio::spawn(async move { client.show_message(kind, message).await });
+        }
     }
 
     /// Stores `analysis` if it is still current (same version, same settings generation) and
@@ -403,11 +377,11 @@ impl Session {
         if let Some(analysis) = self.current_analysis(uri) {
             return Ok(analysis);
         }
-        let (snapshot, settings, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
+        let (snapshot, resolved, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
         let token = token.clone();
         let unsafe_fixes = config.client.unsafe_fixes;
         let analysis = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, settings, config.generation, unsafe_fixes, &token)
+            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
         })
         .await
         .map_err(|error| AnalysisError::Panicked(error.to_string()))??;

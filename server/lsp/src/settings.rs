@@ -5,7 +5,8 @@
 //! never fatal.
 
 use serde_json::Value;
-use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector};
+use tpulint_analyzer::{BackendSetting, RuleSelector};
+use tpulint_workspace::Overrides;
 
 /// How much the server writes to the client's log (`window/logMessage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -32,7 +33,7 @@ impl LogLevel {
 /// The settings an editor can send, all optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientSettings {
-    /// Replaces the project's `select` when set.
+    /// Replaces the project's `select`, `extend-select` and `ignore` when set.
     pub select: Option<Vec<RuleSelector>>,
     /// Added to the project's `extend-select`.
     pub extend_select: Vec<RuleSelector>,
@@ -94,21 +95,16 @@ impl ClientSettings {
         (settings, errors)
     }
 
-    /// The configuration for a file: the project's (from `pyproject.toml` / `tpulint.toml`, or
-    /// the defaults) with the editor's settings on top.
-    pub fn apply_to(&self, project: &Configuration) -> Configuration {
-        let mut configuration = project.clone();
-        if let Some(select) = &self.select {
-            configuration.select = Some(select.clone());
+    /// The editor's settings as overrides of the project's configuration, with the CLI's
+    /// semantics (a `select` replaces the project's selection).
+    pub fn to_overrides(&self) -> Overrides {
+        Overrides {
+            select: self.select.clone(),
+            extend_select: self.extend_select.clone(),
+            ignore: self.ignore.clone(),
+            backend: self.backend,
+            extend_exclude: Vec::new(),
         }
-        configuration
-            .extend_select
-            .extend(self.extend_select.iter().cloned());
-        configuration.ignore.extend(self.ignore.iter().cloned());
-        if let Some(backend) = self.backend {
-            configuration.backend = backend;
-        }
-        configuration
     }
 }
 
@@ -172,21 +168,5 @@ mod tests {
         assert_eq!(settings.select.as_ref().map(Vec::len), Some(1));
         assert_eq!(settings.backend, None);
         assert!(!settings.unsafe_fixes);
-    }
-
-    #[test]
-    fn editor_settings_override_the_project() {
-        let project = Configuration {
-            backend: BackendSetting::TorchXla,
-            ..Configuration::default()
-        };
-        let editor = ClientSettings {
-            backend: Some(BackendSetting::TorchTpu),
-            ignore: vec![RuleSelector::parse("TPU101").expect("known")],
-            ..ClientSettings::default()
-        };
-        let merged = editor.apply_to(&project);
-        assert_eq!(merged.backend, BackendSetting::TorchTpu);
-        assert_eq!(merged.ignore.len(), 1);
     }
 }
