@@ -5,14 +5,17 @@
 pub enum SupportedCommand {
     /// Apply every fix the settings allow to one document (through `workspace/applyEdit`).
     ApplyAutofix,
+    /// Check the TPU Python environment (`tpulint doctor`) and return the report.
+    CheckEnvironment,
     /// Report the server's version, negotiated capabilities, settings and open documents.
     PrintDebugInformation,
 }
 
 impl SupportedCommand {
-    pub const fn all() -> [SupportedCommand; 2] {
+    pub const fn all() -> [SupportedCommand; 3] {
         [
             SupportedCommand::ApplyAutofix,
+            SupportedCommand::CheckEnvironment,
             SupportedCommand::PrintDebugInformation,
         ]
     }
@@ -20,6 +23,7 @@ impl SupportedCommand {
     pub const fn identifier(self) -> &'static str {
         match self {
             SupportedCommand::ApplyAutofix => "tpulint.applyAutofix",
+            SupportedCommand::CheckEnvironment => "tpulint.checkEnvironment",
             SupportedCommand::PrintDebugInformation => "tpulint.printDebugInformation",
         }
     }
@@ -27,6 +31,7 @@ impl SupportedCommand {
     pub const fn label(self) -> &'static str {
         match self {
             SupportedCommand::ApplyAutofix => "Fix all auto-fixable problems",
+            SupportedCommand::CheckEnvironment => "Check the TPU environment",
             SupportedCommand::PrintDebugInformation => "Print debug information",
         }
     }

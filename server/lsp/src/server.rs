@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
@@ -253,6 +253,38 @@ impl Server {
         Ok(None)
     }
 
+    /// Runs the environment check (seconds: it imports torch in the chosen interpreter) off the
+    /// message loop. Arguments: `[{"interpreter": "/path/to/python"}]`, or none for discovery
+    /// from the first workspace folder.
+    async fn check_environment(&self, arguments: Vec<Value>) -> Result<Option<Value>> {
+        let interpreter = arguments
+            .first()
+            .and_then(|argument| argument.get("interpreter"))
+            .and_then(Value::as_str)
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        let project_dir = self
+            .session
+            .config()
+            .roots
+            .first()
+            .cloned()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let report = tokio::task::spawn_blocking(move || {
+            let mut options = tpulint_doctor::DoctorOptions::from_process_env(project_dir);
+            options.python = interpreter;
+            environment_report(&tpulint_doctor::run(&options))
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("the environment check crashed: {error}").into(),
+            data: None,
+        })?;
+        Ok(Some(report))
+    }
+
     fn debug_information(&self) -> String {
         let config = self.session.config();
         let negotiated = self.session.negotiated();
@@ -290,6 +322,31 @@ impl Server {
         }
         out
     }
+}
+
+/// The answer to `tpulint.checkEnvironment`: a verdict, a one-line summary, the Markdown report,
+/// the suggested shell commands, and the full JSON report.
+fn environment_report(report: &tpulint_doctor::Report) -> Value {
+    use tpulint_doctor::{OutputFormat, Verdict, render};
+    let verdict = match report.verdict {
+        Verdict::Ready => "ready",
+        Verdict::Degraded => "degraded",
+        Verdict::NotReady => "broken",
+    };
+    let fixes: Vec<Value> = report
+        .findings
+        .iter()
+        .flat_map(|finding| &finding.fixes)
+        .filter(|fix| !fix.commands.is_empty())
+        .map(|fix| json!({"title": fix.description, "command": fix.commands.join(" && ")}))
+        .collect();
+    json!({
+        "verdict": verdict,
+        "summary": report.summary_line(),
+        "markdown": render(report, OutputFormat::Markdown),
+        "fixes": fixes,
+        "report": serde_json::to_value(report).unwrap_or(Value::Null),
+    })
 }
 
 /// Analyses `uri` until it stops changing, publishing each result that is still current.
@@ -810,6 +867,7 @@ impl LanguageServer for Server {
         };
         match command {
             SupportedCommand::ApplyAutofix => self.apply_autofix(params.arguments).await,
+            SupportedCommand::CheckEnvironment => self.check_environment(params.arguments).await,
             SupportedCommand::PrintDebugInformation => {
                 Ok(Some(Value::String(self.debug_information())))
             }

@@ -443,3 +443,30 @@ async fn noqa_action_merges_into_an_existing_directive() {
     assert_eq!(edit["range"]["start"]["character"], 43);
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_environment_returns_the_doctor_report() {
+    let (mut client, _) = TestClient::initialized(push_client(), Value::Null).await;
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.checkEnvironment", "arguments": [{"interpreter": "/nonexistent/bin/python3"}]}),
+        )
+        .await;
+    let report = &response["result"];
+    assert_eq!(report["verdict"], "broken", "{response}");
+    assert!(
+        report["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/bin/python3"),
+        "{report}"
+    );
+    assert!(report["summary"].as_str().is_some());
+    assert!(
+        report["report"]["findings"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    client.shutdown().await;
+}
