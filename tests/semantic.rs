@@ -85,6 +85,9 @@ fn tensor_and_device_facts_flow_through_assignments() {
     assert_eq!((cuda.kind, cuda.device), (ValueKind::Tensor, Device::Cuda));
     let moved = at("import torch\nx = torch.zeros(3).to(dev)\n⟦x⟧\n").fact;
     assert_eq!(moved.device, Device::Accelerator);
+    // A dtype conversion keeps the device.
+    let converted = at("import torch\nx = torch.arange(3).to(torch.float32)\n⟦x⟧\n").fact;
+    assert_eq!(converted.device, Device::Cpu);
     let derived = at("import torch\nx = torch.randn(3, 3)\ny = (x @ x.T).sum(dim=0)\n⟦y⟧\n").fact;
     assert_eq!(
         (derived.kind, derived.device),

@@ -1479,7 +1479,43 @@ impl<'t> SemanticModel<'t> {
                 None
             }
         })?;
+        // `.to(torch.float32)` converts the dtype and keeps the device.
+        if self.is_torch_dtype(value) {
+            return None;
+        }
         Some(self.device_of_expr(value, depth))
+    }
+
+    /// `torch.float32`, `torch.half`, `torch.long`, ...: a dtype, not a device.
+    fn is_torch_dtype(&self, expr: Node<'_>) -> bool {
+        self.qualified_name(expr)
+            .as_deref()
+            .and_then(|name| name.strip_prefix("torch."))
+            .is_some_and(|name| {
+                matches!(
+                    name,
+                    "float"
+                        | "float16"
+                        | "float32"
+                        | "float64"
+                        | "double"
+                        | "half"
+                        | "bfloat16"
+                        | "int"
+                        | "int8"
+                        | "int16"
+                        | "int32"
+                        | "int64"
+                        | "long"
+                        | "short"
+                        | "uint8"
+                        | "bool"
+                        | "complex64"
+                        | "complex128"
+                        | "cfloat"
+                        | "cdouble"
+                )
+            })
     }
 
     /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
