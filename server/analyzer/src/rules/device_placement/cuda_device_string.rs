@@ -89,13 +89,28 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
                 format!("{quote}{device}{quote}"),
             )],
         ),
-        None => Fix::display_only(
-            format!("Replace with `{}`", Backend::Unknown.device_expr()),
-            vec![Edit::replace(
-                string.byte_range(),
-                Backend::Unknown.device_expr(),
-            )],
-        ),
+        None => {
+            // `torch.device("cuda")` as a whole becomes the accelerator, not a device of a device.
+            let target = context
+                .parent(string)
+                .filter(|arguments| {
+                    arguments.kind() == "argument_list"
+                        && syntax::positional_args(*arguments).len() == 1
+                        && arguments.named_child_count() == 1
+                })
+                .and_then(|arguments| context.parent(arguments))
+                .filter(|call| {
+                    context.semantic().call_qualified_name(*call).as_deref() == Some("torch.device")
+                })
+                .unwrap_or(string);
+            Fix::display_only(
+                format!("Replace with `{}`", Backend::Unknown.device_expr()),
+                vec![Edit::replace(
+                    target.byte_range(),
+                    Backend::Unknown.device_expr(),
+                )],
+            )
+        }
     };
     context.report(string.byte_range(), message).fix = Some(fix);
 }
