@@ -10,6 +10,7 @@ mod tensor_formatted_in_hot_path;
 mod tensor_host_copy_in_hot_path;
 mod tensor_item_in_hot_path;
 mod tensor_to_python_number;
+mod unsynchronized_timing;
 
 use crate::registry::RuleMeta;
 
@@ -25,4 +26,5 @@ pub const RULES: &[&RuleMeta] = &[
     &clip_grad_norm_compared::CLIP_GRAD_NORM_COMPARED,
     &data_dependent_loop_count::DATA_DEPENDENT_LOOP_COUNT,
     &rank_divergent_materialization::RANK_DIVERGENT_MATERIALIZATION,
+    &unsynchronized_timing::UNSYNCHRONIZED_TIMING,
 ];
