@@ -38,6 +38,15 @@ if ! skip rust; then
   done
 fi
 
+# ---- Language server with real clients: Neovim's built-in client and pytest-lsp ----
+if ! skip lsp; then
+  section "lsp"
+  command -v nvim >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim; }
+  python3 -c 'import pytest_lsp' 2>/dev/null || python3 -m pip install --quiet pytest-lsp
+  cargo build --locked -p tpulint
+  tests/lsp-clients/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"
+fi
+
 # ---- VS Code extension: type check, lint, unit tests, VSIX, end-to-end tests in real VS Code ----
 if ! skip vscode; then
   section "vscode"

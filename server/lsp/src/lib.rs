@@ -56,5 +56,9 @@ pub fn run_stdio() -> std::io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));
+    // Tokio reads stdin on a blocking thread that only returns when the client closes the pipe;
+    // waiting for it would keep the process alive after `exit`. Analyses still running are
+    // abandoned with the process.
+    runtime.shutdown_background();
     Ok(())
 }

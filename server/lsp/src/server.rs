@@ -118,7 +118,10 @@ impl Server {
             section: Some("tpulint".to_string()),
         }];
         match self.client.configuration(items).await {
-            Ok(mut values) if !values.is_empty() => Some(values.swap_remove(0)),
+            // A client with nothing to say answers `null`: keep the settings we have.
+            Ok(mut values) if !values.is_empty() && !values[0].is_null() => {
+                Some(values.swap_remove(0))
+            }
             Ok(_) => None,
             Err(error) => {
                 self.log(

@@ -1,0 +1,5 @@
+import torch
+import torch_xla
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 4)
