@@ -202,7 +202,9 @@ fn json_output_follows_ruffs_schema() {
         "fix",
         "location",
         "message",
+        "name",
         "noqa_row",
+        "severity",
         "url",
     ]
     .into();

@@ -2,7 +2,8 @@
 //! JSON (editors, CI annotators, dashboards) read tpulint's.
 //!
 //! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
-//! `location`, `message`, `noqa_row`, `url`, in that (alphabetical) order; rows and columns are
+//! `location`, `message`, `name`, `noqa_row`, `severity`, `url`, in that (alphabetical) order, as
+//! ruff 0.17 prints them (`name` and `severity` are ruff's newer additions); rows and columns are
 //! 1-based, columns count characters.
 
 use serde::Serialize;
@@ -42,8 +43,12 @@ pub struct JsonDiagnostic {
     pub fix: Option<JsonFix>,
     pub location: JsonLocation,
     pub message: String,
+    /// The rule's kebab-case name.
+    pub name: &'static str,
     /// The row a `# noqa` comment must be on to suppress this diagnostic.
     pub noqa_row: usize,
+    /// `error`, `warning` or `info`.
+    pub severity: &'static str,
     pub url: Option<String>,
 }
 
@@ -80,6 +85,8 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
         noqa_row: start.row,
         location: start,
         message: diagnostic.message.clone(),
+        name: diagnostic.name,
+        severity: diagnostic.severity.as_str(),
         url: rule_by_code_or_name(diagnostic.code).map(|id| id.meta().url()),
     }
 }
