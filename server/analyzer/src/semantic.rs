@@ -13,7 +13,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
-use crate::syntax::{self, MAX_EXPR_DEPTH, node_text};
+use crate::syntax::{self, FieldExt, MAX_EXPR_DEPTH, node_text};
 
 /// The TPU software stack a file targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -459,10 +459,9 @@ impl<'t> SemanticModel<'t> {
                             self.bind(first.clone(), Binding::Import(first));
                         }
                         "aliased_import" => {
-                            let (Some(module), Some(alias)) = (
-                                name.child_by_field_name("name"),
-                                name.child_by_field_name("alias"),
-                            ) else {
+                            let (Some(module), Some(alias)) =
+                                (name.field("name"), name.field("alias"))
+                            else {
                                 continue;
                             };
                             let full = compact_dotted(node_text(module, source));
@@ -474,7 +473,7 @@ impl<'t> SemanticModel<'t> {
                 }
             }
             "import_from_statement" => {
-                let Some(module) = statement.child_by_field_name("module_name") else {
+                let Some(module) = statement.field("module_name") else {
                     return;
                 };
                 if module.kind() != "dotted_name" {
@@ -487,10 +486,9 @@ impl<'t> SemanticModel<'t> {
                     let (imported, local) = match name.kind() {
                         "dotted_name" => (name, name),
                         "aliased_import" => {
-                            let (Some(imported), Some(alias)) = (
-                                name.child_by_field_name("name"),
-                                name.child_by_field_name("alias"),
-                            ) else {
+                            let (Some(imported), Some(alias)) =
+                                (name.field("name"), name.field("alias"))
+                            else {
                                 continue;
                             };
                             (imported, alias)
@@ -591,7 +589,7 @@ impl<'t> SemanticModel<'t> {
     fn enter_function(&mut self, node: Node<'_>) {
         let source = self.source;
         let name = node
-            .child_by_field_name("name")
+            .field("name")
             .map(|n| node_text(n, source))
             .unwrap_or("")
             .to_string();
@@ -619,7 +617,7 @@ impl<'t> SemanticModel<'t> {
             node_id: node.id(),
         });
         self.scopes.push(Scope::default());
-        if let Some(parameters) = node.child_by_field_name("parameters") {
+        if let Some(parameters) = node.field("parameters") {
             self.bind_parameters(parameters, hot == Some(HotPath::Forward) || hot.is_some());
         }
     }
@@ -643,7 +641,7 @@ impl<'t> SemanticModel<'t> {
                     return false;
                 };
                 let target = if expression.kind() == "call" {
-                    expression.child_by_field_name("function")
+                    expression.field("function")
                 } else {
                     Some(expression)
                 };
@@ -666,18 +664,14 @@ impl<'t> SemanticModel<'t> {
                     parameter
                         .named_child(0)
                         .filter(|n| n.kind() == "identifier"),
-                    parameter.child_by_field_name("type"),
+                    parameter.field("type"),
                     None,
                 ),
-                "default_parameter" => (
-                    parameter.child_by_field_name("name"),
-                    None,
-                    parameter.child_by_field_name("value"),
-                ),
+                "default_parameter" => (parameter.field("name"), None, parameter.field("value")),
                 "typed_default_parameter" => (
-                    parameter.child_by_field_name("name"),
-                    parameter.child_by_field_name("type"),
-                    parameter.child_by_field_name("value"),
+                    parameter.field("name"),
+                    parameter.field("type"),
+                    parameter.field("value"),
                 ),
                 _ => continue,
             };
@@ -708,7 +702,7 @@ impl<'t> SemanticModel<'t> {
     fn enter_class(&mut self, node: Node<'_>) {
         let source = self.source;
         let is_module = node
-            .child_by_field_name("superclasses")
+            .field("superclasses")
             .map(|superclasses| {
                 let mut cursor = superclasses.walk();
                 superclasses
@@ -721,7 +715,7 @@ impl<'t> SemanticModel<'t> {
             is_module,
             attributes: HashMap::new(),
         });
-        if let Some(name) = node.child_by_field_name("name") {
+        if let Some(name) = node.field("name") {
             self.bind(node_text(name, source).to_string(), Binding::Class(index));
         }
         self.frames.push(Frame::Class(index));
@@ -750,10 +744,7 @@ impl<'t> SemanticModel<'t> {
     }
 
     fn leave_assignment(&mut self, node: Node<'_>) {
-        let (Some(left), Some(right)) = (
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
         let mut fact = self.fact(right);
@@ -779,8 +770,8 @@ impl<'t> SemanticModel<'t> {
                 }
             }
             "attribute" => {
-                let object = target.child_by_field_name("object");
-                let attribute = target.child_by_field_name("attribute");
+                let object = target.field("object");
+                let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
                     && object.kind() == "identifier"
                     && node_text(object, source) == "self"
@@ -875,13 +866,13 @@ impl<'t> SemanticModel<'t> {
     fn is_training_loop(&self, node: Node<'_>) -> bool {
         let source = self.source;
         if node.kind() == "for_statement"
-            && let Some(iterable) = node.child_by_field_name("right")
+            && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
             return true;
         }
         // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = node.field("body") else {
             return false;
         };
         let body_text = node_text(body, source);
@@ -915,7 +906,7 @@ impl<'t> SemanticModel<'t> {
                 }
                 let last = match expr.kind() {
                     "attribute" => expr
-                        .child_by_field_name("attribute")
+                        .field("attribute")
                         .map(|n| node_text(n, source))
                         .unwrap_or(""),
                     _ => node_text(expr, source),
@@ -935,7 +926,7 @@ impl<'t> SemanticModel<'t> {
                     || name.ends_with("tqdm");
                 let loader_method = function.kind() == "attribute"
                     && function
-                        .child_by_field_name("attribute")
+                        .field("attribute")
                         .is_some_and(|a| node_text(a, source) == "per_device_loader");
                 if loader_method {
                     return true;
@@ -1111,7 +1102,7 @@ impl<'t> SemanticModel<'t> {
             "attribute" => self.attribute_fact(expr, depth),
             "subscript" => {
                 let value = expr
-                    .child_by_field_name("value")
+                    .field("value")
                     .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
                 match value.kind {
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
@@ -1146,7 +1137,7 @@ impl<'t> SemanticModel<'t> {
                 }
             }
             "unary_operator" => expr
-                .child_by_field_name("argument")
+                .field("argument")
                 .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
             "not_operator" | "boolean_operator" => Fact::UNKNOWN,
             "conditional_expression" => {
@@ -1177,10 +1168,8 @@ impl<'t> SemanticModel<'t> {
 
     fn attribute_fact(&self, expr: Node<'_>, depth: usize) -> Fact {
         let source = self.source;
-        let (Some(object), Some(attribute)) = (
-            expr.child_by_field_name("object"),
-            expr.child_by_field_name("attribute"),
-        ) else {
+        let (Some(object), Some(attribute)) = (expr.field("object"), expr.field("attribute"))
+        else {
             return Fact::UNKNOWN;
         };
         let attribute = node_text(attribute, source);
@@ -1271,10 +1260,9 @@ impl<'t> SemanticModel<'t> {
                 }
             }
             "attribute" => {
-                let (Some(object), Some(method)) = (
-                    function.child_by_field_name("object"),
-                    function.child_by_field_name("attribute"),
-                ) else {
+                let (Some(object), Some(method)) =
+                    (function.field("object"), function.field("attribute"))
+                else {
                     return Fact::UNKNOWN;
                 };
                 let method = node_text(method, source);
@@ -1542,19 +1530,17 @@ impl<'t> SemanticModel<'t> {
             }
             "attribute" => {
                 let is_device_attr = value
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_some_and(|a| node_text(a, source) == "device");
                 if is_device_attr {
-                    value
-                        .child_by_field_name("object")
-                        .map_or(Device::Unknown, |o| {
-                            let fact = self.fact_at_depth(o, depth + 1);
-                            if fact.is_tensor() {
-                                fact.device
-                            } else {
-                                Device::Accelerator
-                            }
-                        })
+                    value.field("object").map_or(Device::Unknown, |o| {
+                        let fact = self.fact_at_depth(o, depth + 1);
+                        if fact.is_tensor() {
+                            fact.device
+                        } else {
+                            Device::Accelerator
+                        }
+                    })
                 } else {
                     Device::Accelerator
                 }

@@ -11,6 +11,63 @@ use tree_sitter::{Language, Node, Parser, Tree};
 /// The pinned Python grammar.
 pub static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
 
+/// Field names the engine looks up, resolved to the grammar's field ids once.
+const FIELD_NAMES: &[&str] = &[
+    "value",
+    "attribute",
+    "name",
+    "right",
+    "left",
+    "object",
+    "function",
+    "argument",
+    "condition",
+    "body",
+    "operator",
+    "type",
+    "parameters",
+    "module_name",
+    "key",
+    "alias",
+    "superclasses",
+    "expression",
+    "definition",
+    "consequence",
+    "arguments",
+    "alternative",
+    "subscript",
+    "return_type",
+];
+
+static FIELD_IDS: LazyLock<Vec<u16>> = LazyLock::new(|| {
+    FIELD_NAMES
+        .iter()
+        .map(|name| PYTHON.field_id_for_name(name).map_or(0, |id| id.get()))
+        .collect()
+});
+
+/// Field access by name without tree-sitter's per-call search of the field table.
+///
+/// `Node::child_by_field_name` resolves the name with a `strncmp` over every field of the
+/// grammar on each call; profiling a full check of diffusers showed that lookup alone at ~30%
+/// of the time. Known names map to cached ids here; others fall back to the slow path.
+pub trait FieldExt<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+}
+
+impl<'t> FieldExt<'t> for Node<'t> {
+    #[inline]
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        match FIELD_NAMES.iter().position(|known| *known == name) {
+            Some(index) => match FIELD_IDS[index] {
+                0 => None,
+                id => self.child_by_field_id(id),
+            },
+            None => self.child_by_field_name(name),
+        }
+    }
+}
+
 /// How deep recursive helpers (expression facts, chains) may go before giving up.
 pub const MAX_EXPR_DEPTH: usize = 48;
 
@@ -31,8 +88,8 @@ pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     if call.kind() != "call" {
         return None;
     }
-    let function = call.child_by_field_name("function")?;
-    let arguments = call.child_by_field_name("arguments")?;
+    let function = call.field("function")?;
+    let arguments = call.field("arguments")?;
     Some((function, arguments))
 }
 
@@ -42,10 +99,7 @@ pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     if function.kind() != "attribute" {
         return None;
     }
-    Some((
-        function.child_by_field_name("object")?,
-        function.child_by_field_name("attribute")?,
-    ))
+    Some((function.field("object")?, function.field("attribute")?))
 }
 
 /// Name of the called method or function: `c` in `a.b.c(...)`, `f` in `f(...)`.
@@ -53,10 +107,7 @@ pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     let (function, _) = call_parts(call)?;
     match function.kind() {
         "identifier" => Some(node_text(function, source)),
-        "attribute" => Some(node_text(
-            function.child_by_field_name("attribute")?,
-            source,
-        )),
+        "attribute" => Some(node_text(function.field("attribute")?, source)),
         _ => None,
     }
 }
@@ -91,14 +142,14 @@ pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Op
         .filter(|child| child.kind() == "keyword_argument")
         .find(|child| {
             child
-                .child_by_field_name("name")
+                .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
         })
 }
 
 /// The value of keyword argument `name` in an `argument_list`.
 pub fn keyword_arg<'t>(arguments: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
-    keyword_arg_node(arguments, name, source)?.child_by_field_name("value")
+    keyword_arg_node(arguments, name, source)?.field("value")
 }
 
 /// The argument at `position`, or the keyword argument `name`: how Python binds a parameter.
@@ -149,8 +200,8 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
                 return Some(parts);
             }
             "attribute" => {
-                parts.push(node_text(current.child_by_field_name("attribute")?, source));
-                current = current.child_by_field_name("object")?;
+                parts.push(node_text(current.field("attribute")?, source));
+                current = current.field("object")?;
             }
             _ => return None,
         }

@@ -7,7 +7,7 @@ use crate::checker::Context;
 use crate::diagnostic::Edit;
 use crate::semantic::ValueKind;
 use crate::source::detect_line_ending;
-use crate::syntax::{self, node_text};
+use crate::syntax::{self, FieldExt, node_text};
 
 /// Whether `expr` is a tensor for rules about methods that, on anything else, are rare:
 /// a known tensor, or an unknown value in a file that imports torch. Known non-tensors
@@ -189,7 +189,7 @@ pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
         "integer" => syntax::integer_value(node, source).map(|v| v as f64),
         "float" => node_text(node, source).replace('_', "").parse().ok(),
         "unary_operator" => {
-            let operand = node.child_by_field_name("argument")?;
+            let operand = node.field("argument")?;
             let value = literal_number(operand, source)?;
             match node_text(node, source).trim_start().chars().next()? {
                 '-' => Some(-value),
@@ -284,9 +284,7 @@ pub fn in_branch_testing<'t>(context: &Context<'t, '_>, node: Node<'t>, markers:
     while let Some(ancestor) = current {
         let condition = match ancestor.kind() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
-            "if_statement" | "elif_clause" | "while_statement" => {
-                ancestor.child_by_field_name("condition")
-            }
+            "if_statement" | "elif_clause" | "while_statement" => ancestor.field("condition"),
             "conditional_expression" => ancestor.named_child(1),
             _ => None,
         };

@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::semantic::ValueKind;
-use crate::syntax::{self, node_text};
+use crate::syntax::{self, FieldExt, node_text};
 
 /// How deep the predicates below follow names and sub-expressions.
 const MAX_DEPTH: usize = 6;
@@ -153,7 +153,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                     parameter.kind(),
                     "typed_parameter" | "typed_default_parameter"
                 ) && parameter
-                    .child_by_field_name("type")
+                    .field("type")
                     .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
             }
             // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor.
@@ -173,7 +173,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             }
             true
         }
-        "attribute" => match expr.child_by_field_name("object") {
+        "attribute" => match expr.field("object") {
             Some(object) if context.fact(object).is_tensor() => {
                 confident(context, object, depth + 1)
             }
@@ -181,7 +181,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             _ => true,
         },
         "subscript" => expr
-            .child_by_field_name("value")
+            .field("value")
             .is_some_and(|value| confident(context, value, depth + 1)),
         "binary_operator" | "comparison_operator" => {
             let mut cursor = expr.walk();
@@ -191,7 +191,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                 .any(|operand| confident(context, operand, depth + 1))
         }
         "unary_operator" => expr
-            .child_by_field_name("argument")
+            .field("argument")
             .is_some_and(|argument| confident(context, argument, depth + 1)),
         _ => false,
     }
@@ -219,7 +219,7 @@ fn enclosing_parameter<'t>(
     let mut function = context.enclosing(expr, &["function_definition"]);
     for _ in 0..4 {
         let current = function?;
-        if let Some(parameters) = current.child_by_field_name("parameters")
+        if let Some(parameters) = current.field("parameters")
             && parameters.start_byte() <= origin.start
             && origin.end <= parameters.end_byte()
         {
@@ -320,25 +320,22 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
         }
         "unary_operator" => {
             let is_invert = expr
-                .child_by_field_name("operator")
+                .field("operator")
                 .is_some_and(|op| context.text(op) == "~");
             is_invert
                 && expr
-                    .child_by_field_name("argument")
+                    .field("argument")
                     .is_some_and(|argument| boolean(context, argument, depth + 1))
         }
         "binary_operator" => {
             let is_logical = expr
-                .child_by_field_name("operator")
+                .field("operator")
                 .is_some_and(|op| matches!(context.text(op), "&" | "|" | "^"));
             is_logical
-                && [
-                    expr.child_by_field_name("left"),
-                    expr.child_by_field_name("right"),
-                ]
-                .into_iter()
-                .flatten()
-                .any(|side| boolean(context, side, depth + 1))
+                && [expr.field("left"), expr.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| boolean(context, side, depth + 1))
         }
         "call" => boolean_call(context, expr),
         "identifier" => {
@@ -405,7 +402,15 @@ pub fn last_assignment_value<'t>(
         .enclosing(at, &["function_definition"])
         .or_else(|| function_containing(context.root(), at.start_byte()))
         .unwrap_or(context.root());
-    let body = scope.child_by_field_name("body").unwrap_or(scope);
+    // No mention of the name before `at` means no assignment to it: skip the walk.
+    let before = context
+        .source()
+        .get(scope.start_byte()..at.start_byte())
+        .unwrap_or("");
+    if !before.contains(name) {
+        return None;
+    }
+    let body = scope.field("body").unwrap_or(scope);
     let mut best: Option<Node<'t>> = None;
     let mut stack = vec![body];
     let mut visited = 0usize;
@@ -415,10 +420,7 @@ pub fn last_assignment_value<'t>(
             continue;
         }
         if node.kind() == "assignment"
-            && let (Some(left), Some(right)) = (
-                node.child_by_field_name("left"),
-                node.child_by_field_name("right"),
-            )
+            && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
             && left.kind() == "identifier"
             && node_text(left, context.source()) == name
             && node.end_byte() <= at.start_byte()
@@ -489,7 +491,7 @@ pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut cursor = string.walk();
     for child in string.named_children(&mut cursor) {
         if child.kind() == "interpolation"
-            && let Some(expression) = child.child_by_field_name("expression")
+            && let Some(expression) = child.field("expression")
         {
             out.push(expression);
         }

@@ -108,6 +108,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 
 /// A `clip_grad_norm_(...)` call, or a local name last bound to one.
 fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
+    // Most files never mention it; the name lookup below walks the scope, so skip it early.
+    if !context.source().contains("clip_grad_norm") {
+        return false;
+    }
     let expr = syntax::unparenthesize(expr);
     match expr.kind() {
         "call" => is_clip_call(context, expr),
