@@ -8,7 +8,7 @@
 # Equalising: both tools get the same explicit list of .py files (so discovery rules do not
 # differ), write their diagnostics to /dev/null, and run with RAYON_NUM_THREADS=N — both tpulint
 # and ruff size their rayon pools from it. ruff runs with --isolated (no project config) and
-# --no-cache. Each figure is the best of $TPULINT_BENCH_RUNS runs (default 3) of wall time.
+# --no-cache. Each figure is the best of $TPULINT_BENCH_RUNS runs (default 3), wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,18 +30,19 @@ lines=$(tr '\n' '\0' < "$list" | xargs -0 cat | wc -l)
 bytes=$(tr '\n' '\0' < "$list" | xargs -0 cat | wc -c)
 mapfile -t paths < "$list"
 
-# Best wall time in seconds of `runs` runs of the command.
+# "wall cpu": the best wall time and the best user+system CPU time (seconds) of `runs` runs.
+# CPU time is the steadier figure on a shared machine.
 best_of() {
-  local best=""
+  local best_wall="" best_cpu=""
   for _ in $(seq "$runs"); do
-    local start end elapsed
-    start=$(date +%s.%N)
-    "$@" > /dev/null 2>&1 || true
-    end=$(date +%s.%N)
-    elapsed=$(echo "$end - $start" | bc -l)
-    if [ -z "$best" ] || [ "$(echo "$elapsed < $best" | bc -l)" = 1 ]; then best=$elapsed; fi
+    local TIMEFORMAT='%R %U %S' measured wall cpu
+    measured=$( { time "$@" > /dev/null 2>&1; } 2>&1 | tail -1)
+    read -r wall user system <<< "$measured"
+    cpu=$(echo "$user + $system" | bc -l)
+    if [ -z "$best_wall" ] || [ "$(echo "$wall < $best_wall" | bc -l)" = 1 ]; then best_wall=$wall; fi
+    if [ -z "$best_cpu" ] || [ "$(echo "$cpu < $best_cpu" | bc -l)" = 1 ]; then best_cpu=$cpu; fi
   done
-  printf '%.3f' "$best"
+  printf '%.3f %.3f' "$best_wall" "$best_cpu"
 }
 
 rate() { printf '%.0f' "$(echo "$lines / $1" | bc -l)"; }
@@ -49,20 +50,22 @@ rate() { printf '%.0f' "$(echo "$lines / $1" | bc -l)"; }
 echo "corpus: $corpus"
 echo "files: $files  lines: $lines  bytes: $bytes  runs: best of $runs"
 echo "tpulint: $($tpulint --version)  ruff: $(ruff --version 2>/dev/null || echo 'not installed (pip install ruff)')"
-printf '\n| threads | parse only (s) | tpulint check (s) | check / parse | ruff --select ALL (s) | tpulint lines/s | parse lines/s | ruff lines/s |\n'
-printf '|---|---|---|---|---|---|---|---|\n'
+printf '\nwall seconds (CPU seconds); lines/s from wall time\n'
+printf '\n| threads | parse only | tpulint check | check / parse (wall, CPU) | ruff --select ALL | tpulint lines/s | ruff lines/s |\n'
+printf '|---|---|---|---|---|---|---|\n'
 for n in "${threads[@]}"; do
   export RAYON_NUM_THREADS=$n
-  parse=$(best_of "$tpulint" check --parse-only "${paths[@]}")
-  check=$(best_of "$tpulint" check --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")
+  read -r parse parse_cpu <<< "$(best_of "$tpulint" check --parse-only "${paths[@]}")"
+  read -r check check_cpu <<< "$(best_of "$tpulint" check --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
   if command -v ruff > /dev/null; then
-    ruff_time=$(best_of ruff check --isolated --no-cache --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")
+    read -r ruff_time ruff_cpu <<< "$(best_of ruff check --isolated --no-cache --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
+    ruff_cell="$ruff_time ($ruff_cpu)"
     ruff_rate=$(rate "$ruff_time")
   else
-    ruff_time="-"
+    ruff_cell="-"
     ruff_rate="-"
   fi
-  ratio=$(printf '%.2f' "$(echo "$check / $parse" | bc -l)")
-  printf '| %s | %s | %s | %s× | %s | %s | %s | %s |\n' "$n" "$parse" "$check" "$ratio" "$ruff_time" \
-    "$(rate "$check")" "$(rate "$parse")" "$ruff_rate"
+  ratio=$(printf '%.2f×, %.2f×' "$(echo "$check / $parse" | bc -l)" "$(echo "$check_cpu / $parse_cpu" | bc -l)")
+  printf '| %s | %s (%s) | %s (%s) | %s | %s | %s | %s |\n' "$n" "$parse" "$parse_cpu" "$check" "$check_cpu" \
+    "$ratio" "$ruff_cell" "$(rate "$check")" "$ruff_rate"
 done
