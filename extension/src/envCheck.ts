@@ -18,6 +18,12 @@ import * as vscodeapi from './vscodeapi';
 export const REPORT_TITLE = 'TPU Environment Report';
 const REVIEW_FIXES = 'Review Fixes…';
 const SHOW_REPORT = 'Show Report';
+const RUN_DOCTOR = 'Run tpulint doctor in Terminal';
+
+/** Quotes a word for a POSIX shell. */
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
 
 export class EnvironmentCheck implements vscode.Disposable {
   private readonly statusBar = vscode.window.createStatusBarItem('tpulint.environment', vscode.StatusBarAlignment.Left, 50);
@@ -53,6 +59,21 @@ export class EnvironmentCheck implements vscode.Disposable {
     if (!interpreter) return undefined;
     this.server.outputChannel.info(`Checking the TPU environment of ${interpreter.path} (${interpreter.source})`);
 
+    if (!this.server.languageClient) await this.server.start();
+    if (this.server.languageClient && !this.server.supportsCommand(CHECK_ENVIRONMENT)) {
+      // An older server: offer the same check from the command line instead.
+      const serverPath = this.server.runningServer?.path ?? 'tpulint';
+      this.server.outputChannel.warn(`${serverPath} does not offer ${CHECK_ENVIRONMENT}.`);
+      const choice = await vscodeapi.showErrorMessage(
+        'TPU Lint: this tpulint server does not offer the environment check. Update tpulint, or run `tpulint doctor` in a terminal.',
+        RUN_DOCTOR,
+      );
+      if (choice === RUN_DOCTOR) {
+        this.runInTerminal([{ title: 'tpulint doctor', command: `${shellQuote(serverPath)} doctor --python ${shellQuote(interpreter.path)}` }]);
+      }
+      return undefined;
+    }
+
     let report: EnvironmentReport;
     try {
       report = await vscode.window.withProgress(
@@ -84,18 +105,18 @@ export class EnvironmentCheck implements vscode.Disposable {
   private showVerdict(report: EnvironmentReport, interpreter: string): void {
     const [icon, text] = {
       ready: ['$(pass)', 'TPU env: ready'],
-      warnings: ['$(warning)', 'TPU env: warnings'],
-      broken: ['$(error)', 'TPU env: broken'],
-      unknown: ['$(question)', 'TPU env: unknown'],
+      degraded: ['$(warning)', 'TPU env: degraded'],
+      not_ready: ['$(error)', 'TPU env: not ready'],
+      unknown: ['$(info)', 'TPU env: checked'],
     }[report.verdict];
     this.statusBar.text = `${icon} ${text}`;
     this.statusBar.tooltip = new vscode.MarkdownString(
       `**${text}**\n\n${report.summary || ''}\n\nInterpreter: \`${interpreter}\`\n\nClick to show the report.`,
     );
     this.statusBar.backgroundColor =
-      report.verdict === 'broken'
+      report.verdict === 'not_ready'
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
-        : report.verdict === 'warnings'
+        : report.verdict === 'degraded'
           ? new vscode.ThemeColor('statusBarItem.warningBackground')
           : undefined;
     this.statusBar.show();

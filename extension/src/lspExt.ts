@@ -7,7 +7,20 @@
 
 /** Applies every fix for one document through `workspace/applyEdit`. */
 export const APPLY_AUTOFIX = 'tpulint.applyAutofix';
-/** Runs the environment check in an interpreter and returns the report. */
+/**
+ * Runs the environment check (`tpulint_doctor`) in an interpreter and returns the report.
+ *
+ * Arguments: `[{interpreter: "/abs/path/to/python"}]`. Result, built from the doctor's
+ * `Report`:
+ * ```json
+ * { "verdict": "ready" | "degraded" | "not_ready",   // Report::verdict, as in its JSON schema
+ *   "summary": "not ready: 2 errors (...)",            // Report::summary_line
+ *   "markdown": "# TPU environment ...",               // render(report, OutputFormat::Markdown)
+ *   "fixes": [{ "title": "...", "command": "..." }] }  // Report::suggested_commands
+ * ```
+ * A bare Markdown string is accepted too (verdict unknown, no fixes), so that a server which
+ * only renders the report still shows it.
+ */
 export const CHECK_ENVIRONMENT = 'tpulint.checkEnvironment';
 
 export interface ApplyAutofixArguments {
@@ -20,7 +33,7 @@ export interface CheckEnvironmentArguments {
   interpreter: string;
 }
 
-export type Verdict = 'ready' | 'warnings' | 'broken' | 'unknown';
+export type Verdict = 'ready' | 'degraded' | 'not_ready' | 'unknown';
 
 /** A fix the report suggests: a shell command the user may run after confirming. */
 export interface SuggestedFix {
@@ -39,6 +52,9 @@ export interface EnvironmentReport {
 
 /** Reads the server's answer to `tpulint.checkEnvironment`. */
 export function parseEnvironmentReport(value: unknown): EnvironmentReport {
+  if (typeof value === 'string' && value.trim()) {
+    return { verdict: 'unknown', summary: '', markdown: value, fixes: [] };
+  }
   if (!isObject(value) || typeof value.markdown !== 'string') {
     throw new Error(`unexpected environment report from the server: ${JSON.stringify(value)?.slice(0, 200)}`);
   }
@@ -51,30 +67,14 @@ export function parseEnvironmentReport(value: unknown): EnvironmentReport {
     }
   }
   return {
-    verdict: parseVerdict(value.verdict),
+    verdict: VERDICTS.find((verdict) => verdict === value.verdict) ?? 'unknown',
     summary: typeof value.summary === 'string' ? value.summary : '',
     markdown: value.markdown,
     fixes,
   };
 }
 
-function parseVerdict(value: unknown): Verdict {
-  switch (value) {
-    case 'ready':
-    case 'ok':
-      return 'ready';
-    case 'warnings':
-    case 'warning':
-    case 'degraded':
-      return 'warnings';
-    case 'broken':
-    case 'error':
-    case 'errors':
-      return 'broken';
-    default:
-      return 'unknown';
-  }
-}
+const VERDICTS: readonly Verdict[] = ['ready', 'degraded', 'not_ready'];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

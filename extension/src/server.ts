@@ -95,6 +95,11 @@ export class ServerManager implements vscode.Disposable {
     });
   }
 
+  /** Whether the running server advertises `command` in its `executeCommandProvider`. */
+  supportsCommand(command: string): boolean {
+    return this.languageClient?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command) ?? false;
+  }
+
   /** Sends a `workspace/executeCommand` request to the server, starting it first if needed. */
   async executeServerCommand<T>(command: string, args: unknown[]): Promise<T> {
     let client = this.languageClient;

@@ -35,15 +35,20 @@ describe('chooseInterpreter', () => {
 });
 
 describe('parseEnvironmentReport', () => {
-  it('reads verdict, markdown and the fixes that carry a command', () => {
+  it('reads verdict, summary, markdown and the fixes that carry a command', () => {
     const report = parseEnvironmentReport({
-      verdict: 'broken',
-      summary: 'torch_xla is missing',
+      verdict: 'not_ready',
+      summary: 'not ready: 1 error (no-tpu-backend)',
       markdown: '# Report',
       fixes: [{ title: 'Install torch_xla', command: 'python -m pip install torch_xla' }, { title: 'no command' }],
     });
-    assert.equal(report.verdict, 'broken');
+    assert.equal(report.verdict, 'not_ready');
+    assert.equal(report.summary, 'not ready: 1 error (no-tpu-backend)');
     assert.deepEqual(report.fixes, [{ title: 'Install torch_xla', command: 'python -m pip install torch_xla' }]);
+  });
+  it('maps an unknown verdict to unknown and accepts a bare Markdown answer', () => {
+    assert.equal(parseEnvironmentReport({ verdict: 'great', markdown: '# R' }).verdict, 'unknown');
+    assert.deepEqual(parseEnvironmentReport('# Only markdown'), { verdict: 'unknown', summary: '', markdown: '# Only markdown', fixes: [] });
   });
   it('rejects an answer without a report', () => {
     assert.throws(() => parseEnvironmentReport(null), /unexpected environment report/);
