@@ -4,12 +4,30 @@
 //! rather than walking raw children, so a grammar upgrade touches few places.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::ops::Deref;
 
 use tree_sitter::{Language, Node, Parser, Tree};
 
-/// The pinned Python grammar.
-pub static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
+/// The pinned Python grammar; dereferences to a [`Language`].
+pub static PYTHON: PythonGrammar = PythonGrammar;
+
+/// Handle on the Python grammar. tree-sitter does not implement `Sync` for `Language` on wasm32,
+/// so a `LazyLock<Language>` static does not compile there; each thread instead keeps its own
+/// `Language` (a pointer to the grammar's static tables), made on first use and kept for the
+/// thread's life.
+pub struct PythonGrammar;
+
+impl Deref for PythonGrammar {
+    type Target = Language;
+
+    fn deref(&self) -> &Language {
+        thread_local! {
+            static LANGUAGE: &'static Language =
+                Box::leak(Box::new(tree_sitter_python::LANGUAGE.into()));
+        }
+        LANGUAGE.with(|language| *language)
+    }
+}
 
 /// Field names the engine looks up, resolved to the grammar's field ids once.
 const FIELD_NAMES: &[&str] = &[

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly package of tpulint from scratch, installing what is missing:
+#   server/wasm/pkg/node/  wasm-bindgen --target nodejs  (Node tests, bench)
+#   server/wasm/pkg/web/   wasm-bindgen --target web     (playground and VS Code for the web workers)
+# and copies the web build into docs/playground/pkg/. Prints the size (raw and gzipped).
+#
+# Usage: server/wasm/build.sh [--no-opt] [--check-size]
+#   --no-opt      skip wasm-opt (npm `binaryen`, installed into the tool cache on first use)
+#   --check-size  fail when the module is over budget (1 MB raw, 300 KB gzipped)
+# Environment: CARGO_TARGET_DIR (default: target/), TPULINT_TOOLS_DIR (default:
+# ~/.cache/tpulint), where the pinned wasm-bindgen-cli and binaryen are kept between runs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+
+optimize=1
+check_size=0
+for argument in "$@"; do
+  case "$argument" in
+    --no-opt) optimize=0 ;;
+    --check-size) check_size=1 ;;
+    *) echo "unknown argument: $argument" >&2; exit 2 ;;
+  esac
+done
+
+tools_dir=${TPULINT_TOOLS_DIR:-$HOME/.cache/tpulint}
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+out_dir=$root/server/wasm/pkg
+step() { printf '[wasm] %s\n' "$*"; }
+
+# ---- toolchain -------------------------------------------------------------------------------
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  step "installing the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# tree-sitter's parser is C: Debian's clang compiles it for wasm32 (rustc links with its own lld).
+if ! command -v clang >/dev/null; then
+  step "installing clang"
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
+  else
+    echo "clang is missing: apt-get install clang" >&2; exit 1
+  fi
+fi
+
+# wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in Cargo.lock.
+bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if [[ -z $bindgen_version ]]; then
+  echo "wasm-bindgen is not in Cargo.lock" >&2; exit 1
+fi
+bindgen_matches() { command -v "$1" >/dev/null && [[ $("$1" --version 2>/dev/null) == "wasm-bindgen $bindgen_version" ]]; }
+bindgen=wasm-bindgen
+if ! bindgen_matches "$bindgen"; then
+  bindgen=$tools_dir/wasm-bindgen-cli-$bindgen_version/bin/wasm-bindgen
+  if ! bindgen_matches "$bindgen"; then
+    step "installing wasm-bindgen-cli $bindgen_version into $tools_dir (once; takes minutes)"
+    CARGO_TARGET_DIR=$tools_dir/build cargo install wasm-bindgen-cli --version "$bindgen_version" \
+      --root "$tools_dir/wasm-bindgen-cli-$bindgen_version" --quiet
+    rm -rf "$tools_dir/build"
+  fi
+fi
+
+# tree-sitter-python's build script does not pass the small libc headers tree-sitter ships for
+# wasm32; point clang at them (found through cargo metadata, wherever the registry lives).
+language_manifest=$(cargo metadata --format-version 1 --locked --filter-platform wasm32-unknown-unknown |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const p=JSON.parse(s).packages.find(p=>p.name==="tree-sitter-language");if(p)console.log(p.manifest_path)})')
+if [[ -z $language_manifest ]]; then
+  echo "tree-sitter-language not found in cargo metadata" >&2; exit 1
+fi
+export CFLAGS_wasm32_unknown_unknown="-isystem $(dirname "$language_manifest")/wasm/include"
+export CC_wasm32_unknown_unknown=${CC_wasm32_unknown_unknown:-clang}
+
+# ---- build -----------------------------------------------------------------------------------
+step "cargo build (wasm32-unknown-unknown, profile wasm-release)"
+cargo build --locked -p tpulint_wasm --target wasm32-unknown-unknown --profile wasm-release
+module=$target_dir/wasm32-unknown-unknown/wasm-release/tpulint_wasm.wasm
+
+rm -rf "$out_dir"
+for target in nodejs web; do
+  directory=$out_dir/$([[ $target == nodejs ]] && echo node || echo web)
+  "$bindgen" "$module" --target "$target" --out-dir "$directory" --out-name tpulint_wasm
+done
+
+if [[ $optimize -eq 1 ]]; then
+  binaryen_dir=$tools_dir/binaryen
+  wasm_opt=$binaryen_dir/node_modules/.bin/wasm-opt
+  # Debian's binaryen (108) breaks this module; npm's (>= 132) does not.
+  if [[ ! -x $wasm_opt ]]; then
+    step "installing binaryen (npm) into $binaryen_dir"
+    mkdir -p "$binaryen_dir"
+    npm install --prefix "$binaryen_dir" --no-audit --no-fund --silent 'binaryen@>=132' >/dev/null
+  fi
+  for directory in "$out_dir/node" "$out_dir/web"; do
+    step "wasm-opt -Oz $directory/tpulint_wasm_bg.wasm"
+    "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+      --enable-mutable-globals --enable-reference-types --enable-multivalue \
+      "$directory/tpulint_wasm_bg.wasm" -o "$directory/tpulint_wasm_bg.wasm"
+  done
+fi
+
+# The playground serves the web build next to its page.
+rm -rf "$root/docs/playground/pkg"
+mkdir -p "$root/docs/playground/pkg"
+cp "$out_dir/web/tpulint_wasm.js" "$out_dir/web/tpulint_wasm_bg.wasm" "$root/docs/playground/pkg/"
+
+# ---- size ------------------------------------------------------------------------------------
+wasm=$out_dir/web/tpulint_wasm_bg.wasm
+raw=$(stat -c %s "$wasm")
+gzipped=$(gzip -9 -c "$wasm" | wc -c)
+glue=$(stat -c %s "$out_dir/web/tpulint_wasm.js")
+printf '[wasm] size: %s bytes raw (%s KiB), %s bytes gzipped (%s KiB); JS glue %s bytes; wasm-opt: %s\n' \
+  "$raw" $((raw / 1024)) "$gzipped" $((gzipped / 1024)) "$glue" "$([[ $optimize -eq 1 ]] && echo yes || echo no)"
+if [[ $check_size -eq 1 ]]; then
+  if ((raw > 1000 * 1000 || gzipped > 300 * 1000)); then
+    echo "the wasm module is over budget (1 MB raw, 300 KB gzipped)" >&2
+    exit 1
+  fi
+fi

@@ -1,0 +1,164 @@
+//! What the WebAssembly exports compute, as plain Rust returning JSON text (tested natively).
+//!
+//! Diagnostics are rendered by `tpulint_report::json`, the CLI's `--output-format json` (ruff's
+//! schema), so the browser and the terminal cannot drift apart. Each object gains one key the
+//! CLI's lacks: `severity` (`error`, `warning`, `info`), which editors need to colour a finding
+//! and ruff's schema has no place for. Rules carry the keys of `tpulint rule --output-format json`.
+
+use serde_json::{Map, Value, json};
+use tpulint_analyzer::{Applicability, Diagnostic, RuleMeta, check_source, fix_source, rules};
+use tpulint_report::SourceFile;
+use tpulint_report::json::json_diagnostic;
+
+use crate::options::CheckOptions;
+
+/// The one key added to each object of the CLI's JSON.
+pub const EXTRA_DIAGNOSTIC_KEYS: &[&str] = &["severity"];
+
+/// `check`: the diagnostics of `source` in the CLI's JSON format, plus `severity`.
+pub fn check_json(source: &str, options: &CheckOptions) -> Result<String, String> {
+    let settings = options.settings()?;
+    let diagnostics = check_source(source, &settings);
+    let value = diagnostics_value(options.filename(), source.to_string(), diagnostics)?;
+    serde_json::to_string(&value).map_err(|error| error.to_string())
+}
+
+fn diagnostics_value(
+    filename: &str,
+    source: String,
+    diagnostics: Vec<Diagnostic>,
+) -> Result<Value, String> {
+    let file = SourceFile::new(filename, source, diagnostics);
+    let list = file
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let mut value = serde_json::to_value(json_diagnostic(&file, diagnostic))
+                .map_err(|error| error.to_string())?;
+            if let Value::Object(object) = &mut value {
+                object.insert("severity".into(), diagnostic.severity.as_str().into());
+            }
+            Ok(value)
+        })
+        .collect::<Result<Vec<Value>, String>>()?;
+    Ok(Value::Array(list))
+}
+
+/// `applyFixes`: the text after fixing to a fixed point (what `tpulint check --fix` writes),
+/// the number of fixes per code, the diagnostics left in the fixed text, and whether fixing
+/// converged. Unsafe fixes are applied only when `include_unsafe` (`--unsafe-fixes`).
+pub fn apply_fixes_json(
+    source: &str,
+    options: &CheckOptions,
+    include_unsafe: bool,
+) -> Result<String, String> {
+    let settings = options.settings()?;
+    let threshold = if include_unsafe {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
+    let outcome = fix_source(source, &settings, threshold);
+    let fixed: Map<String, Value> = outcome
+        .fixed
+        .iter()
+        .map(|(code, count)| ((*code).to_string(), json!(count)))
+        .collect();
+    let remaining = diagnostics_value(
+        options.filename(),
+        outcome.output.clone(),
+        outcome.remaining,
+    )?;
+    let result = json!({
+        "output": outcome.output,
+        "fixed": fixed,
+        "remaining": remaining,
+        "converged": outcome.converged,
+    });
+    serde_json::to_string(&result).map_err(|error| error.to_string())
+}
+
+/// One rule with the keys of `tpulint rule --output-format json`.
+fn rule_value(rule: &RuleMeta) -> Value {
+    json!({
+        "code": rule.code,
+        "name": rule.name,
+        "family": rule.family().name(),
+        "severity": rule.severity.as_str(),
+        "fix": rule.fix.as_str(),
+        "enabled_by_default": rule.enabled_by_default,
+        "summary": rule.summary(),
+        "url": rule.url(),
+        "explanation": rule.docs_markdown(),
+    })
+}
+
+/// `rules`: every rule's metadata, sorted by code.
+pub fn rules_json() -> String {
+    let list: Vec<Value> = rules().iter().map(|rule| rule_value(rule)).collect();
+    serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(json: &str) -> CheckOptions {
+        CheckOptions::from_json(json).unwrap()
+    }
+
+    const CUDA_SOURCE: &str = "import torch\nx = torch.ones(2).to(\"cuda\")\n";
+
+    #[test]
+    fn check_renders_the_cli_json() {
+        let json = check_json(
+            CUDA_SOURCE,
+            &options(r#"{"filename":"t.py","select":["TPU401"]}"#),
+        )
+        .unwrap();
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value[0]["code"], "TPU401");
+        assert_eq!(value[0]["filename"], "t.py");
+        assert_eq!(value[0]["location"]["row"], 2);
+        assert_eq!(value[0]["severity"], "error");
+    }
+
+    #[test]
+    fn selection_is_honoured() {
+        let json = check_json(CUDA_SOURCE, &options(r#"{"ignore":["TPU4"]}"#)).unwrap();
+        assert_eq!(json.trim(), "[]");
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        assert!(check_json(CUDA_SOURCE, &options(r#"{"select":["nope"]}"#)).is_err());
+    }
+
+    #[test]
+    fn unsafe_fixes_only_when_asked() {
+        let only_cuda = options(r#"{"select":["TPU401"]}"#);
+        let safe_only = apply_fixes_json(CUDA_SOURCE, &only_cuda, false).unwrap();
+        let with_unsafe = apply_fixes_json(CUDA_SOURCE, &only_cuda, true).unwrap();
+        let safe_only: Value = serde_json::from_str(&safe_only).unwrap();
+        let with_unsafe: Value = serde_json::from_str(&with_unsafe).unwrap();
+        assert_eq!(with_unsafe["converged"], true);
+        assert_ne!(with_unsafe["output"], CUDA_SOURCE);
+        assert!(with_unsafe["fixed"]["TPU401"].as_u64().unwrap() >= 1);
+        assert!(with_unsafe["remaining"].as_array().unwrap().is_empty());
+        // TPU401's device rewrite changes behaviour, so `--fix` alone leaves it.
+        assert_eq!(safe_only["output"], CUDA_SOURCE);
+        assert_eq!(safe_only["remaining"][0]["code"], "TPU401");
+    }
+
+    #[test]
+    fn rules_are_listed() {
+        let value: Value = serde_json::from_str(&rules_json()).unwrap();
+        assert!(
+            value
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|rule| rule["code"] == "TPU101")
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! WebAssembly bindings of the tpulint engine: `check`, `applyFixes` and `rules` for JavaScript.
+//!
+//! The browser playground and the VS Code web extension run these in a web worker. Results are
+//! the CLI's own machine formats (rendered by `tpulint_report`), so a diagnostic from the browser
+//! is byte-for-byte the one `tpulint check --output-format json` prints. Everything JavaScript
+//! sees is built by the plain Rust functions in [`api`], which the native tests exercise; the
+//! `#[wasm_bindgen]` wrappers below only move strings across the boundary.
+
+pub mod api;
+pub mod options;
+
+use wasm_bindgen::prelude::*;
+
+use crate::options::CheckOptions;
+
+/// Reads the options object by way of `JSON.stringify`, so that every field has one parser and
+/// one error message, whether the caller is the playground, the web extension or a test.
+fn read_options(options: &JsValue) -> Result<CheckOptions, JsError> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(CheckOptions::default());
+    }
+    let json = js_sys::JSON::stringify(options)
+        .map_err(|_| JsError::new("tpulint options must be a plain object"))?;
+    CheckOptions::from_json(&String::from(json)).map_err(|message| JsError::new(&message))
+}
+
+fn parse_json(json: &str) -> Result<JsValue, JsError> {
+    js_sys::JSON::parse(json).map_err(|_| JsError::new("tpulint produced invalid JSON"))
+}
+
+/// Diagnostics of `source` as the CLI's `--output-format json` lists them (ruff's schema:
+/// `code`, `message`, `location`, `end_location`, `fix`, `url`, `noqa_row`, …).
+#[wasm_bindgen]
+pub fn check(source: &str, options: JsValue) -> Result<JsValue, JsError> {
+    let options = read_options(&options)?;
+    let json = api::check_json(source, &options).map_err(|message| JsError::new(&message))?;
+    parse_json(&json)
+}
+
+/// Applies fixes to a fixed point, like `tpulint check --fix` (`--unsafe-fixes` when `unsafe`):
+/// `{ output, fixed: { CODE: count }, remaining: [diagnostics of output], converged }`.
+#[wasm_bindgen(js_name = applyFixes)]
+pub fn apply_fixes(source: &str, options: JsValue, r#unsafe: bool) -> Result<JsValue, JsError> {
+    let options = read_options(&options)?;
+    let json = api::apply_fixes_json(source, &options, r#unsafe)
+        .map_err(|message| JsError::new(&message))?;
+    parse_json(&json)
+}
+
+/// Every rule's metadata: code, name, family, severity, fix availability, default, summary,
+/// documentation (Markdown) and URL.
+#[wasm_bindgen]
+pub fn rules() -> Result<JsValue, JsError> {
+    parse_json(&api::rules_json())
+}
+
+/// The version of the engine inside this build.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
