@@ -60,5 +60,21 @@ if ! skip vscode; then
   npm run --silent test:unit
 fi
 
+# ---- WebAssembly: build within the size budget, compare with the CLI on every fixture, the web
+# extension's worker server, and the playground in headless Chromium ----
+if ! skip wasm; then
+  section "wasm"
+  cargo build --locked -p tpulint # the native CLI the wasm output must equal
+  bash server/wasm/build.sh --check-size
+  if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  [[ -d node_modules/playwright-core && -d node_modules/vscode-languageserver ]] || npm ci --no-audit --no-fund
+  TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint \
+    node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
+  npm run --silent build:web
+  npm run --silent test:web
+fi
+
 echo
 echo "all test sections passed"
