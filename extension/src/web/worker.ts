@@ -1,0 +1,17 @@
+/**
+ * Entry of the web worker that VS Code for the web starts for tpulint: instantiates the
+ * WebAssembly build (bundled into this file by esbuild's `binary` loader, so no fetch and no
+ * extra file to serve) and serves LSP over the worker's message port.
+ */
+import { BrowserMessageReader, BrowserMessageWriter, createConnection } from 'vscode-languageserver/browser';
+import * as tpulint from 'tpulint-wasm-web';
+import wasmBytes from 'tpulint-wasm-bytes';
+import { startServer } from './server';
+
+tpulint.initSync({ module: wasmBytes });
+
+// The worker's global scope is the message port (a DedicatedWorkerGlobalScope). The extension's
+// TypeScript settings have no WebWorker lib to name that type, hence the cast.
+const port = globalThis as never;
+const connection = createConnection(new BrowserMessageReader(port), new BrowserMessageWriter(port));
+startServer(connection, tpulint);

@@ -1,0 +1,285 @@
+/**
+ * The web extension's language server (extension/src/web/server.ts) driven over a MessageChannel,
+ * as VS Code for the web drives it over the worker's port: initialize, open, edit, quick fixes,
+ * fix-all, the applyAutofix command, hover, settings changes, close. The analysis is the real
+ * WebAssembly build (server/wasm/pkg/node, made by server/wasm/build.sh).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import {
+  BrowserMessageReader as ClientReader,
+  BrowserMessageWriter as ClientWriter,
+  createMessageConnection,
+  type MessageConnection,
+} from 'vscode-jsonrpc/browser';
+import {
+  BrowserMessageReader,
+  BrowserMessageWriter,
+  type CodeAction,
+  createConnection,
+  type Diagnostic,
+  type PublishDiagnosticsParams,
+  type TextEdit,
+  type WorkspaceEdit,
+} from 'vscode-languageserver/browser';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import type { TpulintWasm } from '../../src/web/analysis';
+import { PositionMapper } from '../../src/web/analysis';
+import { startServer } from '../../src/web/server';
+
+const root = path.resolve(__dirname, '..', '..', '..', '..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const wasm = require(path.join(root, 'server/wasm/pkg/node/tpulint_wasm.js')) as TpulintWasm;
+
+/** A server on one end of a channel, a JSON-RPC client on the other. */
+function connect(): { client: MessageConnection; diagnostics: PublishDiagnosticsParams[]; edits: WorkspaceEdit[]; close: () => void } {
+  const channel = new MessageChannel();
+  // Node's MessagePort has the browser's onmessage/postMessage; the DOM type names are not
+  // available to this project's TypeScript settings, hence the casts.
+  const serverPort = channel.port1 as never;
+  const clientPort = channel.port2 as never;
+  startServer(createConnection(new BrowserMessageReader(serverPort), new BrowserMessageWriter(serverPort)), wasm);
+  const client = createMessageConnection(new ClientReader(clientPort), new ClientWriter(clientPort));
+  const diagnostics: PublishDiagnosticsParams[] = [];
+  const edits: WorkspaceEdit[] = [];
+  client.onNotification('textDocument/publishDiagnostics', (params: PublishDiagnosticsParams) => {
+    diagnostics.push(params);
+  });
+  client.onRequest('workspace/applyEdit', (params: { edit: WorkspaceEdit }) => {
+    edits.push(params.edit);
+    return { applied: true };
+  });
+  client.onNotification('window/logMessage', () => undefined);
+  client.listen();
+  return {
+    client,
+    diagnostics,
+    edits,
+    close: () => {
+      client.dispose();
+      channel.port1.close();
+      channel.port2.close();
+    },
+  };
+}
+
+async function waitFor<T>(find: () => T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function applyTextEdits(text: string, edits: TextEdit[]): string {
+  return TextDocument.applyEdits(TextDocument.create('file:///x.py', 'python', 0, text), edits);
+}
+
+const URI = 'file:///work/train.py';
+/** One rule and a backend, so that what the fix tests expect does not move as rules are added. */
+const CUDA_ONLY = { select: ['TPU401'], backend: 'torch_xla' };
+// `é` and an astral character before the finding: UTF-16 columns differ from code points.
+const SOURCE = 'import torch\nname = "é😀"; device = torch.device("cuda")\nx = torch.ones(2).to(device)\n';
+
+async function initialize(client: MessageConnection, settings: Record<string, unknown> = {}) {
+  const result = await client.sendRequest<{ capabilities: Record<string, unknown>; serverInfo: { name: string; version: string } }>('initialize', {
+    processId: null,
+    rootUri: null,
+    capabilities: {},
+    initializationOptions: { settings },
+  });
+  await client.sendNotification('initialized', {});
+  return result;
+}
+
+async function open(session: ReturnType<typeof connect>, text = SOURCE, version = 1): Promise<Diagnostic[]> {
+  const before = session.diagnostics.length;
+  await session.client.sendNotification('textDocument/didOpen', { textDocument: { uri: URI, languageId: 'python', version, text } });
+  const published = await waitFor(() => session.diagnostics.slice(before).find((p) => p.uri === URI), 'diagnostics after open');
+  return published.diagnostics;
+}
+
+describe('web language server', () => {
+  it('initialize advertises what the native server does', async () => {
+    const session = connect();
+    try {
+      const result = await initialize(session.client);
+      assert.equal(result.serverInfo.version, wasm.version());
+      const capabilities = result.capabilities as { codeActionProvider: { codeActionKinds: string[] }; executeCommandProvider: { commands: string[] }; hoverProvider: boolean };
+      assert.deepEqual(capabilities.codeActionProvider.codeActionKinds, ['quickfix', 'source.fixAll.tpulint']);
+      assert.deepEqual(capabilities.executeCommandProvider.commands, ['tpulint.applyAutofix']);
+      assert.equal(capabilities.hoverProvider, true);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('open publishes the wasm diagnostics with UTF-16 positions and metadata', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client);
+      const diagnostics = await open(session);
+      const expected = wasm.check(SOURCE, { filename: 'train.py' });
+      assert.equal(diagnostics.length, expected.length);
+      const cuda = diagnostics.find((d) => d.code === 'TPU401');
+      assert.ok(cuda, JSON.stringify(diagnostics));
+      assert.equal(cuda.source, 'tpulint');
+      assert.equal(cuda.severity, 1);
+      const line = SOURCE.split('\n')[1];
+      // JavaScript strings are UTF-16: indexOf gives the LSP character offset directly.
+      assert.deepEqual(cuda.range.start, { line: 1, character: line.indexOf('"cuda"') });
+      assert.deepEqual(cuda.range.end, { line: 1, character: line.indexOf('"cuda"') + 6 });
+      assert.match(cuda.codeDescription?.href ?? '', /TPU401/);
+      assert.equal(session.diagnostics.at(-1)?.version, 1);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('quick fixes edit the document like the fix they came from', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client, CUDA_ONLY);
+      const diagnostics = await open(session);
+      const actions = await session.client.sendRequest<CodeAction[]>('textDocument/codeAction', {
+        textDocument: { uri: URI },
+        range: diagnostics[0].range,
+        context: { diagnostics, only: ['quickfix'] },
+      });
+      const cudaFix = actions.find((action) => action.diagnostics?.[0]?.code === 'TPU401');
+      assert.ok(cudaFix, JSON.stringify(actions));
+      assert.equal(cudaFix.kind, 'quickfix');
+      const fixed = applyTextEdits(SOURCE, cudaFix.edit?.changes?.[URI] ?? []);
+      const json = wasm.check(SOURCE, CUDA_ONLY).find((d) => d.code === 'TPU401');
+      const mapper = new PositionMapper(SOURCE);
+      let expected = SOURCE;
+      for (const edit of [...(json?.fix?.edits ?? [])].reverse()) {
+        expected = expected.slice(0, mapper.offset(edit.location)) + edit.content + expected.slice(mapper.offset(edit.end_location));
+      }
+      assert.equal(fixed, expected);
+      assert.notEqual(fixed, SOURCE);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('fix-all follows tpulint.fix.unsafe, and settings changes re-check open documents', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client, { ...CUDA_ONLY, unsafeFixes: false });
+      await open(session);
+      const request = () =>
+        session.client.sendRequest<CodeAction[]>('textDocument/codeAction', {
+          textDocument: { uri: URI },
+          range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+          context: { diagnostics: [], only: ['source.fixAll'] },
+        });
+      // TPU401's rewrite is unsafe, so safe-only fix-all has nothing to do.
+      assert.equal(wasm.applyFixes(SOURCE, CUDA_ONLY, false).output, SOURCE);
+      assert.deepEqual(await request(), []);
+
+      const before = session.diagnostics.length;
+      await session.client.sendNotification('workspace/didChangeConfiguration', { settings: { ...CUDA_ONLY, unsafeFixes: true } });
+      await waitFor(() => (session.diagnostics.length > before ? true : undefined), 're-check after settings change');
+      const [fixAll] = await request();
+      assert.equal(fixAll.kind, 'source.fixAll.tpulint');
+      assert.equal(applyTextEdits(SOURCE, fixAll.edit?.changes?.[URI] ?? []), wasm.applyFixes(SOURCE, CUDA_ONLY, true).output);
+
+      const count = session.diagnostics.length;
+      await session.client.sendNotification('workspace/didChangeConfiguration', { settings: { ...CUDA_ONLY, ignore: ['TPU401'] } });
+      const update = await waitFor(() => session.diagnostics.slice(count).find((p) => p.uri === URI), 'diagnostics after ignore');
+      assert.deepEqual(update.diagnostics, []);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('tpulint.applyAutofix sends the fix-all edit through workspace/applyEdit', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client, { ...CUDA_ONLY, unsafeFixes: true });
+      await open(session, SOURCE, 7);
+      await session.client.sendRequest('workspace/executeCommand', { command: 'tpulint.applyAutofix', arguments: [{ uri: URI, version: 7 }] });
+      assert.equal(session.edits.length, 1);
+      const change = session.edits[0].documentChanges?.[0] as { textDocument: { uri: string; version: number }; edits: TextEdit[] };
+      assert.deepEqual(change.textDocument, { uri: URI, version: 7 });
+      assert.equal(applyTextEdits(SOURCE, change.edits), wasm.applyFixes(SOURCE, CUDA_ONLY, true).output);
+      await assert.rejects(
+        session.client.sendRequest('workspace/executeCommand', { command: 'tpulint.applyAutofix', arguments: [{ uri: URI, version: 6 }] }),
+        /changed/,
+      );
+    } finally {
+      session.close();
+    }
+  });
+
+  it('edits are applied in order and the last version wins', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client);
+      await open(session);
+      // Twenty quick edits: each appends a line; only the final text's diagnostics matter.
+      let text = SOURCE;
+      for (let version = 2; version <= 21; version++) {
+        const line = text.split('\n').length - 1;
+        const added = `y${version} = torch.zeros(1).to("cuda")\n`;
+        text += added;
+        await session.client.sendNotification('textDocument/didChange', {
+          textDocument: { uri: URI, version },
+          contentChanges: [{ range: { start: { line, character: 0 }, end: { line, character: 0 } }, text: added }],
+        });
+      }
+      const final = await waitFor(() => session.diagnostics.find((p) => p.version === 21), 'diagnostics of version 21');
+      assert.equal(final.diagnostics.length, wasm.check(text, {}).length);
+      assert.equal(final.diagnostics.filter((d) => d.code === 'TPU401').length, 21);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('hover on a diagnostic shows its rule documentation; close clears diagnostics', async () => {
+    const session = connect();
+    try {
+      await initialize(session.client);
+      const diagnostics = await open(session);
+      const cuda = diagnostics.find((d) => d.code === 'TPU401');
+      assert.ok(cuda);
+      const hover = await session.client.sendRequest<{ contents: { kind: string; value: string } }>('textDocument/hover', {
+        textDocument: { uri: URI },
+        position: cuda.range.start,
+      });
+      assert.equal(hover.contents.kind, 'markdown');
+      assert.match(hover.contents.value, /TPU401/);
+      assert.match(hover.contents.value, /## What it does/);
+      const nothing = await session.client.sendRequest('textDocument/hover', { textDocument: { uri: URI }, position: { line: 0, character: 0 } });
+      assert.equal(nothing, null);
+
+      const before = session.diagnostics.length;
+      await session.client.sendNotification('textDocument/didClose', { textDocument: { uri: URI } });
+      const cleared = await waitFor(() => session.diagnostics.slice(before).find((p) => p.uri === URI), 'diagnostics after close');
+      assert.deepEqual(cleared.diagnostics, []);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('unknown rule codes in settings are logged, not fatal', async () => {
+    const session = connect();
+    const logged: string[] = [];
+    session.client.onNotification('window/logMessage', (params: { message: string }) => {
+      logged.push(params.message);
+    });
+    try {
+      await initialize(session.client, { select: ['NOPE9'] });
+      const diagnostics = await open(session);
+      assert.deepEqual(diagnostics, []);
+      await waitFor(() => logged.find((message) => message.includes('NOPE9')), 'a log line naming the bad code');
+    } finally {
+      session.close();
+    }
+  });
+});
