@@ -83,20 +83,28 @@ for target in nodejs web; do
 done
 
 if [[ $optimize -eq 1 ]]; then
-  binaryen_dir=$tools_dir/binaryen
+  binaryen_version=132.0.0
+  binaryen_dir=$tools_dir/binaryen-$binaryen_version
   wasm_opt=$binaryen_dir/node_modules/.bin/wasm-opt
-  # Debian's binaryen (108) breaks this module; npm's (>= 132) does not.
+  # Debian's binaryen (108) breaks this module; npm's (>= 132) does not. Pinned, so sizes repeat.
   if [[ ! -x $wasm_opt ]]; then
     step "installing binaryen (npm) into $binaryen_dir"
     mkdir -p "$binaryen_dir"
-    npm install --prefix "$binaryen_dir" --no-audit --no-fund --silent 'binaryen@>=132' >/dev/null
+    npm install --prefix "$binaryen_dir" --no-audit --no-fund --silent "binaryen@$binaryen_version" >/dev/null
   fi
-  for directory in "$out_dir/node" "$out_dir/web"; do
-    step "wasm-opt -Oz $directory/tpulint_wasm_bg.wasm"
+  optimise() {
+    step "wasm-opt -Oz $1"
     "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-      --enable-mutable-globals --enable-reference-types --enable-multivalue \
-      "$directory/tpulint_wasm_bg.wasm" -o "$directory/tpulint_wasm_bg.wasm"
-  done
+      --enable-mutable-globals --enable-reference-types --enable-multivalue "$1" -o "$1"
+  }
+  # wasm-bindgen emits the same module for both targets: optimise it once when that holds.
+  if cmp -s "$out_dir/node/tpulint_wasm_bg.wasm" "$out_dir/web/tpulint_wasm_bg.wasm"; then
+    optimise "$out_dir/web/tpulint_wasm_bg.wasm"
+    cp "$out_dir/web/tpulint_wasm_bg.wasm" "$out_dir/node/tpulint_wasm_bg.wasm"
+  else
+    optimise "$out_dir/web/tpulint_wasm_bg.wasm"
+    optimise "$out_dir/node/tpulint_wasm_bg.wasm"
+  fi
 fi
 
 # The playground serves the web build next to its page.

@@ -125,8 +125,8 @@ test('rules() equals tpulint rule --all --output-format json', () => {
 test('safe-only fixing leaves unsafe fixes alone, like check --fix on stdin', () => {
   const source = 'import torch\nx = torch.ones(2).to("cuda")\n';
   for (const unsafe of [false, true]) {
-    const outcome = wasm.applyFixes(source, { select: ['TPU401'] }, unsafe);
-    const args = ['check', '--fix', ...(unsafe ? ['--unsafe-fixes'] : []), '--select', 'TPU401', '--stdin-filename', 'x.py', '-'];
+    const outcome = wasm.applyFixes(source, { select: ['TPU401'], backend: 'torch_xla' }, unsafe);
+    const args = ['check', '--fix', ...(unsafe ? ['--unsafe-fixes'] : []), '--select', 'TPU401', '--backend', 'torch_xla', '--stdin-filename', 'x.py', '-'];
     const native = spawnSync(tpulint, args, { cwd: root, input: source, encoding: 'utf8' });
     assert.ok(native.status === 0 || native.status === 1, native.stderr);
     assert.equal(outcome.output, native.stdout);
