@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::ops::Deref;
+use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node, Parser, Tree};
 

@@ -36,7 +36,9 @@ fn diagnostics_value(
             let mut value = serde_json::to_value(json_diagnostic(&file, diagnostic))
                 .map_err(|error| error.to_string())?;
             if let Value::Object(object) = &mut value {
-                object.insert("severity".into(), diagnostic.severity.as_str().into());
+                object
+                    .entry("severity")
+                    .or_insert_with(|| diagnostic.severity.as_str().into());
             }
             Ok(value)
         })
@@ -136,7 +138,7 @@ mod tests {
 
     #[test]
     fn unsafe_fixes_only_when_asked() {
-        let only_cuda = options(r#"{"select":["TPU401"]}"#);
+        let only_cuda = options(r#"{"select":["TPU401"],"backend":"torch_xla"}"#);
         let safe_only = apply_fixes_json(CUDA_SOURCE, &only_cuda, false).unwrap();
         let with_unsafe = apply_fixes_json(CUDA_SOURCE, &only_cuda, true).unwrap();
         let safe_only: Value = serde_json::from_str(&safe_only).unwrap();
