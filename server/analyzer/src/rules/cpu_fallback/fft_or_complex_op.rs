@@ -17,7 +17,8 @@ declare_rule! {
     /// are absent from its op table) nor for `stft` and `polar` (its autocast policy lists them
     /// as "not lowered"). Each call copies the tensor to the host, transforms it on the CPU and
     /// copies it back. A common case is rotary position embeddings written with
-    /// `torch.polar`, which adds a host round trip to every attention layer.
+    /// `torch.polar`: when the table is built from device tensors in `forward`, every step pays
+    /// a host round trip (tables built once on the CPU at construction are not reported).
     ///
     /// ## Example
     /// ```python
