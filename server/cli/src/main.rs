@@ -33,7 +33,12 @@ enum Command {
     /// Check that a Python environment can run PyTorch on a TPU, and how to fix it.
     Doctor(doctor::DoctorArgs),
     /// Run the language server (LSP over stdin/stdout) for editors.
-    Server,
+    Server {
+        /// Accepted and ignored: language clients (vscode-languageclient with a stdio
+        /// transport, among others) append `--stdio`; stdio is the only transport.
+        #[arg(long, hide = true)]
+        stdio: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,7 +48,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Rule(args) => rule::run(args),
         Command::Doctor(args) => doctor::run(args),
-        Command::Server => match tpulint_lsp::run_stdio() {
+        Command::Server { stdio: _ } => match tpulint_lsp::run_stdio() {
             Ok(()) => ExitStatus::Success,
             Err(error) => {
                 eprintln!("error: cannot start the language server: {error}");
