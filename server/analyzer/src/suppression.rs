@@ -68,26 +68,11 @@ impl Suppressions {
                 return;
             }
         }
-        // `# noqa` must follow a `#` (possibly after other comment text, e.g. `# type: ignore # noqa`).
-        let mut search = 0;
-        while let Some(found) = lower[search..].find("noqa") {
-            let at = search + found;
-            search = at + 4;
-            let before = text[..at].trim_end();
-            if !before.ends_with('#') {
-                continue;
-            }
-            let hash = before.len() - 1;
-            let after = &text[at + 4..];
-            let codes = parse_code_list(after, at + 4);
-            let end = match &codes {
-                Some(list) => list.last().map_or(at + 4, |(_, range)| range.end),
-                None => at + 4,
-            };
+        if let Some(directive) = find_noqa(text) {
             self.lines.push(LineDirective {
                 comment_start: base,
-                directive_range: base + hash..base + end,
-                codes: codes.map(|list| {
+                directive_range: base + directive.range.start..base + directive.range.end,
+                codes: directive.codes.map(|list| {
                     list.into_iter()
                         .map(|(code, range)| ListedCode {
                             code,
@@ -97,7 +82,6 @@ impl Suppressions {
                         .collect()
                 }),
             });
-            return;
         }
     }
 
@@ -165,6 +149,42 @@ impl Suppressions {
         }
         kept
     }
+}
+
+/// A line-level `# noqa` directive in one comment's text; offsets are relative to the comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoqaDirective {
+    /// From the `#` before `noqa` to the end of the last listed code (or of `noqa`).
+    pub range: TextRange,
+    /// `None` for a bare `# noqa`; otherwise each listed code with its range.
+    pub codes: Option<Vec<(String, TextRange)>>,
+}
+
+/// Finds the `# noqa` directive in a comment's text the way suppressions are read: `noqa`
+/// directly after a `#` (possibly after other comment text, e.g. `# type: ignore # noqa`), codes
+/// as capitals followed by digits. Shared with the language server's "disable for this line".
+pub fn find_noqa(comment: &str) -> Option<NoqaDirective> {
+    let lower = comment.to_ascii_lowercase();
+    let mut search = 0;
+    while let Some(found) = lower[search..].find("noqa") {
+        let at = search + found;
+        search = at + 4;
+        let before = comment[..at].trim_end();
+        if !before.ends_with('#') {
+            continue;
+        }
+        let hash = before.len() - 1;
+        let codes = parse_code_list(&comment[at + 4..], at + 4);
+        let end = match &codes {
+            Some(list) => list.last().map_or(at + 4, |(_, range)| range.end),
+            None => at + 4,
+        };
+        return Some(NoqaDirective {
+            range: hash..end,
+            codes,
+        });
+    }
+    None
 }
 
 /// The code of the unused-suppression rule.

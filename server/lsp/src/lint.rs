@@ -2,6 +2,7 @@
 //! edit that merges into an existing directive) and "Fix all" (the engine's fix loop, reduced to
 //! one minimal edit). Everything here is in byte offsets; `to_proto` converts.
 
+use tpulint_analyzer::suppression::find_noqa;
 use tpulint_analyzer::{
     Applicability, Diagnostic, Edit, LineIndex, Settings, fix_source, syntax::node_text,
 };
@@ -22,16 +23,18 @@ pub fn noqa_edit(
     if let Some((comment_start, comment)) = line_comment(text, line_range.clone(), tree)
         && let Some(directive) = find_noqa(comment)
     {
-        return match directive {
-            NoqaDirective::Bare => None,
-            NoqaDirective::Codes { codes, end } => {
-                if codes.iter().any(|listed| listed.eq_ignore_ascii_case(code)) {
-                    None
-                } else {
-                    Some(Edit::insert(comment_start + end, format!(", {code}")))
-                }
-            }
-        };
+        // A bare `# noqa` already silences every code; a listed one may already name this code.
+        let codes = directive.codes?;
+        if codes
+            .iter()
+            .any(|(listed, _)| listed.eq_ignore_ascii_case(code))
+        {
+            return None;
+        }
+        return Some(Edit::insert(
+            comment_start + directive.range.end,
+            format!(", {code}"),
+        ));
     }
     let content_end = line_range.start + text[line_range.clone()].trim_end().len();
     Some(Edit::replace(
@@ -60,66 +63,6 @@ fn line_comment<'t>(
             let start = node.start_byte().max(line_range.start);
             return Some((start, node_text(node, text)));
         }
-    }
-    None
-}
-
-enum NoqaDirective<'c> {
-    Bare,
-    /// The codes listed, and the byte offset (in the comment) just past the last one.
-    Codes {
-        codes: Vec<&'c str>,
-        end: usize,
-    },
-}
-
-/// Finds `# noqa` or `# noqa: A1, B2` in a comment, the way the engine's suppression parser
-/// reads it: `noqa` directly after a `#`, codes as capitals followed by digits.
-fn find_noqa(comment: &str) -> Option<NoqaDirective<'_>> {
-    let lower = comment.to_ascii_lowercase();
-    let mut search = 0;
-    while let Some(found) = lower[search..].find("noqa") {
-        let at = search + found;
-        search = at + 4;
-        if !comment[..at].trim_end().ends_with('#') {
-            continue;
-        }
-        let rest = &comment[at + 4..];
-        let trimmed = rest.trim_start();
-        let Some(after_colon) = trimmed.strip_prefix(':') else {
-            return Some(NoqaDirective::Bare);
-        };
-        let base = comment.len() - after_colon.len();
-        let bytes = after_colon.as_bytes();
-        let mut codes = Vec::new();
-        let mut end = base;
-        let mut position = 0;
-        loop {
-            while position < bytes.len() && matches!(bytes[position], b' ' | b'\t' | b',') {
-                position += 1;
-            }
-            let start = position;
-            while position < bytes.len() && bytes[position].is_ascii_uppercase() {
-                position += 1;
-            }
-            let letters_end = position;
-            while position < bytes.len() && bytes[position].is_ascii_digit() {
-                position += 1;
-            }
-            let is_code = letters_end > start
-                && position > letters_end
-                && (position == bytes.len() || matches!(bytes[position], b' ' | b'\t' | b','));
-            if !is_code {
-                break;
-            }
-            codes.push(&after_colon[start..position]);
-            end = base + position;
-        }
-        return Some(if codes.is_empty() {
-            NoqaDirective::Bare
-        } else {
-            NoqaDirective::Codes { codes, end }
-        });
     }
     None
 }
