@@ -309,9 +309,14 @@ fn earlier_conditions_mention(if_statement: Node<'_>, branch: Node<'_>, source: 
 }
 
 /// `if not torch.cuda.is_available(): return` (or `raise`) earlier in the same block.
+/// How many leading statements of a block may hold an early-exit guard.
+const EARLY_EXIT_WINDOW: usize = 16;
+
 fn follows_early_exit_on_cuda_check(block: Node<'_>, child: Node<'_>, source: &str) -> bool {
     let mut cursor = block.walk();
-    for statement in block.named_children(&mut cursor) {
+    // Guard clauses open their block; scanning only the first statements keeps this constant per
+    // call (scanning every earlier sibling made a check of a large flat module quadratic).
+    for statement in block.named_children(&mut cursor).take(EARLY_EXIT_WINDOW) {
         if statement.id() == child.id() || statement.start_byte() >= child.start_byte() {
             return false;
         }
