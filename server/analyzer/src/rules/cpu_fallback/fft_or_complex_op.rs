@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -66,22 +65,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     if !flagged {
         return;
     }
-    if target
-        .input(context.source())
-        .is_some_and(|input| helpers::is_on_host(context, input))
-    {
-        return;
-    }
-    let Some((function, _)) = syntax::call_parts(call) else {
-        return;
-    };
-    let message = format!(
-        "`{}` has no XLA lowering and runs on the CPU{}",
-        context.text(function),
-        helpers::hot_path_suffix(context)
-    );
-    let severity = context.hot_path_severity();
-    context.report(function.byte_range(), message).severity = severity;
+    super::report_unlowered_call(context, call, &target, None);
 }
 
 /// `torch.fft` transforms (not the helpers `fftfreq` / `fftshift`, which are index arithmetic

@@ -67,20 +67,5 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     if target.receiver.is_some() || !GRID_SAMPLE_NAMES.contains(&target.name.as_str()) {
         return;
     }
-    if target
-        .input(context.source())
-        .is_some_and(|input| helpers::is_on_host(context, input))
-    {
-        return;
-    }
-    let Some((function, _)) = syntax::call_parts(call) else {
-        return;
-    };
-    let message = format!(
-        "`{}` has no XLA lowering and runs on the CPU{}",
-        context.text(function),
-        helpers::hot_path_suffix(context)
-    );
-    let severity = context.hot_path_severity();
-    context.report(function.byte_range(), message).severity = severity;
+    super::report_unlowered_call(context, call, &target, None);
 }

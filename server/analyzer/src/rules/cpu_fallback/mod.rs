@@ -38,3 +38,33 @@ pub const RULES: &[&RuleMeta] = &[
     &torchvision_detection_op::TORCHVISION_DETECTION_OP,
     &randperm_with_options::RANDPERM_WITH_OPTIONS,
 ];
+
+/// Reports `call` (resolved to `target`) as an op without an XLA lowering, at hot-path severity,
+/// unless its input is visibly on the host already; `advice` follows the message after a `;`.
+fn report_unlowered_call(
+    context: &mut crate::checker::Context<'_, '_>,
+    call: tree_sitter::Node<'_>,
+    target: &crate::rules::helpers::TorchCall<'_>,
+    advice: Option<&str>,
+) {
+    use crate::rules::helpers;
+    if target
+        .input(context.source())
+        .is_some_and(|input| helpers::is_on_host(context, input))
+    {
+        return;
+    }
+    let Some((function, _)) = crate::syntax::call_parts(call) else {
+        return;
+    };
+    let advice = advice
+        .map(|advice| format!("; {advice}"))
+        .unwrap_or_default();
+    let message = format!(
+        "`{}` has no XLA lowering and runs on the CPU{}{advice}",
+        context.text(function),
+        helpers::hot_path_suffix(context)
+    );
+    let severity = context.hot_path_severity();
+    context.report(function.byte_range(), message).severity = severity;
+}

@@ -71,20 +71,5 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         "torch.mode" => "count with `one_hot(...).sum()` and take `argmax`",
         _ => return,
     };
-    if target
-        .input(context.source())
-        .is_some_and(|input| helpers::is_on_host(context, input))
-    {
-        return;
-    }
-    let Some((function, _)) = syntax::call_parts(call) else {
-        return;
-    };
-    let message = format!(
-        "`{}` has no XLA lowering and runs on the CPU{}; {advice}",
-        context.text(function),
-        helpers::hot_path_suffix(context)
-    );
-    let severity = context.hot_path_severity();
-    context.report(function.byte_range(), message).severity = severity;
+    super::report_unlowered_call(context, call, &target, Some(advice));
 }
