@@ -330,12 +330,9 @@ impl Server {
 /// The answer to `tpulint.checkEnvironment`: a verdict, a one-line summary, the Markdown report,
 /// the suggested shell commands, and the full JSON report.
 fn environment_report(report: &tpulint_doctor::Report) -> Value {
-    use tpulint_doctor::{OutputFormat, Verdict, render};
-    let verdict = match report.verdict {
-        Verdict::Ready => "ready",
-        Verdict::Degraded => "degraded",
-        Verdict::NotReady => "broken",
-    };
+    use tpulint_doctor::{OutputFormat, render};
+    // The doctor's JSON spelling (`ready` / `degraded` / `not_ready`), which the extension reads.
+    let verdict = serde_json::to_value(report.verdict).unwrap_or(Value::Null);
     let fixes: Vec<Value> = report
         .findings
         .iter()
