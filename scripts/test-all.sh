@@ -47,7 +47,7 @@ if ! skip lsp; then
   tests/lsp-clients/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"
 fi
 
-# ---- VS Code extension: type check, lint, unit tests, VSIX, end-to-end tests in real VS Code ----
+# ---- VS Code extension: type check, lint, unit tests (the end-to-end tests run after wasm) ----
 if ! skip vscode; then
   section "vscode"
   # npm ci only when package-lock.json changed since the last install (it wipes node_modules).
@@ -76,6 +76,19 @@ if ! skip wasm; then
     node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
   npm run --silent build:web
   npm run --silent test:web
+fi
+
+# ---- VS Code end to end: the VSIX installed in real VS Code (code-server 4.100.3 + chromium) ----
+# After the wasm section: the VSIX carries the web extension, which needs the wasm package.
+if ! skip vscode && ! skip vscode-e2e; then
+  section "vscode-e2e"
+  bash tests/vscode-e2e/setup.sh # code-server, playwright-core, chromium; cached machine-wide
+  cargo build --locked -p tpulint
+  # The VSIX carries the debug server binary here (a release build would add minutes to CI);
+  # `npm run package` without the variable builds the release VSIX that ships.
+  vsix=$(TPULINT_SERVER_BINARY="${CARGO_TARGET_DIR:-$root/target}/debug/tpulint" npm run --silent package | tee /dev/stderr |
+    sed -n 's/^packaged \([^:]*\.vsix\):.*/\1/p')
+  bash tests/vscode-e2e/run.sh "$vsix"
 fi
 
 echo

@@ -125,7 +125,10 @@ async function goTo(page, line, column) {
     await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 10000 });
     const offered = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
     log('suggested fixes offered:', JSON.stringify(offered.map((text) => text.replace(/\s+/g, ' '))));
-    await page.keyboard.press('Space'); // tick the first fix
+    // Tick the first fix with its checkbox: Space would type into the quick pick's filter box.
+    const firstRow = page.locator('.quick-input-list .monaco-list-row').first();
+    await firstRow.locator('.quick-input-list-checkbox, .monaco-checkbox, input[type=checkbox]').first().click();
+    await waitFor('first fix ticked', async () => (await firstRow.getAttribute('aria-checked')) === 'true');
     await page.keyboard.press('Enter');
     await page.locator('.terminal-tab, .tabs-list .monaco-list-row, .single-terminal-tab', { hasText: 'TPU Lint' }).first().waitFor({ timeout: 20000 });
     log('fix sent to the "TPU Lint: environment fixes" terminal');

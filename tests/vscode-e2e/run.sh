@@ -18,6 +18,8 @@ tools=${TPULINT_E2E_TOOLS:-$root/.ci-cache/vscode-e2e}
 code_server="$tools/node_modules/.bin/code-server"
 vsce="$root/node_modules/.bin/vsce"
 [[ -x "$code_server" ]] || { echo "code-server missing: run tests/vscode-e2e/setup.sh" >&2; exit 2; }
+# The extension-host suite is compiled from extension/test/e2e (the VSIX does not carry tests).
+( cd "$root" && npm run --silent build:tests )
 
 run=$(mktemp -d /tmp/tpulint-vscode-e2e.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

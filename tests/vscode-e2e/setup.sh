@@ -24,13 +24,15 @@ fi
 STAMP="$DEST/.installed-$CS_VERSION"
 need_apt=()
 for tool in chromium rg; do command -v "$tool" >/dev/null || need_apt+=("$tool"); done
+# Colour emoji for the environment report's headings in screenshots (a desktop has them already).
+dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || need_apt+=(fonts-noto-color-emoji)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 if ((${#need_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   # apt's package lists may be missing or stale on a fresh machine.
   apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-    chromium ripgrep libkrb5-dev pkg-config build-essential python3 >/dev/null
+    chromium ripgrep libkrb5-dev pkg-config build-essential python3 fonts-noto-color-emoji >/dev/null
 fi
 if [[ -f "$STAMP" && -x "$DEST/node_modules/.bin/code-server" ]]; then
   exit 0
