@@ -30,12 +30,10 @@ npm run --silent build:web
 staged_readme=extension/out/README.md
 sed 's#(\.\./docs/#(docs/#g' extension/README.md > "$staged_readme"
 
-license_flag=()
-compgen -G 'LICENSE*' >/dev/null || license_flag=(--skip-license)
 mkdir -p dist
 out="dist/tpulint-$target-$version.vsix"
-npx --no-install vsce package --target "$target" --no-dependencies --allow-missing-repository \
-  --no-rewrite-relative-links "${license_flag[@]}" --readme-path "$staged_readme" -o "$out" >/dev/null
+npx --no-install vsce package --target "$target" --no-dependencies \
+  --no-rewrite-relative-links --readme-path "$staged_readme" -o "$out" >/dev/null
 node -e '
   const fs = require("fs");
   const [vsix, binary, bundle] = process.argv.slice(1).map((file) => fs.statSync(file).size);
