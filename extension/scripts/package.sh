@@ -8,6 +8,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 target=linux-x64   # VS Code platform of x86_64-unknown-linux-gnu, the only target built here
 version=$(node -p 'require("./package.json").version')
+# One command on a fresh checkout: the client's build tools (esbuild, vsce) come from npm ci.
+[[ -x node_modules/.bin/esbuild && -x node_modules/.bin/vsce ]] || npm ci --no-audit --no-fund --loglevel=error
 
 binary=${TPULINT_SERVER_BINARY:-}
 if [[ -z "$binary" ]]; then
