@@ -38,10 +38,16 @@ if ! skip rust; then
   done
 fi
 
-# ---- Language server with real clients: Neovim's built-in client and pytest-lsp ----
+# ---- Language server with real clients: Neovim's built-in client, Emacs + Eglot, pytest-lsp ----
 if ! skip lsp; then
   section "lsp"
-  command -v nvim >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim; }
+  lsp_apt=()
+  command -v nvim >/dev/null || lsp_apt+=(neovim)
+  command -v emacs >/dev/null || lsp_apt+=(emacs-nox)
+  dpkg -s elpa-eglot >/dev/null 2>&1 || lsp_apt+=(elpa-eglot)
+  if ((${#lsp_apt[@]})); then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lsp_apt[@]}" >/dev/null
+  fi
   python3 -c 'import pytest_lsp' 2>/dev/null || python3 -m pip install --quiet pytest-lsp
   cargo build --locked -p tpulint
   tests/lsp-clients/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-client end-to-end tests against a built `tpulint` binary:
 #   tests/lsp-clients/run.sh /path/to/tpulint
-# Needs `nvim` (Debian neovim) and `pytest-lsp` (PyPI); scripts/test-all.sh installs both.
+# Needs `nvim` (Debian neovim), `emacs` with Eglot (Debian emacs-nox, elpa-eglot) and `pytest-lsp`
+# (PyPI); scripts/test-all.sh installs them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 binary=$(realpath "${1:?usage: run.sh /path/to/tpulint}")
@@ -12,6 +13,11 @@ echo "-- Neovim $(nvim --version | head -1)"
 cp "$here/train.py" "$work/train.py"
 SERVER_CMD="$binary server" PYFILE="$work/train.py" OUTFILE="$work/nvim.json" \
   timeout 120 nvim --headless --clean -c "luafile $here/nvim-e2e.lua"
+
+echo "-- $(emacs --version | head -1) + Eglot"
+cp "$here/train.py" "$work/emacs-train.py"
+SERVER_CMD="$binary server" PYFILE="$work/emacs-train.py" \
+  timeout 120 emacs --batch -l "$here/emacs-e2e.el" 2>"$work/emacs.log" || { tail -30 "$work/emacs.log"; exit 1; }
 
 echo "-- pytest-lsp"
 status=0
