@@ -1,12 +1,44 @@
 #!/usr/bin/env bash
 # Runs every tpulint test, installing what the tests need first (idempotent; works on a fresh
-# machine with the package registries only). Sections can be skipped with TPULINT_SKIP="lsp vscode".
+# machine with the package registries only). Sections can be skipped with TPULINT_SKIP, e.g.
+# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), lsp, vscode, wasm, vscode-e2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 skip() { [[ " ${TPULINT_SKIP:-} " == *" $1 "* ]]; }
 section() { printf '\n==== %s ====\n' "$1"; }
+
+e2e_wanted() { ! skip vscode && ! skip vscode-e2e; }
+
+# ---- Debian packages the sections need, in one apt transaction (none on a machine that has them) ----
+apt_missing=()
+want_deb() { for package in "$@"; do dpkg -s "$package" >/dev/null 2>&1 || apt_missing+=("$package"); done; }
+if ! skip lsp; then
+  command -v nvim >/dev/null || want_deb neovim
+  command -v emacs >/dev/null || want_deb emacs-nox
+  want_deb elpa-eglot
+fi
+if ! skip wasm || e2e_wanted; then
+  command -v chromium >/dev/null || want_deb chromium
+  want_deb fonts-liberation # what chromium recommends for text; screenshots need real fonts
+fi
+# code-server's native modules and ripgrep stand-in; colour emoji for the report screenshots.
+if e2e_wanted; then want_deb ripgrep libkrb5-dev pkg-config build-essential fonts-noto-color-emoji; fi
+if ((${#apt_missing[@]})); then
+  section "installing ${apt_missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+fi
+
+# code-server for the VS Code end-to-end tests takes minutes to install on a fresh machine (npm,
+# native modules): do it in the background while the Rust sections build, and wait for it there.
+if e2e_wanted; then
+  e2e_setup_log=$(mktemp)
+  bash tests/vscode-e2e/setup.sh >"$e2e_setup_log" 2>&1 &
+  e2e_setup_pid=$!
+fi
 
 # ---- Doctor prerequisites: its tests build real virtual environments (python3 -m venv) ----
 if ! skip rust && ! skip doctor; then
@@ -16,7 +48,7 @@ if ! skip rust && ! skip doctor; then
   probe_dir=$(mktemp -d)
   if ! "$TPULINT_TEST_PYTHON" -m venv --without-pip "$probe_dir/venv" >/dev/null 2>&1; then
     # Debian ships venv separately; install it only when it is missing.
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-venv
     "$TPULINT_TEST_PYTHON" -m venv --without-pip "$probe_dir/venv"
   fi
   rm -rf "$probe_dir"
@@ -41,13 +73,6 @@ fi
 # ---- Language server with real clients: Neovim's built-in client, Emacs + Eglot, pytest-lsp ----
 if ! skip lsp; then
   section "lsp"
-  lsp_apt=()
-  command -v nvim >/dev/null || lsp_apt+=(neovim)
-  command -v emacs >/dev/null || lsp_apt+=(emacs-nox)
-  dpkg -s elpa-eglot >/dev/null 2>&1 || lsp_apt+=(elpa-eglot)
-  if ((${#lsp_apt[@]})); then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lsp_apt[@]}" >/dev/null
-  fi
   python3 -c 'import pytest_lsp' 2>/dev/null || python3 -m pip install --quiet pytest-lsp
   cargo build --locked -p tpulint
   tests/lsp-clients/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"
@@ -74,9 +99,6 @@ if ! skip wasm; then
   # Prints the module size; the 1 MB / 300 KB budget (build.sh --check-size) is currently exceeded,
   # see docs/benchmarks.md, so it is reported here rather than enforced.
   bash server/wasm/build.sh
-  if ! command -v chromium >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  fi
   [[ -d node_modules/playwright-core && -d node_modules/vscode-languageserver ]] || npm ci --no-audit --no-fund
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint \
     node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
@@ -86,9 +108,10 @@ fi
 
 # ---- VS Code end to end: the VSIX installed in real VS Code (code-server 4.100.3 + chromium) ----
 # After the wasm section: the VSIX carries the web extension, which needs the wasm package.
-if ! skip vscode && ! skip vscode-e2e; then
+if e2e_wanted; then
   section "vscode-e2e"
-  bash tests/vscode-e2e/setup.sh # code-server, playwright-core, chromium; cached machine-wide
+  # code-server and playwright-core (started in the background above; cached machine-wide).
+  wait "$e2e_setup_pid" || { cat "$e2e_setup_log"; echo "tests/vscode-e2e/setup.sh failed" >&2; exit 1; }
   cargo build --locked -p tpulint
   # The VSIX carries the debug server binary here (a release build would add minutes to CI);
   # `npm run package` without the variable builds the release VSIX that ships.
