@@ -31,7 +31,7 @@ pub struct ResolveData {
 
 /// Whether the client's `only` filter lets actions of `kind` through (`source.fixAll` admits
 /// `source.fixAll.tpulint`).
-fn requested(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
+pub fn requested(only: Option<&[CodeActionKind]>, kind: &CodeActionKind) -> bool {
     let Some(only) = only else { return true };
     only.iter().any(|wanted| {
         kind.as_str() == wanted.as_str()

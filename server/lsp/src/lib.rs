@@ -14,6 +14,7 @@ pub mod document;
 pub mod encoding;
 pub mod from_proto;
 pub mod lint;
+pub mod notebook;
 pub mod project;
 pub mod server;
 pub mod session;

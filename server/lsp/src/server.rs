@@ -15,6 +15,7 @@ use crate::commands::SupportedCommand;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
 use crate::from_proto;
+use crate::notebook::{self, Notebooks};
 use crate::project::Projects;
 use crate::session::{
     AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analyze,
@@ -28,6 +29,8 @@ const CONFIG_FILE_NAMES: [&str; 3] = ["pyproject.toml", "tpulint.toml", ".tpulin
 pub struct Server {
     client: Client,
     session: Arc<Session>,
+    /// Open notebooks, whose cells are checked as one module (see [`notebook`]).
+    notebooks: Arc<Notebooks>,
     /// Taken by `initialize`, which starts the task that sends queued publishes in order.
     publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
     /// Setting errors found before the client could be told (during `initialize`).
@@ -39,6 +42,7 @@ impl Server {
         let (sender, receiver) = mpsc::unbounded_channel();
         Server {
             session: Arc::new(Session::new(client.clone(), sender)),
+            notebooks: Arc::new(Notebooks::default()),
             client,
             publish_queue: std::sync::Mutex::new(Some(receiver)),
             pending_errors: std::sync::Mutex::new(Vec::new()),
@@ -93,6 +97,68 @@ impl Server {
         tokio::spawn(async move { push_worker(session, client, uri).await });
     }
 
+    fn schedule_notebook(&self, uri: &Uri) {
+        notebook::schedule(&self.session, &self.notebooks, &self.client, uri);
+    }
+
+    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
+    /// notebook cell.
+    async fn notebook_analysis(
+        &self,
+        cell: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
+        let Some(owner) = self.notebooks.owner(cell) else {
+            return Ok(None);
+        };
+        match notebook::analysis_for(&self.session, &self.notebooks, &owner, token).await {
+            Ok(analysis) => Ok(Some(analysis)),
+            Err(AnalysisError::Closed) => Ok(None),
+            Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
+            Err(AnalysisError::Panicked(message)) => {
+                self.log(
+                    LogLevel::Error,
+                    format!(
+                        "tpulint crashed while checking {}: {message}",
+                        owner.as_str()
+                    ),
+                )
+                .await;
+                Err(Error {
+                    code: ErrorCode::InternalError,
+                    message: format!("tpulint crashed while checking this notebook: {message}")
+                        .into(),
+                    data: None,
+                })
+            }
+        }
+    }
+
+    async fn notebook_code_actions(
+        &self,
+        analysis: Arc<notebook::NotebookAnalysis>,
+        cell: Uri,
+        range: Range,
+        only: Option<Vec<CodeActionKind>>,
+    ) -> Result<Option<CodeActionResponse>> {
+        let encoding = self.session.encoding();
+        let Some(view) = analysis.cell(&cell).and_then(|cell| cell.view.clone()) else {
+            return Ok(Some(Vec::new()));
+        };
+        let range = from_proto::text_range(&view.text, &view.line_index, range, encoding);
+        // "Fix all" runs the fix loop over the whole notebook: keep it off the message loop.
+        let actions = tokio::task::spawn_blocking(move || {
+            notebook::code_actions(&analysis, &cell, range, only.as_deref(), encoding)
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("code actions crashed: {error}").into(),
+            data: None,
+        })?;
+        Ok(Some(actions))
+    }
+
     /// After a settings change: re-check everything (push) or ask the client to pull again.
     async fn refresh_all(&self) {
         let negotiated = self.session.negotiated();
@@ -104,6 +170,9 @@ impl Server {
         } else {
             for uri in self.session.open_uris() {
                 self.schedule(&uri);
+            }
+            for uri in self.notebooks.uris() {
+                self.schedule_notebook(&uri);
             }
         }
     }
@@ -217,24 +286,28 @@ impl Server {
             })?;
         let token = CancellationToken::default();
         let guard = token.drop_guard();
-        let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
-            return Err(Error::invalid_params(format!(
-                "{} is not open",
-                uri.as_str()
-            )));
-        };
         let encoding = self.session.encoding();
-        let session_analysis = analysis.clone();
-        let uri_for_fix = uri.clone();
-        let edit = tokio::task::spawn_blocking(move || {
-            actions::fix_all_edit(&uri_for_fix, &session_analysis, encoding)
-        })
-        .await
-        .map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("fixing crashed: {error}").into(),
-            data: None,
-        })?;
+        // On a notebook cell the command fixes the whole notebook.
+        let fix: Box<dyn FnOnce() -> Option<WorkspaceEdit> + Send> =
+            if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
+                Box::new(move || notebook::fix_all_edit(&analysis, None, encoding))
+            } else {
+                let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
+                    return Err(Error::invalid_params(format!(
+                        "{} is not open",
+                        uri.as_str()
+                    )));
+                };
+                let uri_for_fix = uri.clone();
+                Box::new(move || actions::fix_all_edit(&uri_for_fix, &analysis, encoding))
+            };
+        let edit = tokio::task::spawn_blocking(fix)
+            .await
+            .map_err(|error| Error {
+                code: ErrorCode::InternalError,
+                message: format!("fixing crashed: {error}").into(),
+                data: None,
+            })?;
         guard.disarm();
         if let Some(edit) = edit {
             let applied = self.client.apply_edit(edit).await.map_err(|error| Error {
@@ -308,6 +381,7 @@ impl Server {
         for root in &config.roots {
             out.push_str(&format!("workspace folder: {}\n", root.display()));
         }
+        out.push_str(&self.notebooks.describe());
         out.push_str(&format!("open documents: {}\n", documents.len()));
         let mut uris: Vec<_> = documents.iter().collect();
         uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
@@ -518,6 +592,7 @@ impl LanguageServer for Server {
                             CodeActionKind::QUICKFIX,
                             CodeActionKind::SOURCE_FIX_ALL,
                             actions::source_fix_all_tpulint(),
+                            notebook::notebook_fix_all_kind(),
                         ]),
                         resolve_provider: Some(negotiated.code_action_resolve),
                         work_done_progress_options: WorkDoneProgressOptions::default(),
@@ -531,6 +606,7 @@ impl LanguageServer for Server {
                     work_done_progress_options: WorkDoneProgressOptions::default(),
                 }),
                 diagnostic_provider,
+                notebook_document_sync: Some(OneOf::Left(notebook::sync_options())),
                 workspace: Some(WorkspaceServerCapabilities {
                     workspace_folders: Some(WorkspaceFoldersServerCapabilities {
                         supported: Some(true),
@@ -687,6 +763,27 @@ impl LanguageServer for Server {
         let token = CancellationToken::default();
         let guard = token.drop_guard();
         let uri = params.text_document.uri;
+        if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
+            guard.disarm();
+            let result_id = analysis.result_id();
+            let report = if params.previous_result_id.as_deref() == Some(&result_id) {
+                DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
+                    related_documents: None,
+                    unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
+                        result_id,
+                    },
+                })
+            } else {
+                DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
+                    related_documents: None,
+                    full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                        items: analysis.cell_diagnostics(&uri, self.session.encoding()),
+                        result_id: Some(result_id),
+                    },
+                })
+            };
+            return Ok(DocumentDiagnosticReportResult::Report(report));
+        }
         let analysis = self.analysis_or_error(&uri, &token).await?;
         guard.disarm();
         let report = match analysis {
@@ -768,6 +865,12 @@ impl LanguageServer for Server {
         let token = CancellationToken::default();
         let guard = token.drop_guard();
         let uri = params.text_document.uri;
+        if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
+            guard.disarm();
+            return self
+                .notebook_code_actions(analysis, uri, params.range, params.context.only)
+                .await;
+        }
         let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
             return Ok(None);
         };
@@ -837,6 +940,16 @@ impl LanguageServer for Server {
         let token = CancellationToken::default();
         let _guard = token.drop_guard();
         let position = params.text_document_position_params;
+        let cell = &position.text_document.uri;
+        if let Some(analysis) = self.notebook_analysis(cell, &token).await? {
+            let Some(view) = analysis.cell(cell).and_then(|cell| cell.view.clone()) else {
+                return Ok(None);
+            };
+            let encoding = self.session.encoding();
+            let offset =
+                from_proto::offset(&view.text, &view.line_index, position.position, encoding);
+            return Ok(actions::hover(&view, offset, encoding));
+        }
         let Some(analysis) = self
             .analysis_or_error(&position.text_document.uri, &token)
             .await?
@@ -872,5 +985,40 @@ impl LanguageServer for Server {
                 Ok(Some(Value::String(self.debug_information())))
             }
         }
+    }
+
+    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
+        let uri = self.notebooks.open(params);
+        self.schedule_notebook(&uri);
+    }
+
+    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
+        let uri = params.notebook_document.uri.clone();
+        match self.notebooks.change(params, self.session.encoding()) {
+            Some(removed) => {
+                notebook::clear_cells(&self.session, removed);
+                self.schedule_notebook(&uri);
+            }
+            None => {
+                self.log(
+                    LogLevel::Warn,
+                    format!(
+                        "didChange for a notebook that is not open: {}",
+                        uri.as_str()
+                    ),
+                )
+                .await;
+            }
+        }
+    }
+
+    async fn notebook_did_save(&self, _: DidSaveNotebookDocumentParams) {
+        // Nothing to do: notebooks are checked as they are edited, and saving one changes no
+        // configuration.
+    }
+
+    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
+        let cells = self.notebooks.close(params);
+        notebook::clear_cells(&self.session, cells);
     }
 }

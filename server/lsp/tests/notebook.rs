@@ -1,0 +1,385 @@
+//! Notebook document sync over the in-memory transport: a Jupyter notebook's Python cells are
+//! checked as one module and every cell gets its own diagnostics, code actions and hover.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestClient, apply_edits, push_client};
+use serde_json::{Value, json};
+use tpulint_lsp::encoding::PositionEncoding;
+
+const NOTEBOOK: &str = "file:///project/train.ipynb";
+const IMPORTS: &str = "vscode-notebook-cell:/project/train.ipynb#C1";
+const TITLE: &str = "vscode-notebook-cell:/project/train.ipynb#C2";
+const MODEL: &str = "vscode-notebook-cell:/project/train.ipynb#C3";
+const SHELL: &str = "vscode-notebook-cell:/project/train.ipynb#C4";
+const WRITEFILE: &str = "vscode-notebook-cell:/project/train.ipynb#C5";
+
+const IMPORTS_TEXT: &str = "import torch\nimport torch_xla\n";
+/// TPU603 (`torch.compile` without the backend) exists only because the first cell imports
+/// torch_xla; TPU401's fix says `"xla"` for the same reason.
+const MODEL_TEXT: &str = "model = torch.compile(model)\ndevice = torch.device(\"cuda\")\n";
+/// IPython lines before Python code: they must neither break parsing nor shift positions.
+const SHELL_TEXT: &str = "!pip install torch_xla\n%matplotlib inline\nx = torch.ones(3).cuda()\n";
+/// Not Python for the kernel: `%%writefile` writes the cell to a file.
+const WRITEFILE_TEXT: &str =
+    "%%writefile train.py\nimport torch\ndevice = torch.device(\"cuda\")\n";
+
+const CODE: i64 = 2;
+const MARKUP: i64 = 1;
+
+fn cell(kind: i64, uri: &str) -> Value {
+    json!({"kind": kind, "document": uri})
+}
+
+fn cell_document(uri: &str, language: &str, version: i64, text: &str) -> Value {
+    json!({"uri": uri, "languageId": language, "version": version, "text": text})
+}
+
+fn codes(params: &Value) -> Vec<String> {
+    params["diagnostics"]
+        .as_array()
+        .expect("diagnostics array")
+        .iter()
+        .map(|d| d["code"].as_str().expect("code").to_string())
+        .collect()
+}
+
+fn start(diagnostic: &Value) -> (u64, u64) {
+    let start = &diagnostic["range"]["start"];
+    (
+        start["line"].as_u64().expect("line"),
+        start["character"].as_u64().expect("character"),
+    )
+}
+
+async fn open_notebook(client: &mut TestClient) {
+    client
+        .notify(
+            "notebookDocument/didOpen",
+            json!({
+                "notebookDocument": {
+                    "uri": NOTEBOOK,
+                    "notebookType": "jupyter-notebook",
+                    "version": 1,
+                    "cells": [cell(CODE, IMPORTS), cell(MARKUP, TITLE), cell(CODE, MODEL)]
+                },
+                "cellTextDocuments": [
+                    cell_document(IMPORTS, "python", 1, IMPORTS_TEXT),
+                    cell_document(TITLE, "markdown", 1, "# Training\n"),
+                    cell_document(MODEL, "python", 1, MODEL_TEXT),
+                ]
+            }),
+        )
+        .await;
+}
+
+/// Replaces line `line` of cell `uri` (now at `version`) with `text`, in notebook `version`.
+async fn edit_line(client: &mut TestClient, uri: &str, version: i64, line: u32, text: &str) {
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": version},
+                "change": {"cells": {"textContent": [{
+                    "document": {"uri": uri, "version": version},
+                    "changes": [{
+                        "range": {"start": {"line": line, "character": 0},
+                                  "end": {"line": line + 1, "character": 0}},
+                        "text": text
+                    }]
+                }]}}
+            }),
+        )
+        .await;
+}
+
+/// The publishes of one analysis: one per cell, in notebook order.
+async fn batch(client: &mut TestClient, cells: &[&str]) -> Vec<Value> {
+    let mut published = Vec::new();
+    for uri in cells {
+        published.push(client.diagnostics(uri).await);
+    }
+    published
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
+    let (mut client, init) =
+        TestClient::initialized(push_client(), json!({"settings": {"unsafeFixes": true}})).await;
+    let sync = &init["capabilities"]["notebookDocumentSync"];
+    assert_eq!(
+        sync["notebookSelector"][0],
+        json!({"notebook": "jupyter-notebook", "cells": [{"language": "python"}]})
+    );
+
+    // Open: every cell gets a publish; the findings of cell 3 depend on cell 1's import.
+    open_notebook(&mut client).await;
+    let published = batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
+    assert!(codes(&published[0]).is_empty());
+    assert!(codes(&published[1]).is_empty(), "markdown is not checked");
+    let model = &published[2];
+    assert_eq!(model["version"], 1);
+    assert_eq!(codes(model), ["TPU603", "TPU401"]);
+    let compile = model["diagnostics"][0].clone();
+    let cuda = model["diagnostics"][1].clone();
+    assert_eq!(start(&compile), (0, 8), "cell-local position");
+    assert_eq!(start(&cuda), (1, 22));
+
+    // Code actions on the cell: the backend-aware quick fix, noqa, and fix-all of the cell.
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": MODEL},
+                "range": cuda["range"],
+                "context": {"diagnostics": [cuda]}
+            }),
+        )
+        .await;
+    let actions = response["result"].as_array().expect("actions");
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
+    assert!(
+        titles.contains(&"Disable TPU401 for this line"),
+        "{titles:?}"
+    );
+    assert!(titles.contains(&"Fix all tpulint issues"), "{titles:?}");
+    let quick_fix = actions
+        .iter()
+        .find(|a| a["title"] == "Replace with `\"xla\"`")
+        .unwrap();
+    assert_eq!(
+        apply_edits(
+            MODEL_TEXT,
+            &quick_fix["edit"]["changes"][MODEL],
+            PositionEncoding::Utf16
+        ),
+        MODEL_TEXT.replace("\"cuda\"", "\"xla\"")
+    );
+    let noqa = actions
+        .iter()
+        .find(|a| a["title"] == "Disable TPU401 for this line")
+        .unwrap();
+    assert_eq!(
+        apply_edits(
+            MODEL_TEXT,
+            &noqa["edit"]["changes"][MODEL],
+            PositionEncoding::Utf16
+        ),
+        MODEL_TEXT.replace("(\"cuda\")", "(\"cuda\")  # noqa: TPU401")
+    );
+
+    // The notebook-wide fix-all edits only the cells that change, each in its own text.
+    let response = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": IMPORTS},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "context": {"diagnostics": [], "only": ["notebook.source.fixAll.tpulint"]}
+            }),
+        )
+        .await;
+    let actions = response["result"].as_array().expect("actions");
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    let changes = &actions[0]["edit"]["changes"];
+    assert!(changes.get(IMPORTS).is_none(), "{changes}");
+    let fixed = apply_edits(MODEL_TEXT, &changes[MODEL], PositionEncoding::Utf16);
+    assert!(fixed.contains("torch.device(\"xla\")"), "{fixed}");
+    assert!(fixed.contains("backend=\"openxla\""), "{fixed}");
+
+    // Hover on a cell.
+    let response = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": MODEL}, "position": compile["range"]["start"]}),
+        )
+        .await;
+    let markdown = response["result"]["contents"]["value"]
+        .as_str()
+        .expect("hover");
+    assert!(markdown.contains("TPU603"), "{markdown}");
+
+    // Edit cell 1 (drop the torch_xla import): cell 3's text is unchanged, its findings change.
+    edit_line(&mut client, IMPORTS, 2, 1, "").await;
+    let published = batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
+    assert_eq!(published[0]["version"], 2);
+    assert_eq!(codes(&published[2]), ["TPU401"]);
+    edit_line(&mut client, IMPORTS, 3, 1, "import torch_xla\n").await;
+    let published = batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
+    assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
+
+    // Insert a cell with IPython lines after cell 1: positions stay cell-local.
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": 4},
+                "change": {"cells": {"structure": {
+                    "array": {"start": 1, "deleteCount": 0, "cells": [cell(CODE, SHELL)]},
+                    "didOpen": [cell_document(SHELL, "python", 1, SHELL_TEXT)]
+                }}}
+            }),
+        )
+        .await;
+    let published = batch(&mut client, &[IMPORTS, SHELL, TITLE, MODEL]).await;
+    assert_eq!(codes(&published[1]), ["TPU403"]);
+    assert_eq!(start(&published[1]["diagnostics"][0]), (2, 18));
+    assert_eq!(codes(&published[3]), ["TPU603", "TPU401"]);
+
+    // Delete it again: its diagnostics are cleared.
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": 5},
+                "change": {"cells": {"structure": {
+                    "array": {"start": 1, "deleteCount": 1},
+                    "didClose": [{"uri": SHELL}]
+                }}}
+            }),
+        )
+        .await;
+    let cleared = client.diagnostics(SHELL).await;
+    assert!(codes(&cleared).is_empty());
+    let published = batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
+    assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
+
+    // A `%%writefile` cell is not Python: no findings in it.
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": 6},
+                "change": {"cells": {"structure": {
+                    "array": {"start": 3, "deleteCount": 0, "cells": [cell(CODE, WRITEFILE)]},
+                    "didOpen": [cell_document(WRITEFILE, "python", 1, WRITEFILE_TEXT)]
+                }}}
+            }),
+        )
+        .await;
+    let published = batch(&mut client, &[IMPORTS, TITLE, MODEL, WRITEFILE]).await;
+    assert!(codes(&published[3]).is_empty(), "{}", published[3]);
+    assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
+
+    // Moving a cell (deleted and inserted in one splice, its document staying open).
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": 7},
+                "change": {"cells": {"structure": {
+                    "array": {"start": 0, "deleteCount": 4,
+                              "cells": [cell(CODE, MODEL), cell(CODE, IMPORTS),
+                                        cell(MARKUP, TITLE), cell(CODE, WRITEFILE)]}
+                }}}
+            }),
+        )
+        .await;
+    let published = batch(&mut client, &[MODEL, IMPORTS, TITLE, WRITEFILE]).await;
+    // `torch.compile` now runs before `import torch_xla`: the backend is still the notebook's.
+    assert_eq!(codes(&published[0]), ["TPU603", "TPU401"]);
+    assert_eq!(start(&published[0]["diagnostics"][1]), (1, 22));
+
+    // Close: every cell is cleared.
+    client
+        .notify(
+            "notebookDocument/didClose",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK},
+                "cellTextDocuments": [{"uri": IMPORTS}, {"uri": TITLE}, {"uri": MODEL}, {"uri": WRITEFILE}]
+            }),
+        )
+        .await;
+    for uri in [MODEL, IMPORTS, TITLE, WRITEFILE] {
+        let cleared = client.diagnostics(uri).await;
+        assert!(codes(&cleared).is_empty(), "{cleared}");
+    }
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.printDebugInformation"}),
+        )
+        .await;
+    let report = response["result"].as_str().expect("debug report");
+    assert!(report.contains("open notebooks: 0"), "{report}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_clients_pull_per_cell_and_are_asked_to_refresh_across_cells() {
+    let capabilities = json!({
+        "textDocument": {
+            "diagnostic": {"dynamicRegistration": false},
+            "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}}
+        },
+        "workspace": {"diagnostics": {"refreshSupport": true}}
+    });
+    let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
+    open_notebook(&mut client).await;
+
+    let pull = |uri: &str, previous: Option<&Value>| {
+        let mut params = json!({"textDocument": {"uri": uri}});
+        if let Some(previous) = previous {
+            params["previousResultId"] = previous.clone();
+        }
+        params
+    };
+    let response = client
+        .request("textDocument/diagnostic", pull(MODEL, None))
+        .await;
+    let report = &response["result"];
+    assert_eq!(report["kind"], "full");
+    let items: Vec<&str> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(items, ["TPU603", "TPU401"]);
+    let result_id = report["resultId"].clone();
+    let response = client
+        .request("textDocument/diagnostic", pull(MODEL, Some(&result_id)))
+        .await;
+    assert_eq!(response["result"]["kind"], "unchanged");
+    let response = client
+        .request("textDocument/diagnostic", pull(TITLE, None))
+        .await;
+    assert_eq!(response["result"]["items"], json!([]));
+
+    // Dropping the import in cell 1 changes cell 3's findings: the server asks for a re-pull.
+    edit_line(&mut client, IMPORTS, 2, 1, "").await;
+    let deadline = tokio::time::Instant::now() + common::TIMEOUT;
+    while !client
+        .server_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|method| method == "workspace/diagnostic/refresh")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no diagnostic refresh"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let response = client
+        .request("textDocument/diagnostic", pull(MODEL, Some(&result_id)))
+        .await;
+    assert_eq!(response["result"]["kind"], "full");
+    assert_eq!(response["result"]["items"].as_array().unwrap().len(), 1);
+
+    assert!(
+        client
+            .drain()
+            .iter()
+            .all(|m| m["method"] != "textDocument/publishDiagnostics"),
+        "nothing is pushed to a pull client"
+    );
+    client.shutdown().await;
+}
