@@ -87,3 +87,47 @@ async def test_fix_all_source_action(client: LanguageClient):
     line = lines[edit.range.start.line]
     fixed = line[: edit.range.start.character] + edit.new_text + line[edit.range.end.character:]
     assert fixed == 'device = torch.device("xla")'
+
+
+NOTEBOOK = (pathlib.Path(__file__).parent / "ws" / "train.ipynb").resolve().as_uri()
+CELLS = [  # (uri, kind, language, text): cell 3's findings depend on cell 1's import
+    (NOTEBOOK.replace("file:", "vscode-notebook-cell:") + "#C1", types.NotebookCellKind.Code,
+     "python", "import torch\nimport torch_xla\n!pip install -q torch_xla\n"),
+    (NOTEBOOK.replace("file:", "vscode-notebook-cell:") + "#C2", types.NotebookCellKind.Markup,
+     "markdown", "# Training\n"),
+    (NOTEBOOK.replace("file:", "vscode-notebook-cell:") + "#C3", types.NotebookCellKind.Code,
+     "python", "%matplotlib inline\nmodel = torch.compile(model)\n"),
+]
+
+
+async def test_notebook_cells_are_checked_as_one_module(client: LanguageClient):
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=NOTEBOOK, notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=kind, document=uri) for uri, kind, _, _ in CELLS]),
+        cell_text_documents=[types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+                             for uri, _, language, text in CELLS]))
+    model_cell = CELLS[2][0]
+    if client.pull:
+        reports = [await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri))) for uri, _, _, _ in CELLS]
+        per_cell = [report.items for report in reports]
+    else:
+        while any(uri not in client.diagnostics for uri, _, _, _ in CELLS):
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        per_cell = [client.diagnostics[uri] for uri, _, _, _ in CELLS]
+    assert len(per_cell[0]) == 0 and len(per_cell[1]) == 0
+    # TPU603 exists only because cell 1 imports torch_xla; its line is local to cell 3.
+    assert [(d.range.start.line, d.range.start.character, d.code) for d in per_cell[2]] == [
+        (1, 8, "TPU603")]
+
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=model_cell), range=per_cell[2][0].range,
+        context=types.CodeActionContext(diagnostics=per_cell[2], only=[types.CodeActionKind.QuickFix])))
+    assert "Disable TPU603 for this line" in [a.title for a in actions]
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=model_cell), position=per_cell[2][0].range.start))
+    assert "TPU603" in hover.contents.value
+    client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+        notebook_document=types.NotebookDocumentIdentifier(uri=NOTEBOOK),
+        cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri, _, _, _ in CELLS]))
