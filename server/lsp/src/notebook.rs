@@ -767,6 +767,10 @@ pub struct NotebookEntry {
     /// The text of each cell, by cell URI.
     texts: HashMap<Uri, CellDocument>,
     analysis: Option<Arc<NotebookAnalysis>>,
+    /// The worker's previous result: what a pull client was last told about (it re-pulls the
+    /// cells it changed). Results computed for requests do not move it, or a pull of the edited
+    /// cell would hide that another cell's findings changed.
+    worker_baseline: Option<Arc<NotebookAnalysis>>,
     worker_running: bool,
     dirty: bool,
 }
@@ -875,6 +879,7 @@ impl Notebooks {
                 cells,
                 texts,
                 analysis: None,
+                worker_baseline: None,
                 worker_running: false,
                 dirty: false,
             },
@@ -997,13 +1002,15 @@ impl Notebooks {
 
     /// Stores `analysis` if the notebook is still at its version and the settings at its
     /// generation; if so and `publish` is set, queues a publish for every cell under the lock.
-    /// Returns the previous analysis when stored.
+    /// With `from_worker`, it becomes the worker's baseline and the previous baseline is
+    /// returned; `None` when the analysis was stale.
     fn store(
         &self,
         session: &Session,
         notebook: &Uri,
         analysis: &Arc<NotebookAnalysis>,
         publish: bool,
+        from_worker: bool,
     ) -> Option<Option<Arc<NotebookAnalysis>>> {
         let generation = session.config().generation;
         let encoding = session.encoding();
@@ -1012,7 +1019,12 @@ impl Notebooks {
         if entry.version != analysis.version || generation != analysis.generation {
             return None;
         }
-        let previous = entry.analysis.replace(analysis.clone());
+        entry.analysis = Some(analysis.clone());
+        let previous = if from_worker {
+            entry.worker_baseline.replace(analysis.clone())
+        } else {
+            None
+        };
         if publish {
             for cell in &analysis.cells {
                 session.queue_publish(Publish {
@@ -1081,7 +1093,7 @@ pub async fn analysis_for(
     .await
     .map_err(|error| AnalysisError::Panicked(error.to_string()))??;
     let analysis = Arc::new(analysis);
-    notebooks.store(session, notebook, &analysis, false);
+    notebooks.store(session, notebook, &analysis, false, false);
     Ok(analysis)
 }
 
@@ -1090,6 +1102,11 @@ pub async fn analysis_for(
 /// asks the client to pull again when a cell whose text did not change got other diagnostics
 /// (an import added in one cell changes the findings of another).
 pub fn schedule(session: &Arc<Session>, notebooks: &Arc<Notebooks>, client: &Client, uri: &Uri) {
+    let negotiated = session.negotiated();
+    if negotiated.pull_diagnostics && !negotiated.workspace_diagnostic_refresh {
+        // Nothing to publish and no refresh to send: pulls analyse on demand.
+        return;
+    }
     {
         let mut state = notebooks.lock();
         let Some(entry) = state.notebooks.get_mut(uri) else {
@@ -1144,8 +1161,13 @@ async fn worker(session: Arc<Session>, notebooks: Arc<Notebooks>, client: Client
         match outcome {
             Ok(Ok(analysis)) => {
                 let analysis = Arc::new(analysis);
-                let stored =
-                    notebooks.store(&session, &uri, &analysis, !negotiated.pull_diagnostics);
+                let stored = notebooks.store(
+                    &session,
+                    &uri,
+                    &analysis,
+                    !negotiated.pull_diagnostics,
+                    true,
+                );
                 if negotiated.pull_diagnostics
                     && negotiated.workspace_diagnostic_refresh
                     && let Some(Some(previous)) = stored

@@ -352,8 +352,14 @@ async fn pull_clients_pull_per_cell_and_are_asked_to_refresh_across_cells() {
         .await;
     assert_eq!(response["result"]["items"], json!([]));
 
-    // Dropping the import in cell 1 changes cell 3's findings: the server asks for a re-pull.
+    // Dropping the import in cell 1 changes cell 3's findings: the server asks for a re-pull,
+    // even though the client pulls the edited cell at once (as VS Code does), which analyses the
+    // new version before the server's own worker gets to it.
     edit_line(&mut client, IMPORTS, 2, 1, "").await;
+    let response = client
+        .request("textDocument/diagnostic", pull(IMPORTS, None))
+        .await;
+    assert_eq!(response["result"]["items"], json!([]));
     let deadline = tokio::time::Instant::now() + common::TIMEOUT;
     while !client
         .server_requests
@@ -380,6 +386,60 @@ async fn pull_clients_pull_per_cell_and_are_asked_to_refresh_across_cells() {
             .iter()
             .all(|m| m["method"] != "textDocument/publishDiagnostics"),
         "nothing is pushed to a pull client"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_cell_edits_apply_in_arrival_order() {
+    let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;
+    open_notebook(&mut client).await;
+    batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
+    // Typed one character per notification at the start of cell 3, without waiting.
+    let typed = "gpu = torch.device(\"cuda\")\n";
+    let mut version = 1;
+    let (mut line, mut character) = (0u32, 0u32);
+    for typed_character in typed.chars() {
+        version += 1;
+        client
+            .notify(
+                "notebookDocument/didChange",
+                json!({
+                    "notebookDocument": {"uri": NOTEBOOK, "version": version},
+                    "change": {"cells": {"textContent": [{
+                        "document": {"uri": MODEL, "version": version},
+                        "changes": [{
+                            "range": {"start": {"line": line, "character": character},
+                                      "end": {"line": line, "character": character}},
+                            "text": typed_character.to_string()
+                        }]
+                    }]}}
+                }),
+            )
+            .await;
+        if typed_character == '\n' {
+            (line, character) = (line + 1, 0);
+        } else {
+            character += 1;
+        }
+    }
+    let published = client.diagnostics_at(MODEL, version).await;
+    let found: Vec<(u64, u64, String)> = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let (line, character) = start(d);
+            (line, character, d["code"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (0, 19, "TPU401".to_string()),
+            (1, 8, "TPU603".to_string()),
+            (2, 22, "TPU401".to_string())
+        ]
     );
     client.shutdown().await;
 }
