@@ -1,0 +1,193 @@
+//! The module a notebook is checked as (its Python code cells, neutralised and joined) and the
+//! mapping of diagnostics and fixes back into one cell's own coordinates.
+
+use std::sync::Arc;
+
+use tower_lsp_server::ls_types::Uri;
+use tpulint_analyzer::{Diagnostic, Edit, LineIndex, TextRange};
+
+use super::ipython::neutralise_ipython;
+
+/// One cell as the analysis sees it.
+#[derive(Clone)]
+pub struct CellSnapshot {
+    pub uri: Uri,
+    /// A Python code cell (markdown and other languages are not checked).
+    pub is_python_code: bool,
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    pub version: i32,
+}
+
+/// Where a Python code cell sits in the concatenated module.
+#[derive(Debug, Clone)]
+pub struct CellSpan {
+    /// Index into the notebook's cells.
+    pub cell: usize,
+    pub start: usize,
+    /// The cell's own length (a line break added after it is not part of it).
+    pub len: usize,
+    /// Cell-local ranges of neutralised IPython syntax.
+    pub neutralised: Vec<TextRange>,
+}
+
+impl CellSpan {
+    fn end(&self) -> usize {
+        self.start + self.len
+    }
+
+    /// The cell-local range of `range`, if it lies inside this cell.
+    fn local(&self, range: &TextRange) -> Option<TextRange> {
+        (self.start <= range.start && range.end <= self.end())
+            .then(|| range.start - self.start..range.end - self.start)
+    }
+
+    /// Whether a cell-local edit range touches neutralised IPython syntax.
+    fn touches_ipython(&self, local: &TextRange) -> bool {
+        self.neutralised.iter().any(|magic| {
+            if local.is_empty() {
+                magic.start < local.start && local.start < magic.end
+            } else {
+                magic.start < local.end && local.start < magic.end
+            }
+        })
+    }
+}
+
+/// The module a notebook is checked as.
+pub struct Concatenation {
+    pub text: String,
+    pub spans: Vec<CellSpan>,
+}
+
+/// The Python code cells of `cells` (given as optional texts: `None` for cells not checked),
+/// neutralised and joined, each ending with a line break so the next starts a new line.
+pub fn concatenate<'a>(cells: impl IntoIterator<Item = Option<&'a str>>) -> Concatenation {
+    let mut text = String::new();
+    let mut spans = Vec::new();
+    for (cell, source) in cells.into_iter().enumerate() {
+        let Some(source) = source else { continue };
+        let (neutral, neutralised) = neutralise_ipython(source);
+        let start = text.len();
+        text.push_str(&neutral);
+        if !neutral.is_empty() && !neutral.ends_with('\n') {
+            text.push('\n');
+        }
+        spans.push(CellSpan {
+            cell,
+            start,
+            len: source.len(),
+            neutralised,
+        });
+    }
+    Concatenation { text, spans }
+}
+
+impl Concatenation {
+    /// The span a diagnostic starting at `offset` belongs to: the cell containing it, or the
+    /// cell it ends (an offset at a cell's end, or in the line break added after it).
+    fn span_at(&self, offset: usize) -> Option<usize> {
+        let after = self.spans.partition_point(|span| span.start <= offset);
+        let candidate = after.checked_sub(1)?;
+        let span = &self.spans[candidate];
+        (offset <= span.end() + 1).then_some(candidate)
+    }
+
+    /// `diagnostic` in the coordinates of the cell it starts in (range clipped to the cell;
+    /// related locations elsewhere dropped; a fix kept only if it stays inside the cell and off
+    /// IPython lines). Returns the span index and the mapped diagnostic.
+    pub fn map_diagnostic(&self, diagnostic: &Diagnostic) -> Option<(usize, Diagnostic)> {
+        let span_index = self.span_at(diagnostic.range.start)?;
+        let span = &self.spans[span_index];
+        let start = diagnostic.range.start.min(span.end()) - span.start;
+        let end = diagnostic
+            .range
+            .end
+            .clamp(diagnostic.range.start, span.end())
+            - span.start;
+        let start = start.min(end);
+        let fix = diagnostic.fix.as_ref().and_then(|fix| {
+            let edits = fix
+                .edits
+                .iter()
+                .map(|edit| {
+                    let local = span.local(&edit.range)?;
+                    (!span.touches_ipython(&local)).then(|| Edit {
+                        range: local,
+                        content: edit.content.clone(),
+                    })
+                })
+                .collect::<Option<Vec<Edit>>>()?;
+            Some(tpulint_analyzer::Fix {
+                applicability: fix.applicability,
+                title: fix.title.clone(),
+                edits,
+            })
+        });
+        let related = diagnostic
+            .related
+            .iter()
+            .filter_map(|related| {
+                span.local(&related.range)
+                    .map(|range| tpulint_analyzer::Related {
+                        range,
+                        message: related.message.clone(),
+                    })
+            })
+            .collect();
+        Some((
+            span_index,
+            Diagnostic {
+                range: start..end,
+                fix,
+                related,
+                ..diagnostic.clone()
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_map_to_their_cell_and_are_clipped() {
+        let concatenation = concatenate([Some("import torch\n"), None, Some("x = 1")]);
+        assert_eq!(concatenation.text, "import torch\nx = 1\n");
+        let diagnostic = Diagnostic {
+            code: "TPU000",
+            name: "test",
+            message: String::new(),
+            range: 7..16,
+            severity: tpulint_analyzer::Severity::Warning,
+            fix: Some(tpulint_analyzer::Fix::safe(
+                "cross",
+                vec![Edit::replace(7..16, "x")],
+            )),
+            related: vec![tpulint_analyzer::Related {
+                range: 13..14,
+                message: String::new(),
+            }],
+            tag: None,
+        };
+        let (span, mapped) = concatenation.map_diagnostic(&diagnostic).expect("mapped");
+        assert_eq!(concatenation.spans[span].cell, 0);
+        assert_eq!(mapped.range, 7..13);
+        assert!(mapped.fix.is_none(), "a fix crossing cells is dropped");
+        assert!(mapped.related.is_empty());
+        let inside = Diagnostic {
+            range: 13..14,
+            fix: Some(tpulint_analyzer::Fix::safe(
+                "local",
+                vec![Edit::replace(17..18, "2")],
+            )),
+            related: Vec::new(),
+            ..diagnostic
+        };
+        let (span, mapped) = concatenation.map_diagnostic(&inside).expect("mapped");
+        assert_eq!(concatenation.spans[span].cell, 2);
+        assert_eq!(mapped.range, 0..1);
+        assert_eq!(mapped.fix.expect("kept").edits[0].range, 4..5);
+    }
+}

@@ -1,0 +1,550 @@
+//! Notebook documents (`notebookDocument/*`): Jupyter notebooks whose Python code cells are
+//! checked together as one module, with results mapped back to each cell's own URI.
+//!
+//! Model (the design ruff's server uses too): the server keeps each open notebook as an ordered
+//! list of cells plus one text document per cell, indexed by cell URI. Analysis concatenates the
+//! Python code cells in notebook order, so an `import torch_xla` in the first cell sets the
+//! backend for the last one, and facts such as "`x` lives on CUDA" flow across cells. IPython
+//! syntax (`%magic`, `!shell`, `obj?`, `%%cell` magics) is neutralised with same-length
+//! whitespace, so byte offsets inside a cell are the same in the concatenation and in the cell.
+//!
+//! Cross-cell results: a diagnostic is reported in the cell where it starts, its range clipped to
+//! that cell; related locations in other cells are dropped; a fix is kept only when every edit
+//! lies inside the diagnostic's own cell and outside neutralised IPython lines (anything else
+//! could corrupt a cell boundary or a magic). "Fix all" follows the same rule, per cell.
+//!
+//! Ordering rule (as for text documents): notebook changes are applied synchronously under the
+//! notebooks lock before any `.await`; analyses run on snapshots and are stored, and published,
+//! only if the notebook's version and the settings generation are still the ones they were
+//! computed for. Publishes are queued on the session's publish queue while the lock is held.
+
+mod analysis;
+mod concatenation;
+mod ipython;
+
+pub use analysis::{
+    CellResult, NotebookAnalysis, NotebookSnapshot, analyze, code_actions, fix_all_cells,
+    fix_all_edit,
+};
+pub use concatenation::{CellSnapshot, CellSpan, Concatenation, concatenate};
+pub use ipython::neutralise_ipython;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::{
+    CodeActionKind, DidChangeNotebookDocumentParams, DidCloseNotebookDocumentParams,
+    DidOpenNotebookDocumentParams, MessageType, Notebook, NotebookCellKind, NotebookCellSelector,
+    NotebookDocumentSyncOptions, NotebookSelector, TextDocumentItem, Uri,
+};
+use tpulint_analyzer::LineIndex;
+
+use crate::document::TextDocument;
+use crate::encoding::PositionEncoding;
+use crate::project::Resolved;
+use crate::session::{AnalysisError, CancellationToken, Publish, Session};
+
+/// The notebook-wide "Fix all" (VS Code's `notebook.codeActionsOnSave` asks for `notebook.*`
+/// kinds); `source.fixAll.tpulint` on a cell fixes that cell only.
+pub fn notebook_fix_all_kind() -> CodeActionKind {
+    CodeActionKind::new("notebook.source.fixAll.tpulint")
+}
+
+/// What the server advertises: Python cells of Jupyter notebooks, and Python cells of any other
+/// notebook type (VS Code's interactive window, other kernels' notebook types).
+pub fn sync_options() -> NotebookDocumentSyncOptions {
+    let python_cells = || {
+        Some(vec![NotebookCellSelector {
+            language: "python".to_string(),
+        }])
+    };
+    NotebookDocumentSyncOptions {
+        notebook_selector: vec![
+            NotebookSelector::ByNotebook {
+                notebook: Notebook::String("jupyter-notebook".to_string()),
+                cells: python_cells(),
+            },
+            NotebookSelector::ByNotebook {
+                notebook: Notebook::String("*".to_string()),
+                cells: python_cells(),
+            },
+        ],
+        save: Some(true),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------------------------
+
+struct CellDocument {
+    document: TextDocument,
+    language_id: String,
+}
+
+/// One open notebook.
+pub struct NotebookEntry {
+    version: i32,
+    /// Cell URIs and kinds, in notebook order.
+    cells: Vec<(Uri, NotebookCellKind)>,
+    /// The text of each cell, by cell URI.
+    texts: HashMap<Uri, CellDocument>,
+    analysis: Option<Arc<NotebookAnalysis>>,
+    /// The worker's previous result: what a pull client was last told about (it re-pulls the
+    /// cells it changed). Results computed for requests do not move it, or a pull of the edited
+    /// cell would hide that another cell's findings changed.
+    worker_baseline: Option<Arc<NotebookAnalysis>>,
+    worker_running: bool,
+    dirty: bool,
+}
+
+impl NotebookEntry {
+    fn snapshot(&self, uri: &Uri) -> NotebookSnapshot {
+        let cells = self
+            .cells
+            .iter()
+            .map(|(cell_uri, kind)| {
+                let text = self.texts.get(cell_uri);
+                CellSnapshot {
+                    uri: cell_uri.clone(),
+                    is_python_code: *kind == NotebookCellKind::CODE
+                        && text.is_some_and(|text| text.language_id == "python"),
+                    text: text.map_or_else(|| Arc::from(""), |text| text.document.text().clone()),
+                    line_index: text.map_or_else(
+                        || Arc::new(LineIndex::new("")),
+                        |text| text.document.line_index().clone(),
+                    ),
+                    version: text.map_or(0, |text| text.document.version()),
+                }
+            })
+            .collect();
+        NotebookSnapshot {
+            uri: uri.clone(),
+            version: self.version,
+            cells,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    notebooks: HashMap<Uri, NotebookEntry>,
+    /// Cell URI → notebook URI.
+    owners: HashMap<Uri, Uri>,
+}
+
+/// The open notebooks. Kept apart from the session's text documents: cells are not text
+/// documents of their own for the protocol (they arrive inside notebook notifications).
+#[derive(Default)]
+pub struct Notebooks {
+    state: Mutex<State>,
+}
+
+impl Notebooks {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock is recovered: every mutation under it leaves the maps consistent.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The notebook a cell belongs to.
+    pub fn owner(&self, cell: &Uri) -> Option<Uri> {
+        self.lock().owners.get(cell).cloned()
+    }
+
+    pub fn uris(&self) -> Vec<Uri> {
+        self.lock().notebooks.keys().cloned().collect()
+    }
+
+    /// Lines for the debug report.
+    pub fn describe(&self) -> String {
+        let state = self.lock();
+        let mut uris: Vec<_> = state.notebooks.iter().collect();
+        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let mut out = format!("open notebooks: {}\n", uris.len());
+        for (uri, entry) in uris {
+            out.push_str(&format!(
+                "  {} (version {}, {} cells, {} diagnostics)\n",
+                uri.as_str(),
+                entry.version,
+                entry.cells.len(),
+                entry
+                    .analysis
+                    .as_ref()
+                    .map_or(0, |analysis| analysis.diagnostic_count())
+            ));
+        }
+        out
+    }
+
+    /// `notebookDocument/didOpen`.
+    pub fn open(&self, params: DidOpenNotebookDocumentParams) -> Uri {
+        let notebook = params.notebook_document;
+        let mut state = self.lock();
+        let texts = params
+            .cell_text_documents
+            .into_iter()
+            .map(|item| (item.uri.clone(), cell_document(item)))
+            .collect();
+        let cells: Vec<(Uri, NotebookCellKind)> = notebook
+            .cells
+            .into_iter()
+            .map(|cell| (cell.document, cell.kind))
+            .collect();
+        for (cell, _) in &cells {
+            state.owners.insert(cell.clone(), notebook.uri.clone());
+        }
+        state.notebooks.insert(
+            notebook.uri.clone(),
+            NotebookEntry {
+                version: notebook.version,
+                cells,
+                texts,
+                analysis: None,
+                worker_baseline: None,
+                worker_running: false,
+                dirty: false,
+            },
+        );
+        notebook.uri
+    }
+
+    /// `notebookDocument/didChange`: metadata, cell structure (a splice of the cell array with
+    /// the opened and closed cell documents), cell data, and incremental text changes, applied
+    /// in that order. Returns the cell URIs that left the notebook (to be cleared), or `None` if
+    /// the notebook is not open.
+    pub fn change(
+        &self,
+        params: DidChangeNotebookDocumentParams,
+        encoding: PositionEncoding,
+    ) -> Option<Vec<Uri>> {
+        let uri = params.notebook_document.uri;
+        let mut state = self.lock();
+        let State { notebooks, owners } = &mut *state;
+        let entry = notebooks.get_mut(&uri)?;
+        entry.version = params.notebook_document.version;
+        // Notebook metadata (kernel, language info) does not change what is checked: the cells'
+        // kinds and languages decide. Only the version moves.
+        let change = params.change;
+        let mut removed = Vec::new();
+        if let Some(cells) = change.cells {
+            if let Some(structure) = cells.structure {
+                let array = structure.array;
+                let start = (array.start as usize).min(entry.cells.len());
+                let end = (start + array.delete_count as usize).min(entry.cells.len());
+                let inserted: Vec<(Uri, NotebookCellKind)> = array
+                    .cells
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|cell| (cell.document, cell.kind))
+                    .collect();
+                let deleted: Vec<(Uri, NotebookCellKind)> =
+                    entry.cells.splice(start..end, inserted).collect();
+                for item in structure.did_open.unwrap_or_default() {
+                    entry.texts.insert(item.uri.clone(), cell_document(item));
+                }
+                // A cell's document lives until the client closes it, not until the cell leaves
+                // the array: a move may arrive as a deletion and a later insertion.
+                let present: HashSet<&Uri> = entry.cells.iter().map(|(cell, _)| cell).collect();
+                for closed in structure.did_close.unwrap_or_default() {
+                    entry.texts.remove(&closed.uri);
+                    if !present.contains(&closed.uri) {
+                        owners.remove(&closed.uri);
+                    }
+                }
+                for (cell, _) in deleted {
+                    if !present.contains(&cell) {
+                        removed.push(cell);
+                    }
+                }
+                for (cell, _) in &entry.cells {
+                    owners.insert(cell.clone(), uri.clone());
+                }
+            }
+            for data in cells.data.unwrap_or_default() {
+                if let Some(cell) = entry
+                    .cells
+                    .iter_mut()
+                    .find(|(cell, _)| *cell == data.document)
+                {
+                    cell.1 = data.kind;
+                }
+            }
+            for content in cells.text_content.unwrap_or_default() {
+                if let Some(cell) = entry.texts.get_mut(&content.document.uri) {
+                    cell.document.apply_changes(
+                        content.changes,
+                        content.document.version,
+                        encoding,
+                    );
+                }
+            }
+        }
+        Some(removed)
+    }
+
+    /// `notebookDocument/didClose`: forgets the notebook; returns its cells (to be cleared).
+    pub fn close(&self, params: DidCloseNotebookDocumentParams) -> Vec<Uri> {
+        let mut state = self.lock();
+        let Some(entry) = state.notebooks.remove(&params.notebook_document.uri) else {
+            return Vec::new();
+        };
+        let mut cells: Vec<Uri> = entry.cells.into_iter().map(|(cell, _)| cell).collect();
+        let detached = entry.texts.into_keys();
+        for closed in params
+            .cell_text_documents
+            .into_iter()
+            .map(|document| document.uri)
+            .chain(detached)
+        {
+            if !cells.contains(&closed) {
+                cells.push(closed);
+            }
+        }
+        for cell in &cells {
+            state.owners.remove(cell);
+        }
+        cells
+    }
+
+    fn snapshot(&self, notebook: &Uri) -> Option<NotebookSnapshot> {
+        self.lock()
+            .notebooks
+            .get(notebook)
+            .map(|entry| entry.snapshot(notebook))
+    }
+
+    fn current_analysis(&self, notebook: &Uri, generation: u64) -> Option<Arc<NotebookAnalysis>> {
+        let state = self.lock();
+        let entry = state.notebooks.get(notebook)?;
+        entry.analysis.clone().filter(|analysis| {
+            analysis.version == entry.version && analysis.generation == generation
+        })
+    }
+
+    /// Stores `analysis` if the notebook is still at its version and the settings at its
+    /// generation; if so and `publish` is set, queues a publish for every cell under the lock.
+    /// With `from_worker`, it becomes the worker's baseline and the previous baseline is
+    /// returned; `None` when the analysis was stale.
+    fn store(
+        &self,
+        session: &Session,
+        notebook: &Uri,
+        analysis: &Arc<NotebookAnalysis>,
+        publish: bool,
+        from_worker: bool,
+    ) -> Option<Option<Arc<NotebookAnalysis>>> {
+        let generation = session.config().generation;
+        let encoding = session.encoding();
+        let mut state = self.lock();
+        let entry = state.notebooks.get_mut(notebook)?;
+        if entry.version != analysis.version || generation != analysis.generation {
+            return None;
+        }
+        entry.analysis = Some(analysis.clone());
+        let previous = if from_worker {
+            entry.worker_baseline.replace(analysis.clone())
+        } else {
+            None
+        };
+        if publish {
+            for cell in &analysis.cells {
+                session.queue_publish(Publish {
+                    uri: cell.uri.clone(),
+                    diagnostics: analysis.cell_diagnostics(&cell.uri, encoding),
+                    version: Some(cell.cell_version),
+                });
+            }
+        }
+        Some(previous)
+    }
+}
+
+fn cell_document(item: TextDocumentItem) -> CellDocument {
+    CellDocument {
+        document: TextDocument::new(item.text, item.version),
+        language_id: item.language_id,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling and requests
+// ---------------------------------------------------------------------------------------------
+
+fn prepare(
+    session: &Session,
+    notebooks: &Notebooks,
+    notebook: &Uri,
+) -> Option<(NotebookSnapshot, Resolved, u64, bool)> {
+    let config = session.config();
+    let snapshot = notebooks.snapshot(notebook)?;
+    // The notebook's own path decides its project configuration; resolving may read files,
+    // so it happens outside the lock.
+    let resolved = config.projects.resolve(notebook, "python");
+    if let Some(error) = &resolved.error {
+        session.show_once(
+            MessageType::ERROR,
+            format!("tpulint: invalid configuration: {error}"),
+        );
+    }
+    Some((
+        snapshot,
+        resolved,
+        config.generation,
+        config.client.unsafe_fixes,
+    ))
+}
+
+/// The current analysis of `notebook`, computed off the message loop when the stored one is
+/// stale.
+pub async fn analysis_for(
+    session: &Arc<Session>,
+    notebooks: &Arc<Notebooks>,
+    notebook: &Uri,
+    token: &CancellationToken,
+) -> Result<Arc<NotebookAnalysis>, AnalysisError> {
+    if let Some(analysis) = notebooks.current_analysis(notebook, session.config().generation) {
+        return Ok(analysis);
+    }
+    let (snapshot, resolved, generation, unsafe_fixes) =
+        prepare(session, notebooks, notebook).ok_or(AnalysisError::Closed)?;
+    let token = token.clone();
+    let analysis = tokio::task::spawn_blocking(move || {
+        analyze(snapshot, resolved, generation, unsafe_fixes, &token)
+    })
+    .await
+    .map_err(|error| AnalysisError::Panicked(error.to_string()))??;
+    let analysis = Arc::new(analysis);
+    notebooks.store(session, notebook, &analysis, false, false);
+    Ok(analysis)
+}
+
+/// Queues an analysis of `notebook`: one worker per notebook, re-running while changes keep
+/// arriving. In push mode the worker publishes every cell; in pull mode it stores the result and
+/// asks the client to pull again when a cell whose text did not change got other diagnostics
+/// (an import added in one cell changes the findings of another).
+pub fn schedule(session: &Arc<Session>, notebooks: &Arc<Notebooks>, client: &Client, uri: &Uri) {
+    let negotiated = session.negotiated();
+    if negotiated.pull_diagnostics && !negotiated.workspace_diagnostic_refresh {
+        // Nothing to publish and no refresh to send: pulls analyse on demand.
+        return;
+    }
+    {
+        let mut state = notebooks.lock();
+        let Some(entry) = state.notebooks.get_mut(uri) else {
+            return;
+        };
+        entry.dirty = true;
+        if entry.worker_running {
+            return;
+        }
+        entry.worker_running = true;
+    }
+    let session = session.clone();
+    let notebooks = notebooks.clone();
+    let client = client.clone();
+    let uri = uri.clone();
+    tokio::spawn(async move { worker(session, notebooks, client, uri).await });
+}
+
+/// Clears the diagnostics of cells that left a notebook (push mode only: a pull client drops
+/// what it pulled for a closed document itself).
+pub fn clear_cells(session: &Session, cells: Vec<Uri>) {
+    if session.negotiated().pull_diagnostics {
+        return;
+    }
+    for uri in cells {
+        session.queue_publish(Publish {
+            uri,
+            diagnostics: Vec::new(),
+            version: None,
+        });
+    }
+}
+
+async fn worker(session: Arc<Session>, notebooks: Arc<Notebooks>, client: Client, uri: Uri) {
+    loop {
+        match notebooks.lock().notebooks.get_mut(&uri) {
+            Some(entry) => entry.dirty = false,
+            None => return,
+        }
+        let Some((snapshot, resolved, generation, unsafe_fixes)) =
+            prepare(&session, &notebooks, &uri)
+        else {
+            return;
+        };
+        let version = snapshot.version;
+        let token = CancellationToken::default();
+        let outcome = tokio::task::spawn_blocking(move || {
+            analyze(snapshot, resolved, generation, unsafe_fixes, &token)
+        })
+        .await;
+        let negotiated = session.negotiated();
+        match outcome {
+            Ok(Ok(analysis)) => {
+                let analysis = Arc::new(analysis);
+                let stored = notebooks.store(
+                    &session,
+                    &uri,
+                    &analysis,
+                    !negotiated.pull_diagnostics,
+                    true,
+                );
+                if negotiated.pull_diagnostics
+                    && negotiated.workspace_diagnostic_refresh
+                    && let Some(Some(previous)) = stored
+                    && other_cells_changed(&previous, &analysis, negotiated.encoding)
+                {
+                    // A client that refuses still pulls on its next edit.
+                    let _ = client.workspace_diagnostic_refresh().await;
+                }
+            }
+            Ok(Err(AnalysisError::Panicked(message))) => {
+                client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!(
+                            "tpulint crashed while checking {} (version {version}): {message}",
+                            uri.as_str()
+                        ),
+                    )
+                    .await;
+            }
+            Ok(Err(AnalysisError::Cancelled | AnalysisError::Closed)) => {}
+            Err(join_error) => {
+                client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("tpulint analysis task failed: {join_error}"),
+                    )
+                    .await;
+            }
+        }
+        let mut state = notebooks.lock();
+        match state.notebooks.get_mut(&uri) {
+            Some(entry) if entry.dirty => continue,
+            Some(entry) => {
+                entry.worker_running = false;
+                return;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Whether a cell whose text is unchanged between two analyses got different diagnostics.
+fn other_cells_changed(
+    previous: &NotebookAnalysis,
+    next: &NotebookAnalysis,
+    encoding: PositionEncoding,
+) -> bool {
+    next.cells.iter().any(|cell| {
+        previous.cell(&cell.uri).is_some_and(|old| {
+            old.cell_version == cell.cell_version
+                && previous.cell_diagnostics(&cell.uri, encoding)
+                    != next.cell_diagnostics(&cell.uri, encoding)
+        })
+    })
+}
