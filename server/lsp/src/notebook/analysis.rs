@@ -46,7 +46,13 @@ pub struct CellResult {
     /// The cell's diagnostics in its own coordinates, as an [`Analysis`] so that code actions
     /// and hover work on it unchanged; `None` for cells that are not checked.
     pub view: Option<Arc<Analysis>>,
+    /// For each of the view's diagnostics (same order), its related locations in other cells.
+    pub related_elsewhere: Vec<RelatedElsewhere>,
 }
+
+/// The related locations of one diagnostic that lie in other cells: (cell index, cell-local
+/// range, message).
+pub type RelatedElsewhere = Vec<(usize, TextRange, String)>;
 
 /// The result of checking one version of a notebook.
 pub struct NotebookAnalysis {
@@ -70,11 +76,38 @@ impl NotebookAnalysis {
         format!("notebook:{}:{}", self.version, self.generation)
     }
 
+    /// The LSP diagnostics of cell `uri`, with related locations in other cells pointing at
+    /// those cells' URIs.
     pub fn cell_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
-        self.cell(uri)
-            .and_then(|cell| cell.view.as_ref())
-            .map(|view| view.lsp_diagnostics(uri, encoding))
-            .unwrap_or_default()
+        let Some(cell) = self.cell(uri) else {
+            return Vec::new();
+        };
+        let Some(view) = &cell.view else {
+            return Vec::new();
+        };
+        let mut diagnostics = view.lsp_diagnostics(uri, encoding);
+        for (diagnostic, elsewhere) in diagnostics.iter_mut().zip(&cell.related_elsewhere) {
+            for (other, range, message) in elsewhere {
+                let target = &self.cells[*other];
+                let Some(target_view) = &target.view else {
+                    continue;
+                };
+                let range = to_proto::range(
+                    &target_view.text,
+                    &target_view.line_index,
+                    range.clone(),
+                    encoding,
+                );
+                diagnostic
+                    .related_information
+                    .get_or_insert_with(Vec::new)
+                    .push(lsp::DiagnosticRelatedInformation {
+                        location: lsp::Location::new(target.uri.clone(), range),
+                        message: message.clone(),
+                    });
+            }
+        }
+        diagnostics
     }
 
     pub fn diagnostic_count(&self) -> usize {
@@ -116,9 +149,12 @@ pub fn analyze(
             None => Vec::new(),
         };
         let mut per_span: Vec<Vec<Diagnostic>> = vec![Vec::new(); concatenation.spans.len()];
+        let mut elsewhere: Vec<Vec<RelatedElsewhere>> = vec![Vec::new(); snapshot.cells.len()];
         for diagnostic in &diagnostics {
             if let Some((span, mapped)) = concatenation.map_diagnostic(diagnostic) {
                 per_span[span].push(mapped);
+                elsewhere[concatenation.spans[span].cell]
+                    .push(concatenation.related_elsewhere(diagnostic, span));
             }
         }
         let mut views: Vec<Option<Arc<Analysis>>> = vec![None; snapshot.cells.len()];
@@ -141,21 +177,22 @@ pub fn analyze(
                 config_file: config_file.clone(),
             }));
         }
-        Some(views)
+        Some((views, elsewhere))
     }));
-    let views = match outcome {
-        Ok(Some(views)) => views,
+    let (views, elsewhere) = match outcome {
+        Ok(Some(result)) => result,
         Ok(None) => return Err(AnalysisError::Cancelled),
         Err(payload) => return Err(AnalysisError::Panicked(panic_text(&*payload))),
     };
     let cells = snapshot
         .cells
         .iter()
-        .zip(views)
-        .map(|(cell, view)| CellResult {
+        .zip(views.into_iter().zip(elsewhere))
+        .map(|(cell, (view, related_elsewhere))| CellResult {
             uri: cell.uri.clone(),
             cell_version: cell.version,
             view,
+            related_elsewhere,
         })
         .collect();
     Ok(NotebookAnalysis {

@@ -93,8 +93,27 @@ impl Concatenation {
         (offset <= span.end() + 1).then_some(candidate)
     }
 
+    /// The related locations of `diagnostic` that lie in a cell other than span `own_span`, as
+    /// (cell index, cell-local range, message). Ranges crossing a cell boundary are dropped.
+    pub fn related_elsewhere(
+        &self,
+        diagnostic: &Diagnostic,
+        own_span: usize,
+    ) -> Vec<(usize, TextRange, String)> {
+        diagnostic
+            .related
+            .iter()
+            .filter_map(|related| {
+                let index = self.span_at(related.range.start)?;
+                let span = &self.spans[index];
+                let local = span.local(&related.range)?;
+                (index != own_span).then(|| (span.cell, local, related.message.clone()))
+            })
+            .collect()
+    }
+
     /// `diagnostic` in the coordinates of the cell it starts in (range clipped to the cell;
-    /// related locations elsewhere dropped; a fix kept only if it stays inside the cell and off
+    /// related locations in other cells left out, see [`Self::related_elsewhere`]; a fix kept only if it stays inside the cell and off
     /// IPython lines). Returns the span index and the mapped diagnostic.
     pub fn map_diagnostic(&self, diagnostic: &Diagnostic) -> Option<(usize, Diagnostic)> {
         let span_index = self.span_at(diagnostic.range.start)?;
@@ -176,6 +195,10 @@ mod tests {
         assert_eq!(mapped.range, 7..13);
         assert!(mapped.fix.is_none(), "a fix crossing cells is dropped");
         assert!(mapped.related.is_empty());
+        assert_eq!(
+            concatenation.related_elsewhere(&diagnostic, span),
+            [(2, 0..1, String::new())]
+        );
         let inside = Diagnostic {
             range: 13..14,
             fix: Some(tpulint_analyzer::Fix::safe(

@@ -9,9 +9,10 @@
 //! whitespace, so byte offsets inside a cell are the same in the concatenation and in the cell.
 //!
 //! Cross-cell results: a diagnostic is reported in the cell where it starts, its range clipped to
-//! that cell; related locations in other cells are dropped; a fix is kept only when every edit
-//! lies inside the diagnostic's own cell and outside neutralised IPython lines (anything else
-//! could corrupt a cell boundary or a magic). "Fix all" follows the same rule, per cell.
+//! that cell; related locations in other cells point at those cells' URIs; a fix is kept only
+//! when every edit lies inside the diagnostic's own cell and outside neutralised IPython lines
+//! (anything else could corrupt a cell boundary or a magic). "Fix all" follows the same rule,
+//! per cell.
 //!
 //! Ordering rule (as for text documents): notebook changes are applied synchronously under the
 //! notebooks lock before any `.await`; analyses run on snapshots and are stored, and published,
