@@ -443,3 +443,113 @@ async fn rapid_cell_edits_apply_in_arrival_order() {
     );
     client.shutdown().await;
 }
+
+/// Arbitrary structure and text changes, including out-of-range splices and positions, cells
+/// of every kind and IPython lines: the server keeps serving and never reports a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbitrary_notebook_changes_never_crash_the_server() {
+    let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;
+    open_notebook(&mut client).await;
+    let texts = [
+        "%%bash\necho hi\n",
+        "!pip install x \\\n  y\nx = torch.ones(3).cuda()\n",
+        "for i in range(3):\n    %time f(i)\n",
+        "def f(\n",
+        "\"\"\"unterminated\n%magic\n",
+        "名前 = torch.device(\"cuda\")  # 🔥\r\n",
+        "",
+        "x?\n??y\nfiles = !ls\n",
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    let mut cells: Vec<String> = vec![IMPORTS.into(), TITLE.into(), MODEL.into()];
+    let mut created = 0;
+    for version in 2..200 {
+        let change = match next(3) {
+            0 => {
+                created += 1;
+                let uri = format!("vscode-notebook-cell:/project/train.ipynb#N{created}");
+                let at = next(cells.len() as u64 + 2);
+                let text = texts[next(texts.len() as u64) as usize];
+                let kind = if next(4) == 0 { MARKUP } else { CODE };
+                cells.insert((at as usize).min(cells.len()), uri.clone());
+                json!({"cells": {"structure": {
+                    "array": {"start": at, "deleteCount": 0, "cells": [cell(kind, &uri)]},
+                    "didOpen": [cell_document(&uri, "python", 1, text)]
+                }}})
+            }
+            1 if !cells.is_empty() => {
+                let at = next(cells.len() as u64) as usize;
+                let count = 1 + next(2) as usize;
+                let removed: Vec<Value> = cells
+                    .drain(at..(at + count).min(cells.len()))
+                    .map(|uri| json!({"uri": uri}))
+                    .collect();
+                json!({"cells": {"structure": {
+                    "array": {"start": at, "deleteCount": count + next(2) as usize},
+                    "didClose": removed
+                }}})
+            }
+            _ if !cells.is_empty() => {
+                let uri = &cells[next(cells.len() as u64) as usize];
+                let (line, character) = (next(4) as u32, next(40) as u32);
+                json!({"cells": {"textContent": [{
+                    "document": {"uri": uri, "version": version},
+                    "changes": [{
+                        "range": {"start": {"line": line, "character": character},
+                                  "end": {"line": line + next(2) as u32, "character": next(40)}},
+                        "text": texts[next(texts.len() as u64) as usize]
+                    }]
+                }]}})
+            }
+            _ => json!({"metadata": {"custom": version}}),
+        };
+        client
+            .notify(
+                "notebookDocument/didChange",
+                json!({"notebookDocument": {"uri": NOTEBOOK, "version": version}, "change": change}),
+            )
+            .await;
+        if version % 40 == 0 {
+            // Requests on a cell between changes exercise the on-demand analysis too.
+            if let Some(uri) = cells.first() {
+                let response = client
+                    .request(
+                        "textDocument/codeAction",
+                        json!({
+                            "textDocument": {"uri": uri},
+                            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}},
+                            "context": {"diagnostics": []}
+                        }),
+                    )
+                    .await;
+                assert!(response.get("error").is_none(), "{response}");
+            }
+        }
+    }
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.printDebugInformation"}),
+        )
+        .await;
+    let report = response["result"].as_str().expect("debug report");
+    assert!(report.contains("open notebooks: 1"), "{report}");
+    let crashes: Vec<Value> = client
+        .drain()
+        .into_iter()
+        .filter(|m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|message| message.contains("crash"))
+        })
+        .collect();
+    assert!(crashes.is_empty(), "{crashes:?}");
+    client.shutdown().await;
+}

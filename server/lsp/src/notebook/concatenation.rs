@@ -38,7 +38,7 @@ impl CellSpan {
 
     /// The cell-local range of `range`, if it lies inside this cell.
     fn local(&self, range: &TextRange) -> Option<TextRange> {
-        (self.start <= range.start && range.end <= self.end())
+        (self.start <= range.start && range.start <= range.end && range.end <= self.end())
             .then(|| range.start - self.start..range.end - self.start)
     }
 
@@ -118,13 +118,11 @@ impl Concatenation {
     pub fn map_diagnostic(&self, diagnostic: &Diagnostic) -> Option<(usize, Diagnostic)> {
         let span_index = self.span_at(diagnostic.range.start)?;
         let span = &self.spans[span_index];
-        let start = diagnostic.range.start.min(span.end()) - span.start;
-        let end = diagnostic
-            .range
-            .end
-            .clamp(diagnostic.range.start, span.end())
-            - span.start;
-        let start = start.min(end);
+        // Clipped to the cell; a diagnostic starting in the line break added after the cell
+        // becomes an empty range at the cell's end.
+        let start = diagnostic.range.start.min(span.end());
+        let end = diagnostic.range.end.max(start).min(span.end());
+        let (start, end) = (start - span.start, end - span.start);
         let fix = diagnostic.fix.as_ref().and_then(|fix| {
             let edits = fix
                 .edits
@@ -208,6 +206,12 @@ mod tests {
             related: Vec::new(),
             ..diagnostic
         };
+        let at_break = Diagnostic {
+            range: 19..19,
+            ..inside.clone()
+        };
+        let (span, mapped) = concatenation.map_diagnostic(&at_break).expect("mapped");
+        assert_eq!((concatenation.spans[span].cell, mapped.range), (2, 5..5));
         let (span, mapped) = concatenation.map_diagnostic(&inside).expect("mapped");
         assert_eq!(concatenation.spans[span].cell, 2);
         assert_eq!(mapped.range, 0..1);
