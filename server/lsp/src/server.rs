@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -35,6 +36,11 @@ pub struct Server {
     publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
     /// Setting errors found before the client could be told (during `initialize`).
     pending_errors: std::sync::Mutex<Vec<String>>,
+    /// Tickets of settings updates, taken in arrival order before a handler's first `.await`.
+    settings_tickets: AtomicU64,
+    /// The ticket of the settings in force: an update answered late (an older
+    /// `workspace/configuration` response) must not overwrite a newer one.
+    settings_applied: std::sync::Mutex<u64>,
 }
 
 impl Server {
@@ -46,6 +52,8 @@ impl Server {
             client,
             publish_queue: std::sync::Mutex::new(Some(receiver)),
             pending_errors: std::sync::Mutex::new(Vec::new()),
+            settings_tickets: AtomicU64::new(0),
+            settings_applied: std::sync::Mutex::new(0),
         }
     }
 
@@ -203,13 +211,32 @@ impl Server {
         }
     }
 
-    async fn apply_client_settings(&self, value: &Value) {
+    /// A ticket for a settings update; take it before the handler's first `.await`, so that
+    /// tickets follow the order in which the client sent its notifications.
+    fn settings_ticket(&self) -> u64 {
+        self.settings_tickets.fetch_add(1, AtomicOrdering::Relaxed) + 1
+    }
+
+    /// Applies editor settings unless settings of a later ticket are already in force (their
+    /// `workspace/configuration` response came first). Returns whether they were applied.
+    async fn apply_client_settings(&self, value: &Value, ticket: u64) -> bool {
         let (client_settings, errors) = ClientSettings::from_json(value);
-        self.session.update_config(|config| {
-            config.projects = Arc::new(Projects::new(&config.roots, &client_settings));
-            config.client = client_settings;
-        });
+        {
+            let mut applied = self
+                .settings_applied
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if ticket < *applied {
+                return false;
+            }
+            *applied = ticket;
+            self.session.update_config(|config| {
+                config.projects = Arc::new(Projects::new(&config.roots, &client_settings));
+                config.client = client_settings;
+            });
+        }
         self.report_setting_errors(errors).await;
+        true
     }
 
     /// Forgets every configuration file found so far; they are read again on the next check.
@@ -625,6 +652,7 @@ impl LanguageServer for Server {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        let ticket = self.settings_ticket();
         let errors = std::mem::take(
             &mut *self
                 .pending_errors
@@ -633,8 +661,9 @@ impl LanguageServer for Server {
         );
         self.report_setting_errors(errors).await;
         self.register_config_watchers().await;
-        if let Some(value) = self.pull_client_settings().await {
-            self.apply_client_settings(&value).await;
+        if let Some(value) = self.pull_client_settings().await
+            && self.apply_client_settings(&value, ticket).await
+        {
             self.refresh_all().await;
         }
         self.log(LogLevel::Info, "tpulint server ready").await;
@@ -716,12 +745,14 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let ticket = self.settings_ticket();
         let value = match self.pull_client_settings().await {
             Some(value) => value,
             None => params.settings,
         };
-        self.apply_client_settings(&value).await;
-        self.refresh_all().await;
+        if self.apply_client_settings(&value, ticket).await {
+            self.refresh_all().await;
+        }
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {

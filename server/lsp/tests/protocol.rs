@@ -106,6 +106,8 @@ async fn full_session() {
         .unwrap();
     assert_eq!(quick_fix["kind"], "quickfix");
     assert_eq!(quick_fix["isPreferred"], false);
+    // Each quick fix names the diagnostic it resolves, so the editor can link them.
+    assert_eq!(quick_fix["diagnostics"], json!([cuda]), "{quick_fix}");
     let edit = &quick_fix["edit"]["changes"][URI][0];
     assert_eq!(edit["newText"], "\"xla\"");
     let noqa = actions
@@ -116,6 +118,7 @@ async fn full_session() {
         noqa["edit"]["changes"][URI][0]["newText"],
         "  # noqa: TPU401"
     );
+    assert_eq!(noqa["diagnostics"], json!([cuda]), "{noqa}");
     // Without resolve support, fix-all carries its edit.
     let fix_all = actions
         .iter()

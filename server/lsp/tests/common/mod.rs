@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of the helper.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub struct TestClient {
     pub applied_edits: Arc<Mutex<Vec<Value>>>,
     /// Every server → client request method seen.
     pub server_requests: Arc<Mutex<Vec<String>>>,
+    /// While set, `workspace/configuration` requests are not answered but handed to the test
+    /// (through `wait_for`), which answers them with `respond`, in any order it likes.
+    pub hold_configuration: Arc<AtomicBool>,
 }
 
 pub async fn write_frame(writer: &Writer, body: &[u8]) {
@@ -73,7 +77,9 @@ impl TestClient {
         let configuration = Arc::new(Mutex::new(json!({})));
         let applied_edits = Arc::new(Mutex::new(Vec::new()));
         let server_requests = Arc::new(Mutex::new(Vec::new()));
+        let hold_configuration = Arc::new(AtomicBool::new(false));
         {
+            let hold_configuration = hold_configuration.clone();
             let writer = writer.clone();
             let configuration = configuration.clone();
             let applied_edits = applied_edits.clone();
@@ -90,6 +96,14 @@ impl TestClient {
                     }
                     let method = message["method"].as_str().unwrap_or_default().to_string();
                     server_requests.lock().unwrap().push(method.clone());
+                    if method == "workspace/configuration"
+                        && hold_configuration.load(Ordering::SeqCst)
+                    {
+                        if sender.send(message).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     let result = match method.as_str() {
                         "workspace/configuration" => {
                             let items = message["params"]["items"].as_array().map_or(1, Vec::len);
@@ -118,7 +132,14 @@ impl TestClient {
             configuration,
             applied_edits,
             server_requests,
+            hold_configuration,
         }
+    }
+
+    /// Answers a server → client request the test held back.
+    pub async fn respond(&mut self, id: Value, result: Value) {
+        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.send_raw(response.to_string().as_bytes()).await;
     }
 
     /// Starts a server and runs `initialize` / `initialized` with `capabilities` and
