@@ -220,6 +220,10 @@ pub struct SemanticModel<'t> {
     frames: Vec<Frame>,
     classes: Vec<ClassInfo>,
     compiled_names: HashSet<String>,
+    /// The text after `import` / `from` of each module-level import statement, collected once:
+    /// rules ask about them per call, and re-walking a large module's statements each time made
+    /// their cost quadratic.
+    top_level_imports: Vec<&'t str>,
 }
 
 const TENSOR_FACTORIES: &[&str] = &[
@@ -338,7 +342,9 @@ impl<'t> SemanticModel<'t> {
             frames: Vec::new(),
             classes: Vec::new(),
             compiled_names: HashSet::new(),
+            top_level_imports: Vec::new(),
         };
+        model.top_level_imports = top_level_import_texts(tree.root_node(), source);
         model.prescan_module(tree.root_node(), 0);
         model.prescan_compiled(tree);
         model.backend = match backend_setting {
@@ -351,6 +357,11 @@ impl<'t> SemanticModel<'t> {
 
     pub fn source(&self) -> &'t str {
         self.source
+    }
+
+    /// The text after `import` / `from` of each module-level import statement.
+    pub fn top_level_imports(&self) -> &[&'t str] {
+        &self.top_level_imports
     }
 
     /// The backend this file targets (configured, or detected from its imports and device strings).
@@ -1555,6 +1566,20 @@ impl<'t> SemanticModel<'t> {
 /// torch functions that answer a question or configure state rather than compute a tensor:
 /// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
 /// `torch.compiler.is_compiling()`.
+/// The text after the keyword of every module-level `import …` / `from … import …` statement.
+fn top_level_import_texts<'s>(root: Node<'_>, source: &'s str) -> Vec<&'s str> {
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter_map(|statement| match statement.kind() {
+            "import_statement" => Some(node_text(statement, source).trim_start_matches("import")),
+            "import_from_statement" => {
+                Some(node_text(statement, source).trim_start_matches("from"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn is_torch_query_function(function: &str) -> bool {
     let last = function.rsplit('.').next().unwrap_or(function);
     last.starts_with("is_")

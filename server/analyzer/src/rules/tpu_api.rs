@@ -141,18 +141,13 @@ pub fn module_alias(context: &Context<'_, '_>, module: &str) -> Option<String> {
 /// `if is_torch_xla_available():` serve several devices, and backend-specific advice about
 /// their generic code is usually wrong.
 pub fn imports_unconditionally(context: &Context<'_, '_>, package: &str) -> bool {
-    let source = context.source();
-    let root = context.root();
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor).any(|statement| {
-        let text = match statement.kind() {
-            "import_statement" => node_text(statement, source).trim_start_matches("import"),
-            "import_from_statement" => node_text(statement, source).trim_start_matches("from"),
-            _ => return false,
-        };
+    context.semantic().top_level_imports().iter().any(|text| {
         text.split([',', ' ', '\n', '\t'])
             .filter(|word| !word.is_empty())
-            .any(|word| word == package || word.starts_with(&format!("{package}.")))
+            .any(|word| {
+                word.strip_prefix(package)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
     })
 }
 

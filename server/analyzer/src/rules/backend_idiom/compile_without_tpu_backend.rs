@@ -55,14 +55,19 @@ declare_rule! {
 /// TPU603
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let wanted = match context.backend() {
-        Backend::TorchXla if tpu_api::imports_unconditionally(context, "torch_xla") => "openxla",
-        Backend::TorchXla => return,
+        Backend::TorchXla => "openxla",
         Backend::TorchTpu => "tpu",
         Backend::Unknown => return,
     };
+    // The cheap test first: this runs on every call in the file.
     let Some(site) = CompileSite::find(context, node) else {
         return;
     };
+    if context.backend() == Backend::TorchXla
+        && !tpu_api::imports_unconditionally(context, "torch_xla")
+    {
+        return;
+    }
     let source = context.source();
     match site.arguments {
         Some(arguments) => {
