@@ -166,6 +166,9 @@ export class ServerManager implements vscode.Disposable {
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'untitled', language: 'python' },
+        // Jupyter cells: the server advertises notebookDocumentSync, so the client sends whole
+        // notebooks and routes the cells' requests (code actions, hover) here.
+        { scheme: 'vscode-notebook-cell', language: 'python' },
       ],
       diagnosticCollectionName: CLIENT_ID,
       outputChannel: this.outputChannel,

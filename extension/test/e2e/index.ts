@@ -183,6 +183,34 @@ const tests: [string, () => Promise<void>][] = [
     },
   ],
   [
+    'analyses a Jupyter notebook as one module and fixes a cell',
+    async () => {
+      const uri = vscode.Uri.joinPath(workspaceFolder(), 'notebook.ipynb');
+      const notebook = await vscode.workspace.openNotebookDocument(uri);
+      await vscode.window.showNotebookDocument(notebook);
+      const [imports, , step] = notebook.getCells();
+      // `xm` is imported in the first cell: the third cell's `xm.mark_step()` is TPU601, on the
+      // cell's own line 3.
+      await until('TPU601 in the third cell', () => summary(step.document.uri).includes('TPU601:3'), 30000);
+      log('notebook diagnostics:', JSON.stringify(notebook.getCells().map((cell) => summary(cell.document.uri))));
+      assert.deepEqual(summary(imports.document.uri), [], 'imports and a %magic line are clean');
+      const markStep = ours(step.document.uri).find((diagnostic) => code(diagnostic) === 'TPU601')!;
+      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+        'vscode.executeCodeActionProvider',
+        step.document.uri,
+        markStep.range,
+        vscode.CodeActionKind.QuickFix.value,
+        10,
+      );
+      const fix = actions.find((action) => action.isPreferred && action.title.includes('torch_xla.sync'));
+      assert.ok(fix?.edit, 'a preferred quick fix with an edit for TPU601 in the cell');
+      assert.ok(await vscode.workspace.applyEdit(fix.edit));
+      assert.equal(step.document.lineAt(2).text, '    torch_xla.sync()');
+      await until('TPU601 cleared in the cell', () => !hasCode(step.document.uri, 'TPU601'));
+      await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+    },
+  ],
+  [
     'restarts the server on command and after a crash',
     async () => {
       const api = vscode.extensions.getExtension<TpulintApi>(EXTENSION_ID)!.exports;
