@@ -167,8 +167,9 @@ export class ServerManager implements vscode.Disposable {
         { scheme: 'file', language: 'python' },
         { scheme: 'untitled', language: 'python' },
         // Jupyter cells: the server advertises notebookDocumentSync, so the client sends whole
-        // notebooks and routes the cells' requests (code actions, hover) here.
-        { scheme: 'vscode-notebook-cell', language: 'python' },
+        // notebooks; this filter routes the cells' requests (pulled diagnostics, code actions,
+        // hover) to the server too.
+        { notebook: '*', language: 'python' },
       ],
       diagnosticCollectionName: CLIENT_ID,
       outputChannel: this.outputChannel,
