@@ -797,6 +797,7 @@ impl LanguageServer for Server {
         if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
             guard.disarm();
             let result_id = analysis.result_id();
+            self.notebooks.note_served(&uri, &result_id);
             let report = if params.previous_result_id.as_deref() == Some(&result_id) {
                 DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
                     related_documents: None,

@@ -390,6 +390,61 @@ async fn pull_clients_pull_per_cell_and_are_asked_to_refresh_across_cells() {
     client.shutdown().await;
 }
 
+/// VS Code pulls an edited cell as soon as the cell's text changes, which can be before the
+/// `notebookDocument/didChange` carrying that edit reaches the server: the pull is answered from
+/// the old text, and the server must ask for another pull once the edit is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_that_overtakes_its_edit_is_followed_by_a_refresh() {
+    let capabilities = json!({
+        "textDocument": {"diagnostic": {"dynamicRegistration": false}},
+        "workspace": {"diagnostics": {"refreshSupport": true}}
+    });
+    let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
+    open_notebook(&mut client).await;
+    let refreshes = |client: &TestClient| {
+        client
+            .server_requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|method| *method == "workspace/diagnostic/refresh")
+            .count()
+    };
+    // The pull the client sent for its edit, answered before the edit arrives.
+    let response = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": MODEL}}),
+        )
+        .await;
+    let before: Vec<&str> = response["result"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(before, ["TPU603", "TPU401"]);
+    let refreshes_before = refreshes(&client);
+    // The edit fixes TPU401 in the model cell itself; the client pulls nothing more.
+    edit_line(&mut client, MODEL, 2, 1, "device = torch.device(\"xla\")\n").await;
+    let deadline = tokio::time::Instant::now() + common::TIMEOUT;
+    while refreshes(&client) == refreshes_before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no diagnostic refresh after an edit whose pull came first"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let response = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": MODEL}}),
+        )
+        .await;
+    assert_eq!(response["result"]["items"].as_array().unwrap().len(), 1);
+    client.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rapid_cell_edits_apply_in_arrival_order() {
     let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;

@@ -96,6 +96,10 @@ pub struct NotebookEntry {
     /// cells it changed). Results computed for requests do not move it, or a pull of the edited
     /// cell would hide that another cell's findings changed.
     worker_baseline: Option<Arc<NotebookAnalysis>>,
+    /// Pull mode: the result id each cell's last `textDocument/diagnostic` answer carried. A
+    /// client may pull an edited cell before the notebook change that edited it arrives (VS Code
+    /// does); the worker compares these ids with its result to see who holds stale findings.
+    served: HashMap<Uri, String>,
     worker_running: bool,
     dirty: bool,
 }
@@ -205,6 +209,7 @@ impl Notebooks {
                 texts,
                 analysis: None,
                 worker_baseline: None,
+                served: HashMap::new(),
                 worker_running: false,
                 dirty: false,
             },
@@ -325,6 +330,46 @@ impl Notebooks {
         })
     }
 
+    /// Records that a pull answered `cell` with `result_id`.
+    pub fn note_served(&self, cell: &Uri, result_id: &str) {
+        let mut state = self.lock();
+        let Some(notebook) = state.owners.get(cell).cloned() else {
+            return;
+        };
+        if let Some(entry) = state.notebooks.get_mut(&notebook) {
+            entry.served.insert(cell.clone(), result_id.to_string());
+        }
+    }
+
+    /// Whether a cell whose findings changed between the worker's previous result and `next`
+    /// was last answered with an older result: that client shows stale findings until it pulls
+    /// again. Covers both an import edited in another cell and a pull that overtook its edit.
+    /// Without a previous result (the worker's first, or its earlier runs went stale) every cell
+    /// answered with an older result counts.
+    fn client_holds_stale(
+        &self,
+        notebook: &Uri,
+        previous: Option<&NotebookAnalysis>,
+        next: &NotebookAnalysis,
+        encoding: PositionEncoding,
+    ) -> bool {
+        let current = next.result_id();
+        let state = self.lock();
+        let Some(entry) = state.notebooks.get(notebook) else {
+            return false;
+        };
+        next.cells.iter().any(|cell| {
+            entry
+                .served
+                .get(&cell.uri)
+                .is_some_and(|served| *served != current)
+                && previous.is_none_or(|previous| {
+                    previous.cell_diagnostics(&cell.uri, encoding)
+                        != next.cell_diagnostics(&cell.uri, encoding)
+                })
+        })
+    }
+
     /// Stores `analysis` if the notebook is still at its version and the settings at its
     /// generation; if so and `publish` is set, queues a publish for every cell under the lock.
     /// With `from_worker`, it becomes the worker's baseline and the previous baseline is
@@ -424,8 +469,9 @@ pub async fn analysis_for(
 
 /// Queues an analysis of `notebook`: one worker per notebook, re-running while changes keep
 /// arriving. In push mode the worker publishes every cell; in pull mode it stores the result and
-/// asks the client to pull again when a cell whose text did not change got other diagnostics
-/// (an import added in one cell changes the findings of another).
+/// asks the client to pull again when a cell whose findings changed was last answered with an
+/// older result (an import added in one cell changes the findings of another; a pull may also
+/// overtake the edit it follows).
 pub fn schedule(session: &Arc<Session>, notebooks: &Arc<Notebooks>, client: &Client, uri: &Uri) {
     let negotiated = session.negotiated();
     if negotiated.pull_diagnostics && !negotiated.workspace_diagnostic_refresh {
@@ -495,8 +541,13 @@ async fn worker(session: Arc<Session>, notebooks: Arc<Notebooks>, client: Client
                 );
                 if negotiated.pull_diagnostics
                     && negotiated.workspace_diagnostic_refresh
-                    && let Some(Some(previous)) = stored
-                    && other_cells_changed(&previous, &analysis, negotiated.encoding)
+                    && let Some(previous) = stored
+                    && notebooks.client_holds_stale(
+                        &uri,
+                        previous.as_deref(),
+                        &analysis,
+                        negotiated.encoding,
+                    )
                 {
                     // A client that refuses still pulls on its next edit.
                     let _ = client.workspace_diagnostic_refresh().await;
@@ -533,19 +584,4 @@ async fn worker(session: Arc<Session>, notebooks: Arc<Notebooks>, client: Client
             None => return,
         }
     }
-}
-
-/// Whether a cell whose text is unchanged between two analyses got different diagnostics.
-fn other_cells_changed(
-    previous: &NotebookAnalysis,
-    next: &NotebookAnalysis,
-    encoding: PositionEncoding,
-) -> bool {
-    next.cells.iter().any(|cell| {
-        previous.cell(&cell.uri).is_some_and(|old| {
-            old.cell_version == cell.cell_version
-                && previous.cell_diagnostics(&cell.uri, encoding)
-                    != next.cell_diagnostics(&cell.uri, encoding)
-        })
-    })
 }
