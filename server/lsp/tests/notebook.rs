@@ -445,6 +445,54 @@ async fn a_pull_that_overtakes_its_edit_is_followed_by_a_refresh() {
     client.shutdown().await;
 }
 
+/// VS Code edits a cell's text without bumping the notebook's version (only the cell's): the
+/// next pull must see the new text, not an "unchanged" answer from the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cell_edit_that_keeps_the_notebook_version_is_seen() {
+    let capabilities = json!({"textDocument": {"diagnostic": {"dynamicRegistration": false}}});
+    let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
+    open_notebook(&mut client).await;
+    let response = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": MODEL}}),
+        )
+        .await;
+    assert_eq!(response["result"]["items"].as_array().unwrap().len(), 2);
+    let result_id = response["result"]["resultId"].clone();
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": 1},
+                "change": {"cells": {"textContent": [{
+                    "document": {"uri": MODEL, "version": 2},
+                    "changes": [{
+                        "range": {"start": {"line": 1, "character": 0},
+                                  "end": {"line": 2, "character": 0}},
+                        "text": "device = torch.device(\"xla\")\n"
+                    }]
+                }]}}
+            }),
+        )
+        .await;
+    let response = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": MODEL}, "previousResultId": result_id}),
+        )
+        .await;
+    assert_eq!(response["result"]["kind"], "full", "{response}");
+    let codes: Vec<&str> = response["result"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["TPU603"]);
+    client.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rapid_cell_edits_apply_in_arrival_order() {
     let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;

@@ -27,6 +27,7 @@ use crate::to_proto;
 #[derive(Clone)]
 pub struct NotebookSnapshot {
     pub uri: Uri,
+    /// The server's revision of the notebook (see `NotebookEntry::revision`).
     pub version: i32,
     pub cells: Vec<CellSnapshot>,
 }
@@ -56,6 +57,7 @@ pub type RelatedElsewhere = Vec<(usize, TextRange, String)>;
 
 /// The result of checking one version of a notebook.
 pub struct NotebookAnalysis {
+    /// The notebook revision the analysis saw.
     pub version: i32,
     pub generation: u64,
     pub cells: Vec<CellResult>,

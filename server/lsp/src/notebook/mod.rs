@@ -16,7 +16,8 @@
 //!
 //! Ordering rule (as for text documents): notebook changes are applied synchronously under the
 //! notebooks lock before any `.await`; analyses run on snapshots and are stored, and published,
-//! only if the notebook's version and the settings generation are still the ones they were
+//! only if the notebook's revision (a counter of applied changes: VS Code does not bump the
+//! notebook version for cell text edits) and the settings generation are still the ones they were
 //! computed for. Publishes are queued on the session's publish queue while the lock is held.
 
 mod analysis;
@@ -86,7 +87,11 @@ struct CellDocument {
 
 /// One open notebook.
 pub struct NotebookEntry {
+    /// The client's notebook version (reported in debug output).
     version: i32,
+    /// Bumped by every change the server applies. Analyses are keyed by it, not by `version`:
+    /// VS Code leaves the notebook version alone when only a cell's text changes.
+    revision: i32,
     /// Cell URIs and kinds, in notebook order.
     cells: Vec<(Uri, NotebookCellKind)>,
     /// The text of each cell, by cell URI.
@@ -126,7 +131,7 @@ impl NotebookEntry {
             .collect();
         NotebookSnapshot {
             uri: uri.clone(),
-            version: self.version,
+            version: self.revision,
             cells,
         }
     }
@@ -205,6 +210,7 @@ impl Notebooks {
             notebook.uri.clone(),
             NotebookEntry {
                 version: notebook.version,
+                revision: 0,
                 cells,
                 texts,
                 analysis: None,
@@ -231,6 +237,7 @@ impl Notebooks {
         let State { notebooks, owners } = &mut *state;
         let entry = notebooks.get_mut(&uri)?;
         entry.version = params.notebook_document.version;
+        entry.revision = entry.revision.wrapping_add(1);
         // Notebook metadata (kernel, language info) does not change what is checked: the cells'
         // kinds and languages decide. Only the version moves.
         let change = params.change;
@@ -326,7 +333,7 @@ impl Notebooks {
         let state = self.lock();
         let entry = state.notebooks.get(notebook)?;
         entry.analysis.clone().filter(|analysis| {
-            analysis.version == entry.version && analysis.generation == generation
+            analysis.version == entry.revision && analysis.generation == generation
         })
     }
 
@@ -386,7 +393,7 @@ impl Notebooks {
         let encoding = session.encoding();
         let mut state = self.lock();
         let entry = state.notebooks.get_mut(notebook)?;
-        if entry.version != analysis.version || generation != analysis.generation {
+        if entry.revision != analysis.version || generation != analysis.generation {
             return None;
         }
         entry.analysis = Some(analysis.clone());
