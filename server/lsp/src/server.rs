@@ -19,8 +19,8 @@ use crate::from_proto;
 use crate::notebook::{self, Notebooks};
 use crate::project::Projects;
 use crate::session::{
-    AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analyze,
-    file_path,
+    AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analysis_or_log,
+    analyze, file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
 
@@ -470,32 +470,10 @@ async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
             analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
         })
         .await;
-        match outcome {
-            Ok(Ok(analysis)) => {
-                let analysis = Arc::new(analysis);
-                let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
-                session.store(&uri, &analysis, Some(diagnostics));
-            }
-            Ok(Err(AnalysisError::Panicked(message))) => {
-                client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!(
-                            "tpulint crashed while checking {} (version {version}): {message}",
-                            uri.as_str()
-                        ),
-                    )
-                    .await;
-            }
-            Ok(Err(AnalysisError::Cancelled | AnalysisError::Closed)) => {}
-            Err(join_error) => {
-                client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!("tpulint analysis task failed: {join_error}"),
-                    )
-                    .await;
-            }
+        if let Some(analysis) = analysis_or_log(&client, &uri, version, outcome).await {
+            let analysis = Arc::new(analysis);
+            let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
+            session.store(&uri, &analysis, Some(diagnostics));
         }
         let mut documents = session.documents();
         match documents.get_mut(&uri) {

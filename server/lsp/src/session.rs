@@ -101,6 +101,28 @@ pub enum AnalysisError {
     Closed,
 }
 
+/// The result of a worker's analysis task, or `None` after logging why there is none: a panic
+/// inside the engine or a failed task is logged as an error; a cancelled analysis or a closed
+/// document is not worth a line.
+pub async fn analysis_or_log<T>(
+    client: &Client,
+    uri: &Uri,
+    version: i32,
+    outcome: Result<Result<T, AnalysisError>, tokio::task::JoinError>,
+) -> Option<T> {
+    let message = match outcome {
+        Ok(Ok(analysis)) => return Some(analysis),
+        Ok(Err(AnalysisError::Cancelled | AnalysisError::Closed)) => return None,
+        Ok(Err(AnalysisError::Panicked(message))) => format!(
+            "tpulint crashed while checking {} (version {version}): {message}",
+            uri.as_str()
+        ),
+        Err(join_error) => format!("tpulint analysis task failed: {join_error}"),
+    };
+    client.log_message(MessageType::ERROR, message).await;
+    None
+}
+
 /// Set when the request that started some work is cancelled (its future dropped), so that
 /// blocking work can stop early.
 #[derive(Clone, Default)]

@@ -45,7 +45,7 @@ use tpulint_analyzer::LineIndex;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
 use crate::project::Resolved;
-use crate::session::{AnalysisError, CancellationToken, Publish, Session};
+use crate::session::{AnalysisError, CancellationToken, Publish, Session, analysis_or_log};
 
 /// The notebook-wide "Fix all" (VS Code's `notebook.codeActionsOnSave` asks for `notebook.*`
 /// kinds); `source.fixAll.tpulint` on a cell fixes that cell only.
@@ -536,49 +536,27 @@ async fn worker(session: Arc<Session>, notebooks: Arc<Notebooks>, client: Client
         })
         .await;
         let negotiated = session.negotiated();
-        match outcome {
-            Ok(Ok(analysis)) => {
-                let analysis = Arc::new(analysis);
-                let stored = notebooks.store(
-                    &session,
+        if let Some(analysis) = analysis_or_log(&client, &uri, version, outcome).await {
+            let analysis = Arc::new(analysis);
+            let stored = notebooks.store(
+                &session,
+                &uri,
+                &analysis,
+                !negotiated.pull_diagnostics,
+                true,
+            );
+            if negotiated.pull_diagnostics
+                && negotiated.workspace_diagnostic_refresh
+                && let Some(previous) = stored
+                && notebooks.client_holds_stale(
                     &uri,
+                    previous.as_deref(),
                     &analysis,
-                    !negotiated.pull_diagnostics,
-                    true,
-                );
-                if negotiated.pull_diagnostics
-                    && negotiated.workspace_diagnostic_refresh
-                    && let Some(previous) = stored
-                    && notebooks.client_holds_stale(
-                        &uri,
-                        previous.as_deref(),
-                        &analysis,
-                        negotiated.encoding,
-                    )
-                {
-                    // A client that refuses still pulls on its next edit.
-                    let _ = client.workspace_diagnostic_refresh().await;
-                }
-            }
-            Ok(Err(AnalysisError::Panicked(message))) => {
-                client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!(
-                            "tpulint crashed while checking {} (version {version}): {message}",
-                            uri.as_str()
-                        ),
-                    )
-                    .await;
-            }
-            Ok(Err(AnalysisError::Cancelled | AnalysisError::Closed)) => {}
-            Err(join_error) => {
-                client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!("tpulint analysis task failed: {join_error}"),
-                    )
-                    .await;
+                    negotiated.encoding,
+                )
+            {
+                // A client that refuses still pulls on its next edit.
+                let _ = client.workspace_diagnostic_refresh().await;
             }
         }
         let mut state = notebooks.lock();
