@@ -11,6 +11,7 @@ use crate::semantic::{Backend, Fact, HotPath, SemanticModel};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, PYTHON};
 
 /// For every node-kind id of the grammar, the rules that registered for that kind.
@@ -52,6 +53,46 @@ pub struct Context<'t, 'c> {
     semantic: &'c SemanticModel<'t>,
     rule: &'static RuleMeta,
     diagnostics: &'c mut Vec<Diagnostic>,
+    /// When the node being dispatched is a `call`: its parts and keyword arguments, found once
+    /// for all the rules registered for `call` (each field lookup walks the node's children).
+    current_call: Option<&'c CallParts<'t>>,
+}
+
+/// A `call` node taken apart once for every rule that looks at it.
+#[derive(Default)]
+struct CallParts<'t> {
+    id: usize,
+    /// `(function, arguments)` as [`syntax::call_parts`] gives them.
+    parts: Option<(Node<'t>, Node<'t>)>,
+    /// `(object, attribute)` when the function is an attribute, as [`syntax::method_call`] gives.
+    method: Option<(Node<'t>, Node<'t>)>,
+    /// The `keyword_argument`s of `arguments` with their names, in order.
+    keywords: Vec<(&'t str, Node<'t>)>,
+}
+
+impl<'t> CallParts<'t> {
+    fn fill(&mut self, call: Node<'t>, source: &'t str) {
+        self.id = call.id();
+        self.parts = syntax::call_parts(call);
+        // As `syntax::method_call`, from the parts just found.
+        self.method = self.parts.and_then(|(function, _)| {
+            if function.kind_name() != "attribute" {
+                return None;
+            }
+            Some((function.field("object")?, function.field("attribute")?))
+        });
+        self.keywords.clear();
+        if let Some((_, arguments)) = self.parts {
+            let mut cursor = arguments.walk();
+            for child in arguments.named_children(&mut cursor) {
+                if child.kind_name() == "keyword_argument"
+                    && let Some(name) = child.field("name")
+                {
+                    self.keywords.push((syntax::node_text(name, source), child));
+                }
+            }
+        }
+    }
 }
 
 impl<'t> Context<'t, '_> {
@@ -91,6 +132,66 @@ impl<'t> Context<'t, '_> {
     /// Qualified name of an expression through the file's imports (`F.pad` → `torch.nn.functional.pad`).
     pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
         self.semantic.qualified_name(expr)
+    }
+
+    /// `(function, argument_list)` of a `call` node ([`syntax::call_parts`]), remembered across
+    /// the rules that look at the same call.
+    pub fn call_parts(&self, call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+        match self.current_call {
+            Some(memo) if memo.id == call.id() => memo.parts,
+            _ => syntax::call_parts(call),
+        }
+    }
+
+    /// The `keyword_argument` node named `name` in `arguments` ([`syntax::keyword_arg_node`]).
+    pub fn keyword_arg_node(&self, arguments: Node<'t>, name: &str) -> Option<Node<'t>> {
+        match self.current_call {
+            Some(CallParts {
+                parts: Some((_, current)),
+                keywords,
+                ..
+            }) if current.id() == arguments.id() => keywords
+                .iter()
+                .find(|(keyword, _)| *keyword == name)
+                .map(|(_, node)| *node),
+            _ => syntax::keyword_arg_node(arguments, name, self.source),
+        }
+    }
+
+    /// The value of keyword argument `name` in `arguments` ([`syntax::keyword_arg`]).
+    pub fn keyword_arg(&self, arguments: Node<'t>, name: &str) -> Option<Node<'t>> {
+        self.keyword_arg_node(arguments, name)?.field("value")
+    }
+
+    /// Name of the called method or function ([`syntax::callee_name`]).
+    pub fn callee_name(&self, call: Node<'t>) -> Option<&'t str> {
+        if call.kind_name() != "call" {
+            return None;
+        }
+        if let Some((_, attribute)) = self.method_call(call) {
+            return Some(self.text(attribute));
+        }
+        let (function, _) = self.call_parts(call)?;
+        match function.kind_name() {
+            "identifier" => Some(self.text(function)),
+            "attribute" => Some(self.text(function.field("attribute")?)),
+            _ => None,
+        }
+    }
+
+    /// For `recv.method(...)`: `(recv, method name node)` ([`syntax::method_call`]).
+    pub fn method_call(&self, call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+        match self.current_call {
+            Some(memo) if memo.id == call.id() => memo.method,
+            _ => syntax::method_call(call),
+        }
+    }
+
+    /// Whether the file's text contains `needle` anywhere (for cheap early exits), scanned once
+    /// per file rather than at every node that asks.
+    pub fn source_mentions(&self, needle: &'static str) -> bool {
+        self.semantic
+            .file_memo(("source_mentions", needle), || self.source.contains(needle))
     }
 
     /// What the index believes about an expression's value here.
@@ -153,7 +254,8 @@ pub fn walk<'t>(
                 error_depth += 1;
             }
             semantic.enter(node);
-            let dispatchable = error_depth == 0 && (!node.has_error() || node.kind() == "module");
+            let dispatchable =
+                error_depth == 0 && (!node.has_error() || node.kind_name() == "module");
             if !visit(semantic, node, dispatchable) {
                 return;
             }
@@ -195,15 +297,21 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
     let root = tree.root_node();
+    let call_kind = PYTHON.id_for_node_kind("call", true);
+    let mut call_parts = CallParts::default();
     walk(tree, &mut semantic, |semantic, node, dispatchable| {
-        if node.kind() == "comment" {
+        if node.kind_name() == "comment" {
             suppressions.add_comment(node, source);
         }
         let rules_for_kind = dispatch
             .get(node.kind_id() as usize)
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        if dispatchable {
+        if dispatchable && !rules_for_kind.is_empty() {
+            let current_call = (node.kind_id() == call_kind).then(|| {
+                call_parts.fill(node, source);
+                &call_parts
+            });
             for id in rules_for_kind {
                 let rule = id.meta();
                 let mut context = Context {
@@ -212,6 +320,7 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                     semantic,
                     rule,
                     diagnostics: &mut diagnostics,
+                    current_call,
                 };
                 (rule.check)(&mut context, node);
             }
@@ -253,7 +362,7 @@ pub fn inspect(
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {
             found = Some(Inspection {
-                node_kind: node.kind().to_string(),
+                node_kind: node.kind_name().to_string(),
                 fact: semantic.fact(node),
                 qualified_name: semantic.qualified_name(node),
                 hot_path: semantic.hot_path(),

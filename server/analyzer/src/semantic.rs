@@ -7,13 +7,14 @@
 //! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
 //! because imports usually come first and rules need them from the first line on.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
-use crate::syntax::{self, FieldExt, MAX_EXPR_DEPTH, node_text};
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
 /// The TPU software stack a file targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -224,6 +225,11 @@ pub struct SemanticModel<'t> {
     /// rules ask about them per call, and re-walking a large module's statements each time made
     /// their cost quadratic.
     top_level_imports: Vec<&'t str>,
+    /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
+    file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
+    /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
+    /// change only in `enter`/`leave`, which clear it.
+    qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
 }
 
 const TENSOR_FACTORIES: &[&str] = &[
@@ -343,6 +349,8 @@ impl<'t> SemanticModel<'t> {
             classes: Vec::new(),
             compiled_names: HashSet::new(),
             top_level_imports: Vec::new(),
+            file_memo: RefCell::new(Vec::new()),
+            qualified_name_memo: RefCell::new(None),
         };
         model.top_level_imports = top_level_import_texts(tree.root_node(), source);
         model.prescan_module(tree.root_node(), 0);
@@ -362,6 +370,22 @@ impl<'t> SemanticModel<'t> {
     /// The text after `import` / `from` of each module-level import statement.
     pub fn top_level_imports(&self) -> &[&'t str] {
         &self.top_level_imports
+    }
+
+    /// The answer to a question about the whole file that does not change during the traversal
+    /// (`key` names the question and its argument), computed on first use. Rules that ask such
+    /// a question at every call node would otherwise rescan the file each time.
+    pub fn file_memo(
+        &self,
+        key: (&'static str, &'static str),
+        compute: impl FnOnce() -> bool,
+    ) -> bool {
+        if let Some(&(_, answer)) = self.file_memo.borrow().iter().find(|(k, _)| *k == key) {
+            return answer;
+        }
+        let answer = compute();
+        self.file_memo.borrow_mut().push((key, answer));
+        answer
     }
 
     /// The backend this file targets (configured, or detected from its imports and device strings).
@@ -385,7 +409,7 @@ impl<'t> SemanticModel<'t> {
         }
         let mut cursor = block.walk();
         for statement in block.named_children(&mut cursor) {
-            match statement.kind() {
+            match statement.kind_name() {
                 "import_statement" | "import_from_statement" => self.bind_import(statement),
                 "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
                 | "elif_clause" | "except_clause" | "finally_clause" => {
@@ -410,10 +434,10 @@ impl<'t> SemanticModel<'t> {
                 continue;
             };
             let call = node.parent().and_then(|p| {
-                if p.kind() == "call" {
+                if p.kind_name() == "call" {
                     Some(p)
                 } else {
-                    p.parent().filter(|gp| gp.kind() == "call")
+                    p.parent().filter(|gp| gp.kind_name() == "call")
                 }
             });
             let Some(call) = call else { continue };
@@ -458,11 +482,11 @@ impl<'t> SemanticModel<'t> {
 
     fn bind_import(&mut self, statement: Node<'_>) {
         let source = self.source;
-        match statement.kind() {
+        match statement.kind_name() {
             "import_statement" => {
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    match name.kind() {
+                    match name.kind_name() {
                         "dotted_name" => {
                             let full = node_text(name, source).to_string();
                             let first = full.split('.').next().unwrap_or("").trim().to_string();
@@ -487,14 +511,14 @@ impl<'t> SemanticModel<'t> {
                 let Some(module) = statement.field("module_name") else {
                     return;
                 };
-                if module.kind() != "dotted_name" {
+                if module.kind_name() != "dotted_name" {
                     return; // relative imports name project modules, not torch
                 }
                 let module_name = compact_dotted(node_text(module, source));
                 self.imported_modules.insert(module_name.clone());
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    let (imported, local) = match name.kind() {
+                    let (imported, local) = match name.kind_name() {
                         "dotted_name" => (name, name),
                         "aliased_import" => {
                             let (Some(imported), Some(alias)) =
@@ -540,8 +564,9 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker before the rules of `node` run.
     pub fn enter(&mut self, node: Node<'t>) {
+        *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
-        match node.kind() {
+        match node.kind_name() {
             "function_definition" => self.enter_function(node),
             "class_definition" => self.enter_class(node),
             "for_statement" | "while_statement" => {
@@ -557,6 +582,7 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker after the subtree of `node` was visited.
     pub fn leave(&mut self, node: Node<'t>) {
+        *self.qualified_name_memo.get_mut() = None;
         if self
             .ancestors
             .last()
@@ -564,7 +590,7 @@ impl<'t> SemanticModel<'t> {
         {
             self.ancestors.pop();
         }
-        match node.kind() {
+        match node.kind_name() {
             "function_definition" => {
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
@@ -639,19 +665,19 @@ impl<'t> SemanticModel<'t> {
         }
         let Some(parent) = self
             .parent(node)
-            .filter(|p| p.kind() == "decorated_definition")
+            .filter(|p| p.kind_name() == "decorated_definition")
         else {
             return false;
         };
         let mut cursor = parent.walk();
         parent
             .named_children(&mut cursor)
-            .filter(|child| child.kind() == "decorator")
+            .filter(|child| child.kind_name() == "decorator")
             .any(|decorator| {
                 let Some(expression) = decorator.named_child(0) else {
                     return false;
                 };
-                let target = if expression.kind() == "call" {
+                let target = if expression.kind_name() == "call" {
                     expression.field("function")
                 } else {
                     Some(expression)
@@ -669,12 +695,12 @@ impl<'t> SemanticModel<'t> {
         let mut cursor = parameters.walk();
         let children: Vec<Node<'_>> = parameters.named_children(&mut cursor).collect();
         for (index, parameter) in children.into_iter().enumerate() {
-            let (name_node, annotation, default) = match parameter.kind() {
+            let (name_node, annotation, default) = match parameter.kind_name() {
                 "identifier" => (Some(parameter), None, None),
                 "typed_parameter" => (
                     parameter
                         .named_child(0)
-                        .filter(|n| n.kind() == "identifier"),
+                        .filter(|n| n.kind_name() == "identifier"),
                     parameter.field("type"),
                     None,
                 ),
@@ -699,7 +725,7 @@ impl<'t> SemanticModel<'t> {
                 } else {
                     Fact::of(ValueKind::Scalar)
                 }
-            } else if default.is_some_and(|d| d.kind() != "none") {
+            } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
             } else if hot {
                 Fact::tensor(Device::Accelerator, origin)
@@ -746,7 +772,7 @@ impl<'t> SemanticModel<'t> {
                 return true;
             }
         }
-        if base.kind() == "identifier"
+        if base.kind_name() == "identifier"
             && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
         {
             return self.classes.get(*index).is_some_and(|c| c.is_module);
@@ -770,7 +796,7 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         let source = self.source;
-        match target.kind() {
+        match target.kind_name() {
             "identifier" => {
                 let name = node_text(target, source);
                 // `except ImportError: xm = None` keeps `xm` meaning the guarded import.
@@ -784,7 +810,7 @@ impl<'t> SemanticModel<'t> {
                 let object = target.field("object");
                 let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
-                    && object.kind() == "identifier"
+                    && object.kind_name() == "identifier"
                     && node_text(object, source) == "self"
                     && let Some(class) = self.current_method_class()
                     && let Some(info) = self.classes.get_mut(class)
@@ -813,7 +839,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `self.register_buffer("name", t)` records a device-following tensor attribute.
     fn leave_expression_statement(&mut self, node: Node<'_>) {
-        let Some(call) = node.named_child(0).filter(|n| n.kind() == "call") else {
+        let Some(call) = node.named_child(0).filter(|n| n.kind_name() == "call") else {
             return;
         };
         let Some((receiver, method)) = syntax::method_call(call) else {
@@ -831,7 +857,7 @@ impl<'t> SemanticModel<'t> {
                 [loss] if node_text(receiver, source).ends_with("accelerator") => Some(*loss),
                 _ => None,
             };
-            if let Some(loss) = loss.filter(|loss| loss.kind() == "identifier")
+            if let Some(loss) = loss.filter(|loss| loss.kind_name() == "identifier")
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
@@ -876,7 +902,7 @@ impl<'t> SemanticModel<'t> {
 
     fn is_training_loop(&self, node: Node<'_>) -> bool {
         let source = self.source;
-        if node.kind() == "for_statement"
+        if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
@@ -910,12 +936,12 @@ impl<'t> SemanticModel<'t> {
         }
         let expr = syntax::unparenthesize(expr);
         let source = self.source;
-        match expr.kind() {
+        match expr.kind_name() {
             "identifier" | "attribute" => {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
-                let last = match expr.kind() {
+                let last = match expr.kind_name() {
                     "attribute" => expr
                         .field("attribute")
                         .map(|n| node_text(n, source))
@@ -935,7 +961,7 @@ impl<'t> SemanticModel<'t> {
                 let name = node_text(function, source);
                 let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
                     || name.ends_with("tqdm");
-                let loader_method = function.kind() == "attribute"
+                let loader_method = function.kind_name() == "attribute"
                     && function
                         .field("attribute")
                         .is_some_and(|a| node_text(a, source) == "per_device_loader");
@@ -982,11 +1008,11 @@ impl<'t> SemanticModel<'t> {
     pub fn enclosing(&self, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
         let mut current = Some(node);
         while let Some(n) = current {
-            if kinds.contains(&n.kind()) {
+            if kinds.contains(&n.kind_name()) {
                 return Some(n);
             }
             if matches!(
-                n.kind(),
+                n.kind_name(),
                 "function_definition" | "class_definition" | "lambda"
             ) {
                 return None;
@@ -1000,13 +1026,26 @@ impl<'t> SemanticModel<'t> {
     /// `F.interpolate` → `torch.nn.functional.interpolate`, `xm.mark_step` →
     /// `torch_xla.core.xla_model.mark_step`. `None` if the root name is not an import.
     pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
-        let parts = syntax::dotted_parts(expr, self.source)?;
-        let (first, rest) = parts.split_first()?;
-        let Some(Binding::Import(module)) = self.lookup(first) else {
+        if let Some((id, answer)) = &*self.qualified_name_memo.borrow()
+            && *id == expr.id()
+        {
+            return answer.clone();
+        }
+        let answer = self.resolve_qualified_name(expr);
+        *self.qualified_name_memo.borrow_mut() = Some((expr.id(), answer.clone()));
+        answer
+    }
+
+    fn resolve_qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        // Most expressions rules ask about are not rooted in an import (`x.view`, `self.proj`):
+        // resolve the root name before allocating the parts.
+        let root = syntax::dotted_root(expr)?;
+        let Some(Binding::Import(module)) = self.lookup(node_text(root, self.source)) else {
             return None;
         };
+        let parts = syntax::dotted_parts(expr, self.source)?;
         let mut qualified = module.clone();
-        for part in rest {
+        for part in &parts[1..] {
             qualified.push('.');
             qualified.push_str(part);
         }
@@ -1088,7 +1127,7 @@ impl<'t> SemanticModel<'t> {
         }
         let source = self.source;
         let origin = Some((expr.start_byte(), expr.end_byte()));
-        match expr.kind() {
+        match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 Some(Binding::Value(fact)) => *fact,
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function) => {
@@ -1184,7 +1223,7 @@ impl<'t> SemanticModel<'t> {
             return Fact::UNKNOWN;
         };
         let attribute = node_text(attribute, source);
-        if object.kind() == "identifier" && node_text(object, source) == "self" {
+        if object.kind_name() == "identifier" && node_text(object, source) == "self" {
             if let Some(class) = self.current_method_class()
                 && let Some(fact) = self
                     .classes
@@ -1232,7 +1271,7 @@ impl<'t> SemanticModel<'t> {
         if let Some(qualified) = self.qualified_name(function) {
             return self.qualified_call_fact(&qualified, arguments, origin, depth);
         }
-        match function.kind() {
+        match function.kind_name() {
             "identifier" => {
                 let name = node_text(function, source);
                 match self.lookup(name) {
@@ -1523,7 +1562,7 @@ impl<'t> SemanticModel<'t> {
         if let Some(text) = syntax::string_value(value, source) {
             return device_from_str(&text);
         }
-        match value.kind() {
+        match value.kind_name() {
             "call" => {
                 let Some((function, arguments)) = syntax::call_parts(value) else {
                     return Device::Unknown;

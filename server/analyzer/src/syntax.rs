@@ -65,24 +65,82 @@ static FIELD_IDS: LazyLock<Vec<u16>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Field access by name without tree-sitter's per-call search of the field table.
+/// The name of every node-kind id of the grammar, looked up once. `Node::kind` asks tree-sitter
+/// for the symbol's C string and then runs `strlen` and UTF-8 validation on it at every call
+/// (about 10% of a full check); a table lookup by `kind_id` gives the same `&'static str`.
+static KIND_NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let language = &*PYTHON;
+    (0..language.node_kind_count())
+        .map(|id| {
+            u16::try_from(id)
+                .ok()
+                .and_then(|id| language.node_kind_for_id(id))
+                .unwrap_or("")
+        })
+        .collect()
+});
+
+/// The index of `name` in [`FIELD_NAMES`]. A `match` rather than a search of the slice so that,
+/// once inlined at a call site with a literal name, it folds to a constant.
+#[inline(always)]
+fn known_field_index(name: &str) -> Option<usize> {
+    Some(match name {
+        "value" => 0,
+        "attribute" => 1,
+        "name" => 2,
+        "right" => 3,
+        "left" => 4,
+        "object" => 5,
+        "function" => 6,
+        "argument" => 7,
+        "condition" => 8,
+        "body" => 9,
+        "operator" => 10,
+        "type" => 11,
+        "parameters" => 12,
+        "module_name" => 13,
+        "key" => 14,
+        "alias" => 15,
+        "superclasses" => 16,
+        "expression" => 17,
+        "definition" => 18,
+        "consequence" => 19,
+        "arguments" => 20,
+        "alternative" => 21,
+        "subscript" => 22,
+        "return_type" => 23,
+        _ => return None,
+    })
+}
+
+/// Cheap node accessors: fields by cached id, kinds from a table.
 ///
 /// `Node::child_by_field_name` resolves the name with a `strncmp` over every field of the
 /// grammar on each call; profiling a full check of diffusers showed that lookup alone at ~30%
 /// of the time. Known names map to cached ids here; others fall back to the slow path.
-pub trait FieldExt<'t> {
+/// `kind_name` is `Node::kind` without its per-call `strlen` and UTF-8 check.
+pub trait NodeExt<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>>;
+    fn kind_name(&self) -> &'t str;
 }
 
-impl<'t> FieldExt<'t> for Node<'t> {
+impl<'t> NodeExt<'t> for Node<'t> {
     #[inline]
     fn field(&self, name: &str) -> Option<Node<'t>> {
-        match FIELD_NAMES.iter().position(|known| *known == name) {
+        match known_field_index(name) {
             Some(index) => match FIELD_IDS[index] {
                 0 => None,
                 id => self.child_by_field_id(id),
             },
             None => self.child_by_field_name(name),
+        }
+    }
+
+    #[inline]
+    fn kind_name(&self) -> &'t str {
+        match KIND_NAMES.get(self.kind_id() as usize) {
+            Some(&name) => name,
+            None => self.kind(),
         }
     }
 }
@@ -104,7 +162,7 @@ pub fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
 
 /// `(function, argument_list)` of a `call` node.
 pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    if call.kind() != "call" {
+    if call.kind_name() != "call" {
         return None;
     }
     let function = call.field("function")?;
@@ -115,7 +173,7 @@ pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// For `recv.method(...)`: `(recv, method name node)`.
 pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let (function, _) = call_parts(call)?;
-    if function.kind() != "attribute" {
+    if function.kind_name() != "attribute" {
         return None;
     }
     Some((function.field("object")?, function.field("attribute")?))
@@ -124,7 +182,7 @@ pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// Name of the called method or function: `c` in `a.b.c(...)`, `f` in `f(...)`.
 pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     let (function, _) = call_parts(call)?;
-    match function.kind() {
+    match function.kind_name() {
         "identifier" => Some(node_text(function, source)),
         "attribute" => Some(node_text(function.field("attribute")?, source)),
         _ => None,
@@ -138,7 +196,7 @@ pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
         .named_children(&mut cursor)
         .filter(|child| {
             !matches!(
-                child.kind(),
+                child.kind_name(),
                 "keyword_argument" | "list_splat" | "dictionary_splat" | "comment"
             )
         })
@@ -150,7 +208,7 @@ pub fn has_splat(arguments: Node<'_>) -> bool {
     let mut cursor = arguments.walk();
     arguments
         .named_children(&mut cursor)
-        .any(|child| matches!(child.kind(), "list_splat" | "dictionary_splat"))
+        .any(|child| matches!(child.kind_name(), "list_splat" | "dictionary_splat"))
 }
 
 /// The `keyword_argument` node named `name` in an `argument_list`.
@@ -158,7 +216,7 @@ pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Op
     let mut cursor = arguments.walk();
     arguments
         .named_children(&mut cursor)
-        .filter(|child| child.kind() == "keyword_argument")
+        .filter(|child| child.kind_name() == "keyword_argument")
         .find(|child| {
             child
                 .field("name")
@@ -184,13 +242,13 @@ pub fn argument<'t>(
 
 /// The value of a plain string literal (no f-string interpolation, no implicit concatenation).
 pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>> {
-    if node.kind() != "string" {
+    if node.kind_name() != "string" {
         return None;
     }
     let mut cursor = node.walk();
     let mut content = None;
     for child in node.named_children(&mut cursor) {
-        match child.kind() {
+        match child.kind_name() {
             "string_start" | "string_end" => {}
             "string_content" if content.is_none() => content = Some(child),
             _ => return None,
@@ -212,7 +270,7 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
     let mut parts = Vec::new();
     let mut current = node;
     for _ in 0..MAX_EXPR_DEPTH {
-        match current.kind() {
+        match current.kind_name() {
             "identifier" => {
                 parts.push(node_text(current, source));
                 parts.reverse();
@@ -228,14 +286,31 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
     None
 }
 
+/// The leading identifier of a dotted expression (`a` in `a.b.c`), without building the parts;
+/// `None` exactly when [`dotted_parts`] is `None`.
+pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node;
+    for _ in 0..MAX_EXPR_DEPTH {
+        match current.kind_name() {
+            "identifier" => return Some(current),
+            "attribute" => {
+                current.field("attribute")?;
+                current = current.field("object")?;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Strips any number of enclosing parentheses.
 pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..MAX_EXPR_DEPTH {
-        if node.kind() != "parenthesized_expression" {
+        if node.kind_name() != "parenthesized_expression" {
             break;
         }
         match node.named_child(0) {
-            Some(inner) if inner.kind() != "comment" => node = inner,
+            Some(inner) if inner.kind_name() != "comment" => node = inner,
             _ => break,
         }
     }
@@ -250,14 +325,14 @@ pub fn has_error(node: Node<'_>) -> bool {
 /// Whether the file's `python`-level boolean literal / None.
 pub fn is_literal_constant(node: Node<'_>) -> bool {
     matches!(
-        node.kind(),
+        node.kind_name(),
         "true" | "false" | "none" | "integer" | "float" | "string" | "concatenated_string"
     )
 }
 
 /// Numeric value of an integer literal like `128`, `0x80` or `1_024`.
 pub fn integer_value(node: Node<'_>, source: &str) -> Option<i64> {
-    if node.kind() != "integer" {
+    if node.kind_name() != "integer" {
         return None;
     }
     let text = node_text(node, source).replace('_', "");
@@ -280,4 +355,44 @@ pub fn line_indent(source: &str, offset: usize) -> &str {
     let rest = &source[line_start..];
     let indent_len = rest.len() - rest.trim_start_matches([' ', '\t']).len();
     &rest[..indent_len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_name_is_kind_for_every_node() {
+        // Keywords that are also node kinds (`lambda`, `type`, `print`), aliases (`match` as an
+        // identifier), comments, strings, errors.
+        let source = "import torch as T\nprint(x)\ntype X = int\nmatch = 1\nf = lambda x: x\n\
+                      # c\nclass A(B):\n    def f(self, a: int = 1) -> None:\n        return f\"{a!r}\"\n\
+                      def g(:\n    exec x\n";
+        let tree = parse(source, None).expect("parses");
+        let mut cursor = tree.walk();
+        let mut seen = 0;
+        'walk: loop {
+            let node = cursor.node();
+            assert_eq!(node.kind_name(), node.kind(), "kind id {}", node.kind_id());
+            seen += 1;
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+            }
+        }
+        assert!(seen > 50, "walked only {seen} nodes");
+    }
+
+    #[test]
+    fn known_field_indices_match_the_field_table() {
+        for (index, name) in FIELD_NAMES.iter().enumerate() {
+            assert_eq!(known_field_index(name), Some(index), "{name}");
+            assert_ne!(FIELD_IDS[index], 0, "{name} is not a field of the grammar");
+        }
+        assert_eq!(known_field_index("no_such_field"), None);
+    }
 }

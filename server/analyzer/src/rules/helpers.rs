@@ -7,7 +7,7 @@ use crate::checker::Context;
 use crate::diagnostic::Edit;
 use crate::semantic::ValueKind;
 use crate::source::detect_line_ending;
-use crate::syntax::{self, FieldExt, node_text};
+use crate::syntax::{self, NodeExt, node_text};
 
 /// Whether `expr` is a tensor for rules about methods that, on anything else, are rare:
 /// a known tensor, or an unknown value in a file that imports torch. Known non-tensors
@@ -28,7 +28,7 @@ pub fn looks_like_numpy<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     if context.fact(expr).kind == ValueKind::NumpyArray {
         return true;
     }
-    if expr.kind() == "call"
+    if expr.kind_name() == "call"
         && let Some(qualified) = context.semantic().call_qualified_name(expr)
     {
         return qualified.starts_with("numpy.");
@@ -58,7 +58,7 @@ pub fn add_import(context: &Context<'_, '_>, import_line: &str) -> Option<Edit> 
     let mut cursor = root.walk();
     let mut insert_after: Option<Node<'_>> = None;
     for statement in root.named_children(&mut cursor) {
-        match statement.kind() {
+        match statement.kind_name() {
             "import_statement" | "import_from_statement" | "future_import_statement" => {
                 insert_after = Some(statement)
             }
@@ -67,7 +67,7 @@ pub fn add_import(context: &Context<'_, '_>, import_line: &str) -> Option<Edit> 
                 // A module docstring stays first.
                 if statement
                     .named_child(0)
-                    .is_some_and(|n| n.kind() == "string")
+                    .is_some_and(|n| n.kind_name() == "string")
                 {
                     insert_after = Some(statement);
                 } else {
@@ -103,7 +103,7 @@ pub fn in_cuda_availability_choice<'t>(context: &Context<'t, '_>, node: Node<'t>
     let Some(parent) = context.parent(node) else {
         return false;
     };
-    if parent.kind() != "conditional_expression" {
+    if parent.kind_name() != "conditional_expression" {
         return false;
     }
     node_text(parent, context.source()).contains("cuda.is_available")
@@ -162,8 +162,8 @@ impl<'t> TorchCall<'t> {
 /// Resolves `call` to a torch function through the file's imports, or to a tensor method when
 /// the receiver is known to be a tensor (unknown receivers are not guessed: `df.median()`,
 /// `statistics.mode(...)` and `self.mode(...)` stay quiet).
-pub fn torch_call<'t>(context: &Context<'_, '_>, call: Node<'t>) -> Option<TorchCall<'t>> {
-    let (function, arguments) = syntax::call_parts(call)?;
+pub fn torch_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<TorchCall<'t>> {
+    let (function, arguments) = context.call_parts(call)?;
     if let Some(name) = context.qualified_name(function) {
         return Some(TorchCall {
             name,
@@ -171,7 +171,7 @@ pub fn torch_call<'t>(context: &Context<'_, '_>, call: Node<'t>) -> Option<Torch
             arguments,
         });
     }
-    let (receiver, method) = syntax::method_call(call)?;
+    let (receiver, method) = context.method_call(call)?;
     if !context.fact(receiver).is_tensor() {
         return None;
     }
@@ -185,7 +185,7 @@ pub fn torch_call<'t>(context: &Context<'_, '_>, call: Node<'t>) -> Option<Torch
 /// The value of a numeric literal such as `2`, `0.5`, `-1` or `(1.0)`.
 pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
     let node = syntax::unparenthesize(node);
-    match node.kind() {
+    match node.kind_name() {
         "integer" => syntax::integer_value(node, source).map(|v| v as f64),
         "float" => node_text(node, source).replace('_', "").parse().ok(),
         "unary_operator" => {
@@ -203,7 +203,7 @@ pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
 
 /// `True` / `False` literals.
 pub fn literal_bool(node: Node<'_>) -> Option<bool> {
-    match syntax::unparenthesize(node).kind() {
+    match syntax::unparenthesize(node).kind_name() {
         "true" => Some(true),
         "false" => Some(false),
         _ => None,
@@ -214,11 +214,11 @@ pub fn literal_bool(node: Node<'_>) -> Option<bool> {
 /// `None` when any element is not a literal.
 pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     let node = syntax::unparenthesize(node);
-    match node.kind() {
+    match node.kind_name() {
         "tuple" | "list" => {
             let mut cursor = node.walk();
             node.named_children(&mut cursor)
-                .filter(|child| child.kind() != "comment")
+                .filter(|child| child.kind_name() != "comment")
                 .map(|child| literal_number(child, source))
                 .collect()
         }
@@ -228,7 +228,7 @@ pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
 
 /// The torch dtype an expression names, canonicalised: `torch.double` → `"float64"`,
 /// `torch.half` → `"float16"`. `None` for anything that is not `torch.<dtype>`.
-pub fn torch_dtype(context: &Context<'_, '_>, expr: Node<'_>) -> Option<&'static str> {
+pub fn torch_dtype<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<&'static str> {
     let qualified = context.qualified_name(syntax::unparenthesize(expr))?;
     let name = qualified.strip_prefix("torch.")?;
     Some(match name {
@@ -251,13 +251,13 @@ pub fn torch_dtype(context: &Context<'_, '_>, expr: Node<'_>) -> Option<&'static
 /// Whether `expr` is visibly on the host: a tensor the index places on the CPU (a factory
 /// without `device=`, `torch.from_numpy`), or an explicit `.cpu()` / `.to("cpu")`. An op on such
 /// a value is not a TPU CPU fallback.
-pub fn is_on_host(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+pub fn is_on_host<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
     let fact = context.fact(expr);
     if fact.is_tensor() && fact.device == crate::semantic::Device::Cpu {
         return true;
     }
-    let Some((_, method)) = syntax::method_call(expr) else {
+    let Some((_, method)) = context.method_call(expr) else {
         return false;
     };
     match context.text(method) {
@@ -267,8 +267,8 @@ pub fn is_on_host(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
     }
 }
 
-fn first_argument_is_cpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+fn first_argument_is_cpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return false;
     };
     syntax::argument(arguments, 0, "device", context.source())
@@ -282,7 +282,7 @@ fn first_argument_is_cpu(context: &Context<'_, '_>, call: Node<'_>) -> bool {
 pub fn in_branch_testing<'t>(context: &Context<'t, '_>, node: Node<'t>, markers: &[&str]) -> bool {
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        let condition = match ancestor.kind() {
+        let condition = match ancestor.kind_name() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
             "if_statement" | "elif_clause" | "while_statement" => ancestor.field("condition"),
             "conditional_expression" => ancestor.named_child(1),

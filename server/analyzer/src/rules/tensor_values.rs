@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::semantic::ValueKind;
-use crate::syntax::{self, FieldExt, node_text};
+use crate::syntax::{self, NodeExt, node_text};
 
 /// How deep the predicates below follow names and sub-expressions.
 const MAX_DEPTH: usize = 6;
@@ -135,7 +135,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
     if !fact.is_tensor() {
         return false;
     }
-    match expr.kind() {
+    match expr.kind_name() {
         "identifier" => {
             let Some(origin) = fact.origin_range() else {
                 return false;
@@ -150,7 +150,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
                 return matches!(
-                    parameter.kind(),
+                    parameter.kind_name(),
                     "typed_parameter" | "typed_default_parameter"
                 ) && parameter
                     .field("type")
@@ -164,7 +164,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             node.byte_range() != expr.byte_range() && confident(context, node, depth + 1)
         }
         "call" => {
-            if let Some((receiver, method)) = syntax::method_call(expr) {
+            if let Some((receiver, method)) = context.method_call(expr) {
                 let receiver_fact = context.fact(receiver);
                 if receiver_fact.is_tensor() {
                     return confident(context, receiver, depth + 1)
@@ -240,7 +240,7 @@ fn enclosing_parameter<'t>(
 pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut current = context.parent(node);
     while let Some(parent) = current {
-        match parent.kind() {
+        match parent.kind_name() {
             "raise_statement" => return true,
             "block" | "function_definition" | "module" => return false,
             _ => current = context.parent(parent),
@@ -251,7 +251,7 @@ pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool
 
 /// Whether `node` is `x` in `x.backward()` or `loss` in `accelerator.backward(loss)` (read from
 /// the text: `node` is usually far from the current node).
-fn is_backward_operand(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+fn is_backward_operand<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let source = context.source();
     let after = source.get(node.end_byte()..).unwrap_or("");
     let before = source.get(..node.start_byte()).unwrap_or("");
@@ -293,7 +293,7 @@ fn compares_with_python_literal(comparison: Node<'_>) -> bool {
     let mut cursor = comparison.walk();
     comparison.named_children(&mut cursor).any(|operand| {
         matches!(
-            operand.kind(),
+            operand.kind_name(),
             "string" | "concatenated_string" | "none" | "list" | "tuple" | "dictionary"
         )
     })
@@ -310,7 +310,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
         return false;
     }
     let expr = syntax::unparenthesize(expr);
-    match expr.kind() {
+    match expr.kind_name() {
         // A guessed parameter is enough here: the caller already knows the indexed value is a
         // tensor, and `x[x > 0]` compares that same kind of value.
         "comparison_operator" => {
@@ -349,7 +349,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
 }
 
 fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return false;
     };
     if let Some(qualified) = context.qualified_name(function) {
@@ -364,12 +364,13 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
                 "zeros" | "ones" | "empty" | "full" | "zeros_like" | "ones_like" | "empty_like"
             )
         {
-            return syntax::keyword_arg(arguments, "dtype", context.source())
+            return context
+                .keyword_arg(arguments, "dtype")
                 .is_some_and(|dtype| context.text(dtype).ends_with("bool"));
         }
         return false;
     }
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return false;
     };
     if !context.fact(receiver).is_tensor() {
@@ -382,7 +383,7 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     if method == "to" {
         return syntax::positional_args(arguments)
             .first()
-            .or(syntax::keyword_arg(arguments, "dtype", context.source()).as_ref())
+            .or(context.keyword_arg(arguments, "dtype").as_ref())
             .is_some_and(|dtype| context.text(*dtype).ends_with("bool"));
     }
     false
@@ -419,9 +420,9 @@ pub fn last_assignment_value<'t>(
         if visited > 20_000 || node.start_byte() >= at.start_byte() {
             continue;
         }
-        if node.kind() == "assignment"
+        if node.kind_name() == "assignment"
             && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-            && left.kind() == "identifier"
+            && left.kind_name() == "identifier"
             && node_text(left, context.source()) == name
             && node.end_byte() <= at.start_byte()
             && best.is_none_or(|b| b.start_byte() < right.start_byte())
@@ -430,10 +431,10 @@ pub fn last_assignment_value<'t>(
         }
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            if matches!(
-                child.kind(),
-                "function_definition" | "class_definition" | "lambda"
-            ) {
+            let kind = child.kind_name();
+            if matches!(kind, "function_definition" | "class_definition" | "lambda")
+                || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
+            {
                 continue;
             }
             stack.push(child);
@@ -441,6 +442,37 @@ pub fn last_assignment_value<'t>(
     }
     best
 }
+
+/// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
+/// assignments occur only in expression statements and on the right of other assignments.
+/// `last_assignment_value` does not descend into them (most of a function body's nodes).
+const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
+    "call",
+    "argument_list",
+    "attribute",
+    "identifier",
+    "string",
+    "concatenated_string",
+    "integer",
+    "float",
+    "subscript",
+    "binary_operator",
+    "unary_operator",
+    "comparison_operator",
+    "boolean_operator",
+    "not_operator",
+    "list",
+    "tuple",
+    "dictionary",
+    "set",
+    "parenthesized_expression",
+    "conditional_expression",
+    "list_comprehension",
+    "dictionary_comprehension",
+    "set_comprehension",
+    "generator_expression",
+    "keyword_argument",
+];
 
 /// The innermost function definition containing `offset`, found by descending from `root`.
 fn function_containing(root: Node<'_>, offset: usize) -> Option<Node<'_>> {
@@ -454,7 +486,7 @@ fn function_containing(root: Node<'_>, offset: usize) -> Option<Node<'_>> {
         if node.start_byte() > offset {
             break;
         }
-        if node.kind() == "function_definition" {
+        if node.kind_name() == "function_definition" {
             found = Some(node);
         }
     }
@@ -474,7 +506,7 @@ pub fn tensor_method_call<'t>(
     call: Node<'t>,
     names: &[&str],
 ) -> Option<(Node<'t>, &'t str)> {
-    let (receiver, method) = syntax::method_call(call)?;
+    let (receiver, method) = context.method_call(call)?;
     let method = context.text(method);
     if !names.contains(&method) {
         return None;
@@ -490,7 +522,7 @@ pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     let mut cursor = string.walk();
     for child in string.named_children(&mut cursor) {
-        if child.kind() == "interpolation"
+        if child.kind_name() == "interpolation"
             && let Some(expression) = child.field("expression")
         {
             out.push(expression);

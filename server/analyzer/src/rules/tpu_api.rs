@@ -8,6 +8,7 @@ use crate::checker::Context;
 use crate::diagnostic::Edit;
 use crate::rules::helpers;
 use crate::semantic::Backend;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 /// Source text that names the TPU device of `backend`, plus the edits (imports) it needs in this
@@ -74,7 +75,10 @@ pub fn add_torch_xla_import(context: &Context<'_, '_>, import_line: &str) -> Opt
         if visited > 50_000 {
             break;
         }
-        if matches!(node.kind(), "import_statement" | "import_from_statement") {
+        if matches!(
+            node.kind_name(),
+            "import_statement" | "import_from_statement"
+        ) {
             let text = node_text(node, source);
             let names_torch_xla = text
                 .split([' ', ',', '\n', '\t', '('])
@@ -98,7 +102,7 @@ pub fn add_torch_xla_import(context: &Context<'_, '_>, import_line: &str) -> Opt
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
         for child in children.into_iter().rev() {
             if matches!(
-                child.kind(),
+                child.kind_name(),
                 "import_statement"
                     | "import_from_statement"
                     | "if_statement"
@@ -156,7 +160,7 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
     let mut cursor = arguments.walk();
     let last = arguments
         .named_children(&mut cursor)
-        .filter(|child| child.kind() != "comment")
+        .filter(|child| child.kind_name() != "comment")
         .last();
     match last {
         Some(last) => Edit::insert(last.end_byte(), format!(", {text}")),
@@ -168,12 +172,16 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
 }
 
 /// An edit deleting one argument together with the comma that separates it from its neighbour.
-pub fn remove_argument(context: &Context<'_, '_>, arguments: Node<'_>, argument: Node<'_>) -> Edit {
+pub fn remove_argument<'t>(
+    context: &Context<'t, '_>,
+    arguments: Node<'t>,
+    argument: Node<'t>,
+) -> Edit {
     let source = context.source();
     let mut cursor = arguments.walk();
     let children: Vec<Node<'_>> = arguments
         .named_children(&mut cursor)
-        .filter(|child| child.kind() != "comment")
+        .filter(|child| child.kind_name() != "comment")
         .collect();
     let position = children
         .iter()
@@ -212,15 +220,15 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
     let mut child = node;
     let mut current = context.parent(node);
     while let Some(parent) = current {
-        match parent.kind() {
+        match parent.kind_name() {
             "if_statement" | "elif_clause" | "while_statement" => {
-                if let Some(condition) = parent.child_by_field_name("condition")
+                if let Some(condition) = parent.field("condition")
                     && condition.id() != child.id()
                     && mentions_cuda(node_text(condition, source))
                 {
                     return true;
                 }
-                if parent.kind() == "elif_clause"
+                if parent.kind_name() == "elif_clause"
                     && let Some(if_statement) = context.parent(parent)
                     && earlier_conditions_mention(if_statement, parent, source)
                 {
@@ -236,7 +244,7 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
                 }
             }
             "boolean_operator" => {
-                if let Some(left) = parent.child_by_field_name("left")
+                if let Some(left) = parent.field("left")
                     && left.id() != child.id()
                     && mentions_cuda(node_text(left, source))
                 {
@@ -245,7 +253,7 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
             }
             "else_clause" => {
                 if let Some(if_statement) = context.parent(parent)
-                    && if_statement.kind() == "if_statement"
+                    && if_statement.kind_name() == "if_statement"
                     && earlier_conditions_mention(if_statement, parent, source)
                 {
                     return true;
@@ -256,7 +264,7 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
             }
             "function_definition" | "class_definition" => {
                 let name = parent
-                    .child_by_field_name("name")
+                    .field("name")
                     .map(|n| node_text(n, source))
                     .unwrap_or("");
                 if name.to_ascii_lowercase().contains("cuda") {
@@ -265,12 +273,12 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
                 // `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`.
                 if let Some(decorated) = context
                     .parent(parent)
-                    .filter(|p| p.kind() == "decorated_definition")
+                    .filter(|p| p.kind_name() == "decorated_definition")
                 {
                     let mut cursor = decorated.walk();
                     let cuda_decorator = decorated
                         .named_children(&mut cursor)
-                        .filter(|c| c.kind() == "decorator")
+                        .filter(|c| c.kind_name() == "decorator")
                         .any(|d| mentions_cuda(node_text(d, source)));
                     if cuda_decorator {
                         return true;
@@ -288,13 +296,13 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
 /// Whether a condition of `if_statement` before `branch` asks about CUDA or handles a TPU.
 fn earlier_conditions_mention(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> bool {
     let mut cursor = if_statement.walk();
-    let mut conditions = vec![if_statement.child_by_field_name("condition")];
+    let mut conditions = vec![if_statement.field("condition")];
     for clause in if_statement.named_children(&mut cursor) {
         if clause.id() == branch.id() {
             break;
         }
-        if clause.kind() == "elif_clause" {
-            conditions.push(clause.child_by_field_name("condition"));
+        if clause.kind_name() == "elif_clause" {
+            conditions.push(clause.field("condition"));
         }
     }
     conditions.into_iter().flatten().any(|condition| {
@@ -315,26 +323,26 @@ fn follows_early_exit_on_cuda_check(block: Node<'_>, child: Node<'_>, source: &s
         if statement.id() == child.id() || statement.start_byte() >= child.start_byte() {
             return false;
         }
-        if statement.kind() != "if_statement" {
+        if statement.kind_name() != "if_statement" {
             continue;
         }
-        let Some(condition) = statement.child_by_field_name("condition") else {
+        let Some(condition) = statement.field("condition") else {
             continue;
         };
         if !mentions_cuda(node_text(condition, source)) {
             continue;
         }
         let exits = statement
-            .child_by_field_name("consequence")
+            .field("consequence")
             .and_then(|body| {
                 let mut body_cursor = body.walk();
                 body.named_children(&mut body_cursor)
-                    .filter(|s| s.kind() != "comment")
+                    .filter(|s| s.kind_name() != "comment")
                     .last()
             })
             .is_some_and(|last| {
                 matches!(
-                    last.kind(),
+                    last.kind_name(),
                     "return_statement" | "raise_statement" | "continue_statement"
                 )
             });

@@ -8,6 +8,7 @@ use crate::diagnostic::{Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -74,7 +75,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             if syntax::has_splat(arguments) {
                 return;
             }
-            match syntax::keyword_arg(arguments, "backend", source) {
+            match context.keyword_arg(arguments, "backend") {
                 None => {
                     let edit =
                         tpu_api::insert_argument(arguments, &format!("backend=\"{wanted}\""));
@@ -136,10 +137,10 @@ pub(crate) struct CompileSite<'t> {
 impl<'t> CompileSite<'t> {
     /// `torch.compile(...)` calls and bare `@torch.compile` decorators (not `@torch.compile(...)`,
     /// whose call is visited on its own).
-    pub fn find(context: &Context<'_, '_>, node: Node<'t>) -> Option<CompileSite<'t>> {
-        match node.kind() {
+    pub fn find(context: &Context<'t, '_>, node: Node<'t>) -> Option<CompileSite<'t>> {
+        match node.kind_name() {
             "call" => {
-                let (function, arguments) = syntax::call_parts(node)?;
+                let (function, arguments) = context.call_parts(node)?;
                 (context.qualified_name(function).as_deref() == Some("torch.compile")).then_some(
                     CompileSite {
                         callee: function,
@@ -149,7 +150,7 @@ impl<'t> CompileSite<'t> {
             }
             "decorator" => {
                 let expression = node.named_child(0)?;
-                if !matches!(expression.kind(), "attribute" | "identifier") {
+                if !matches!(expression.kind_name(), "attribute" | "identifier") {
                     return None;
                 }
                 (context.qualified_name(expression).as_deref() == Some("torch.compile")).then_some(

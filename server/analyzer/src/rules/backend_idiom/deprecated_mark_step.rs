@@ -6,7 +6,6 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{DiagnosticTag, Edit, Fix};
 use crate::rules::tpu_api;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -56,7 +55,7 @@ declare_rule! {
 
 /// TPU601
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     if context.qualified_name(function).as_deref() != Some("torch_xla.core.xla_model.mark_step") {

@@ -50,7 +50,7 @@ declare_rule! {
 
 /// TPU602
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     if context.qualified_name(function).as_deref() != Some("torch_xla.core.xla_model.xla_device") {

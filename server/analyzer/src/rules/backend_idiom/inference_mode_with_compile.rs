@@ -6,7 +6,8 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::semantic::{Backend, HotPath};
-use crate::syntax::{self, node_text};
+use crate::syntax::NodeExt;
+use crate::syntax::node_text;
 
 declare_rule! {
     /// ## What it does
@@ -61,8 +62,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(expression) = node.named_child(0) else {
         return;
     };
-    let callee = if expression.kind() == "call" {
-        match syntax::call_parts(expression) {
+    let callee = if expression.kind_name() == "call" {
+        match context.call_parts(expression) {
             Some((function, _)) => function,
             None => return,
         }
@@ -72,14 +73,14 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.qualified_name(callee).as_deref() != Some("torch.inference_mode") {
         return;
     }
-    let applies = match node.kind() {
+    let applies = match node.kind_name() {
         "decorator" => decorates_compiled_function(context, node),
         _ => context.hot_path() == Some(HotPath::Compiled),
     };
     if !applies {
         return;
     }
-    let Some(attribute) = callee.child_by_field_name("attribute").or(Some(callee)) else {
+    let Some(attribute) = callee.field("attribute").or(Some(callee)) else {
         return;
     };
     context
@@ -91,7 +92,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         "Replace with `no_grad`",
         vec![Edit::replace(
             attribute.byte_range(),
-            if attribute.kind() == "identifier" && callee.kind() == "identifier" {
+            if attribute.kind_name() == "identifier" && callee.kind_name() == "identifier" {
                 // `from torch import inference_mode`: keep the spelling local.
                 "torch.no_grad"
             } else {
@@ -104,7 +105,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
     let Some(definition) = context
         .parent(decorator)
-        .filter(|p| p.kind() == "decorated_definition")
+        .filter(|p| p.kind_name() == "decorated_definition")
     else {
         return false;
     };
@@ -112,13 +113,13 @@ fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t
     let mut cursor = definition.walk();
     let compiled_decorator = definition
         .named_children(&mut cursor)
-        .filter(|c| c.kind() == "decorator" && c.id() != decorator.id())
+        .filter(|c| c.kind_name() == "decorator" && c.id() != decorator.id())
         .any(|d| {
             let Some(expression) = d.named_child(0) else {
                 return false;
             };
-            let target = if expression.kind() == "call" {
-                expression.child_by_field_name("function")
+            let target = if expression.kind_name() == "call" {
+                expression.field("function")
             } else {
                 Some(expression)
             };
@@ -127,8 +128,8 @@ fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t
                 .is_some_and(|q| q == "torch.compile")
         });
     let name = definition
-        .child_by_field_name("definition")
-        .and_then(|d| d.child_by_field_name("name"))
+        .field("definition")
+        .and_then(|d| d.field("name"))
         .map(|n| node_text(n, source))
         .unwrap_or("");
     compiled_decorator || context.semantic().is_compiled_name(name)

@@ -80,7 +80,7 @@ const REDUCERS: &[&str] = &[
 
 /// TPU606
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
     if context.text(method) != "step"
@@ -89,7 +89,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     if arguments.named_child_count() != 0 {
@@ -122,7 +122,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     ));
 }
 
-fn is_optimizer(context: &Context<'_, '_>, receiver: Node<'_>) -> bool {
+fn is_optimizer<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> bool {
     let fact = context.fact(receiver);
     if fact.kind == ValueKind::Optimizer {
         return true;

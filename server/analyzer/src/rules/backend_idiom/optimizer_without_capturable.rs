@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::Fix;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -73,19 +74,20 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !STATEFUL.contains(&name) {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    let source = context.source();
     if syntax::has_splat(arguments)
-        || syntax::keyword_arg(arguments, "capturable", source).is_some_and(|v| v.kind() == "true")
+        || context
+            .keyword_arg(arguments, "capturable")
+            .is_some_and(|v| v.kind_name() == "true")
     {
         return;
     }
     if !compiles_optimizer_step(context) {
         return;
     }
-    let fix = match syntax::keyword_arg(arguments, "capturable", source) {
+    let fix = match context.keyword_arg(arguments, "capturable") {
         Some(value) => Fix::unsafe_edit(
             "Set `capturable=True`",
             vec![crate::diagnostic::Edit::replace(value.byte_range(), "True")],
@@ -115,16 +117,16 @@ fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
             return false;
         }
         // A decorated function is judged at its `decorated_definition` (decorators + body).
-        let (function, decorated) = match node.kind() {
+        let (function, decorated) = match node.kind_name() {
             "decorated_definition" => {
                 let mut cursor = node.walk();
                 let decorated = node
                     .named_children(&mut cursor)
-                    .filter(|c| c.kind() == "decorator")
+                    .filter(|c| c.kind_name() == "decorator")
                     .any(|d| node_text(d, source).contains("compile"));
                 (
-                    node.child_by_field_name("definition")
-                        .filter(|d| d.kind() == "function_definition"),
+                    node.field("definition")
+                        .filter(|d| d.kind_name() == "function_definition"),
                     decorated,
                 )
             }
@@ -133,7 +135,7 @@ fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
         };
         if let Some(function) = function {
             let name = function
-                .child_by_field_name("name")
+                .field("name")
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let compiled = decorated || semantic.is_compiled_name(name);
@@ -144,7 +146,7 @@ fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
         let mut cursor = node.walk();
         stack.extend(node.named_children(&mut cursor).filter(|c| {
             matches!(
-                c.kind(),
+                c.kind_name(),
                 "module"
                     | "block"
                     | "class_definition"

@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::device_placement::factory_then_move::is_device_expression;
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, Device, ValueKind};
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -67,9 +68,9 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         return;
     }
     let (Some(target), Some(iterable), Some(body)) = (
-        loop_node.child_by_field_name("left"),
-        loop_node.child_by_field_name("right"),
-        loop_node.child_by_field_name("body"),
+        loop_node.field("left"),
+        loop_node.field("right"),
+        loop_node.field("body"),
     ) else {
         return;
     };
@@ -90,15 +91,15 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
 }
 
 /// The loader expression of `for … in loader` / `enumerate(loader)` / `tqdm(loader)`.
-fn loader_of<'t>(context: &Context<'_, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
+fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
     let source = context.source();
     let mut expr = syntax::unparenthesize(iterable);
-    if expr.kind() == "call" {
-        let name = syntax::callee_name(expr, source)?;
+    if expr.kind_name() == "call" {
+        let name = context.callee_name(expr)?;
         if !matches!(name, "enumerate" | "tqdm" | "iter") {
             return None;
         }
-        let (_, arguments) = syntax::call_parts(expr)?;
+        let (_, arguments) = context.call_parts(expr)?;
         expr = *syntax::positional_args(arguments).first()?;
     }
     let fact = context.fact(expr);
@@ -117,10 +118,10 @@ fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut names = Vec::new();
     let mut stack = vec![target];
     while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" {
+        if node.kind_name() == "identifier" {
             names.push(node_text(node, source));
         } else if matches!(
-            node.kind(),
+            node.kind_name(),
             "pattern_list"
                 | "tuple_pattern"
                 | "list_pattern"
@@ -145,21 +146,22 @@ fn moves_a_batch(context: &Context<'_, '_>, body: Node<'_>, names: &[&str]) -> b
         if visited > 5_000 {
             return false;
         }
-        if node.kind() == "call"
-            && let Some((receiver, method)) = syntax::method_call(node)
+        if node.kind_name() == "call"
+            && let Some((receiver, method)) = context.method_call(node)
             && node_text(method, source) == "to"
-            && let Some((_, arguments)) = syntax::call_parts(node)
+            && let Some((_, arguments)) = context.call_parts(node)
         {
             let mut base = receiver;
-            while base.kind() == "subscript" {
-                match base.child_by_field_name("value") {
+            while base.kind_name() == "subscript" {
+                match base.field("value") {
                     Some(value) => base = value,
                     None => break,
                 }
             }
-            let device = syntax::keyword_arg(arguments, "device", source)
+            let device = context
+                .keyword_arg(arguments, "device")
                 .or_else(|| syntax::positional_args(arguments).first().copied());
-            if base.kind() == "identifier"
+            if base.kind_name() == "identifier"
                 && names.contains(&node_text(base, source))
                 && device.is_some_and(|d| is_device_expression(context, d))
             {
@@ -167,7 +169,7 @@ fn moves_a_batch(context: &Context<'_, '_>, body: Node<'_>, names: &[&str]) -> b
             }
         }
         if matches!(
-            node.kind(),
+            node.kind_name(),
             "function_definition" | "class_definition" | "for_statement" | "while_statement"
         ) && node.id() != body.id()
         {

@@ -9,6 +9,7 @@ use crate::rules::backend_idiom::compile_without_tpu_backend::CompileSite;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -56,13 +57,12 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(site) = CompileSite::find(context, node) else {
         return;
     };
-    let source = context.source();
     match site.arguments {
         Some(arguments) => {
             if syntax::has_splat(arguments) {
                 return;
             }
-            match syntax::keyword_arg(arguments, "dynamic", source) {
+            match context.keyword_arg(arguments, "dynamic") {
                 None => {
                     let edit = tpu_api::insert_argument(arguments, "dynamic=False");
                     context
@@ -72,8 +72,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                         )
                         .fix = Some(Fix::unsafe_edit("Add `dynamic=False`", vec![edit]));
                 }
-                Some(value) if value.kind() != "false" => {
-                    let message = if value.kind() == "true" {
+                Some(value) if value.kind_name() != "false" => {
+                    let message = if value.kind_name() == "true" {
                         "TorchTPU `torch.compile` raises with `dynamic=True`".to_string()
                     } else {
                         format!(

@@ -4,6 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::syntax::NodeExt;
 use crate::syntax::node_text;
 
 declare_rule! {
@@ -45,14 +46,14 @@ declare_rule! {
 fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     let source = context.source();
     let mut modules = Vec::new();
-    if let Some(module) = statement.child_by_field_name("module_name") {
+    if let Some(module) = statement.field("module_name") {
         modules.push(module);
     }
-    if statement.kind() == "import_statement" {
+    if statement.kind_name() == "import_statement" {
         let mut cursor = statement.walk();
         for name in statement.children_by_field_name("name", &mut cursor) {
-            let module = if name.kind() == "aliased_import" {
-                name.child_by_field_name("name")
+            let module = if name.kind_name() == "aliased_import" {
+                name.field("name")
             } else {
                 Some(name)
             };
@@ -67,7 +68,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         let internal = text == "torch_tpu._internal" || text.starts_with("torch_tpu._internal.");
         // `from torch_tpu import _internal`
         let from_internal = text == "torch_tpu"
-            && statement.kind() == "import_from_statement"
+            && statement.kind_name() == "import_from_statement"
             && node_text(statement, source).contains("_internal");
         if internal || from_internal {
             context.report(

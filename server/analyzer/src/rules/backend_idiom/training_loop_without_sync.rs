@@ -8,6 +8,7 @@ use crate::diagnostic::{Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::source::detect_line_ending;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -87,7 +88,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         return;
     }
     let source = context.source();
-    let Some(body) = loop_node.child_by_field_name("body") else {
+    let Some(body) = loop_node.field("body") else {
         return;
     };
     let body_text = node_text(body, source);
@@ -139,7 +140,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         let mut cursor = body.walk();
         let last = body
             .named_children(&mut cursor)
-            .filter(|child| child.kind() != "comment")
+            .filter(|child| child.kind_name() != "comment")
             .last();
         let first = body.named_child(0);
         match (first, last) {
@@ -169,7 +170,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
 }
 
 /// Whether the body calls a function of this file whose own text contains a barrier.
-fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
+fn calls_syncing_helper<'t>(context: &Context<'t, '_>, body: Node<'t>) -> bool {
     let source = context.source();
     let mut stack = vec![body];
     let mut called = Vec::new();
@@ -179,8 +180,8 @@ fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
         if visited > 5_000 {
             return true; // too big to tell: stay quiet
         }
-        if node.kind() == "call"
-            && let Some(name) = syntax::callee_name(node, source)
+        if node.kind_name() == "call"
+            && let Some(name) = context.callee_name(node)
         {
             called.push(name);
         }
@@ -190,9 +191,9 @@ fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
     let root = context.root();
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        if node.kind() == "function_definition" {
+        if node.kind_name() == "function_definition" {
             let name = node
-                .child_by_field_name("name")
+                .field("name")
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             if called.contains(&name) {
@@ -203,7 +204,7 @@ fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
             }
         }
         if matches!(
-            node.kind(),
+            node.kind_name(),
             "module"
                 | "class_definition"
                 | "block"
@@ -221,13 +222,13 @@ fn calls_syncing_helper(context: &Context<'_, '_>, body: Node<'_>) -> bool {
 /// pass an `MpDeviceLoader`, which syncs at every step.
 fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> bool {
     let source = context.source();
-    let Some(iterable) = loop_node.child_by_field_name("right") else {
+    let Some(iterable) = loop_node.field("right") else {
         return false;
     };
     // `enumerate(loader)` / `tqdm(loader)`: look inside.
     let mut iterable = syntax::unparenthesize(iterable);
-    if iterable.kind() == "call"
-        && let Some((_, arguments)) = syntax::call_parts(iterable)
+    if iterable.kind_name() == "call"
+        && let Some((_, arguments)) = context.call_parts(iterable)
         && let Some(first) = syntax::positional_args(arguments).first()
     {
         iterable = *first;
@@ -240,8 +241,8 @@ fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> boo
     };
     let mut current = context.parent(loop_node);
     while let Some(node) = current {
-        if node.kind() == "function_definition" {
-            let Some(parameters) = node.child_by_field_name("parameters") else {
+        if node.kind_name() == "function_definition" {
+            let Some(parameters) = node.field("parameters") else {
                 return false;
             };
             return node_text(parameters, source)

@@ -6,7 +6,6 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -45,8 +44,9 @@ declare_rule! {
 }
 
 /// TPU203
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
-    if !syntax::callee_name(call, context.source())
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if !context
+        .callee_name(call)
         .is_some_and(|name| matches!(name, "ctc_loss" | "CTCLoss"))
     {
         return;
@@ -54,7 +54,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let Some(target) = helpers::torch_call(context, call) else {
         return;
     };
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     let (message, severity) = match target.name.as_str() {

@@ -56,14 +56,15 @@ const POOLS: &[(&str, usize)] = &[
 ];
 
 /// TPU212
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if !syntax::callee_name(call, source)
+    if !context
+        .callee_name(call)
         .is_some_and(|name| name.starts_with("max_pool") || name.starts_with("MaxPool"))
     {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(qualified) = context.qualified_name(function) else {

@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::rules::helpers;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -48,9 +49,10 @@ declare_rule! {
 }
 
 /// TPU209
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if !syntax::callee_name(call, source)
+    if !context
+        .callee_name(call)
         .is_some_and(|name| matches!(name, "EmbeddingBag" | "embedding_bag" | "from_pretrained"))
     {
         return;
@@ -64,13 +66,18 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         _ => return,
     };
     let arguments = target.arguments;
-    let mode = syntax::keyword_arg(arguments, "mode", source)
+    let mode = context
+        .keyword_arg(arguments, "mode")
         .and_then(|m| syntax::string_value(m, source).map(|m| m.into_owned()));
     let flag_set = |name: &str| {
-        syntax::keyword_arg(arguments, name, source).and_then(helpers::literal_bool) == Some(true)
+        context
+            .keyword_arg(arguments, name)
+            .and_then(helpers::literal_bool)
+            == Some(true)
     };
-    let has_padding = syntax::keyword_arg(arguments, "padding_idx", source)
-        .is_some_and(|value| value.kind() != "none");
+    let has_padding = context
+        .keyword_arg(arguments, "padding_idx")
+        .is_some_and(|value| value.kind_name() != "none");
     // `**kwargs` may carry any mode: only the training-path reason is certain.
     let inference_reason = if syntax::has_splat(arguments) {
         None
@@ -102,7 +109,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         context.hot_path_severity()
     };
     let range = call
-        .child_by_field_name("function")
+        .field("function")
         .map_or(call.byte_range(), |f| f.byte_range());
     context.report(range, message).severity = severity;
 }

@@ -49,7 +49,7 @@ declare_rule! {
 }
 
 /// TPU204
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(target) = helpers::torch_call(context, call) else {
         return;
     };

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -55,8 +54,9 @@ const GRID_SAMPLE_NAMES: &[&str] = &[
 ];
 
 /// TPU201
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
-    if syntax::callee_name(call, context.source())
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if context
+        .callee_name(call)
         .is_none_or(|name| !name.starts_with("grid_sampl"))
     {
         return;

@@ -5,7 +5,8 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
-use crate::syntax::{self, node_text};
+use crate::syntax::NodeExt;
+use crate::syntax::node_text;
 
 declare_rule! {
     /// ## What it does
@@ -53,12 +54,12 @@ declare_rule! {
 }
 
 /// TPU210
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("weight_norm") {
+    if context.callee_name(call) != Some("weight_norm") {
         return;
     }
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     if context.qualified_name(function).as_deref() != Some("torch.nn.utils.weight_norm") {
@@ -68,8 +69,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         "`{}` runs `_weight_norm_interface` on the CPU every forward pass; use `parametrizations.weight_norm`",
         context.text(function)
     );
-    let fix = (function.kind() == "attribute")
-        .then(|| function.child_by_field_name("attribute"))
+    let fix = (function.kind_name() == "attribute")
+        .then(|| function.field("attribute"))
         .flatten()
         .filter(|attribute| node_text(*attribute, source) == "weight_norm")
         .map(|attribute| {

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -49,9 +49,9 @@ declare_rule! {
 }
 
 /// TPU208
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("multinomial") {
+    if context.callee_name(call) != Some("multinomial") {
         return;
     }
     let Some(target) = helpers::torch_call(context, call) else {
@@ -84,7 +84,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     );
     let severity = context.hot_path_severity();
     let range = call
-        .child_by_field_name("function")
+        .field("function")
         .map_or(call.byte_range(), |f| f.byte_range());
     context.report(range, message).severity = severity;
 }

@@ -6,7 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
 use crate::semantic::Device;
-use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -83,17 +83,17 @@ const FACTORIES: &[&str] = &[
 ];
 
 /// TPU207
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     let Some(arguments) = helpers::arguments(call) else {
         return;
     };
-    let Some(generator) = syntax::keyword_arg_node(arguments, "generator", source) else {
+    let Some(generator) = context.keyword_arg_node(arguments, "generator") else {
         return;
     };
     let Some(generator_value) = generator
-        .child_by_field_name("value")
-        .filter(|value| value.kind() != "none")
+        .field("value")
+        .filter(|value| value.kind_name() != "none")
     else {
         return;
     };
@@ -105,10 +105,12 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         // `device=generator.device` samples wherever the generator lives (the host for a CPU
         // generator): the documented workaround, usually followed by `.to(device)`.
         let generator_device = format!("{}.device", context.text(generator_value));
-        let on_device = syntax::keyword_arg(arguments, "device", source).is_some_and(|device| {
-            context.semantic().device_of_expr(device, 0) != Device::Cpu
-                && context.text(device) != generator_device
-        });
+        let on_device = context
+            .keyword_arg(arguments, "device")
+            .is_some_and(|device| {
+                context.semantic().device_of_expr(device, 0) != Device::Cpu
+                    && context.text(device) != generator_device
+            });
         if !on_device {
             return;
         }
@@ -122,7 +124,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     } else {
         return;
     }
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     let message = format!(

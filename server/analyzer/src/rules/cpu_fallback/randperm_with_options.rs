@@ -47,27 +47,30 @@ declare_rule! {
 }
 
 /// TPU216
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("randperm") {
+    if context.callee_name(call) != Some("randperm") {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     if context.qualified_name(function).as_deref() != Some("torch.randperm") {
         return;
     }
-    let on_device = syntax::keyword_arg(arguments, "device", source)
+    let on_device = context
+        .keyword_arg(arguments, "device")
         .is_some_and(|device| context.semantic().device_of_expr(device, 0) != Device::Cpu);
     if !on_device {
         return;
     }
-    let dtype = syntax::keyword_arg(arguments, "dtype", source)
+    let dtype = context
+        .keyword_arg(arguments, "dtype")
         .filter(|dtype| helpers::torch_dtype(context, *dtype).is_some_and(|d| d != "int64"));
-    let pinned = syntax::keyword_arg(arguments, "pin_memory", source)
+    let pinned = context
+        .keyword_arg(arguments, "pin_memory")
         .filter(|value| helpers::literal_bool(*value) == Some(true));
-    let layout = syntax::keyword_arg(arguments, "layout", source);
+    let layout = context.keyword_arg(arguments, "layout");
     let empty = syntax::argument(arguments, 0, "n", source)
         .filter(|n| helpers::literal_number(*n, source) == Some(0.0));
     let Some((node, why)) = dtype

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -46,21 +46,21 @@ declare_rule! {
 }
 
 /// TPU213
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    let Some(method) = syntax::callee_name(call, source) else {
+    let Some(method) = context.callee_name(call) else {
         return;
     };
     if !matches!(method, "addmm" | "addmm_") {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     match context.qualified_name(function) {
         Some(name) if name == "torch.addmm" => {}
         Some(_) => return,
-        None => match syntax::method_call(call) {
+        None => match context.method_call(call) {
             Some((receiver, _)) if helpers::is_probably_tensor(context, receiver) => {}
             _ => return,
         },
@@ -68,10 +68,10 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     // `beta` and `alpha` are keyword-only.
     let scaled: Vec<Node<'_>> = ["beta", "alpha"]
         .into_iter()
-        .filter_map(|name| syntax::keyword_arg_node(arguments, name, source))
+        .filter_map(|name| context.keyword_arg_node(arguments, name))
         .filter(|keyword| {
             keyword
-                .child_by_field_name("value")
+                .field("value")
                 .and_then(|value| helpers::literal_number(value, source))
                 .is_some_and(|value| value != 1.0)
         })

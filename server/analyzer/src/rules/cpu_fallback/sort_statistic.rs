@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -53,8 +52,8 @@ declare_rule! {
 }
 
 /// TPU205
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
-    if !syntax::callee_name(call, context.source()).is_some_and(|name| {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if !context.callee_name(call).is_some_and(|name| {
         matches!(
             name,
             "quantile" | "nanquantile" | "median" | "nanmedian" | "mode"

@@ -71,8 +71,8 @@ const MODULES: &[&str] = &[
 ];
 
 /// TPU215
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(qualified) = context.qualified_name(function) else {

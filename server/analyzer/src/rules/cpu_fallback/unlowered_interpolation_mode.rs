@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::rules::helpers;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -65,9 +66,10 @@ const INTERPOLATE_FUNCTIONS: &[(&str, usize)] = &[
 ];
 
 /// TPU202
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if !syntax::callee_name(call, source)
+    if !context
+        .callee_name(call)
         .is_some_and(|name| matches!(name, "interpolate" | "upsample" | "Upsample"))
     {
         return;
@@ -104,7 +106,8 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         None => "nearest".to_string(),
     };
     let (size_position, scale_position) = if is_module { (0, 1) } else { (1, 2) };
-    let antialias = syntax::keyword_arg(arguments, "antialias", source)
+    let antialias = context
+        .keyword_arg(arguments, "antialias")
         .and_then(helpers::literal_bool)
         .unwrap_or(false);
     let op = match mode.as_str() {
@@ -136,7 +139,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let range = match mode_node {
         Some(node) if mode != "nearest" => node.byte_range(),
         _ => call
-            .child_by_field_name("function")
+            .field("function")
             .map_or(call.byte_range(), |f| f.byte_range()),
     };
     let message = if is_module {
@@ -159,12 +162,12 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
 /// `(n,)` or `[n]`: a size for one spatial dimension.
 fn is_one_element_sequence(node: Node<'_>) -> bool {
     let node = syntax::unparenthesize(node);
-    if !matches!(node.kind(), "tuple" | "list") {
+    if !matches!(node.kind_name(), "tuple" | "list") {
         return false;
     }
     let mut cursor = node.walk();
     node.named_children(&mut cursor)
-        .filter(|child| child.kind() != "comment")
+        .filter(|child| child.kind_name() != "comment")
         .count()
         == 1
 }

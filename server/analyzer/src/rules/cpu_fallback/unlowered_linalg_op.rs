@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -87,7 +86,7 @@ const ALWAYS_FALLBACK: &[(&str, &str)] = &[
 ];
 
 /// TPU206
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     let Some(target) = helpers::torch_call(context, call) else {
         return;
@@ -118,7 +117,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     {
         return;
     }
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     let what = if name == "torch.linalg.inv_ex" {

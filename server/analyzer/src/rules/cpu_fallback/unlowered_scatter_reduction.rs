@@ -52,9 +52,9 @@ declare_rule! {
 }
 
 /// TPU211
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    let Some(method) = syntax::callee_name(call, source) else {
+    let Some(method) = context.callee_name(call) else {
         return;
     };
     if !matches!(
@@ -68,20 +68,20 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     ) {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     // `torch.scatter(input, ...)` or `x.scatter(...)`: positions below count the input.
     let is_method = match context.qualified_name(function) {
         Some(name) if name == format!("torch.{method}") => false,
         Some(_) => return,
-        None => match syntax::method_call(call) {
+        None => match context.method_call(call) {
             Some((receiver, _)) if helpers::is_probably_tensor(context, receiver) => true,
             _ => return,
         },
     };
     let argument = |position: usize, name: &str| {
-        syntax::keyword_arg(arguments, name, source).or_else(|| {
+        context.keyword_arg(arguments, name).or_else(|| {
             let positional = syntax::positional_args(arguments);
             let index = if is_method {
                 position.checked_sub(1)?
@@ -95,7 +95,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     let (reported, what) = match method.trim_end_matches('_') {
         "scatter" => {
             // `reduce` is keyword-only.
-            let Some(reduce) = syntax::keyword_arg(arguments, "reduce", source) else {
+            let Some(reduce) = context.keyword_arg(arguments, "reduce") else {
                 return;
             };
             match syntax::string_value(reduce, source) {
@@ -108,7 +108,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
         "scatter_reduce" => {
             let reduce_node = argument(4, "reduce");
             let reduce = string_at(reduce_node);
-            let include_self = syntax::keyword_arg(arguments, "include_self", source);
+            let include_self = context.keyword_arg(arguments, "include_self");
             if let (Some(value), Some(node)) = (&reduce, reduce_node)
                 && value == "mean"
             {

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -40,9 +39,9 @@ declare_rule! {
 }
 
 /// TPU214
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("norm") {
+    if context.callee_name(call) != Some("norm") {
         return;
     }
     let Some(target) = helpers::torch_call(context, call) else {

@@ -8,6 +8,7 @@ use crate::diagnostic::{Fix, Related};
 use crate::rules::tpu_api;
 use crate::semantic::{Device, Fact, HotPath};
 use crate::source::TextRange;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -86,12 +87,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.hot_path() != Some(HotPath::Forward) {
         return;
     }
-    let operands: Vec<Node<'_>> = match node.kind() {
+    let operands: Vec<Node<'_>> = match node.kind_name() {
         "binary_operator" => {
-            let (Some(left), Some(right)) = (
-                node.child_by_field_name("left"),
-                node.child_by_field_name("right"),
-            ) else {
+            let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
                 return;
             };
             vec![left, right]
@@ -103,13 +101,13 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             if !COMBINING_FUNCTIONS.contains(&qualified.as_str()) {
                 return;
             }
-            let Some((_, arguments)) = syntax::call_parts(node) else {
+            let Some((_, arguments)) = context.call_parts(node) else {
                 return;
             };
             let positional = syntax::positional_args(arguments);
             let mut operands = Vec::new();
             for argument in positional {
-                if matches!(argument.kind(), "list" | "tuple") {
+                if matches!(argument.kind_name(), "list" | "tuple") {
                     let mut cursor = argument.walk();
                     operands.extend(argument.named_children(&mut cursor));
                 } else {
@@ -142,7 +140,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     };
     // Nested operations report once, at the innermost combination.
-    if cpu_operand.kind() == "binary_operator" || device_operand.kind() == "binary_operator" {
+    if cpu_operand.kind_name() == "binary_operator"
+        || device_operand.kind_name() == "binary_operator"
+    {
         let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
         if inner_cpu {
             return;
@@ -160,7 +160,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
         && syntax::dotted_parts(*device_operand, source).is_some()
-        && let Some((_, factory_arguments)) = syntax::call_parts(factory)
+        && let Some((_, factory_arguments)) = context.call_parts(factory)
     {
         let edit =
             tpu_api::insert_argument(factory_arguments, &format!("device={device_text}.device"));
@@ -204,16 +204,16 @@ fn cpu_factory_at<'t>(
     let mut node = context.root();
     let mut function = None;
     for _ in 0..crate::syntax::MAX_EXPR_DEPTH * 4 {
-        if node.kind() == "call" && node.byte_range() == origin {
+        if node.kind_name() == "call" && node.byte_range() == origin {
             break;
         }
-        if node.kind() == "function_definition" {
+        if node.kind_name() == "function_definition" {
             function = Some(node);
         }
         node =
             node.child_with_descendant(node.descendant_for_byte_range(origin.start, origin.end)?)?;
     }
-    if node.kind() != "call" || node.byte_range() != origin {
+    if node.kind_name() != "call" || node.byte_range() != origin {
         return None;
     }
     let qualified = context.semantic().call_qualified_name(node)?;
@@ -238,15 +238,14 @@ fn cpu_factory_at<'t>(
     ) {
         return None;
     }
-    let (_, arguments) = syntax::call_parts(node)?;
-    let source = context.source();
-    if syntax::keyword_arg(arguments, "device", source).is_some() || syntax::has_splat(arguments) {
+    let (_, arguments) = context.call_parts(node)?;
+    if context.keyword_arg(arguments, "device").is_some() || syntax::has_splat(arguments) {
         return None;
     }
     // `torch.tensor(2.0)` / `torch.tensor(x)` of a scalar: zero-dimensional, allowed with device tensors.
     if matches!(factory, "tensor" | "as_tensor") {
         let first = syntax::positional_args(arguments).first().copied()?;
-        if !matches!(first.kind(), "list" | "tuple" | "list_comprehension") {
+        if !matches!(first.kind_name(), "list" | "tuple" | "list_comprehension") {
             return None;
         }
     }
@@ -254,15 +253,12 @@ fn cpu_factory_at<'t>(
 }
 
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
-fn operand_is_combination_with_cpu(context: &Context<'_, '_>, operand: Node<'_>) -> bool {
+fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<'t>) -> bool {
     let operand = syntax::unparenthesize(operand);
-    if operand.kind() != "binary_operator" {
+    if operand.kind_name() != "binary_operator" {
         return false;
     }
-    let (Some(left), Some(right)) = (
-        operand.child_by_field_name("left"),
-        operand.child_by_field_name("right"),
-    ) else {
+    let (Some(left), Some(right)) = (operand.field("left"), operand.field("right")) else {
         return false;
     };
     let (l, r) = (context.fact(left), context.fact(right));

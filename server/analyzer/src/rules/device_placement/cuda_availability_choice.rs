@@ -8,6 +8,7 @@ use crate::diagnostic::{Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, Device, device_from_str};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -67,17 +68,16 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         return;
     }
     // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
-    if context
-        .parent(choice)
-        .is_some_and(|p| p.kind() == "conditional_expression" && is_cuda_or_cpu_choice(context, p))
-    {
+    if context.parent(choice).is_some_and(|p| {
+        p.kind_name() == "conditional_expression" && is_cuda_or_cpu_choice(context, p)
+    }) {
         return;
     }
     // Replace `torch.device(<choice>)` as a whole.
     let mut target = choice;
     if let Some(arguments) = context
         .parent(choice)
-        .filter(|p| p.kind() == "argument_list")
+        .filter(|p| p.kind_name() == "argument_list")
         && let Some(call) = context.parent(arguments)
         && context.semantic().call_qualified_name(call).as_deref() == Some("torch.device")
         && syntax::positional_args(arguments).len() == 1
@@ -103,7 +103,7 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
 
 /// Whether a conditional expression picks a CUDA device in one branch and ends in the CPU in the
 /// other (possibly through further choices such as `"mps"`).
-pub(crate) fn is_cuda_or_cpu_choice(context: &Context<'_, '_>, choice: Node<'_>) -> bool {
+pub(crate) fn is_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, choice: Node<'t>) -> bool {
     let (Some(then_branch), Some(condition), Some(else_branch)) = (
         choice.named_child(0),
         choice.named_child(1),
@@ -122,7 +122,7 @@ pub(crate) fn is_cuda_or_cpu_choice(context: &Context<'_, '_>, choice: Node<'_>)
 
 /// Whether the condition compares with a `"cuda…"` string literal (`"cuda" in device`,
 /// `device.type == "cuda"`, `str(device).startswith("cuda")`).
-fn condition_inspects_device_string(context: &Context<'_, '_>, condition: Node<'_>) -> bool {
+fn condition_inspects_device_string<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let source = context.source();
     let mut stack = vec![condition];
     while let Some(node) = stack.pop() {
@@ -139,7 +139,7 @@ fn condition_inspects_device_string(context: &Context<'_, '_>, condition: Node<'
 
 fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {
     let branch = syntax::unparenthesize(branch);
-    if branch.kind() == "conditional_expression" && depth < 4 {
+    if branch.kind_name() == "conditional_expression" && depth < 4 {
         return branch
             .named_child(2)
             .is_some_and(|last| ends_in_cpu(context, last, depth + 1));
@@ -148,16 +148,16 @@ fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> boo
 }
 
 /// `"cuda:0"` or `torch.device("cuda")` → the device it names.
-fn device_literal(context: &Context<'_, '_>, node: Node<'_>) -> Option<Device> {
+fn device_literal<'t>(context: &Context<'t, '_>, node: Node<'t>) -> Option<Device> {
     let node = syntax::unparenthesize(node);
     let source = context.source();
     if let Some(text) = syntax::string_value(node, source) {
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu").then(|| device_from_str(&text));
     }
-    if node.kind() == "call"
+    if node.kind_name() == "call"
         && context.semantic().call_qualified_name(node).as_deref() == Some("torch.device")
-        && let Some((_, arguments)) = syntax::call_parts(node)
+        && let Some((_, arguments)) = context.call_parts(node)
         && let Some(first) = syntax::positional_args(arguments).first()
         && let Some(text) = syntax::string_value(*first, source)
     {

@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::DiagnosticTag;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -50,10 +51,10 @@ declare_rule! {
 
 /// TPU411
 fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
-    let Some(left) = assignment.child_by_field_name("left") else {
+    let Some(left) = assignment.field("left") else {
         return;
     };
-    if left.kind() != "attribute" {
+    if left.kind_name() != "attribute" {
         return;
     }
     let Some(qualified) = context.qualified_name(left) else {

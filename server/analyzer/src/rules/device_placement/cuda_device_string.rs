@@ -8,6 +8,7 @@ use crate::diagnostic::{Edit, Fix};
 use crate::rules::device_placement::cuda_availability_choice::is_cuda_or_cpu_choice;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -94,7 +95,7 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
             let target = context
                 .parent(string)
                 .filter(|arguments| {
-                    arguments.kind() == "argument_list"
+                    arguments.kind_name() == "argument_list"
                         && syntax::positional_args(*arguments).len() == 1
                         && arguments.named_child_count() == 1
                 })
@@ -121,9 +122,9 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
         return false;
     };
     let source = context.source();
-    match parent.kind() {
+    match parent.kind_name() {
         "keyword_argument" => parent
-            .child_by_field_name("name")
+            .field("name")
             .is_some_and(|name| matches!(node_text(name, source), "device" | "map_location")),
         "argument_list" => {
             let Some(call) = context.parent(parent) else {
@@ -138,7 +139,9 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
             if context.semantic().call_qualified_name(call).as_deref() == Some("torch.device") {
                 return true;
             }
-            syntax::method_call(call).is_some_and(|(_, method)| node_text(method, source) == "to")
+            context
+                .method_call(call)
+                .is_some_and(|(_, method)| node_text(method, source) == "to")
         }
         _ => false,
     }
@@ -149,7 +152,7 @@ fn in_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, string: Node<'t>) -> boo
     let mut current = context.parent(string);
     for _ in 0..4 {
         let Some(node) = current else { return false };
-        if node.kind() == "conditional_expression" {
+        if node.kind_name() == "conditional_expression" {
             return is_cuda_or_cpu_choice(context, node);
         }
         current = context.parent(node);

@@ -7,7 +7,6 @@ use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, ValueKind};
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -59,7 +58,7 @@ declare_rule! {
 
 /// TPU403
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
     if context.text(method) != "cuda" {
@@ -75,10 +74,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     ) {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    let source = context.source();
     // `torch.Tensor.cuda(x)` / `nn.Module.cuda(m)` through the class are rare; skip them.
     if context
         .qualified_name(function)
@@ -90,7 +88,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     // Keep `non_blocking=`; anything else (a GPU index, `device=`) has no TPU meaning.
-    let kept: Vec<String> = syntax::keyword_arg_node(arguments, "non_blocking", source)
+    let kept: Vec<String> = context
+        .keyword_arg_node(arguments, "non_blocking")
         .map(|kw| context.text(kw).to_string())
         .into_iter()
         .collect();

@@ -8,6 +8,7 @@ use crate::diagnostic::{Edit, Fix, Severity};
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -116,10 +117,10 @@ const SILENT: &[&str] = &[
 
 /// TPU404
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.kind() != "attribute" {
+    if function.kind_name() != "attribute" {
         return;
     }
     let Some(qualified) = context.qualified_name(function) else {
@@ -167,7 +168,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn scope_handles_tpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     while let Some(node) = current {
-        if node.kind() == "function_definition" {
+        if node.kind_name() == "function_definition" {
             let text = context.text(node);
             return ["xla_available", "xm.", "torch.tpu.", "is_tpu"]
                 .iter()
@@ -183,7 +184,7 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     for _ in 0..3 {
         let Some(node) = current else { return false };
         if matches!(
-            node.kind(),
+            node.kind_name(),
             "comparison_operator" | "boolean_operator" | "not_operator"
         ) {
             return true;

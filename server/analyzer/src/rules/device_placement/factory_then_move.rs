@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::{helpers, tpu_api};
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -76,10 +77,10 @@ const RANDOM: &[&str] = &["rand", "randn", "randint", "randperm"];
 
 /// TPU407
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if context.text(method) != "to" || receiver.kind() != "call" {
+    if context.text(method) != "to" || receiver.kind_name() != "call" {
         return;
     }
     let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
@@ -92,12 +93,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     let (Some((_, factory_arguments)), Some((_, to_arguments))) =
-        (syntax::call_parts(receiver), syntax::call_parts(call))
+        (context.call_parts(receiver), context.call_parts(call))
     else {
         return;
     };
     let source = context.source();
-    if syntax::keyword_arg(factory_arguments, "device", source).is_some()
+    if context.keyword_arg(factory_arguments, "device").is_some()
         || syntax::has_splat(factory_arguments)
         || syntax::has_splat(to_arguments)
     {
@@ -110,15 +111,13 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let mut cursor = to_arguments.walk();
     let extra = to_arguments
         .named_children(&mut cursor)
-        .filter(|child| child.kind() != "comment" && child.id() != device.id())
+        .filter(|child| child.kind_name() != "comment" && child.id() != device.id())
         .any(|child| {
-            let allowed_keyword = child.kind() == "keyword_argument"
+            let allowed_keyword = child.kind_name() == "keyword_argument"
                 && (child
-                    .child_by_field_name("name")
+                    .field("name")
                     .is_some_and(|n| node_text(n, source) == "non_blocking")
-                    || child
-                        .child_by_field_name("value")
-                        .is_some_and(|v| v.id() == device.id()));
+                    || child.field("value").is_some_and(|v| v.id() == device.id()));
             !allowed_keyword
         });
     if extra {
@@ -128,13 +127,17 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // every device, a CPU `generator=`): only a per-step copy is worth reporting.
     if RANDOM.contains(&factory)
         && (context.hot_path().is_none()
-            || syntax::keyword_arg(factory_arguments, "generator", source).is_some())
+            || context
+                .keyword_arg(factory_arguments, "generator")
+                .is_some())
     {
         return;
     }
     let device_text = context.text(device).to_string();
     let unsafe_fix = RANDOM.contains(&factory)
-        || syntax::keyword_arg(factory_arguments, "requires_grad", source).is_some();
+        || context
+            .keyword_arg(factory_arguments, "requires_grad")
+            .is_some();
     let edits = vec![
         tpu_api::insert_argument(factory_arguments, &format!("device={device_text}")),
         Edit::delete(receiver.end_byte()..call.end_byte()),
@@ -163,9 +166,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 }
 
 /// The `.to(...)` argument that names a device, if it clearly does.
-fn device_argument<'t>(context: &Context<'_, '_>, arguments: Node<'t>) -> Option<Node<'t>> {
-    let source = context.source();
-    let candidate = syntax::keyword_arg(arguments, "device", source)
+fn device_argument<'t>(context: &Context<'t, '_>, arguments: Node<'t>) -> Option<Node<'t>> {
+    let candidate = context
+        .keyword_arg(arguments, "device")
         .or_else(|| syntax::positional_args(arguments).first().copied())?;
     if syntax::positional_args(arguments).len() > 1 {
         return None;
@@ -174,18 +177,18 @@ fn device_argument<'t>(context: &Context<'_, '_>, arguments: Node<'t>) -> Option
 }
 
 /// `device`, `self.device`, `x.device`, `dev`, `"xla"`, `torch.device(...)`, `xm.xla_device()`.
-pub(crate) fn is_device_expression(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+pub(crate) fn is_device_expression<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let source = context.source();
     if let Some(text) = syntax::string_value(node, source) {
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu" | "xla" | "tpu" | "mps");
     }
-    match node.kind() {
+    match node.kind_name() {
         "identifier" => {
             let name = node_text(node, source).to_ascii_lowercase();
             name == "dev" || name.ends_with("device")
         }
-        "attribute" => node.child_by_field_name("attribute").is_some_and(|a| {
+        "attribute" => node.field("attribute").is_some_and(|a| {
             node_text(a, source)
                 .to_ascii_lowercase()
                 .ends_with("device")

@@ -8,6 +8,7 @@ use crate::diagnostic::Fix;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -54,13 +55,10 @@ declare_rule! {
 /// TPU410
 fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let source = context.source();
-    let (Some(name), Some(value)) = (
-        keyword.child_by_field_name("name"),
-        keyword.child_by_field_name("value"),
-    ) else {
+    let (Some(name), Some(value)) = (keyword.field("name"), keyword.field("value")) else {
         return;
     };
-    if syntax::node_text(name, source) != "pin_memory" || value.kind() != "true" {
+    if syntax::node_text(name, source) != "pin_memory" || value.kind_name() != "true" {
         return;
     }
     if context.backend() == Backend::Unknown {
@@ -68,14 +66,17 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.kind() == "argument_list")
+        .filter(|p| p.kind_name() == "argument_list")
     else {
         return;
     };
-    let Some(call) = context.parent(arguments).filter(|c| c.kind() == "call") else {
+    let Some(call) = context
+        .parent(arguments)
+        .filter(|c| c.kind_name() == "call")
+    else {
         return;
     };
-    let Some(callee) = syntax::callee_name(call, source) else {
+    let Some(callee) = context.callee_name(call) else {
         return;
     };
     let is_loader = callee.ends_with("DataLoader");

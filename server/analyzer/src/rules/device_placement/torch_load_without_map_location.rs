@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::Fix;
 use crate::rules::{helpers, tpu_api};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -60,12 +61,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if helpers::call_matches(context, call, &["torch.load"]).is_none() {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    let source = context.source();
     if syntax::has_splat(arguments)
-        || syntax::keyword_arg(arguments, "map_location", source).is_some()
+        || context.keyword_arg(arguments, "map_location").is_some()
         || syntax::positional_args(arguments).len() >= 2
         || syntax::positional_args(arguments).is_empty()
     {
@@ -89,7 +89,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     let mut scope = call;
     while let Some(parent) = context.parent(scope) {
         scope = parent;
-        if parent.kind() == "function_definition" {
+        if parent.kind_name() == "function_definition" {
             break;
         }
     }

@@ -7,7 +7,7 @@ use crate::declare_rule;
 use crate::diagnostic::Fix;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
-use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -55,17 +55,16 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !qualified.ends_with("DistributedDataParallel") {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
-    let source = context.source();
     for keyword in ["device_ids", "output_device"] {
-        let Some(argument) = syntax::keyword_arg_node(arguments, keyword, source) else {
+        let Some(argument) = context.keyword_arg_node(arguments, keyword) else {
             continue;
         };
         if argument
-            .child_by_field_name("value")
-            .is_some_and(|v| v.kind() == "none")
+            .field("value")
+            .is_some_and(|v| v.kind_name() == "none")
         {
             continue;
         }

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::semantic::Backend;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -52,7 +51,7 @@ declare_rule! {
 
 /// TPU703
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return;
     };
     let Some(qualified) = context.qualified_name(function) else {

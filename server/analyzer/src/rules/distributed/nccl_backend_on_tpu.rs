@@ -7,7 +7,6 @@ use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::{helpers, tpu_api};
 use crate::semantic::Backend;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -59,7 +58,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if helpers::call_matches(context, call, &["torch.distributed.init_process_group"]).is_none() {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some((value_node, value)) =

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::{helpers, tensor_values};
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -61,7 +62,7 @@ declare_rule! {
 
 /// TPU302
 fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
-    let Some(value) = subscript.child_by_field_name("value") else {
+    let Some(value) = subscript.field("value") else {
         return;
     };
     if !context.fact(value).is_tensor() {
@@ -80,10 +81,10 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     };
     let assignment = context
         .parent(subscript)
-        .filter(|parent| parent.kind() == "assignment")
+        .filter(|parent| parent.kind_name() == "assignment")
         .filter(|assignment| {
             assignment
-                .child_by_field_name("left")
+                .field("left")
                 .is_some_and(|left| left.id() == subscript.id())
         });
     let severity = context.hot_path_severity();
@@ -98,12 +99,12 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
         )
     };
     let fix = assignment.and_then(|assignment| {
-        let right = assignment.child_by_field_name("right")?;
-        let is_number = matches!(right.kind(), "integer" | "float")
-            || (right.kind() == "unary_operator"
+        let right = assignment.field("right")?;
+        let is_number = matches!(right.kind_name(), "integer" | "float")
+            || (right.kind_name() == "unary_operator"
                 && right
-                    .child_by_field_name("argument")
-                    .is_some_and(|a| matches!(a.kind(), "integer" | "float")));
+                    .field("argument")
+                    .is_some_and(|a| matches!(a.kind_name(), "integer" | "float")));
         if indices.len() != 1 || !is_number {
             return None;
         }

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -62,7 +63,7 @@ const EVAL_WORDS: &[&str] = &[
 
 /// TPU306
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let is_loader = context
@@ -74,7 +75,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     let source = context.source();
     if syntax::has_splat(arguments)
-        || syntax::keyword_arg_node(arguments, "drop_last", source).is_some()
+        || context.keyword_arg_node(arguments, "drop_last").is_some()
         || syntax::argument(arguments, 4, "batch_sampler", source).is_some()
         || syntax::argument(arguments, 8, "drop_last", source).is_some()
     {
@@ -85,15 +86,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(batch_size) = syntax::argument(arguments, 1, "batch_size", source) else {
         return;
     };
-    if batch_size.kind() == "none" || syntax::integer_value(batch_size, source) == Some(1) {
+    if batch_size.kind_name() == "none" || syntax::integer_value(batch_size, source) == Some(1) {
         return;
     }
     // Training loaders shuffle, sample, or say so in their name; an unshuffled loader without
     // any of these is as likely to feed evaluation, prediction or generation.
     let shuffled = syntax::argument(arguments, 2, "shuffle", source)
-        .is_some_and(|shuffle| !matches!(shuffle.kind(), "false" | "none"));
+        .is_some_and(|shuffle| !matches!(shuffle.kind_name(), "false" | "none"));
     let sampled = syntax::argument(arguments, 3, "sampler", source)
-        .is_some_and(|sampler| sampler.kind() != "none");
+        .is_some_and(|sampler| sampler.kind_name() != "none");
     let names = context_names(context, call, arguments);
     let named_for = |words: &[&str]| {
         names.iter().any(|text| {
@@ -124,7 +125,7 @@ fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
     let mut cursor = arguments.walk();
     arguments
         .named_children(&mut cursor)
-        .filter(|child| child.kind() != "comment")
+        .filter(|child| child.kind_name() != "comment")
         .last()
 }
 
@@ -140,22 +141,19 @@ fn context_names<'t>(
     }
     let mut current = context.parent(call);
     while let Some(parent) = current {
-        match parent.kind() {
+        match parent.kind_name() {
             "assignment" => {
-                if let Some(left) = parent.child_by_field_name("left") {
+                if let Some(left) = parent.field("left") {
                     texts.push(context.text(left).to_string());
                 }
             }
             "pair" | "keyword_argument" => {
-                if let Some(key) = parent
-                    .child_by_field_name("key")
-                    .or_else(|| parent.child_by_field_name("name"))
-                {
+                if let Some(key) = parent.field("key").or_else(|| parent.field("name")) {
                     texts.push(context.text(key).to_string());
                 }
             }
             "function_definition" => {
-                if let Some(name) = parent.child_by_field_name("name") {
+                if let Some(name) = parent.field("name") {
                     texts.push(context.text(name).to_string());
                 }
                 break;

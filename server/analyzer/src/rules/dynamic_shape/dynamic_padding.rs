@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -69,7 +70,7 @@ const DYNAMIC_COLLATORS: &[&str] = &[
 
 /// TPU307
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    match node.kind() {
+    match node.kind_name() {
         "keyword_argument" => check_keyword(context, node),
         "call" => check_collator(context, node),
         _ => {}
@@ -78,43 +79,45 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 
 fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let source = context.source();
-    let (Some(name), Some(value)) = (
-        keyword.child_by_field_name("name"),
-        keyword.child_by_field_name("value"),
-    ) else {
+    let (Some(name), Some(value)) = (keyword.field("name"), keyword.field("value")) else {
         return;
     };
     if context.text(name) != "padding" {
         return;
     }
-    let is_dynamic = value.kind() == "true"
+    let is_dynamic = value.kind_name() == "true"
         || syntax::string_value(value, source).is_some_and(|text| text == "longest");
     if !is_dynamic {
         return;
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.kind() == "argument_list")
+        .filter(|p| p.kind_name() == "argument_list")
     else {
         return;
     };
-    let Some(call) = context.parent(arguments).filter(|p| p.kind() == "call") else {
+    let Some(call) = context
+        .parent(arguments)
+        .filter(|p| p.kind_name() == "call")
+    else {
         return;
     };
     if context
         .semantic()
         .call_qualified_name(call)
         .is_some_and(|name| name.starts_with("torch") || name.starts_with("numpy"))
-        || syntax::keyword_arg(arguments, "pad_to_multiple_of", source)
-            .is_some_and(|v| v.kind() != "none")
+        || context
+            .keyword_arg(arguments, "pad_to_multiple_of")
+            .is_some_and(|v| v.kind_name() != "none")
     {
         return;
     }
     if only_measures_length(context, call) {
         return;
     }
-    let has_max_length =
-        syntax::keyword_arg(arguments, "max_length", source).is_some_and(|v| v.kind() != "none");
+    let has_max_length = context
+        .keyword_arg(arguments, "max_length")
+        .is_some_and(|v| v.kind_name() != "none");
     let diagnostic = context.report(
         keyword.byte_range(),
         format!(
@@ -137,9 +140,9 @@ fn only_measures_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     for _ in 0..4 {
         let Some(parent) = current else { return false };
-        if parent.kind() == "assignment" {
+        if parent.kind_name() == "assignment" {
             return parent
-                .child_by_field_name("left")
+                .field("left")
                 .is_some_and(|left| context.text(left).contains("untruncated"));
         }
         current = context.parent(parent);
@@ -148,7 +151,7 @@ fn only_measures_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 }
 
 fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(qualified) = context.qualified_name(function) else {
@@ -161,11 +164,11 @@ fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     else {
         return;
     };
-    let source = context.source();
     if syntax::has_splat(arguments)
-        || syntax::keyword_arg_node(arguments, "padding", source).is_some()
-        || syntax::keyword_arg(arguments, "pad_to_multiple_of", source)
-            .is_some_and(|v| v.kind() != "none")
+        || context.keyword_arg_node(arguments, "padding").is_some()
+        || context
+            .keyword_arg(arguments, "pad_to_multiple_of")
+            .is_some_and(|v| v.kind_name() != "none")
     {
         return;
     }

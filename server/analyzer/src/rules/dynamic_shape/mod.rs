@@ -17,6 +17,7 @@ use crate::checker::Context;
 use crate::registry::RuleMeta;
 use crate::rules::tensor_values;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 /// The rules of this family, one line each.
 pub const RULES: &[&RuleMeta] = &[
@@ -58,9 +59,9 @@ const DYNAMIC_METHODS: &[&str] = &[
 /// `repeat_interleave` with tensor repeats and no `output_size=`.
 pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind() {
+    match expr.kind_name() {
         "call" => {
-            let (function, arguments) = syntax::call_parts(expr)?;
+            let (function, arguments) = context.call_parts(expr)?;
             if let Some(qualified) = context.qualified_name(function) {
                 let name = qualified.strip_prefix("torch.")?;
                 if DYNAMIC_FUNCTIONS.contains(&name) {
@@ -85,7 +86,7 @@ pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -
             Some(format!(".{method}()"))
         }
         "subscript" => {
-            let value = expr.child_by_field_name("value")?;
+            let value = expr.field("value")?;
             if !context.fact(value).is_tensor() {
                 return None;
             }
@@ -103,8 +104,8 @@ pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -
 pub(crate) fn is_one_argument_where<'t>(context: &Context<'t, '_>, arguments: Node<'t>) -> bool {
     syntax::positional_args(arguments).len() == 1
         && !syntax::has_splat(arguments)
-        && syntax::keyword_arg(arguments, "input", context.source()).is_none()
-        && syntax::keyword_arg(arguments, "other", context.source()).is_none()
+        && context.keyword_arg(arguments, "input").is_none()
+        && context.keyword_arg(arguments, "other").is_none()
 }
 
 /// Whether a `repeat_interleave` call's output size is unknown until `repeats` is read:
@@ -115,13 +116,11 @@ pub(crate) fn repeats_need_sync<'t>(
     arguments: Node<'t>,
     function_form: bool,
 ) -> bool {
-    if syntax::keyword_arg(arguments, "output_size", context.source()).is_some()
-        || syntax::has_splat(arguments)
-    {
+    if context.keyword_arg(arguments, "output_size").is_some() || syntax::has_splat(arguments) {
         return false;
     }
     let positional = syntax::positional_args(arguments);
-    let repeats = syntax::keyword_arg(arguments, "repeats", context.source()).or_else(|| {
+    let repeats = context.keyword_arg(arguments, "repeats").or_else(|| {
         if function_form {
             // `torch.repeat_interleave(repeats)` alone repeats indices by a tensor.
             match positional.len() {

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::tensor_values;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -56,7 +55,7 @@ declare_rule! {
 
 /// TPU301
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let operation = if let Some(qualified) = context.qualified_name(function) {

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::tensor_values;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -52,7 +51,7 @@ declare_rule! {
 
 /// TPU305
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let is_function = match context.semantic().call_qualified_name(call) {

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::tensor_values;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -65,7 +66,7 @@ const FACTORIES: &[&str] = &[
 
 /// TPU309
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(factory) = context.qualified_name(function) else {
@@ -78,7 +79,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if factory == "torch.full" {
         sizes.truncate(1);
     }
-    sizes.extend(syntax::keyword_arg(arguments, "size", context.source()));
+    sizes.extend(context.keyword_arg(arguments, "size"));
     let Some(operation) = sizes
         .into_iter()
         .find_map(|size| dynamic_size_source(context, size, 0))
@@ -102,7 +103,7 @@ fn dynamic_size_source<'t>(
         return None;
     }
     let size = syntax::unparenthesize(size);
-    match size.kind() {
+    match size.kind_name() {
         "identifier" => {
             let value = tensor_values::last_assignment_value(context, context.text(size), size)?;
             if value.start_byte() == size.start_byte() {
@@ -124,18 +125,18 @@ fn dynamic_size_source<'t>(
 /// `t.size(0)`, `t.shape[0]`, `t.shape`, `len(t)`, `t.numel()` of a data-dependent `t`.
 fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
-    let measured = match expr.kind() {
+    let measured = match expr.kind_name() {
         "call" => {
-            let (function, arguments) = syntax::call_parts(expr)?;
-            if function.kind() == "identifier" && context.text(function) == "len" {
+            let (function, arguments) = context.call_parts(expr)?;
+            if function.kind_name() == "identifier" && context.text(function) == "len" {
                 syntax::positional_args(arguments).first().copied()
             } else {
-                let (receiver, method) = syntax::method_call(expr)?;
+                let (receiver, method) = context.method_call(expr)?;
                 matches!(context.text(method), "size" | "numel" | "nelement").then_some(receiver)
             }
         }
         "subscript" => {
-            let value = expr.child_by_field_name("value")?;
+            let value = expr.field("value")?;
             shape_object(context, value)
         }
         "attribute" => shape_object(context, expr),
@@ -145,7 +146,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     if let Some(operation) = data_dependent_chain(context, measured) {
         return Some(operation);
     }
-    if measured.kind() == "identifier" {
+    if measured.kind_name() == "identifier" {
         let value =
             tensor_values::last_assignment_value(context, context.text(measured), measured)?;
         return data_dependent_chain(context, value);
@@ -155,12 +156,12 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
 
 /// `x.shape` → `x`.
 fn shape_object<'t>(context: &Context<'t, '_>, attribute: Node<'t>) -> Option<Node<'t>> {
-    if attribute.kind() != "attribute" {
+    if attribute.kind_name() != "attribute" {
         return None;
     }
-    let name = attribute.child_by_field_name("attribute")?;
+    let name = attribute.field("attribute")?;
     (context.text(name) == "shape")
-        .then(|| attribute.child_by_field_name("object"))
+        .then(|| attribute.field("object"))
         .flatten()
 }
 
@@ -171,7 +172,7 @@ fn data_dependent_chain<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option
         if let Some(operation) = super::data_dependent_op(context, current) {
             return Some(operation);
         }
-        let (receiver, method) = syntax::method_call(current)?;
+        let (receiver, method) = context.method_call(current)?;
         if !matches!(
             context.text(method),
             "squeeze" | "flatten" | "view" | "reshape" | "t" | "long" | "int" | "to" | "float"

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::tensor_values;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -64,7 +65,7 @@ const MATH_FUNCTIONS: &[&str] = &["math.isfinite", "math.isnan", "math.isinf"];
 
 /// TPU108
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    let operand = match node.kind() {
+    let operand = match node.kind_name() {
         "comparison_operator" => {
             if !tensor_values::is_value_comparison(context, node) || !is_condition(context, node) {
                 return;
@@ -76,10 +77,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 .find(|operand| is_grad_norm(context, *operand))
         }
         "call" => {
-            let Some((function, arguments)) = syntax::call_parts(node) else {
+            let Some((function, arguments)) = context.call_parts(node) else {
                 return;
             };
-            let is_converter = (function.kind() == "identifier"
+            let is_converter = (function.kind_name() == "identifier"
                 && CONVERTERS.contains(&context.text(function)))
                 || context
                     .qualified_name(function)
@@ -109,11 +110,11 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 /// A `clip_grad_norm_(...)` call, or a local name last bound to one.
 fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     // Most files never mention it; the name lookup below walks the scope, so skip it early.
-    if !context.source().contains("clip_grad_norm") {
+    if !context.source_mentions("clip_grad_norm") {
         return false;
     }
     let expr = syntax::unparenthesize(expr);
-    match expr.kind() {
+    match expr.kind_name() {
         "call" => is_clip_call(context, expr),
         "identifier" => tensor_values::last_assignment_value(context, context.text(expr), expr)
             .is_some_and(|value| is_clip_call(context, syntax::unparenthesize(value))),
@@ -122,7 +123,8 @@ fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
 }
 
 fn is_clip_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    syntax::callee_name(call, context.source())
+    context
+        .callee_name(call)
         .is_some_and(|name| matches!(name, "clip_grad_norm_" | "clip_grad_norm"))
 }
 
@@ -133,7 +135,7 @@ fn is_condition<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
     let mut current = context.parent(comparison);
     for _ in 0..8 {
         let Some(parent) = current else { return false };
-        match parent.kind() {
+        match parent.kind_name() {
             "parenthesized_expression" | "not_operator" | "boolean_operator" => {}
             "if_statement"
             | "elif_clause"

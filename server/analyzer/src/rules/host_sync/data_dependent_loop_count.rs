@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::semantic::ValueKind;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -58,10 +59,10 @@ declare_rule! {
 
 /// TPU109
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.kind() != "identifier"
+    if function.kind_name() != "identifier"
         || context.text(function) != "range"
         || context.fact(function).kind != ValueKind::Unknown
     {
@@ -87,11 +88,11 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
         return None;
     }
     let bound = syntax::unparenthesize(bound);
-    match bound.kind() {
+    match bound.kind_name() {
         "call" => {
-            let (function, arguments) = syntax::call_parts(bound)?;
+            let (function, arguments) = context.call_parts(bound)?;
             // `k.item()` / `k.tolist()` on a tensor.
-            if let Some((receiver, method)) = syntax::method_call(bound)
+            if let Some((receiver, method)) = context.method_call(bound)
                 && matches!(context.text(method), "item" | "tolist")
             {
                 return (helpers::is_probably_tensor(context, receiver)
@@ -99,7 +100,7 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
                 .then_some(receiver);
             }
             // `int(k)`, `max(...)` and friends: look inside.
-            if function.kind() == "identifier"
+            if function.kind_name() == "identifier"
                 && matches!(
                     context.text(function),
                     "int" | "float" | "round" | "max" | "min" | "abs"
@@ -111,13 +112,10 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
             }
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }
-        "binary_operator" => [
-            bound.child_by_field_name("left"),
-            bound.child_by_field_name("right"),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|side| tensor_read(context, side, depth + 1)),
+        "binary_operator" => [bound.field("left"), bound.field("right")]
+            .into_iter()
+            .flatten()
+            .find_map(|side| tensor_read(context, side, depth + 1)),
         "identifier" | "attribute" | "subscript" => {
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }

@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::semantic::ValueKind;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -72,7 +73,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if tensor_values::in_raise_statement(context, call) {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(tensor) = syntax::positional_args(arguments)
@@ -91,10 +92,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 
 /// `print(...)` (the builtin, not a local rebinding) or `xm.master_print(...)`.
 pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let Some((function, _)) = syntax::call_parts(call) else {
+    let Some((function, _)) = context.call_parts(call) else {
         return false;
     };
-    if function.kind() == "identifier" {
+    if function.kind_name() == "identifier" {
         return context.text(function) == "print"
             && context.fact(function).kind == ValueKind::Unknown;
     }
@@ -105,7 +106,7 @@ pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// The tensor a print argument shows: the argument itself, or an f-string interpolation.
 fn printed_tensor<'t>(context: &Context<'t, '_>, argument: Node<'t>) -> Option<Node<'t>> {
-    if argument.kind() == "string" {
+    if argument.kind_name() == "string" {
         return tensor_values::fstring_interpolations(argument)
             .into_iter()
             .find(|expression| tensor_values::is_confident_tensor(context, *expression));

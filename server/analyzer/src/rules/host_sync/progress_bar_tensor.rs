@@ -6,7 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::rules::{helpers, tensor_values};
-use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -63,7 +63,7 @@ const PROGRESS_METHODS: &[&str] = &[
 
 /// TPU105
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((_, method)) = syntax::method_call(call) else {
+    let Some((_, method)) = context.method_call(call) else {
         return;
     };
     if !PROGRESS_METHODS.contains(&context.text(method)) {
@@ -72,21 +72,21 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if context.hot_path().is_none() && !context.semantic().in_loop() {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let mut values = Vec::new();
     let mut cursor = arguments.walk();
     for argument in arguments.named_children(&mut cursor) {
-        match argument.kind() {
-            "keyword_argument" => values.extend(argument.child_by_field_name("value")),
+        match argument.kind_name() {
+            "keyword_argument" => values.extend(argument.field("value")),
             "dictionary" => {
                 let mut pairs = argument.walk();
                 values.extend(
                     argument
                         .named_children(&mut pairs)
-                        .filter(|pair| pair.kind() == "pair")
-                        .filter_map(|pair| pair.child_by_field_name("value")),
+                        .filter(|pair| pair.kind_name() == "pair")
+                        .filter_map(|pair| pair.field("value")),
                 );
             }
             "comment" | "list_splat" | "dictionary_splat" => {}

@@ -8,6 +8,7 @@ use crate::diagnostic::Related;
 use crate::rules::{helpers, tensor_values};
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -90,13 +91,13 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     if context.backend() != Backend::TorchTpu {
         return;
     }
-    let Some(condition) = if_statement.child_by_field_name("condition") else {
+    let Some(condition) = if_statement.field("condition") else {
         return;
     };
     if !is_rank_test(context, condition) {
         return;
     }
-    let Some(body) = if_statement.child_by_field_name("consequence") else {
+    let Some(body) = if_statement.field("consequence") else {
         return;
     };
     let mut found = Vec::new();
@@ -116,19 +117,16 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
 /// `rank == 0`, `dist.get_rank() == 0`, `accelerator.is_main_process`, `not is_master` is not.
 fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let condition = syntax::unparenthesize(condition);
-    match condition.kind() {
+    match condition.kind_name() {
         "boolean_operator" => {
             let is_and = condition
-                .child_by_field_name("operator")
+                .field("operator")
                 .is_some_and(|op| context.text(op) == "and");
             is_and
-                && [
-                    condition.child_by_field_name("left"),
-                    condition.child_by_field_name("right"),
-                ]
-                .into_iter()
-                .flatten()
-                .any(|side| is_rank_test(context, side))
+                && [condition.field("left"), condition.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| is_rank_test(context, side))
         }
         "comparison_operator" => {
             let operators = tensor_values::comparison_operators(context, condition);
@@ -137,7 +135,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
             }
             let mut cursor = condition.walk();
             let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
-            let has_number = operands.iter().any(|o| o.kind() == "integer");
+            let has_number = operands.iter().any(|o| o.kind_name() == "integer");
             has_number
                 && operands
                     .iter()
@@ -150,8 +148,8 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
 
 /// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
 fn last_name_in<'t>(context: &Context<'t, '_>, expr: Node<'t>, names: &[&str]) -> bool {
-    let target = if expr.kind() == "call" {
-        match syntax::call_parts(expr) {
+    let target = if expr.kind_name() == "call" {
+        match context.call_parts(expr) {
             Some((function, _)) => function,
             None => return false,
         }
@@ -173,12 +171,12 @@ fn collect_materializations<'t>(
         return;
     }
     if matches!(
-        node.kind(),
+        node.kind_name(),
         "function_definition" | "class_definition" | "lambda"
     ) {
         return;
     }
-    if node.kind() == "call"
+    if node.kind_name() == "call"
         && let Some(what) = materialization(context, node)
     {
         found.push((node, what));
@@ -192,7 +190,7 @@ fn collect_materializations<'t>(
 }
 
 fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
-    let (function, arguments) = syntax::call_parts(call)?;
+    let (function, arguments) = context.call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
         // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.
         let saves_host_copy = syntax::positional_args(arguments)
@@ -203,9 +201,9 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         }
         return None;
     }
-    if function.kind() == "identifier" && context.text(function) == "print" {
+    if function.kind_name() == "identifier" && context.text(function) == "print" {
         let prints_tensor = syntax::positional_args(arguments).into_iter().any(|a| {
-            if a.kind() == "string" {
+            if a.kind_name() == "string" {
                 tensor_values::fstring_interpolations(a)
                     .into_iter()
                     .any(|e| tensor_values::is_confident_tensor(context, e))
@@ -215,7 +213,7 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         });
         return prints_tensor.then(|| "`print` of a tensor".to_string());
     }
-    let (receiver, method) = syntax::method_call(call)?;
+    let (receiver, method) = context.method_call(call)?;
     let method = context.text(method);
     if !matches!(method, "item" | "tolist" | "cpu" | "numpy") {
         return None;

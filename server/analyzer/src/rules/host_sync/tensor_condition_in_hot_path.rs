@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -77,7 +78,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(tensor) = tensor_condition(context, condition, 0) else {
         return;
     };
-    let statement = match node.kind() {
+    let statement = match node.kind_name() {
         "if_statement" => "`if`",
         "elif_clause" => "`elif`",
         "while_statement" => "`while`",
@@ -94,8 +95,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 
 /// The condition of an `if`/`elif`/`while`/`assert` or a conditional expression.
 pub(crate) fn condition_of(node: Node<'_>) -> Option<Node<'_>> {
-    match node.kind() {
-        "if_statement" | "elif_clause" | "while_statement" => node.child_by_field_name("condition"),
+    match node.kind_name() {
+        "if_statement" | "elif_clause" | "while_statement" => node.field("condition"),
         "assert_statement" => node.named_child(0),
         "conditional_expression" => node.named_child(1),
         _ => None,
@@ -112,17 +113,14 @@ fn tensor_condition<'t>(
         return None;
     }
     let condition = syntax::unparenthesize(condition);
-    match condition.kind() {
+    match condition.kind_name() {
         "not_operator" => condition
-            .child_by_field_name("argument")
+            .field("argument")
             .and_then(|argument| tensor_condition(context, argument, depth + 1)),
-        "boolean_operator" => [
-            condition.child_by_field_name("left"),
-            condition.child_by_field_name("right"),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|side| tensor_condition(context, side, depth + 1)),
+        "boolean_operator" => [condition.field("left"), condition.field("right")]
+            .into_iter()
+            .flatten()
+            .find_map(|side| tensor_condition(context, side, depth + 1)),
         "comparison_operator" => {
             let is_tensor_comparison = tensor_values::is_value_comparison(context, condition)
                 && !has_python_literal_operand(condition)
@@ -140,5 +138,5 @@ fn has_python_literal_operand(comparison: Node<'_>) -> bool {
     let mut cursor = comparison.walk();
     comparison
         .named_children(&mut cursor)
-        .any(|operand| matches!(operand.kind(), "string" | "none" | "list" | "tuple"))
+        .any(|operand| matches!(operand.kind_name(), "string" | "none" | "list" | "tuple"))
 }

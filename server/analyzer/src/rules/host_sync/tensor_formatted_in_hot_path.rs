@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -75,7 +76,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if tensor_values::in_raise_statement(context, node) {
         return;
     }
-    match node.kind() {
+    match node.kind_name() {
         "string" => check_fstring(context, node, hot.describe()),
         "call" => check_call(context, node, hot.describe()),
         "binary_operator" => check_percent(context, node, hot.describe()),
@@ -97,7 +98,7 @@ fn check_fstring<'t>(context: &mut Context<'t, '_>, string: Node<'t>, hot: &str)
 }
 
 fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let candidates: Vec<Node<'_>> = if is_logging_call(context, function) {
@@ -112,8 +113,8 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
             .collect()
     } else if callee_is(context, function, "format")
         && function
-            .child_by_field_name("object")
-            .is_some_and(|object| object.kind() == "string")
+            .field("object")
+            .is_some_and(|object| object.kind_name() == "string")
     {
         syntax::positional_args(arguments)
     } else if callee_is(context, function, "add_scalar") {
@@ -139,19 +140,19 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
 
 fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: &str) {
     let is_percent = operator
-        .child_by_field_name("operator")
+        .field("operator")
         .is_some_and(|op| context.text(op) == "%");
     let left_is_string = operator
-        .child_by_field_name("left")
-        .is_some_and(|left| left.kind() == "string");
+        .field("left")
+        .is_some_and(|left| left.kind_name() == "string");
     if !is_percent || !left_is_string {
         return;
     }
-    let Some(right) = operator.child_by_field_name("right") else {
+    let Some(right) = operator.field("right") else {
         return;
     };
     let right = syntax::unparenthesize(right);
-    let values: Vec<Node<'_>> = if right.kind() == "tuple" {
+    let values: Vec<Node<'_>> = if right.kind_name() == "tuple" {
         let mut cursor = right.walk();
         right.named_children(&mut cursor).collect()
     } else {
@@ -183,27 +184,25 @@ fn is_fstring<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
 fn is_print_argument<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
     context
         .parent(string)
-        .filter(|parent| parent.kind() == "argument_list")
+        .filter(|parent| parent.kind_name() == "argument_list")
         .and_then(|arguments| context.parent(arguments))
         .is_some_and(|call| super::print_tensor_in_hot_path::is_print_call(context, call))
 }
 
 fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> bool {
-    function.kind() == "attribute"
+    function.kind_name() == "attribute"
         && function
-            .child_by_field_name("attribute")
+            .field("attribute")
             .is_some_and(|attribute| context.text(attribute) == name)
 }
 
 /// `logging.info(...)`, `logger.warning(...)`, `self.logger.info(...)`, `log.debug(...)`.
 fn is_logging_call<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
-    if function.kind() != "attribute" {
+    if function.kind_name() != "attribute" {
         return false;
     }
-    let (Some(object), Some(method)) = (
-        function.child_by_field_name("object"),
-        function.child_by_field_name("attribute"),
-    ) else {
+    let (Some(object), Some(method)) = (function.field("object"), function.field("attribute"))
+    else {
         return false;
     };
     if !LOG_METHODS.contains(&context.text(method)) {
@@ -234,19 +233,19 @@ fn is_metrics_log<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
         return true;
     }
     function
-        .child_by_field_name("object")
+        .field("object")
         .is_some_and(|object| matches!(context.text(object), "accelerator" | "self.accelerator"))
 }
 
 /// The values of a dictionary literal.
 fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
-    if dictionary.kind() != "dictionary" {
+    if dictionary.kind_name() != "dictionary" {
         return Vec::new();
     }
     let mut cursor = dictionary.walk();
     dictionary
         .named_children(&mut cursor)
-        .filter(|child| child.kind() == "pair")
-        .filter_map(|pair| pair.child_by_field_name("value"))
+        .filter(|child| child.kind_name() == "pair")
+        .filter_map(|pair| pair.field("value"))
         .collect()
 }

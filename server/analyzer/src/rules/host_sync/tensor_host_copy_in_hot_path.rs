@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::tensor_values;
 use crate::semantic::Device;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -61,7 +62,7 @@ const READ_BACK_METHODS: &[&str] = &["tolist", "numpy", "item"];
 
 /// TPU102
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
     let method = context.text(method);
@@ -96,11 +97,11 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
     for _ in 0..8 {
         let Some(attribute) = context
             .parent(current)
-            .filter(|parent| parent.kind() == "attribute")
+            .filter(|parent| parent.kind_name() == "attribute")
         else {
             return false;
         };
-        let Some(method) = attribute.child_by_field_name("attribute") else {
+        let Some(method) = attribute.field("attribute") else {
             return false;
         };
         let name = context.text(method);
@@ -114,7 +115,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
         // Up from the attribute to the call it belongs to.
         let Some(next) = context
             .parent(attribute)
-            .filter(|parent| parent.kind() == "call")
+            .filter(|parent| parent.kind_name() == "call")
         else {
             return false;
         };
@@ -128,7 +129,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
 fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Device {
     let mut current = receiver;
     for _ in 0..syntax::MAX_EXPR_DEPTH {
-        match syntax::method_call(current) {
+        match context.method_call(current) {
             Some((inner, method)) if matches!(context.text(method), "cpu" | "detach") => {
                 current = inner
             }

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
-use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -63,13 +62,13 @@ declare_rule! {
 
 /// TPU101
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((receiver, method)) = syntax::method_call(call) else {
+    let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
     if context.text(method) != "item" {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     if arguments.named_child_count() != 0 {

@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::semantic::ValueKind;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -61,10 +62,10 @@ const MATH_FUNCTIONS: &[&str] = &[
 
 /// TPU106
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    let converter = match function.kind() {
+    let converter = match function.kind_name() {
         "identifier" => {
             let name = context.text(function);
             if !matches!(name, "float" | "int" | "bool" | "complex")
@@ -112,13 +113,14 @@ pub(crate) fn inside_range_call<'t>(context: &Context<'t, '_>, node: Node<'t>) -
     let mut current = context.parent(node);
     for _ in 0..6 {
         let Some(parent) = current else { return false };
-        if parent.kind() == "call"
-            && syntax::call_parts(parent)
+        if parent.kind_name() == "call"
+            && context
+                .call_parts(parent)
                 .is_some_and(|(function, _)| context.text(function) == "range")
         {
             return true;
         }
-        if matches!(parent.kind(), "block" | "expression_statement") {
+        if matches!(parent.kind_name(), "block" | "expression_statement") {
             return false;
         }
         current = context.parent(parent);

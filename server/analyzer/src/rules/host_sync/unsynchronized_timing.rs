@@ -7,6 +7,7 @@ use crate::declare_rule;
 use crate::rules::tensor_values;
 use crate::semantic::Backend;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -81,18 +82,15 @@ const WAITS: &[&str] = &[
 /// TPU111
 fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let is_minus = operator
-        .child_by_field_name("operator")
+        .field("operator")
         .is_some_and(|op| context.text(op) == "-");
     if !is_minus || context.backend() != Backend::TorchXla {
         return;
     }
-    let (Some(left), Some(right)) = (
-        operator.child_by_field_name("left"),
-        operator.child_by_field_name("right"),
-    ) else {
+    let (Some(left), Some(right)) = (operator.field("left"), operator.field("right")) else {
         return;
     };
-    if !is_clock_read(context, left) || right.kind() != "identifier" {
+    if !is_clock_read(context, left) || right.kind_name() != "identifier" {
         return;
     }
     let Some(start) = tensor_values::last_assignment_value(context, context.text(right), right)
@@ -118,11 +116,13 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     );
 }
 
-fn is_clock_read(context: &Context<'_, '_>, expr: Node<'_>) -> bool {
+fn is_clock_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
     context
         .semantic()
         .call_qualified_name(expr)
         .is_some_and(|name| CLOCKS.contains(&name.as_str()))
-        && syntax::call_parts(expr).is_some_and(|(_, arguments)| arguments.named_child_count() == 0)
+        && context
+            .call_parts(expr)
+            .is_some_and(|(_, arguments)| arguments.named_child_count() == 0)
 }

@@ -50,7 +50,7 @@ declare_rule! {
 /// TPU802
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    let Some(callee) = syntax::callee_name(call, source) else {
+    let Some(callee) = context.callee_name(call) else {
         return;
     };
     if callee != "DataLoader" {
@@ -68,7 +68,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !is_torch_loader {
         return;
     }
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(value_node) = syntax::argument(arguments, 1, "batch_size", source) else {

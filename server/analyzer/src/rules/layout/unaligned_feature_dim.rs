@@ -62,7 +62,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         "torch.nn.Embedding" => [(0, "num_embeddings"), (1, "embedding_dim")],
         _ => return,
     };
-    let Some((_, arguments)) = syntax::call_parts(call) else {
+    let Some((_, arguments)) = context.call_parts(call) else {
         return;
     };
     let source = context.source();

@@ -5,7 +5,8 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::semantic::ValueKind;
-use crate::syntax::{self, MAX_EXPR_DEPTH, node_text};
+use crate::syntax::NodeExt;
+use crate::syntax::{MAX_EXPR_DEPTH, node_text};
 
 declare_rule! {
     /// ## What it does
@@ -65,11 +66,11 @@ const AUTOCAST_CONTEXTS: &[&str] = &[
 ];
 
 /// TPU507
-fn check(context: &mut Context<'_, '_>, with: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
     if !is_autocast_with(context, with) {
         return;
     }
-    let Some(body) = with.child_by_field_name("body") else {
+    let Some(body) = with.field("body") else {
         return;
     };
     let mut found = Vec::new();
@@ -83,25 +84,25 @@ fn check(context: &mut Context<'_, '_>, with: Node<'_>) {
     }
 }
 
-fn is_autocast_with(context: &Context<'_, '_>, with: Node<'_>) -> bool {
+fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
     let Some(clause) = with
         .named_child(0)
-        .filter(|child| child.kind() == "with_clause")
+        .filter(|child| child.kind_name() == "with_clause")
     else {
         return false;
     };
     let mut cursor = clause.walk();
     clause.named_children(&mut cursor).any(|item| {
-        let Some(value) = item.child_by_field_name("value") else {
+        let Some(value) = item.field("value") else {
             return false;
         };
         // `with autocast(...) as ac:` wraps the call in an `as_pattern`.
-        let call = if value.kind() == "as_pattern" {
+        let call = if value.kind_name() == "as_pattern" {
             value.named_child(0)
         } else {
             Some(value)
         };
-        call.filter(|c| c.kind() == "call")
+        call.filter(|c| c.kind_name() == "call")
             .and_then(|c| context.semantic().call_qualified_name(c))
             .is_some_and(|q| {
                 AUTOCAST_CONTEXTS.contains(&q.as_str())
@@ -122,12 +123,12 @@ fn collect_steps(
         return;
     }
     if matches!(
-        node.kind(),
+        node.kind_name(),
         "function_definition" | "class_definition" | "lambda"
     ) {
         return;
     }
-    if node.kind() == "call"
+    if node.kind_name() == "call"
         && let Some(what) = step_call(context, node)
     {
         found.push((node.byte_range(), what));
@@ -139,14 +140,14 @@ fn collect_steps(
 }
 
 /// `x.backward()`, `opt.step()` (an optimizer), `scaler.step(opt)`, `xm.optimizer_step(opt)`.
-fn step_call(context: &Context<'_, '_>, call: Node<'_>) -> Option<String> {
+fn step_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let source = context.source();
     if let Some(qualified) = context.semantic().call_qualified_name(call)
         && qualified == "torch_xla.core.xla_model.optimizer_step"
     {
         return Some("xm.optimizer_step(...)".to_string());
     }
-    let (receiver, method) = syntax::method_call(call)?;
+    let (receiver, method) = context.method_call(call)?;
     let receiver_text = node_text(receiver, source);
     let short = |method: &str| {
         let receiver = if receiver_text.len() > 30 || receiver_text.contains('\n') {

@@ -64,10 +64,10 @@ declare_rule! {
 /// TPU504
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("autocast") {
+    if context.callee_name(call) != Some("autocast") {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     let Some(qualified) = context.qualified_name(function) else {

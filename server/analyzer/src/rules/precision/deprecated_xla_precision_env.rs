@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::DiagnosticTag;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -78,27 +79,27 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
 /// When `string` names a variable being set: `Some(value)` (the value node when visible).
 fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Option<Node<'t>>> {
     let parent = context.parent(string)?;
-    match parent.kind() {
+    match parent.kind_name() {
         // os.environ["X"] = value
         "subscript" => {
-            let value = parent.child_by_field_name("value")?;
+            let value = parent.field("value")?;
             if context.qualified_name(value).as_deref() != Some("os.environ") {
                 return None;
             }
             let assignment = context.parent(parent)?;
-            if assignment.kind() != "assignment"
+            if assignment.kind_name() != "assignment"
                 || assignment
-                    .child_by_field_name("left")
+                    .field("left")
                     .is_none_or(|left| left.id() != parent.id())
             {
                 return None;
             }
-            Some(assignment.child_by_field_name("right"))
+            Some(assignment.field("right"))
         }
         // os.environ.setdefault("X", value) / os.putenv("X", value)
         "argument_list" => {
             let call = context.parent(parent)?;
-            let (function, arguments) = syntax::call_parts(call)?;
+            let (function, arguments) = context.call_parts(call)?;
             let qualified = context.qualified_name(function)?;
             if !matches!(qualified.as_str(), "os.environ.setdefault" | "os.putenv") {
                 return None;
@@ -117,12 +118,12 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
         // restore it later sets nothing).
         "pair" => {
             if parent
-                .child_by_field_name("key")
+                .field("key")
                 .is_none_or(|key| key.id() != string.id())
             {
                 return None;
             }
-            let value = parent.child_by_field_name("value")?;
+            let value = parent.field("value")?;
             syntax::string_value(value, context.source())?;
             Some(Some(value))
         }
@@ -144,5 +145,5 @@ fn is_off(value: Node<'_>, source: &str) -> bool {
             "0" | "false" | ""
         );
     }
-    matches!(value.kind(), "false" | "none") || node_text(value, source) == "0"
+    matches!(value.kind_name(), "false" | "none") || node_text(value, source) == "0"
 }

@@ -9,6 +9,7 @@ use crate::diagnostic::Edit;
 use crate::rules::helpers;
 use crate::semantic::{Device, ValueKind};
 use crate::source::TextRange;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 /// How the dtype is requested.
@@ -67,11 +68,11 @@ pub fn dtype_use(
     replacement_method: &str,
 ) -> Option<DtypeUse> {
     let source = context.source();
-    let (function, arguments) = syntax::call_parts(call)?;
+    let (function, arguments) = context.call_parts(call)?;
     let replace_dtype = |node: Node<'_>| {
         // Keep the spelling of the prefix (`torch.`, `th.`): replace only the attribute.
         let node = syntax::unparenthesize(node);
-        match node.child_by_field_name("attribute") {
+        match node.field("attribute") {
             Some(attribute) => Edit::replace(attribute.byte_range(), replacement_dtype),
             None => Edit::replace(node.byte_range(), format!("torch.{replacement_dtype}")),
         }
@@ -80,7 +81,7 @@ pub fn dtype_use(
 
     // Keyword requests: `dtype=` / `torch_dtype=` in any call.
     for name in ["dtype", "torch_dtype"] {
-        if let Some(value) = syntax::keyword_arg(arguments, name, source)
+        if let Some(value) = context.keyword_arg(arguments, name)
             && is_dtype(value)
         {
             let qualified = context.qualified_name(function);
@@ -88,12 +89,13 @@ pub fn dtype_use(
                 .as_deref()
                 .and_then(|q| q.strip_prefix("torch."))
                 .is_some_and(|f| FACTORIES.contains(&f))
-                && syntax::keyword_arg(arguments, "device", source)
+                && context
+                    .keyword_arg(arguments, "device")
                     .is_none_or(|d| context.semantic().device_of_expr(d, 0) == Device::Cpu);
             if qualified.is_none() && on_host_tensor(context, call) {
                 return None;
             }
-            let keyword = syntax::keyword_arg_node(arguments, name, source)?;
+            let keyword = context.keyword_arg_node(arguments, name)?;
             return Some(DtypeUse {
                 kind: if host_factory {
                     DtypeUseKind::HostFactoryKeyword
@@ -120,7 +122,7 @@ pub fn dtype_use(
         return None;
     }
 
-    let (receiver, method) = syntax::method_call(call)?;
+    let (receiver, method) = context.method_call(call)?;
     let method_name = node_text(method, source);
     let receiver_fact = context.fact(receiver);
     let is_module = receiver_fact.kind == ValueKind::Module;
@@ -159,8 +161,8 @@ pub fn dtype_use(
 }
 
 /// `x.cpu().sum(dtype=...)`: a method of a tensor known to be on the host.
-fn on_host_tensor(context: &Context<'_, '_>, call: Node<'_>) -> bool {
-    syntax::method_call(call).is_some_and(|(receiver, _)| {
+fn on_host_tensor<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    context.method_call(call).is_some_and(|(receiver, _)| {
         let fact = context.fact(receiver);
         fact.is_tensor() && fact.device == Device::Cpu
     })

@@ -8,6 +8,7 @@ use crate::diagnostic::{Fix, Severity};
 use crate::rules::helpers;
 use crate::rules::precision::dtype_use::{DtypeUseKind, dtype_use};
 use crate::semantic::Backend;
+use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
@@ -99,7 +100,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn in_state_dict_conversion<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     while let Some(ancestor) = current {
-        match ancestor.kind() {
+        match ancestor.kind_name() {
             "function_definition" | "class_definition" | "lambda" | "module" => return false,
             "dictionary_comprehension" | "list_comprehension" | "generator_expression"
                 if context.text(ancestor).contains("state_dict") =>
@@ -107,11 +108,9 @@ fn in_state_dict_conversion<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
                 return true;
             }
             "attribute"
-                if ancestor
-                    .child_by_field_name("attribute")
-                    .is_some_and(|attribute| {
-                        matches!(context.text(attribute), "save_pretrained" | "save")
-                    }) =>
+                if ancestor.field("attribute").is_some_and(|attribute| {
+                    matches!(context.text(attribute), "save_pretrained" | "save")
+                }) =>
             {
                 return true;
             }

@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::helpers;
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
@@ -78,13 +79,13 @@ const CASTS: &[&str] = &[
 
 /// TPU502
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
-    let source = context.source();
-    if !syntax::callee_name(call, source)
+    if !context
+        .callee_name(call)
         .is_some_and(|name| matches!(name, "from_numpy" | "tensor" | "as_tensor"))
     {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     if !matches!(
@@ -93,7 +94,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     ) {
         return;
     }
-    if syntax::keyword_arg(arguments, "dtype", source).is_some() || syntax::has_splat(arguments) {
+    if context.keyword_arg(arguments, "dtype").is_some() || syntax::has_splat(arguments) {
         return;
     }
     let Some(array) = syntax::positional_args(arguments).first().copied() else {
@@ -128,27 +129,33 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// (`.to(device)` keeps the dtype.)
 fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let source = context.source();
-    let Some(attribute) = context.parent(call).filter(|p| p.kind() == "attribute") else {
+    let Some(attribute) = context
+        .parent(call)
+        .filter(|p| p.kind_name() == "attribute")
+    else {
         return false;
     };
     let is_receiver = attribute
-        .child_by_field_name("object")
+        .field("object")
         .is_some_and(|object| object.id() == call.id());
     let method = attribute
-        .child_by_field_name("attribute")
+        .field("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    let Some(cast_call) = context.parent(attribute).filter(|p| p.kind() == "call") else {
+    let Some(cast_call) = context
+        .parent(attribute)
+        .filter(|p| p.kind_name() == "call")
+    else {
         return false;
     };
     if !is_receiver {
         return false;
     }
     if matches!(method, "to" | "type") {
-        let Some((_, arguments)) = syntax::call_parts(cast_call) else {
+        let Some((_, arguments)) = context.call_parts(cast_call) else {
             return false;
         };
-        return syntax::keyword_arg(arguments, "dtype", source).is_some()
+        return context.keyword_arg(arguments, "dtype").is_some()
             || syntax::positional_args(arguments)
                 .iter()
                 .any(|argument| helpers::torch_dtype(context, *argument).is_some());
@@ -165,9 +172,9 @@ struct Float64Origin {
 }
 
 /// When `array` is a float64 NumPy array, how it was made.
-fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64Origin> {
+fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Float64Origin> {
     let array = syntax::unparenthesize(array);
-    let expression = match array.kind() {
+    let expression = match array.kind_name() {
         "call" => array,
         "identifier" => {
             let (start, end) = context.fact(array).origin?;
@@ -177,7 +184,7 @@ fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64O
                 .root()
                 .named_descendant_for_byte_range(start, end)
                 .filter(|node| node.start_byte() == start && node.end_byte() == end)?;
-            if node.kind() != "call" {
+            if node.kind_name() != "call" {
                 return None;
             }
             node
@@ -186,7 +193,7 @@ fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64O
     };
     let explicit = creates_float64(context, expression)?;
     let callee = (expression.id() != array.id())
-        .then(|| expression.child_by_field_name("function"))
+        .then(|| expression.field("function"))
         .flatten()
         .map(|f| helpers::short_code(context.text(f)));
     Some(Float64Origin { callee, explicit })
@@ -194,11 +201,11 @@ fn float64_origin(context: &Context<'_, '_>, array: Node<'_>) -> Option<Float64O
 
 /// `Some(explicit)` when a NumPy call yields float64 (`explicit`: by a dtype written in the
 /// code rather than NumPy's default).
-fn creates_float64(context: &Context<'_, '_>, call: Node<'_>) -> Option<bool> {
+fn creates_float64<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<bool> {
     let source = context.source();
-    let (function, arguments) = syntax::call_parts(call)?;
+    let (function, arguments) = context.call_parts(call)?;
     // `.astype(np.float64)` / `.astype(float)` / `.astype("float64")`.
-    if let Some((_, method)) = syntax::method_call(call)
+    if let Some((_, method)) = context.method_call(call)
         && node_text(method, source) == "astype"
     {
         return syntax::argument(arguments, 0, "dtype", source)
@@ -206,7 +213,7 @@ fn creates_float64(context: &Context<'_, '_>, call: Node<'_>) -> Option<bool> {
             .then_some(true);
     }
     let qualified = context.qualified_name(function)?;
-    if let Some(dtype) = syntax::keyword_arg(arguments, "dtype", source) {
+    if let Some(dtype) = context.keyword_arg(arguments, "dtype") {
         return (qualified.starts_with("numpy.") && names_float64(context, dtype)).then_some(true);
     }
     if FLOAT64_BY_DEFAULT.contains(&qualified.as_str()) {
@@ -214,7 +221,7 @@ fn creates_float64(context: &Context<'_, '_>, call: Node<'_>) -> Option<bool> {
     }
     let by_default = match qualified.as_str() {
         "numpy.full" => syntax::argument(arguments, 1, "fill_value", source)
-            .is_some_and(|value| syntax::unparenthesize(value).kind() == "float"),
+            .is_some_and(|value| syntax::unparenthesize(value).kind_name() == "float"),
         "numpy.array" | "numpy.asarray" => syntax::positional_args(arguments)
             .first()
             .is_some_and(|value| is_float_literal_sequence(*value)),
@@ -224,12 +231,12 @@ fn creates_float64(context: &Context<'_, '_>, call: Node<'_>) -> Option<bool> {
 }
 
 /// `np.float64`, `np.double`, `float`, `"float64"`.
-fn names_float64(context: &Context<'_, '_>, dtype: Node<'_>) -> bool {
+fn names_float64<'t>(context: &Context<'t, '_>, dtype: Node<'t>) -> bool {
     let source = context.source();
     if let Some(text) = syntax::string_value(dtype, source) {
         return matches!(text.as_ref(), "float64" | "f8" | "double" | "float");
     }
-    if dtype.kind() == "identifier" && node_text(dtype, source) == "float" {
+    if dtype.kind_name() == "identifier" && node_text(dtype, source) == "float" {
         return true;
     }
     context.qualified_name(dtype).is_some_and(|q| {
@@ -247,20 +254,20 @@ fn is_float_literal_sequence(node: Node<'_>) -> bool {
             return false;
         }
         let node = syntax::unparenthesize(node);
-        match node.kind() {
+        match node.kind_name() {
             "float" => {
                 *any_float = true;
                 true
             }
             "integer" => true,
             "unary_operator" => node
-                .child_by_field_name("argument")
+                .field("argument")
                 .is_some_and(|a| walk(a, depth + 1, any_float)),
             "list" | "tuple" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node<'_>> = node
                     .named_children(&mut cursor)
-                    .filter(|c| c.kind() != "comment")
+                    .filter(|c| c.kind_name() != "comment")
                     .collect();
                 !children.is_empty() && children.into_iter().all(|c| walk(c, depth + 1, any_float))
             }

@@ -59,7 +59,7 @@ declare_rule! {
 }
 
 /// TPU501
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(found) = dtype_use(context, call, "float64", "double", "float32", "float") else {
         return;
     };

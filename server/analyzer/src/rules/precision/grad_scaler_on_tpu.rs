@@ -59,12 +59,12 @@ declare_rule! {
 }
 
 /// TPU505
-fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
-    if syntax::callee_name(call, source) != Some("GradScaler") {
+    if context.callee_name(call) != Some("GradScaler") {
         return;
     }
-    let Some((function, arguments)) = syntax::call_parts(call) else {
+    let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
     if !matches!(
@@ -86,7 +86,7 @@ fn check(context: &mut Context<'_, '_>, call: Node<'_>) {
     {
         return;
     }
-    if let Some(enabled) = syntax::keyword_arg(arguments, "enabled", source)
+    if let Some(enabled) = context.keyword_arg(arguments, "enabled")
         && helpers::literal_bool(enabled) != Some(true)
     {
         return;
