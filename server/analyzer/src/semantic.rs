@@ -1609,7 +1609,7 @@ impl<'t> SemanticModel<'t> {
 fn top_level_import_texts<'s>(root: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut cursor = root.walk();
     root.named_children(&mut cursor)
-        .filter_map(|statement| match statement.kind() {
+        .filter_map(|statement| match statement.kind_name() {
             "import_statement" => Some(node_text(statement, source).trim_start_matches("import")),
             "import_from_statement" => {
                 Some(node_text(statement, source).trim_start_matches("from"))
