@@ -115,8 +115,9 @@ if e2e_wanted; then
   cargo build --locked -p tpulint
   # The VSIX carries the debug server binary here (a release build would add minutes to CI);
   # `npm run package` without the variable builds the release VSIX that ships.
-  vsix=$(TPULINT_SERVER_BINARY="${CARGO_TARGET_DIR:-$root/target}/debug/tpulint" npm run --silent package | tee /dev/stderr |
-    sed -n 's/^packaged \([^:]*\.vsix\):.*/\1/p')
+  package_log=$(mktemp)
+  TPULINT_SERVER_BINARY="${CARGO_TARGET_DIR:-$root/target}/debug/tpulint" npm run --silent package | tee "$package_log"
+  vsix=$(sed -n 's/^packaged \([^:]*\.vsix\):.*/\1/p' "$package_log")
   bash tests/vscode-e2e/run.sh "$vsix"
 fi
 
