@@ -95,6 +95,20 @@ async fn edit_line(client: &mut TestClient, uri: &str, version: i64, line: u32, 
         .await;
 }
 
+/// Changes the cell structure of the notebook (now at `version`): `structure` is the
+/// `change.cells.structure` object (`array` splice, `didOpen`, `didClose`).
+async fn change_structure(client: &mut TestClient, version: i64, structure: Value) {
+    client
+        .notify(
+            "notebookDocument/didChange",
+            json!({
+                "notebookDocument": {"uri": NOTEBOOK, "version": version},
+                "change": {"cells": {"structure": structure}}
+            }),
+        )
+        .await;
+}
+
 /// The publishes of one analysis: one per cell, in notebook order.
 async fn batch(client: &mut TestClient, cells: &[&str]) -> Vec<Value> {
     let mut published = Vec::new();
@@ -215,72 +229,60 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
 
     // Insert a cell with IPython lines after cell 1: positions stay cell-local.
-    client
-        .notify(
-            "notebookDocument/didChange",
-            json!({
-                "notebookDocument": {"uri": NOTEBOOK, "version": 4},
-                "change": {"cells": {"structure": {
-                    "array": {"start": 1, "deleteCount": 0, "cells": [cell(CODE, SHELL)]},
-                    "didOpen": [cell_document(SHELL, "python", 1, SHELL_TEXT)]
-                }}}
-            }),
-        )
-        .await;
+    change_structure(
+        &mut client,
+        4,
+        json!({
+            "array": {"start": 1, "deleteCount": 0, "cells": [cell(CODE, SHELL)]},
+            "didOpen": [cell_document(SHELL, "python", 1, SHELL_TEXT)]
+        }),
+    )
+    .await;
     let published = batch(&mut client, &[IMPORTS, SHELL, TITLE, MODEL]).await;
     assert_eq!(codes(&published[1]), ["TPU403"]);
     assert_eq!(start(&published[1]["diagnostics"][0]), (2, 18));
     assert_eq!(codes(&published[3]), ["TPU603", "TPU401"]);
 
     // Delete it again: its diagnostics are cleared.
-    client
-        .notify(
-            "notebookDocument/didChange",
-            json!({
-                "notebookDocument": {"uri": NOTEBOOK, "version": 5},
-                "change": {"cells": {"structure": {
-                    "array": {"start": 1, "deleteCount": 1},
-                    "didClose": [{"uri": SHELL}]
-                }}}
-            }),
-        )
-        .await;
+    change_structure(
+        &mut client,
+        5,
+        json!({
+            "array": {"start": 1, "deleteCount": 1},
+            "didClose": [{"uri": SHELL}]
+        }),
+    )
+    .await;
     let cleared = client.diagnostics(SHELL).await;
     assert!(codes(&cleared).is_empty());
     let published = batch(&mut client, &[IMPORTS, TITLE, MODEL]).await;
     assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
 
     // A `%%writefile` cell is not Python: no findings in it.
-    client
-        .notify(
-            "notebookDocument/didChange",
-            json!({
-                "notebookDocument": {"uri": NOTEBOOK, "version": 6},
-                "change": {"cells": {"structure": {
-                    "array": {"start": 3, "deleteCount": 0, "cells": [cell(CODE, WRITEFILE)]},
-                    "didOpen": [cell_document(WRITEFILE, "python", 1, WRITEFILE_TEXT)]
-                }}}
-            }),
-        )
-        .await;
+    change_structure(
+        &mut client,
+        6,
+        json!({
+            "array": {"start": 3, "deleteCount": 0, "cells": [cell(CODE, WRITEFILE)]},
+            "didOpen": [cell_document(WRITEFILE, "python", 1, WRITEFILE_TEXT)]
+        }),
+    )
+    .await;
     let published = batch(&mut client, &[IMPORTS, TITLE, MODEL, WRITEFILE]).await;
     assert!(codes(&published[3]).is_empty(), "{}", published[3]);
     assert_eq!(codes(&published[2]), ["TPU603", "TPU401"]);
 
     // Moving a cell (deleted and inserted in one splice, its document staying open).
-    client
-        .notify(
-            "notebookDocument/didChange",
-            json!({
-                "notebookDocument": {"uri": NOTEBOOK, "version": 7},
-                "change": {"cells": {"structure": {
-                    "array": {"start": 0, "deleteCount": 4,
-                              "cells": [cell(CODE, MODEL), cell(CODE, IMPORTS),
-                                        cell(MARKUP, TITLE), cell(CODE, WRITEFILE)]}
-                }}}
-            }),
-        )
-        .await;
+    change_structure(
+        &mut client,
+        7,
+        json!({
+            "array": {"start": 0, "deleteCount": 4,
+                      "cells": [cell(CODE, MODEL), cell(CODE, IMPORTS),
+                                cell(MARKUP, TITLE), cell(CODE, WRITEFILE)]}
+        }),
+    )
+    .await;
     let published = batch(&mut client, &[MODEL, IMPORTS, TITLE, WRITEFILE]).await;
     // `torch.compile` now runs before `import torch_xla`: the backend is still the notebook's.
     assert_eq!(codes(&published[0]), ["TPU603", "TPU401"]);
