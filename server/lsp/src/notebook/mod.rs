@@ -263,6 +263,7 @@ impl Notebooks {
                 let present: HashSet<&Uri> = entry.cells.iter().map(|(cell, _)| cell).collect();
                 for closed in structure.did_close.unwrap_or_default() {
                     entry.texts.remove(&closed.uri);
+                    entry.served.remove(&closed.uri);
                     if !present.contains(&closed.uri) {
                         owners.remove(&closed.uri);
                     }
@@ -377,7 +378,7 @@ impl Notebooks {
         })
     }
 
-    /// Stores `analysis` if the notebook is still at its version and the settings at its
+    /// Stores `analysis` if the notebook is still at its revision and the settings at its
     /// generation; if so and `publish` is set, queues a publish for every cell under the lock.
     /// With `from_worker`, it becomes the worker's baseline and the previous baseline is
     /// returned; `None` when the analysis was stale.
