@@ -4,6 +4,8 @@
 use clap::{Args, ValueEnum};
 use tpulint_analyzer::{RuleMeta, rule_by_code_or_name, rules};
 
+use tpulint_report::json::rule_json;
+
 use crate::output::{self, ExitStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,20 +85,6 @@ fn explanation(rule: &RuleMeta) -> String {
     out.push_str("\n\n");
     out.push_str(&rule.docs_markdown());
     out
-}
-
-fn rule_json(rule: &RuleMeta) -> serde_json::Value {
-    serde_json::json!({
-        "code": rule.code,
-        "name": rule.name,
-        "family": rule.family().name(),
-        "severity": rule.severity.as_str(),
-        "fix": rule.fix.as_str(),
-        "enabled_by_default": rule.enabled_by_default,
-        "summary": rule.summary(),
-        "url": rule.url(),
-        "explanation": rule.docs_markdown(),
-    })
 }
 
 /// An aligned table: code, name, family, severity, fix, summary.

@@ -7,7 +7,7 @@
 //! 1-based, columns count characters.
 
 use serde::Serialize;
-use tpulint_analyzer::{Diagnostic, rule_by_code_or_name};
+use tpulint_analyzer::{Diagnostic, RuleMeta, rule_by_code_or_name};
 
 use crate::location::SourceFile;
 
@@ -104,4 +104,20 @@ pub fn render_json(files: &[SourceFile]) -> String {
     let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
     out.push('\n');
     out
+}
+
+/// One rule's metadata, as `tpulint rule --output-format json` prints it and the wasm `rules()`
+/// returns it.
+pub fn rule_json(rule: &RuleMeta) -> serde_json::Value {
+    serde_json::json!({
+        "code": rule.code,
+        "name": rule.name,
+        "family": rule.family().name(),
+        "severity": rule.severity.as_str(),
+        "fix": rule.fix.as_str(),
+        "enabled_by_default": rule.enabled_by_default,
+        "summary": rule.summary(),
+        "url": rule.url(),
+        "explanation": rule.docs_markdown(),
+    })
 }

@@ -6,9 +6,9 @@
 //! and ruff's schema has no place for. Rules carry the keys of `tpulint rule --output-format json`.
 
 use serde_json::{Map, Value, json};
-use tpulint_analyzer::{Applicability, Diagnostic, RuleMeta, check_source, fix_source, rules};
+use tpulint_analyzer::{Applicability, Diagnostic, check_source, fix_source, rules};
 use tpulint_report::SourceFile;
-use tpulint_report::json::json_diagnostic;
+use tpulint_report::json::{json_diagnostic, rule_json};
 
 use crate::options::CheckOptions;
 
@@ -80,24 +80,9 @@ pub fn apply_fixes_json(
     serde_json::to_string(&result).map_err(|error| error.to_string())
 }
 
-/// One rule with the keys of `tpulint rule --output-format json`.
-fn rule_value(rule: &RuleMeta) -> Value {
-    json!({
-        "code": rule.code,
-        "name": rule.name,
-        "family": rule.family().name(),
-        "severity": rule.severity.as_str(),
-        "fix": rule.fix.as_str(),
-        "enabled_by_default": rule.enabled_by_default,
-        "summary": rule.summary(),
-        "url": rule.url(),
-        "explanation": rule.docs_markdown(),
-    })
-}
-
 /// `rules`: every rule's metadata, sorted by code.
 pub fn rules_json() -> String {
-    let list: Vec<Value> = rules().iter().map(|rule| rule_value(rule)).collect();
+    let list: Vec<Value> = rules().iter().map(|rule| rule_json(rule)).collect();
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
 }
 
