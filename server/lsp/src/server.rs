@@ -111,6 +111,15 @@ impl Server {
 
     /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
     /// notebook cell.
+    /// A change for something the client never opened (or already closed): logged, not fatal.
+    async fn warn_not_open(&self, what: &str, uri: &Uri) {
+        self.log(
+            LogLevel::Warn,
+            format!("didChange for a {what} that is not open: {}", uri.as_str()),
+        )
+        .await;
+    }
+
     async fn notebook_analysis(
         &self,
         cell: &Uri,
@@ -690,14 +699,7 @@ impl LanguageServer for Server {
         if known {
             self.schedule(&uri);
         } else {
-            self.log(
-                LogLevel::Warn,
-                format!(
-                    "didChange for a document that is not open: {}",
-                    uri.as_str()
-                ),
-            )
-            .await;
+            self.warn_not_open("document", &uri).await;
         }
     }
 
@@ -1010,14 +1012,7 @@ impl LanguageServer for Server {
                 self.schedule_notebook(&uri);
             }
             None => {
-                self.log(
-                    LogLevel::Warn,
-                    format!(
-                        "didChange for a notebook that is not open: {}",
-                        uri.as_str()
-                    ),
-                )
-                .await;
+                self.warn_not_open("notebook", &uri).await;
             }
         }
     }
