@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TestClient, apply_edits, push_client};
+use common::{TestClient, apply_edits, codes, push_client, titles};
 use serde_json::{Value, json};
 use tpulint_lsp::encoding::PositionEncoding;
 
@@ -35,15 +35,6 @@ fn cell(kind: i64, uri: &str) -> Value {
 
 fn cell_document(uri: &str, language: &str, version: i64, text: &str) -> Value {
     json!({"uri": uri, "languageId": language, "version": version, "text": text})
-}
-
-fn codes(params: &Value) -> Vec<String> {
-    params["diagnostics"]
-        .as_array()
-        .expect("diagnostics array")
-        .iter()
-        .map(|d| d["code"].as_str().expect("code").to_string())
-        .collect()
 }
 
 fn start(diagnostic: &Value) -> (u64, u64) {
@@ -142,21 +133,8 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     assert_eq!(start(&cuda), (1, 22));
 
     // Code actions on the cell: the backend-aware quick fix, noqa, and fix-all of the cell.
-    let response = client
-        .request(
-            "textDocument/codeAction",
-            json!({
-                "textDocument": {"uri": MODEL},
-                "range": cuda["range"],
-                "context": {"diagnostics": [cuda]}
-            }),
-        )
-        .await;
-    let actions = response["result"].as_array().expect("actions");
-    let titles: Vec<&str> = actions
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect();
+    let actions = client.code_actions_for(MODEL, &cuda).await;
+    let titles = titles(&actions);
     assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
     assert!(
         titles.contains(&"Disable TPU401 for this line"),

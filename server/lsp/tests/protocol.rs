@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TestClient, apply_edits, push_client};
+use common::{TestClient, apply_edits, codes, push_client, titles};
 use serde_json::{Value, json};
 use tpulint_lsp::encoding::PositionEncoding;
 
@@ -19,15 +19,6 @@ def train_step(model, batch):
     loss = model(batch).mean()
     return loss.item()
 ";
-
-fn codes(params: &Value) -> Vec<String> {
-    params["diagnostics"]
-        .as_array()
-        .expect("diagnostics array")
-        .iter()
-        .map(|d| d["code"].as_str().expect("code").to_string())
-        .collect()
-}
 
 fn line_of(text: &str, needle: &str) -> u64 {
     text[..text.find(needle).expect("needle")]
@@ -79,21 +70,8 @@ async fn full_session() {
     );
 
     // Code actions on the `"cuda"` string: the rule's fix (unsafe, so not preferred) and noqa.
-    let response = client
-        .request(
-            "textDocument/codeAction",
-            json!({
-                "textDocument": {"uri": URI},
-                "range": cuda["range"],
-                "context": {"diagnostics": [cuda]}
-            }),
-        )
-        .await;
-    let actions = response["result"].as_array().expect("actions");
-    let titles: Vec<&str> = actions
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect();
+    let actions = client.code_actions_for(URI, cuda).await;
+    let titles = titles(&actions);
     assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
     assert!(
         titles.contains(&"Disable TPU401 for this line"),

@@ -231,6 +231,22 @@ impl TestClient {
         }
     }
 
+    /// The code actions the server offers for `diagnostic` of document `uri` (its range, with
+    /// it as the context's diagnostic).
+    pub async fn code_actions_for(&mut self, uri: &str, diagnostic: &Value) -> Vec<Value> {
+        let response = self
+            .request(
+                "textDocument/codeAction",
+                json!({
+                    "textDocument": {"uri": uri},
+                    "range": diagnostic["range"],
+                    "context": {"diagnostics": [diagnostic]}
+                }),
+            )
+            .await;
+        response["result"].as_array().expect("actions").clone()
+    }
+
     pub async fn open(&mut self, uri: &str, text: &str) {
         self.notify(
             "textDocument/didOpen",
@@ -256,6 +272,24 @@ impl TestClient {
 }
 
 /// Capabilities of a plain push-diagnostics client that speaks UTF-16.
+/// The rule codes of a `publishDiagnostics` notification's params, in the server's order.
+pub fn codes(published: &Value) -> Vec<String> {
+    published["diagnostics"]
+        .as_array()
+        .expect("diagnostics array")
+        .iter()
+        .map(|d| d["code"].as_str().expect("code").to_string())
+        .collect()
+}
+
+/// The titles of code actions.
+pub fn titles(actions: &[Value]) -> Vec<&str> {
+    actions
+        .iter()
+        .map(|a| a["title"].as_str().expect("title"))
+        .collect()
+}
+
 pub fn push_client() -> Value {
     json!({
         "textDocument": {
