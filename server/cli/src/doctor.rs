@@ -2,14 +2,15 @@
 //! torch / torch_xla / TorchTPU / libtpu versions, imports, TPU devices and their holders) and
 //! prints the exact fix for each problem. The work is done by `tpulint_doctor`.
 //!
-//! Exit codes: 0 ready, 1 degraded or not ready, 2 usage error (from clap).
+//! Exit codes: 0 ready, 1 degraded or not ready, 2 usage error (from clap, or an unknown
+//! `--explain` id).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use tpulint_doctor::{DoctorOptions, OutputFormat, render};
+use tpulint_doctor::{DoctorOptions, FindingId, OutputFormat, render};
 
 use crate::output::{self, ExitStatus};
 
@@ -35,9 +36,16 @@ pub struct DoctorArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
     pub output_format: DoctorFormat,
+    /// Explain a finding (its severity, when it is reported, why it matters, its fixes and
+    /// sources) instead of checking anything.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
 }
 
 pub fn run(args: DoctorArgs) -> ExitStatus {
+    if let Some(id) = &args.explain {
+        return explain(id);
+    }
     let project_dir = match std::env::current_dir() {
         Ok(directory) => directory,
         Err(error) => {
@@ -62,5 +70,21 @@ pub fn run(args: DoctorArgs) -> ExitStatus {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
+    }
+}
+
+fn explain(id: &str) -> ExitStatus {
+    match FindingId::from_id(id.trim()) {
+        Some(finding) => {
+            output::stdout(&tpulint_doctor::explain(finding));
+            ExitStatus::Success
+        }
+        None => {
+            output::error(&format!(
+                "unknown finding id `{id}` (the ids are listed in docs/doctor.md, e.g. `{}`)",
+                FindingId::ALL[0].as_str()
+            ));
+            ExitStatus::Error
+        }
     }
 }
