@@ -443,12 +443,20 @@ fn environment_report(report: &tpulint_doctor::Report) -> Value {
     use tpulint_doctor::{OutputFormat, render};
     // The doctor's JSON spelling (`ready` / `degraded` / `not_ready`), which the extension reads.
     let verdict = serde_json::to_value(report.verdict).unwrap_or(Value::Null);
+    // Each fix names its finding and the finding's page in docs/doctor.md.
     let fixes: Vec<Value> = report
         .findings
         .iter()
-        .flat_map(|finding| &finding.fixes)
-        .filter(|fix| !fix.commands.is_empty())
-        .map(|fix| json!({"title": fix.description, "command": fix.commands.join(" && ")}))
+        .flat_map(|finding| finding.fixes.iter().map(move |fix| (finding, fix)))
+        .filter(|(_, fix)| !fix.commands.is_empty())
+        .map(|(finding, fix)| {
+            json!({
+                "title": fix.description,
+                "command": fix.commands.join(" && "),
+                "finding": finding.id,
+                "url": finding.url,
+            })
+        })
         .collect();
     json!({
         "verdict": verdict,
