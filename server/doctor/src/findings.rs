@@ -215,7 +215,7 @@ pub fn analyze(
     imports(&mut context);
     environment(&mut context);
     let backend = context.backend;
-    device_only_findings(table, devices, euid, backend, &mut context.findings);
+    device_only_findings(devices, euid, backend, &mut context.findings);
     allocation(&mut context);
     context.findings
 }
@@ -269,8 +269,7 @@ fn backends(context: &mut Context<'_>) {
                         dist.version,
                         dist.author.as_deref().or(dist.author_email.as_deref()).unwrap_or("?"),
                         dist.home_page.as_deref().unwrap_or("?"),
-                    ))
-                    .source(&table.sophgo.source);
+                    ));
                 let draft = with_pairing(draft, table, context.pairing(), "torch").fix("replace");
                 context.push(draft);
             }
@@ -341,8 +340,7 @@ fn no_backend(context: &mut Context<'_>) {
                 torch.version
             ),
             None => "Neither torch, TorchTPU (torch_tpu) nor torch_xla is installed.".to_string(),
-        })
-        .source(&table.torch_tpu.source);
+        });
     let draft = with_pairing(draft, table, context.pairing(), "torch").fix(if torch_tpu_python {
         "torch-tpu"
     } else {
@@ -372,8 +370,7 @@ fn check_torch_xla(context: &mut Context<'_>, xla: &Distribution) {
                 .detail(format!(
                     "torch_xla {} needs torch, which is not installed.",
                     xla.version
-                ))
-                .source(&table.rules.torch_xla_pairing.source);
+                ));
             let draft = match &release {
                 Some(release) => draft
                     .var("torch", release.torch.clone())
@@ -395,8 +392,7 @@ fn check_torch_xla(context: &mut Context<'_>, xla: &Distribution) {
                     .detail(format!(
                         "torch_xla {} is built against torch {xla_minor_text}.x; torch {} is installed.",
                         xla.version, torch.version
-                    ))
-                    .source(&table.rules.torch_xla_pairing.source);
+                    ));
                 draft = match &release {
                     Some(release) => draft
                         .var("release", release.version.clone())
@@ -474,7 +470,6 @@ fn check_torch_xla(context: &mut Context<'_>, xla: &Distribution) {
             "torch_xla {} is installed; {last} is PyTorch/XLA's last release.",
             xla.version
         ))
-        .source(&table.torch_xla_status.source)
         .fix("torch-tpu");
     context.push(draft);
     libtpu_for_torch_xla(context, xla, release.as_ref());
@@ -510,7 +505,6 @@ fn libtpu_for_torch_xla(
                     "torch_xla {} is installed without its TPU runtime (the `libtpu` package).",
                     xla.version
                 ))
-                .source(&table.rules.libtpu.source)
                 .fix("extra");
             context.push(draft);
         }
@@ -544,14 +538,11 @@ fn check_torch_tpu(context: &mut Context<'_>, dist: &Distribution, google: bool)
     let requirements = &table.torch_tpu;
     let build = requirements.build(&dist.version);
     if build == TorchTpuBuild::Stub {
-        let draft = context
-            .draft(FindingId::TorchTpuStub)
-            .detail(format!(
-                "torch_tpu {} at {} has no backend in it.",
-                dist.version,
-                dist.location.as_deref().unwrap_or("?")
-            ))
-            .source(&requirements.source);
+        let draft = context.draft(FindingId::TorchTpuStub).detail(format!(
+            "torch_tpu {} at {} has no backend in it.",
+            dist.version,
+            dist.location.as_deref().unwrap_or("?")
+        ));
         let draft = with_pairing(draft, table, context.pairing(), "torch").fix("reinstall");
         context.push(draft);
         return;
@@ -571,8 +562,7 @@ fn check_torch_tpu(context: &mut Context<'_>, dist: &Distribution, google: bool)
             .detail(format!(
                 "torch_tpu {} runs in Python {}.",
                 dist.version, context.probe.python.version
-            ))
-            .source(&requirements.source);
+            ));
         let draft = with_pairing(draft, table, context.pairing(), "torch").fix("venv");
         context.push(draft);
     }
@@ -613,8 +603,7 @@ fn torch_for_torch_tpu(context: &mut Context<'_>, dist: &Distribution, build: &T
             .detail(format!(
                 "torch_tpu {} needs torch {}+.",
                 dist.version, requirements.torch_min
-            ))
-            .source(&requirements.source);
+            ));
         let draft = with_pairing(draft, table, context.pairing(), "torch").fix("torch-tpu");
         context.push(draft);
         return;
@@ -630,8 +619,7 @@ fn torch_for_torch_tpu(context: &mut Context<'_>, dist: &Distribution, build: &T
             .detail(format!(
                 "torch_tpu {} requires torch>={}.",
                 dist.version, requirements.torch_min
-            ))
-            .source(&requirements.source);
+            ));
         let draft = with_pairing(draft, table, context.pairing(), "torch_pairing").fix("pairing");
         context.push(draft);
         return;
@@ -650,13 +638,13 @@ fn torch_for_torch_tpu(context: &mut Context<'_>, dist: &Distribution, build: &T
         return;
     }
     let mut detail = match (&symbol, build) {
-        (Some(symbol), _) => format!(
-            "`import torch_tpu` fails: {} (symbol {symbol}).",
-            import
+        (Some(symbol), _) => {
+            let gist = import
                 .as_ref()
                 .and_then(|result| result.error.clone())
-                .unwrap_or_default()
-        ),
+                .unwrap_or_default();
+            format!("`import torch_tpu` fails: {}.", with_symbol(&gist, symbol))
+        }
         (None, _) => format!(
             "`import torch_tpu` {}.",
             if import_failed {
@@ -710,8 +698,7 @@ fn libtpu_for_torch_tpu(context: &mut Context<'_>, dist: &Distribution) {
             .detail(format!(
                 "torch_tpu {} is installed but the `libtpu` package is not.",
                 dist.version
-            ))
-            .source(&requirements.source);
+            ));
         let draft = with_pairing(draft, table, pairing.as_ref(), "torch_pairing").fix("install");
         context.push(draft);
         return;
@@ -727,8 +714,7 @@ fn libtpu_for_torch_tpu(context: &mut Context<'_>, dist: &Distribution) {
             .detail(format!(
                 "torch_tpu declares libtpu>={}.",
                 requirements.libtpu_min
-            ))
-            .source(&requirements.source);
+            ));
         let draft = with_pairing(draft, table, pairing.as_ref(), "torch_pairing").fix("install");
         context.push(draft);
         return;
@@ -825,7 +811,6 @@ fn distributed(context: &mut Context<'_>) {
         } else {
             format!("Set: {}.", shown.join(" "))
         })
-        .source(&spec.source)
         .fix("wrapper");
     context.push(draft);
 }
@@ -844,7 +829,6 @@ fn companions(context: &mut Context<'_>) {
                 "libtpu {} and libtpu-nightly {} both install the `libtpu` module.",
                 libtpu.version, nightly.version
             ))
-            .source(&table.rules.libtpu.source)
             .fix("remove");
         context.push(draft);
     }
@@ -858,7 +842,6 @@ fn companions(context: &mut Context<'_>) {
                 "transformers {} is installed with torch_xla and without TorchTPU.",
                 transformers.version
             ))
-            .source(&table.transformers_gate.source)
             .fix("grep");
         context.push(draft);
     }
@@ -878,7 +861,6 @@ fn companions(context: &mut Context<'_>) {
                     "{package} is installed in Python {}.",
                     context.probe.python.version
                 ))
-                .source(&table.vllm_torchtpu.source)
                 .fix("venv");
             context.push(draft);
         }
@@ -918,7 +900,6 @@ fn companions(context: &mut Context<'_>) {
             .var("torch", torch.version.clone())
             .var("wanted", format!("{}.{}", torch_minor.0, torch_minor.1))
             .detail("torchaudio releases share torch's major.minor version.")
-            .source(&table.torchaudio.source)
             .fix("install");
         context.push(draft);
     }
@@ -950,7 +931,6 @@ fn known_bad(context: &mut Context<'_>) {
         let draft = context
             .draft(id)
             .detail(format!("Installed: {detail}."))
-            .source(&entry.source)
             .fix("replace");
         context.push(draft);
     }
@@ -987,10 +967,7 @@ fn imports(context: &mut Context<'_>) {
                     _ => None,
                 };
                 if let (Some(symbol), Some(id)) = (&result.undefined_symbol, abi) {
-                    let mut draft = context
-                        .draft(id)
-                        .detail(format!("{gist} (symbol {symbol})"))
-                        .source(&table.rules.torch_xla_pairing.source);
+                    let mut draft = context.draft(id).detail(with_symbol(&gist, symbol));
                     if module == "torch_xla"
                         && let Some(xla) = context.dist("torch_xla")
                     {
@@ -1039,6 +1016,15 @@ fn imports(context: &mut Context<'_>) {
     }
 }
 
+/// An import error's gist, naming the undefined symbol when the gist does not.
+fn with_symbol(gist: &str, symbol: &str) -> String {
+    if gist.contains(symbol) {
+        gist.to_string()
+    } else {
+        format!("{gist} (undefined symbol {symbol})")
+    }
+}
+
 /// A failing `import torch_tpu` that another finding already explains: the `0.0.0` stub, or the
 /// torch mismatch symbol (reported by `torch-tpu-torch-mismatch`).
 fn torch_tpu_failure_explained(context: &Context<'_>, result: &ChildResult) -> bool {
@@ -1072,7 +1058,6 @@ fn environment(context: &mut Context<'_>) {
                     .draft(FindingId::PjrtDeviceUnset)
                     .var("expected", expected.clone())
                     .detail("torch_xla chooses its device itself when PJRT_DEVICE is unset.")
-                    .source(&table.rules.pjrt_device.source)
                     .fix("export");
                 context.push(draft);
             }
@@ -1084,7 +1069,6 @@ fn environment(context: &mut Context<'_>) {
                     .detail(format!(
                         "PJRT_DEVICE selects torch_xla's device; it is `{value}`."
                     ))
-                    .source(&table.rules.pjrt_device.source)
                     .fix("export");
                 context.push(draft);
             }
@@ -1165,13 +1149,11 @@ fn environment(context: &mut Context<'_>) {
 
 /// Device findings; also used when no interpreter could be probed (`backend` is then `None`).
 pub fn device_only_findings(
-    table: &Compatibility,
     devices: &DeviceFacts,
     euid: u32,
     backend: Backend,
     findings: &mut Vec<Finding>,
 ) {
-    let source = &table.rules.devices.source;
     if devices.nodes.is_empty() {
         if devices.pci_chips.is_empty() {
             let consequence = match backend {
@@ -1189,7 +1171,6 @@ pub fn device_only_findings(
                     .detail(format!(
                         "No /dev/accel* or /dev/vfio/<N> device nodes and no Google TPU on the PCI bus.{consequence}"
                     ))
-                    .source(source)
                     .fix("tpu-vm")
                     .build(),
             );
@@ -1206,7 +1187,6 @@ pub fn device_only_findings(
                         "Chips: {}. No /dev/accel* or /dev/vfio/<N> is present.",
                         generations.join(", ")
                     ))
-                    .source(source)
                     .fix("container")
                     .build(),
             );
@@ -1227,7 +1207,6 @@ pub fn device_only_findings(
                     "Not readable and writable by this user: {}.",
                     denied.join(", ")
                 ))
-                .source(source)
                 .fix("inspect")
                 .build(),
         );
@@ -1241,7 +1220,7 @@ pub fn device_only_findings(
             .iter()
             .filter(|holder| holder.pid == pid)
             .collect();
-        findings.push(holder_finding(devices, &held, euid, source));
+        findings.push(holder_finding(devices, &held, euid));
     }
     let nodes: Vec<String> = devices
         .nodes
@@ -1289,14 +1268,13 @@ pub fn device_only_findings(
                         None => String::new(),
                     }
                 ))
-                .source(&table.rules.libtpu.source)
                 .fix(if others { "remove-as-root" } else { "remove" })
                 .build(),
         );
     }
 }
 
-fn holder_finding(devices: &DeviceFacts, held: &[&Holder], euid: u32, source: &str) -> Finding {
+fn holder_finding(devices: &DeviceFacts, held: &[&Holder], euid: u32) -> Finding {
     let first = held[0];
     let pid = first.pid;
     let paths: Vec<String> = held
@@ -1356,7 +1334,6 @@ fn holder_finding(devices: &DeviceFacts, held: &[&Holder], euid: u32, source: &s
         .var("pid", pid.to_string())
         .var("user", user)
         .detail(detail)
-        .source(source)
         .fix(fix);
     if first.jupyter_kernel && other_user {
         draft = draft.fix("kill-other-user");
@@ -1474,8 +1451,7 @@ mod tests {
 
     fn device_ids(devices: &DeviceFacts, euid: u32) -> Vec<Finding> {
         let mut findings = Vec::new();
-        let table = crate::compat::compatibility();
-        device_only_findings(table, devices, euid, Backend::TorchTpu, &mut findings);
+        device_only_findings(devices, euid, Backend::TorchTpu, &mut findings);
         findings
     }
 

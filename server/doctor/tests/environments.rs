@@ -974,3 +974,26 @@ fn wait_until_open(pid: u32, device: &std::path::Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `--python v/bin/python` is relative to where tpulint runs, although the probe runs from `/`.
+#[test]
+fn a_relative_interpreter_path_is_checked() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    let cwd = std::env::current_dir().unwrap();
+    let mut relative = std::path::PathBuf::new();
+    for _ in cwd.components().skip(1) {
+        relative.push("..");
+    }
+    relative.push(env.python.strip_prefix("/").unwrap());
+    let mut options = env.options();
+    options.python = Some(relative);
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(
+        ids(&report),
+        vec!["no-tpu-backend"],
+        "{:#?}",
+        report.findings
+    );
+    assert!(report.interpreter.as_ref().unwrap().path.starts_with('/'));
+}
