@@ -38,7 +38,7 @@ pub struct DoctorArgs {
     pub output_format: DoctorFormat,
     /// Explain a finding (its severity, when it is reported, why it matters, its fixes and
     /// sources) instead of checking anything.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["python", "allocate"])]
     pub explain: Option<String>,
 }
 
@@ -80,10 +80,31 @@ fn explain(id: &str) -> ExitStatus {
             ExitStatus::Success
         }
         None => {
-            output::error(&format!(
-                "unknown finding id `{id}` (the ids are listed in docs/doctor.md, e.g. `{}`)",
-                FindingId::ALL[0].as_str()
-            ));
+            // Suggest the ids sharing the most words with the one given.
+            let words: Vec<&str> = id
+                .split(['-', '_', ' '])
+                .filter(|w| !w.is_empty())
+                .collect();
+            let mut scored: Vec<(usize, &str)> = FindingId::ALL
+                .iter()
+                .map(|known| {
+                    let shared = known
+                        .as_str()
+                        .split('-')
+                        .filter(|part| words.contains(part))
+                        .count();
+                    (shared, known.as_str())
+                })
+                .filter(|(shared, _)| *shared > 0)
+                .collect();
+            scored.sort_by(|left, right| right.0.cmp(&left.0));
+            let similar: Vec<&str> = scored.iter().take(3).map(|(_, id)| *id).collect();
+            let hint = if similar.is_empty() {
+                "the ids are listed in docs/doctor.md".to_string()
+            } else {
+                format!("similar: {}", similar.join(", "))
+            };
+            output::error(&format!("unknown finding id `{id}` ({hint})"));
             ExitStatus::Error
         }
     }

@@ -156,4 +156,9 @@ fn explain_prints_a_declared_finding_and_rejects_unknown_ids() {
         stderr.starts_with("error: unknown finding id `no-such-finding`"),
         "{stderr}"
     );
+    let output = tpulint(&["doctor", "--explain", "torch-tpu-mismatch"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("similar: "), "{stderr}");
+    assert!(stderr.contains("torch-tpu-torch-mismatch"), "{stderr}");
 }
