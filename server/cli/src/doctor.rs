@@ -97,7 +97,7 @@ fn explain(id: &str) -> ExitStatus {
                 })
                 .filter(|(shared, _)| *shared > 0)
                 .collect();
-            scored.sort_by(|left, right| right.0.cmp(&left.0));
+            scored.sort_by_key(|entry| std::cmp::Reverse(entry.0));
             let similar: Vec<&str> = scored.iter().take(3).map(|(_, id)| *id).collect();
             let hint = if similar.is_empty() {
                 "the ids are listed in docs/doctor.md".to_string()
