@@ -530,3 +530,46 @@ fn the_missing_device_is_explained_for_torch_tpu() {
     );
     assert!(!detail.contains("torch_xla"), "{detail}");
 }
+
+/// A `torch_tpu` that is neither recognisably Google's nor Sophgo's is reported as such (and is
+/// not "no backend"); an old libtpu under TorchTPU gets the validated one.
+#[test]
+fn unknown_torch_tpu_and_an_old_libtpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.13.0");
+    install_libtpu(&env, "0.0.30");
+    env.add_package("torch_tpu", "0.1.1", &[], "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        vec!["torch-tpu-unknown-origin"],
+        "{:#?}",
+        report.findings
+    );
+    assert_eq!(
+        all_commands(&report, "torch-tpu-unknown-origin"),
+        vec![format!("{} -m pip show -f torch_tpu", env.python_text())]
+    );
+
+    env.remove_dist("torch_tpu");
+    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        vec!["torch-tpu-libtpu-too-old"],
+        "{:#?}",
+        report.findings
+    );
+    let finding = &report.findings[0];
+    assert_eq!(
+        finding.title,
+        "libtpu 0.0.30 is older than TorchTPU requires (0.0.38)"
+    );
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!(
+            "{} -m pip install 'libtpu==0.0.47'",
+            env.python_text()
+        )]
+    );
+}
