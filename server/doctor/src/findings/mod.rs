@@ -113,6 +113,18 @@ fn with_pairing(
     }
 }
 
+/// The Python a new TorchTPU environment gets: one TorchTPU supports that vLLM-TorchTPU needs too.
+fn torch_tpu_venv_python(table: &Compatibility) -> String {
+    table
+        .vllm_torchtpu
+        .python
+        .iter()
+        .find(|python| table.torch_tpu.python.contains(python))
+        .or(table.torch_tpu.python.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Sets `{torch_xla}`, `{xla_torch}` (and `{xla_python}`) for installing a torch_xla release.
 fn with_xla_release(draft: Draft, release: &TorchXlaRelease) -> Draft {
     draft
@@ -248,10 +260,7 @@ fn interpreter(context: &mut Context<'_>) {
         let draft = context
             .draft(FindingId::PythonTooOld)
             .var("python_version", context.probe.python.version.clone())
-            .var(
-                "venv_python",
-                table.torch_tpu.python.first().cloned().unwrap_or_default(),
-            )
+            .var("venv_python", torch_tpu_venv_python(table))
             .detail("`importlib.metadata` is missing (Python 3.8 or newer has it), so installed packages cannot be listed.");
         let draft = with_pairing(draft, table, table.torch_tpu.pairing.first(), "torch");
         let draft = with_xla_release(draft, newest)
@@ -344,17 +353,7 @@ fn no_backend(context: &mut Context<'_>) {
     let torch_tpu_python = table.torch_tpu.python.contains(&context.python_minor);
     let draft = context
         .draft(FindingId::NoTpuBackend)
-        .var(
-            "venv_python",
-            // The Python vLLM-TorchTPU also needs, when TorchTPU supports it.
-            table
-                .vllm_torchtpu
-                .python
-                .iter()
-                .find(|python| table.torch_tpu.python.contains(python))
-                .cloned()
-                .unwrap_or_else(|| table.torch_tpu.python[0].clone()),
-        )
+        .var("venv_python", torch_tpu_venv_python(table))
         .detail(match context.dist("torch") {
             Some(torch) => format!(
                 "torch {} is installed, but neither TorchTPU (torch_tpu) nor torch_xla.",

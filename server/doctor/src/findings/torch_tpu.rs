@@ -25,10 +25,7 @@ pub(super) fn check(context: &mut Context<'_>, dist: &Distribution, google: bool
             .draft(FindingId::TorchTpuPythonVersion)
             .var("supported", supported_range(&requirements.python))
             .var("python_minor", context.python_minor.clone())
-            .var(
-                "venv_python",
-                requirements.python.last().cloned().unwrap_or_default(),
-            )
+            .var("venv_python", torch_tpu_venv_python(table))
             .detail(format!(
                 "torch_tpu {} runs in Python {}.",
                 dist.version, context.probe.python.version
