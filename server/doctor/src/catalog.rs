@@ -605,6 +605,20 @@ mod tests {
     }
 
     #[test]
+    fn explain_works_for_every_id() {
+        for id in FindingId::ALL {
+            let text = explain(*id);
+            let declaration = id.declaration();
+            assert!(text.starts_with(id.as_str()), "{text}");
+            assert!(text.contains(&declaration.why), "{text}");
+            assert!(text.contains(&id.url()), "{text}");
+            for fix in &declaration.fix {
+                assert!(text.contains(&fix.description), "{text}");
+            }
+        }
+    }
+
+    #[test]
     fn explain_prints_the_declaration() {
         let text = explain(FindingId::TorchTpuTorchMismatch);
         assert!(
