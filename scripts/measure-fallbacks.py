@@ -119,6 +119,10 @@ def cases() -> list[Case]:
     add("grid_sample.3d.bilinear", "torch.nn.functional.grid_sample", ["TPU201"], gs3,
         'out = F.grid_sample(x, grid, mode="bilinear", align_corners=False)')
 
+    add("grid_sampler", "torch.grid_sampler", ["TPU201"], gs, "out = torch.grid_sampler(x, grid, 0, 0, False)")
+    add("grid_sampler_2d", "torch.grid_sampler_2d", ["TPU201"], gs, "out = torch.grid_sampler_2d(x, grid, 0, 0, False)")
+    add("grid_sampler_3d", "torch.grid_sampler_3d", ["TPU201"], gs3, "out = torch.grid_sampler_3d(x, grid, 0, 0, False)")
+
     # ---- TPU202 interpolate: modes × ranks × antialias ----
     inputs = {
         1: "x = torch.randn(2, 3, 16, device=device, requires_grad=True)",
@@ -140,6 +144,10 @@ def cases() -> list[Case]:
             f'out = F.interpolate(x, size=(8, 8), mode="{mode}", align_corners=False, antialias=True)')
     add("interpolate.1d.nearest.size", "torch.nn.functional.interpolate", ["TPU202"], inputs[1],
         "out = F.interpolate(x, size=[32])")
+    add("upsample.2d.bicubic", "torch.nn.functional.upsample", ["TPU202"], inputs[2],
+        'out = F.upsample(x, scale_factor=2, mode="bicubic", align_corners=False)')
+    add("interpolate.2d.area.downsample", "torch.nn.functional.interpolate", ["TPU202"], inputs[2],
+        'out = F.interpolate(x, size=(8, 8), mode="area")')
     add("upsample_module.2d.nearest", "torch.nn.Upsample", ["TPU202"], inputs[2],
         'out = torch.nn.Upsample(scale_factor=2, mode="nearest")(x)')
     add("upsample_module.2d.bicubic", "torch.nn.Upsample", ["TPU202"], inputs[2],
@@ -153,6 +161,8 @@ def cases() -> list[Case]:
         target_lengths = torch.full((2,), 6, dtype=torch.long, device=device)""")
     add("ctc_loss.functional", "torch.nn.functional.ctc_loss", ["TPU203"], ctc,
         "out = F.ctc_loss(log_probs, targets, input_lengths, target_lengths)")
+    add("ctc_loss.torch", "torch.ctc_loss", ["TPU203"], ctc,
+        "out = torch.ctc_loss(log_probs, targets, input_lengths, target_lengths)")
     add("ctc_loss.module", "torch.nn.CTCLoss", ["TPU203"], ctc,
         "out = torch.nn.CTCLoss()(log_probs, targets, input_lengths, target_lengths)")
 
@@ -165,6 +175,12 @@ def cases() -> list[Case]:
     add("stft", "torch.stft", ["TPU204"],
         "x = torch.randn(2, 400, device=device)\nwindow = torch.hann_window(64, device=device)",
         "out = torch.stft(x, 64, hop_length=16, window=window, return_complex=True)")
+    add("stft.functional", "torch.functional.stft", ["TPU204"],
+        "x = torch.randn(2, 400, device=device)\nwindow = torch.hann_window(64, device=device)",
+        "out = torch.functional.stft(x, 64, hop_length=16, window=window, return_complex=True)")
+    add("istft", "torch.istft", ["TPU204"],
+        "spec = torch.randn(2, 33, 26, 2, device=device)\nwindow = torch.hann_window(64, device=device)",
+        "out = torch.istft(torch.view_as_complex(spec), 64, hop_length=16, window=window)")
     add("polar", "torch.polar", ["TPU204"],
         "a = torch.rand(8, device=device)\nb = torch.rand(8, device=device)", "out = torch.polar(a, b)")
     add("complex", "torch.complex", ["TPU204"],
@@ -208,6 +224,20 @@ def cases() -> list[Case]:
     add("randn.no_generator", "torch.randn", [], "", "out = torch.randn(8, device=device)")
     add("bernoulli.generator", "torch.bernoulli", ["TPU207"], gen + "\np = torch.rand(8, device=device)",
         "out = torch.bernoulli(p, generator=g)")
+    for method, arguments in (("bernoulli_", "0.5, "), ("cauchy_", ""), ("exponential_", ""), ("geometric_", "0.5, "),
+                              ("log_normal_", ""), ("random_", "0, 10, "), ("uniform_", "")):
+        add(f"{method}.generator", f"torch.Tensor.{method}", ["TPU207"], gen + "\nx = torch.empty(8, device=device)",
+            f"out = x.{method}({arguments}generator=g)")
+    add("normal.generator", "torch.normal", ["TPU207"], gen + "\nmean = torch.zeros(8, device=device)",
+        "out = torch.normal(mean, 1.0, generator=g)")
+    add("poisson.generator", "torch.poisson", ["TPU207"], gen + "\nrates = torch.rand(8, device=device) * 4",
+        "out = torch.poisson(rates, generator=g)")
+    add("poisson.no_generator", "torch.poisson", [], "rates = torch.rand(8, device=device) * 4",
+        "out = torch.poisson(rates)")
+    add("multinomial.generator", "torch.multinomial", ["TPU207"], gen + "\np = torch.rand(4, 10, device=device)",
+        "out = torch.multinomial(p, 3, replacement=True, generator=g)")
+    add("randint.generator", "torch.randint", ["TPU207"], gen, "out = torch.randint(0, 10, (8,), generator=g, device=device)")
+    add("randperm.generator", "torch.randperm", ["TPU207"], gen, "out = torch.randperm(16, generator=g, device=device)")
     add("bernoulli.no_generator", "torch.bernoulli", [], "p = torch.rand(8, device=device)",
         "out = torch.bernoulli(p)")
     add("normal_.generator", "torch.Tensor.normal_", ["TPU207"], gen + "\nx = torch.empty(8, device=device)",
@@ -239,6 +269,10 @@ def cases() -> list[Case]:
     add("embedding_bag.module.sum", "torch.nn.EmbeddingBag", ["TPU209"],
         "idx = torch.randint(0, 10, (2, 3), device=device)",
         'bag = torch.nn.EmbeddingBag(10, 4, mode="sum").to(device)\nout = bag(idx)', grad=True)
+    add("embedding_bag.from_pretrained.mean", "torch.nn.EmbeddingBag.from_pretrained", ["TPU209"],
+        "idx = torch.randint(0, 10, (2, 3), device=device)",
+        'bag = torch.nn.EmbeddingBag.from_pretrained(torch.randn(10, 4), freeze=False).to(device)\nout = bag(idx)',
+        grad=True)
     add("embedding.plain", "torch.nn.functional.embedding", [], bag, "out = F.embedding(idx, w)")
 
     # ---- TPU210 weight norm: the old hook and the parametrization ----
@@ -285,8 +319,25 @@ def cases() -> list[Case]:
     add("max_pool3d.plain", "torch.nn.functional.max_pool3d", ["TPU212"], p3, "out = F.max_pool3d(x, 2)")
     add("max_pool3d.dilated", "torch.nn.functional.max_pool3d", ["TPU212"], p3,
         "out = F.max_pool3d(x, 3, stride=1, dilation=2)")
-    add("max_pool1d.dilated", "torch.nn.functional.max_pool1d", [],
+    add("max_pool2d.torch.dilated", "torch.max_pool2d", ["TPU212"], p2,
+        "out = torch.max_pool2d(x, 3, stride=1, dilation=2)")
+    add("max_pool3d.torch.dilated", "torch.max_pool3d", ["TPU212"], p3,
+        "out = torch.max_pool3d(x, 3, stride=1, dilation=2)")
+    add("max_pool2d_with_indices.dilated", "torch.nn.functional.max_pool2d_with_indices", ["TPU212"], p2,
+        "out = F.max_pool2d_with_indices(x, 3, stride=1, dilation=2)[0]")
+    add("max_pool3d_with_indices.dilated", "torch.nn.functional.max_pool3d_with_indices", ["TPU212"], p3,
+        "out = F.max_pool3d_with_indices(x, 3, stride=1, dilation=2)[0]")
+    add("max_pool3d.dilated_module", "torch.nn.MaxPool3d", ["TPU212"], p3,
+        "out = torch.nn.MaxPool3d(3, stride=1, dilation=2)(x)")
+    add("max_pool2d.dilated.no_grad", "torch.nn.functional.max_pool2d", ["TPU212"],
+        p2.replace(", requires_grad=True", ""), "out = F.max_pool2d(x, 3, stride=1, dilation=2)")
+    add("max_pool1d.dilated", "torch.nn.functional.max_pool1d", ["TPU212"],
         "x = torch.randn(1, 2, 16, device=device, requires_grad=True)", "out = F.max_pool1d(x, 3, dilation=2)")
+    add("max_pool1d.torch.dilated", "torch.max_pool1d", ["TPU212"],
+        "x = torch.randn(1, 2, 16, device=device, requires_grad=True)", "out = torch.max_pool1d(x, 3, dilation=2)")
+    add("max_pool1d.dilated_module", "torch.nn.MaxPool1d", ["TPU212"],
+        "x = torch.randn(1, 2, 16, device=device, requires_grad=True)",
+        "out = torch.nn.MaxPool1d(3, dilation=2)(x)")
     add("avg_pool2d", "torch.nn.functional.avg_pool2d", [], p2, "out = F.avg_pool2d(x, 2)")
     add("adaptive_avg_pool2d.divisible", "torch.nn.functional.adaptive_avg_pool2d", [], p2,
         "out = F.adaptive_avg_pool2d(x, 4)")
@@ -337,6 +388,9 @@ def cases() -> list[Case]:
 
     # ---- Activations whose backward is the question ----
     add("glu", "torch.nn.functional.glu", [], x2, "out = F.glu(x, dim=1)")
+    add("glu.no_grad", "torch.nn.functional.glu", [], x2.replace(", requires_grad=True", ""),
+        "with torch.no_grad():\n    out = F.glu(x, dim=1)")
+    add("logcumsumexp.method", "torch.Tensor.logcumsumexp", [], x2, "out = x.logcumsumexp(dim=1)")
     add("gelu", "torch.nn.functional.gelu", [], x2, "out = F.gelu(x)")
     add("silu", "torch.nn.functional.silu", [], x2, "out = F.silu(x)")
 
@@ -458,59 +512,118 @@ def value_dependent_shape(case: Case, torch) -> bool | None:
     return len(set(shapes)) > 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--only")
-    args = parser.parse_args()
+def measure(case: Case, device, torch, torch_xla, met) -> dict:
+    measured = run_on_xla(case, device, torch, torch_xla, met)
+    dynamic = value_dependent_shape(case, torch)
+    return finish(case, measured, dynamic)
 
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+def finish(case: Case, measured: dict, dynamic: bool | None) -> dict:
+    measured_ops = set(measured["forward"]) | set(measured["backward"] or [])
+    cpu_ops = sorted(measured_ops - HOST_READ_OPS)
+    return {
+        "id": case.id,
+        "op": case.op,
+        "rules": case.rules,
+        "setup": case.setup,
+        "line": case.line,
+        "forward_fallbacks": measured["forward"],
+        "backward_fallbacks": measured["backward"],
+        "falls_back": bool(set(cpu_ops) - set(TPU_ONLY_LOWERINGS)),
+        "tpu_lowers": sorted(set(cpu_ops) & set(TPU_ONLY_LOWERINGS)),
+        "host_read": bool(measured_ops & HOST_READ_OPS),
+        "value_dependent_shape": dynamic,
+        "error": measured["error"],
+    }
+
+
+def worker(selected: list[Case], first: int) -> int:
+    """Measures cases from `first` on, one JSON line each; announces each case before running it,
+    so that the parent can name the case that killed the process (XLA aborts on some inputs)."""
     import torch
     import torch_xla
     import torch_xla.debug.metrics as met
 
     device = torch_xla.device()
+    for index in range(first, len(selected)):
+        print(json.dumps({"begin": index}), flush=True)
+        print(json.dumps({"done": index, "record": measure(selected[index], device, torch, torch_xla, met)}),
+              flush=True)
+    return 0
+
+
+def describe(record: dict) -> str:
+    if record["error"]:
+        verdict = "ERROR " + record["error"]
+    else:
+        verdict = "FALLBACK" if record["falls_back"] else "lowered"
+    if record["host_read"]:
+        verdict += " +host-read"
+    if record["value_dependent_shape"]:
+        verdict += " (value-dependent shape)"
+    return f"{verdict} {record['forward_fallbacks']} {record['backward_fallbacks'] or ''}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--only")
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    os.environ.setdefault("PJRT_DEVICE", "CPU")
     try:
         import torchvision
 
         torchvision_version = torchvision.__version__
     except ImportError:
         torchvision_version = None
-
     selected = [case for case in cases() if not args.only or args.only in case.id]
-    records = []
-    for number, case in enumerate(selected, 1):
-        if "torchvision" in case.needs and torchvision_version is None:
-            print(f"[{number}/{len(selected)}] {case.id}: skipped (torchvision not installed)", file=sys.stderr)
-            continue
-        measured = run_on_xla(case, device, torch, torch_xla, met)
-        dynamic = value_dependent_shape(case, torch)
-        measured_ops = set(measured["forward"]) | set(measured["backward"] or [])
-        cpu_ops = sorted(measured_ops - HOST_READ_OPS)
-        tpu_cpu_ops = sorted(set(cpu_ops) - set(TPU_ONLY_LOWERINGS))
-        falls_back = bool(tpu_cpu_ops)
-        records.append({
-            "id": case.id,
-            "op": case.op,
-            "rules": case.rules,
-            "setup": case.setup,
-            "line": case.line,
-            "forward_fallbacks": measured["forward"],
-            "backward_fallbacks": measured["backward"],
-            "falls_back": falls_back,
-            "tpu_lowers": sorted(set(cpu_ops) & set(TPU_ONLY_LOWERINGS)),
-            "host_read": bool(measured_ops & HOST_READ_OPS),
-            "value_dependent_shape": dynamic,
-            "error": measured["error"],
-        })
-        verdict = "ERROR " + measured["error"] if measured["error"] else ("FALLBACK" if falls_back else "lowered")
-        if measured_ops & HOST_READ_OPS:
-            verdict += " +host-read"
-        extra = " (value-dependent shape)" if dynamic else ""
-        print(f"[{number}/{len(selected)}] {case.id}: {verdict}{extra} "
-              f"{measured['forward']} {measured['backward'] or ''}", file=sys.stderr)
+    skipped = [case for case in selected if "torchvision" in case.needs and torchvision_version is None]
+    for case in skipped:
+        print(f"{case.id}: skipped (torchvision not installed)", file=sys.stderr)
+    selected = [case for case in selected if case not in skipped]
+    if args.worker is not None:
+        return worker(selected, args.worker)
+
+    import subprocess
+
+    records: list[dict] = []
+    next_case = 0
+    while next_case < len(selected):
+        command = [sys.executable, __file__, "--worker", str(next_case)]
+        if args.only:
+            command += ["--only", args.only]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        running = None
+        for text in child.stdout:
+            message = json.loads(text)
+            if "begin" in message:
+                running = message["begin"]
+            else:
+                record = message["record"]
+                records.append(record)
+                print(f"[{message['done'] + 1}/{len(selected)}] {record['id']}: {describe(record)}", file=sys.stderr)
+                running = None
+                next_case = message["done"] + 1
+        status = child.wait()
+        if running is not None:
+            # The process died inside this case: that is the measurement.
+            case = selected[running]
+            signal = f"signal {-status}" if status < 0 else f"exit status {status}"
+            record = finish(case, {"forward": [], "backward": None,
+                                   "error": f"crash: the process died ({signal}) running this case"}, None)
+            records.append(record)
+            print(f"[{running + 1}/{len(selected)}] {case.id}: {describe(record)}", file=sys.stderr)
+            next_case = running + 1
+        elif status != 0:
+            print(f"measurement worker failed with status {status}", file=sys.stderr)
+            return 2
     if args.only:
         return 0
+
+    import torch
+    import torch_xla
 
     record = {
         "schema": SCHEMA,
@@ -519,14 +632,14 @@ def main() -> int:
         "torch": torch.__version__,
         "torchvision": torchvision_version,
         "python": platform.python_version(),
-        "device": f"{device} (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')})",
+        "device": f"XLA CPU device (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')})",
         "measured": datetime.date.today().isoformat(),
         "script": "scripts/measure-fallbacks.py",
         "method": "torch_xla.debug.metrics.executed_fallback_ops() after torch_xla.sync(), forward and, "
                   "where an input requires grad, backward; falls_back excludes host reads "
                   "(aten::_local_scalar_dense, recorded as host_read) and the ops a TPU lowers though "
                   "the CPU device does not (tpu_lowers); value_dependent_shape compares output shapes "
-                  "over three seeds on the CPU",
+                  "over three seeds on the CPU; a case that kills the process is recorded as a crash",
         "tpu_only_lowerings": TPU_ONLY_LOWERINGS,
         "cases": records,
     }
