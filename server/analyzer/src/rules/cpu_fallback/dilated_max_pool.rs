@@ -23,6 +23,11 @@ declare_rule! {
     /// through them fails, and the backward of `F.max_pool1d` and the `_with_indices` forms ran
     /// on the CPU as well. Each pooling layer copies its activations to the host and back.
     ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// self.pool = nn.MaxPool2d(kernel_size=3, stride=1, padding=2, dilation=2)

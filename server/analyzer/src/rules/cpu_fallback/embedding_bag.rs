@@ -20,6 +20,11 @@ declare_rule! {
     /// `_embedding_bag`, is absent from its op table. So a trainable `EmbeddingBag` copies its
     /// weight and indices to the host in every forward pass.
     ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// self.bag = nn.EmbeddingBag(vocab, dim, mode="mean")

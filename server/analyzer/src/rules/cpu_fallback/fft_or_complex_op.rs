@@ -21,6 +21,11 @@ declare_rule! {
     /// `torch.polar`: when the table is built from device tensors in `forward`, every step pays
     /// a host round trip (tables built once on the CPU at construction are not reported).
     ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// freqs_cis = torch.polar(torch.ones_like(freqs), freqs)

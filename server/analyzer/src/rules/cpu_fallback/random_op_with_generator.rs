@@ -26,6 +26,11 @@ declare_rule! {
     /// `bernoulli_`, `normal_`, `uniform_`, `random_` ran their `aten::` op on the CPU, and
     /// `cauchy_`, `exponential_`, `geometric_` and `log_normal_` raised.
     ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// noise = torch.randn(shape, generator=g, device=device)

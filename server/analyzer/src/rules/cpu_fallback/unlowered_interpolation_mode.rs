@@ -32,6 +32,11 @@ declare_rule! {
     /// and 2-D `"nearest"` are lowered on a TPU (their backward falls back only on the CPU
     /// device: `aten_xla_type.cpp` lowers it `if CheckTpuDevice(...)`).
     ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
