@@ -40,6 +40,12 @@ pub enum OutputFormat {
     Github,
     /// SARIF 2.1.0 for code scanning.
     Sarif,
+    /// ruff's JSON objects, one per line.
+    JsonLines,
+    /// A GitLab Code Quality report (paths relative to $CI_PROJECT_DIR when it is set).
+    Gitlab,
+    /// A JUnit XML report: one test suite per file, one failed test case per finding.
+    Junit,
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +74,12 @@ pub struct CheckArgs {
     /// Path patterns to exclude, on top of the configuration's `exclude`.
     #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
     pub extend_exclude: Vec<String>,
+    /// Apply `exclude` to files named explicitly too (for pre-commit hooks and editors, which
+    /// name every file).
+    #[arg(long, overrides_with = "no_force_exclude")]
+    pub force_exclude: bool,
+    #[arg(long, overrides_with = "force_exclude", hide = true)]
+    pub no_force_exclude: bool,
     /// Use this configuration file instead of discovering one.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -156,6 +168,7 @@ fn overrides(args: &CheckArgs) -> Result<Overrides, String> {
         ignore: parse_selectors("--ignore", &args.ignore)?,
         backend,
         extend_exclude: args.extend_exclude.clone(),
+        force_exclude: args.force_exclude,
     })
 }
 
@@ -522,6 +535,15 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
             }
             OutputFormat::Json => print(&tpulint_report::json::render_json(&files)),
             OutputFormat::Sarif => print(&tpulint_report::sarif::render_sarif(&files)),
+            OutputFormat::JsonLines => print(&tpulint_report::json::render_json_lines(&files)),
+            OutputFormat::Gitlab => {
+                let project_dir = std::env::var_os("CI_PROJECT_DIR").map(PathBuf::from);
+                print(&tpulint_report::gitlab::render_gitlab(
+                    &files,
+                    project_dir.as_deref(),
+                ))
+            }
+            OutputFormat::Junit => print(&tpulint_report::junit::render_junit(&files)),
             OutputFormat::Github => {
                 let mut out = String::new();
                 for file in &files {
