@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, Device, device_from_str};
 use crate::syntax;
@@ -85,10 +85,16 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         target = call;
     }
     let message = "Device chosen between CUDA and CPU runs on the CPU on a TPU VM".to_string();
-    let fix = match tpu_api::device_expression(context) {
-        Some((expression, mut edits)) => {
+    let fix = match tpu_api::device_expression(context, target) {
+        Some(device) => {
+            let expression = device.expression.clone();
+            let mut edits = device.edits();
             edits.push(Edit::replace(target.byte_range(), expression.clone()));
-            Fix::unsafe_edit(format!("Use `{expression}`"), edits)
+            Fix::new(
+                Applicability::Unsafe.min(device.applicability),
+                format!("Use `{expression}`"),
+                edits,
+            )
         }
         None => {
             let expression = Backend::Unknown.device_expr();

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Fix;
-use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
 use crate::syntax::NodeExt;
@@ -93,7 +92,7 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
         format!("`pin_memory=True` on `{callee}` falls back to the CPU on a TPU")
     };
     let severity = context.hot_path_severity();
-    let edit = tpu_api::remove_argument(context, arguments, keyword);
+    let edit = crate::fix::edits::remove_argument(context.source(), arguments, keyword);
     let diagnostic = context.report(keyword.byte_range(), message);
     diagnostic.severity = severity;
     diagnostic.fix = Some(Fix::safe("Remove `pin_memory=True`", vec![edit]));
