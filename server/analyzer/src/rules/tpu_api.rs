@@ -30,6 +30,19 @@ pub fn device_expression<'t>(context: &Context<'t, '_>, site: Node<'t>) -> Optio
     }
 }
 
+/// For a file whose backend is unknown: TorchTPU's device, `torch.device("tpu")`, for a
+/// display-only suggestion whose title also names PyTorch/XLA's ([`OTHER_BACKEND_DEVICE`]).
+/// Never `torch.accelerator.current_accelerator()`: it returns `None` under PyTorch/XLA, and
+/// `torch.device(torch.accelerator.current_accelerator(), i)` is a `TypeError`.
+pub fn suggested_device_expression<'t>(context: &Context<'t, '_>, site: Node<'t>) -> ImportedName {
+    let mut torch = Importer::new(context, site).module("torch", None);
+    torch.expression = format!("{}.device(\"tpu\")", torch.expression);
+    torch
+}
+
+/// How the title of a display-only device suggestion names PyTorch/XLA's spelling.
+pub const OTHER_BACKEND_DEVICE: &str = "TorchTPU; `torch_xla.device()` with PyTorch/XLA";
+
 /// `torch_xla.<member>` written with the file's own name for the `torch_xla` package at `site`,
 /// adding `import torch_xla` where it will run when no name refers to it.
 pub fn torch_xla_expression<'t>(

@@ -6,7 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
-use crate::semantic::{Backend, ValueKind};
+use crate::semantic::ValueKind;
 
 declare_rule! {
     /// ## What it does
@@ -116,15 +116,21 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             )
         }
         None => {
-            let expression = Backend::Unknown.device_expr();
-            let mut arguments_text = vec![expression.to_string()];
+            let device = tpu_api::suggested_device_expression(context, call);
+            let mut arguments_text = vec![device.expression.clone()];
             arguments_text.extend(kept.iter().cloned());
+            let mut edits = device.edits();
+            edits.push(Edit::replace(
+                replace_range,
+                format!("to({})", arguments_text.join(", ")),
+            ));
             Fix::display_only(
-                format!("Replace `.cuda()` with `.to({expression})`"),
-                vec![Edit::replace(
-                    replace_range,
-                    format!("to({})", arguments_text.join(", ")),
-                )],
+                format!(
+                    "Replace `.cuda()` with `.to({})` ({})",
+                    device.expression,
+                    tpu_api::OTHER_BACKEND_DEVICE
+                ),
+                edits,
             )
         }
     };
