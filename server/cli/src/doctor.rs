@@ -37,14 +37,14 @@ pub struct DoctorArgs {
     #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
     pub output_format: DoctorFormat,
     /// Explain a finding (its severity, when it is reported, why it matters, its fixes and
-    /// sources) instead of checking anything.
+    /// sources) instead of checking anything; with `--output-format json`, as JSON.
     #[arg(long, value_name = "ID", conflicts_with_all = ["python", "allocate"])]
     pub explain: Option<String>,
 }
 
 pub fn run(args: DoctorArgs) -> ExitStatus {
     if let Some(id) = &args.explain {
-        return explain(id);
+        return explain(id, args.output_format);
     }
     let project_dir = match std::env::current_dir() {
         Ok(directory) => directory,
@@ -73,10 +73,20 @@ pub fn run(args: DoctorArgs) -> ExitStatus {
     }
 }
 
-fn explain(id: &str) -> ExitStatus {
+fn explain(id: &str, format: DoctorFormat) -> ExitStatus {
     match FindingId::from_id(id.trim()) {
         Some(finding) => {
-            output::stdout(&tpulint_doctor::explain(finding));
+            let text = match format {
+                DoctorFormat::Json => {
+                    let json = tpulint_doctor::explain_json(finding);
+                    format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&json).unwrap_or_default()
+                    )
+                }
+                DoctorFormat::Text | DoctorFormat::Markdown => tpulint_doctor::explain(finding),
+            };
+            output::stdout(&text);
             ExitStatus::Success
         }
         None => {

@@ -147,6 +147,27 @@ fn explain_prints_a_declared_finding_and_rejects_unknown_ids() {
         "{stdout}"
     );
 
+    let output = tpulint(
+        &[
+            "doctor",
+            "--explain",
+            "stale-libtpu-lockfile",
+            "--output-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["id"], "stale-libtpu-lockfile");
+    assert_eq!(json["severity"], "warning");
+    assert!(
+        json["fix"][0]["commands"][0]
+            .as_str()
+            .unwrap()
+            .contains("{lockfile}")
+    );
+
     let output = tpulint(&["doctor", "--explain", "no-such-finding"], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());

@@ -44,7 +44,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use catalog::{FindingId, explain};
+pub use catalog::{FindingId, explain, explain_json};
 pub use devices::SystemPaths;
 pub use discover::{InterpreterSource, is_executable_file};
 pub use render::{OutputFormat, render};
