@@ -413,7 +413,7 @@ fn companions(context: &mut Context<'_>) {
                 .var("package", package.clone())
                 .var("supported", table.vllm_torchtpu.python.join(", "))
                 .var("python_minor", context.python_minor.clone())
-                .var("venv_python", table.vllm_torchtpu.python[0].clone())
+                .var("venv_python", torch_tpu_venv_python(table))
                 .var("torch_tpu_index", table.torch_tpu.index_url.clone())
                 .detail(format!(
                     "{package} is installed in Python {}.",
