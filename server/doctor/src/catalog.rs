@@ -61,6 +61,7 @@ finding_ids! {
     TorchTpuUnknownOrigin = "torch-tpu-unknown-origin",
     TorchTpuStub = "torch-tpu-stub",
     TorchTpuTorchMismatch = "torch-tpu-torch-mismatch",
+    TpuSyncTorchMismatch = "tpu-sync-torch-mismatch",
     TorchTpuPythonVersion = "torch-tpu-python-version",
     VllmTorchTpuPython = "vllm-torchtpu-python",
     TorchTpuTorchTooOld = "torch-tpu-torch-too-old",
@@ -603,6 +604,7 @@ mod tests {
             "device",
             "snippet",
             "landed",
+            "tpu_sync_torch",
         ];
         for declaration in &catalog().finding {
             let mut texts = vec![declaration.title.as_str(), declaration.why.as_str()];

@@ -573,3 +573,36 @@ fn unknown_torch_tpu_and_an_old_libtpu() {
         )]
     );
 }
+
+/// tpu-sync-torch is ABI-locked to the torch_tpu it was built for.
+#[test]
+fn tpu_sync_torch_built_for_another_torch_tpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.13.0");
+    install_libtpu(&env, "0.0.46");
+    install_torch_tpu(&env, "0.1.1.dev20260824100827", "");
+    env.add_package("tpu-sync-torch", "0.0.1.dev20261006025601", &[], "");
+    let report = run_torch_tpu(&env);
+    let finding = report
+        .finding("tpu-sync-torch-mismatch")
+        .expect("mismatched pair");
+    assert_eq!(
+        finding.title,
+        "tpu-sync-torch 0.0.1.dev20261006025601 was not built for torch_tpu 0.1.1.dev20260824100827"
+    );
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![pairing_command(&env.python_text(), "2.13.0")]
+    );
+
+    // The recorded pair: nothing to say.
+    let env = validated_torch_tpu_env();
+    env.add_package("tpu-sync-torch", "0.0.1.dev20261006025601", &[], "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        Vec::<&str>::new(),
+        "{:#?}",
+        report.findings
+    );
+}

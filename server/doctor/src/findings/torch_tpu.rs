@@ -34,6 +34,7 @@ pub(super) fn check(context: &mut Context<'_>, dist: &Distribution, google: bool
         context.push(draft);
     }
     torch_for_torch_tpu(context, dist, &build);
+    tpu_sync_torch(context, dist);
     libtpu_for_torch_tpu(context, dist);
     if context
         .probe
@@ -279,5 +280,50 @@ fn distributed(context: &mut Context<'_>) {
             format!("Set: {}.", shown.join(" "))
         })
         .fix("wrapper");
+    context.push(draft);
+}
+
+/// tpu-sync-torch against the torch_tpu it was built for, where a validated pairing records it.
+fn tpu_sync_torch(context: &mut Context<'_>, dist: &Distribution) {
+    let table = context.table;
+    let Some(sync) = context.dist("tpu-sync-torch").cloned() else {
+        return;
+    };
+    let pairings = &table.torch_tpu.pairing;
+    // The one recorded for the installed torch_tpu, and the torch_tpu the installed one is for.
+    let for_installed = pairings
+        .iter()
+        .find(|pairing| pairing.torch_tpu == dist.version && pairing.tpu_sync_torch.is_some());
+    let built_for = pairings
+        .iter()
+        .find(|pairing| pairing.tpu_sync_torch.as_deref() == Some(sync.version.as_str()));
+    let mismatched = match (for_installed, built_for) {
+        (Some(pairing), _) => pairing.tpu_sync_torch.as_deref() != Some(sync.version.as_str()),
+        (None, Some(pairing)) => pairing.torch_tpu != dist.version,
+        (None, None) => false,
+    };
+    if !mismatched {
+        return;
+    }
+    let mut draft = context
+        .draft(FindingId::TpuSyncTorchMismatch)
+        .var("tpu_sync_torch", sync.version.clone())
+        .var("installed_torch_tpu", dist.version.clone())
+        .var("torch_tpu_index", table.torch_tpu.index_url.clone())
+        .detail(format!(
+            "tpu-sync-torch {} and torch_tpu {} are installed.",
+            sync.version, dist.version
+        ));
+    if let Some(pairing) = for_installed
+        && let Some(wanted) = &pairing.tpu_sync_torch
+    {
+        draft = draft
+            .var("wanted", wanted.clone())
+            .source(&pairing.source)
+            .fix("pair");
+    }
+    if let Some(pairing) = built_for {
+        draft = with_pairing(draft, table, Some(pairing), "torch").fix("both");
+    }
     context.push(draft);
 }
