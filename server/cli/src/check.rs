@@ -25,6 +25,7 @@ use tpulint_workspace::{
     Overrides, ProjectResolver, SourceText, absolute, discover_files, read_source, write_source,
 };
 
+use crate::notebook;
 use crate::output::{self, ExitStatus};
 
 /// How diagnostics are printed.
@@ -98,27 +99,27 @@ pub struct CheckArgs {
 }
 
 /// Options every per-file task needs.
-struct RunOptions {
-    mode: Mode,
-    threshold: Applicability,
+pub(crate) struct RunOptions {
+    pub(crate) mode: Mode,
+    pub(crate) threshold: Applicability,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Check,
     Fix,
     Diff,
 }
 
 /// What checking one file produced.
-struct FileResult {
-    file: SourceFile,
+pub(crate) struct FileResult {
+    pub(crate) file: SourceFile,
     /// Fixes applied (or, with --diff, that would be), per code.
-    fixed: BTreeMap<&'static str, usize>,
+    pub(crate) fixed: BTreeMap<&'static str, usize>,
     /// A unified diff (with --diff).
-    diff: Option<String>,
-    warnings: Vec<String>,
-    errors: Vec<String>,
+    pub(crate) diff: Option<String>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) errors: Vec<String>,
 }
 
 pub fn run(args: CheckArgs) -> ExitStatus {
@@ -271,9 +272,12 @@ fn check_file(
             };
         }
     };
-    let mut result = check_source_text(&name, &source, settings, options, |new_text| {
-        write_source(path, &source, new_text)
-    });
+    let write = |new_text: &str| write_source(path, &source, new_text);
+    let mut result = if notebook::is_notebook(path) {
+        notebook::check_notebook_text(&name, &source, settings, options, write)
+    } else {
+        check_source_text(&name, &source, settings, options, write)
+    };
     result.file = result.file.with_absolute_path(absolute_path);
     result
 }
@@ -396,10 +400,16 @@ fn check_stdin(
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;
-    let result = check_source_text(&name, &source, &settings, options, |new_text| {
+    let write = |new_text: &str| {
         fixed_output = Some(source.encode(new_text));
         Ok(())
-    });
+    };
+    let result = match &args.stdin_filename {
+        Some(filename) if notebook::is_notebook(filename) => {
+            notebook::check_notebook_text(&name, &source, &settings, options, write)
+        }
+        _ => check_source_text(&name, &source, &settings, options, write),
+    };
     if options.mode == Mode::Fix {
         match &fixed_output {
             Some(bytes) => output::stdout_bytes(bytes),

@@ -7,6 +7,7 @@
 
 mod check;
 mod doctor;
+mod notebook;
 mod output;
 mod rule;
 

@@ -13,7 +13,6 @@ pub mod commands;
 pub mod document;
 pub mod encoding;
 pub mod from_proto;
-pub mod lint;
 pub mod notebook;
 pub mod project;
 pub mod server;

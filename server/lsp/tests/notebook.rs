@@ -135,15 +135,18 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     // Code actions on the cell: the backend-aware quick fix, noqa, and fix-all of the cell.
     let actions = client.code_actions_for(MODEL, &cuda).await;
     let titles = titles(&actions);
-    assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
     assert!(
-        titles.contains(&"Disable TPU401 for this line"),
+        titles.contains(&"tpulint (TPU401): Replace with `\"xla\"`"),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"tpulint (TPU401): Disable for this line"),
         "{titles:?}"
     );
     assert!(titles.contains(&"Fix all tpulint issues"), "{titles:?}");
     let quick_fix = actions
         .iter()
-        .find(|a| a["title"] == "Replace with `\"xla\"`")
+        .find(|a| a["title"] == "tpulint (TPU401): Replace with `\"xla\"`")
         .unwrap();
     assert_eq!(
         apply_edits(
@@ -155,7 +158,7 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     );
     let noqa = actions
         .iter()
-        .find(|a| a["title"] == "Disable TPU401 for this line")
+        .find(|a| a["title"] == "tpulint (TPU401): Disable for this line")
         .unwrap();
     assert_eq!(
         apply_edits(

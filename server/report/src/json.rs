@@ -35,7 +35,8 @@ pub struct JsonFix {
 /// One diagnostic as ruff serialises it.
 #[derive(Debug, Serialize)]
 pub struct JsonDiagnostic {
-    /// Notebook cell index; tpulint checks `.py` files only, so always null.
+    /// The notebook cell (1-based over all cells) the diagnostic starts in; rows and columns
+    /// then count inside that cell. Null outside notebooks.
     pub cell: Option<usize>,
     pub code: &'static str,
     pub end_location: JsonLocation,
@@ -75,9 +76,10 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
             .collect(),
         message: Some(fix.title.clone()),
     });
+    let start_cell = file.location(diagnostic.range.start).cell;
     let start = location(file, diagnostic.range.start);
     JsonDiagnostic {
-        cell: None,
+        cell: start_cell,
         code: diagnostic.code,
         end_location: location(file, diagnostic.range.end),
         filename: file.full_path().to_string(),
