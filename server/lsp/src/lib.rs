@@ -9,6 +9,7 @@
 //! [`session`]).
 
 pub mod actions;
+pub mod backend_action;
 pub mod commands;
 pub mod document;
 pub mod encoding;

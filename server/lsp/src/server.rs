@@ -12,6 +12,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::actions::{self, ResolveData};
+use crate::backend_action;
 use crate::commands::SupportedCommand;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
@@ -163,8 +164,16 @@ impl Server {
             return Ok(Some(Vec::new()));
         };
         let range = from_proto::text_range(&view.text, &view.line_index, range, encoding);
+        let set_backend = backend_action::for_range(
+            &self.session,
+            &cell,
+            &view,
+            analysis.settings.as_ref(),
+            range.clone(),
+            only.as_deref(),
+        );
         // "Fix all" runs the fix loop over the whole notebook: keep it off the message loop.
-        let actions = tokio::task::spawn_blocking(move || {
+        let mut actions = tokio::task::spawn_blocking(move || {
             notebook::code_actions(&analysis, &cell, range, only.as_deref(), encoding)
         })
         .await
@@ -173,6 +182,7 @@ impl Server {
             message: format!("code actions crashed: {error}").into(),
             data: None,
         })?;
+        actions.extend(set_backend);
         Ok(Some(actions))
     }
 
@@ -525,6 +535,10 @@ fn negotiate(capabilities: &ClientCapabilities) -> Negotiated {
             .and_then(|d| d.dynamic_registration)
             .unwrap_or(false),
         apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+        create_files: workspace
+            .and_then(|w| w.workspace_edit.as_ref())
+            .and_then(|edit| edit.resource_operations.as_ref())
+            .is_some_and(|kinds| kinds.contains(&ResourceOperationKind::Create)),
     }
 }
 
@@ -897,8 +911,16 @@ impl LanguageServer for Server {
         let only = params.context.only.as_deref();
         let resolve = negotiated.code_action_resolve;
         let encoding = negotiated.encoding;
+        let set_backend = backend_action::for_range(
+            &self.session,
+            &uri,
+            &analysis,
+            analysis.settings.as_ref(),
+            range.clone(),
+            only,
+        );
         // Building a non-lazy "Fix all" runs the fix loop: keep it off the message loop.
-        let actions = tokio::task::spawn_blocking({
+        let mut actions = tokio::task::spawn_blocking({
             let only = only.map(<[CodeActionKind]>::to_vec);
             move || {
                 actions::code_actions(&uri, &analysis, range, only.as_deref(), encoding, resolve)
@@ -910,6 +932,7 @@ impl LanguageServer for Server {
             message: format!("code actions crashed: {error}").into(),
             data: None,
         })?;
+        actions.extend(set_backend);
         Ok(Some(actions))
     }
 

@@ -37,6 +37,8 @@ pub struct Negotiated {
     pub configuration_requests: bool,
     pub watched_files_registration: bool,
     pub apply_edit: bool,
+    /// Workspace edits may create files (`resourceOperations` includes `create`).
+    pub create_files: bool,
 }
 
 /// Everything that decides how a file is checked; replaced as a whole when anything changes.
