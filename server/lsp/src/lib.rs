@@ -16,6 +16,7 @@ pub mod encoding;
 pub mod from_proto;
 pub mod notebook;
 pub mod project;
+pub mod scheduler;
 pub mod server;
 pub mod session;
 pub mod settings;

@@ -21,7 +21,7 @@ use crate::notebook::{self, Notebooks};
 use crate::project::Projects;
 use crate::session::{
     AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analysis_or_log,
-    analyze, file_path,
+    file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
 
@@ -483,14 +483,11 @@ async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
         };
         let encoding = session.negotiated().encoding;
         let version = snapshot.version;
-        let token = CancellationToken::default();
-        let unsafe_fixes = config.client.unsafe_fixes;
-        let outcome = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
-        })
-        .await;
-        if let Some(analysis) = analysis_or_log(&client, &uri, version, outcome).await {
-            let analysis = Arc::new(analysis);
+        // Shared with any request for the same revision; cancelled if an edit supersedes it.
+        let outcome = session
+            .shared_analysis(&uri, snapshot, resolved, &config)
+            .await;
+        if let Some(analysis) = analysis_or_log(&client, &uri, version, Ok(outcome)).await {
             let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
             session.store(&uri, &analysis, Some(diagnostics));
         }
@@ -705,6 +702,7 @@ impl LanguageServer for Server {
                         params.text_document.version,
                         encoding,
                     );
+                    self.session.scheduler.supersede(&uri);
                     true
                 }
                 None => false,
@@ -727,6 +725,7 @@ impl LanguageServer for Server {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         let uri = params.text_document.uri;
+        self.session.scheduler.supersede(&uri);
         let mut documents = self.session.documents();
         if documents.remove(&uri).is_some() && !self.session.negotiated().pull_diagnostics {
             // Queued under the lock, after any publish of the document's last version.

@@ -23,6 +23,7 @@ use tree_sitter::Tree;
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
 use crate::project::{Projects, Resolved};
+use crate::scheduler::Scheduler;
 use crate::settings::ClientSettings;
 use crate::to_proto;
 
@@ -93,7 +94,7 @@ impl Analysis {
 }
 
 /// Why an analysis produced nothing.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum AnalysisError {
     /// The request that wanted it was cancelled.
     Cancelled,
@@ -133,6 +134,10 @@ pub struct CancellationToken(Arc<AtomicBool>);
 impl CancellationToken {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 
     /// A guard that cancels the token when dropped; keep it alive in the request's future.
@@ -239,6 +244,8 @@ pub struct Session {
     /// Setting errors already shown, so each is shown once.
     shown_errors: Mutex<std::collections::HashSet<String>>,
     shutting_down: AtomicBool,
+    /// Analyses of text documents in flight, one per document, shared by every caller.
+    pub scheduler: Scheduler,
 }
 
 impl Session {
@@ -251,6 +258,7 @@ impl Session {
             publisher,
             shown_errors: Mutex::new(Default::default()),
             shutting_down: AtomicBool::new(false),
+            scheduler: Scheduler::default(),
         }
     }
 
@@ -279,6 +287,8 @@ impl Session {
         change(&mut next);
         next.generation = guard.generation + 1;
         *guard = Arc::new(next);
+        // Runs under the old settings will be dropped when they finish: stop them now.
+        self.scheduler.supersede_all();
         guard.clone()
     }
 
@@ -401,17 +411,33 @@ impl Session {
         if let Some(analysis) = self.current_analysis(uri) {
             return Ok(analysis);
         }
+        // The request's own token is not the run's: the run is shared with every other caller
+        // of this revision and stops only when the revision is superseded.
+        let _ = token;
         let (snapshot, resolved, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
-        let token = token.clone();
-        let unsafe_fixes = config.client.unsafe_fixes;
-        let analysis = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
-        })
-        .await
-        .map_err(|error| AnalysisError::Panicked(error.to_string()))??;
-        let analysis = Arc::new(analysis);
+        let analysis = self
+            .shared_analysis(uri, snapshot, resolved, &config)
+            .await?;
         self.store(uri, &analysis, None);
         Ok(analysis)
+    }
+
+    /// The analysis of `snapshot`, shared with every other caller of the same revision (see
+    /// [`Scheduler`]).
+    pub async fn shared_analysis(
+        &self,
+        uri: &Uri,
+        snapshot: DocumentSnapshot,
+        resolved: Resolved,
+        config: &ConfigState,
+    ) -> Result<Arc<Analysis>, AnalysisError> {
+        let generation = config.generation;
+        let unsafe_fixes = config.client.unsafe_fixes;
+        self.scheduler
+            .analysis(uri, snapshot.version, generation, move |token| {
+                analyze(snapshot, resolved, generation, unsafe_fixes, &token)
+            })
+            .await
     }
 
     pub fn open_uris(&self) -> Vec<Uri> {
