@@ -17,15 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
-use tpulint_analyzer::{Diagnostic, LineIndex, Settings, check_tree};
-use tree_sitter::Tree;
+use tpulint_analyzer::check_tree;
 
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
 use crate::project::{Projects, Resolved};
 use crate::scheduler::Scheduler;
 use crate::settings::ClientSettings;
-use crate::to_proto;
 
 /// What the client can do, recorded once in `initialize`.
 #[derive(Debug, Clone, Default)]
@@ -62,36 +60,7 @@ pub fn file_path(uri: &Uri) -> Option<PathBuf> {
     uri.to_file_path().map(|path| path.into_owned())
 }
 
-/// The result of checking one version of a document.
-pub struct Analysis {
-    pub version: i32,
-    pub generation: u64,
-    pub text: Arc<str>,
-    pub line_index: Arc<LineIndex>,
-    pub tree: Tree,
-    pub diagnostics: Vec<Diagnostic>,
-    /// `None` when the document is not checked (so it has no fixes either).
-    pub settings: Option<Settings>,
-    pub unsafe_fixes: bool,
-    /// The configuration file the settings came from.
-    pub config_file: Option<PathBuf>,
-}
-
-impl Analysis {
-    pub fn lsp_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
-        self.diagnostics
-            .iter()
-            .map(|diagnostic| {
-                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding)
-            })
-            .collect()
-    }
-
-    /// Identifies the result for pull diagnostics: same id, same diagnostics.
-    pub fn result_id(&self) -> String {
-        format!("{}:{}", self.version, self.generation)
-    }
-}
+pub use tpulint_ide::analysis::Analysis;
 
 /// Why an analysis produced nothing.
 #[derive(Debug, Clone)]

@@ -3,15 +3,15 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-use tower_lsp_server::ls_types::{
+use ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Hover, HoverContents, MarkupContent,
     MarkupKind, TextEdit, Uri, WorkspaceEdit,
 };
+use serde::{Deserialize, Serialize};
 use tpulint_analyzer::{Applicability, Edit, TextRange, rule_by_code_or_name};
 
+use crate::analysis::Analysis;
 use crate::encoding::PositionEncoding;
-use crate::session::Analysis;
 use crate::to_proto;
 
 /// The kind of the "Fix all" source action, so that `editor.codeActionsOnSave` can name it.
@@ -90,7 +90,7 @@ pub fn code_actions(
                     ..CodeAction::default()
                 }));
             }
-            if let Some(edit) = tpulint_ide::edits::noqa_edit(
+            if let Some(edit) = crate::edits::noqa_edit(
                 &analysis.text,
                 &analysis.line_index,
                 &analysis.tree,
@@ -166,7 +166,7 @@ pub fn fix_all_edit(
     encoding: PositionEncoding,
 ) -> Option<WorkspaceEdit> {
     let settings = analysis.settings.as_ref()?;
-    let edit = tpulint_ide::edits::fix_all_edit(&analysis.text, settings, analysis.unsafe_fixes)?;
+    let edit = crate::edits::fix_all_edit(&analysis.text, settings, analysis.unsafe_fixes)?;
     Some(workspace_edit(
         uri,
         lsp_edits(analysis, std::slice::from_ref(&edit), encoding),
