@@ -110,8 +110,6 @@ impl Server {
         notebook::schedule(&self.session, &self.notebooks, &self.client, uri);
     }
 
-    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
-    /// notebook cell.
     /// A change for something the client never opened (or already closed): logged, not fatal.
     async fn warn_not_open(&self, what: &str, uri: &Uri) {
         self.log(
@@ -121,6 +119,8 @@ impl Server {
         .await;
     }
 
+    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
+    /// notebook cell.
     async fn notebook_analysis(
         &self,
         cell: &Uri,
@@ -129,7 +129,16 @@ impl Server {
         let Some(owner) = self.notebooks.owner(cell) else {
             return Ok(None);
         };
-        match notebook::analysis_for(&self.session, &self.notebooks, &owner, token).await {
+        self.notebook_analysis_of(&owner, token).await
+    }
+
+    /// The current analysis of notebook `owner`, or `None` if it is not open.
+    async fn notebook_analysis_of(
+        &self,
+        owner: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
+        match notebook::analysis_for(&self.session, &self.notebooks, owner, token).await {
             Ok(analysis) => Ok(Some(analysis)),
             Err(AnalysisError::Closed) => Ok(None),
             Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
@@ -879,6 +888,42 @@ impl LanguageServer for Server {
                 })
             };
             items.push(report);
+        }
+        // Notebooks: one report per cell, each with its own URI and version; the result id is
+        // the notebook's (an edit in one cell can change another cell's findings).
+        for notebook_uri in self.notebooks.uris() {
+            if token.is_cancelled() {
+                return Err(Error::request_cancelled());
+            }
+            let Some(analysis) = self.notebook_analysis_of(&notebook_uri, &token).await? else {
+                continue;
+            };
+            let result_id = analysis.result_id();
+            for cell in &analysis.cells {
+                self.notebooks.note_served(&cell.uri, &result_id);
+                let version = Some(i64::from(cell.cell_version));
+                items.push(if previous.get(&cell.uri) == Some(&result_id) {
+                    WorkspaceDocumentDiagnosticReport::Unchanged(
+                        WorkspaceUnchangedDocumentDiagnosticReport {
+                            uri: cell.uri.clone(),
+                            version,
+                            unchanged_document_diagnostic_report:
+                                UnchangedDocumentDiagnosticReport {
+                                    result_id: result_id.clone(),
+                                },
+                        },
+                    )
+                } else {
+                    WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
+                        uri: cell.uri.clone(),
+                        version,
+                        full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                            result_id: Some(result_id.clone()),
+                            items: analysis.cell_diagnostics(&cell.uri, encoding),
+                        },
+                    })
+                });
+            }
         }
         guard.disarm();
         Ok(WorkspaceDiagnosticReportResult::Report(
