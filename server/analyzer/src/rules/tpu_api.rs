@@ -124,20 +124,7 @@ pub fn add_torch_xla_import(context: &Context<'_, '_>, import_line: &str) -> Opt
 /// The local name bound to `module` by an import (`import torch_xla` → `torch_xla`,
 /// `import torch_xla.core.xla_model as xm` → `xm` for `torch_xla.core.xla_model`).
 pub fn module_alias(context: &Context<'_, '_>, module: &str) -> Option<String> {
-    let semantic = context.semantic();
-    let last = module.rsplit('.').next().unwrap_or(module);
-    let candidates = [last, module.split('.').next().unwrap_or(module), "xm"];
-    for candidate in candidates {
-        if semantic.import_of(candidate) == Some(module) {
-            return Some(candidate.to_string());
-        }
-    }
-    // `import torch_xla.core.xla_model` binds `torch_xla`; the dotted path then works.
-    let root = module.split('.').next().unwrap_or(module);
-    if module != root && semantic.import_of(root) == Some(root) {
-        return Some(module.to_string());
-    }
-    None
+    context.semantic().imports().local_name_for(module)
 }
 
 /// Whether a top-level, unconditional import brings in `package` (`import torch_xla...`,
@@ -145,14 +132,10 @@ pub fn module_alias(context: &Context<'_, '_>, module: &str) -> Option<String> {
 /// `if is_torch_xla_available():` serve several devices, and backend-specific advice about
 /// their generic code is usually wrong.
 pub fn imports_unconditionally(context: &Context<'_, '_>, package: &str) -> bool {
-    context.semantic().top_level_imports().iter().any(|text| {
-        text.split([',', ' ', '\n', '\t'])
-            .filter(|word| !word.is_empty())
-            .any(|word| {
-                word.strip_prefix(package)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-            })
-    })
+    context
+        .semantic()
+        .imports()
+        .imports_unconditionally(package)
 }
 
 /// An edit inserting `keyword=value` text as the last argument of `arguments`.
