@@ -1,7 +1,9 @@
 //! Data-driven tests of the semantic index: each case marks an expression with `⟦…⟧` and states
 //! what the index must believe there (qualified name, value kind, device, hot path, backend).
 
-use tpulint_analyzer::semantic::{Device, HotPath, ImportCondition, ModuleImports, ValueKind};
+use tpulint_analyzer::semantic::{
+    Device, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
+};
 use tpulint_analyzer::{Backend, Inspection, Settings, inspect, syntax};
 
 /// Inspects the expression between `⟦` and `⟧`.
@@ -282,4 +284,63 @@ import torch
         summary.condition_of("torch_xla"),
         Some(ImportCondition::Availability)
     );
+}
+
+/// The hardware scope at the marked expression.
+fn scope(marked: &str) -> HardwareScope {
+    at(marked).hardware_scope
+}
+
+#[test]
+fn guards_and_hardware_scope() {
+    let cuda_branch =
+        "import torch\nif torch.cuda.is_available():\n    ⟦x⟧ = 1\nelse:\n    y = 2\n";
+    assert!(scope(cuda_branch).never_on_tpu);
+    let else_branch =
+        "import torch\nif torch.cuda.is_available():\n    x = 1\nelse:\n    ⟦y⟧ = 2\n";
+    let else_scope = scope(else_branch);
+    assert!(!else_scope.never_on_tpu && else_scope.device_branch);
+    // Negation, `!=`, `not in` and names flip or carry polarity.
+    assert!(!scope("if not torch.cuda.is_available():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if device.type == \"cuda\":\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if device.type != \"cuda\":\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if \"cuda\" in str(device):\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if x.is_cuda:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if not args.no_cuda:\n    pass\nelse:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if torch.cuda.device_count() > 1:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if torch.cuda.device_count() == 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A branch after one that handled the TPU does not run on it.
+    let after_tpu = "if is_torch_xla_available():\n    a = 1\nelif flag:\n    ⟦b⟧ = 2\n";
+    assert!(scope(after_tpu).never_on_tpu);
+    assert!(scope("if is_torch_xla_available():\n    ⟦a⟧ = 1\n").tpu_only);
+    // Early exits scope the rest of the block.
+    let early = "def f():\n    if not torch.cuda.is_available():\n        return\n    ⟦x⟧ = 1\n";
+    assert!(scope(early).never_on_tpu);
+    let before_exit =
+        "def f():\n    ⟦x⟧ = 1\n    if not torch.cuda.is_available():\n        return\n";
+    assert!(!scope(before_exit).never_on_tpu);
+    let after_function =
+        "def f():\n    if not torch.cuda.is_available():\n        return\n    x = 1\n⟦y⟧ = 2\n";
+    assert!(!scope(after_function).never_on_tpu);
+    // Skip decorators and requirement markers.
+    for decorator in [
+        "@unittest.skipIf(not torch.cuda.is_available(), \"needs CUDA\")",
+        "@unittest.skipUnless(torch.cuda.is_available(), \"needs CUDA\")",
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason=\"cuda\")",
+        "@RunIf(min_cuda_gpus=1)",
+        "@require_torch_gpu",
+        "@onlyCUDA",
+        "@pytest.mark.cuda",
+    ] {
+        let source = format!("{decorator}\ndef test_op():\n    ⟦x⟧ = 1\n");
+        assert!(scope(&source).never_on_tpu, "{decorator}");
+    }
+    assert!(!scope("@unittest.skipIf(torch.cuda.is_available(), \"cpu only\")\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("@RunIf(min_cuda_gpus=0)\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("@RunIf(tpu=True)\ndef test_op():\n    ⟦x⟧ = 1\n").tpu_only);
+    assert!(!scope("@RunIf(tpu=True)\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if TYPE_CHECKING:\n    ⟦x⟧ = 1\n").type_checking);
+    // Text that is not a condition never counts.
+    assert!(!scope("# if torch.cuda.is_available():\nprint(\"cuda\")\n⟦x⟧ = 1\n").device_branch);
+    assert!(!scope("if flag:\n    ⟦x⟧ = \"cuda\"\n").device_branch);
 }

@@ -16,7 +16,11 @@ use crate::settings::BackendSetting;
 use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
+mod guards;
 mod imports;
+
+use guards::GuardFrame;
+pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 
 use imports::compact_dotted;
 pub use imports::{ImportCondition, ImportRecord, ModuleImports};
@@ -228,6 +232,9 @@ pub struct SemanticModel<'t> {
     compiled_names: HashSet<String>,
     /// Every import statement of the file with its condition (part of the module summary).
     imports: ModuleImports,
+    /// The hardware scope of each enclosing block and definition, innermost last (computed once
+    /// per block in `enter`).
+    guard_frames: Vec<GuardFrame>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
@@ -352,6 +359,10 @@ impl<'t> SemanticModel<'t> {
             classes: Vec::new(),
             compiled_names: HashSet::new(),
             imports: ModuleImports::default(),
+            guard_frames: vec![GuardFrame {
+                node_id: tree.root_node().id(),
+                scope: HardwareScope::default(),
+            }],
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
@@ -577,8 +588,15 @@ impl<'t> SemanticModel<'t> {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
         match node.kind_name() {
-            "function_definition" => self.enter_function(node),
-            "class_definition" => self.enter_class(node),
+            "block" => self.enter_block(node),
+            "function_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_function(node)
+            }
+            "class_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_class(node)
+            }
             "for_statement" | "while_statement" => {
                 let hot = self.is_training_loop(node);
                 self.frames.push(Frame::Loop {
@@ -600,7 +618,25 @@ impl<'t> SemanticModel<'t> {
         {
             self.ancestors.pop();
         }
+        if matches!(
+            node.kind_name(),
+            "block" | "function_definition" | "class_definition"
+        ) && self.guard_frames.len() > 1
+            && self
+                .guard_frames
+                .last()
+                .is_some_and(|f| f.node_id == node.id())
+        {
+            self.guard_frames.pop();
+        }
         match node.kind_name() {
+            "if_statement" => {
+                if let Some(test) = guards::after_early_exit(node, self.source)
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    guards::apply_exit(&mut frame.scope, test);
+                }
+            }
             "function_definition" => {
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
@@ -631,6 +667,54 @@ impl<'t> SemanticModel<'t> {
             "expression_statement" => self.leave_expression_statement(node),
             _ => {}
         }
+    }
+
+    fn current_scope(&self) -> HardwareScope {
+        self.guard_frames
+            .last()
+            .map(|frame| frame.scope)
+            .unwrap_or_default()
+    }
+
+    fn enter_block(&mut self, block: Node<'t>) {
+        let count = self.ancestors.len();
+        let (Some(&parent), grandparent) = (
+            count.checked_sub(2).and_then(|i| self.ancestors.get(i)),
+            count
+                .checked_sub(3)
+                .and_then(|i| self.ancestors.get(i))
+                .copied(),
+        ) else {
+            return;
+        };
+        let scope = guards::block_scope(
+            self.current_scope(),
+            block,
+            parent,
+            grandparent,
+            self.source,
+        );
+        self.guard_frames.push(GuardFrame {
+            node_id: block.id(),
+            scope,
+        });
+    }
+
+    fn enter_definition_guards(&mut self, definition: Node<'t>) {
+        let decorated = self
+            .parent(definition)
+            .filter(|p| p.kind_name() == "decorated_definition");
+        let scope =
+            guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        self.guard_frames.push(GuardFrame {
+            node_id: definition.id(),
+            scope,
+        });
+    }
+
+    /// What the guards around the current node say about the hardware it runs on.
+    pub fn hardware_scope(&self) -> HardwareScope {
+        self.current_scope()
     }
 
     fn enter_function(&mut self, node: Node<'_>) {
