@@ -344,3 +344,59 @@ fn guards_and_hardware_scope() {
     assert!(!scope("# if torch.cuda.is_available():\nprint(\"cuda\")\n⟦x⟧ = 1\n").device_branch);
     assert!(!scope("if flag:\n    ⟦x⟧ = \"cuda\"\n").device_branch);
 }
+
+#[test]
+fn code_roles() {
+    let test_code = |marked: &str| at(marked).test_code;
+    // pytest and unittest conventions, in files that use the framework.
+    assert!(test_code("import pytest\ndef test_op():\n    ⟦x⟧ = 1\n"));
+    assert!(test_code(
+        "import pytest\n@pytest.fixture\ndef model():\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "import unittest\nclass TestOps(unittest.TestCase):\n    def helper(self):\n        ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "from torch.testing._internal.common_utils import TestCase\nclass Ops(TestCase):\n    def test_a(self):\n        def inner():\n            ⟦x⟧ = 1\n"
+    ));
+    // `def test(model, loader)` in a training script is its evaluation loop.
+    assert!(!test_code(
+        "import torch\ndef test(model, loader):\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(!test_code("import pytest\ndef helper():\n    ⟦x⟧ = 1\n"));
+    assert!(!test_code(
+        "import pytest\ndef test_op():\n    pass\n⟦x⟧ = 1\n"
+    ));
+    // A test path makes the whole file test code.
+    let source = "def helper():\n    x = 1\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let settings = Settings {
+        test_path: tpulint_analyzer::settings::is_test_path("tests/models/helpers.py"),
+        ..Settings::default()
+    };
+    let inspection = inspect(source, &tree, &settings, 17..18).expect("inspects");
+    assert!(inspection.test_code);
+}
+
+#[test]
+fn test_code_reports_errors_only_by_default() {
+    use tpulint_analyzer::{Severity, TestCodePolicy, check_source};
+    // TPU404's `torch.cuda.synchronize()` is an error (it raises); a host sync in a test is not.
+    let source = "import pytest\nimport torch\n\ndef test_step(model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        print(loss.item())\n        torch.cuda.synchronize()\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(!findings.is_empty());
+    assert!(
+        findings.iter().all(|d| d.severity == Severity::Error),
+        "{findings:?}"
+    );
+    let all = Settings {
+        test_code: TestCodePolicy::All,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &all).len() > findings.len());
+    let off = Settings {
+        test_code: TestCodePolicy::Off,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &off).is_empty());
+}

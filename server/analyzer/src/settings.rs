@@ -36,6 +36,57 @@ impl BackendSetting {
     }
 }
 
+/// What is reported in test code (pytest and unittest tests, files under `tests/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum TestCodePolicy {
+    /// Only errors: what would make the test fail on a TPU. Slow or unidiomatic code in a test
+    /// costs nothing in training (the default).
+    #[default]
+    ErrorsOnly,
+    /// Everything, as in other code.
+    All,
+    /// Nothing.
+    Off,
+}
+
+impl TestCodePolicy {
+    pub fn parse(text: &str) -> Option<TestCodePolicy> {
+        match text.to_ascii_lowercase().as_str() {
+            "errors" | "errors-only" => Some(TestCodePolicy::ErrorsOnly),
+            "all" => Some(TestCodePolicy::All),
+            "off" | "none" => Some(TestCodePolicy::Off),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestCodePolicy::ErrorsOnly => "errors",
+            TestCodePolicy::All => "all",
+            TestCodePolicy::Off => "off",
+        }
+    }
+}
+
+/// Whether a path names test code: a `test`, `tests` or `testing` directory, `test_*.py`,
+/// `*_test.py`, `tests.py` or `conftest.py` (forward slashes).
+pub fn is_test_path(path: &str) -> bool {
+    let mut components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let Some(file) = components.pop() else {
+        return false;
+    };
+    let stem = file
+        .strip_suffix(".py")
+        .or_else(|| file.strip_suffix(".ipynb"))
+        .unwrap_or(file);
+    components
+        .iter()
+        .any(|dir| matches!(*dir, "test" | "tests" | "testing" | "unittests"))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || matches!(stem, "tests" | "conftest")
+}
+
 /// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RuleSelector {
@@ -182,6 +233,11 @@ impl RuleSet {
 pub struct Settings {
     pub rules: RuleSet,
     pub backend: BackendSetting,
+    /// What is reported in test code.
+    pub test_code: TestCodePolicy,
+    /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
+    /// functions and classes counts as test code in any file.
+    pub test_path: bool,
 }
 
 impl Default for Settings {
@@ -189,6 +245,8 @@ impl Default for Settings {
         Settings {
             rules: RuleSet::defaults(),
             backend: BackendSetting::Auto,
+            test_code: TestCodePolicy::default(),
+            test_path: false,
         }
     }
 }
@@ -200,7 +258,7 @@ impl Settings {
         rules.set(id, true);
         Settings {
             rules,
-            backend: BackendSetting::Auto,
+            ..Settings::default()
         }
     }
 }
@@ -217,6 +275,8 @@ pub struct Configuration {
     /// Globs of paths not to check, relative to the project root.
     pub exclude: Vec<String>,
     pub backend: BackendSetting,
+    /// `test-code`: what is reported in test code.
+    pub test_code: TestCodePolicy,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -249,6 +309,8 @@ impl Configuration {
         Settings {
             rules,
             backend: self.backend,
+            test_code: self.test_code,
+            test_path: is_test_path(relative_path),
         }
     }
 
@@ -335,5 +397,16 @@ mod tests {
         assert!(path_matches("vendor", "vendor/x/y.py"));
         assert!(path_matches("third_party/", "third_party/x.py"));
         assert!(!path_matches("*.pyi", "a.py"));
+    }
+
+    #[test]
+    fn test_paths() {
+        assert!(is_test_path("tests/models/test_bert.py"));
+        assert!(is_test_path("src/pkg/test/helpers.py"));
+        assert!(is_test_path("conftest.py"));
+        assert!(is_test_path("pkg/ops_test.py"));
+        assert!(!is_test_path("examples/train.py"));
+        assert!(!is_test_path("src/contest.py"));
+        assert!(!is_test_path("latest/train.py"));
     }
 }

@@ -78,6 +78,8 @@ impl HardwareScope {
 pub(crate) struct GuardFrame {
     pub node_id: usize,
     pub scope: HardwareScope,
+    /// Whether the code here is test code (see `roles`).
+    pub test_code: bool,
 }
 
 /// The scope inside `block`, given the scope around its parent statement.
@@ -265,9 +267,8 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
         }
     }
     let decorator_words = words(last);
-    let requires = lower.starts_with("require")
-        || lower.starts_with("only")
-        || parts.contains(&"mark");
+    let requires =
+        lower.starts_with("require") || lower.starts_with("only") || parts.contains(&"mark");
     if !requires {
         return None;
     }

@@ -18,6 +18,7 @@ use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
 mod guards;
 mod imports;
+mod roles;
 
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
@@ -235,6 +236,8 @@ pub struct SemanticModel<'t> {
     /// The hardware scope of each enclosing block and definition, innermost last (computed once
     /// per block in `enter`).
     guard_frames: Vec<GuardFrame>,
+    /// Whether the file uses a test framework (so `test_*` functions are tests).
+    test_framework: bool,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
@@ -362,12 +365,15 @@ impl<'t> SemanticModel<'t> {
             guard_frames: vec![GuardFrame {
                 node_id: tree.root_node().id(),
                 scope: HardwareScope::default(),
+                test_code: false,
             }],
+            test_framework: false,
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
+        model.test_framework = roles::uses_test_framework(&model.imports);
         model.prescan_compiled(tree);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
@@ -697,6 +703,7 @@ impl<'t> SemanticModel<'t> {
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
+            test_code: self.in_test_code(),
         });
     }
 
@@ -706,10 +713,35 @@ impl<'t> SemanticModel<'t> {
             .filter(|p| p.kind_name() == "decorated_definition");
         let scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        let test_code = self.in_test_code()
+            || match definition.kind_name() {
+                "class_definition" => {
+                    roles::is_test_class(definition, self.test_framework, self.source)
+                }
+                _ => {
+                    roles::is_test_function(definition, decorated, self.test_framework, self.source)
+                }
+            };
         self.guard_frames.push(GuardFrame {
             node_id: definition.id(),
             scope,
+            test_code,
         });
+    }
+
+    /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
+    pub fn set_test_file(&mut self, test_file: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.test_code = test_file;
+        }
+    }
+
+    /// Whether the current node is test code: in a test function, fixture or test class (in a
+    /// file that uses a test framework), or anywhere in a file on a test path.
+    pub fn in_test_code(&self) -> bool {
+        self.guard_frames
+            .last()
+            .is_some_and(|frame| frame.test_code)
     }
 
     /// What the guards around the current node say about the hardware it runs on.
