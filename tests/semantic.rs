@@ -2,7 +2,7 @@
 //! what the index must believe there (qualified name, value kind, device, hot path, backend).
 
 use tpulint_analyzer::semantic::{
-    Device, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
+    Device, Evidence, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
 };
 use tpulint_analyzer::{Backend, Inspection, Settings, inspect, syntax};
 
@@ -399,4 +399,66 @@ fn test_code_reports_errors_only_by_default() {
         ..Settings::default()
     };
     assert!(check_source(source, &off).is_empty());
+}
+
+#[test]
+fn function_summaries_give_call_facts() {
+    let helper = at(
+        "import torch\ndef make_mask(n):\n    return torch.ones(n)\nmask = make_mask(3)\n⟦mask⟧\n",
+    )
+    .fact;
+    assert_eq!(
+        (helper.kind, helper.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(helper.evidence, Evidence::Summary);
+    // The fact cites the helper's factory.
+    assert!(helper.origin.is_some());
+    let source = "import torch\ndef split(x):\n    if x:\n        return torch.zeros(1), 3\n    return torch.ones(2), 4\na, b = split(1)\nMARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    assert_eq!(
+        (check("a").kind, check("a").device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(check("b").kind, ValueKind::Scalar);
+    // Disagreeing returns give nothing.
+    let mixed = at("import torch\ndef f(x):\n    if x:\n        return torch.ones(1)\n    return None\ny = f(1)\n⟦y⟧\n").fact;
+    assert_eq!(mixed.kind, ValueKind::Unknown);
+    // Methods through `self`.
+    let method = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def _mask(self, n):\n        return torch.ones(n)\n    def forward(self, x):\n        m = self._mask(3)\n        return ⟦m⟧\n").fact;
+    assert_eq!(
+        (method.kind, method.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    // Fields of a model's output are tensors on the device.
+    let output = at("from torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net().to(dev)\nout = model(x)\n⟦out.logits⟧\n").fact;
+    assert_eq!(
+        (output.kind, output.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(output.evidence, Evidence::ModuleCall);
+    let pretrained = at("from transformers import AutoModel\nmodel = AutoModel.from_pretrained(\"bert\")\n⟦model⟧\n").fact;
+    assert_eq!(pretrained.kind, ValueKind::Module);
+}
+
+#[test]
+fn reach_through_the_call_graph() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let helper = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    log_loss(batch)\n";
+    assert_eq!(hot(helper), Some(HotPath::CalledFromLoop));
+    let transitive = "def inner(v):\n    ⟦x⟧ = v\ndef outer(v):\n    inner(v)\nfor batch in loader:\n    outer(batch)\n";
+    assert_eq!(hot(transitive), Some(HotPath::CalledFromLoop));
+    let from_step = "def inner(v):\n    ⟦x⟧ = v\ndef train_step(batch):\n    inner(batch)\n";
+    assert_eq!(hot(from_step), Some(HotPath::CalledFromLoop));
+    // Throttled calls, per-epoch calls and calls after the loop are cold.
+    let throttled = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor step, batch in enumerate(loader):\n    if step % 100 == 0:\n        log_loss(batch)\n";
+    assert_eq!(hot(throttled), None);
+    let per_epoch = "def evaluate(m):\n    ⟦x⟧ = m\nfor epoch in range(3):\n    for batch in loader:\n        loss.backward()\n    evaluate(model)\n";
+    assert_eq!(hot(per_epoch), None);
+    let after = "def report(m):\n    ⟦x⟧ = m\nfor batch in loader:\n    pass\nreport(model)\n";
+    assert_eq!(hot(after), None);
+    // Recursion is cycle-safe.
+    let cycle =
+        "def a(v):\n    b(v)\ndef b(v):\n    ⟦x⟧ = a(v)\nfor batch in loader:\n    a(batch)\n";
+    assert_eq!(hot(cycle), Some(HotPath::CalledFromLoop));
 }

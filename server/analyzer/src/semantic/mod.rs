@@ -13,15 +13,19 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
-use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
+mod facts;
 mod guards;
 mod imports;
 mod roles;
+mod summaries;
 
+pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
+use summaries::{ReturnFacts, Summaries};
 
 use imports::compact_dotted;
 pub use imports::{ImportCondition, ImportRecord, ModuleImports};
@@ -65,90 +69,6 @@ impl Backend {
     }
 }
 
-/// Where a tensor lives, as far as the index can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Device {
-    /// Created on the host (a factory without `device=`, `.cpu()`, `torch.from_numpy`).
-    Cpu,
-    /// Hard-coded CUDA.
-    Cuda,
-    /// The model's accelerator: `forward` inputs, parameters, buffers, `device=` with a variable.
-    Accelerator,
-    Unknown,
-}
-
-impl Device {
-    fn merge(self, other: Device) -> Device {
-        if self == other { self } else { Device::Unknown }
-    }
-}
-
-/// What kind of value an expression holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ValueKind {
-    Tensor,
-    /// An `nn.Module` instance.
-    Module,
-    DataLoader,
-    Optimizer,
-    NumpyArray,
-    /// Python int/float/bool/str, or a result like `.item()`.
-    Scalar,
-    /// list / tuple / dict / set literals and comprehensions.
-    Container,
-    /// A module namespace or class from an import.
-    Namespace,
-    /// A `torch.device`.
-    DeviceObject,
-    Unknown,
-}
-
-/// What the index believes about one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fact {
-    pub kind: ValueKind,
-    pub device: Device,
-    /// Where the value was created (for related information in diagnostics).
-    pub origin: Option<(usize, usize)>,
-}
-
-impl Fact {
-    pub const UNKNOWN: Fact = Fact {
-        kind: ValueKind::Unknown,
-        device: Device::Unknown,
-        origin: None,
-    };
-
-    fn of(kind: ValueKind) -> Fact {
-        Fact {
-            kind,
-            device: Device::Unknown,
-            origin: None,
-        }
-    }
-
-    fn tensor(device: Device, origin: Option<(usize, usize)>) -> Fact {
-        Fact {
-            kind: ValueKind::Tensor,
-            device,
-            origin,
-        }
-    }
-
-    pub fn is_tensor(&self) -> bool {
-        self.kind == ValueKind::Tensor
-    }
-
-    /// Known to be something other than a tensor.
-    pub fn is_not_tensor(&self) -> bool {
-        !matches!(self.kind, ValueKind::Tensor | ValueKind::Unknown)
-    }
-
-    pub fn origin_range(&self) -> Option<TextRange> {
-        self.origin.map(|(start, end)| start..end)
-    }
-}
-
 /// Why code runs once per training step (or per forward pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HotPath {
@@ -160,6 +80,9 @@ pub enum HotPath {
     Compiled,
     /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
     TrainingLoop,
+    /// Inside a function of this file that a training loop or step function calls (directly or
+    /// through other functions).
+    CalledFromLoop,
 }
 
 impl HotPath {
@@ -169,6 +92,7 @@ impl HotPath {
             HotPath::StepFunction => "in a step function",
             HotPath::Compiled => "in a compiled function",
             HotPath::TrainingLoop => "in the training loop",
+            HotPath::CalledFromLoop => "in a function called every step",
         }
     }
 }
@@ -180,7 +104,19 @@ enum Binding {
     Value(Fact),
     /// A class defined in this file; the index into `classes`.
     Class(usize),
-    Function,
+    /// A function defined in this file; the index into `functions`.
+    Function(usize),
+}
+
+/// What one function of the file returns, collected while its body is walked.
+#[derive(Debug)]
+struct FunctionReturns {
+    /// The class it is a method of (directly), by index into `classes`.
+    class: Option<usize>,
+    name: String,
+    returns: ReturnFacts,
+    /// Its whole body has been walked.
+    complete: bool,
 }
 
 #[derive(Debug, Default)]
@@ -203,6 +139,8 @@ enum Frame {
         class: Option<usize>,
         /// `with torch.no_grad()` / `inference_mode` decorators (for compile rules).
         node_id: usize,
+        /// The index into `functions`.
+        id: usize,
     },
     Class(usize),
     Loop {
@@ -238,6 +176,10 @@ pub struct SemanticModel<'t> {
     guard_frames: Vec<GuardFrame>,
     /// Whether the file uses a test framework (so `test_*` functions are tests).
     test_framework: bool,
+    /// Function and loop summaries and file facts from the pre-pass.
+    summaries: Summaries,
+    /// What each function met so far returns, by the id its binding carries.
+    functions: Vec<FunctionReturns>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
@@ -368,13 +310,16 @@ impl<'t> SemanticModel<'t> {
                 test_code: false,
             }],
             test_framework: false,
+            summaries: Summaries::default(),
+            functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
         model.test_framework = roles::uses_test_framework(&model.imports);
-        model.prescan_compiled(tree);
+        model.summaries = summaries::build(tree, source, &model);
+        model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
@@ -444,45 +389,6 @@ impl<'t> SemanticModel<'t> {
             self.imported_modules.insert(module);
             self.imported_modules.insert(qualified.clone());
             self.bind(local, Binding::Import(qualified));
-        }
-    }
-
-    /// Finds `torch.compile(f)` / `torch_xla.compile(f)` calls by text, so that `f`'s body counts
-    /// as compiled even though the call comes after the definition. Text search keeps this off
-    /// the full-tree walk.
-    fn prescan_compiled(&mut self, tree: &Tree) {
-        let source = self.source;
-        let root = tree.root_node();
-        let mut search_from = 0;
-        while let Some(found) = source[search_from..].find("compile(") {
-            let at = search_from + found;
-            search_from = at + "compile(".len();
-            let Some(node) = root.descendant_for_byte_range(at, at + "compile".len()) else {
-                continue;
-            };
-            let call = node.parent().and_then(|p| {
-                if p.kind_name() == "call" {
-                    Some(p)
-                } else {
-                    p.parent().filter(|gp| gp.kind_name() == "call")
-                }
-            });
-            let Some(call) = call else { continue };
-            let Some((function, arguments)) = syntax::call_parts(call) else {
-                continue;
-            };
-            let Some(qualified) = self.qualified_name(function) else {
-                continue;
-            };
-            if !matches!(qualified.as_str(), "torch.compile" | "torch_xla.compile") {
-                continue;
-            }
-            if let Some(first) = syntax::positional_args(arguments).first()
-                && let Some(parts) = syntax::dotted_parts(*first, source)
-                && let Some(last) = parts.last()
-            {
-                self.compiled_names.insert((*last).to_string());
-            }
         }
     }
 
@@ -643,7 +549,14 @@ impl<'t> SemanticModel<'t> {
                     guards::apply_exit(&mut frame.scope, test);
                 }
             }
+            "return_statement" => self.leave_return(node),
             "function_definition" => {
+                if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
+                    && *node_id == node.id()
+                    && let Some(function) = self.functions.get_mut(*id)
+                {
+                    function.complete = true;
+                }
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
                     self.frames.pop();
@@ -749,6 +662,23 @@ impl<'t> SemanticModel<'t> {
         self.current_scope()
     }
 
+    /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
+    /// this file, nested training loop, exits), from the pre-pass.
+    pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
+        self.summaries.loops.get(&loop_node.id())
+    }
+
+    /// The summary of a function definition (what it does, whether a training loop reaches it).
+    pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
+        let index = self.summaries.by_node.get(&definition.id())?;
+        self.summaries.functions.get(*index)
+    }
+
+    /// Facts about the whole file (a syncing loader, eager mode, compilation).
+    pub fn file_facts(&self) -> &FileFacts {
+        &self.summaries.file
+    }
+
     fn enter_function(&mut self, node: Node<'_>) {
         let source = self.source;
         let name = node
@@ -767,21 +697,38 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::Compiled)
         } else if name == "forward" && (in_module_class || directly_in_class) {
             Some(HotPath::Forward)
-        } else if is_step_function_name(&name) {
+        } else if summaries::is_step_function_name(&name) {
             Some(HotPath::StepFunction)
+        } else if self
+            .summaries
+            .by_node
+            .get(&node.id())
+            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+        {
+            Some(HotPath::CalledFromLoop)
         } else {
             None
         };
-        self.bind(name.clone(), Binding::Function);
+        let id = self.functions.len();
+        self.functions.push(FunctionReturns {
+            class: if directly_in_class { class } else { None },
+            name: name.clone(),
+            returns: ReturnFacts::default(),
+            complete: false,
+        });
+        self.bind(name.clone(), Binding::Function(id));
         self.frames.push(Frame::Function {
             name,
             hot,
             class: if directly_in_class { class } else { None },
             node_id: node.id(),
+            id,
         });
         self.scopes.push(Scope::default());
         if let Some(parameters) = node.field("parameters") {
-            self.bind_parameters(parameters, hot == Some(HotPath::Forward) || hot.is_some());
+            // Parameters of a helper the loop calls are whatever the caller passes: no guess.
+            let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
+            self.bind_parameters(parameters, guess);
         }
     }
 
@@ -847,14 +794,14 @@ impl<'t> SemanticModel<'t> {
             let fact = if let Some(annotation) = annotation {
                 let annotation_text = node_text(annotation, source);
                 if annotation_text.contains("Tensor") {
-                    Fact::tensor(Device::Accelerator, origin)
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
                 } else {
                     Fact::of(ValueKind::Scalar)
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
             } else if hot {
-                Fact::tensor(Device::Accelerator, origin)
+                Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {
                 Fact::UNKNOWN
             };
@@ -906,10 +853,100 @@ impl<'t> SemanticModel<'t> {
         false
     }
 
+    /// `return <value>`: merges the value's fact into the enclosing function's returns.
+    fn leave_return(&mut self, node: Node<'_>) {
+        let Some(id) = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { id, .. } => Some(*id),
+            _ => None,
+        }) else {
+            return;
+        };
+        let Some(value) = node.named_child(0) else {
+            return;
+        };
+        let (fact, elements) = if value.kind_name() == "expression_list" {
+            let mut cursor = value.walk();
+            let elements: Vec<Fact> = value
+                .named_children(&mut cursor)
+                .map(|element| self.fact(element))
+                .collect();
+            (Fact::of(ValueKind::Container), Some(elements))
+        } else {
+            (self.fact(value), None)
+        };
+        if let Some(function) = self.functions.get_mut(id) {
+            function.returns.add(fact, elements);
+        }
+    }
+
+    /// The fact of a call to the function with binding id `id`, from its return statements
+    /// (known once its definition has been walked).
+    fn summary_return(&self, id: usize, origin: Option<(usize, usize)>) -> Fact {
+        match self.functions.get(id) {
+            Some(function) if function.complete => match function.returns.single() {
+                Some(fact) if fact.kind != ValueKind::Unknown => Fact {
+                    origin: fact.origin.or(origin),
+                    ..fact
+                }
+                .with_evidence(Evidence::Summary),
+                _ => Fact::UNKNOWN,
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    /// The id of the method `name` of the class around the current method, once walked.
+    fn method_summary(&self, name: &str) -> Option<usize> {
+        let class = self.current_method_class()?;
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
+    }
+
+    /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
+    /// tuples of that many elements.
+    fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let (function, _) = syntax::call_parts(value)?;
+        let id = match function.kind_name() {
+            "identifier" => match self.lookup(node_text(function, self.source)) {
+                Some(Binding::Function(id)) => *id,
+                _ => return None,
+            },
+            "attribute" => {
+                let object = function.field("object")?;
+                if node_text(object, self.source) != "self" {
+                    return None;
+                }
+                self.method_summary(node_text(function.field("attribute")?, self.source))?
+            }
+            _ => return None,
+        };
+        let function = self.functions.get(id).filter(|f| f.complete)?;
+        let elements = function.returns.tuple()?;
+        (elements.len() == count).then(|| {
+            elements
+                .iter()
+                .map(|fact| fact.with_evidence(Evidence::Summary))
+                .collect()
+        })
+    }
+
     fn leave_assignment(&mut self, node: Node<'_>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && right.kind_name() == "call"
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            if let Some(elements) = self.tuple_elements(right, targets.len()) {
+                for (target, fact) in targets.into_iter().zip(elements) {
+                    self.bind_target(target, fact, 1);
+                }
+                return;
+            }
+        }
         let mut fact = self.fact(right);
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
@@ -987,7 +1024,8 @@ impl<'t> SemanticModel<'t> {
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
-                let fact = Fact::tensor(Device::Accelerator, origin);
+                let fact =
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Backward);
                 self.bind(node_text(loss, source).to_string(), Binding::Value(fact));
             }
             return;
@@ -1256,7 +1294,7 @@ impl<'t> SemanticModel<'t> {
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 Some(Binding::Value(fact)) => *fact,
-                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function) => {
+                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
                 }
                 None => Fact::UNKNOWN,
@@ -1330,6 +1368,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: a.kind,
                                 device: a.device.merge(b.device),
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1374,6 +1413,12 @@ impl<'t> SemanticModel<'t> {
                 ),
                 "shape" => Fact::of(ValueKind::Container),
                 "device" => Fact::of(ValueKind::DeviceObject),
+                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
+                _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                )
+                .with_evidence(Evidence::ModuleCall),
                 _ => Fact::of(ValueKind::Scalar),
             },
             ValueKind::Module => match attribute {
@@ -1407,6 +1452,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device: Device::Cpu,
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1414,7 +1460,9 @@ impl<'t> SemanticModel<'t> {
                     }
                     Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
                         Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
                     }
+                    Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     _ => match name {
                         "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
                         | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
@@ -1482,6 +1530,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device,
                                 origin: receiver.origin,
+                                ..Fact::UNKNOWN
                             }
                         } else if matches!(
                             method,
@@ -1506,6 +1555,11 @@ impl<'t> SemanticModel<'t> {
                         let callee = self.fact_at_depth(function, depth + 1);
                         if callee.kind == ValueKind::Module {
                             Fact::tensor(Device::Accelerator, origin)
+                                .with_evidence(Evidence::ModuleCall)
+                        } else if node_text(object, source) == "self"
+                            && let Some(id) = self.method_summary(method)
+                        {
+                            self.summary_return(id, origin)
                         } else {
                             Fact::UNKNOWN
                         }
@@ -1555,6 +1609,7 @@ impl<'t> SemanticModel<'t> {
                     kind: ValueKind::DataLoader,
                     device: Device::Cpu,
                     origin,
+                    ..Fact::UNKNOWN
                 };
             }
             if function.starts_with("optim.") {
@@ -1574,6 +1629,7 @@ impl<'t> SemanticModel<'t> {
                         kind: ValueKind::Module,
                         device: Device::Cpu,
                         origin,
+                        ..Fact::UNKNOWN
                     };
                 }
                 return Fact::UNKNOWN;
@@ -1609,6 +1665,42 @@ impl<'t> SemanticModel<'t> {
                 kind: ValueKind::DataLoader,
                 device: Device::Accelerator,
                 origin,
+                ..Fact::UNKNOWN
+            };
+        }
+        // `AutoModel.from_pretrained(...)`, `UNet2DModel.from_pretrained(...)`,
+        // `timm.create_model(...)`, `torchvision.models.resnet50()`: a module on the host.
+        let last = qualified.rsplit('.').next().unwrap_or("");
+        let model_library = [
+            "transformers.",
+            "diffusers.",
+            "timm.",
+            "peft.",
+            "torchvision.models.",
+        ]
+        .iter()
+        .any(|prefix| qualified.starts_with(prefix));
+        let is_model_class = qualified
+            .rsplit('.')
+            .nth(1)
+            .is_some_and(|class| class.starts_with(|c: char| c.is_ascii_uppercase()));
+        if model_library
+            && ((last == "from_pretrained"
+                && is_model_class
+                && !qualified.contains("Tokenizer")
+                && !qualified.contains("Processor")
+                && !qualified.contains("Config")
+                && !qualified.contains("Scheduler"))
+                || last == "create_model"
+                || (qualified.starts_with("torchvision.models.")
+                    && last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !last.starts_with("get_")))
+        {
+            return Fact {
+                kind: ValueKind::Module,
+                device: Device::Cpu,
+                origin,
+                ..Fact::UNKNOWN
             };
         }
         if qualified.starts_with("numpy.") {
@@ -1798,10 +1890,8 @@ pub fn device_from_str(text: &str) -> Device {
     }
 }
 
-/// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
-fn is_step_function_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
-        || lower.ends_with("step_fn")
-        || lower == "train_fn"
+impl summaries::Resolver for SemanticModel<'_> {
+    fn resolve(&self, expr: Node<'_>) -> Option<String> {
+        self.resolve_qualified_name(expr)
+    }
 }
