@@ -76,6 +76,21 @@ fn backend_detection() {
         at("import torch\n⟦x⟧ = torch.zeros(1, device='cuda')\n").backend,
         Backend::Unknown
     );
+    // Lightning's TPU accelerator runs on PyTorch/XLA.
+    assert_eq!(
+        at("import lightning as L\ntrainer = L.Trainer(accelerator=\"tpu\", devices=8)\n⟦x⟧ = 1\n")
+            .backend,
+        Backend::TorchXla
+    );
+    assert_eq!(
+        at("import torch\nx = torch.ones(2).to(\"xla:0\")\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
+    // Text outside device positions is no evidence.
+    assert_eq!(
+        at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
+        Backend::Unknown
+    );
 }
 
 #[test]

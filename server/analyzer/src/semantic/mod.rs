@@ -399,15 +399,14 @@ impl<'t> SemanticModel<'t> {
         if self.imports_module("torch_tpu") {
             return Backend::TorchTpu;
         }
-        let source = self.source;
-        if source.contains("\"xla\"") || source.contains("'xla'") || source.contains("openxla") {
+        // Device strings in device positions only (`device="xla"`, `torch.device("tpu")`,
+        // `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`,
+        // which runs on PyTorch/XLA), never any text.
+        let evidence = &self.summaries.file;
+        if evidence.xla_evidence {
             return Backend::TorchXla;
         }
-        if source.contains("\"tpu\"")
-            || source.contains("'tpu'")
-            || source.contains("\"tpu:")
-            || source.contains("torch.tpu.")
-        {
+        if evidence.tpu_evidence {
             return Backend::TorchTpu;
         }
         Backend::Unknown

@@ -114,6 +114,12 @@ pub struct FileFacts {
     pub eager_mode: bool,
     /// `torch.compile` / `torch_xla.compile` is called.
     pub compiles: bool,
+    /// A PyTorch/XLA device string in a device position: `device="xla"`, `torch.device("xla")`,
+    /// `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`.
+    pub xla_evidence: bool,
+    /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
+    /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
+    pub tpu_evidence: bool,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts.
@@ -274,8 +280,9 @@ fn call(
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
             && receiver.is_some_and(|r| {
+                // `optimizer`, `opt`, `self.optim_g`, `d_opt`; not `scheduler` or `env`.
                 let text = node_text(r, source).to_ascii_lowercase();
-                text.contains("optim") && !text.contains("sched")
+                text.contains("opt") && !text.contains("sched")
             }));
     if q.ends_with("MpDeviceLoader")
         || q.ends_with("ParallelLoader")
@@ -283,6 +290,7 @@ fn call(
     {
         summaries.file.uses_syncing_loader = true;
     }
+    device_evidence(q, method, arguments, source, &mut summaries.file);
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
@@ -488,4 +496,60 @@ pub(crate) fn is_step_function_name(name: &str) -> bool {
     (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
         || lower.ends_with("step_fn")
         || lower == "train_fn"
+}
+
+/// Records backend evidence from a call's device positions.
+fn device_evidence(
+    qualified: &str,
+    method: Option<&str>,
+    arguments: Node<'_>,
+    source: &str,
+    file: &mut FileFacts,
+) {
+    if qualified.starts_with("torch.tpu.") {
+        file.tpu_evidence = true;
+    }
+    let mut record = |value: Node<'_>, position: &str| {
+        let Some(text) = syntax::string_value(value, source) else {
+            return;
+        };
+        let kind = text
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match (position, kind.as_str()) {
+            // Lightning's TPU accelerator runs on PyTorch/XLA.
+            ("accelerator", "tpu" | "xla") => file.xla_evidence = true,
+            ("backend", "openxla" | "openxla_eval" | "xla") => file.xla_evidence = true,
+            ("backend", "tpu") => file.tpu_evidence = true,
+            ("device", "xla") => file.xla_evidence = true,
+            ("device", "tpu") => file.tpu_evidence = true,
+            _ => {}
+        }
+    };
+    let positional_device = qualified == "torch.device" || method == Some("to");
+    let mut cursor = arguments.walk();
+    for (index, argument) in arguments.named_children(&mut cursor).enumerate() {
+        match argument.kind_name() {
+            "keyword_argument" => {
+                let name = argument
+                    .field("name")
+                    .map(|n| node_text(n, source))
+                    .unwrap_or("");
+                let position = match name {
+                    "device" | "map_location" => "device",
+                    "accelerator" => "accelerator",
+                    "backend" => "backend",
+                    _ => continue,
+                };
+                if let Some(value) = argument.field("value") {
+                    record(value, position);
+                }
+            }
+            _ if index == 0 && positional_device => record(argument, "device"),
+            _ => {}
+        }
+    }
 }
