@@ -3,6 +3,10 @@
 settings over pinned real code bases, pools the findings and draws a seeded, stratified sample.
 
     python3 scripts/precision-sample.py --seed 20261201 --out /tmp/sample.json
+    python3 scripts/precision-sample.py --render /tmp/sample.json --verdicts verdicts.tsv
+
+The second form turns a judged sample (a TSV of `id<TAB>W|D|U<TAB>reason`) into the markdown
+tables of docs/precision.md.
 
 Writes the sample as JSON (one object per finding: code base, path, line, code, severity,
 message, fix and the source lines around it) and prints a review sheet to stdout. The protocol
@@ -40,15 +44,72 @@ def context(path: pathlib.Path, row: int, radius: int = 3) -> list[str]:
     return [f"{n:>6}{'>' if n == row else ' '} {lines[n - 1]}" for n in range(low, high + 1)]
 
 
+VERDICTS = {"W": "wanted", "D": "debatable", "U": "unwanted"}
+
+
+def render(sample_path: str, verdicts_path: str) -> int:
+    data = json.loads(pathlib.Path(sample_path).read_text())
+    verdicts = {}
+    for line in pathlib.Path(verdicts_path).read_text().splitlines():
+        if line.strip():
+            index, verdict, reason = line.split("\t", 2)
+            verdicts[int(index)] = (verdict, reason)
+    sample = data["sample"]
+    missing = [f["id"] for f in sample if f["id"] not in verdicts]
+    if missing:
+        raise SystemExit(f"error: no verdict for findings {missing}")
+    counts = collections.Counter(verdicts[f["id"]][0] for f in sample)
+    total = len(sample)
+    print(f"Drawn {total}: **{counts['W']} wanted ({100 * counts['W'] / total:.0f}%)**, {counts['D']} debatable, "
+          f"{counts['U']} unwanted; wanted or debatable {100 * (counts['W'] + counts['D']) / total:.0f}%.")
+    # Pool-weighted: each code base's wanted share weighted by its share of all findings.
+    totals = data["totals"]
+    weighted = 0.0
+    for base, n in totals.items():
+        drawn = [f for f in sample if f["base"] == base]
+        if drawn:
+            weighted += n * sum(verdicts[f["id"]][0] == "W" for f in drawn) / len(drawn)
+    print(f"Pool-weighted estimate of the wanted share: {100 * weighted / sum(totals.values()):.0f}%.")
+    print()
+    print("| Code base | Findings | Drawn | Wanted | Debatable | Unwanted |")
+    print("|---|---|---|---|---|---|")
+    for base, n in totals.items():
+        c = collections.Counter(verdicts[f["id"]][0] for f in sample if f["base"] == base)
+        print(f"| {base} | {n} | {sum(c.values())} | {c['W']} | {c['D']} | {c['U']} |")
+    print()
+    print("| Rule | Drawn | Wanted | Debatable | Unwanted |")
+    print("|---|---|---|---|---|")
+    for code in sorted({f["code"] for f in sample}):
+        c = collections.Counter(verdicts[f["id"]][0] for f in sample if f["code"] == code)
+        print(f"| {code} | {sum(c.values())} | {c['W']} | {c['D']} | {c['U']} |")
+    print()
+    print("| # | Finding | Rule | Severity | Verdict | Reason |")
+    print("|---|---|---|---|---|---|")
+    for f in sample:
+        verdict, reason = verdicts[f["id"]]
+        reason = reason.replace("|", "\\|")
+        print(f"| {f['id']} | `{f['base']}/{f['relpath']}:{f['location']['row']}` | {f['code']} | {f['severity']} "
+              f"| {VERDICTS[verdict]} | {reason} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--render", metavar="SAMPLE_JSON")
+    parser.add_argument("--verdicts", metavar="TSV")
+    parser.add_argument("--seed", type=int)
     parser.add_argument("--per-base", type=int, default=17)
     parser.add_argument("--tpulint", default=str(realcode_corpus.ROOT / "target" / "debug" / "tpulint"))
     parser.add_argument("--scratch", default="/tmp/tpulint-precision-corpus")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--bases", default=",".join(CODE_BASES))
     args = parser.parse_args()
+    if args.render:
+        if not args.verdicts:
+            parser.error("--render needs --verdicts")
+        return render(args.render, args.verdicts)
+    if args.seed is None or not args.out:
+        parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
     bases = args.bases.split(",")
