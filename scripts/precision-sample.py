@@ -38,6 +38,14 @@ def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
     return json.loads(result.stdout)
 
 
+def is_test_path(relpath: str) -> bool:
+    """Test code by path convention (for the pool statistics only; the draw ignores it)."""
+    parts = relpath.split("/")
+    name = parts[-1]
+    return (any(p in ("test", "tests", "testing", "test_utils") for p in parts[:-1])
+            or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "testing_utils.py"))
+
+
 def context(path: pathlib.Path, row: int, radius: int = 3) -> list[str]:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     low, high = max(1, row - radius), min(len(lines), row + radius)
@@ -142,13 +150,18 @@ def main() -> int:
         sample.extend(rng.sample(rest, min(shortfall, len(rest))))
 
     totals = {base: len(pool[base]) for base in bases}
+    everything = [f for base in bases for f in pool[base]]
+    in_tests = sum(is_test_path(f["relpath"]) for f in everything)
+    by_code = dict(collections.Counter(f["code"] for f in everything).most_common())
     for index, finding in enumerate(sample, 1):
         finding["id"] = index
         finding["context"] = context(directories[finding["base"]] / finding["relpath"], finding["location"]["row"])
-    pathlib.Path(args.out).write_text(json.dumps({"seed": args.seed, "totals": totals, "sample": sample}, indent=1))
+    pathlib.Path(args.out).write_text(json.dumps({"seed": args.seed, "totals": totals, "in_tests": in_tests,
+                                                     "by_code": by_code, "sample": sample}, indent=1))
 
     print(f"seed {args.seed}; findings per code base: {totals}; total {sum(totals.values())}; drawn {len(sample)}")
-    print("by code:", dict(collections.Counter(f["code"] for f in sample).most_common()))
+    print(f"in test code (by path): {in_tests} of {len(everything)}; pool by rule: {by_code}")
+    print("drawn by rule:", dict(collections.Counter(f["code"] for f in sample).most_common()))
     for finding in sample:
         fix = finding.get("fix")
         fix_text = ""
