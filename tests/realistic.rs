@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use tpulint_analyzer::{Family, LineIndex, Settings, check_source, rule_by_code_or_name};
+use tpulint_analyzer::{Family, LineIndex, RuleSet, Settings, check_source, rule_by_code_or_name};
 
 /// One alternative a label accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,9 +37,12 @@ impl Pattern {
                 .unwrap_or_else(|| panic!("{context}: unknown family pattern `{text}`"));
             return Pattern::Family(family);
         }
+        let id = rule_by_code_or_name(text).unwrap_or_else(|| {
+            panic!("{context}: `{text}` names no rule (use `TPU{{n}}xx` or `TPUxxx` for constructs no rule covers yet)")
+        });
         assert!(
-            rule_by_code_or_name(text).is_some(),
-            "{context}: `{text}` names no rule (use `TPU{{n}}xx` or `TPUxxx` for constructs no rule covers yet)"
+            RuleSet::defaults().is_enabled(id),
+            "{context}: `{text}` is off by default; the suite measures the default settings"
         );
         Pattern::Code(text.to_string())
     }
