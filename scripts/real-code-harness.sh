@@ -15,6 +15,7 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-pip >/dev/null
 fi
+python3 scripts/real_code_check.py --self-test
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 python3 scripts/real_code_check.py --tpulint "$binary" --scratch "$scratch"

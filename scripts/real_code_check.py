@@ -116,12 +116,53 @@ def check_fixed_copy(original: pathlib.Path, fixed: pathlib.Path, label: str) ->
     return failures, len(changed)
 
 
+SELF_TEST_CASES = [
+    # (name, original, fixed, expected number of failures)
+    ("import inside the guard", "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n",
+     "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n    import torch_xla\n", 0),
+    ("import inside the function", "def f():\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\n",
+     "def f():\n    import torch_xla\n    import torch_xla.core.xla_model as xm\n    torch_xla.sync()\n", 0),
+    ("module level next to an unconditional import", "import torch_xla.core.xla_model as xm\n",
+     "import torch_xla\nimport torch_xla.core.xla_model as xm\n", 0),
+    ("unconditional module-level import added", "def f():\n    import torch_xla.core.xla_model as xm\n",
+     "import torch_xla\ndef f():\n    import torch_xla.core.xla_model as xm\n", 1),
+    ("import added under TYPE_CHECKING", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch_xla import X\n",
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch_xla import X\n    import torch_xla\n", 1),
+    ("syntax broken", "x = f(a)\n", "x = f(a, device=d\n", 1),
+]
+
+
+def self_test() -> int:
+    """Runs the checks on synthetic before/after pairs: the harness must catch what it claims to."""
+    import tempfile
+
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, (name, original, fixed, expected) in enumerate(SELF_TEST_CASES):
+            before, after = pathlib.Path(tmp, f"a{index}"), pathlib.Path(tmp, f"b{index}")
+            before.mkdir()
+            after.mkdir()
+            (before / "m.py").write_text(original)
+            (after / "m.py").write_text(fixed)
+            failures, changed = check_fixed_copy(before, after, name)
+            if len(failures) != expected or changed != 1:
+                bad += 1
+                print(f"self-test FAILED: {name}: expected {expected} failure(s), got {failures}")
+    print(f"self-test: {len(SELF_TEST_CASES) - bad} of {len(SELF_TEST_CASES)} cases as expected")
+    return 1 if bad else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tpulint", required=True, help="the tpulint binary to test")
+    parser.add_argument("--self-test", action="store_true", help="check the checks on synthetic cases, then exit")
+    parser.add_argument("--tpulint", help="the tpulint binary to test")
     parser.add_argument("--scratch", default="/tmp/tpulint-real-code")
     parser.add_argument("--bases", default=",".join(CODE_BASES))
     args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.tpulint:
+        parser.error("--tpulint is required")
     binary = str(pathlib.Path(args.tpulint).resolve())
     if not pathlib.Path(binary).is_file():
         print(f"error: no tpulint binary at {binary}", file=sys.stderr)
