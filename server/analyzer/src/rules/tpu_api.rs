@@ -8,8 +8,8 @@ use crate::checker::Context;
 pub use crate::fix::edits::insert_argument;
 use crate::fix::importer::{ImportedName, Importer};
 use crate::semantic::Backend;
-use crate::syntax::NodeExt;
 use crate::syntax;
+use crate::syntax::NodeExt;
 
 /// Source text that names the TPU device of the file's backend at `site`, with the import it
 /// needs there ([`Importer`]). `None` when the backend is unknown: the rule then cannot write a
