@@ -386,11 +386,18 @@ fn check_stdin(
     std::io::stdin()
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read stdin: {}", describe_io(&e)))?;
-    let source = SourceText::decode(bytes);
     let (name, settings) = match &args.stdin_filename {
         Some(filename) => {
             let path = absolute(filename, working_directory);
             let project = resolver.resolve_file(&path).map_err(|e| e.to_string())?;
+            if resolver.force_exclude() && project.is_path_excluded(&path) {
+                // As ruff does for an editor's excluded buffer: nothing to report, and with
+                // --fix the input comes back byte for byte.
+                if options.mode == Mode::Fix {
+                    output::stdout_bytes(&bytes);
+                }
+                return Ok(ExitStatus::Success);
+            }
             (
                 display_name(&path, working_directory),
                 project.settings_for(&path),
@@ -403,6 +410,7 @@ fn check_stdin(
             ("-".to_string(), project.settings_for(Path::new("-")))
         }
     };
+    let source = SourceText::decode(bytes);
     if args.parse_only {
         let _ = parse(&source.text);
         return Ok(ExitStatus::Success);

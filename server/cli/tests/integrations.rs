@@ -110,6 +110,42 @@ fn force_exclude_passes_when_every_named_file_is_excluded() {
 }
 
 #[test]
+fn force_exclude_applies_to_the_stdin_filename() {
+    // Editor integrations pipe the buffer with its name: an excluded file reports nothing, and
+    // with --fix the input comes back unchanged.
+    let project = vendored_project();
+    let run = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tpulint"))
+            .args(args)
+            .current_dir(project.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+            .expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    let base = ["check", "-", "--stdin-filename", "vendor/lib.py"];
+    assert_eq!(run(&base).status.code(), Some(1));
+    let excluded = run(&[&base[..], &["--force-exclude"]].concat());
+    assert_eq!(excluded.status.code(), Some(0), "{excluded:?}");
+    assert!(excluded.stdout.is_empty(), "{excluded:?}");
+    let fixed = run(&[&base[..], &["--force-exclude", "--fix"]].concat());
+    assert_eq!(fixed.status.code(), Some(0));
+    assert_eq!(
+        fixed.stdout,
+        b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+    );
+}
+
+#[test]
 fn force_exclude_uses_the_configuration_governing_each_file() {
     // A nested project's `exclude` is relative to its own root, whatever the working directory.
     let project = project(&[
