@@ -164,7 +164,9 @@ export class ServerManager implements vscode.Disposable {
       const message =
         `${CLIENT_NAME}: no tpulint server binary found. Looked at: ${describeAttempts(resolution.attempts).join('; ')}. ` +
         (trusted
-          ? 'Install tpulint on PATH, set tpulint.server.path, or install the platform-specific extension package.'
+          ? fromEnvironment
+            ? 'Install tpulint into the selected Python environment (pip install tpulint), set tpulint.server.path, or install the platform-specific extension package.'
+            : 'Install tpulint on PATH, set tpulint.server.path, or install the platform-specific extension package.'
           : 'In an untrusted workspace only the bundled binary runs; install the platform-specific extension package or trust the workspace.');
       void this.offerHelp(message, OPEN_SETTINGS);
       return;
