@@ -25,6 +25,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "exclude",
     "extend-exclude",
     "backend",
+    "fixable",
+    "unfixable",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -117,6 +119,15 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
             "ignore" => {
                 let codes = string_list(value).map_err(|m| key_error(key, m))?;
                 configuration.ignore = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
+            }
+            "fixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.fixable =
+                    Some(parse_selectors(&codes).map_err(|m| key_error(key, m))?);
+            }
+            "unfixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.unfixable = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
             }
             "exclude" | "extend-exclude" => {
                 let patterns = string_list(value).map_err(|m| key_error(key, m))?;
@@ -307,6 +318,10 @@ pub struct Overrides {
     /// are excluded too when they match `exclude`. Applies to discovery, not to the
     /// configuration.
     pub force_exclude: bool,
+    /// Replaces the configuration's `fixable`.
+    pub fixable: Option<Vec<RuleSelector>>,
+    /// Added to the configuration's `unfixable`.
+    pub unfixable: Vec<RuleSelector>,
 }
 
 impl Overrides {
@@ -326,6 +341,12 @@ impl Overrides {
         configuration
             .exclude
             .extend(self.extend_exclude.iter().cloned());
+        if let Some(fixable) = &self.fixable {
+            configuration.fixable = Some(fixable.clone());
+        }
+        configuration
+            .unfixable
+            .extend(self.unfixable.iter().cloned());
     }
 }
 

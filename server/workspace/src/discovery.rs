@@ -26,8 +26,52 @@ pub struct Discovery {
     pub files: Vec<DiscoveredFile>,
     /// Configuration files that could not be read or parsed (deduplicated).
     pub config_errors: Vec<ConfigError>,
-    /// Paths that do not exist or could not be read while walking, one line each.
-    pub path_errors: Vec<String>,
+    /// Paths that do not exist or could not be read while walking.
+    pub path_errors: Vec<PathError>,
+}
+
+/// A path given or met while walking that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PathError {
+    /// The path (absolute), when the error names one.
+    pub path: Option<PathBuf>,
+    /// One line, e.g. `No such file or directory`.
+    pub message: String,
+}
+
+impl PathError {
+    fn from_walk(error: &ignore::Error) -> PathError {
+        match error {
+            ignore::Error::WithPath { path, err } => PathError {
+                path: Some(path.clone()),
+                message: PathError::from_walk(err).message,
+            },
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                PathError::from_walk(err)
+            }
+            ignore::Error::Loop { child, .. } => PathError {
+                path: Some(child.clone()),
+                message: "symbolic link loop".into(),
+            },
+            ignore::Error::Io(io_error) => PathError {
+                path: None,
+                message: describe_io(io_error),
+            },
+            other => PathError {
+                path: None,
+                message: one_line(&other.to_string()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "{}: {}", path.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 /// Whether a path looks like a Python source tpulint checks when walking a directory.
@@ -49,11 +93,10 @@ pub fn discover_files(
     for given in paths {
         let path = absolute(given, working_directory);
         match std::fs::metadata(&path) {
-            Err(io_error) => discovery.path_errors.push(format!(
-                "{}: {}",
-                given.display(),
-                describe_io(&io_error)
-            )),
+            Err(io_error) => discovery.path_errors.push(PathError {
+                path: Some(path),
+                message: describe_io(&io_error),
+            }),
             // Directories are resolved only when needed: the walk resolves what is inside them.
             Ok(metadata) if metadata.is_dir() && !resolver.force_exclude() => roots.push(path),
             Ok(metadata) => match resolver.resolve_file(&path) {
@@ -92,7 +135,7 @@ pub fn discover_files(
                 let entry = match entry {
                     Ok(entry) => entry,
                     Err(walk_error) => {
-                        push(path_errors, one_line(&walk_error.to_string()));
+                        push(path_errors, PathError::from_walk(&walk_error));
                         return WalkState::Continue;
                     }
                 };
