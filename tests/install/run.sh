@@ -30,7 +30,7 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 binary=${1:-$target_dir/debug/tpulint}
 [[ -x "$binary" ]] || cargo build --locked -p tpulint
 
-step() { printf -- '--- %s\n' "$*"; }
+step() { printf -- '--- [%ss] %s\n' "$SECONDS" "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 passed=0
 ok() { passed=$((passed + 1)); printf 'ok: %s\n' "$*"; }
@@ -146,4 +146,5 @@ ok "pre-commit run: excluded files named by pre-commit are skipped (--force-excl
 grep -q 'torch_xla.sync()' "$repo/xla.py" && ! grep -q 'mark_step' "$repo/xla.py" || { cat "$scratch/run.log" "$repo/xla.py"; fail "args: [--fix] did not fix xla.py"; }
 ok "pre-commit run: args: [--fix] applies the safe fix"
 
+echo "install checks took ${SECONDS}s"
 echo "$passed passed, 0 failed"
