@@ -8,8 +8,8 @@
 #     fresh virtual environment;
 #  3. real pre-commit runs the repository's hook (.pre-commit-hooks.yaml) in a scratch git
 #     repository: `pre-commit try-repo` fails on a file with findings; `pre-commit run` passes on
-#     a clean file and on an excluded one named explicitly (--force-exclude), and the documented
-#     `args: [--fix]` variant fixes a file.
+#     a clean file and on an excluded one named explicitly (--force-exclude), fails on a notebook
+#     with a finding, and the documented `args: [--fix]` variant fixes a file.
 #
 # CI time: every build here uses the dev profile (`--profile dev`, MATURIN_PEP517_ARGS), whose
 # dependencies earlier sections already compiled into target/; `pip install .` without the
@@ -95,6 +95,10 @@ printf 'import torch\n\ndevice = torch.device("cuda")\n\n\ndef train(model, load
 cp "$repo/bad.py" "$repo/vendor/lib.py"
 printf 'import torch\n\n\ndef add(a, b):\n    return a + b\n' >"$repo/clean.py"
 printf 'import torch_xla\nimport torch_xla.core.xla_model as xm\n\n\ndef step():\n    xm.mark_step()\n' >"$repo/xla.py"
+cat >"$repo/explore.ipynb" <<'JSON'
+{"cells": [{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": ["import torch\n", "device = torch.device(\"cuda\")\n"]}],
+ "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+JSON
 git -C "$repo" init --quiet
 git -C "$repo" add --all
 
@@ -142,6 +146,9 @@ run_hook tpulint --files vendor/lib.py || { cat "$scratch/run.log"; fail "the ho
 ! run_hook tpulint --files bad.py vendor/lib.py || fail "the hook passed bad.py"
 grep -q 'bad.py' "$scratch/run.log" && ! grep -q 'vendor/lib.py' "$scratch/run.log" || { cat "$scratch/run.log"; fail "exclude was not respected"; }
 ok "pre-commit run: excluded files named by pre-commit are skipped (--force-exclude)"
+! run_hook tpulint --files explore.ipynb || fail "the hook passed a notebook with a finding"
+grep -q 'explore.ipynb:cell 1:2' "$scratch/run.log" || { cat "$scratch/run.log"; fail "the hook did not check the notebook (types_or: jupyter)"; }
+ok "pre-commit run: notebooks are checked (types_or jupyter)"
 ! run_hook tpulint-fix --files xla.py || fail "the --fix hook did not report the file it modified"
 grep -q 'torch_xla.sync()' "$repo/xla.py" && ! grep -q 'mark_step' "$repo/xla.py" || { cat "$scratch/run.log" "$repo/xla.py"; fail "args: [--fix] did not fix xla.py"; }
 ok "pre-commit run: args: [--fix] applies the safe fix"

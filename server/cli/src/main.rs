@@ -9,6 +9,7 @@
 mod add_noqa;
 mod check;
 mod doctor;
+mod notebook;
 mod output;
 mod rule;
 mod show;
