@@ -76,6 +76,15 @@ findings=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1])
 cmp -s "$scratch/installed.json" "$scratch/cargo.json" || fail "the installed tpulint and $binary disagree on examples/"
 (cd examples && "$scratch/wheel-venv/bin/python" -m tpulint check --quiet --exit-zero . >/dev/null) || fail "python -m tpulint check"
 ok "installed tpulint check examples/: $findings findings, exit 1, same as the cargo build"
+# Without the binary, `python -m tpulint` says so in one line and exits 2.
+mv "$installed" "$installed.moved"
+set +e
+missing=$("$scratch/wheel-venv/bin/python" -m tpulint --version 2>&1)
+missing_status=$?
+set -e
+mv "$installed.moved" "$installed"
+[[ $missing_status == 2 && "$missing" == "error: the tpulint executable is not installed"* ]] || fail "python -m tpulint without the binary: $missing_status $missing"
+ok "python -m tpulint without the binary: one error line, exit 2"
 
 # ---- 2. pip install . (PEP 517 through maturin, fetched by pip into an isolated build env) ----
 step "pip install . (dev profile)"
