@@ -127,6 +127,8 @@ if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no -- .pre-commi
   hook_rev=$(git -C "$hook_repo" rev-parse HEAD)
 fi
 
+"$tools/bin/pre-commit" validate-manifest .pre-commit-hooks.yaml || fail ".pre-commit-hooks.yaml is not a valid pre-commit manifest"
+ok ".pre-commit-hooks.yaml is a valid manifest"
 step "pre-commit try-repo (builds the hook environment)"
 set +e
 (cd "$repo" && "$tools/bin/pre-commit" try-repo "$root" tpulint --files bad.py >"$scratch/try-repo.log" 2>&1)
