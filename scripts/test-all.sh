@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tpulint test, installing what the tests need first (idempotent; works on a fresh
 # machine with the package registries only). Sections can be skipped with TPULINT_SKIP, e.g.
-# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), realcode, lsp, vscode, wasm, vscode-e2e.
+# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), realcode, lsp, pip, vscode, wasm, vscode-e2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -92,6 +92,22 @@ if ! skip lsp; then
   python3 -c 'import pytest_lsp' 2>/dev/null || python3 -m pip install --quiet pytest-lsp
   cargo build --locked -p tpulint
   tests/lsp-clients/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"
+fi
+
+# ---- Installing like ruff: the wheel (maturin) and `pip install .` in fresh virtual environments,
+# and the pre-commit hook under real pre-commit (tests/install/run.sh says what and how long) ----
+if ! skip pip; then
+  section "pip"
+  pip_python=/usr/bin/python3
+  [[ -x "$pip_python" ]] || pip_python=$(command -v python3)
+  probe_dir=$(mktemp -d)
+  if ! "$pip_python" -m venv "$probe_dir/venv" >/dev/null 2>&1; then
+    # Debian ships ensurepip (what `python3 -m venv` needs for pip) in python3-venv.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-venv
+  fi
+  rm -rf "$probe_dir"
+  cargo build --locked -p tpulint
+  TPULINT_TEST_PYTHON=$pip_python bash tests/install/run.sh "${CARGO_TARGET_DIR:-target}/debug/tpulint"
 fi
 
 # ---- VS Code extension: type check, lint, unit tests (the end-to-end tests run after wasm) ----

@@ -659,23 +659,31 @@ fn check_stdin(
     resolver: &ProjectResolver,
     working_directory: &Path,
 ) -> Result<ExitStatus, String> {
-    let (name, project, settings) = match &args.stdin_filename {
+    let (name, project, settings, excluded) = match &args.stdin_filename {
         Some(filename) => {
             let path = absolute(filename, working_directory);
             let project = resolver.resolve_file(&path).map_err(|e| e.to_string())?;
             let settings = project.settings_for(&path);
-            (display_name(&path, working_directory), project, settings)
+            let excluded = resolver.force_exclude() && project.is_path_excluded(&path);
+            (
+                display_name(&path, working_directory),
+                project,
+                settings,
+                excluded,
+            )
         }
         None => {
             let project = resolver
                 .resolve_directory(working_directory)
                 .map_err(|e| e.to_string())?;
             let settings = project.settings_for(Path::new("-"));
-            ("-".to_string(), project, settings)
+            ("-".to_string(), project, settings, false)
         }
     };
     if args.show_files {
-        output::stdout(&format!("{name}\n"));
+        if !excluded {
+            output::stdout(&format!("{name}\n"));
+        }
         return Ok(ExitStatus::Success);
     }
     if args.show_settings {
@@ -685,6 +693,14 @@ fn check_stdin(
     std::io::stdin()
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read stdin: {}", describe_io(&e)))?;
+    if excluded {
+        // As ruff does for an editor's excluded buffer under --force-exclude: nothing to
+        // report, and with --fix the input comes back byte for byte.
+        if options.mode == Mode::Fix {
+            output::stdout_bytes(&bytes);
+        }
+        return Ok(ExitStatus::Success);
+    }
     let source = SourceText::decode(bytes);
     if args.parse_only {
         let _ = parse(&source.text);
