@@ -75,15 +75,32 @@ fn missing(node: Node<'_>) -> Diagnostic {
     diagnostic(at..at, format!("Expected {what}"))
 }
 
-/// Text the parser could not fit into the grammar: `Invalid syntax: `…``, quoting its first line.
+/// Text the parser could not fit into the grammar. The two most common causes are named where
+/// they are: a bracket that is never closed, and a block header without its colon; otherwise
+/// `Invalid syntax: cannot parse `…``, quoting the region's first line.
 fn unexpected(node: Node<'_>, source: &str) -> Diagnostic {
     let range = node.byte_range();
     let text = source.get(range.clone()).unwrap_or("");
+    if let Some(offset) = unclosed_bracket(text) {
+        let at = range.start + offset;
+        let bracket = &text[offset..offset + 1];
+        return diagnostic(at..at + 1, format!("`{bracket}` is never closed"));
+    }
     let first_line = text
         .lines()
         .find(|line| !line.trim().is_empty())
         .unwrap_or("");
     let excerpt = first_line.trim();
+    if let Some(keyword) = header_keyword(excerpt)
+        && !excerpt.ends_with(':')
+    {
+        let line_start = range.start + text.find(first_line).unwrap_or(0);
+        let at = line_start + first_line.trim_end().len();
+        return diagnostic(
+            at..at,
+            format!("Expected `:` at the end of the `{keyword}` line"),
+        );
+    }
     let message = if excerpt.is_empty() {
         "Invalid syntax".to_string()
     } else if excerpt.chars().count() > EXCERPT_CHARS {
@@ -93,6 +110,59 @@ fn unexpected(node: Node<'_>, source: &str) -> Diagnostic {
         format!("Invalid syntax: cannot parse `{excerpt}`")
     };
     diagnostic(range, message)
+}
+
+/// The offset of the first opening bracket of `text` that no closing bracket matches, skipping
+/// strings and comments (simply: quotes pair on one line, `#` ends the line).
+fn unclosed_bracket(text: &str) -> Option<usize> {
+    let mut open: Vec<(u8, usize)> = Vec::new();
+    let bytes = text.as_bytes();
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            quote @ (b'"' | b'\'') => {
+                let rest = &bytes[index + 1..];
+                let close = rest
+                    .iter()
+                    .position(|b| *b == quote || *b == b'\n')
+                    .unwrap_or(rest.len());
+                index += close + 1;
+            }
+            b'#' => {
+                let rest = &bytes[index..];
+                index += rest.iter().position(|b| *b == b'\n').unwrap_or(rest.len());
+            }
+            opener @ (b'(' | b'[' | b'{') => open.push((opener, index)),
+            closer @ (b')' | b']' | b'}') => {
+                let wanted = match closer {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                match open.last() {
+                    Some((last, _)) if *last == wanted => {
+                        open.pop();
+                    }
+                    // A stray closer: not the unclosed-bracket case.
+                    _ => return None,
+                }
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    open.first().map(|(_, offset)| *offset)
+}
+
+/// The keyword of a block header (`if x`, `def f()`, `class A`), if `line` starts with one.
+fn header_keyword(line: &str) -> Option<&'static str> {
+    const HEADERS: [&str; 11] = [
+        "if", "elif", "else", "for", "while", "def", "class", "with", "try", "except", "finally",
+    ];
+    HEADERS.into_iter().find(|keyword| {
+        line.strip_prefix(keyword)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '(', ':']))
+    })
 }
 
 fn is_keyword(kind: &str) -> bool {
@@ -146,11 +216,11 @@ mod tests {
     }
 
     #[test]
-    fn an_unclosed_call_is_reported() {
+    fn an_unclosed_call_is_reported_at_its_bracket() {
         let source = "def f():\n    loss = model(x).sum(\n    print(loss.item())\n";
         let found = errors(source);
-        assert!(!found.is_empty(), "no syntax error in {source:?}");
-        assert!(found.iter().all(|(message, _)| !message.is_empty()));
+        let at = source.find("sum(").unwrap() + 3;
+        assert_eq!(found, [("`(` is never closed".to_string(), at)]);
     }
 
     #[test]
@@ -161,8 +231,18 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_colon_names_the_token() {
+    fn a_missing_colon_is_named() {
         let found = errors("if x\n    pass\n");
-        assert!(!found.is_empty());
+        assert_eq!(
+            found,
+            [("Expected `:` at the end of the `if` line".to_string(), 4)]
+        );
+    }
+
+    #[test]
+    fn brackets_in_strings_and_comments_do_not_count() {
+        assert_eq!(unclosed_bracket("f(\"(\", '[')  # (\n"), None);
+        assert_eq!(unclosed_bracket("x = [1, (2\n"), Some(4));
+        assert_eq!(unclosed_bracket(")("), None);
     }
 }

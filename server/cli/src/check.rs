@@ -642,9 +642,11 @@ fn check_stdin(
     }
     if options.mode == Mode::Fix && source.lossy {
         // The fixed text would carry U+FFFD for every invalid byte: refuse, as for files.
-        return Err(format!(
-            "{name}: stdin is not valid UTF-8; refusing to fix it (check it without --fix)"
-        ));
+        return Err(
+            "stdin is not valid UTF-8; refusing to fix it, since the fixed text would replace \
+             every invalid byte (check it without --fix)"
+                .into(),
+        );
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;

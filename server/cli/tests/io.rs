@@ -18,7 +18,7 @@ fn a_file_that_does_not_parse_fails_with_a_located_syntax_error() {
     assert_eq!(run.code(), 1, "{}", run.stdout());
     let stdout = run.stdout();
     assert!(
-        stdout.contains("broken.py:5:5: invalid-syntax: "),
+        stdout.contains("broken.py:5:24: invalid-syntax: `(` is never closed"),
         "{stdout}"
     );
     assert!(!stdout.contains("All checks passed"), "{stdout}");
