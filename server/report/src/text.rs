@@ -113,6 +113,10 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         start.column
     );
     let bar = paint.paint(BLUE_BOLD, "|");
+    if file.text.is_empty() {
+        // Nothing to excerpt (a file that could not be read).
+        return out;
+    }
     let last_row = end.row.max(start.row);
     // Long ranges show their first and last lines only.
     let rows: Vec<usize> = if last_row - start.row > 4 {
