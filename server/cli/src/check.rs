@@ -21,8 +21,8 @@ use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use tpulint_analyzer::syntax::PYTHON;
 use tpulint_analyzer::{
-    Applicability, Backend, BackendSetting, Diagnostic, Family, RuleSelector, Settings, Severity,
-    check_tree, fix_source, rule_by_code_or_name,
+    Applicability, BackendSetting, Diagnostic, RuleSelector, Settings, Severity, check_tree,
+    fix_source, rule_by_code_or_name,
 };
 use tpulint_report::SourceFile;
 use tpulint_report::summary::{Counts, render_statistics, render_summary, statistics};
@@ -48,6 +48,12 @@ pub enum OutputFormat {
     Github,
     /// SARIF 2.1.0 for code scanning.
     Sarif,
+    /// ruff's JSON objects, one per line.
+    JsonLines,
+    /// A GitLab Code Quality report (paths relative to $CI_PROJECT_DIR when it is set).
+    Gitlab,
+    /// A JUnit XML report: one test suite per file, one failed test case per finding.
+    Junit,
 }
 
 /// The lowest severity that makes `tpulint check` exit 1 (`--fail-on`).
@@ -136,6 +142,12 @@ pub struct CheckArgs {
     /// Path patterns to exclude, on top of the configuration's `exclude`.
     #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
     pub extend_exclude: Vec<String>,
+    /// Apply `exclude` to files named explicitly too (for pre-commit hooks and editors, which
+    /// name every file).
+    #[arg(long, overrides_with = "no_force_exclude")]
+    pub force_exclude: bool,
+    #[arg(long, overrides_with = "force_exclude", hide = true)]
+    pub no_force_exclude: bool,
     /// Use this configuration file instead of discovering one.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -306,6 +318,7 @@ fn overrides(args: &CheckArgs) -> Result<Overrides, String> {
         ignore: parse_selectors("--ignore", &args.ignore)?,
         backend,
         extend_exclude: args.extend_exclude.clone(),
+        force_exclude: args.force_exclude,
         fixable: args
             .fixable
             .as_deref()
@@ -490,24 +503,21 @@ fn check_file(
     result
 }
 
-/// Device-placement diagnostics whose fix only suggests `torch.accelerator…` because the file
-/// names no backend and none is configured: `--backend` would make them real fixes.
+/// Device-placement diagnostics (TPU401–TPU404) whose fix is only a suggestion because the file
+/// names no backend and none is configured: with a known backend these fixes are real (unsafe),
+/// so `--backend` would make them applicable.
 fn backendless_device_fixes(diagnostics: &[Diagnostic], settings: &Settings) -> usize {
     if settings.backend != BackendSetting::Auto {
         return 0;
     }
-    let placeholder = Backend::Unknown.device_expr();
     diagnostics
         .iter()
         .filter(|diagnostic| {
-            Family::from_code(diagnostic.code) == Some(Family::DevicePlacement)
-                && diagnostic.fix.as_ref().is_some_and(|fix| {
-                    fix.applicability == Applicability::DisplayOnly
-                        && fix
-                            .edits
-                            .iter()
-                            .any(|edit| edit.content.contains(placeholder))
-                })
+            matches!(diagnostic.code, "TPU401" | "TPU402" | "TPU403" | "TPU404")
+                && diagnostic
+                    .fix
+                    .as_ref()
+                    .is_some_and(|fix| fix.applicability == Applicability::DisplayOnly)
         })
         .count()
 }
@@ -849,6 +859,15 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
             }
             OutputFormat::Json => sink.push(&tpulint_report::json::render_json(&files)),
             OutputFormat::Sarif => sink.push(&tpulint_report::sarif::render_sarif(&files)),
+            OutputFormat::JsonLines => sink.push(&tpulint_report::json::render_json_lines(&files)),
+            OutputFormat::Gitlab => {
+                let project_dir = std::env::var_os("CI_PROJECT_DIR").map(PathBuf::from);
+                sink.push(&tpulint_report::gitlab::render_gitlab(
+                    &files,
+                    project_dir.as_deref(),
+                ))
+            }
+            OutputFormat::Junit => sink.push(&tpulint_report::junit::render_junit(&files)),
             OutputFormat::Github => {
                 let mut out = String::new();
                 for file in &files {

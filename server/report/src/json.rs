@@ -1,4 +1,4 @@
-//! The `json` format: exactly ruff's `--output-format json` schema, so tools that read ruff's
+//! The `json` and `json-lines` formats: exactly ruff's `--output-format json` schema, so tools that read ruff's
 //! JSON (editors, CI annotators, dashboards) read tpulint's.
 //!
 //! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
@@ -105,6 +105,21 @@ pub fn render_json(files: &[SourceFile]) -> String {
         .collect();
     let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
     out.push('\n');
+    out
+}
+
+/// The `json-lines` format (ruff's): the same objects as `json`, one compact object per line,
+/// so that a consumer can stream the findings of a large run.
+pub fn render_json_lines(files: &[SourceFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for diagnostic in &file.diagnostics {
+            if let Ok(line) = serde_json::to_string(&json_diagnostic(file, diagnostic)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
     out
 }
 

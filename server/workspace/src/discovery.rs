@@ -1,7 +1,9 @@
 //! File discovery: expands the paths given on the command line into the Python files to check,
 //! walking directories in parallel with the `ignore` crate (so `.gitignore`, `.ignore` and
 //! `.git/info/exclude` are honoured), skipping hidden and default-excluded directories and the
-//! project's `exclude` patterns. Files named explicitly are always checked, as in ruff.
+//! project's `exclude` patterns. Files named explicitly are always checked, as in ruff, unless
+//! `--force-exclude` asks for `exclude` to apply to them too (what a pre-commit hook needs, since
+//! pre-commit names every staged file).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -95,10 +97,13 @@ pub fn discover_files(
                 path: Some(path),
                 message: describe_io(&io_error),
             }),
-            Ok(metadata) if metadata.is_dir() => roots.push(path),
-            Ok(_) => match resolver.resolve_file(&path) {
-                Ok(project) => discovery.files.push(DiscoveredFile { path, project }),
+            // Directories are resolved only when needed: the walk resolves what is inside them.
+            Ok(metadata) if metadata.is_dir() && !resolver.force_exclude() => roots.push(path),
+            Ok(metadata) => match resolver.resolve_file(&path) {
                 Err(error) => discovery.config_errors.push(error),
+                Ok(project) if resolver.force_exclude() && project.is_path_excluded(&path) => {}
+                Ok(_) if metadata.is_dir() => roots.push(path),
+                Ok(project) => discovery.files.push(DiscoveredFile { path, project }),
             },
         }
     }
