@@ -158,6 +158,22 @@ fn fix_keeps_hard_links_permissions_and_the_inode() {
 
 #[cfg(unix)]
 #[test]
+fn fix_keeps_the_owner_of_a_file_it_rewrites() {
+    use std::os::unix::fs::MetadataExt;
+    let project = Project::new(&[("step.py", XLA_SCRIPT)]);
+    let path = project.path("step.py");
+    // Only root can give a file away; elsewhere the owner is the user and stays so trivially.
+    if std::os::unix::fs::chown(&path, Some(4242), Some(4243)).is_err() {
+        return;
+    }
+    assert_eq!(project.run(&["check", "--fix"]).code(), 0);
+    assert_ne!(project.read("step.py"), XLA_SCRIPT.as_bytes());
+    let metadata = std::fs::metadata(&path).unwrap();
+    assert_eq!((metadata.uid(), metadata.gid()), (4242, 4243));
+}
+
+#[cfg(unix)]
+#[test]
 fn unreadable_paths_are_diagnostics_and_the_rest_is_still_checked() {
     let project = Project::new(&[("pkg/step.py", XLA_SCRIPT)]);
     std::os::unix::fs::symlink("gone.py", project.path("pkg/dangling.py")).unwrap();
