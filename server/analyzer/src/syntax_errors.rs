@@ -27,7 +27,9 @@ pub fn syntax_errors(source: &str, tree: &Tree) -> Vec<Diagnostic> {
     loop {
         let node = cursor.node();
         let reported = if node.is_error() {
-            found.push(unexpected(node, source));
+            if !parses_when_parenthesized(node, source) {
+                found.push(unexpected(node, source));
+            }
             true
         } else if node.is_missing() {
             found.push(missing(node));
@@ -73,6 +75,33 @@ fn missing(node: Node<'_>) -> Diagnostic {
     };
     let at = node.start_byte();
     diagnostic(at..at, format!("Expected {what}"))
+}
+
+/// tree-sitter-python rejects some valid tuples with starred items when they are not in
+/// parentheses (`return *[None] * 3, *xs`, `host, *rest = endpoint, *[]`; found in PyTorch's own
+/// sources); parenthesized, they parse. An error region whose `return` or assignment parses once
+/// its value is parenthesized is valid Python, not a syntax error: reporting it would fail a
+/// check of correct code.
+fn parses_when_parenthesized(node: Node<'_>, source: &str) -> bool {
+    let region = source.get(node.byte_range()).unwrap_or("");
+    if !region.contains('*') {
+        return false;
+    }
+    let start = source[..node.start_byte()]
+        .rfind('\n')
+        .map_or(0, |at| at + 1);
+    let end = source[node.end_byte()..]
+        .find('\n')
+        .map_or(source.len(), |at| node.end_byte() + at);
+    let statement = source[start..end].trim();
+    let candidate = if let Some(value) = statement.strip_prefix("return ") {
+        format!("return (\n{value}\n)\n")
+    } else if let Some(at) = statement.find(" = ") {
+        format!("{} = (\n{}\n)\n", &statement[..at], &statement[at + 3..])
+    } else {
+        return false;
+    };
+    crate::syntax::parse(&candidate, None).is_some_and(|tree| !tree.root_node().has_error())
 }
 
 /// Text the parser could not fit into the grammar. The two most common causes are named where
@@ -237,6 +266,23 @@ mod tests {
             found,
             [("Expected `:` at the end of the `if` line".to_string(), 4)]
         );
+    }
+
+    #[test]
+    fn valid_starred_tuples_the_grammar_misses_are_not_errors() {
+        for source in [
+            "def f(g_xs, n):\n    return *[None] * 3, *g_xs, *[None] * n\n",
+            "host, *rest = endpoint, *[]  # split\n",
+        ] {
+            let tree = parse(source, None).expect("parses");
+            assert!(
+                tree.root_node().has_error(),
+                "the grammar now accepts {source:?}"
+            );
+            assert_eq!(errors(source), [], "{source:?}");
+        }
+        // A real error with a star is still one.
+        assert_eq!(errors("def f():\n    return *\n").len(), 1);
     }
 
     #[test]
