@@ -33,6 +33,7 @@ use tpulint_workspace::{
     write_source,
 };
 
+use crate::notebook;
 use crate::output::{self, ExitStatus};
 
 /// How diagnostics are printed.
@@ -218,13 +219,13 @@ impl CheckArgs {
 }
 
 /// Options every per-file task needs.
-struct RunOptions {
-    mode: Mode,
-    threshold: Applicability,
+pub(crate) struct RunOptions {
+    pub(crate) mode: Mode,
+    pub(crate) threshold: Applicability,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Check,
     Fix,
     Diff,
@@ -235,22 +236,22 @@ enum Mode {
 pub const IO_ERROR: &str = "io-error";
 
 /// What checking one file produced.
-struct FileResult {
-    file: SourceFile,
+pub(crate) struct FileResult {
+    pub(crate) file: SourceFile,
     /// Fixes applied (or, with --diff, that would be), per code.
-    fixed: BTreeMap<&'static str, usize>,
+    pub(crate) fixed: BTreeMap<&'static str, usize>,
     /// A unified diff (with --diff).
-    diff: Option<String>,
-    warnings: Vec<String>,
+    pub(crate) diff: Option<String>,
+    pub(crate) warnings: Vec<String>,
     /// Reading or writing the file failed; `file` holds an `io-error` diagnostic.
-    io_failed: bool,
+    pub(crate) io_failed: bool,
     /// Device-placement diagnostics whose fix is only a suggestion because no backend is known.
-    backendless_device_fixes: usize,
+    pub(crate) backendless_device_fixes: usize,
 }
 
 impl FileResult {
     /// A file or path that could not be read: one `io-error` diagnostic.
-    fn io_error(name: &str, absolute_path: &Path, message: String) -> FileResult {
+    pub(crate) fn io_error(name: &str, absolute_path: &Path, message: String) -> FileResult {
         let file = SourceFile::new(name, String::new(), vec![io_error_diagnostic(message)])
             .with_absolute_path(absolute_path.to_string_lossy().into_owned());
         FileResult {
@@ -494,9 +495,12 @@ fn check_file(
             );
         }
     };
-    let mut result = check_source_text(&name, &source, settings, options, |new_text| {
-        write_source(path, &source, new_text)
-    });
+    let write = |new_text: &str| write_source(path, &source, new_text);
+    let mut result = if notebook::is_notebook(path) {
+        notebook::check_notebook_text(&name, &source, settings, options, write)
+    } else {
+        check_source_text(&name, &source, settings, options, write)
+    };
     result.file = result
         .file
         .with_absolute_path(path.to_string_lossy().into_owned());
@@ -506,7 +510,7 @@ fn check_file(
 /// Device-placement diagnostics (TPU401–TPU404) whose fix is only a suggestion because the file
 /// names no backend and none is configured: with a known backend these fixes are real (unsafe),
 /// so `--backend` would make them applicable.
-fn backendless_device_fixes(diagnostics: &[Diagnostic], settings: &Settings) -> usize {
+pub(crate) fn backendless_device_fixes(diagnostics: &[Diagnostic], settings: &Settings) -> usize {
     if settings.backend != BackendSetting::Auto {
         return 0;
     }
@@ -660,10 +664,16 @@ fn check_stdin(
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;
-    let result = check_source_text(&name, &source, &settings, options, |new_text| {
+    let write = |new_text: &str| {
         fixed_output = Some(source.encode(new_text));
         Ok(())
-    });
+    };
+    let result = match &args.stdin_filename {
+        Some(filename) if notebook::is_notebook(filename) => {
+            notebook::check_notebook_text(&name, &source, &settings, options, write)
+        }
+        _ => check_source_text(&name, &source, &settings, options, write),
+    };
     if options.mode == Mode::Fix {
         match &fixed_output {
             Some(bytes) => output::stdout_bytes(bytes),

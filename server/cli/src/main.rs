@@ -10,6 +10,7 @@
 mod add_noqa;
 mod check;
 mod doctor;
+mod notebook;
 mod output;
 mod rule;
 mod show;
