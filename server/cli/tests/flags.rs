@@ -361,6 +361,9 @@ fn watch_checks_again_when_a_file_changes() {
     project.write("step.py", XLA_SCRIPT.as_bytes());
     wait_for(&stderr, "File change detected", &mut err);
     wait_for(&stdout, "step.py:6:5: TPU601", &mut out);
+    // A configuration file that appears is read too.
+    project.write("tpulint.toml", b"ignore = [\"TPU601\"]\n");
+    wait_for(&stdout, "All checks passed!", &mut out);
     let _ = child.kill();
     let _ = child.wait();
 }
