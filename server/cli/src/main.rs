@@ -8,6 +8,7 @@
 //! A panic anywhere prints one `error:` line and exits 2.
 
 mod add_noqa;
+mod cache;
 mod check;
 mod doctor;
 mod notebook;
