@@ -275,6 +275,9 @@ impl Settings {
 
     /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
     pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        if self.fixable.enabled.iter().all(|fixable| *fixable) {
+            return;
+        }
         for diagnostic in diagnostics {
             if diagnostic.fix.is_some()
                 && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)

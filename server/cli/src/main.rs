@@ -3,8 +3,9 @@
 //! `check`'s companions (`show`, `add_noqa`, `watch`) have modules of their own; shared exit
 //! codes and output helpers live in `output`.
 //!
-//! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
-//! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
+//! Exit codes: 0 clean, 1 findings at or above `--fail-on` (or, with `--diff`, changes to make;
+//! with `--exit-non-zero-on-fix`, changes made), 2 usage, configuration, I/O or internal error.
+//! A panic anywhere prints one `error:` line and exits 2.
 
 mod add_noqa;
 mod cache;

@@ -111,6 +111,10 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         &file.display_location(&start)[file.name.len()..]
     );
     let bar = paint.paint(BLUE_BOLD, "|");
+    if file.text.is_empty() {
+        // Nothing to excerpt (a file that could not be read).
+        return out;
+    }
     // Rows shown are the cell's in a notebook; lines are fetched by their row in the module.
     let first_module_row = start.module_row - start.row;
     let (start_row, end_row) = (start.row, end.module_row - first_module_row);
