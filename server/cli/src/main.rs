@@ -1,5 +1,5 @@
 //! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
-//! (`check`, `rule`, `doctor`; `server` runs the `tpulint_lsp` language server); shared exit
+//! (`check`, `rule`, `doctor`, `trace`; `server` runs the `tpulint_lsp` language server); shared exit
 //! codes and output helpers live in `output`.
 //!
 //! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
@@ -9,6 +9,7 @@ mod check;
 mod doctor;
 mod output;
 mod rule;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,9 @@ enum Command {
     Rule(rule::RuleArgs),
     /// Check that a Python environment can run PyTorch on a TPU, and how to fix it.
     Doctor(doctor::DoctorArgs),
+    /// Run a program with PyTorch/XLA's and Dynamo's logs on (or read such logs) and report
+    /// what the TPU did on which line: host syncs, CPU fallbacks, recompilations.
+    Trace(trace::TraceArgs),
     /// Run the language server (LSP over stdin/stdout) for editors.
     Server {
         /// Accepted and ignored: language clients (vscode-languageclient with a stdio
@@ -48,6 +52,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Rule(args) => rule::run(args),
         Command::Doctor(args) => doctor::run(args),
+        // `trace run` exits with the traced command's own status.
+        Command::Trace(args) => return trace::run(args),
         Command::Server { stdio: _ } => match tpulint_lsp::run_stdio() {
             Ok(()) => ExitStatus::Success,
             Err(error) => {
