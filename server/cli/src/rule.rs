@@ -1,10 +1,12 @@
 //! `tpulint rule`: a rule's documentation as Markdown (`tpulint rule TPU101`, or by name), or
-//! the table of every rule (`tpulint rule --all`, as text or JSON).
+//! the table of every rule (`tpulint rule --all`, as text or JSON). The runtime codes of
+//! `tpulint trace` (`TPR…`) are documented and listed the same way.
 
 use clap::{Args, ValueEnum};
 use tpulint_analyzer::{RuleMeta, rule_by_code_or_name, rules};
 
 use tpulint_report::json::rule_json;
+use tpulint_trace::{RUNTIME_CODES, RuntimeCode, runtime_code};
 
 use crate::output::{self, ExitStatus};
 
@@ -32,8 +34,11 @@ pub fn run(args: RuleArgs) -> ExitStatus {
         let text = match args.output_format {
             RuleFormat::Text => table(),
             RuleFormat::Json => {
-                let items: Vec<serde_json::Value> =
-                    rules().iter().map(|rule| rule_json(rule)).collect();
+                let items: Vec<serde_json::Value> = rules()
+                    .iter()
+                    .map(|rule| rule_json(rule))
+                    .chain(RUNTIME_CODES.iter().map(|code| runtime_json(code)))
+                    .collect();
                 pretty(&serde_json::Value::Array(items))
             }
         };
@@ -41,6 +46,14 @@ pub fn run(args: RuleArgs) -> ExitStatus {
         return ExitStatus::Success;
     }
     let key = args.rule.unwrap_or_default();
+    if let Some(code) = runtime_code(key.trim()) {
+        let text = match args.output_format {
+            RuleFormat::Text => runtime_explanation(code),
+            RuleFormat::Json => pretty(&runtime_json(code)),
+        };
+        output::stdout(&text);
+        return ExitStatus::Success;
+    }
     let Some(id) = rule_by_code_or_name(key.trim()) else {
         output::error(&format!(
             "unknown rule `{key}` (see `tpulint rule --all` for the list)"
@@ -87,6 +100,35 @@ fn explanation(rule: &RuleMeta) -> String {
     out
 }
 
+/// A runtime code's metadata, with the keys of [`rule_json`] (family `runtime`; runtime
+/// findings have no fix and are never "enabled": a trace reports them).
+fn runtime_json(code: &RuntimeCode) -> serde_json::Value {
+    serde_json::json!({
+        "code": code.code,
+        "name": code.name,
+        "family": "runtime",
+        "severity": code.severity.as_str(),
+        "fix": "none",
+        "enabled_by_default": false,
+        "summary": code.summary(),
+        "url": code.url(),
+        "explanation": code.docs,
+        "confirms": code.confirms,
+    })
+}
+
+/// The Markdown page of one runtime code.
+fn runtime_explanation(code: &RuntimeCode) -> String {
+    format!(
+        "# {} ({})\n\nFamily: **runtime** (reported by `tpulint trace`, not by `tpulint check`). Severity: {}. Confirms static findings of {} on its line.\n\n{}",
+        code.name,
+        code.code,
+        code.severity.as_str(),
+        code.confirms.join(", "),
+        code.docs
+    )
+}
+
 /// An aligned table: code, name, family, severity, fix, summary.
 fn table() -> String {
     let header = ["CODE", "NAME", "FAMILY", "SEVERITY", "FIX", "SUMMARY"];
@@ -102,6 +144,16 @@ fn table() -> String {
                 rule.summary(),
             ]
         })
+        .chain(RUNTIME_CODES.iter().map(|code| {
+            [
+                code.code.to_string(),
+                code.name.to_string(),
+                "runtime".to_string(),
+                code.severity.as_str().to_string(),
+                "none".to_string(),
+                code.summary(),
+            ]
+        }))
         .collect();
     let mut widths = header.map(str::len);
     for row in &rows {
