@@ -16,6 +16,7 @@ pub mod from_proto;
 pub mod lint;
 pub mod notebook;
 pub mod project;
+pub mod runtime;
 pub mod server;
 pub mod session;
 pub mod settings;

@@ -261,8 +261,11 @@ impl Server {
         }
         let watchers = CONFIG_FILE_NAMES
             .iter()
-            .map(|name| FileSystemWatcher {
-                glob_pattern: GlobPattern::String(format!("**/{name}")),
+            .map(|name| format!("**/{name}"))
+            // Runtime findings of `tpulint trace` (see `runtime`).
+            .chain(std::iter::once(format!("**/{}", tpulint_trace::TRACE_PATH)))
+            .map(|glob| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(glob),
                 kind: None,
             })
             .collect();
@@ -757,6 +760,12 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        if params.changes.iter().any(|change| {
+            file_path(&change.uri).is_some_and(|path| crate::runtime::is_trace_file(&path))
+        }) {
+            crate::runtime::invalidate();
+            self.refresh_all().await;
+        }
         if params
             .changes
             .iter()

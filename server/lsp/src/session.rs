@@ -76,17 +76,42 @@ pub struct Analysis {
 
 impl Analysis {
     pub fn lsp_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
-        self.diagnostics
-            .iter()
-            .map(|diagnostic| {
-                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding)
+        let runtime = file_path(uri)
+            .map(|path| {
+                crate::runtime::decorate(&path, &self.text, &self.line_index, &self.diagnostics)
             })
-            .collect()
+            .unwrap_or_default();
+        let mut diagnostics: Vec<lsp::Diagnostic> = self
+            .diagnostics
+            .iter()
+            .enumerate()
+            .map(|(position, diagnostic)| {
+                let mut converted =
+                    to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding);
+                if let Some(codes) = runtime.confirmed.get(&position) {
+                    crate::runtime::mark_confirmed(&mut converted, codes);
+                }
+                converted
+            })
+            .collect();
+        diagnostics.extend(runtime.diagnostics.iter().map(|diagnostic| {
+            crate::runtime::as_runtime(
+                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding),
+                diagnostic.code,
+            )
+        }));
+        diagnostics
     }
 
-    /// Identifies the result for pull diagnostics: same id, same diagnostics.
+    /// Identifies the result for pull diagnostics: same id, same diagnostics (a reloaded
+    /// runtime trace changes it too).
     pub fn result_id(&self) -> String {
-        format!("{}:{}", self.version, self.generation)
+        format!(
+            "{}:{}:{}",
+            self.version,
+            self.generation,
+            crate::runtime::generation()
+        )
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tpulint_analyzer::{Diagnostic, Severity};
+use tpulint_analyzer::{Diagnostic, LineIndex, Severity};
 
 use crate::codes::{
     RUNTIME_CPU_FALLBACK, RUNTIME_DYNAMO_RECOMPILE, RUNTIME_GRAPH_BREAK, RUNTIME_HOST_SYNC,
@@ -603,18 +603,63 @@ pub fn still_applies(finding: &RuntimeFinding, current_line: &str) -> bool {
     finding.line_text.trim_end() == current_line.trim_end()
 }
 
+/// How far a finding follows its line when lines are inserted or deleted above it.
+const RELOCATION_WINDOW: u32 = 200;
+
+/// The line `finding` is on in `text` now: its own line when unchanged, else the nearest line
+/// with the same text (lines inserted or deleted above it), else `None` (the line was edited).
+pub fn current_line(finding: &RuntimeFinding, text: &str, index: &LineIndex) -> Option<u32> {
+    let same = |line: u32| still_applies(finding, crate::project::line_text(text, index, line));
+    if same(finding.line) {
+        return Some(finding.line);
+    }
+    if finding.line_text.trim().is_empty() {
+        return None;
+    }
+    let last = index.line_count() as u32;
+    (1..=RELOCATION_WINDOW).find_map(|distance| {
+        let below = finding
+            .line
+            .checked_add(distance)
+            .filter(|line| *line <= last && same(*line));
+        let above = finding
+            .line
+            .checked_sub(distance)
+            .filter(|line| *line >= 1 && same(*line));
+        below.or(above)
+    })
+}
+
 /// A runtime finding as a diagnostic on its line of `file`, or `None` when the line was edited
 /// since the trace (or the code is unknown to this build).
 pub fn to_diagnostic(finding: &RuntimeFinding, file: &ProjectFile) -> Option<Diagnostic> {
+    diagnostic_in(finding, &file.text, &file.index)
+}
+
+/// The runtime findings of `trace` for the file at `relative` (to the trace's root) whose
+/// current text is `text`: findings on lines edited since the trace are left out.
+pub fn diagnostics_for_text(
+    trace: &TraceFile,
+    relative: &str,
+    text: &str,
+    index: &LineIndex,
+) -> Vec<Diagnostic> {
+    trace
+        .findings
+        .iter()
+        .filter(|finding| finding.path == relative)
+        .filter_map(|finding| diagnostic_in(finding, text, index))
+        .collect()
+}
+
+fn diagnostic_in(finding: &RuntimeFinding, text: &str, index: &LineIndex) -> Option<Diagnostic> {
     let code = runtime_code(&finding.code)?;
-    if !still_applies(finding, file.line_text(finding.line)) {
-        return None;
-    }
+    let line = current_line(finding, text, index)?;
     Some(Diagnostic {
         code: code.code,
         name: code.name,
         message: finding.message.clone(),
-        range: file.line_span(finding.line),
+        range: crate::project::line_span(text, index, line),
         severity: match finding.severity.as_str() {
             "error" => Severity::Error,
             "info" => Severity::Info,

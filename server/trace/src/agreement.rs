@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::aggregate::still_applies;
+use crate::aggregate::current_line;
 use crate::project::ProjectIndex;
 use crate::schema::{RuntimeFinding, TraceFile};
 
@@ -44,16 +44,20 @@ pub fn agreement(trace: &TraceFile, project: &ProjectIndex) -> Agreement {
         has_coverage: !trace.coverage.is_empty(),
         ..Agreement::default()
     };
-    let mut live: Vec<&RuntimeFinding> = Vec::new();
+    // Findings at their current lines (lines inserted above move them).
+    let mut live: Vec<RuntimeFinding> = Vec::new();
     for finding in &trace.findings {
         let current = project
             .files
             .iter()
             .find(|file| file.relative == finding.path)
-            .map(|file| file.line_text(finding.line));
+            .and_then(|file| current_line(finding, &file.text, &file.index));
         match current {
-            Some(text) if still_applies(finding, text) => live.push(finding),
-            _ => result.stale.push(finding.clone()),
+            Some(line) => live.push(RuntimeFinding {
+                line,
+                ..finding.clone()
+            }),
+            None => result.stale.push(finding.clone()),
         }
     }
     for file in &project.files {
@@ -94,7 +98,6 @@ pub fn agreement(trace: &TraceFile, project: &ProjectIndex) -> Agreement {
     result.runtime_only = live
         .into_iter()
         .filter(|finding| finding.confirms.is_empty())
-        .cloned()
         .collect();
     result
 }

@@ -16,7 +16,9 @@ pub mod parse;
 pub mod project;
 pub mod schema;
 
-pub use aggregate::{TraceContext, build_trace, still_applies, to_diagnostic};
+pub use aggregate::{
+    TraceContext, build_trace, current_line, diagnostics_for_text, still_applies, to_diagnostic,
+};
 pub use codes::{RUNTIME_CODES, RuntimeCode, runtime_code};
 pub use parse::{Events, parse, parse_into};
 pub use project::{ProjectFile, ProjectIndex};

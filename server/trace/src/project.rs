@@ -47,32 +47,12 @@ impl ProjectFile {
 
     /// The text of 1-based `line`, without its terminator ("" past the end).
     pub fn line_text(&self, line: u32) -> &str {
-        let Some(zero_based) = (line as usize).checked_sub(1) else {
-            return "";
-        };
-        if zero_based >= self.index.line_count() {
-            return "";
-        }
-        let range = self.index.line_range(zero_based, &self.text);
-        self.text
-            .get(range)
-            .unwrap_or("")
-            .trim_end_matches(['\r', '\n'])
+        line_text(&self.text, &self.index, line)
     }
 
     /// The byte range of 1-based `line` without its indentation and terminator.
     pub fn line_span(&self, line: u32) -> std::ops::Range<usize> {
-        let Some(zero_based) = (line as usize).checked_sub(1) else {
-            return 0..0;
-        };
-        if zero_based >= self.index.line_count() {
-            return self.text.len()..self.text.len();
-        }
-        let range = self.index.line_range(zero_based, &self.text);
-        let content = self.text.get(range.clone()).unwrap_or("");
-        let trimmed_end = content.trim_end_matches(['\r', '\n', ' ', '\t']);
-        let indent = trimmed_end.len() - trimmed_end.trim_start().len();
-        range.start + indent..range.start + trimmed_end.len()
+        line_span(&self.text, &self.index, line)
     }
 
     /// Static findings whose range starts on 1-based `line`.
@@ -81,6 +61,33 @@ impl ProjectFile {
             self.index.line_of(diagnostic.range.start) + 1 == line as usize
         })
     }
+}
+
+/// The text of 1-based `line` of `text`, without its terminator ("" past the end).
+pub fn line_text<'t>(text: &'t str, index: &LineIndex, line: u32) -> &'t str {
+    let Some(zero_based) = (line as usize).checked_sub(1) else {
+        return "";
+    };
+    if zero_based >= index.line_count() {
+        return "";
+    }
+    let range = index.line_range(zero_based, text);
+    text.get(range).unwrap_or("").trim_end_matches(['\r', '\n'])
+}
+
+/// The byte range of 1-based `line` of `text` without its indentation and terminator.
+pub fn line_span(text: &str, index: &LineIndex, line: u32) -> std::ops::Range<usize> {
+    let Some(zero_based) = (line as usize).checked_sub(1) else {
+        return 0..0;
+    };
+    if zero_based >= index.line_count() {
+        return text.len()..text.len();
+    }
+    let range = index.line_range(zero_based, text);
+    let content = text.get(range.clone()).unwrap_or("");
+    let trimmed_end = content.trim_end_matches(['\r', '\n', ' ', '\t']);
+    let indent = trimmed_end.len() - trimmed_end.trim_start().len();
+    range.start + indent..range.start + trimmed_end.len()
 }
 
 /// Every call in `tree` as (1-based line, lower-cased last name component).
