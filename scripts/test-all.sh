@@ -68,6 +68,13 @@ if ! skip rust; then
       exit 1
     fi
   done
+  # tpulint_trace is shared by the CLI and the language server: no async runtime, no LSP.
+  for forbidden in tower-lsp-server tokio; do
+    if cargo tree -p tpulint_trace --edges normal --prefix none --locked | grep -q "^$forbidden "; then
+      echo "tpulint_trace must not depend on $forbidden" >&2
+      exit 1
+    fi
+  done
 fi
 
 # ---- Language server with real clients: Neovim's built-in client, Emacs + Eglot, pytest-lsp ----

@@ -91,7 +91,7 @@ fn run_passes_the_exit_status_through_and_keeps_stdout_for_findings() {
         .iter()
         .find(|f| f["code"] == "TPR201")
         .expect("a CPU fallback finding");
-    assert_eq!(fallback["location"]["row"], 12);
+    assert_eq!(fallback["location"]["row"], 13);
     assert_eq!(fallback["name"], "runtime-cpu-fallback");
     assert!(
         fallback["message"]
@@ -141,7 +141,7 @@ fn run_in_text_format_shows_program_output_then_findings() {
         .find("TPR101 6 executions here were caused by reading a tensor's value (confirms TPU101)")
         .unwrap();
     assert!(program < finding, "{stdout}");
-    assert!(stdout.contains("train.py:16:5"));
+    assert!(stdout.contains("train.py:17:5"));
     assert!(project.path().join("out/t.json").is_file());
 }
 
@@ -160,7 +160,7 @@ fn import_real_logs_in_every_output_format() {
     let stdout = text(&concise.stdout);
     assert!(
         stdout.contains(
-            "train.py:9:1: TPR605 this run created XLA tensors but never called torch_xla.sync()"
+            "train.py:10:1: TPR605 this run created XLA tensors but never called torch_xla.sync()"
         ),
         "{stdout}"
     );
@@ -184,7 +184,7 @@ fn import_real_logs_in_every_output_format() {
     args[3] = "github";
     let github = text(&tpulint(project.path(), &args).stdout);
     assert!(
-        github.contains("::warning title=tpulint (TPR605),file=train.py,line=9"),
+        github.contains("::warning title=tpulint (TPR605),file=train.py,line=10"),
         "{github}"
     );
 
@@ -193,11 +193,11 @@ fn import_real_logs_in_every_output_format() {
     assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
     let report = text(&report.stdout);
     assert!(
-        report.contains("Static findings confirmed at run time (1):\n  train.py:9: TPU605"),
+        report.contains("Static findings confirmed at run time (1):\n  train.py:10: TPU605"),
         "{report}"
     );
     assert!(
-        report.contains("Runtime events with no static finding (1):\n  train.py:17: TPR101"),
+        report.contains("Runtime events with no static finding (1):\n  train.py:18: TPR101"),
         "{report}"
     );
 }

@@ -325,4 +325,26 @@ mod tests {
             assert_eq!(runtime_code(code.name).map(|c| c.code), Some(code.code));
         }
     }
+
+    #[test]
+    fn every_code_has_its_anchor_in_docs_trace_md() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/trace.md");
+        let text = std::fs::read_to_string(&docs).unwrap();
+        for code in RUNTIME_CODES {
+            let anchor = code
+                .url()
+                .rsplit('#')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                text.contains(&format!(
+                    "<a id=\"{anchor}\"></a>\n### {} `{}`",
+                    code.code, code.name
+                )),
+                "docs/trace.md lacks the section of {}",
+                code.code
+            );
+        }
+    }
 }

@@ -58,19 +58,19 @@ fn item_every_step_is_six_executions_on_the_print_line() {
     let trace = trace_of("item_per_step");
     assert_eq!(
         summary(&trace.findings),
-        vec![row("TPR101", 16, 6, "TPU101")]
+        vec![row("TPR101", 17, 6, "TPU101")]
     );
     assert_eq!(trace.findings[0].severity, "warning");
     assert!(trace.findings[0].line_text.contains("loss.item()"));
     assert_eq!(trace.totals.syncs, Some(6));
     // The print line ran; the coverage says so.
-    assert!(trace.coverage["train.py"].contains(&16));
+    assert!(trace.coverage["train.py"].contains(&17));
 }
 
 #[test]
 fn growing_batch_is_a_new_graph_at_every_sync() {
     let trace = trace_of("shapes_per_step");
-    assert_eq!(summary(&trace.findings), vec![row("TPR301", 17, 6, "")]);
+    assert_eq!(summary(&trace.findings), vec![row("TPR301", 18, 6, "")]);
     assert_eq!(trace.totals.distinct_graphs, 6);
 }
 
@@ -80,9 +80,9 @@ fn nonzero_runs_on_the_cpu_and_its_dynamic_shape_recompiles() {
     assert_eq!(
         summary(&trace.findings),
         vec![
-            row("TPR101", 12, 6, "TPU301"),
-            row("TPR201", 12, 6, "TPU301"),
-            row("TPR301", 17, 4, ""),
+            row("TPR101", 13, 6, "TPU301"),
+            row("TPR201", 13, 6, "TPU301"),
+            row("TPR301", 18, 4, ""),
         ]
     );
     let fallback = &trace.findings[1];
@@ -102,7 +102,7 @@ fn loop_without_sync_is_reported_on_the_static_finding() {
     let trace = trace_of("never_syncs");
     assert_eq!(
         summary(&trace.findings),
-        vec![row("TPR605", 9, 1, "TPU605"), row("TPR101", 17, 1, "")]
+        vec![row("TPR605", 10, 1, "TPU605"), row("TPR101", 18, 1, "")]
     );
     assert_eq!(trace.totals.syncs, Some(0));
     // A single read after the loop is a one-off: reported, at info.
@@ -124,10 +124,10 @@ fn torch_compile_graph_break_and_recompiles_from_torch_logs() {
     assert_eq!(
         summary(&trace.findings),
         vec![
-            row("TPR303", 9, 2, ""),
-            row("TPR101", 11, 3, "TPU107"),
-            row("TPR302", 11, 3, "TPU107"),
-            row("TPR303", 11, 1, ""),
+            row("TPR303", 10, 2, ""),
+            row("TPR101", 12, 3, "TPU107"),
+            row("TPR302", 12, 3, "TPU107"),
+            row("TPR303", 12, 1, ""),
         ]
     );
     let graph_break = &trace.findings[2];

@@ -3,6 +3,7 @@ and a sequence length that changes each call recompiles the function."""
 import torch
 import torch_xla
 
+torch.manual_seed(0)
 device = torch_xla.device()
 
 

@@ -2,6 +2,7 @@
 import torch
 import torch_xla
 
+torch.manual_seed(0)
 device = torch_xla.device()
 model = torch.nn.Linear(8, 1).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
