@@ -195,6 +195,12 @@ fn run_command(args: RunArgs) -> Result<ExitCode, String> {
             describe_command(&args.command)
         ));
     }
+    // Ctrl-C reaches the whole foreground process group: the program stops (its `atexit`
+    // handlers and torch_xla's exit summary still run) and tpulint, which ignores it, writes the
+    // trace of what ran.
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = interrupted.clone();
+    let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
     let status = command.status().map_err(|e| {
         format!(
             "cannot run `{}`: {}",
@@ -203,6 +209,9 @@ fn run_command(args: RunArgs) -> Result<ExitCode, String> {
         )
     })?;
     let exit_code = status.code();
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) && !args.common.quiet {
+        output::stderr("tpulint trace: interrupted; writing the trace of what ran\n");
+    }
 
     let logs = files.logs();
     let mut events = Events::default();
@@ -248,7 +257,8 @@ fn run_command(args: RunArgs) -> Result<ExitCode, String> {
         .unwrap_or_else(|| root.join(TRACE_PATH));
     let out = tpulint_workspace::absolute(&out, &cwd);
     trace.write(&out)?;
-    print_findings(&trace, &project, &args.common, &out, &cwd, events.hook_seen);
+    let ran_torch_xla = events.torch_xla_version.is_some();
+    print_findings(&trace, &project, &args.common, &out, &cwd, ran_torch_xla);
     Ok(pass_through(status))
 }
 
@@ -371,7 +381,7 @@ fn import(args: ImportArgs) -> Result<ExitStatus, String> {
         .unwrap_or_else(|| root.join(TRACE_PATH));
     let out = tpulint_workspace::absolute(&out, &cwd);
     trace.write(&out)?;
-    let any = print_findings(&trace, &project, &args.common, &out, &cwd, events.hook_seen);
+    let any = print_findings(&trace, &project, &args.common, &out, &cwd, true);
     Ok(if any {
         ExitStatus::Failure
     } else {
@@ -386,7 +396,7 @@ fn print_findings(
     common: &CommonArgs,
     out: &Path,
     cwd: &Path,
-    hook_seen: bool,
+    ran_torch_xla: bool,
 ) -> bool {
     let mut files: Vec<SourceFile> = Vec::new();
     for file in &project.files {
@@ -415,7 +425,7 @@ fn print_findings(
     output::stdout(&text);
     if !common.quiet {
         // Summaries never go to stdout in the machine-readable formats.
-        let summary = summary(trace, total, out, cwd, hook_seen);
+        let summary = summary(trace, total, out, cwd, ran_torch_xla);
         if is_machine_readable(common.output_format) {
             output::stderr(&summary);
         } else {
@@ -526,7 +536,7 @@ fn sarif_level(severity: tpulint_analyzer::Severity) -> &'static str {
 }
 
 /// The closing lines: totals, events without a line, where the trace went.
-fn summary(trace: &TraceFile, shown: usize, out: &Path, cwd: &Path, hook_seen: bool) -> String {
+fn summary(trace: &TraceFile, shown: usize, out: &Path, cwd: &Path, ran_torch_xla: bool) -> String {
     let totals = &trace.totals;
     let mut text = String::new();
     let stale = trace.findings.len().saturating_sub(shown);
@@ -570,9 +580,13 @@ fn summary(trace: &TraceFile, shown: usize, out: &Path, cwd: &Path, hook_seen: b
             ));
         }
     }
-    if totals.compilations == 0 && totals.executions == 0 && !hook_seen && trace.command.is_some() {
+    if trace.command.is_some()
+        && !ran_torch_xla
+        && totals.compilations == 0
+        && totals.dynamo_recompiles + totals.dynamo_graph_breaks == 0
+    {
         text.push_str(
-            "note: no PyTorch/XLA debug output and no metrics: did the command run torch_xla?\n",
+            "note: the command did not import torch_xla (or its Python did not load the hook): nothing to trace\n",
         );
     }
     if stale > 0 {

@@ -330,3 +330,24 @@ fn which_python() -> Result<PathBuf, ()> {
     }
     Ok(PathBuf::from(text(&output.stdout).trim()))
 }
+
+/// Ctrl-C (SIGINT) does not kill tpulint before the program: it waits for the program and still
+/// writes the trace of what ran.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_still_writes_the_trace() {
+    let project = project("clean_loop");
+    let script = format!(
+        "{} trace run -- sh -c 'sleep 1; echo done' & pid=$!; sleep 0.3; kill -INT $pid; wait $pid",
+        env!("CARGO_BIN_EXE_tpulint")
+    );
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("interrupted; writing the trace of what ran"));
+    assert!(text(&output.stdout).contains("done"));
+    assert!(project.path().join(".tpulint/trace.json").is_file());
+}

@@ -429,11 +429,12 @@ fn never_synced(
     context: &TraceContext,
     totals: &mut Totals,
 ) {
-    if events.hook_seen || events.counters.contains_key("MarkStep") {
+    if events.torch_xla_version.is_some() || events.counters.contains_key("MarkStep") {
         totals.syncs = Some(events.counters.get("MarkStep").copied().unwrap_or(0));
     }
     let made_tensors = events.counters.get("CreateXlaTensor").copied().unwrap_or(0) > 0;
     if !events.hook_seen || !made_tensors || totals.syncs != Some(0) {
+        // Without the hook's dump a missing `MarkStep` proves nothing.
         return;
     }
     let project = builder.project;
