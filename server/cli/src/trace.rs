@@ -580,6 +580,9 @@ fn summary(trace: &TraceFile, shown: usize, out: &Path, cwd: &Path, ran_torch_xl
             ));
         }
     }
+    for note in &trace.notes {
+        text.push_str(&format!("note: {note}\n"));
+    }
     if trace.command.is_some()
         && !ran_torch_xla
         && totals.compilations == 0

@@ -37,6 +37,7 @@ fn trace(root: &std::path::Path, findings: Vec<RuntimeFinding>) -> TraceFile {
         logs: Vec::new(),
         findings,
         unlocated: Vec::new(),
+        notes: Vec::new(),
         totals: Totals::default(),
         coverage: Default::default(),
     }

@@ -21,9 +21,6 @@ use crate::schema::{RuntimeFinding, SCHEMA_VERSION, Totals, TraceFile, Unlocated
 /// steady state legitimately compile one graph each.
 pub const RECOMPILATION_THRESHOLD: usize = 3;
 
-/// `PT_XLA_DEBUG_MAX_FRAME`'s default: a list this long may hide the user's frame.
-const DEFAULT_MAX_FRAME: usize = 8;
-
 /// What the trace is about, beyond its events.
 #[derive(Debug, Clone, Default)]
 pub struct TraceContext {
@@ -62,7 +59,7 @@ impl Builder<'_> {
 
     /// The reason a block has no site, for an unlocated note.
     fn missing_frame_note(frames: &[Frame], truncated: bool) -> String {
-        if truncated || frames.len() >= DEFAULT_MAX_FRAME {
+        if truncated {
             "user frame not shown; rerun with PT_XLA_DEBUG_MAX_FRAME=32".to_string()
         } else if let Some(frame) = frames.first() {
             format!(
@@ -195,6 +192,20 @@ pub fn build_trace(events: &Events, project: &ProjectIndex, context: TraceContex
             Some(finding(&project.files[*file], *line, code, entry))
         })
         .collect();
+    let hidden = events
+        .blocks
+        .iter()
+        .filter(|block| {
+            // torch_xla ends a cut list with `..........`.
+            block.truncated && project.innermost_site(&block.frames).is_none()
+        })
+        .count();
+    let mut notes = Vec::new();
+    if hidden > 0 {
+        notes.push(format!(
+            "{hidden} analysis block(s) print no project frame before their frame list was cut; rerun with PT_XLA_DEBUG_MAX_FRAME=32 (`tpulint trace run` sets it)"
+        ));
+    }
     let unlocated = builder
         .unlocated
         .into_iter()
@@ -225,6 +236,7 @@ pub fn build_trace(events: &Events, project: &ProjectIndex, context: TraceContex
         logs: context.logs,
         findings,
         unlocated,
+        notes,
         totals,
         coverage,
     }

@@ -327,6 +327,15 @@ impl Parser<'_> {
             }
             return;
         }
+        if !self.open.contains_key(&key)
+            && (trimmed.starts_with("....") || parse_frame(trimmed).is_some())
+        {
+            // Frames of a block whose beginning was cut off (a pasted excerpt): keep them, with
+            // an unknown cause, so that a hidden user frame can still be pointed out.
+            let mut block = new_block(kind);
+            block.state = BlockState::Frames;
+            self.open.insert(key, block);
+        }
         let Some(open) = self.open.get_mut(&key) else {
             return;
         };

@@ -32,6 +32,9 @@ pub struct TraceFile {
     pub findings: Vec<RuntimeFinding>,
     /// Events that could not be placed on a project line.
     pub unlocated: Vec<UnlocatedEvent>,
+    /// Advice about the logs themselves (e.g. frames cut before the user's code).
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub totals: Totals,
     /// Lines that ran, per project file (relative path → sorted 1-based lines); empty when the
     /// run had no coverage (`trace import`, `--no-coverage`).

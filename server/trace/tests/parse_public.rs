@@ -60,10 +60,15 @@ fn sample1_maps_a_redacted_path_onto_the_project_by_suffix() {
 #[test]
 fn sample2_library_frames_only_and_interleaved_progress_bar() {
     let events = parse(&sample("sample2_lightning20665.txt"));
-    // The leading frames belong to a block whose header was cut: nothing to keep. The
-    // compilation block after the tqdm line is whole up to its first frame.
-    assert_eq!(events.blocks.len(), 1);
-    let block = &events.blocks[0];
+    // The leading frames belong to an execution block whose header was cut: kept, cause
+    // unknown, cut at `..........`. The compilation block after the tqdm line is whole up to
+    // its first frame.
+    assert_eq!(events.blocks.len(), 2);
+    assert_eq!(events.blocks[0].kind, AnalysisKind::Execution);
+    assert_eq!(events.blocks[0].cause, Cause::Other);
+    assert!(events.blocks[0].truncated);
+    assert_eq!(events.blocks[0].frames.len(), 4);
+    let block = &events.blocks[1];
     assert_eq!(block.cause, Cause::UserSync);
     assert_eq!(
         block.graph_hash.as_deref(),
@@ -78,6 +83,10 @@ fn sample2_library_frames_only_and_interleaved_progress_bar() {
     );
     let trace = build_trace(&events, &project, TraceContext::default());
     assert!(trace.findings.is_empty());
+    // Only library frames before the cut: the user's frame is hidden, and the trace says how
+    // to show it.
+    assert_eq!(trace.notes.len(), 1, "{:?}", trace.notes);
+    assert!(trace.notes[0].contains("rerun with PT_XLA_DEBUG_MAX_FRAME=32"));
 }
 
 #[test]
