@@ -1,12 +1,12 @@
 //! `tpulint rule`: a rule's documentation as Markdown (`tpulint rule TPU101`, or by name), or
-//! the table of every rule (`tpulint rule --all`, as text or JSON). The runtime codes of
-//! `tpulint trace` (`TPR…`) are documented and listed the same way.
+//! the table of every rule with whether it is on by default (`tpulint rule --all`, as text or
+//! JSON). The runtime codes of `tpulint trace` (`TPR…`) are documented and listed the same way.
 
 use clap::{Args, ValueEnum};
 use tpulint_analyzer::{RuleMeta, rule_by_code_or_name, rules};
 
-use tpulint_report::json::rule_json;
-use tpulint_trace::{RUNTIME_CODES, RuntimeCode, runtime_code};
+use tpulint_analyzer::{RUNTIME_CODES, RuntimeCode, runtime_code};
+use tpulint_report::json::{rule_json, runtime_code_json};
 
 use crate::output::{self, ExitStatus};
 
@@ -21,7 +21,7 @@ pub enum RuleFormat {
 pub struct RuleArgs {
     /// A rule code (TPU101) or name (tensor-item-in-hot-path).
     pub rule: Option<String>,
-    /// List every rule.
+    /// List every rule, with whether it is on by default (`--select` turns on the others).
     #[arg(long)]
     pub all: bool,
     /// Output format.
@@ -37,7 +37,7 @@ pub fn run(args: RuleArgs) -> ExitStatus {
                 let items: Vec<serde_json::Value> = rules()
                     .iter()
                     .map(|rule| rule_json(rule))
-                    .chain(RUNTIME_CODES.iter().map(|code| runtime_json(code)))
+                    .chain(RUNTIME_CODES.iter().map(|code| runtime_code_json(code)))
                     .collect();
                 pretty(&serde_json::Value::Array(items))
             }
@@ -49,7 +49,7 @@ pub fn run(args: RuleArgs) -> ExitStatus {
     if let Some(code) = runtime_code(key.trim()) {
         let text = match args.output_format {
             RuleFormat::Text => runtime_explanation(code),
-            RuleFormat::Json => pretty(&runtime_json(code)),
+            RuleFormat::Json => pretty(&runtime_code_json(code)),
         };
         output::stdout(&text);
         return ExitStatus::Success;
@@ -100,23 +100,6 @@ fn explanation(rule: &RuleMeta) -> String {
     out
 }
 
-/// A runtime code's metadata, with the keys of [`rule_json`] (family `runtime`; runtime
-/// findings have no fix and are never "enabled": a trace reports them).
-fn runtime_json(code: &RuntimeCode) -> serde_json::Value {
-    serde_json::json!({
-        "code": code.code,
-        "name": code.name,
-        "family": "runtime",
-        "severity": code.severity.as_str(),
-        "fix": "none",
-        "enabled_by_default": false,
-        "summary": code.summary(),
-        "url": code.url(),
-        "explanation": code.docs,
-        "confirms": code.confirms,
-    })
-}
-
 /// The Markdown page of one runtime code.
 fn runtime_explanation(code: &RuntimeCode) -> String {
     format!(
@@ -129,10 +112,12 @@ fn runtime_explanation(code: &RuntimeCode) -> String {
     )
 }
 
-/// An aligned table: code, name, family, severity, fix, summary.
+/// An aligned table: code, name, family, severity, fix, whether on by default, summary.
 fn table() -> String {
-    let header = ["CODE", "NAME", "FAMILY", "SEVERITY", "FIX", "SUMMARY"];
-    let rows: Vec<[String; 6]> = rules()
+    let header = [
+        "CODE", "NAME", "FAMILY", "SEVERITY", "FIX", "DEFAULT", "SUMMARY",
+    ];
+    let rows: Vec<[String; 7]> = rules()
         .iter()
         .map(|rule| {
             [
@@ -141,6 +126,7 @@ fn table() -> String {
                 rule.family().name().to_string(),
                 rule.severity.as_str().to_string(),
                 rule.fix.as_str().to_string(),
+                if rule.enabled_by_default { "on" } else { "off" }.to_string(),
                 rule.summary(),
             ]
         })
@@ -151,6 +137,8 @@ fn table() -> String {
                 "runtime".to_string(),
                 code.severity.as_str().to_string(),
                 "none".to_string(),
+                // Reported by `tpulint trace`, never by `tpulint check`.
+                "trace".to_string(),
                 code.summary(),
             ]
         }))
@@ -162,7 +150,7 @@ fn table() -> String {
         }
     }
     let mut out = String::new();
-    let mut push_row = |cells: [&str; 6]| {
+    let mut push_row = |cells: [&str; 7]| {
         let mut line = String::new();
         for (index, cell) in cells.iter().enumerate() {
             if index == cells.len() - 1 {
@@ -176,7 +164,9 @@ fn table() -> String {
     };
     push_row(header);
     for row in &rows {
-        push_row([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+        push_row([
+            &row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6],
+        ]);
     }
     out
 }

@@ -19,7 +19,7 @@ use tpulint_trace::agreement::{agreement, render_agreement};
 use tpulint_trace::hook::RunFiles;
 use tpulint_trace::{
     Events, ProjectIndex, RUNTIME_CODES, TRACE_PATH, TraceContext, TraceFile, build_trace,
-    parse_into, runtime_code, to_diagnostic,
+    parse_into, to_diagnostic,
 };
 
 use crate::check::OutputFormat;
@@ -154,10 +154,7 @@ fn now() -> u64 {
 }
 
 fn is_machine_readable(format: OutputFormat) -> bool {
-    matches!(
-        format,
-        OutputFormat::Json | OutputFormat::Sarif | OutputFormat::Github
-    )
+    !matches!(format, OutputFormat::Text | OutputFormat::Concise)
 }
 
 fn run_command(args: RunArgs) -> Result<ExitCode, String> {
@@ -356,7 +353,7 @@ fn import(args: ImportArgs) -> Result<ExitStatus, String> {
         };
         let before = events.recognised_lines;
         parse_into(&String::from_utf8_lossy(&bytes), &mut events);
-        if events.recognised_lines == before {
+        if events.recognised_lines == before && !String::from_utf8_lossy(&bytes).trim().is_empty() {
             output::warning(&format!(
                 "{}: no PT_XLA_DEBUG, metrics or TORCH_LOGS output recognised",
                 log.display()
@@ -443,13 +440,7 @@ pub fn render(files: &[SourceFile], format: OutputFormat) -> String {
             for file in files {
                 for diagnostic in &file.diagnostics {
                     if format == OutputFormat::Text {
-                        out.push_str(&render_text(
-                            file,
-                            diagnostic,
-                            TextOptions {
-                                show_fix_diff: false,
-                            },
-                        ));
+                        out.push_str(&render_text(file, diagnostic, TextOptions::default()));
                     } else {
                         out.push_str(&render_concise(file, diagnostic));
                     }
@@ -457,20 +448,13 @@ pub fn render(files: &[SourceFile], format: OutputFormat) -> String {
                 }
             }
         }
-        OutputFormat::Json => {
-            let items: Vec<_> = files
-                .iter()
-                .flat_map(|file| {
-                    file.diagnostics.iter().map(move |diagnostic| {
-                        let mut item = tpulint_report::json::json_diagnostic(file, diagnostic);
-                        item.url = runtime_code(diagnostic.code).map(|code| code.url());
-                        item
-                    })
-                })
-                .collect();
-            out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into());
-            out.push('\n');
+        OutputFormat::Json => out = tpulint_report::json::render_json(files),
+        OutputFormat::JsonLines => out = tpulint_report::json::render_json_lines(files),
+        OutputFormat::Gitlab => {
+            let project_dir = std::env::var_os("CI_PROJECT_DIR").map(PathBuf::from);
+            out = tpulint_report::gitlab::render_gitlab(files, project_dir.as_deref());
         }
+        OutputFormat::Junit => out = tpulint_report::junit::render_junit(files),
         OutputFormat::Github => {
             for file in files {
                 for diagnostic in &file.diagnostics {

@@ -188,7 +188,20 @@ fn import_real_logs_in_every_output_format() {
         "{github}"
     );
 
-    args[3] = "text";
+    args[3] = "json-lines";
+    let lines = text(&tpulint(project.path(), &args).stdout);
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(first["code"], "TPR605");
+    args[3] = "gitlab";
+    let gitlab: Value = serde_json::from_slice(&tpulint(project.path(), &args).stdout).unwrap();
+    assert!(gitlab.to_string().contains("TPR605"), "{gitlab}");
+    args[3] = "junit";
+    let junit = text(&tpulint(project.path(), &args).stdout);
+    assert!(
+        junit.starts_with("<?xml") && junit.contains("TPR605"),
+        "{junit}"
+    );
+
     let report = tpulint(project.path(), &["trace", "report"]);
     assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
     let report = text(&report.stdout);

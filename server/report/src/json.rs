@@ -1,4 +1,4 @@
-//! The `json` format: exactly ruff's `--output-format json` schema, so tools that read ruff's
+//! The `json` and `json-lines` formats: exactly ruff's `--output-format json` schema, so tools that read ruff's
 //! JSON (editors, CI annotators, dashboards) read tpulint's.
 //!
 //! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
@@ -7,7 +7,7 @@
 //! 1-based, columns count characters.
 
 use serde::Serialize;
-use tpulint_analyzer::{Diagnostic, RuleMeta, rule_by_code_or_name};
+use tpulint_analyzer::{Diagnostic, RuleMeta, RuntimeCode, rule_by_code_or_name, runtime_code};
 
 use crate::location::SourceFile;
 
@@ -37,7 +37,8 @@ pub struct JsonFix {
 pub struct JsonDiagnostic {
     /// Notebook cell index; tpulint checks `.py` files only, so always null.
     pub cell: Option<usize>,
-    pub code: &'static str,
+    /// The rule code; null for a syntax or I/O error, which no rule reports (as in ruff).
+    pub code: Option<&'static str>,
     pub end_location: JsonLocation,
     pub filename: String,
     pub fix: Option<JsonFix>,
@@ -45,8 +46,8 @@ pub struct JsonDiagnostic {
     pub message: String,
     /// The rule's kebab-case name.
     pub name: &'static str,
-    /// The row a `# noqa` comment must be on to suppress this diagnostic.
-    pub noqa_row: usize,
+    /// The row a `# noqa` comment must be on to suppress this diagnostic; null when none can.
+    pub noqa_row: Option<usize>,
     /// `error`, `warning` or `info`.
     pub severity: &'static str,
     pub url: Option<String>,
@@ -76,18 +77,25 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
         message: Some(fix.title.clone()),
     });
     let start = location(file, diagnostic.range.start);
+    let rule = rule_by_code_or_name(diagnostic.code);
+    // A runtime finding of `tpulint trace` has a code and a page, but no `# noqa` silences it.
+    let runtime = runtime_code(diagnostic.code);
     JsonDiagnostic {
         cell: None,
-        code: diagnostic.code,
+        code: rule
+            .map(|_| diagnostic.code)
+            .or(runtime.map(|code| code.code)),
         end_location: location(file, diagnostic.range.end),
         filename: file.full_path().to_string(),
         fix,
-        noqa_row: start.row,
+        noqa_row: rule.map(|_| start.row),
         location: start,
         message: diagnostic.message.clone(),
         name: diagnostic.name,
         severity: diagnostic.severity.as_str(),
-        url: rule_by_code_or_name(diagnostic.code).map(|id| id.meta().url()),
+        url: rule
+            .map(|id| id.meta().url())
+            .or_else(|| runtime.map(|code| code.url())),
     }
 }
 
@@ -106,6 +114,21 @@ pub fn render_json(files: &[SourceFile]) -> String {
     out
 }
 
+/// The `json-lines` format (ruff's): the same objects as `json`, one compact object per line,
+/// so that a consumer can stream the findings of a large run.
+pub fn render_json_lines(files: &[SourceFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for diagnostic in &file.diagnostics {
+            if let Ok(line) = serde_json::to_string(&json_diagnostic(file, diagnostic)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 /// One rule's metadata, as `tpulint rule --output-format json` prints it and the wasm `rules()`
 /// returns it.
 pub fn rule_json(rule: &RuleMeta) -> serde_json::Value {
@@ -119,5 +142,23 @@ pub fn rule_json(rule: &RuleMeta) -> serde_json::Value {
         "summary": rule.summary(),
         "url": rule.url(),
         "explanation": rule.docs_markdown(),
+    })
+}
+
+/// A runtime code's metadata (`tpulint trace`), with the keys of [`rule_json`]: family
+/// `runtime`, no fix, never enabled in `check` (a trace reports it), plus the static code
+/// prefixes it confirms.
+pub fn runtime_code_json(code: &RuntimeCode) -> serde_json::Value {
+    serde_json::json!({
+        "code": code.code,
+        "name": code.name,
+        "family": "runtime",
+        "severity": code.severity.as_str(),
+        "fix": "none",
+        "enabled_by_default": false,
+        "summary": code.summary(),
+        "url": code.url(),
+        "explanation": code.docs,
+        "confirms": code.confirms,
     })
 }

@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tpulint_analyzer::{Diagnostic, LineIndex, Severity};
 
-use crate::codes::{
+use crate::parse::{AnalysisKind, Cause, Events, Frame, GraphBlock, ProfilerLine};
+use crate::project::{ProjectFile, ProjectIndex, Site};
+use crate::schema::{RuntimeFinding, SCHEMA_VERSION, Totals, TraceFile, UnlocatedEvent};
+use tpulint_analyzer::runtime_codes::{
     RUNTIME_CPU_FALLBACK, RUNTIME_DYNAMO_RECOMPILE, RUNTIME_GRAPH_BREAK, RUNTIME_HOST_SYNC,
     RUNTIME_NEVER_SYNCED, RUNTIME_RECOMPILATION, RUNTIME_UNEXPECTED_EXECUTION, RuntimeCode,
     runtime_code,
 };
-use crate::parse::{AnalysisKind, Cause, Events, Frame, GraphBlock, ProfilerLine};
-use crate::project::{ProjectFile, ProjectIndex, Site};
-use crate::schema::{RuntimeFinding, SCHEMA_VERSION, Totals, TraceFile, UnlocatedEvent};
 
 /// Distinct graphs at one line from which a recompilation is reported: the first step and the
 /// steady state legitimately compile one graph each.

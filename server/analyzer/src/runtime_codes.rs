@@ -1,8 +1,11 @@
-//! The runtime codes (`TPR…`): what a trace observed, documented like rules. The hundreds digit
-//! mirrors the static family whose findings a runtime finding confirms (TPR1xx host syncs,
-//! TPR2xx CPU fallbacks, TPR3xx recompilations, TPR6xx backend idioms).
+//! The runtime codes (`TPR…`) that `tpulint trace` reports: what a run observed, documented like
+//! rules. They are metadata only — no check runs them; the `tpulint_trace` crate finds them in
+//! logs. They live beside the rule registry so that every front end (`tpulint rule`, the JSON and
+//! SARIF formats, the language server, the wasm `rules()`) describes them as it describes rules.
+//! The hundreds digit mirrors the static family whose findings a runtime finding confirms
+//! (TPR1xx host syncs, TPR2xx CPU fallbacks, TPR3xx recompilations, TPR6xx backend idioms).
 
-use tpulint_analyzer::Severity;
+use crate::diagnostic::Severity;
 
 /// One runtime code and its documentation.
 #[derive(Debug)]
