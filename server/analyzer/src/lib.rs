@@ -27,6 +27,8 @@ pub use fix::{FixOutcome, apply_fixes, fix_source};
 pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_name, rules};
 pub use runtime_codes::{RUNTIME_CODES, RuntimeCode, runtime_code};
 pub use semantic::Backend;
-pub use settings::{BackendSetting, Configuration, RuleSelector, RuleSet, Settings};
+pub use settings::{
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+};
 pub use source::{LineIndex, TextRange};
 pub use syntax_errors::INVALID_SYNTAX;

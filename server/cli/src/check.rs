@@ -33,6 +33,8 @@ use tpulint_workspace::{
     write_source,
 };
 
+use crate::cache::{self, CacheLocation};
+use crate::notebook;
 use crate::output::{self, ExitStatus};
 
 /// How diagnostics are printed.
@@ -191,6 +193,13 @@ pub struct CheckArgs {
     /// Re-check whenever a checked file or a configuration file changes (Ctrl-C stops).
     #[arg(short, long)]
     pub watch: bool,
+    /// Check every file again instead of reading unchanged files' results from the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Where to keep the cache (default: `.tpulint_cache` at each project root; also
+    /// `TPULINT_CACHE_DIR`).
+    #[arg(long, value_name = "DIR", env = "TPULINT_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Benchmarking aid: read and parse the files, run no rule.
     #[arg(long, hide = true)]
     pub parse_only: bool,
@@ -218,13 +227,15 @@ impl CheckArgs {
 }
 
 /// Options every per-file task needs.
-struct RunOptions {
-    mode: Mode,
-    threshold: Applicability,
+pub(crate) struct RunOptions {
+    pub(crate) mode: Mode,
+    pub(crate) threshold: Applicability,
+    /// The content cache, unless `--no-cache` (used when only checking).
+    pub(crate) cache: Option<CacheLocation>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     Check,
     Fix,
     Diff,
@@ -235,22 +246,22 @@ enum Mode {
 pub const IO_ERROR: &str = "io-error";
 
 /// What checking one file produced.
-struct FileResult {
-    file: SourceFile,
+pub(crate) struct FileResult {
+    pub(crate) file: SourceFile,
     /// Fixes applied (or, with --diff, that would be), per code.
-    fixed: BTreeMap<&'static str, usize>,
+    pub(crate) fixed: BTreeMap<&'static str, usize>,
     /// A unified diff (with --diff).
-    diff: Option<String>,
-    warnings: Vec<String>,
+    pub(crate) diff: Option<String>,
+    pub(crate) warnings: Vec<String>,
     /// Reading or writing the file failed; `file` holds an `io-error` diagnostic.
-    io_failed: bool,
+    pub(crate) io_failed: bool,
     /// Device-placement diagnostics whose fix is only a suggestion because no backend is known.
-    backendless_device_fixes: usize,
+    pub(crate) backendless_device_fixes: usize,
 }
 
 impl FileResult {
     /// A file or path that could not be read: one `io-error` diagnostic.
-    fn io_error(name: &str, absolute_path: &Path, message: String) -> FileResult {
+    pub(crate) fn io_error(name: &str, absolute_path: &Path, message: String) -> FileResult {
         let file = SourceFile::new(name, String::new(), vec![io_error_diagnostic(message)])
             .with_absolute_path(absolute_path.to_string_lossy().into_owned());
         FileResult {
@@ -368,6 +379,12 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         } else {
             Applicability::Safe
         },
+        cache: (!args.no_cache).then(|| CacheLocation {
+            dir: args
+                .cache_dir
+                .as_ref()
+                .map(|dir| absolute(dir, &working_directory)),
+        }),
     };
 
     if args.reads_stdin() {
@@ -422,7 +439,17 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         .par_iter()
         .map(|file| {
             let settings = file.project.settings_for(&file.path);
-            check_file(&file.path, &working_directory, &settings, &options)
+            let cache = options
+                .cache
+                .as_ref()
+                .map(|location| location.entries(&file.project.root));
+            check_file(
+                &file.path,
+                &working_directory,
+                &settings,
+                &options,
+                cache.as_deref(),
+            )
         })
         .collect();
     let mut fatal = false;
@@ -482,6 +509,7 @@ fn check_file(
     working_directory: &Path,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
 ) -> FileResult {
     let name = display_name(path, working_directory);
     let source = match read_source(path) {
@@ -494,9 +522,12 @@ fn check_file(
             );
         }
     };
-    let mut result = check_source_text(&name, &source, settings, options, |new_text| {
-        write_source(path, &source, new_text)
-    });
+    let write = |new_text: &str| write_source(path, &source, new_text);
+    let mut result = if notebook::is_notebook(path) {
+        notebook::check_notebook_text(&name, &source, settings, options, write)
+    } else {
+        check_source_text(&name, &source, settings, options, cache, write)
+    };
     result.file = result
         .file
         .with_absolute_path(path.to_string_lossy().into_owned());
@@ -506,7 +537,7 @@ fn check_file(
 /// Device-placement diagnostics (TPU401–TPU404) whose fix is only a suggestion because the file
 /// names no backend and none is configured: with a known backend these fixes are real (unsafe),
 /// so `--backend` would make them applicable.
-fn backendless_device_fixes(diagnostics: &[Diagnostic], settings: &Settings) -> usize {
+pub(crate) fn backendless_device_fixes(diagnostics: &[Diagnostic], settings: &Settings) -> usize {
     if settings.backend != BackendSetting::Auto {
         return 0;
     }
@@ -528,6 +559,7 @@ fn check_source_text(
     source: &SourceText,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
     write: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> FileResult {
     let mut warnings = Vec::new();
@@ -555,7 +587,15 @@ fn check_source_text(
         ));
     }
     if options.mode == Mode::Check || source.lossy {
-        return unfixed(check_text(text, settings), warnings, false);
+        let diagnostics = match cache {
+            Some(entries) => cache::get(entries, text, settings).unwrap_or_else(|| {
+                let diagnostics = check_text(text, settings);
+                cache::put(entries, text, settings, &diagnostics);
+                diagnostics
+            }),
+            None => check_text(text, settings),
+        };
+        return unfixed(diagnostics, warnings, false);
     }
     let outcome = fix_source(text, settings, options.threshold);
     if outcome.rejected_syntax_error {
@@ -658,10 +698,16 @@ fn check_stdin(
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;
-    let result = check_source_text(&name, &source, &settings, options, |new_text| {
+    let write = |new_text: &str| {
         fixed_output = Some(source.encode(new_text));
         Ok(())
-    });
+    };
+    let result = match &args.stdin_filename {
+        Some(filename) if notebook::is_notebook(filename) => {
+            notebook::check_notebook_text(&name, &source, &settings, options, write)
+        }
+        _ => check_source_text(&name, &source, &settings, options, None, write),
+    };
     if options.mode == Mode::Fix {
         match &fixed_output {
             Some(bytes) => output::stdout_bytes(bytes),

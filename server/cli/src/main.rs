@@ -7,8 +7,10 @@
 //! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
 
 mod add_noqa;
+mod cache;
 mod check;
 mod doctor;
+mod notebook;
 mod output;
 mod rule;
 mod show;

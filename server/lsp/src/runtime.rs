@@ -4,8 +4,9 @@
 //! when lines are inserted or deleted above it, and is dropped when that line's text changed. The file is re-read when its modification time or size
 //! changes (checked on every publish) or when the client reports it changed.
 //!
-//! The hook into the server is narrow: [`decorate`], called where an analysis becomes LSP
-//! diagnostics, and [`generation`], part of every pull result id.
+//! The hook into the server is narrow: the server publishes a document's analysis through
+//! [`lsp_diagnostics`] and identifies it with [`result_id`] (which includes [`generation`], so a
+//! reloaded trace changes pull results). Notebook cells show static findings only.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ use std::time::SystemTime;
 
 use tower_lsp_server::ls_types::{self as lsp, CodeDescription, Uri};
 use tpulint_analyzer::{Diagnostic, LineIndex};
+use tpulint_ide::analysis::Analysis;
+use tpulint_ide::encoding::PositionEncoding;
+use tpulint_ide::to_proto;
 use tpulint_trace::{TRACE_PATH, TraceFile, current_line, runtime_code};
 
 /// The `source` of runtime diagnostics.
@@ -158,4 +162,56 @@ pub fn as_runtime(mut diagnostic: lsp::Diagnostic, code: &str) -> lsp::Diagnosti
         .and_then(|code| Uri::from_str(&code.url()).ok())
         .map(|href| CodeDescription { href });
     diagnostic
+}
+
+/// A document's LSP diagnostics: its static findings (marked when a trace confirms them) and
+/// the trace's runtime findings on its current lines.
+pub fn lsp_diagnostics(
+    analysis: &Analysis,
+    uri: &Uri,
+    encoding: PositionEncoding,
+) -> Vec<lsp::Diagnostic> {
+    let runtime = crate::session::file_path(uri)
+        .map(|path| {
+            decorate(
+                &path,
+                &analysis.text,
+                &analysis.line_index,
+                &analysis.diagnostics,
+            )
+        })
+        .unwrap_or_default();
+    let convert = |diagnostic: &Diagnostic| {
+        to_proto::diagnostic(
+            uri,
+            &analysis.text,
+            &analysis.line_index,
+            diagnostic,
+            encoding,
+        )
+    };
+    let mut diagnostics: Vec<lsp::Diagnostic> = analysis
+        .diagnostics
+        .iter()
+        .enumerate()
+        .map(|(position, diagnostic)| {
+            let mut converted = convert(diagnostic);
+            if let Some(codes) = runtime.confirmed.get(&position) {
+                mark_confirmed(&mut converted, codes);
+            }
+            converted
+        })
+        .collect();
+    diagnostics.extend(
+        runtime
+            .diagnostics
+            .iter()
+            .map(|diagnostic| as_runtime(convert(diagnostic), diagnostic.code)),
+    );
+    diagnostics
+}
+
+/// Identifies a document's pull result: the analysis and the trace generation.
+pub fn result_id(analysis: &Analysis) -> String {
+    format!("{}:{}", analysis.result_id(), generation())
 }

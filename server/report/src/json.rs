@@ -35,7 +35,8 @@ pub struct JsonFix {
 /// One diagnostic as ruff serialises it.
 #[derive(Debug, Serialize)]
 pub struct JsonDiagnostic {
-    /// Notebook cell index; tpulint checks `.py` files only, so always null.
+    /// The notebook cell (1-based over all cells) the diagnostic starts in; rows and columns
+    /// then count inside that cell. Null outside notebooks.
     pub cell: Option<usize>,
     /// The rule code; null for a syntax or I/O error, which no rule reports (as in ruff).
     pub code: Option<&'static str>,
@@ -76,12 +77,13 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
             .collect(),
         message: Some(fix.title.clone()),
     });
+    let start_cell = file.location(diagnostic.range.start).cell;
     let start = location(file, diagnostic.range.start);
     let rule = rule_by_code_or_name(diagnostic.code);
     // A runtime finding of `tpulint trace` has a code and a page, but no `# noqa` silences it.
     let runtime = runtime_code(diagnostic.code);
     JsonDiagnostic {
-        cell: None,
+        cell: start_cell,
         code: rule
             .map(|_| diagnostic.code)
             .or(runtime.map(|code| code.code)),

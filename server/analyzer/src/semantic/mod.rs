@@ -1,0 +1,1896 @@
+//! The semantic index: imports and aliases, backend detection, scopes and bindings, tensor/device
+//! facts that flow through assignments, and hot-path context.
+//!
+//! The checker drives it during its single traversal: [`SemanticModel::enter`] before a node's
+//! rules run, [`SemanticModel::leave`] after its subtree. So a rule looking at a node sees every
+//! binding made by earlier statements of the same function, and the frames (function, class,
+//! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
+//! because imports usually come first and rules need them from the first line on.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use crate::settings::BackendSetting;
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+
+mod facts;
+mod guards;
+mod imports;
+mod roles;
+mod summaries;
+
+pub use facts::{Device, Evidence, Fact, ValueKind};
+use guards::GuardFrame;
+pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
+use summaries::{ReturnFacts, Summaries};
+
+use imports::compact_dotted;
+pub use imports::{ImportCondition, ImportRecord, ModuleImports};
+
+/// The TPU software stack a file targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// PyTorch/XLA: device `"xla"`, lazy tensors, `torch_xla.sync()`.
+    TorchXla,
+    /// TorchTPU: device `"tpu"`, eager, `torch.compile(backend="tpu", dynamic=False)`.
+    TorchTpu,
+    /// Neither is visible: typically CUDA code being ported.
+    Unknown,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::TorchXla => "torch_xla",
+            Backend::TorchTpu => "torchtpu",
+            Backend::Unknown => "unknown",
+        }
+    }
+
+    /// Python expression for the TPU device in this backend.
+    pub fn device_expr(self) -> &'static str {
+        match self {
+            Backend::TorchXla => "torch_xla.device()",
+            Backend::TorchTpu => "torch.device(\"tpu\")",
+            Backend::Unknown => "torch.accelerator.current_accelerator()",
+        }
+    }
+
+    /// The device-type string (`"xla"` / `"tpu"`), when the backend is known.
+    pub fn device_type(self) -> Option<&'static str> {
+        match self {
+            Backend::TorchXla => Some("xla"),
+            Backend::TorchTpu => Some("tpu"),
+            Backend::Unknown => None,
+        }
+    }
+}
+
+/// Why code runs once per training step (or per forward pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HotPath {
+    /// Inside a module's `forward`.
+    Forward,
+    /// Inside a function named like a step (`train_step`, `training_step`, `*_step`).
+    StepFunction,
+    /// Inside a function compiled with `torch.compile` / `torch_xla.compile`.
+    Compiled,
+    /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
+    TrainingLoop,
+    /// Inside a function of this file that a training loop or step function calls (directly or
+    /// through other functions).
+    CalledFromLoop,
+}
+
+impl HotPath {
+    pub fn describe(self) -> &'static str {
+        match self {
+            HotPath::Forward => "in `forward`",
+            HotPath::StepFunction => "in a step function",
+            HotPath::Compiled => "in a compiled function",
+            HotPath::TrainingLoop => "in the training loop",
+            HotPath::CalledFromLoop => "in a function called every step",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Binding {
+    /// An imported module or object, by qualified name.
+    Import(String),
+    Value(Fact),
+    /// A class defined in this file; the index into `classes`.
+    Class(usize),
+    /// A function defined in this file; the index into `functions`.
+    Function(usize),
+}
+
+/// What one function of the file returns, collected while its body is walked.
+#[derive(Debug)]
+struct FunctionReturns {
+    /// The class it is a method of (directly), by index into `classes`.
+    class: Option<usize>,
+    name: String,
+    returns: ReturnFacts,
+    /// Its whole body has been walked.
+    complete: bool,
+}
+
+#[derive(Debug, Default)]
+struct Scope {
+    bindings: HashMap<String, Binding>,
+}
+
+#[derive(Debug)]
+struct ClassInfo {
+    is_module: bool,
+    /// Facts about `self.<name>` assigned in the class body's methods.
+    attributes: HashMap<String, Fact>,
+}
+
+#[derive(Debug)]
+enum Frame {
+    Function {
+        name: String,
+        hot: Option<HotPath>,
+        class: Option<usize>,
+        /// `with torch.no_grad()` / `inference_mode` decorators (for compile rules).
+        node_id: usize,
+        /// The index into `functions`.
+        id: usize,
+    },
+    Class(usize),
+    Loop {
+        hot: bool,
+        node_id: usize,
+    },
+}
+
+/// Functions, classes and loops around the current node, innermost last.
+#[derive(Debug, Clone, Copy)]
+pub struct FunctionContext<'a> {
+    pub name: &'a str,
+    pub is_method_of_module: bool,
+}
+
+/// The index for one file. See the module docs for how it is driven.
+pub struct SemanticModel<'t> {
+    source: &'t str,
+    /// Named nodes from the root to the current node, maintained by `enter`/`leave`.
+    /// `Node::parent` is linear in the number of siblings on the path from the root
+    /// (quadratic over a large flat module), so parents come from this stack instead.
+    ancestors: Vec<Node<'t>>,
+    backend: Backend,
+    imported_modules: HashSet<String>,
+    scopes: Vec<Scope>,
+    frames: Vec<Frame>,
+    classes: Vec<ClassInfo>,
+    compiled_names: HashSet<String>,
+    /// Every import statement of the file with its condition (part of the module summary).
+    imports: ModuleImports,
+    /// The hardware scope of each enclosing block and definition, innermost last (computed once
+    /// per block in `enter`).
+    guard_frames: Vec<GuardFrame>,
+    /// Whether the file uses a test framework (so `test_*` functions are tests).
+    test_framework: bool,
+    /// Function and loop summaries and file facts from the pre-pass.
+    summaries: Summaries,
+    /// What each function met so far returns, by the id its binding carries.
+    functions: Vec<FunctionReturns>,
+    /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
+    file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
+    /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
+    /// change only in `enter`/`leave`, which clear it.
+    qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
+}
+
+const TENSOR_FACTORIES: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "range",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "empty_strided",
+    "tril_indices",
+    "triu_indices",
+    "complex",
+    "polar",
+];
+
+const LIKE_FACTORIES: &[&str] = &[
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+];
+
+/// torch functions whose result is not a tensor.
+const TORCH_NON_TENSOR_FUNCTIONS: &[&str] = &[
+    "device",
+    "is_tensor",
+    "is_floating_point",
+    "numel",
+    "manual_seed",
+    "seed",
+    "get_default_dtype",
+    "set_default_dtype",
+    "no_grad",
+    "enable_grad",
+    "inference_mode",
+    "set_grad_enabled",
+    "compile",
+    "load",
+    "save",
+    "is_grad_enabled",
+    "get_rng_state",
+    "finfo",
+    "iinfo",
+    "Size",
+    "Generator",
+    "autocast",
+    "use_deterministic_algorithms",
+    "set_float32_matmul_precision",
+    "set_printoptions",
+];
+
+/// Tensor methods that return something other than a tensor.
+const NON_TENSOR_METHODS: &[&str] = &[
+    "item",
+    "tolist",
+    "numpy",
+    "size",
+    "dim",
+    "ndimension",
+    "numel",
+    "nelement",
+    "element_size",
+    "stride",
+    "data_ptr",
+    "is_contiguous",
+    "is_floating_point",
+    "get_device",
+    "backward",
+    "storage",
+    "untyped_storage",
+    "type",
+    "__len__",
+];
+
+/// Module methods that return the module itself.
+const MODULE_SELF_METHODS: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "train",
+    "eval",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "requires_grad_",
+    "apply",
+    "to_empty",
+    "xpu",
+    "type",
+];
+
+impl<'t> SemanticModel<'t> {
+    /// Builds the module-level part of the index (imports, backend, compiled functions).
+    pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
+        let mut model = SemanticModel {
+            source,
+            ancestors: Vec::new(),
+            backend: Backend::Unknown,
+            imported_modules: HashSet::new(),
+            scopes: vec![Scope::default()],
+            frames: Vec::new(),
+            classes: Vec::new(),
+            compiled_names: HashSet::new(),
+            imports: ModuleImports::default(),
+            guard_frames: vec![GuardFrame {
+                node_id: tree.root_node().id(),
+                scope: HardwareScope::default(),
+                test_code: false,
+            }],
+            test_framework: false,
+            summaries: Summaries::default(),
+            functions: Vec::new(),
+            file_memo: RefCell::new(Vec::new()),
+            qualified_name_memo: RefCell::new(None),
+        };
+        model.imports = ModuleImports::build(tree.root_node(), source);
+        model.bind_module_imports();
+        model.test_framework = roles::uses_test_framework(&model.imports);
+        model.summaries = summaries::build(tree, source, &model);
+        model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
+        model.backend = match backend_setting {
+            BackendSetting::TorchXla => Backend::TorchXla,
+            BackendSetting::TorchTpu => Backend::TorchTpu,
+            BackendSetting::Auto => model.detect_backend(),
+        };
+        model
+    }
+
+    pub fn source(&self) -> &'t str {
+        self.source
+    }
+
+    /// The file's imports with the condition each executes under (see [`ModuleImports`]).
+    pub fn imports(&self) -> &ModuleImports {
+        &self.imports
+    }
+
+    /// The answer to a question about the whole file that does not change during the traversal
+    /// (`key` names the question and its argument), computed on first use. Rules that ask such
+    /// a question at every call node would otherwise rescan the file each time.
+    pub fn file_memo(
+        &self,
+        key: (&'static str, &'static str),
+        compute: impl FnOnce() -> bool,
+    ) -> bool {
+        if let Some(&(_, answer)) = self.file_memo.borrow().iter().find(|(k, _)| *k == key) {
+            return answer;
+        }
+        let answer = compute();
+        self.file_memo.borrow_mut().push((key, answer));
+        answer
+    }
+
+    /// The backend this file targets (configured, or detected from its imports and device strings).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Whether any module with this qualified prefix is imported anywhere at module level
+    /// (e.g. `"torch"` or `"torch_xla"`).
+    pub fn imports_module(&self, prefix: &str) -> bool {
+        self.imported_modules
+            .iter()
+            .any(|m| m == prefix || m.starts_with(prefix) && m[prefix.len()..].starts_with('.'))
+    }
+
+    // ----- pre-pass -------------------------------------------------------------------------
+
+    /// Binds the names of every import outside functions in module scope, in source order
+    /// (imports under `if` / `try` included: rules need them from the first line on). Imports in
+    /// functions bind when the traversal reaches them.
+    fn bind_module_imports(&mut self) {
+        let records: Vec<(String, String, String)> = self
+            .imports
+            .records()
+            .iter()
+            .filter(|record| !record.in_function)
+            .map(|record| {
+                (
+                    record.local.clone(),
+                    record.qualified.clone(),
+                    record.module.clone(),
+                )
+            })
+            .collect();
+        for (local, qualified, module) in records {
+            self.imported_modules.insert(module);
+            self.imported_modules.insert(qualified.clone());
+            self.bind(local, Binding::Import(qualified));
+        }
+    }
+
+    fn detect_backend(&self) -> Backend {
+        if self.imports_module("torch_xla") {
+            return Backend::TorchXla;
+        }
+        if self.imports_module("torch_tpu") {
+            return Backend::TorchTpu;
+        }
+        // Device strings in device positions only (`device="xla"`, `torch.device("tpu")`,
+        // `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`,
+        // which runs on PyTorch/XLA), never any text.
+        let evidence = &self.summaries.file;
+        if evidence.xla_evidence {
+            return Backend::TorchXla;
+        }
+        if evidence.tpu_evidence {
+            return Backend::TorchTpu;
+        }
+        Backend::Unknown
+    }
+
+    fn bind_import(&mut self, statement: Node<'_>) {
+        let source = self.source;
+        match statement.kind_name() {
+            "import_statement" => {
+                let mut cursor = statement.walk();
+                for name in statement.children_by_field_name("name", &mut cursor) {
+                    match name.kind_name() {
+                        "dotted_name" => {
+                            let full = node_text(name, source).to_string();
+                            let first = full.split('.').next().unwrap_or("").trim().to_string();
+                            self.imported_modules.insert(full);
+                            self.bind(first.clone(), Binding::Import(first));
+                        }
+                        "aliased_import" => {
+                            let (Some(module), Some(alias)) =
+                                (name.field("name"), name.field("alias"))
+                            else {
+                                continue;
+                            };
+                            let full = compact_dotted(node_text(module, source));
+                            self.imported_modules.insert(full.clone());
+                            self.bind(node_text(alias, source).to_string(), Binding::Import(full));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "import_from_statement" => {
+                let Some(module) = statement.field("module_name") else {
+                    return;
+                };
+                if module.kind_name() != "dotted_name" {
+                    return; // relative imports name project modules, not torch
+                }
+                let module_name = compact_dotted(node_text(module, source));
+                self.imported_modules.insert(module_name.clone());
+                let mut cursor = statement.walk();
+                for name in statement.children_by_field_name("name", &mut cursor) {
+                    let (imported, local) = match name.kind_name() {
+                        "dotted_name" => (name, name),
+                        "aliased_import" => {
+                            let (Some(imported), Some(alias)) =
+                                (name.field("name"), name.field("alias"))
+                            else {
+                                continue;
+                            };
+                            (imported, alias)
+                        }
+                        _ => continue,
+                    };
+                    let qualified = format!(
+                        "{module_name}.{}",
+                        compact_dotted(node_text(imported, source))
+                    );
+                    self.imported_modules.insert(qualified.clone());
+                    self.bind(
+                        node_text(local, source).to_string(),
+                        Binding::Import(qualified),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bind(&mut self, name: String, binding: Binding) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.bindings.insert(name, binding);
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        // Class scopes are not visible from methods; the innermost function scope and the
+        // module scope cover what rules need.
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.bindings.get(name))
+    }
+
+    // ----- traversal hooks ----------------------------------------------------------------
+
+    /// Called by the checker before the rules of `node` run.
+    pub fn enter(&mut self, node: Node<'t>) {
+        *self.qualified_name_memo.get_mut() = None;
+        self.ancestors.push(node);
+        match node.kind_name() {
+            "block" => self.enter_block(node),
+            "function_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_function(node)
+            }
+            "class_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_class(node)
+            }
+            "for_statement" | "while_statement" => {
+                let hot = self.is_training_loop(node);
+                self.frames.push(Frame::Loop {
+                    hot,
+                    node_id: node.id(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Called by the checker after the subtree of `node` was visited.
+    pub fn leave(&mut self, node: Node<'t>) {
+        *self.qualified_name_memo.get_mut() = None;
+        if self
+            .ancestors
+            .last()
+            .is_some_and(|last| last.id() == node.id())
+        {
+            self.ancestors.pop();
+        }
+        if matches!(
+            node.kind_name(),
+            "block" | "function_definition" | "class_definition"
+        ) && self.guard_frames.len() > 1
+            && self
+                .guard_frames
+                .last()
+                .is_some_and(|f| f.node_id == node.id())
+        {
+            self.guard_frames.pop();
+        }
+        match node.kind_name() {
+            "if_statement" => {
+                if let Some(test) = guards::after_early_exit(node, self.source)
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    guards::apply_exit(&mut frame.scope, test);
+                }
+            }
+            "return_statement" => self.leave_return(node),
+            "function_definition" => {
+                if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
+                    && *node_id == node.id()
+                    && let Some(function) = self.functions.get_mut(*id)
+                {
+                    function.complete = true;
+                }
+                if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
+                {
+                    self.frames.pop();
+                    if self.scopes.len() > 1 {
+                        self.scopes.pop();
+                    }
+                }
+            }
+            "class_definition" => {
+                if matches!(self.frames.last(), Some(Frame::Class(_))) {
+                    self.frames.pop();
+                    if self.scopes.len() > 1 {
+                        self.scopes.pop();
+                    }
+                }
+            }
+            "for_statement" | "while_statement" => {
+                if matches!(self.frames.last(), Some(Frame::Loop { node_id, .. }) if *node_id == node.id())
+                {
+                    self.frames.pop();
+                }
+            }
+            "assignment" => self.leave_assignment(node),
+            "import_statement" | "import_from_statement" if self.scopes.len() > 1 => {
+                self.bind_import(node);
+            }
+            "expression_statement" => self.leave_expression_statement(node),
+            _ => {}
+        }
+    }
+
+    fn current_scope(&self) -> HardwareScope {
+        self.guard_frames
+            .last()
+            .map(|frame| frame.scope)
+            .unwrap_or_default()
+    }
+
+    fn enter_block(&mut self, block: Node<'t>) {
+        let count = self.ancestors.len();
+        let (Some(&parent), grandparent) = (
+            count.checked_sub(2).and_then(|i| self.ancestors.get(i)),
+            count
+                .checked_sub(3)
+                .and_then(|i| self.ancestors.get(i))
+                .copied(),
+        ) else {
+            return;
+        };
+        let scope = guards::block_scope(
+            self.current_scope(),
+            block,
+            parent,
+            grandparent,
+            self.source,
+        );
+        self.guard_frames.push(GuardFrame {
+            node_id: block.id(),
+            scope,
+            test_code: self.in_test_code(),
+        });
+    }
+
+    fn enter_definition_guards(&mut self, definition: Node<'t>) {
+        let decorated = self
+            .parent(definition)
+            .filter(|p| p.kind_name() == "decorated_definition");
+        let scope =
+            guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        let test_code = self.in_test_code()
+            || match definition.kind_name() {
+                "class_definition" => {
+                    roles::is_test_class(definition, self.test_framework, self.source)
+                }
+                _ => {
+                    roles::is_test_function(definition, decorated, self.test_framework, self.source)
+                }
+            };
+        self.guard_frames.push(GuardFrame {
+            node_id: definition.id(),
+            scope,
+            test_code,
+        });
+    }
+
+    /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
+    pub fn set_test_file(&mut self, test_file: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.test_code = test_file;
+        }
+    }
+
+    /// Whether the current node is test code: in a test function, fixture or test class (in a
+    /// file that uses a test framework), or anywhere in a file on a test path.
+    pub fn in_test_code(&self) -> bool {
+        self.guard_frames
+            .last()
+            .is_some_and(|frame| frame.test_code)
+    }
+
+    /// What the guards around the current node say about the hardware it runs on.
+    pub fn hardware_scope(&self) -> HardwareScope {
+        self.current_scope()
+    }
+
+    /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
+    /// this file, nested training loop, exits), from the pre-pass.
+    pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
+        self.summaries.loops.get(&loop_node.id())
+    }
+
+    /// The summary of a function definition (what it does, whether a training loop reaches it).
+    pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
+        let index = self.summaries.by_node.get(&definition.id())?;
+        self.summaries.functions.get(*index)
+    }
+
+    /// Facts about the whole file (a syncing loader, eager mode, compilation).
+    pub fn file_facts(&self) -> &FileFacts {
+        &self.summaries.file
+    }
+
+    fn enter_function(&mut self, node: Node<'_>) {
+        let source = self.source;
+        let name = node
+            .field("name")
+            .map(|n| node_text(n, source))
+            .unwrap_or("")
+            .to_string();
+        let class = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Class(index) => Some(*index),
+            _ => None,
+        });
+        let directly_in_class = matches!(self.frames.last(), Some(Frame::Class(_)));
+        let in_module_class = directly_in_class
+            && class.is_some_and(|index| self.classes.get(index).is_some_and(|c| c.is_module));
+        let hot = if self.is_compiled_function(node, &name) {
+            Some(HotPath::Compiled)
+        } else if name == "forward" && (in_module_class || directly_in_class) {
+            Some(HotPath::Forward)
+        } else if summaries::is_step_function_name(&name) {
+            Some(HotPath::StepFunction)
+        } else if self
+            .summaries
+            .by_node
+            .get(&node.id())
+            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+        {
+            Some(HotPath::CalledFromLoop)
+        } else {
+            None
+        };
+        let id = self.functions.len();
+        self.functions.push(FunctionReturns {
+            class: if directly_in_class { class } else { None },
+            name: name.clone(),
+            returns: ReturnFacts::default(),
+            complete: false,
+        });
+        self.bind(name.clone(), Binding::Function(id));
+        self.frames.push(Frame::Function {
+            name,
+            hot,
+            class: if directly_in_class { class } else { None },
+            node_id: node.id(),
+            id,
+        });
+        self.scopes.push(Scope::default());
+        if let Some(parameters) = node.field("parameters") {
+            // Parameters of a helper the loop calls are whatever the caller passes: no guess.
+            let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
+            self.bind_parameters(parameters, guess);
+        }
+    }
+
+    fn is_compiled_function(&self, node: Node<'_>, name: &str) -> bool {
+        if self.compiled_names.contains(name) {
+            return true;
+        }
+        let Some(parent) = self
+            .parent(node)
+            .filter(|p| p.kind_name() == "decorated_definition")
+        else {
+            return false;
+        };
+        let mut cursor = parent.walk();
+        parent
+            .named_children(&mut cursor)
+            .filter(|child| child.kind_name() == "decorator")
+            .any(|decorator| {
+                let Some(expression) = decorator.named_child(0) else {
+                    return false;
+                };
+                let target = if expression.kind_name() == "call" {
+                    expression.field("function")
+                } else {
+                    Some(expression)
+                };
+                target
+                    .and_then(|t| self.qualified_name(t))
+                    .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+            })
+    }
+
+    /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
+    /// without a literal default are taken to be tensors on the model's device.
+    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool) {
+        let source = self.source;
+        let mut cursor = parameters.walk();
+        let children: Vec<Node<'_>> = parameters.named_children(&mut cursor).collect();
+        for (index, parameter) in children.into_iter().enumerate() {
+            let (name_node, annotation, default) = match parameter.kind_name() {
+                "identifier" => (Some(parameter), None, None),
+                "typed_parameter" => (
+                    parameter
+                        .named_child(0)
+                        .filter(|n| n.kind_name() == "identifier"),
+                    parameter.field("type"),
+                    None,
+                ),
+                "default_parameter" => (parameter.field("name"), None, parameter.field("value")),
+                "typed_default_parameter" => (
+                    parameter.field("name"),
+                    parameter.field("type"),
+                    parameter.field("value"),
+                ),
+                _ => continue,
+            };
+            let Some(name_node) = name_node else { continue };
+            let name = node_text(name_node, source);
+            if index == 0 && (name == "self" || name == "cls") {
+                continue;
+            }
+            let origin = Some((name_node.start_byte(), name_node.end_byte()));
+            let fact = if let Some(annotation) = annotation {
+                let annotation_text = node_text(annotation, source);
+                if annotation_text.contains("Tensor") {
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
+                } else {
+                    Fact::of(ValueKind::Scalar)
+                }
+            } else if default.is_some_and(|d| d.kind_name() != "none") {
+                Fact::of(ValueKind::Scalar)
+            } else if hot {
+                Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
+            } else {
+                Fact::UNKNOWN
+            };
+            self.bind(name.to_string(), Binding::Value(fact));
+        }
+    }
+
+    fn enter_class(&mut self, node: Node<'_>) {
+        let source = self.source;
+        let is_module = node
+            .field("superclasses")
+            .map(|superclasses| {
+                let mut cursor = superclasses.walk();
+                superclasses
+                    .named_children(&mut cursor)
+                    .any(|base| self.is_module_class_expr(base))
+            })
+            .unwrap_or(false);
+        let index = self.classes.len();
+        self.classes.push(ClassInfo {
+            is_module,
+            attributes: HashMap::new(),
+        });
+        if let Some(name) = node.field("name") {
+            self.bind(node_text(name, source).to_string(), Binding::Class(index));
+        }
+        self.frames.push(Frame::Class(index));
+        self.scopes.push(Scope::default());
+    }
+
+    fn is_module_class_expr(&self, base: Node<'_>) -> bool {
+        if let Some(qualified) = self.qualified_name(base) {
+            if qualified.starts_with("torch.nn.") || qualified.starts_with("transformers.") {
+                return qualified.ends_with("Module")
+                    || qualified.ends_with("PreTrainedModel")
+                    || qualified.ends_with("ModelMixin")
+                    || qualified.ends_with("LightningModule")
+                    || qualified == "torch.nn.Sequential";
+            }
+            if qualified.ends_with("LightningModule") {
+                return true;
+            }
+        }
+        if base.kind_name() == "identifier"
+            && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
+        {
+            return self.classes.get(*index).is_some_and(|c| c.is_module);
+        }
+        false
+    }
+
+    /// `return <value>`: merges the value's fact into the enclosing function's returns.
+    fn leave_return(&mut self, node: Node<'_>) {
+        let Some(id) = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { id, .. } => Some(*id),
+            _ => None,
+        }) else {
+            return;
+        };
+        let Some(value) = node.named_child(0) else {
+            return;
+        };
+        let (fact, elements) = if value.kind_name() == "expression_list" {
+            let mut cursor = value.walk();
+            let elements: Vec<Fact> = value
+                .named_children(&mut cursor)
+                .map(|element| self.fact(element))
+                .collect();
+            (Fact::of(ValueKind::Container), Some(elements))
+        } else {
+            (self.fact(value), None)
+        };
+        if let Some(function) = self.functions.get_mut(id) {
+            function.returns.add(fact, elements);
+        }
+    }
+
+    /// The fact of a call to the function with binding id `id`, from its return statements
+    /// (known once its definition has been walked).
+    fn summary_return(&self, id: usize, origin: Option<(usize, usize)>) -> Fact {
+        match self.functions.get(id) {
+            Some(function) if function.complete => match function.returns.single() {
+                Some(fact) if fact.kind != ValueKind::Unknown => Fact {
+                    origin: fact.origin.or(origin),
+                    ..fact
+                }
+                .with_evidence(Evidence::Summary),
+                _ => Fact::UNKNOWN,
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    /// The id of the method `name` of the class around the current method, once walked.
+    fn method_summary(&self, name: &str) -> Option<usize> {
+        let class = self.current_method_class()?;
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
+    }
+
+    /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
+    /// tuples of that many elements.
+    fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let (function, _) = syntax::call_parts(value)?;
+        let id = match function.kind_name() {
+            "identifier" => match self.lookup(node_text(function, self.source)) {
+                Some(Binding::Function(id)) => *id,
+                _ => return None,
+            },
+            "attribute" => {
+                let object = function.field("object")?;
+                if node_text(object, self.source) != "self" {
+                    return None;
+                }
+                self.method_summary(node_text(function.field("attribute")?, self.source))?
+            }
+            _ => return None,
+        };
+        let function = self.functions.get(id).filter(|f| f.complete)?;
+        let elements = function.returns.tuple()?;
+        (elements.len() == count).then(|| {
+            elements
+                .iter()
+                .map(|fact| fact.with_evidence(Evidence::Summary))
+                .collect()
+        })
+    }
+
+    fn leave_assignment(&mut self, node: Node<'_>) {
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+            return;
+        };
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && right.kind_name() == "call"
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            if let Some(elements) = self.tuple_elements(right, targets.len()) {
+                for (target, fact) in targets.into_iter().zip(elements) {
+                    self.bind_target(target, fact, 1);
+                }
+                return;
+            }
+        }
+        let mut fact = self.fact(right);
+        if fact.origin.is_none() {
+            fact.origin = Some((right.start_byte(), right.end_byte()));
+        }
+        self.bind_target(left, fact, 0);
+    }
+
+    fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
+        if depth > MAX_EXPR_DEPTH {
+            return;
+        }
+        let source = self.source;
+        match target.kind_name() {
+            "identifier" => {
+                let name = node_text(target, source);
+                // `except ImportError: xm = None` keeps `xm` meaning the guarded import.
+                let guarded_fallback = fact.kind == ValueKind::Scalar
+                    && matches!(self.lookup(name), Some(Binding::Import(_)));
+                if !guarded_fallback {
+                    self.bind(name.to_string(), Binding::Value(fact));
+                }
+            }
+            "attribute" => {
+                let object = target.field("object");
+                let attribute = target.field("attribute");
+                if let (Some(object), Some(attribute)) = (object, attribute)
+                    && object.kind_name() == "identifier"
+                    && node_text(object, source) == "self"
+                    && let Some(class) = self.current_method_class()
+                    && let Some(info) = self.classes.get_mut(class)
+                {
+                    info.attributes
+                        .insert(node_text(attribute, source).to_string(), fact);
+                }
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+                // `a, b = f(x)`: if the right side is a tensor-producing call, each part is a
+                // tensor (tuple outputs of modules); otherwise nothing is known.
+                let element = if fact.is_tensor() {
+                    fact
+                } else {
+                    Fact::UNKNOWN
+                };
+                let mut cursor = target.walk();
+                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind_target(child, element, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `self.register_buffer("name", t)` records a device-following tensor attribute.
+    fn leave_expression_statement(&mut self, node: Node<'_>) {
+        let Some(call) = node.named_child(0).filter(|n| n.kind_name() == "call") else {
+            return;
+        };
+        let Some((receiver, method)) = syntax::method_call(call) else {
+            return;
+        };
+        let source = self.source;
+        // `loss.backward()` / `accelerator.backward(loss)`: whatever `loss` was bound to, it is
+        // a tensor from here on.
+        if node_text(method, source) == "backward" {
+            let positional = syntax::call_parts(call)
+                .map(|(_, arguments)| syntax::positional_args(arguments))
+                .unwrap_or_default();
+            let loss = match positional.as_slice() {
+                [] => Some(receiver),
+                [loss] if node_text(receiver, source).ends_with("accelerator") => Some(*loss),
+                _ => None,
+            };
+            if let Some(loss) = loss.filter(|loss| loss.kind_name() == "identifier")
+                && self.fact(loss).kind == ValueKind::Unknown
+            {
+                let origin = Some((loss.start_byte(), loss.end_byte()));
+                let fact =
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Backward);
+                self.bind(node_text(loss, source).to_string(), Binding::Value(fact));
+            }
+            return;
+        }
+        if node_text(receiver, source) != "self" {
+            return;
+        }
+        let method = node_text(method, source);
+        if !matches!(method, "register_buffer" | "register_parameter") {
+            return;
+        }
+        let Some((_, arguments)) = syntax::call_parts(call) else {
+            return;
+        };
+        let Some(name) = syntax::positional_args(arguments)
+            .first()
+            .and_then(|n| syntax::string_value(*n, source))
+        else {
+            return;
+        };
+        let fact = Fact::tensor(
+            Device::Accelerator,
+            Some((call.start_byte(), call.end_byte())),
+        );
+        if let Some(class) = self.current_method_class()
+            && let Some(info) = self.classes.get_mut(class)
+        {
+            info.attributes.insert(name.into_owned(), fact);
+        }
+    }
+
+    fn current_method_class(&self) -> Option<usize> {
+        self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { class, .. } => Some(*class),
+            _ => None,
+        })?
+    }
+
+    fn is_training_loop(&self, node: Node<'_>) -> bool {
+        let source = self.source;
+        if node.kind_name() == "for_statement"
+            && let Some(iterable) = node.field("right")
+            && self.is_loader_expr(iterable, 0)
+        {
+            return true;
+        }
+        // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
+        let Some(body) = node.field("body") else {
+            return false;
+        };
+        let body_text = node_text(body, source);
+        let steps = body_text.contains(".backward(")
+            || body_text.contains("optimizer_step(")
+            || body_text.contains("optimizer.step(")
+            || body_text.contains(".mark_step(")
+            || body_text.contains("torch_xla.sync(");
+        if !steps {
+            return false;
+        }
+        let has_nested_loop = body_text.lines().any(|line| {
+            let trimmed = line.trim_start();
+            trimmed.starts_with("for ")
+                || trimmed.starts_with("async for ")
+                || trimmed.starts_with("while ")
+        });
+        !has_nested_loop
+    }
+
+    fn is_loader_expr(&self, expr: Node<'_>, depth: usize) -> bool {
+        if depth > 4 {
+            return false;
+        }
+        let expr = syntax::unparenthesize(expr);
+        let source = self.source;
+        match expr.kind_name() {
+            "identifier" | "attribute" => {
+                if self.fact(expr).kind == ValueKind::DataLoader {
+                    return true;
+                }
+                let last = match expr.kind_name() {
+                    "attribute" => expr
+                        .field("attribute")
+                        .map(|n| node_text(n, source))
+                        .unwrap_or(""),
+                    _ => node_text(expr, source),
+                };
+                let lower = last.to_ascii_lowercase();
+                lower.contains("loader") || lower == "train_dl" || lower == "dl"
+            }
+            "call" => {
+                if self.fact(expr).kind == ValueKind::DataLoader {
+                    return true;
+                }
+                let Some((function, arguments)) = syntax::call_parts(expr) else {
+                    return false;
+                };
+                let name = node_text(function, source);
+                let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
+                    || name.ends_with("tqdm");
+                let loader_method = function.kind_name() == "attribute"
+                    && function
+                        .field("attribute")
+                        .is_some_and(|a| node_text(a, source) == "per_device_loader");
+                if loader_method {
+                    return true;
+                }
+                wrapper
+                    && syntax::positional_args(arguments)
+                        .first()
+                        .is_some_and(|first| self.is_loader_expr(*first, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    // ----- queries for rules --------------------------------------------------------------
+
+    /// The parent of `node`: from the ancestor stack when `node` is the current node or one of
+    /// its ancestors; for a descendant of the current node, by searching down from it; only
+    /// for nodes elsewhere in the file does it fall back to `Node::parent` (which walks down
+    /// from the root).
+    pub fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
+        if let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) {
+            return position.checked_sub(1).map(|i| self.ancestors[i]);
+        }
+        if let Some(&current) = self.ancestors.last() {
+            let mut current = current;
+            for _ in 0..10_000 {
+                let Some(next) = current.child_with_descendant(node) else {
+                    break;
+                };
+                if next.id() == node.id() {
+                    return Some(current);
+                }
+                current = next;
+            }
+        }
+        // Elsewhere in the file (e.g. where a value was bound): the slow, general way.
+        node.parent()
+    }
+
+    /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
+    /// looking past the enclosing function, class or lambda.
+    pub fn enclosing(&self, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+        let mut current = Some(node);
+        while let Some(n) = current {
+            if kinds.contains(&n.kind_name()) {
+                return Some(n);
+            }
+            if matches!(
+                n.kind_name(),
+                "function_definition" | "class_definition" | "lambda"
+            ) {
+                return None;
+            }
+            current = self.parent(n);
+        }
+        None
+    }
+
+    /// The qualified name an expression refers to through imports: `T.zeros` → `torch.zeros`,
+    /// `F.interpolate` → `torch.nn.functional.interpolate`, `xm.mark_step` →
+    /// `torch_xla.core.xla_model.mark_step`. `None` if the root name is not an import.
+    pub fn qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        if let Some((id, answer)) = &*self.qualified_name_memo.borrow()
+            && *id == expr.id()
+        {
+            return answer.clone();
+        }
+        let answer = self.resolve_qualified_name(expr);
+        *self.qualified_name_memo.borrow_mut() = Some((expr.id(), answer.clone()));
+        answer
+    }
+
+    fn resolve_qualified_name(&self, expr: Node<'_>) -> Option<String> {
+        // Most expressions rules ask about are not rooted in an import (`x.view`, `self.proj`):
+        // resolve the root name before allocating the parts.
+        let root = syntax::dotted_root(expr)?;
+        let Some(Binding::Import(module)) = self.lookup(node_text(root, self.source)) else {
+            return None;
+        };
+        let parts = syntax::dotted_parts(expr, self.source)?;
+        let mut qualified = module.clone();
+        for part in &parts[1..] {
+            qualified.push('.');
+            qualified.push_str(part);
+        }
+        Some(qualified)
+    }
+
+    /// What a bare name refers to when an import bound it (`xm` → `torch_xla.core.xla_model`).
+    pub fn import_of(&self, name: &str) -> Option<&str> {
+        match self.lookup(name) {
+            Some(Binding::Import(module)) => Some(module.as_str()),
+            _ => None,
+        }
+    }
+
+    /// Whether a function of this name is passed to `torch.compile` / `torch_xla.compile`
+    /// somewhere in the file (decorated functions are seen through [`Self::hot_path`]).
+    pub fn is_compiled_name(&self, name: &str) -> bool {
+        self.compiled_names.contains(name)
+    }
+
+    /// The qualified name of a call's target, if it resolves through imports.
+    pub fn call_qualified_name(&self, call: Node<'_>) -> Option<String> {
+        let (function, _) = syntax::call_parts(call)?;
+        self.qualified_name(function)
+    }
+
+    /// The innermost reason the current node runs on every step, if any.
+    pub fn hot_path(&self) -> Option<HotPath> {
+        for frame in self.frames.iter().rev() {
+            match frame {
+                Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
+                Frame::Function { hot: Some(hot), .. } => return Some(*hot),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Whether the current node is inside a loop (any loop) within the current function.
+    pub fn in_loop(&self) -> bool {
+        if let Some(frame) = self.frames.iter().next_back() {
+            match frame {
+                Frame::Loop { .. } => return true,
+                Frame::Function { .. } | Frame::Class(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// Name of the innermost enclosing function, and whether it is a method of an `nn.Module`.
+    pub fn function(&self) -> Option<FunctionContext<'_>> {
+        self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { name, class, .. } => Some(FunctionContext {
+                name,
+                is_method_of_module: class
+                    .and_then(|index| self.classes.get(index))
+                    .is_some_and(|c| c.is_module),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Whether the current node is inside an `nn.Module` subclass's body (any method).
+    pub fn in_module_class(&self) -> bool {
+        self.frames.iter().rev().any(|frame| match frame {
+            Frame::Class(index) => self.classes.get(*index).is_some_and(|c| c.is_module),
+            _ => false,
+        })
+    }
+
+    /// What the index believes about the value of `expr` at this point of the traversal.
+    pub fn fact(&self, expr: Node<'_>) -> Fact {
+        self.fact_at_depth(expr, 0)
+    }
+
+    fn fact_at_depth(&self, expr: Node<'_>, depth: usize) -> Fact {
+        if depth > MAX_EXPR_DEPTH {
+            return Fact::UNKNOWN;
+        }
+        let source = self.source;
+        let origin = Some((expr.start_byte(), expr.end_byte()));
+        match expr.kind_name() {
+            "identifier" => match self.lookup(node_text(expr, source)) {
+                Some(Binding::Value(fact)) => *fact,
+                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
+                    Fact::of(ValueKind::Namespace)
+                }
+                None => Fact::UNKNOWN,
+            },
+            "parenthesized_expression" => expr
+                .named_child(0)
+                .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
+            "integer" | "float" | "true" | "false" | "none" | "string" | "concatenated_string" => {
+                Fact::of(ValueKind::Scalar)
+            }
+            "list"
+            | "tuple"
+            | "dictionary"
+            | "set"
+            | "list_comprehension"
+            | "dictionary_comprehension"
+            | "set_comprehension" => Fact::of(ValueKind::Container),
+            "call" => self.call_fact(expr, depth),
+            "attribute" => self.attribute_fact(expr, depth),
+            "subscript" => {
+                let value = expr
+                    .field("value")
+                    .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
+                match value.kind {
+                    ValueKind::Tensor => Fact::tensor(value.device, origin),
+                    ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
+                    _ => Fact::UNKNOWN,
+                }
+            }
+            "comparison_operator" if is_identity_or_membership(expr, source) => {
+                Fact::of(ValueKind::Scalar)
+            }
+            "binary_operator" | "comparison_operator" => {
+                let mut cursor = expr.walk();
+                let mut result: Option<Fact> = None;
+                let mut numpy = false;
+                for operand in expr.named_children(&mut cursor) {
+                    let fact = self.fact_at_depth(operand, depth + 1);
+                    if fact.is_tensor() {
+                        result = Some(match result {
+                            Some(previous) => {
+                                Fact::tensor(previous.device.merge(fact.device), origin)
+                            }
+                            None => Fact::tensor(fact.device, origin),
+                        });
+                    } else if fact.kind == ValueKind::NumpyArray {
+                        numpy = true;
+                    }
+                }
+                match result {
+                    Some(fact) => fact,
+                    None if numpy => Fact::of(ValueKind::NumpyArray),
+                    None => Fact::UNKNOWN,
+                }
+            }
+            "unary_operator" => expr
+                .field("argument")
+                .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
+            "not_operator" | "boolean_operator" => Fact::UNKNOWN,
+            "conditional_expression" => {
+                let mut cursor = expr.walk();
+                let branches: Vec<Node<'_>> = expr.named_children(&mut cursor).collect();
+                match (branches.first(), branches.get(2)) {
+                    (Some(a), Some(b)) => {
+                        let (a, b) = (
+                            self.fact_at_depth(*a, depth + 1),
+                            self.fact_at_depth(*b, depth + 1),
+                        );
+                        if a.kind == b.kind {
+                            Fact {
+                                kind: a.kind,
+                                device: a.device.merge(b.device),
+                                origin,
+                                ..Fact::UNKNOWN
+                            }
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    _ => Fact::UNKNOWN,
+                }
+            }
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn attribute_fact(&self, expr: Node<'_>, depth: usize) -> Fact {
+        let source = self.source;
+        let (Some(object), Some(attribute)) = (expr.field("object"), expr.field("attribute"))
+        else {
+            return Fact::UNKNOWN;
+        };
+        let attribute = node_text(attribute, source);
+        if object.kind_name() == "identifier" && node_text(object, source) == "self" {
+            if let Some(class) = self.current_method_class()
+                && let Some(fact) = self
+                    .classes
+                    .get(class)
+                    .and_then(|c| c.attributes.get(attribute))
+            {
+                return *fact;
+            }
+            return Fact::UNKNOWN;
+        }
+        if let Some(qualified) = self.qualified_name(expr)
+            && (qualified.starts_with("torch.") || qualified.starts_with("numpy."))
+        {
+            return Fact::of(ValueKind::Namespace);
+        }
+        let object_fact = self.fact_at_depth(object, depth + 1);
+        match object_fact.kind {
+            ValueKind::Tensor => match attribute {
+                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                ),
+                "shape" => Fact::of(ValueKind::Container),
+                "device" => Fact::of(ValueKind::DeviceObject),
+                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
+                _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                )
+                .with_evidence(Evidence::ModuleCall),
+                _ => Fact::of(ValueKind::Scalar),
+            },
+            ValueKind::Module => match attribute {
+                "weight" | "bias" => Fact::tensor(Device::Accelerator, None),
+                _ => Fact::UNKNOWN,
+            },
+            ValueKind::NumpyArray => match attribute {
+                "T" => Fact::of(ValueKind::NumpyArray),
+                _ => Fact::of(ValueKind::Scalar),
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn call_fact(&self, call: Node<'_>, depth: usize) -> Fact {
+        let source = self.source;
+        let Some((function, arguments)) = syntax::call_parts(call) else {
+            return Fact::UNKNOWN;
+        };
+        let origin = Some((call.start_byte(), call.end_byte()));
+        if let Some(qualified) = self.qualified_name(function) {
+            return self.qualified_call_fact(&qualified, arguments, origin, depth);
+        }
+        match function.kind_name() {
+            "identifier" => {
+                let name = node_text(function, source);
+                match self.lookup(name) {
+                    Some(Binding::Class(index)) => {
+                        if self.classes.get(*index).is_some_and(|c| c.is_module) {
+                            Fact {
+                                kind: ValueKind::Module,
+                                device: Device::Cpu,
+                                origin,
+                                ..Fact::UNKNOWN
+                            }
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
+                        Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
+                    }
+                    Some(Binding::Function(id)) => self.summary_return(*id, origin),
+                    _ => match name {
+                        "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
+                        | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
+                            if matches!(name, "max" | "min" | "sum" | "abs") {
+                                // `max(t1, t2)` of tensors is a tensor; of ints an int.
+                                let any_tensor = syntax::positional_args(arguments)
+                                    .iter()
+                                    .any(|a| self.fact_at_depth(*a, depth + 1).is_tensor());
+                                if any_tensor {
+                                    return Fact::UNKNOWN;
+                                }
+                            }
+                            Fact::of(ValueKind::Scalar)
+                        }
+                        "list" | "tuple" | "dict" | "set" | "range" | "zip" | "enumerate"
+                        | "sorted" => Fact::of(ValueKind::Container),
+                        _ => Fact::UNKNOWN,
+                    },
+                }
+            }
+            "attribute" => {
+                let (Some(object), Some(method)) =
+                    (function.field("object"), function.field("attribute"))
+                else {
+                    return Fact::UNKNOWN;
+                };
+                let method = node_text(method, source);
+                let receiver = self.fact_at_depth(object, depth + 1);
+                match receiver.kind {
+                    ValueKind::Tensor => {
+                        if NON_TENSOR_METHODS.contains(&method) {
+                            return match method {
+                                "numpy" => Fact::of(ValueKind::NumpyArray),
+                                "tolist" => Fact::of(ValueKind::Container),
+                                _ => Fact::of(ValueKind::Scalar),
+                            };
+                        }
+                        let device = match method {
+                            "cuda" => Device::Cuda,
+                            "cpu" => Device::Cpu,
+                            "to" => self
+                                .device_argument(arguments, true, depth)
+                                .unwrap_or(receiver.device),
+                            // `t.type_as(x)` takes `x`'s dtype *and* device.
+                            "type_as" => syntax::positional_args(arguments)
+                                .first()
+                                .map(|other| self.fact_at_depth(*other, depth + 1))
+                                .filter(Fact::is_tensor)
+                                .map_or(Device::Unknown, |fact| fact.device),
+                            _ => receiver.device,
+                        };
+                        Fact::tensor(device, origin)
+                    }
+                    ValueKind::Module => {
+                        if MODULE_SELF_METHODS.contains(&method) {
+                            let device = match method {
+                                "cuda" => Device::Cuda,
+                                "cpu" => Device::Cpu,
+                                "to" => self
+                                    .device_argument(arguments, true, depth)
+                                    .unwrap_or(receiver.device),
+                                _ => receiver.device,
+                            };
+                            Fact {
+                                kind: ValueKind::Module,
+                                device,
+                                origin: receiver.origin,
+                                ..Fact::UNKNOWN
+                            }
+                        } else if matches!(
+                            method,
+                            "parameters"
+                                | "named_parameters"
+                                | "state_dict"
+                                | "modules"
+                                | "children"
+                        ) {
+                            Fact::of(ValueKind::Container)
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                    ValueKind::NumpyArray => match method {
+                        "item" => Fact::of(ValueKind::Scalar),
+                        "tolist" => Fact::of(ValueKind::Container),
+                        _ => Fact::of(ValueKind::NumpyArray),
+                    },
+                    _ => {
+                        // `self.layer(x)` where `self.layer` is a submodule.
+                        let callee = self.fact_at_depth(function, depth + 1);
+                        if callee.kind == ValueKind::Module {
+                            Fact::tensor(Device::Accelerator, origin)
+                                .with_evidence(Evidence::ModuleCall)
+                        } else if node_text(object, source) == "self"
+                            && let Some(id) = self.method_summary(method)
+                        {
+                            self.summary_return(id, origin)
+                        } else {
+                            Fact::UNKNOWN
+                        }
+                    }
+                }
+            }
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    fn qualified_call_fact(
+        &self,
+        qualified: &str,
+        arguments: Node<'_>,
+        origin: Option<(usize, usize)>,
+        depth: usize,
+    ) -> Fact {
+        if let Some(function) = qualified.strip_prefix("torch.") {
+            if TENSOR_FACTORIES.contains(&function) {
+                let device = if function == "from_numpy" {
+                    Device::Cpu
+                } else {
+                    self.device_argument(arguments, false, depth)
+                        .unwrap_or(Device::Cpu)
+                };
+                return Fact::tensor(device, origin);
+            }
+            if LIKE_FACTORIES.contains(&function) {
+                let device = match self.device_argument(arguments, false, depth) {
+                    Some(device) => device,
+                    None => syntax::positional_args(arguments)
+                        .first()
+                        .map_or(Device::Unknown, |a| {
+                            self.fact_at_depth(*a, depth + 1).device
+                        }),
+                };
+                return Fact::tensor(device, origin);
+            }
+            if function == "device" {
+                return Fact::of(ValueKind::DeviceObject);
+            }
+            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) || is_torch_query_function(function) {
+                return Fact::UNKNOWN;
+            }
+            if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
+                return Fact {
+                    kind: ValueKind::DataLoader,
+                    device: Device::Cpu,
+                    origin,
+                    ..Fact::UNKNOWN
+                };
+            }
+            if function.starts_with("optim.") {
+                return Fact::of(ValueKind::Optimizer);
+            }
+            if let Some(rest) = function.strip_prefix("nn.") {
+                if rest.starts_with("functional.") {
+                    let device = self.first_tensor_device(arguments, depth);
+                    return Fact::tensor(device, origin);
+                }
+                let last = rest.rsplit('.').next().unwrap_or(rest);
+                if last == "Parameter" || last == "Buffer" {
+                    return Fact::tensor(Device::Accelerator, origin);
+                }
+                if !rest.contains('.') && last.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Fact {
+                        kind: ValueKind::Module,
+                        device: Device::Cpu,
+                        origin,
+                        ..Fact::UNKNOWN
+                    };
+                }
+                return Fact::UNKNOWN;
+            }
+            let last = function.rsplit('.').next().unwrap_or(function);
+            if last.starts_with(|c: char| c.is_ascii_lowercase())
+                && in_tensor_namespace(function)
+                && !function.starts_with("cuda.")
+                && !function.starts_with("distributed.")
+                && !function.starts_with("backends.")
+                && !function.starts_with("utils.")
+                && !function.starts_with("jit.")
+                && !function.starts_with("hub.")
+                && !function.starts_with("onnx.")
+                && !function.starts_with("amp.")
+                && !function.starts_with("autograd.")
+                && !function.starts_with("testing.")
+                && !function.starts_with("accelerator.")
+                && !function.starts_with("tpu.")
+                && !function.starts_with("xpu.")
+                && !function.starts_with("mps.")
+                && !function.starts_with("_")
+            {
+                let device = self.first_tensor_device(arguments, depth);
+                return Fact::tensor(device, origin);
+            }
+            return Fact::UNKNOWN;
+        }
+        if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+            || qualified.ends_with("parallel_loader.ParallelLoader")
+        {
+            return Fact {
+                kind: ValueKind::DataLoader,
+                device: Device::Accelerator,
+                origin,
+                ..Fact::UNKNOWN
+            };
+        }
+        // `AutoModel.from_pretrained(...)`, `UNet2DModel.from_pretrained(...)`,
+        // `timm.create_model(...)`, `torchvision.models.resnet50()`: a module on the host.
+        let last = qualified.rsplit('.').next().unwrap_or("");
+        let model_library = [
+            "transformers.",
+            "diffusers.",
+            "timm.",
+            "peft.",
+            "torchvision.models.",
+        ]
+        .iter()
+        .any(|prefix| qualified.starts_with(prefix));
+        let is_model_class = qualified
+            .rsplit('.')
+            .nth(1)
+            .is_some_and(|class| class.starts_with(|c: char| c.is_ascii_uppercase()));
+        if model_library
+            && ((last == "from_pretrained"
+                && is_model_class
+                && !qualified.contains("Tokenizer")
+                && !qualified.contains("Processor")
+                && !qualified.contains("Config")
+                && !qualified.contains("Scheduler"))
+                || last == "create_model"
+                || (qualified.starts_with("torchvision.models.")
+                    && last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !last.starts_with("get_")))
+        {
+            return Fact {
+                kind: ValueKind::Module,
+                device: Device::Cpu,
+                origin,
+                ..Fact::UNKNOWN
+            };
+        }
+        if qualified.starts_with("numpy.") {
+            let last = qualified.rsplit('.').next().unwrap_or("");
+            if last.starts_with(|c: char| c.is_ascii_lowercase()) {
+                return Fact::of(ValueKind::NumpyArray);
+            }
+        }
+        Fact::UNKNOWN
+    }
+
+    fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
+        syntax::positional_args(arguments)
+            .iter()
+            .map(|a| self.fact_at_depth(*a, depth + 1))
+            .find(|fact| fact.is_tensor())
+            .map_or(Device::Unknown, |fact| fact.device)
+    }
+
+    /// The device named by a call's `device=` keyword, or for `.to(...)` (`positional_device`)
+    /// its first positional argument.
+    fn device_argument(
+        &self,
+        arguments: Node<'_>,
+        positional_device: bool,
+        depth: usize,
+    ) -> Option<Device> {
+        let value = syntax::keyword_arg(arguments, "device", self.source).or_else(|| {
+            if positional_device {
+                syntax::positional_args(arguments).first().copied()
+            } else {
+                None
+            }
+        })?;
+        // `.to(torch.float32)` converts the dtype and keeps the device.
+        if self.is_torch_dtype(value) {
+            return None;
+        }
+        Some(self.device_of_expr(value, depth))
+    }
+
+    /// `torch.float32`, `torch.half`, `torch.long`, ...: a dtype, not a device.
+    fn is_torch_dtype(&self, expr: Node<'_>) -> bool {
+        self.qualified_name(expr)
+            .as_deref()
+            .and_then(|name| name.strip_prefix("torch."))
+            .is_some_and(|name| {
+                matches!(
+                    name,
+                    "float"
+                        | "float16"
+                        | "float32"
+                        | "float64"
+                        | "double"
+                        | "half"
+                        | "bfloat16"
+                        | "int"
+                        | "int8"
+                        | "int16"
+                        | "int32"
+                        | "int64"
+                        | "long"
+                        | "short"
+                        | "uint8"
+                        | "bool"
+                        | "complex64"
+                        | "complex128"
+                        | "cfloat"
+                        | "cdouble"
+                )
+            })
+    }
+
+    /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
+    pub fn device_of_expr(&self, value: Node<'_>, depth: usize) -> Device {
+        let source = self.source;
+        if let Some(text) = syntax::string_value(value, source) {
+            return device_from_str(&text);
+        }
+        match value.kind_name() {
+            "call" => {
+                let Some((function, arguments)) = syntax::call_parts(value) else {
+                    return Device::Unknown;
+                };
+                match self.qualified_name(function).as_deref() {
+                    Some("torch.device") => syntax::positional_args(arguments)
+                        .first()
+                        .and_then(|a| syntax::string_value(*a, source))
+                        .map_or(Device::Accelerator, |s| device_from_str(&s)),
+                    Some(q) if q.ends_with("xla_device") || q == "torch_xla.device" => {
+                        Device::Accelerator
+                    }
+                    _ => Device::Accelerator,
+                }
+            }
+            "attribute" => {
+                let is_device_attr = value
+                    .field("attribute")
+                    .is_some_and(|a| node_text(a, source) == "device");
+                if is_device_attr {
+                    value.field("object").map_or(Device::Unknown, |o| {
+                        let fact = self.fact_at_depth(o, depth + 1);
+                        if fact.is_tensor() {
+                            fact.device
+                        } else {
+                            Device::Accelerator
+                        }
+                    })
+                } else {
+                    Device::Accelerator
+                }
+            }
+            "identifier" => Device::Accelerator,
+            // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
+            _ => Device::Unknown,
+        }
+    }
+}
+
+/// torch functions that answer a question or configure state rather than compute a tensor:
+/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
+/// `torch.compiler.is_compiling()`.
+fn is_torch_query_function(function: &str) -> bool {
+    let last = function.rsplit('.').next().unwrap_or(function);
+    last.starts_with("is_")
+        || last.starts_with("are_")
+        || last.starts_with("get_")
+        || last.starts_with("set_")
+        || last.starts_with("has_")
+        || matches!(
+            last,
+            "broadcast_shapes"
+                | "result_type"
+                | "promote_types"
+                | "can_cast"
+                | "typename"
+                | "allclose"
+                | "equal"
+        )
+}
+
+/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
+/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
+/// compilation or tooling: `torch.npu.device_count()` is no tensor.
+fn in_tensor_namespace(function: &str) -> bool {
+    const TENSOR_NAMESPACES: &[&str] = &[
+        "nn.",
+        "linalg.",
+        "fft.",
+        "special.",
+        "sparse.",
+        "nested.",
+        "masked.",
+        "ops.",
+        "func.",
+        "Tensor.",
+        "distributions.",
+        "signal.",
+    ];
+    !function.contains('.')
+        || TENSOR_NAMESPACES
+            .iter()
+            .any(|prefix| function.starts_with(prefix))
+}
+
+/// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.
+fn is_identity_or_membership(comparison: Node<'_>, source: &str) -> bool {
+    let mut cursor = comparison.walk();
+    let operators: Vec<Node<'_>> = comparison
+        .children(&mut cursor)
+        .filter(|child| !child.is_named())
+        .collect();
+    operators.into_iter().any(|operator| {
+        let text = node_text(operator, source);
+        text.starts_with("is") || text.ends_with("in")
+    })
+}
+
+/// `"cuda:0"` → `Cuda`, `"cpu"` → `Cpu`, `"xla"`/`"tpu"` → `Accelerator`.
+pub fn device_from_str(text: &str) -> Device {
+    let kind = text.split(':').next().unwrap_or("").trim();
+    match kind {
+        "cuda" => Device::Cuda,
+        "cpu" => Device::Cpu,
+        "xla" | "tpu" => Device::Accelerator,
+        _ => Device::Unknown,
+    }
+}
+
+impl summaries::Resolver for SemanticModel<'_> {
+    fn resolve(&self, expr: Node<'_>) -> Option<String> {
+        self.resolve_qualified_name(expr)
+    }
+}
