@@ -69,12 +69,15 @@ if ! skip rust; then
     fi
   done
   # The IDE layer is sans-IO: shared by the CLI, the server and the wasm build, it runs no
-  # async runtime and speaks no LSP transport.
-  for forbidden in tower-lsp-server tokio; do
-    if cargo tree -p tpulint_ide --edges normal --prefix none --locked | grep -q "^$forbidden "; then
-      echo "tpulint_ide must not depend on $forbidden" >&2
-      exit 1
-    fi
+  # async runtime and speaks no LSP transport. tpulint_trace, shared by the CLI and the
+  # server, neither.
+  for crate in tpulint_ide tpulint_trace; do
+    for forbidden in tower-lsp-server tokio; do
+      if cargo tree -p "$crate" --edges normal --prefix none --locked | grep -q "^$forbidden "; then
+        echo "$crate must not depend on $forbidden" >&2
+        exit 1
+      fi
+    done
   done
 fi
 

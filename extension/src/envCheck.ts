@@ -13,6 +13,7 @@ import { CHECK_ENVIRONMENT, parseEnvironmentReport, type EnvironmentReport, type
 import type { ReportView } from './reportView';
 import { errorText, type ServerManager } from './server';
 import { readSettings } from './settings';
+import { shellQuote } from './traceCommand';
 import * as vscodeapi from './vscodeapi';
 
 export const REPORT_TITLE = 'TPU Environment Report';
@@ -20,11 +21,6 @@ const REVIEW_FIXES = 'Review Fixes…';
 const SHOW_REPORT = 'Show Report';
 const RUN_DOCTOR = 'Run tpulint doctor in Terminal';
 const EXPLAIN = 'Explain';
-
-/** Quotes a word for a POSIX shell. */
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
 
 export class EnvironmentCheck implements vscode.Disposable {
   private readonly statusBar = vscode.window.createStatusBarItem('tpulint.environment', vscode.StatusBarAlignment.Left, 50);

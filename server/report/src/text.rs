@@ -79,10 +79,11 @@ fn fixable_marker(diagnostic: &Diagnostic, paint: Paint) -> String {
     }
 }
 
-/// The code that heads a diagnostic: `TPU101`, or `invalid-syntax:` / `io-error:` for the
-/// diagnostics no rule reports (as ruff prints its `invalid-syntax`).
+/// The code that heads a diagnostic: `TPU101` (or a runtime `TPR101`), or `invalid-syntax:` /
+/// `io-error:` for the diagnostics no rule reports, whose "code" is a name (as ruff prints its
+/// `invalid-syntax`).
 fn label(diagnostic: &Diagnostic) -> String {
-    if rule_by_code_or_name(diagnostic.code).is_some() {
+    if rule_by_code_or_name(diagnostic.code).is_some() || !diagnostic.code.contains('-') {
         diagnostic.code.to_string()
     } else {
         format!("{}:", diagnostic.code)
