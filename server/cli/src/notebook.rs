@@ -13,7 +13,7 @@ use tpulint_report::text::unified_diff;
 use tpulint_workspace::SourceText;
 use tpulint_workspace::discovery::describe_io;
 
-use crate::check::{FileResult, Mode, RunOptions};
+use crate::check::{FileResult, Mode, RunOptions, backendless_device_fixes, io_error_diagnostic};
 
 /// Checks (and fixes, per `options`) one notebook's JSON; `write` persists the fixed JSON.
 pub(crate) fn check_notebook_text(
@@ -23,19 +23,14 @@ pub(crate) fn check_notebook_text(
     options: &RunOptions,
     write: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> FileResult {
-    let failed = |message: String| FileResult {
-        file: SourceFile::new(name, String::new(), Vec::new()),
-        fixed: BTreeMap::new(),
-        diff: None,
-        warnings: Vec::new(),
-        errors: vec![message],
-    };
+    // An unreadable notebook is an `io-error` diagnostic, like any file that cannot be read.
+    let failed = |message: String| FileResult::io_error(name, Path::new(name), message);
     if source.lossy {
-        return failed(format!("{name}: not a valid notebook: not valid UTF-8"));
+        return failed("not a valid notebook: not valid UTF-8".to_string());
     }
     let notebook = match Notebook::from_json(&source.text) {
         Ok(notebook) => notebook,
-        Err(error) => return failed(format!("{name}: {error}")),
+        Err(error) => return failed(error.to_string()),
     };
     let mut warnings = Vec::new();
     if !notebook.is_python() {
@@ -47,13 +42,15 @@ pub(crate) fn check_notebook_text(
     if options.mode == Mode::Check {
         let module = kind.module();
         let diagnostics = module.check(settings);
+        let backendless_device_fixes = backendless_device_fixes(&diagnostics, settings);
         return FileResult {
             file: SourceFile::new(name, module.text.clone(), diagnostics)
                 .with_cells(&module.cell_starts()),
             fixed: BTreeMap::new(),
             diff: None,
             warnings,
-            errors: Vec::new(),
+            io_failed: false,
+            backendless_device_fixes,
         };
     }
     let outcome = tpulint_ide::fix(&kind, settings, options.threshold);
@@ -70,9 +67,7 @@ pub(crate) fn check_notebook_text(
     }
     let (SourceKind::Notebook(before), SourceKind::Notebook(after)) = (&kind, &outcome.output)
     else {
-        return failed(format!(
-            "{name}: internal error: a notebook fixed into a module"
-        ));
+        return failed("internal error: a notebook fixed into a module".to_string());
     };
     let changed = after.json() != before.json();
     let mut fixed = outcome.fixed;
@@ -84,17 +79,23 @@ pub(crate) fn check_notebook_text(
                 if let Err(io_error) = write(after.json()) {
                     fixed.clear();
                     let module = kind.module();
-                    let diagnostics = module.check(settings);
+                    let mut diagnostics = module.check(settings);
+                    let backendless_device_fixes = backendless_device_fixes(&diagnostics, settings);
+                    diagnostics.insert(
+                        0,
+                        io_error_diagnostic(format!(
+                            "Cannot write fixes: {}",
+                            describe_io(&io_error)
+                        )),
+                    );
                     return FileResult {
                         file: SourceFile::new(name, module.text.clone(), diagnostics)
                             .with_cells(&module.cell_starts()),
                         fixed,
                         diff: None,
                         warnings,
-                        errors: vec![format!(
-                            "{name}: cannot write fixes: {}",
-                            describe_io(&io_error)
-                        )],
+                        io_failed: true,
+                        backendless_device_fixes,
                     };
                 }
             }
@@ -106,13 +107,15 @@ pub(crate) fn check_notebook_text(
         Mode::Diff => (kind.module(), Vec::new()),
         _ => (outcome.output.module(), outcome.remaining),
     };
+    let backendless_device_fixes = backendless_device_fixes(&diagnostics, settings);
     FileResult {
         file: SourceFile::new(name, shown.text.clone(), diagnostics)
             .with_cells(&shown.cell_starts()),
         fixed,
         diff,
         warnings,
-        errors: Vec::new(),
+        io_failed: false,
+        backendless_device_fixes,
     }
 }
 

@@ -3,20 +3,24 @@
 //! minimal edit). Everything here is in byte offsets; the LSP layer converts positions.
 
 use tpulint_analyzer::suppression::find_noqa;
-use tpulint_analyzer::{Applicability, Diagnostic, Edit, LineIndex, Settings, syntax::node_text};
+use tpulint_analyzer::{
+    Applicability, Diagnostic, Edit, LineIndex, Settings, rule_by_code_or_name, syntax::node_text,
+};
 use tree_sitter::Tree;
 
 use crate::source_kind::SourceKind;
 
 /// The edit that suppresses `diagnostic` on its first line: a new `  # noqa: CODE` at the end
 /// of the line, or `, CODE` appended to the line's existing `# noqa: …` list. `None` when the
-/// line already has a bare `# noqa` or lists the code.
+/// line already has a bare `# noqa` or lists the code, and for diagnostics no rule reports
+/// (syntax errors), which no `# noqa` silences.
 pub fn noqa_edit(
     text: &str,
     index: &LineIndex,
     tree: &Tree,
     diagnostic: &Diagnostic,
 ) -> Option<Edit> {
+    rule_by_code_or_name(diagnostic.code)?;
     let line = index.line_of(diagnostic.range.start);
     let line_range = index.line_range(line, text);
     let code = diagnostic.code;

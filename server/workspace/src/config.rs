@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tpulint_analyzer::settings::path_matches;
-use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, RuleSet, Settings};
+use tpulint_analyzer::{
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+};
 
 /// File names searched in each directory, in order of preference.
 pub const CONFIG_FILE_NAMES: &[&str] = &[".tpulint.toml", "tpulint.toml", "pyproject.toml"];
@@ -25,6 +27,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "exclude",
     "extend-exclude",
     "backend",
+    "fixable",
+    "unfixable",
+    "test-code",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -118,6 +123,15 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                 let codes = string_list(value).map_err(|m| key_error(key, m))?;
                 configuration.ignore = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
             }
+            "fixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.fixable =
+                    Some(parse_selectors(&codes).map_err(|m| key_error(key, m))?);
+            }
+            "unfixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.unfixable = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
+            }
             "exclude" | "extend-exclude" => {
                 let patterns = string_list(value).map_err(|m| key_error(key, m))?;
                 configuration.exclude.extend(patterns);
@@ -152,6 +166,20 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                     key_error(
                         key,
                         format!("unknown backend `{name}` (expected auto, torch_xla or torchtpu)"),
+                    )
+                })?;
+            }
+            "test-code" => {
+                let Some(name) = value.as_str() else {
+                    return Err(key_error(
+                        key,
+                        format!("expected a string, found {}", describe(value)),
+                    ));
+                };
+                configuration.test_code = TestCodePolicy::parse(name).ok_or_else(|| {
+                    key_error(
+                        key,
+                        format!("unknown value `{name}` (expected errors, all or off)"),
                     )
                 })?;
             }
@@ -303,6 +331,14 @@ pub struct Overrides {
     pub ignore: Vec<RuleSelector>,
     pub backend: Option<BackendSetting>,
     pub extend_exclude: Vec<String>,
+    /// ruff's `--force-exclude`: files named explicitly (on the command line, by pre-commit)
+    /// are excluded too when they match `exclude`. Applies to discovery, not to the
+    /// configuration.
+    pub force_exclude: bool,
+    /// Replaces the configuration's `fixable`.
+    pub fixable: Option<Vec<RuleSelector>>,
+    /// Added to the configuration's `unfixable`.
+    pub unfixable: Vec<RuleSelector>,
 }
 
 impl Overrides {
@@ -322,6 +358,12 @@ impl Overrides {
         configuration
             .exclude
             .extend(self.extend_exclude.iter().cloned());
+        if let Some(fixable) = &self.fixable {
+            configuration.fixable = Some(fixable.clone());
+        }
+        configuration
+            .unfixable
+            .extend(self.unfixable.iter().cloned());
     }
 }
 
@@ -369,6 +411,18 @@ impl Project {
             .exclude
             .iter()
             .any(|pattern| path_matches(pattern, &relative))
+    }
+
+    /// Whether `path` or a directory above it (up to the project root) is excluded: what a walk
+    /// would have skipped on its way down to `path`. Used for files named explicitly under
+    /// `--force-exclude` and by the language server for the documents it is sent.
+    pub fn is_path_excluded(&self, path: &Path) -> bool {
+        self.is_excluded(path)
+            || path
+                .ancestors()
+                .skip(1)
+                .take_while(|ancestor| ancestor.starts_with(&self.root) && *ancestor != self.root)
+                .any(|ancestor| self.is_excluded(ancestor))
     }
 
     /// The enabled rules for a file at `path`, for reports that list them.
@@ -463,6 +517,11 @@ impl ProjectResolver {
         result
     }
 
+    /// Whether files named explicitly respect `exclude` (`--force-exclude`).
+    pub fn force_exclude(&self) -> bool {
+        self.overrides.force_exclude
+    }
+
     /// The project governing a file at `path` (absolute).
     pub fn resolve_file(&self, path: &Path) -> Result<Arc<Project>, ConfigError> {
         match path.parent() {
@@ -539,6 +598,25 @@ backend = "torch_xla"
         assert_eq!(configuration.backend, BackendSetting::TorchXla);
         assert_eq!(configuration.exclude, vec!["vendor".to_string()]);
         assert_eq!(configuration.per_file_ignores.len(), 1);
+    }
+
+    #[test]
+    fn test_code_policy() {
+        let configuration = parse("tpulint.toml", "test-code = \"all\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(configuration.test_code, TestCodePolicy::All);
+        let default = parse("tpulint.toml", "backend = \"auto\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(default.test_code, TestCodePolicy::ErrorsOnly);
+        let settings = default.settings_for("tests/test_ops.py");
+        assert!(settings.test_path);
+        let error = parse("tpulint.toml", "test-code = \"some\"\n").unwrap_err();
+        assert!(
+            error.contains("unknown value `some` (expected errors, all or off)"),
+            "{error}"
+        );
     }
 
     #[test]
