@@ -7,7 +7,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HotPath, SemanticModel};
+use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -312,6 +312,7 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 call_parts.fill(node, source);
                 &call_parts
             });
+            let before = diagnostics.len();
             for id in rules_for_kind {
                 let rule = id.meta();
                 let mut context = Context {
@@ -323,6 +324,11 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                     current_call,
                 };
                 (rule.check)(&mut context, node);
+            }
+            // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
+            // `if TYPE_CHECKING:`) has no TPU problems: decided once here, not rule by rule.
+            if semantic.hardware_scope().is_unreachable_on_tpu() {
+                diagnostics.truncate(before);
             }
         }
         true
@@ -344,6 +350,8 @@ pub struct Inspection {
     pub qualified_name: Option<String>,
     pub hot_path: Option<HotPath>,
     pub backend: Backend,
+    /// What the enclosing guards say about the hardware the node runs on.
+    pub hardware_scope: HardwareScope,
 }
 
 /// Inspects the smallest named node that covers `range`, with the index as the traversal
@@ -367,6 +375,7 @@ pub fn inspect(
                 qualified_name: semantic.qualified_name(node),
                 hot_path: semantic.hot_path(),
                 backend: semantic.backend(),
+                hardware_scope: semantic.hardware_scope(),
             });
             return false;
         }

@@ -16,6 +16,15 @@ use crate::settings::BackendSetting;
 use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
+mod guards;
+mod imports;
+
+use guards::GuardFrame;
+pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+
+use imports::compact_dotted;
+pub use imports::{ImportCondition, ImportRecord, ModuleImports};
+
 /// The TPU software stack a file targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -221,10 +230,11 @@ pub struct SemanticModel<'t> {
     frames: Vec<Frame>,
     classes: Vec<ClassInfo>,
     compiled_names: HashSet<String>,
-    /// The text after `import` / `from` of each module-level import statement, collected once:
-    /// rules ask about them per call, and re-walking a large module's statements each time made
-    /// their cost quadratic.
-    top_level_imports: Vec<&'t str>,
+    /// Every import statement of the file with its condition (part of the module summary).
+    imports: ModuleImports,
+    /// The hardware scope of each enclosing block and definition, innermost last (computed once
+    /// per block in `enter`).
+    guard_frames: Vec<GuardFrame>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
@@ -348,12 +358,16 @@ impl<'t> SemanticModel<'t> {
             frames: Vec::new(),
             classes: Vec::new(),
             compiled_names: HashSet::new(),
-            top_level_imports: Vec::new(),
+            imports: ModuleImports::default(),
+            guard_frames: vec![GuardFrame {
+                node_id: tree.root_node().id(),
+                scope: HardwareScope::default(),
+            }],
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
-        model.top_level_imports = top_level_import_texts(tree.root_node(), source);
-        model.prescan_module(tree.root_node(), 0);
+        model.imports = ModuleImports::build(tree.root_node(), source);
+        model.bind_module_imports();
         model.prescan_compiled(tree);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
@@ -367,9 +381,9 @@ impl<'t> SemanticModel<'t> {
         self.source
     }
 
-    /// The text after `import` / `from` of each module-level import statement.
-    pub fn top_level_imports(&self) -> &[&'t str] {
-        &self.top_level_imports
+    /// The file's imports with the condition each executes under (see [`ModuleImports`]).
+    pub fn imports(&self) -> &ModuleImports {
+        &self.imports
     }
 
     /// The answer to a question about the whole file that does not change during the traversal
@@ -403,20 +417,27 @@ impl<'t> SemanticModel<'t> {
 
     // ----- pre-pass -------------------------------------------------------------------------
 
-    fn prescan_module(&mut self, block: Node<'_>, depth: usize) {
-        if depth > 8 {
-            return;
-        }
-        let mut cursor = block.walk();
-        for statement in block.named_children(&mut cursor) {
-            match statement.kind_name() {
-                "import_statement" | "import_from_statement" => self.bind_import(statement),
-                "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
-                | "elif_clause" | "except_clause" | "finally_clause" => {
-                    self.prescan_module(statement, depth + 1)
-                }
-                _ => {}
-            }
+    /// Binds the names of every import outside functions in module scope, in source order
+    /// (imports under `if` / `try` included: rules need them from the first line on). Imports in
+    /// functions bind when the traversal reaches them.
+    fn bind_module_imports(&mut self) {
+        let records: Vec<(String, String, String)> = self
+            .imports
+            .records()
+            .iter()
+            .filter(|record| !record.in_function)
+            .map(|record| {
+                (
+                    record.local.clone(),
+                    record.qualified.clone(),
+                    record.module.clone(),
+                )
+            })
+            .collect();
+        for (local, qualified, module) in records {
+            self.imported_modules.insert(module);
+            self.imported_modules.insert(qualified.clone());
+            self.bind(local, Binding::Import(qualified));
         }
     }
 
@@ -567,8 +588,15 @@ impl<'t> SemanticModel<'t> {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
         match node.kind_name() {
-            "function_definition" => self.enter_function(node),
-            "class_definition" => self.enter_class(node),
+            "block" => self.enter_block(node),
+            "function_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_function(node)
+            }
+            "class_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_class(node)
+            }
             "for_statement" | "while_statement" => {
                 let hot = self.is_training_loop(node);
                 self.frames.push(Frame::Loop {
@@ -590,7 +618,25 @@ impl<'t> SemanticModel<'t> {
         {
             self.ancestors.pop();
         }
+        if matches!(
+            node.kind_name(),
+            "block" | "function_definition" | "class_definition"
+        ) && self.guard_frames.len() > 1
+            && self
+                .guard_frames
+                .last()
+                .is_some_and(|f| f.node_id == node.id())
+        {
+            self.guard_frames.pop();
+        }
         match node.kind_name() {
+            "if_statement" => {
+                if let Some(test) = guards::after_early_exit(node, self.source)
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    guards::apply_exit(&mut frame.scope, test);
+                }
+            }
             "function_definition" => {
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
@@ -621,6 +667,54 @@ impl<'t> SemanticModel<'t> {
             "expression_statement" => self.leave_expression_statement(node),
             _ => {}
         }
+    }
+
+    fn current_scope(&self) -> HardwareScope {
+        self.guard_frames
+            .last()
+            .map(|frame| frame.scope)
+            .unwrap_or_default()
+    }
+
+    fn enter_block(&mut self, block: Node<'t>) {
+        let count = self.ancestors.len();
+        let (Some(&parent), grandparent) = (
+            count.checked_sub(2).and_then(|i| self.ancestors.get(i)),
+            count
+                .checked_sub(3)
+                .and_then(|i| self.ancestors.get(i))
+                .copied(),
+        ) else {
+            return;
+        };
+        let scope = guards::block_scope(
+            self.current_scope(),
+            block,
+            parent,
+            grandparent,
+            self.source,
+        );
+        self.guard_frames.push(GuardFrame {
+            node_id: block.id(),
+            scope,
+        });
+    }
+
+    fn enter_definition_guards(&mut self, definition: Node<'t>) {
+        let decorated = self
+            .parent(definition)
+            .filter(|p| p.kind_name() == "decorated_definition");
+        let scope =
+            guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        self.guard_frames.push(GuardFrame {
+            node_id: definition.id(),
+            scope,
+        });
+    }
+
+    /// What the guards around the current node say about the hardware it runs on.
+    pub fn hardware_scope(&self) -> HardwareScope {
+        self.current_scope()
     }
 
     fn enter_function(&mut self, node: Node<'_>) {
@@ -1605,20 +1699,6 @@ impl<'t> SemanticModel<'t> {
 /// torch functions that answer a question or configure state rather than compute a tensor:
 /// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
 /// `torch.compiler.is_compiling()`.
-/// The text after the keyword of every module-level `import …` / `from … import …` statement.
-fn top_level_import_texts<'s>(root: Node<'_>, source: &'s str) -> Vec<&'s str> {
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor)
-        .filter_map(|statement| match statement.kind_name() {
-            "import_statement" => Some(node_text(statement, source).trim_start_matches("import")),
-            "import_from_statement" => {
-                Some(node_text(statement, source).trim_start_matches("from"))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 fn is_torch_query_function(function: &str) -> bool {
     let last = function.rsplit('.').next().unwrap_or(function);
     last.starts_with("is_")
@@ -1684,10 +1764,6 @@ pub fn device_from_str(text: &str) -> Device {
         "xla" | "tpu" => Device::Accelerator,
         _ => Device::Unknown,
     }
-}
-
-fn compact_dotted(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
