@@ -104,6 +104,16 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
         name
     }
 
+    /// The statement range of the last run-time import of `package` (or a submodule) that has
+    /// run by the time the site runs, if any ([`Self::visible_records`]).
+    pub fn package_imported_before(&self, package: &str) -> Option<crate::source::TextRange> {
+        self.visible_records()
+            .into_iter()
+            .filter(|visible| visible.record.condition != ImportCondition::ExceptHandler)
+            .find(|visible| visible.record.names_package(package))
+            .map(|visible| visible.record.statement.clone())
+    }
+
     /// The functions around the site, outermost first.
     fn enclosing_functions(&self) -> Vec<Node<'t>> {
         let mut functions = Vec::new();
