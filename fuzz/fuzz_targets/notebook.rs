@@ -29,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         ..Settings::default()
     };
     for diagnostic in check_source(&concatenation.text, &settings) {
-        if let Some((cell, local)) = concatenation.map_diagnostic(&diagnostic) {
+        if let Some((span, local)) = concatenation.map_diagnostic(&diagnostic) {
+            let cell = concatenation.spans[span].cell;
             let own = cells[cell];
             assert!(
                 local.range.end <= own.len() && own.is_char_boundary(local.range.start),
