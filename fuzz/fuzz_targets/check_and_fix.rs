@@ -37,7 +37,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // Fixing re-checks at least once; without a fix to apply it can only return the input.
-    if diagnostics.iter().all(|diagnostic| diagnostic.fix.is_none()) {
+    if diagnostics
+        .iter()
+        .all(|diagnostic| diagnostic.fix.is_none())
+    {
         return;
     }
     let threshold = if selector & 0x80 == 0 {
@@ -50,7 +53,10 @@ fuzz_target!(|data: &[u8]| {
         let before = syntax::parse(&source, None).map(|tree| count_errors(&tree));
         let after = syntax::parse(&outcome.output, None).map(|tree| count_errors(&tree));
         if let (Some(before), Some(after)) = (before, after) {
-            assert!(after <= before, "fixing added syntax errors: {before} -> {after}");
+            assert!(
+                after <= before,
+                "fixing added syntax errors: {before} -> {after}"
+            );
         }
     }
 });

@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let cells: Vec<&str> = text.split('\0').collect();
     for cell in &cells {
         let (neutral, ranges) = neutralise_ipython(cell);
-        assert_eq!(neutral.len(), cell.len(), "neutralising changed a cell's length");
+        assert_eq!(
+            neutral.len(),
+            cell.len(),
+            "neutralising changed a cell's length"
+        );
         for range in ranges {
             assert!(range.start <= range.end && range.end <= cell.len());
         }

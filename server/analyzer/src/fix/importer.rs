@@ -405,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn words_and_type_checking_tests() {
+    fn words_and_packages() {
         assert!(super::contains_word("a = xr.x", "xr"));
         assert!(!super::contains_word("a = xrx + x_xr", "xr"));
         assert!(super::is_under("torch_xla.runtime", "torch_xla"));
