@@ -12,14 +12,14 @@ declare_rule! {
     /// ## What it does
     /// Checks for `os.environ[NAME] = ...` and `os.environ.setdefault(NAME, ...)` that run after
     /// an `import torch_xla` (earlier at module level, or in the function around the statement)
-    /// for variables torch_xla reads or rewrites when it is imported: `PT_XLA_DEBUG`,
-    /// `TPU_LIBRARY_PATH`, `XLA_REGISTER_INSTALLED_PLUGINS`, `XLA_USE_EAGER_DEBUG_MODE`,
-    /// `XLA_FLAGS` and `LIBTPU_INIT_ARGS`.
+    /// for variables torch_xla reads or rewrites when it is imported: `TPU_LIBRARY_PATH`,
+    /// `XLA_REGISTER_INSTALLED_PLUGINS`, `XLA_USE_EAGER_DEBUG_MODE`, `XLA_FLAGS` and
+    /// `LIBTPU_INIT_ARGS`.
     ///
     /// ## Why is this bad?
     /// `torch_xla/__init__.py` reads these when the package is imported ("These needs to be
-    /// called before the _XLAC module is loaded"): set afterwards, `PT_XLA_DEBUG`'s tracing,
-    /// a custom libtpu path, plugin registration and eager debug mode silently do not happen.
+    /// called before the _XLAC module is loaded"): set afterwards, a custom libtpu path, plugin
+    /// registration and eager debug mode silently do not happen.
     /// `XLA_FLAGS` (always) and `LIBTPU_INIT_ARGS` (on a TPU VM) are extended with torch_xla's
     /// defaults at import, so a later assignment drops those defaults and a later `setdefault`
     /// does nothing.
@@ -27,27 +27,29 @@ declare_rule! {
     /// ## Example
     /// ```python
     /// import torch_xla
-    /// os.environ["PT_XLA_DEBUG"] = "1"
+    /// os.environ["XLA_USE_EAGER_DEBUG_MODE"] = "1"
     /// ```
     ///
     /// Use instead:
     /// ```python
     /// import os
-    /// os.environ["PT_XLA_DEBUG"] = "1"
+    /// os.environ["XLA_USE_EAGER_DEBUG_MODE"] = "1"
     /// import torch_xla
     /// ```
-    /// or set the variable in the launch environment (`PT_XLA_DEBUG=1 python train.py`).
+    /// or set the variable in the launch environment.
     ///
     /// ## Fix safety
     /// No fix: moving the assignment above the import may move other code.
     ///
     /// ## Known problems
-    /// torch_xla imported by another module first is not seen. TorchTPU, which locks its
+    /// `PT_XLA_DEBUG` is not reported: besides the import-time setup, torch_xla's C++ side reads
+    /// it later, and torch_xla's own tests set it after the import. torch_xla imported by another
+    /// module first is not seen. TorchTPU, which locks its
     /// environment when the backend initialises, is not covered yet.
     ///
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/__init__.py (`_setup_xla_flags`,
-    ///   `_setup_tpu_vm_library_path`, `PT_XLA_DEBUG`, `XLA_REGISTER_INSTALLED_PLUGINS`,
+    ///   `_setup_tpu_vm_library_path`, `XLA_REGISTER_INSTALLED_PLUGINS`,
     ///   `XLA_USE_EAGER_DEBUG_MODE` at import); update-2026-12.md N2
     pub(crate) static ENV_VAR_AFTER_BACKEND_IMPORT = {
         code: "TPU612",
@@ -62,7 +64,6 @@ declare_rule! {
 /// Variables read at import, and whether torch_xla extends them (then a later assignment
 /// drops its defaults rather than being ignored).
 const READ_AT_IMPORT: &[(&str, bool)] = &[
-    ("PT_XLA_DEBUG", false),
     ("TPU_LIBRARY_PATH", false),
     ("XLA_REGISTER_INSTALLED_PLUGINS", false),
     ("XLA_USE_EAGER_DEBUG_MODE", false),

@@ -9,6 +9,8 @@ mod step_around_optimizer_step;
 mod xla_process_group_on_torchtpu;
 mod xmp_spawn_options;
 
+pub(crate) use spmd_enabled_after_device_use::first_device_use;
+
 use crate::registry::RuleMeta;
 
 /// The rules of this family, one line each.

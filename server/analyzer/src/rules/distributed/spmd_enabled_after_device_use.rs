@@ -85,6 +85,14 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .named_children(&mut cursor)
         .take_while(|sibling| sibling.id() != statement.id())
         .collect();
+    // A device handle alone (`torch_xla.device()`) places nothing: a tensor or module must
+    // have been moved or created there.
+    if !earlier
+        .iter()
+        .any(|sibling| places_on_device(context, *sibling))
+    {
+        return;
+    }
     let Some(device_use) = earlier
         .into_iter()
         .find_map(|sibling| first_device_use(context, sibling))
@@ -102,9 +110,41 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     diagnostic.related.push(related);
 }
 
+/// Whether `statement` moves or creates something on a device: a `.to(...)` call or a
+/// `device=` argument (the device itself is found by [`first_device_use`]).
+fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool {
+    let mut stack = vec![statement];
+    while let Some(node) = stack.pop() {
+        match node.kind_name() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "call"
+                if context
+                    .method_call(node)
+                    .is_some_and(|(_, method)| context.text(method) == "to") =>
+            {
+                return true;
+            }
+            "keyword_argument"
+                if node
+                    .field("name")
+                    .is_some_and(|name| context.text(name) == "device") =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
+}
+
 /// The first call in `statement` (not inside a nested function or class) that uses the XLA
-/// device.
-fn first_device_use<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> Option<Node<'t>> {
+/// device (and so has started torch_xla's runtime).
+pub(crate) fn first_device_use<'t>(
+    context: &Context<'t, '_>,
+    statement: Node<'t>,
+) -> Option<Node<'t>> {
     if matches!(
         statement.kind_name(),
         "function_definition" | "class_definition" | "decorated_definition"
