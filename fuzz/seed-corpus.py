@@ -20,6 +20,18 @@ def sources(extra_dirs):
     return [p.read_bytes() for p in files]
 
 
+def notebook(text):
+    """An nbformat 4 notebook whose code cells are the source's paragraphs, with a markdown cell
+    and an IPython magic."""
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# fuzz\n"]}]
+    cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["%matplotlib inline\n", "!pip list\n"]})
+    for paragraph in text.split("\n\n"):
+        lines = [line + "\n" for line in paragraph.split("\n")]
+        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": lines})
+    document = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(document, indent=1).encode()
+
+
 def frame(message):
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -75,6 +87,8 @@ def main():
         for selector in (0, 1, 2, 0x81):
             (CORPUS / "check_and_fix" / f"seed-{index}-{selector}").write_bytes(bytes([selector]) + text)
         (CORPUS / "notebook" / f"seed-{index}").write_bytes(text.replace(b"\n\n", b"\n\0"))
+        if index % 4 == 0:
+            (CORPUS / "notebook" / f"seed-{index}.ipynb").write_bytes(notebook(text.decode("utf-8", "replace")))
         if index % 8 == 0:
             (CORPUS / "lsp_frames" / f"seed-{index}").write_bytes(session(text.decode("utf-8", "replace")))
     for index in range(16):

@@ -68,6 +68,14 @@ if ! skip rust; then
       exit 1
     fi
   done
+  # The IDE layer is sans-IO: shared by the CLI, the server and the wasm build, it runs no
+  # async runtime and speaks no LSP transport.
+  for forbidden in tower-lsp-server tokio; do
+    if cargo tree -p tpulint_ide --edges normal --prefix none --locked | grep -q "^$forbidden "; then
+      echo "tpulint_ide must not depend on $forbidden" >&2
+      exit 1
+    fi
+  done
 fi
 
 # ---- Fuzz smoke: every cargo-fuzz target for a short while from the seed corpus and the saved

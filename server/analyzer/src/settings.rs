@@ -108,6 +108,13 @@ impl RuleSet {
         }
     }
 
+    /// Every rule.
+    pub fn all() -> RuleSet {
+        RuleSet {
+            enabled: vec![true; rules().len()],
+        }
+    }
+
     pub fn empty() -> RuleSet {
         RuleSet {
             enabled: vec![false; rules().len()],
@@ -182,6 +189,9 @@ impl RuleSet {
 pub struct Settings {
     pub rules: RuleSet,
     pub backend: BackendSetting,
+    /// Rules whose fixes are kept (ruff's `fixable` minus `unfixable`); the others' diagnostics
+    /// are reported without a fix.
+    pub fixable: RuleSet,
 }
 
 impl Default for Settings {
@@ -189,6 +199,7 @@ impl Default for Settings {
         Settings {
             rules: RuleSet::defaults(),
             backend: BackendSetting::Auto,
+            fixable: RuleSet::all(),
         }
     }
 }
@@ -200,7 +211,19 @@ impl Settings {
         rules.set(id, true);
         Settings {
             rules,
-            backend: BackendSetting::Auto,
+            ..Settings::default()
+        }
+    }
+
+    /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
+    pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        for diagnostic in diagnostics {
+            if diagnostic.fix.is_some()
+                && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)
+                && !self.fixable.is_enabled(id)
+            {
+                diagnostic.fix = None;
+            }
         }
     }
 }
@@ -217,6 +240,10 @@ pub struct Configuration {
     /// Globs of paths not to check, relative to the project root.
     pub exclude: Vec<String>,
     pub backend: BackendSetting,
+    /// Rules whose fixes may be applied; `None`: all of them.
+    pub fixable: Option<Vec<RuleSelector>>,
+    /// Rules whose fixes are never offered or applied.
+    pub unfixable: Vec<RuleSelector>,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -246,9 +273,15 @@ impl Configuration {
                 rules.disable_matching(selectors);
             }
         }
+        let fixable = RuleSet::from_selectors(
+            Some(self.fixable.as_deref().unwrap_or(&[RuleSelector::All])),
+            &[],
+            &self.unfixable,
+        );
         Settings {
             rules,
             backend: self.backend,
+            fixable,
         }
     }
 

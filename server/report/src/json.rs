@@ -1,4 +1,4 @@
-//! The `json` format: exactly ruff's `--output-format json` schema, so tools that read ruff's
+//! The `json` and `json-lines` formats: exactly ruff's `--output-format json` schema, so tools that read ruff's
 //! JSON (editors, CI annotators, dashboards) read tpulint's.
 //!
 //! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
@@ -35,9 +35,11 @@ pub struct JsonFix {
 /// One diagnostic as ruff serialises it.
 #[derive(Debug, Serialize)]
 pub struct JsonDiagnostic {
-    /// Notebook cell index; tpulint checks `.py` files only, so always null.
+    /// The notebook cell (1-based over all cells) the diagnostic starts in; rows and columns
+    /// then count inside that cell. Null outside notebooks.
     pub cell: Option<usize>,
-    pub code: &'static str,
+    /// The rule code; null for a syntax or I/O error, which no rule reports (as in ruff).
+    pub code: Option<&'static str>,
     pub end_location: JsonLocation,
     pub filename: String,
     pub fix: Option<JsonFix>,
@@ -45,8 +47,8 @@ pub struct JsonDiagnostic {
     pub message: String,
     /// The rule's kebab-case name.
     pub name: &'static str,
-    /// The row a `# noqa` comment must be on to suppress this diagnostic.
-    pub noqa_row: usize,
+    /// The row a `# noqa` comment must be on to suppress this diagnostic; null when none can.
+    pub noqa_row: Option<usize>,
     /// `error`, `warning` or `info`.
     pub severity: &'static str,
     pub url: Option<String>,
@@ -75,19 +77,21 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
             .collect(),
         message: Some(fix.title.clone()),
     });
+    let start_cell = file.location(diagnostic.range.start).cell;
     let start = location(file, diagnostic.range.start);
+    let rule = rule_by_code_or_name(diagnostic.code);
     JsonDiagnostic {
-        cell: None,
-        code: diagnostic.code,
+        cell: start_cell,
+        code: rule.map(|_| diagnostic.code),
         end_location: location(file, diagnostic.range.end),
         filename: file.full_path().to_string(),
         fix,
-        noqa_row: start.row,
+        noqa_row: rule.map(|_| start.row),
         location: start,
         message: diagnostic.message.clone(),
         name: diagnostic.name,
         severity: diagnostic.severity.as_str(),
-        url: rule_by_code_or_name(diagnostic.code).map(|id| id.meta().url()),
+        url: rule.map(|id| id.meta().url()),
     }
 }
 
@@ -103,6 +107,21 @@ pub fn render_json(files: &[SourceFile]) -> String {
         .collect();
     let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
     out.push('\n');
+    out
+}
+
+/// The `json-lines` format (ruff's): the same objects as `json`, one compact object per line,
+/// so that a consumer can stream the findings of a large run.
+pub fn render_json_lines(files: &[SourceFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for diagnostic in &file.diagnostics {
+            if let Ok(line) = serde_json::to_string(&json_diagnostic(file, diagnostic)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
     out
 }
 

@@ -1,18 +1,17 @@
-//! Code actions (a rule's quick fix, "Disable TPUxxx for this line", "Fix all tpulint issues")
+//! Code actions (a rule's quick fix, "Disable for this line", "Fix all tpulint issues")
 //! and hover, built from an [`Analysis`] of the document's current version.
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-use tower_lsp_server::ls_types::{
+use ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Hover, HoverContents, MarkupContent,
     MarkupKind, TextEdit, Uri, WorkspaceEdit,
 };
+use serde::{Deserialize, Serialize};
 use tpulint_analyzer::{Applicability, Edit, TextRange, rule_by_code_or_name};
 
+use crate::analysis::Analysis;
 use crate::encoding::PositionEncoding;
-use crate::lint;
-use crate::session::Analysis;
 use crate::to_proto;
 
 /// The kind of the "Fix all" source action, so that `editor.codeActionsOnSave` can name it.
@@ -78,10 +77,7 @@ pub fn code_actions(
                 encoding,
             );
             if let Some(fix) = &diagnostic.fix {
-                let title = match fix.applicability {
-                    Applicability::DisplayOnly => format!("{} (suggestion)", fix.title),
-                    _ => fix.title.clone(),
-                };
+                let title = quick_fix_title(diagnostic.code, &fix.title, fix.applicability);
                 actions.push(CodeActionOrCommand::CodeAction(CodeAction {
                     title,
                     kind: Some(CodeActionKind::QUICKFIX),
@@ -94,14 +90,14 @@ pub fn code_actions(
                     ..CodeAction::default()
                 }));
             }
-            if let Some(edit) = lint::noqa_edit(
+            if let Some(edit) = crate::edits::noqa_edit(
                 &analysis.text,
                 &analysis.line_index,
                 &analysis.tree,
                 diagnostic,
             ) {
                 actions.push(CodeActionOrCommand::CodeAction(CodeAction {
-                    title: format!("Disable {} for this line", diagnostic.code),
+                    title: noqa_title(diagnostic.code),
                     kind: Some(CodeActionKind::QUICKFIX),
                     diagnostics: Some(vec![lsp_diagnostic]),
                     edit: Some(workspace_edit(
@@ -134,6 +130,21 @@ pub fn code_actions(
     actions
 }
 
+/// A rule's quick fix as the light bulb lists it: prefixed with its source, as ruff's are
+/// (`Ruff (F401): Remove unused import`), so it is told apart from Pylance's or ruff's; a
+/// display-only fix is marked as a suggestion.
+pub fn quick_fix_title(code: &str, title: &str, applicability: Applicability) -> String {
+    match applicability {
+        Applicability::DisplayOnly => format!("tpulint ({code}): {title} (suggestion)"),
+        _ => format!("tpulint ({code}): {title}"),
+    }
+}
+
+/// The title of the action adding `# noqa: CODE` to the diagnostic's line.
+pub fn noqa_title(code: &str) -> String {
+    format!("tpulint ({code}): Disable for this line")
+}
+
 /// Whether some diagnostic has a fix that "Fix all" would apply.
 fn has_fix_all_candidates(analysis: &Analysis) -> bool {
     analysis.diagnostics.iter().any(|diagnostic| {
@@ -155,7 +166,7 @@ pub fn fix_all_edit(
     encoding: PositionEncoding,
 ) -> Option<WorkspaceEdit> {
     let settings = analysis.settings.as_ref()?;
-    let edit = lint::fix_all_edit(&analysis.text, settings, analysis.unsafe_fixes)?;
+    let edit = crate::edits::fix_all_edit(&analysis.text, settings, analysis.unsafe_fixes)?;
     Some(workspace_edit(
         uri,
         lsp_edits(analysis, std::slice::from_ref(&edit), encoding),

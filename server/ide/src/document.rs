@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use tower_lsp_server::ls_types::TextDocumentContentChangeEvent;
+use ls_types::TextDocumentContentChangeEvent;
 use tpulint_analyzer::{LineIndex, syntax};
 use tree_sitter::{InputEdit, Point, Tree};
 
@@ -159,7 +159,7 @@ fn advance(start: Point, insertion: &str) -> Point {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower_lsp_server::ls_types::{Position, Range};
+    use ls_types::{Position, Range};
 
     fn change(range: (u32, u32, u32, u32), text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent {

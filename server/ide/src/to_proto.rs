@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use tower_lsp_server::ls_types::{
+use ls_types::{
     self as lsp, CodeDescription, DiagnosticRelatedInformation, Location, NumberOrString, Position,
     Range, TextEdit, Uri,
 };

@@ -1,22 +1,26 @@
-//! Edits the server offers beyond a rule's own fix: "Disable TPUxxx for this line" (a `# noqa`
-//! edit that merges into an existing directive) and "Fix all" (the engine's fix loop, reduced to
-//! one minimal edit). Everything here is in byte offsets; `to_proto` converts.
+//! Edits an editor offers beyond a rule's own fix: "Disable TPUxxx for this line" (a `# noqa`
+//! edit that merges into an existing directive) and "Fix all" (the fix loop, reduced to one
+//! minimal edit). Everything here is in byte offsets; the LSP layer converts positions.
 
 use tpulint_analyzer::suppression::find_noqa;
 use tpulint_analyzer::{
-    Applicability, Diagnostic, Edit, LineIndex, Settings, fix_source, syntax::node_text,
+    Applicability, Diagnostic, Edit, LineIndex, Settings, rule_by_code_or_name, syntax::node_text,
 };
 use tree_sitter::Tree;
 
+use crate::source_kind::SourceKind;
+
 /// The edit that suppresses `diagnostic` on its first line: a new `  # noqa: CODE` at the end
 /// of the line, or `, CODE` appended to the line's existing `# noqa: …` list. `None` when the
-/// line already has a bare `# noqa` or lists the code.
+/// line already has a bare `# noqa` or lists the code, and for diagnostics no rule reports
+/// (syntax errors), which no `# noqa` silences.
 pub fn noqa_edit(
     text: &str,
     index: &LineIndex,
     tree: &Tree,
     diagnostic: &Diagnostic,
 ) -> Option<Edit> {
+    rule_by_code_or_name(diagnostic.code)?;
     let line = index.line_of(diagnostic.range.start);
     let line_range = index.line_range(line, text);
     let code = diagnostic.code;
@@ -76,8 +80,8 @@ pub fn fix_all_edit(text: &str, settings: &Settings, unsafe_fixes: bool) -> Opti
     } else {
         Applicability::Safe
     };
-    let outcome = fix_source(text, settings, threshold);
-    minimal_edit(text, &outcome.output)
+    let outcome = crate::fix::fix(&SourceKind::Python(text.to_string()), settings, threshold);
+    minimal_edit(text, outcome.output.python_text()?)
 }
 
 /// The single replacement that turns `old` into `new`, trimmed to the changed middle.

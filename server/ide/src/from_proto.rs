@@ -2,7 +2,7 @@
 //!
 //! With `to_proto`, the only place that knows positions are not bytes.
 
-use tower_lsp_server::ls_types::{Position, Range};
+use ls_types::{Position, Range};
 use tpulint_analyzer::{LineIndex, TextRange};
 
 use crate::encoding::PositionEncoding;

@@ -2,7 +2,7 @@
 //!
 //! tpulint works in byte offsets; the conversions themselves live in `to_proto` and `from_proto`.
 
-use tower_lsp_server::ls_types::{ClientCapabilities, PositionEncodingKind};
+use ls_types::{ClientCapabilities, PositionEncodingKind};
 
 /// The position encoding agreed with the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,23 +1,9 @@
 //! The module a notebook is checked as (its Python code cells, neutralised and joined) and the
 //! mapping of diagnostics and fixes back into one cell's own coordinates.
 
-use std::sync::Arc;
-
-use tower_lsp_server::ls_types::Uri;
-use tpulint_analyzer::{Diagnostic, Edit, LineIndex, TextRange};
+use tpulint_analyzer::{Diagnostic, Edit, TextRange};
 
 use super::ipython::neutralise_ipython;
-
-/// One cell as the analysis sees it.
-#[derive(Clone)]
-pub struct CellSnapshot {
-    pub uri: Uri,
-    /// A Python code cell (markdown and other languages are not checked).
-    pub is_python_code: bool,
-    pub text: Arc<str>,
-    pub line_index: Arc<LineIndex>,
-    pub version: i32,
-}
 
 /// Where a Python code cell sits in the concatenated module.
 #[derive(Debug, Clone)]
@@ -32,18 +18,18 @@ pub struct CellSpan {
 }
 
 impl CellSpan {
-    fn end(&self) -> usize {
+    pub fn end(&self) -> usize {
         self.start + self.len
     }
 
     /// The cell-local range of `range`, if it lies inside this cell.
-    fn local(&self, range: &TextRange) -> Option<TextRange> {
+    pub fn local(&self, range: &TextRange) -> Option<TextRange> {
         (self.start <= range.start && range.start <= range.end && range.end <= self.end())
             .then(|| range.start - self.start..range.end - self.start)
     }
 
     /// Whether a cell-local edit range touches neutralised IPython syntax.
-    fn touches_ipython(&self, local: &TextRange) -> bool {
+    pub fn touches_ipython(&self, local: &TextRange) -> bool {
         self.neutralised.iter().any(|magic| {
             if local.is_empty() {
                 magic.start < local.start && local.start < magic.end
@@ -56,7 +42,11 @@ impl CellSpan {
 
 /// The module a notebook is checked as.
 pub struct Concatenation {
+    /// What is checked: the cells with IPython syntax neutralised.
     pub text: String,
+    /// The same module with the cells' own text (same length as `text`, same offsets): what is
+    /// shown in excerpts and what fixes apply to.
+    pub original: String,
     pub spans: Vec<CellSpan>,
 }
 
@@ -64,14 +54,17 @@ pub struct Concatenation {
 /// neutralised and joined, each ending with a line break so the next starts a new line.
 pub fn concatenate<'a>(cells: impl IntoIterator<Item = Option<&'a str>>) -> Concatenation {
     let mut text = String::new();
+    let mut original = String::new();
     let mut spans = Vec::new();
     for (cell, source) in cells.into_iter().enumerate() {
         let Some(source) = source else { continue };
         let (neutral, neutralised) = neutralise_ipython(source);
         let start = text.len();
         text.push_str(&neutral);
+        original.push_str(source);
         if !neutral.is_empty() && !neutral.ends_with('\n') {
             text.push('\n');
+            original.push('\n');
         }
         spans.push(CellSpan {
             cell,
@@ -80,13 +73,54 @@ pub fn concatenate<'a>(cells: impl IntoIterator<Item = Option<&'a str>>) -> Conc
             neutralised,
         });
     }
-    Concatenation { text, spans }
+    Concatenation {
+        text,
+        original,
+        spans,
+    }
 }
 
 impl Concatenation {
+    /// `diagnostics` (of [`Self::text`]) as the notebook can show them, still in module
+    /// offsets: each clipped to the cell it starts in, a fix kept only inside that cell and off
+    /// IPython lines, related locations kept only inside a cell. Diagnostics outside every cell
+    /// are dropped.
+    pub fn confine(&self, diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
+        diagnostics
+            .iter()
+            .filter_map(|diagnostic| {
+                let (span_index, mut mapped) = self.map_diagnostic(diagnostic)?;
+                let start = self.spans[span_index].start;
+                let shift = |range: &mut TextRange| *range = range.start + start..range.end + start;
+                shift(&mut mapped.range);
+                if let Some(fix) = &mut mapped.fix {
+                    fix.edits.iter_mut().for_each(|edit| shift(&mut edit.range));
+                }
+                mapped.related = diagnostic
+                    .related
+                    .iter()
+                    .filter(|related| {
+                        self.span_at(related.range.start)
+                            .is_some_and(|index| self.spans[index].local(&related.range).is_some())
+                    })
+                    .cloned()
+                    .collect();
+                Some(mapped)
+            })
+            .collect()
+    }
+
+    /// Each checked cell's start in the module and its 1-based number over all cells.
+    pub fn cell_starts(&self) -> Vec<(usize, usize)> {
+        self.spans
+            .iter()
+            .map(|span| (span.start, span.cell + 1))
+            .collect()
+    }
+
     /// The span a diagnostic starting at `offset` belongs to: the cell containing it, or the
     /// cell it ends (an offset at a cell's end, or in the line break added after it).
-    fn span_at(&self, offset: usize) -> Option<usize> {
+    pub fn span_at(&self, offset: usize) -> Option<usize> {
         let after = self.spans.partition_point(|span| span.start <= offset);
         let candidate = after.checked_sub(1)?;
         let span = &self.spans[candidate];
