@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
     let settings = Settings {
         rules: RuleSet::from_selectors(Some(&[RuleSelector::All]), &[], &[]),
         backend,
+        ..Settings::default()
     };
     let diagnostics = check_source(&source, &settings);
     for diagnostic in &diagnostics {
