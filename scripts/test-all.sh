@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tpulint test, installing what the tests need first (idempotent; works on a fresh
 # machine with the package registries only). Sections can be skipped with TPULINT_SKIP, e.g.
-# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), realcode, lsp, pip, vscode, wasm, vscode-e2e.
+# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), realcode, fuzz, lsp, pip, vscode, wasm, vscode-e2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -87,6 +87,23 @@ fi
 if ! skip realcode; then
   section "realcode"
   bash scripts/real-code-harness.sh
+fi
+
+# ---- Fuzz smoke: every cargo-fuzz target for a short while from the seed corpus and the saved
+# regressions (fuzz/, outside the workspace; see CONTRIBUTING.md "Fuzzing"). A crash fails CI and
+# leaves the input under fuzz/artifacts/. TPULINT_FUZZ_SECONDS sets the time per target. ----
+if ! skip fuzz; then
+  section "fuzz"
+  command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz@0.13.2
+  python3 fuzz/seed-corpus.py
+  fuzz_seconds=${TPULINT_FUZZ_SECONDS:-30}
+  # RUSTC_BOOTSTRAP: cargo-fuzz passes -Z flags, which the stable toolchain accepts with it.
+  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --sanitizer none -a -O)
+  for target in check_and_fix notebook lsp_edits lsp_frames; do
+    (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none -a -O "$target" \
+      "corpus/$target" "regressions/$target" -- \
+      -max_total_time="$fuzz_seconds" -max_len=4096 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1)
+  done
 fi
 
 # ---- Language server with real clients: Neovim's built-in client, Emacs + Eglot, pytest-lsp ----
