@@ -131,6 +131,7 @@ pub fn run_fixture(path: &Path) -> String {
             diagnostic,
             TextOptions {
                 show_fix_diff: true,
+                ..TextOptions::default()
             },
         ));
         snapshot.push('\n');

@@ -348,6 +348,9 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
         true
     });
     let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
+    settings.remove_unfixable_fixes(&mut diagnostics);
+    // After suppressions: no selection or `# noqa` hides a syntax error.
+    diagnostics.extend(crate::syntax_errors::syntax_errors(source, tree));
     diagnostics.sort_by(|a, b| {
         (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
     });

@@ -2,7 +2,8 @@
 //!
 //! Pipeline: [`syntax::parse`] (tree-sitter, never fails) → [`semantic::SemanticModel`] (imports,
 //! backend, tensor/device facts, hot paths) → [`checker::check_tree`] (one traversal dispatching to
-//! the enabled rules) → [`suppression`] (noqa) → [`Diagnostic`]s with byte ranges and [`Fix`]es.
+//! the enabled rules) → [`suppression`] (noqa) → [`syntax_errors`] (never suppressed) →
+//! [`Diagnostic`]s with byte ranges and [`Fix`]es.
 //!
 //! Architecture invariant: this crate does no I/O, spawns nothing, and knows nothing of LSP,
 //! async runtimes or JSON. It builds for `wasm32-unknown-unknown`.
@@ -17,6 +18,7 @@ pub mod settings;
 pub mod source;
 pub mod suppression;
 pub mod syntax;
+pub mod syntax_errors;
 
 pub use checker::{Context, Inspection, check_source, check_tree, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};
@@ -27,3 +29,4 @@ pub use settings::{
     BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
 };
 pub use source::{LineIndex, TextRange};
+pub use syntax_errors::INVALID_SYNTAX;

@@ -159,6 +159,13 @@ impl RuleSet {
         }
     }
 
+    /// Every rule.
+    pub fn all() -> RuleSet {
+        RuleSet {
+            enabled: vec![true; rules().len()],
+        }
+    }
+
     pub fn empty() -> RuleSet {
         RuleSet {
             enabled: vec![false; rules().len()],
@@ -238,6 +245,9 @@ pub struct Settings {
     /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
     /// functions and classes counts as test code in any file.
     pub test_path: bool,
+    /// Rules whose fixes are kept (ruff's `fixable` minus `unfixable`); the others' diagnostics
+    /// are reported without a fix.
+    pub fixable: RuleSet,
 }
 
 impl Default for Settings {
@@ -247,6 +257,7 @@ impl Default for Settings {
             backend: BackendSetting::Auto,
             test_code: TestCodePolicy::default(),
             test_path: false,
+            fixable: RuleSet::all(),
         }
     }
 }
@@ -259,6 +270,18 @@ impl Settings {
         Settings {
             rules,
             ..Settings::default()
+        }
+    }
+
+    /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
+    pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        for diagnostic in diagnostics {
+            if diagnostic.fix.is_some()
+                && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)
+                && !self.fixable.is_enabled(id)
+            {
+                diagnostic.fix = None;
+            }
         }
     }
 }
@@ -277,6 +300,10 @@ pub struct Configuration {
     pub backend: BackendSetting,
     /// `test-code`: what is reported in test code.
     pub test_code: TestCodePolicy,
+    /// Rules whose fixes may be applied; `None`: all of them.
+    pub fixable: Option<Vec<RuleSelector>>,
+    /// Rules whose fixes are never offered or applied.
+    pub unfixable: Vec<RuleSelector>,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -306,11 +333,17 @@ impl Configuration {
                 rules.disable_matching(selectors);
             }
         }
+        let fixable = RuleSet::from_selectors(
+            Some(self.fixable.as_deref().unwrap_or(&[RuleSelector::All])),
+            &[],
+            &self.unfixable,
+        );
         Settings {
             rules,
             backend: self.backend,
             test_code: self.test_code,
             test_path: is_test_path(relative_path),
+            fixable,
         }
     }
 

@@ -1,14 +1,18 @@
 //! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
-//! (`check`, `rule`, `doctor`; `server` runs the `tpulint_lsp` language server); shared exit
+//! (`check`, `rule`, `doctor`, `version`; `server` runs the `tpulint_lsp` language server);
+//! `check`'s companions (`show`, `add_noqa`, `watch`) have modules of their own; shared exit
 //! codes and output helpers live in `output`.
 //!
 //! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
 //! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
 
+mod add_noqa;
 mod check;
 mod doctor;
 mod output;
 mod rule;
+mod show;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -27,11 +31,17 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Check Python files (and optionally fix them).
-    Check(check::CheckArgs),
+    Check(Box<check::CheckArgs>),
     /// Explain a rule, or list every rule.
     Rule(rule::RuleArgs),
     /// Check that a Python environment can run PyTorch on a TPU, and how to fix it.
     Doctor(doctor::DoctorArgs),
+    /// Print tpulint's version.
+    Version {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = rule::RuleFormat::Text)]
+        output_format: rule::RuleFormat,
+    },
     /// Run the language server (LSP over stdin/stdout) for editors.
     Server {
         /// Accepted and ignored: language clients (vscode-languageclient with a stdio
@@ -45,9 +55,17 @@ fn main() -> ExitCode {
     install_panic_hook();
     let cli = Cli::parse();
     let status = match cli.command {
-        Command::Check(args) => check::run(args),
+        Command::Check(args) => check::run(*args),
         Command::Rule(args) => rule::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Version { output_format } => {
+            let version = env!("CARGO_PKG_VERSION");
+            output::stdout(&match output_format {
+                rule::RuleFormat::Text => format!("tpulint {version}\n"),
+                rule::RuleFormat::Json => format!("{{\n  \"version\": \"{version}\"\n}}\n"),
+            });
+            ExitStatus::Success
+        }
         Command::Server { stdio: _ } => match tpulint_lsp::run_stdio() {
             Ok(()) => ExitStatus::Success,
             Err(error) => {

@@ -1,5 +1,6 @@
 //! `tpulint rule`: a rule's documentation as Markdown (`tpulint rule TPU101`, or by name), or
-//! the table of every rule (`tpulint rule --all`, as text or JSON).
+//! the table of every rule with whether it is on by default (`tpulint rule --all`, as text or
+//! JSON).
 
 use clap::{Args, ValueEnum};
 use tpulint_analyzer::{RuleMeta, rule_by_code_or_name, rules};
@@ -19,7 +20,7 @@ pub enum RuleFormat {
 pub struct RuleArgs {
     /// A rule code (TPU101) or name (tensor-item-in-hot-path).
     pub rule: Option<String>,
-    /// List every rule.
+    /// List every rule, with whether it is on by default (`--select` turns on the others).
     #[arg(long)]
     pub all: bool,
     /// Output format.
@@ -87,10 +88,12 @@ fn explanation(rule: &RuleMeta) -> String {
     out
 }
 
-/// An aligned table: code, name, family, severity, fix, summary.
+/// An aligned table: code, name, family, severity, fix, whether on by default, summary.
 fn table() -> String {
-    let header = ["CODE", "NAME", "FAMILY", "SEVERITY", "FIX", "SUMMARY"];
-    let rows: Vec<[String; 6]> = rules()
+    let header = [
+        "CODE", "NAME", "FAMILY", "SEVERITY", "FIX", "DEFAULT", "SUMMARY",
+    ];
+    let rows: Vec<[String; 7]> = rules()
         .iter()
         .map(|rule| {
             [
@@ -99,6 +102,7 @@ fn table() -> String {
                 rule.family().name().to_string(),
                 rule.severity.as_str().to_string(),
                 rule.fix.as_str().to_string(),
+                if rule.enabled_by_default { "on" } else { "off" }.to_string(),
                 rule.summary(),
             ]
         })
@@ -110,7 +114,7 @@ fn table() -> String {
         }
     }
     let mut out = String::new();
-    let mut push_row = |cells: [&str; 6]| {
+    let mut push_row = |cells: [&str; 7]| {
         let mut line = String::new();
         for (index, cell) in cells.iter().enumerate() {
             if index == cells.len() - 1 {
@@ -124,7 +128,9 @@ fn table() -> String {
     };
     push_row(header);
     for row in &rows {
-        push_row([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+        push_row([
+            &row[0], &row[1], &row[2], &row[3], &row[4], &row[5], &row[6],
+        ]);
     }
     out
 }

@@ -2,144 +2,19 @@
 //! `--diff`, `--unsafe-fixes`, BOM and CRLF kept), stdin, configuration discovery and its
 //! errors, per-file-ignores, exclude, .gitignore, and the `rule` subcommand.
 //!
-//! Each test builds a small project in a temporary directory and runs the built binary in it.
+//! Each test builds a small project in a temporary directory and runs the built binary in it
+//! (`common/`). Syntax errors, I/O errors and safe writes are in `io.rs`; the ruff-style flags
+//! (`--output-file`, `--fail-on`, `--fix-only`, `--add-noqa`, `--watch`, …) in `flags.rs`.
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
-/// A CUDA training script with findings from several families (no safe fixes).
-const CUDA_SCRIPT: &str = r#"import torch
+mod common;
 
-device = torch.device("cuda")
-
-
-def train(model, loader, optimizer):
-    for images, targets in loader:
-        images = images.cuda()
-        loss = model(images).sum()
-        loss.backward()
-        optimizer.step()
-        print(loss.item())
-"#;
-
-/// A PyTorch/XLA script whose only finding has a safe fix (TPU601).
-const XLA_SCRIPT: &str = "import torch_xla\nimport torch_xla.core.xla_model as xm\n\n\ndef step():\n    xm.mark_step()\n";
-
-/// A file without findings.
-const CLEAN_SCRIPT: &str = "import torch\n\n\ndef add(a, b):\n    return a + b\n";
-
-struct Project {
-    directory: tempfile::TempDir,
-}
-
-impl Project {
-    fn new(files: &[(&str, &str)]) -> Project {
-        let directory = tempfile::tempdir().expect("temporary directory");
-        let project = Project { directory };
-        for (path, content) in files {
-            project.write(path, content.as_bytes());
-        }
-        project
-    }
-
-    fn root(&self) -> &Path {
-        self.directory.path()
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.root().join(relative)
-    }
-
-    fn write(&self, relative: &str, content: &[u8]) {
-        let path = self.path(relative);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, content).expect("write");
-    }
-
-    fn read(&self, relative: &str) -> Vec<u8> {
-        std::fs::read(self.path(relative)).expect("read")
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        self.run_in(".", args, None)
-    }
-
-    fn run_in(&self, directory: &str, args: &[&str], stdin: Option<&[u8]>) -> Run {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tpulint"));
-        command
-            .args(args)
-            .current_dir(self.path(directory))
-            .env_remove("RUST_BACKTRACE")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("spawn tpulint");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(input)
-                .expect("write stdin");
-        }
-        Run(child.wait_with_output().expect("wait"))
-    }
-}
-
-struct Run(Output);
-
-impl Run {
-    fn code(&self) -> i32 {
-        self.0.status.code().expect("exit code")
-    }
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.0.stdout).into_owned()
-    }
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.0.stderr).into_owned()
-    }
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.0.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout()))
-    }
-    /// `path CODE` for each line of concise output.
-    fn path_codes(&self) -> Vec<String> {
-        self.stdout()
-            .lines()
-            .zip(self.codes())
-            .map(|(line, code)| format!("{} {code}", line.split(':').next().unwrap_or("")))
-            .collect()
-    }
-    /// Codes in concise output.
-    fn codes(&self) -> Vec<String> {
-        self.stdout()
-            .lines()
-            .filter_map(|line| {
-                line.split(": ")
-                    .nth(1)
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .filter(|code| code.starts_with("TPU"))
-                    .map(str::to_string)
-            })
-            .collect()
-    }
-}
-
-fn cuda_project() -> Project {
-    Project::new(&[
-        ("pkg/train.py", CUDA_SCRIPT),
-        ("pkg/xla_step.py", XLA_SCRIPT),
-        ("pkg/clean.py", CLEAN_SCRIPT),
-    ])
-}
+use common::*;
 
 #[test]
 fn text_output_shows_source_carets_and_summary() {
@@ -363,12 +238,13 @@ fn exit_codes() {
     let project = cuda_project();
     assert_eq!(project.run(&["check"]).code(), 1);
     assert_eq!(project.run(&["check", "--exit-zero"]).code(), 0);
+    // A missing path is an `io-error` diagnostic (see io.rs), still exit 2.
+    assert_eq!(project.run(&["check", "missing.py"]).code(), 2);
 
     for args in [
         &["check", "--select", "TPU999"][..],
         &["check", "--ignore", "nonsense"],
         &["check", "--backend", "cuda"],
-        &["check", "missing.py"],
         &["check", "--config", "nowhere.toml"],
         &["rule", "TPU999"],
     ] {

@@ -18,6 +18,8 @@ pub struct SystemPaths {
     pub sys: PathBuf,
     /// Where libtpu keeps `libtpu_lockfile` (`/tmp`).
     pub tmp: PathBuf,
+    /// For `passwd` (user names of the processes holding a TPU).
+    pub etc: PathBuf,
 }
 
 impl Default for SystemPaths {
@@ -27,6 +29,7 @@ impl Default for SystemPaths {
             proc: PathBuf::from("/proc"),
             sys: PathBuf::from("/sys"),
             tmp: PathBuf::from("/tmp"),
+            etc: PathBuf::from("/etc"),
         }
     }
 }
@@ -53,8 +56,13 @@ pub struct DeviceNode {
 pub struct Holder {
     pub pid: u32,
     pub device: PathBuf,
+    /// Empty when it cannot be read.
     pub cmdline: String,
     pub uid: Option<u32>,
+    /// The user name of `uid`, from `passwd`.
+    pub user: Option<String>,
+    /// The process is a Jupyter (IPython) kernel: it keeps the TPU until the kernel shuts down.
+    pub jupyter_kernel: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,18 +81,32 @@ pub struct DeviceFacts {
     pub pci_chips: Vec<PciChip>,
     /// `libtpu_lockfile`, when present.
     pub libtpu_lockfile: Option<PathBuf>,
+    /// The lock file's owner.
+    pub libtpu_lockfile_uid: Option<u32>,
 }
 
 /// Collects every device fact under `paths`.
 pub fn inspect(paths: &SystemPaths, table: &Compatibility) -> DeviceFacts {
     let nodes = device_nodes(&paths.dev, table);
-    let (holders, uninspectable_processes) = holders(&paths.proc, &nodes);
+    let (mut holders, uninspectable_processes) = holders(&paths.proc, &nodes);
+    let users = passwd_users(&paths.etc);
+    for holder in &mut holders {
+        holder.user = holder
+            .uid
+            .and_then(|uid| users.iter().find(|(known, _)| *known == uid))
+            .map(|(_, name)| name.clone());
+    }
     let lockfile = paths.tmp.join(&table.rules.libtpu.lockfile);
+    let lockfile_uid = fs::symlink_metadata(&lockfile).ok().map(|metadata| {
+        use std::os::unix::fs::MetadataExt;
+        metadata.uid()
+    });
     DeviceFacts {
         holders,
         uninspectable_processes,
         pci_chips: pci_chips(&paths.sys, table),
-        libtpu_lockfile: lockfile.exists().then_some(lockfile),
+        libtpu_lockfile: lockfile_uid.is_some().then_some(lockfile),
+        libtpu_lockfile_uid: lockfile_uid,
         nodes,
     }
 }
@@ -198,12 +220,15 @@ fn holders(proc: &Path, nodes: &[DeviceNode]) -> (Vec<Holder>, usize) {
         }
         let cmdline = read_cmdline(&entry.path());
         let uid = read_uid(&entry.path());
+        let jupyter_kernel = is_jupyter_kernel(&cmdline);
         for device in held {
             holders.push(Holder {
                 pid,
                 device: device.to_path_buf(),
                 cmdline: cmdline.clone(),
                 uid,
+                user: None,
+                jupyter_kernel,
             });
         }
     }
@@ -212,6 +237,7 @@ fn holders(proc: &Path, nodes: &[DeviceNode]) -> (Vec<Holder>, usize) {
 }
 
 fn read_cmdline(process: &Path) -> String {
+    // Empty (not an error) when it cannot be read; the report says so.
     let raw = fs::read(process.join("cmdline")).unwrap_or_default();
     let mut text: String = raw
         .split(|byte| *byte == 0)
@@ -228,6 +254,24 @@ fn read_cmdline(process: &Path) -> String {
         text = text.chars().take(297).collect::<String>() + "...";
     }
     text
+}
+
+/// `python -m ipykernel_launcher -f …/jupyter/runtime/kernel-….json` and its variants.
+fn is_jupyter_kernel(cmdline: &str) -> bool {
+    cmdline.contains("ipykernel") || cmdline.contains("jupyter/runtime/kernel-")
+}
+
+/// `(uid, name)` of every `passwd` entry (empty when unreadable).
+fn passwd_users(etc: &Path) -> Vec<(u32, String)> {
+    let text = fs::read_to_string(etc.join("passwd")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let uid = fields.nth(1)?.parse().ok()?;
+            Some((uid, name.to_string()))
+        })
+        .collect()
 }
 
 fn read_uid(process: &Path) -> Option<u32> {

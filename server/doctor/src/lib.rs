@@ -29,6 +29,7 @@
 //! a stable schema ([`report::SCHEMA_VERSION`]) documented in `docs/doctor.md`; the Markdown
 //! rendering is what the language server's `tpulint.checkEnvironment` command returns.
 
+pub mod catalog;
 pub mod compat;
 pub mod devices;
 pub mod discover;
@@ -43,14 +44,16 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use catalog::{FindingId, explain};
 pub use devices::SystemPaths;
 pub use discover::{InterpreterSource, is_executable_file};
 pub use render::{OutputFormat, render};
 pub use report::{Finding, Fix, Report, Severity, Verdict};
 
+use crate::catalog::Draft;
 use crate::compat::compatibility;
 use crate::discover::{DiscoveryInputs, DiscoveryProblem, discover};
-use crate::findings::{analyze, device_only_findings, shell_quote, torch_tpu_origin};
+use crate::findings::{Backend, analyze, device_only_findings, shell_quote, torch_tpu_origin};
 use crate::probe::{ProbeOutcome, ProbeReport, ProbeRequest, run_probe};
 use crate::report::{
     AllocationFact, Counts, DistributionFact, ImportFact, InterpreterFacts, SCHEMA_VERSION,
@@ -85,8 +88,9 @@ pub struct DoctorOptions {
 
 impl DoctorOptions {
     /// Options for `project_dir` with `$VIRTUAL_ENV` and `$PATH` from this process. The system roots
-    /// can be redirected with `TPULINT_DOCTOR_DEV`, `TPULINT_DOCTOR_PROC`, `TPULINT_DOCTOR_SYS` and
-    /// `TPULINT_DOCTOR_TMP` (used by end-to-end tests of the CLI and the language server).
+    /// can be redirected with `TPULINT_DOCTOR_DEV`, `TPULINT_DOCTOR_PROC`, `TPULINT_DOCTOR_SYS`,
+    /// `TPULINT_DOCTOR_TMP` and `TPULINT_DOCTOR_ETC` (used by end-to-end tests of the CLI and the
+    /// language server).
     pub fn from_process_env(project_dir: PathBuf) -> Self {
         let defaults = SystemPaths::default();
         let root = |name: &str, default: PathBuf| {
@@ -109,6 +113,7 @@ impl DoctorOptions {
                 proc: root("TPULINT_DOCTOR_PROC", defaults.proc),
                 sys: root("TPULINT_DOCTOR_SYS", defaults.sys),
                 tmp: root("TPULINT_DOCTOR_TMP", defaults.tmp),
+                etc: root("TPULINT_DOCTOR_ETC", defaults.etc),
             },
         }
     }
@@ -140,24 +145,22 @@ pub fn run(options: &DoctorOptions) -> Report {
         compatibility_revision: table.revision.clone(),
     };
     if let Some(stale) = &discovery.stale_virtual_env {
-        report.findings.push(Finding {
-            id: "virtual-env-stale".to_string(),
-            severity: Severity::Warning,
-            title: "$VIRTUAL_ENV points to a virtual environment without an interpreter".to_string(),
-            detail: format!("VIRTUAL_ENV={} has no bin/python.", stale.display()),
-            why: "The shell still looks activated, but `python` resolves to another interpreter than the one the environment was built with.".to_string(),
-            fixes: vec![Fix::new(
-                "Deactivate it (or recreate it)",
-                vec!["deactivate".to_string(), format!("python3 -m venv {}", shell_quote(&stale.display().to_string()))],
-            )],
-            sources: Vec::new(),
-        });
+        report.findings.push(
+            Draft::new(FindingId::VirtualEnvStale)
+                .var("path", shell_quote(&stale.display().to_string()))
+                .detail(format!(
+                    "VIRTUAL_ENV={} has no bin/python.",
+                    stale.display()
+                ))
+                .fix("deactivate")
+                .build(),
+        );
     }
     let interpreter = match discovery.result {
         Ok(interpreter) => interpreter,
         Err(problem) => {
             report.findings.push(discovery_finding(&problem));
-            device_only_findings(table, &devices, euid, &mut report.findings);
+            device_only_findings(table, &devices, euid, Backend::None, &mut report.findings);
             return report.finish();
         }
     };
@@ -183,7 +186,7 @@ pub fn run(options: &DoctorOptions) -> Report {
             report
                 .findings
                 .push(probe_failure_finding(&path_text, other));
-            device_only_findings(table, &devices, euid, &mut report.findings);
+            device_only_findings(table, &devices, euid, Backend::None, &mut report.findings);
             return report.finish();
         }
     };
@@ -217,6 +220,7 @@ fn fill_facts(report: &mut Report, probe: &ProbeReport) {
             version: dist.version.clone(),
             origin: (name == "torch_tpu")
                 .then(|| torch_tpu_origin(table, dist, probe.imports.get("torch_tpu"))),
+            build: (name == "torch_tpu").then(|| table.torch_tpu.build(&dist.version)),
             location: dist.location.clone(),
         })
         .collect();
@@ -236,112 +240,94 @@ fn fill_facts(report: &mut Report, probe: &ProbeReport) {
     report.allocation = probe
         .allocation
         .iter()
-        .map(|result| AllocationFact {
-            backend: result.backend.clone().unwrap_or_default(),
-            status: result.status.clone(),
-            device: result.device.clone(),
-            error: result.error.clone(),
-            seconds: result.seconds,
+        .map(|result| {
+            let backend = result.backend.clone().unwrap_or_default();
+            // "ok" only when the product landed on a TPU.
+            let status =
+                if result.status == "ok" && findings::landed_off_tpu(&backend, result).is_some() {
+                    "not_on_tpu".to_string()
+                } else {
+                    result.status.clone()
+                };
+            AllocationFact {
+                backend,
+                status,
+                device: result.device.clone(),
+                hardware: result.hardware.clone(),
+                error: result.error.clone(),
+                seconds: result.seconds,
+            }
         })
         .collect();
 }
 
 fn discovery_finding(problem: &DiscoveryProblem) -> Finding {
-    let create = Fix::new(
-        "Create a virtual environment in the project (PyTorch/XLA has wheels for Python 3.10-3.13, TorchTPU wants 3.12)",
-        vec!["python3 -m venv .venv".to_string()],
-    );
     match problem {
-        DiscoveryProblem::Missing { path, source } => Finding {
-            id: "interpreter-not-found".to_string(),
-            severity: Severity::Error,
-            title: format!("Python interpreter {} does not exist", path.display()),
-            detail: format!("Chosen through {}.", source.describe()),
-            why: "Nothing can be checked (or run) without the interpreter.".to_string(),
-            fixes: vec![
-                Fix::new(
-                    "Point tpulint at an existing interpreter or virtual environment",
-                    vec!["tpulint doctor --python .venv/bin/python".to_string()],
-                ),
-                create,
-            ],
-            sources: Vec::new(),
-        },
-        DiscoveryProblem::NotExecutable { path, source } => Finding {
-            id: "interpreter-not-executable".to_string(),
-            severity: Severity::Error,
-            title: format!("{} is not an executable file", path.display()),
-            detail: format!("Chosen through {}.", source.describe()),
-            why: "The interpreter cannot be started.".to_string(),
-            fixes: vec![
-                Fix::new(
-                    "Make it executable if it is the right file",
-                    vec![format!("chmod +x {}", shell_quote(&path.display().to_string()))],
-                ),
-                create,
-            ],
-            sources: Vec::new(),
-        },
-        DiscoveryProblem::NoneFound => Finding {
-            id: "interpreter-not-found".to_string(),
-            severity: Severity::Error,
-            title: "No Python interpreter found".to_string(),
-            detail: "No --python, no $VIRTUAL_ENV, no .venv or venv in the project or its parents, and no python3 on PATH.".to_string(),
-            why: "Nothing can be checked (or run) without an interpreter.".to_string(),
-            fixes: vec![create],
-            sources: Vec::new(),
-        },
+        DiscoveryProblem::Missing { path, source } => Draft::new(FindingId::InterpreterNotFound)
+            .var("path", path.display().to_string())
+            .detail(format!("Chosen through {}.", source.describe()))
+            .fix("point")
+            .fix("create")
+            .build(),
+        DiscoveryProblem::NotExecutable { path, source } => {
+            Draft::new(FindingId::InterpreterNotExecutable)
+                .var("path", shell_quote(&path.display().to_string()))
+                .detail(format!("Chosen through {}; it is not an executable file.", source.describe()))
+                .fix("chmod")
+                .fix("create")
+                .build()
+        }
+        DiscoveryProblem::NoneFound => {
+            Draft::new(FindingId::InterpreterNotFound)
+                .var("path", "none given and none discovered")
+                .detail("No --python, no $VIRTUAL_ENV, no .venv or venv in the project or its parents, and no python3 on PATH.")
+                .fix("create")
+                .build()
+        }
     }
 }
 
 fn probe_failure_finding(python: &str, outcome: ProbeOutcome) -> Finding {
-    let reproduce = Fix::new(
-        "Check that the interpreter starts",
-        vec![format!(
-            "{} -c 'import sys; print(sys.version)'",
-            shell_quote(python)
-        )],
-    );
+    let path = shell_quote(python);
     match outcome {
-        ProbeOutcome::TimedOut { after, stderr } => Finding {
-            id: "probe-timed-out".to_string(),
-            severity: Severity::Error,
-            title: format!("The environment probe did not finish in {} s", after.as_secs()),
-            detail: if stderr.is_empty() {
+        ProbeOutcome::TimedOut { after, stderr } => Draft::new(FindingId::ProbeTimedOut)
+            .var("path", path)
+            .var("seconds", after.as_secs().to_string())
+            .detail(if stderr.is_empty() {
                 "It was stopped together with every process it started.".to_string()
             } else {
-                format!("It was stopped together with every process it started. Last output:\n{stderr}")
-            },
-            why: "An interpreter that hangs before reporting cannot run a training script either.".to_string(),
-            fixes: vec![reproduce],
-            sources: Vec::new(),
-        },
-        ProbeOutcome::Failed { exit, signal, stderr } => Finding {
-            id: "probe-failed".to_string(),
-            severity: Severity::Error,
-            title: "The interpreter could not run the environment probe".to_string(),
-            detail: format!(
+                format!(
+                    "It was stopped together with every process it started. Last output:\n{stderr}"
+                )
+            })
+            .fix("reproduce")
+            .build(),
+        ProbeOutcome::Failed {
+            exit,
+            signal,
+            stderr,
+        } => Draft::new(FindingId::ProbeFailed)
+            .var("path", path)
+            .detail(format!(
                 "{}{}",
                 match (exit, signal) {
                     (_, Some(signal)) => format!("Killed by signal {signal}."),
                     (Some(code), None) => format!("Exited with code {code}."),
                     (None, None) => "Exited abnormally.".to_string(),
                 },
-                if stderr.is_empty() { String::new() } else { format!("\n{stderr}") }
-            ),
-            why: "Either this is not a working Python 3 interpreter, or its standard library is broken.".to_string(),
-            fixes: vec![reproduce],
-            sources: Vec::new(),
-        },
-        ProbeOutcome::SpawnFailed(error) => Finding {
-            id: "interpreter-not-executable".to_string(),
-            severity: Severity::Error,
-            title: format!("{python} could not be started"),
-            detail: error,
-            why: "The interpreter cannot be started.".to_string(),
-            fixes: vec![reproduce],
-            sources: Vec::new(),
-        },
+                if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{stderr}")
+                }
+            ))
+            .fix("reproduce")
+            .build(),
+        ProbeOutcome::SpawnFailed(error) => Draft::new(FindingId::InterpreterNotExecutable)
+            .var("path", path)
+            .detail(error)
+            .fix("reproduce")
+            .build(),
         ProbeOutcome::Report(_) => unreachable!("a report is not a failure"),
     }
 }

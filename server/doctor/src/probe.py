@@ -39,6 +39,9 @@ DISTRIBUTIONS = [
     "numpy",
     "tensorflow",
     "tensorflow-cpu",
+    "transformers",
+    "vllm-torchtpu",
+    "vllm-torchtpu-core",
 ]
 
 # Modules imported (each in its own child), in dependency order, with the modules they need.
@@ -61,6 +64,14 @@ ENV_NAMES = (
     "JAX_PLATFORMS",
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
+    # torchrun's variables (a TorchTPU multi-process launch needs them before init).
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
 )
 
 # Code run in each child before its work: die with the probe (Linux parent-death signal) so a
@@ -75,14 +86,14 @@ try:
         os._exit(3)
 except Exception:
     pass
-MARK = "@@TPULINT_RESULT@@"
+MARK = __RESULT_MARKER__
 def emit(obj):
     sys.stdout.write("\n" + MARK + json.dumps(obj) + "\n")
     sys.stdout.flush()
 def gist(exc):
     text = str(exc).strip().splitlines()
     return (type(exc).__name__, text[0][:400] if text else "")
-"""
+""".replace("__RESULT_MARKER__", repr(RESULT_MARKER))
 
 IMPORT_CODE = CHILD_PREAMBLE + r"""
 name = sys.argv[1]
@@ -128,17 +139,31 @@ try:
                 api.tpu_device()
         device = "tpu"
     ones = torch.ones(2, 2, device=device)
-    product = (ones @ ones).cpu()
-    values = product.tolist()
+    product = ones @ ones
+    # Where the product actually landed: a backend that cannot reach the TPU computes on the CPU.
+    landed = product.device
+    landed_kind = getattr(landed, "type", None) or str(landed).split(":")[0]
+    hardware = None
+    if backend == "torch_xla":
+        try:
+            import torch_xla.runtime as xr
+            hardware = str(xr.device_type())
+        except BaseException:
+            hardware = None
+    values = product.cpu().tolist()
 except BaseException as exc:
     import traceback
     traceback.print_exc()
     kind, message = gist(exc)
     emit({"ok": False, "error_type": kind, "error": message, "seconds": time.time() - started})
     sys.exit(0)
+ok = values == [[2.0, 2.0], [2.0, 2.0]]
 emit({
-    "ok": values == [[2.0, 2.0], [2.0, 2.0]],
-    "device": str(ones.device),
+    "ok": ok,
+    "error": None if ok else "the 2x2 matmul returned %r" % (values,),
+    "device": str(landed),
+    "device_kind": landed_kind,
+    "hardware": hardware,
     "result": values,
     "seconds": time.time() - started,
 })

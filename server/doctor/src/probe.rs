@@ -79,9 +79,12 @@ pub struct ChildResult {
     pub seconds: Option<f64>,
     /// torch_tpu only: `torch_tpu._internal` exists (Google's TorchTPU).
     pub has_internal: Option<bool>,
-    /// allocation only
+    /// allocation only: the backend, the device the product landed on (`xla:0`), its type
+    /// (`xla`, `tpu`, `cpu`) and, for torch_xla, the PJRT hardware behind it (`TPU`, `CPU`).
     pub backend: Option<String>,
     pub device: Option<String>,
+    pub device_kind: Option<String>,
+    pub hardware: Option<String>,
 }
 
 /// How running the probe ended.

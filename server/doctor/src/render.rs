@@ -100,6 +100,11 @@ fn render_text(report: &Report, color: bool) -> String {
                 style.dim(&format!("source: {}", finding.sources.join("; ")))
             );
         }
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim(&format!("more: tpulint doctor --explain {}", finding.id))
+        );
         out.push('\n');
     }
     let _ = writeln!(
@@ -145,9 +150,21 @@ fn summary_lines(report: &Report) -> Vec<(&'static str, String)> {
     let packages: Vec<String> = report
         .distributions
         .iter()
-        .map(|dist| match dist.origin {
-            Some(origin) => format!("{} {} ({})", dist.name, dist.version, origin_name(origin)),
-            None => format!("{} {}", dist.name, dist.version),
+        .map(|dist| {
+            let mut notes: Vec<String> = Vec::new();
+            if let Some(origin) = dist.origin {
+                notes.push(origin_name(origin).to_string());
+            }
+            if let Some(build) = &dist.build
+                && *build != crate::compat::TorchTpuBuild::Other
+            {
+                notes.push(build.describe());
+            }
+            if notes.is_empty() {
+                format!("{} {}", dist.name, dist.version)
+            } else {
+                format!("{} {} ({})", dist.name, dist.version, notes.join(", "))
+            }
         })
         .collect();
     if report.interpreter.is_some() {
@@ -204,12 +221,16 @@ fn summary_lines(report: &Report) -> Vec<(&'static str, String)> {
     }
     lines.push(("tpu devices", device_text));
     for allocation in &report.allocation {
+        let device = match (&allocation.device, &allocation.hardware) {
+            (Some(device), Some(hardware)) => format!("{device} ({hardware})"),
+            (Some(device), None) => device.clone(),
+            (None, _) => "?".to_string(),
+        };
         lines.push((
             "allocation",
             format!(
-                "{} on {}: {}",
+                "{} on {device}: {}",
                 allocation.backend,
-                allocation.device.as_deref().unwrap_or("?"),
                 allocation.status.replace('_', " ")
             ),
         ));
@@ -259,15 +280,17 @@ fn render_markdown(report: &Report) -> String {
 }
 
 fn markdown_finding(out: &mut String, finding: &Finding) {
+    // The id links to the finding's page in docs/doctor.md.
     let _ = writeln!(
         out,
-        "## {} `{}`: {}\n",
+        "## {} [`{}`]({}): {}\n",
         match finding.severity {
             Severity::Error => "❌ Error",
             Severity::Warning => "⚠️ Warning",
             Severity::Info => "ℹ️ Info",
         },
         finding.id,
+        finding.url,
         finding.title
     );
     let detail = finding.detail.trim();

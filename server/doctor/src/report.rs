@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::devices::DeviceFacts;
 use crate::discover::InterpreterSource;
@@ -11,7 +11,7 @@ use crate::discover::InterpreterSource;
 /// Version of the JSON schema; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The environment cannot run PyTorch on the TPU until this is fixed.
@@ -86,6 +86,8 @@ pub struct Finding {
     pub fixes: Vec<Fix>,
     /// Where the underlying fact is documented.
     pub sources: Vec<String>,
+    /// The finding's page in `docs/doctor.md` (what `tpulint doctor --explain ID` prints).
+    pub url: String,
 }
 
 /// The interpreter that was checked.
@@ -117,6 +119,9 @@ pub struct DistributionFact {
     pub version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<Origin>,
+    /// torch_tpu only: nightly, release-branch build, stub.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::compat::TorchTpuBuild>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
@@ -137,9 +142,14 @@ pub struct ImportFact {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AllocationFact {
     pub backend: String,
+    /// `ok` (on a TPU), `not_on_tpu`, `failed` or `timed_out`.
     pub status: String,
+    /// Where the product landed (`xla:0`, `tpu:0`, `cpu`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// torch_xla: the PJRT device type behind it (`TPU`, `CPU`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{TestEnv, all_commands, ids, processes_mentioning};
+use support::{TestEnv, all_commands, ids, problem_ids, processes_mentioning};
 use tpulint_doctor::compat::compatibility;
 use tpulint_doctor::report::Origin;
 use tpulint_doctor::{OutputFormat, Severity, Verdict, render};
@@ -51,19 +51,22 @@ fn nothing_installed_recommends_the_newest_matching_pair() {
     let release = compatibility()
         .newest_torch_xla_for_python(&env.python_minor)
         .expect("the test Python has torch_xla wheels");
-    let expected = format!(
-        "{} -m pip install 'torch=={}' 'torch_xla[tpu]=={}'",
-        env.python_text(),
-        release.torch,
-        release.version
-    );
+    let python = env.python_text();
     let commands = all_commands(&report, "no-tpu-backend");
-    assert_eq!(commands[0], expected);
-    // TorchTPU is offered too, in a Python 3.12 environment unless this already is one.
+    // TorchTPU first (the successor), pinned to a validated pairing because its wheel does not
+    // pin torch; in this interpreter when TorchTPU has wheels for it (3.11-3.14).
+    let torch_tpu = "-m pip install --pre --index-url \"https://oauth2accesstoken:$(gcloud auth print-access-token)@us-python.pkg.dev/ml-oss-artifacts-transient/torch-tpu-virtual-registry/simple/\" 'torch==2.13.0' 'torch_tpu==0.1.2.dev20261006000518' 'libtpu==0.0.47'";
+    if ["3.11", "3.12", "3.13", "3.14"].contains(&env.python_minor.as_str()) {
+        assert_eq!(commands[0], format!("{python} {torch_tpu}"));
+    } else {
+        assert_eq!(commands[1], format!(".venv-tpu/bin/python {torch_tpu}"));
+    }
+    // PyTorch/XLA's last release is the alternative.
     assert!(
-        commands
-            .iter()
-            .any(|c| c.ends_with("-m pip install 'torch_tpu'")),
+        commands.contains(&format!(
+            "{python} -m pip install 'torch=={}' 'torch_xla[tpu]=={}'",
+            release.torch, release.version
+        )),
         "{commands:?}"
     );
     let interpreter = report.interpreter.as_ref().unwrap();
@@ -108,7 +111,13 @@ fn matching_torch_and_torch_xla_is_ready() {
     install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
     install_libtpu(&env, "0.0.21");
     let report = env.run();
-    assert_eq!(report.findings, Vec::new(), "{:#?}", report.findings);
+    // Ready; the only note is that PyTorch/XLA is frozen.
+    assert_eq!(
+        ids(&report),
+        vec!["torch-xla-frozen"],
+        "{:#?}",
+        report.findings
+    );
     assert_eq!(report.verdict, Verdict::Ready);
     assert_eq!(report.exit_code(), 0);
     assert_eq!(
@@ -130,7 +139,7 @@ fn unset_pjrt_device_degrades_with_the_export_to_add() {
     let mut options = env.options();
     options.env_overrides[0].1 = None;
     let report = tpulint_doctor::run(&options);
-    assert_eq!(ids(&report), vec!["pjrt-device-unset"]);
+    assert_eq!(problem_ids(&report), vec!["pjrt-device-unset"]);
     assert_eq!(report.verdict, Verdict::Degraded);
     assert_eq!(report.exit_code(), 1);
     assert_eq!(
@@ -168,7 +177,7 @@ fn torch_xla_without_libtpu_needs_the_tpu_extra() {
     install_torch(&env, "2.8.0");
     install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
     let report = env.run();
-    assert_eq!(ids(&report), vec!["libtpu-missing"]);
+    assert_eq!(problem_ids(&report), vec!["libtpu-missing"]);
     assert_eq!(
         all_commands(&report, "libtpu-missing"),
         vec![format!(
@@ -214,14 +223,14 @@ fn google_torch_tpu_without_libtpu() {
     assert_eq!(
         all_commands(&report, "torch-tpu-libtpu-missing"),
         vec![format!(
-            "{} -m pip install 'libtpu>=0.0.38'",
+            "{} -m pip install 'libtpu==0.0.47'",
             env.python_text()
         )]
     );
-    // TorchTPU documents Python 3.12 only.
+    // TorchTPU carries locks for Python 3.11-3.14.
     assert_eq!(
         report.finding("torch-tpu-python-version").is_some(),
-        env.python_minor != "3.12",
+        !["3.11", "3.12", "3.13", "3.14"].contains(&env.python_minor.as_str()),
         "{:?}",
         ids(&report)
     );
@@ -255,7 +264,7 @@ fn google_torch_tpu_with_old_torch() {
     assert_eq!(
         finding.fixes[0].commands,
         vec![format!(
-            "{} -m pip install 'torch>=2.10.0' --index-url https://download.pytorch.org/whl/cpu",
+            "{} -m pip install 'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu",
             env.python_text()
         )]
     );
@@ -294,7 +303,10 @@ fn sophgo_torch_tpu_is_recognised() {
         finding.fixes[0].commands,
         vec![
             format!("{python} -m pip uninstall -y torch_tpu"),
-            format!("{python} -m pip install 'torch_tpu'"),
+            format!(
+                "{python} -m pip install --pre --index-url \"{}\" 'torch==2.13.0' 'torch_tpu==0.1.2.dev20261006000518' 'libtpu==0.0.47'",
+                compatibility().torch_tpu.index_url
+            ),
         ]
     );
     assert!(report.finding("no-tpu-backend").is_some());
@@ -313,7 +325,7 @@ fn undefined_symbol_on_import_is_an_abi_mismatch() {
     );
     let report = env.run();
     assert_eq!(
-        ids(&report),
+        problem_ids(&report),
         vec!["torch-xla-abi-mismatch"],
         "{:#?}",
         report.findings
@@ -511,10 +523,10 @@ fn stale_lockfile_and_missing_device_nodes() {
     let lockfile = env.system.tmp.join("libtpu_lockfile");
     fs::write(&lockfile, "").unwrap();
     let report = env.run();
-    assert_eq!(ids(&report), vec!["stale-libtpu-lockfile"]);
+    assert_eq!(problem_ids(&report), vec!["stale-libtpu-lockfile"]);
     assert_eq!(
         all_commands(&report, "stale-libtpu-lockfile"),
-        vec![format!("rm {}", lockfile.display())]
+        vec![format!("rm -f {}", lockfile.display())]
     );
     assert_eq!(report.verdict, Verdict::Degraded);
 
@@ -526,13 +538,21 @@ fn stale_lockfile_and_missing_device_nodes() {
     fs::write(chip.join("vendor"), "0x1ae0\n").unwrap();
     fs::write(chip.join("device"), "0x005e\n").unwrap();
     let report = env.run();
-    assert_eq!(ids(&report), vec!["tpu-device-nodes-missing"]);
+    assert_eq!(problem_ids(&report), vec!["tpu-device-nodes-missing"]);
     assert!(report.findings[0].detail.contains("v4 (0000:00:04.0)"));
 
     // Nothing at all: not a TPU machine.
     fs::remove_dir_all(env.system.sys.join("bus")).unwrap();
     let report = env.run();
-    assert_eq!(ids(&report), vec!["no-tpu-device"]);
+    assert_eq!(problem_ids(&report), vec!["no-tpu-device"]);
+    // It speaks of the backend present.
+    assert!(
+        report.findings[0]
+            .detail
+            .contains("torch_xla falls back to PJRT_DEVICE=CPU"),
+        "{}",
+        report.findings[0].detail
+    );
 }
 
 #[test]
@@ -566,7 +586,7 @@ fn companions_and_known_bad_combinations() {
     env.add_package("tensorflow", "2.20.0", &[], "");
     env.add_dist("libtpu-nightly", "0.1.dev20241010", &[], &[]);
     let report = env.run();
-    let mut found = ids(&report);
+    let mut found = problem_ids(&report);
     found.sort_unstable();
     assert_eq!(
         found,
@@ -593,23 +613,51 @@ fn companions_and_known_bad_combinations() {
     assert_eq!(report.verdict, Verdict::Degraded);
 }
 
-#[test]
-fn allocation_runs_the_matmul_and_reports_failures() {
-    let env = TestEnv::new();
-    // A fake torch whose `ones` supports `@` and `.cpu().tolist()` on the "xla" device only.
-    let torch_body = r#"
+/// A fake torch whose `ones` supports `@`, `.device` and `.cpu().tolist()` on the "xla" device
+/// only; the product lands on `landed`.
+fn fake_torch_for_allocation(landed: &str) -> String {
+    format!(
+        r#"
+class _Device:
+    def __init__(self, text): self.type = text.split(":")[0]; self._text = text
+    def __str__(self): return self._text
 class _T:
-    def __init__(self, device): self.device = device
-    def __matmul__(self, other): return self
+    def __init__(self, device): self.device = _Device(device)
+    def __matmul__(self, other): return _T({landed:?})
     def cpu(self): return self
     def tolist(self): return [[2.0, 2.0], [2.0, 2.0]]
 def ones(*shape, device=None):
     if device != "xla":
         raise RuntimeError("Could not run 'aten::empty.memory_format' with arguments from the '%s' backend" % device)
-    return _T(device)
-"#;
-    env.add_package("torch", "2.8.0", &[], torch_body);
-    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    return _T("xla:0")
+"#
+    )
+}
+
+/// torch_xla with `torch_xla.runtime.device_type()` answering `hardware`.
+fn install_torch_xla_on(env: &TestEnv, hardware: &str) {
+    env.add_dist(
+        "torch_xla",
+        "2.8.0",
+        &["Summary: XLA bridge for PyTorch"],
+        &[
+            (
+                "torch_xla/__init__.py",
+                "__version__ = '2.8.0'\nimport torch\n",
+            ),
+            (
+                "torch_xla/runtime.py",
+                &format!("def device_type():\n    return {hardware:?}\n"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn allocation_runs_the_matmul_and_reports_failures() {
+    let env = TestEnv::new();
+    env.add_package("torch", "2.8.0", &[], &fake_torch_for_allocation("xla:0"));
+    install_torch_xla_on(&env, "TPU");
     install_libtpu(&env, "0.0.21");
     let mut options = env.options();
     options.allocate = true;
@@ -618,6 +666,8 @@ def ones(*shape, device=None):
     assert_eq!(report.allocation.len(), 1);
     assert_eq!(report.allocation[0].backend, "torch_xla");
     assert_eq!(report.allocation[0].status, "ok");
+    assert_eq!(report.allocation[0].device.as_deref(), Some("xla:0"));
+    assert_eq!(report.allocation[0].hardware.as_deref(), Some("TPU"));
 
     // The same check failing on the device.
     env.add_file(
@@ -634,6 +684,54 @@ def ones(*shape, device=None):
         finding.detail
     );
     assert_eq!(report.verdict, Verdict::NotReady);
+}
+
+/// `--allocate` used to say "ok" whenever the matmul returned the right numbers, even on the CPU.
+#[test]
+fn an_allocation_that_lands_on_the_cpu_fails_the_check() {
+    // torch_xla running on PJRT's CPU device (PJRT_DEVICE=CPU, or no libtpu found).
+    let env = TestEnv::new();
+    env.add_package("torch", "2.8.0", &[], &fake_torch_for_allocation("xla:0"));
+    install_torch_xla_on(&env, "CPU");
+    install_libtpu(&env, "0.0.21");
+    let mut options = env.options();
+    options.allocate = true;
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(
+        report.allocation[0].status, "not_on_tpu",
+        "{:?}",
+        report.allocation
+    );
+    assert_eq!(report.allocation[0].hardware.as_deref(), Some("CPU"));
+    let finding = report
+        .finding("tpu-allocation-not-on-tpu")
+        .expect("CPU allocation is a failure");
+    assert_eq!(finding.severity, Severity::Error);
+    assert_eq!(
+        finding.title,
+        "The \"xla\" matmul ran on xla:0 backed by CPU, not on a TPU"
+    );
+    assert_eq!(report.verdict, Verdict::NotReady);
+    let text = render(&report, OutputFormat::Text { color: false });
+    assert!(
+        text.contains("allocation:   torch_xla on xla:0 (CPU): not on tpu"),
+        "{text}"
+    );
+
+    // A fake that quietly computes on the CPU tensor type.
+    env.add_file("torch/__init__.py", &fake_torch_for_allocation("cpu"));
+    install_torch_xla_on(&env, "TPU");
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(report.allocation[0].device.as_deref(), Some("cpu"));
+    let finding = report
+        .finding("tpu-allocation-not-on-tpu")
+        .expect("landed on cpu");
+    assert_eq!(finding.title, "The \"xla\" matmul ran on cpu, not on a TPU");
+    assert!(
+        finding.fixes[0].commands[0].contains("xr.device_type()"),
+        "{:?}",
+        finding.fixes
+    );
 }
 
 #[test]
@@ -660,8 +758,16 @@ fn renderings_carry_the_verdict_and_fixes() {
     );
     assert!(text.contains("$ "));
     assert!(
-        text.contains("verdict: not ready (1 error, 0 warnings, 0 info)"),
+        text.contains("verdict: not ready (1 error, 0 warnings, 1 info)"),
         "{text}"
+    );
+    assert!(
+        text.contains("more: tpulint doctor --explain torch-xla-version-mismatch"),
+        "{text}"
+    );
+    assert_eq!(
+        json["findings"][0]["url"],
+        "https://github.com/tpulint/tpulint/blob/main/docs/doctor.md#torch-xla-version-mismatch"
     );
     assert!(!text.contains('\x1b'));
     assert!(render(&report, OutputFormat::Text { color: true }).contains("\x1b[1;31m"));
@@ -687,6 +793,11 @@ fn renderings_carry_the_verdict_and_fixes() {
     assert!(markdown.starts_with("# TPU environment: ❌ not ready"));
     assert!(markdown.contains("```sh\n"));
     assert!(markdown.contains("| interpreter |"));
+    // Each finding links to its page.
+    assert!(
+        markdown.contains("## ❌ Error [`torch-xla-version-mismatch`](https://github.com/tpulint/tpulint/blob/main/docs/doctor.md#torch-xla-version-mismatch): torch 2.7.0 does not match torch_xla 2.8.0"),
+        "{markdown}"
+    );
 }
 
 #[test]
@@ -778,4 +889,88 @@ fn environment_variables_and_two_backends() {
         report.finding("pjrt-device-not-tpu").unwrap().title,
         "PJRT_DEVICE=CPU: torch_xla will not use the TPU"
     );
+}
+
+/// A Jupyter kernel holding the TPU: named as one, with its user, and the fix is to shut the
+/// kernel down; libtpu's lock file is then not stale.
+#[test]
+fn a_jupyter_kernel_holding_the_tpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
+    install_libtpu(&env, "0.0.21");
+    let device = env.system.dev.join("accel0");
+    let uid = rustix_uid();
+    fs::write(
+        env.system.etc.join("passwd"),
+        format!(
+            "daemon:x:{}:1::/:/bin/false\nnotebook-user:x:{uid}:{uid}::/home/n:/bin/sh\n",
+            uid + 1
+        ),
+    )
+    .unwrap();
+    let mut holder = Command::new("bash")
+        .arg("-c")
+        .arg("exec 3<\"$1\"; exec -a 'python3 -m ipykernel_launcher -f /home/n/.local/share/jupyter/runtime/kernel-1.json' sleep 60")
+        .arg("bash")
+        .arg(&device)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("holder starts");
+    wait_until_open(holder.id(), &device);
+    let mut options = env.options();
+    options.system.proc = "/proc".into();
+    fs::write(options.system.tmp.join("libtpu_lockfile"), "").unwrap();
+    let report = tpulint_doctor::run(&options);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let pid = holder.id();
+    let finding = report.finding("tpu-device-busy").expect("kernel found");
+    assert_eq!(
+        finding.title,
+        format!(
+            "{} is held by Jupyter kernel process {pid}",
+            device.display()
+        )
+    );
+    assert!(
+        finding.detail.starts_with(&format!(
+            "pid {pid} (user notebook-user, a Jupyter kernel): python3 -m ipykernel_launcher"
+        )),
+        "{}",
+        finding.detail
+    );
+    assert!(finding.fixes[0].description.contains("Kernel → Shut Down"));
+    assert_eq!(finding.fixes[0].commands, vec![format!("kill {pid}")]);
+    assert!(report.finding("stale-libtpu-lockfile").is_none());
+    let holder_fact = &report.devices.holders[0];
+    assert!(holder_fact.jupyter_kernel);
+    assert_eq!(holder_fact.user.as_deref(), Some("notebook-user"));
+}
+
+fn rustix_uid() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find(|line| line.starts_with("Uid:"))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|uid| uid.parse().ok())
+        .unwrap()
+}
+
+fn wait_until_open(pid: u32, device: &std::path::Path) {
+    let fd_dir = format!("/proc/{pid}/fd");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let opened = fs::read_dir(&fd_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == device));
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if opened && String::from_utf8_lossy(&cmdline).contains("ipykernel") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -4,19 +4,22 @@
 
 use tpulint_analyzer::suppression::find_noqa;
 use tpulint_analyzer::{
-    Applicability, Diagnostic, Edit, LineIndex, Settings, fix_source, syntax::node_text,
+    Applicability, Diagnostic, Edit, LineIndex, Settings, fix_source, rule_by_code_or_name,
+    syntax::node_text,
 };
 use tree_sitter::Tree;
 
 /// The edit that suppresses `diagnostic` on its first line: a new `  # noqa: CODE` at the end
 /// of the line, or `, CODE` appended to the line's existing `# noqa: …` list. `None` when the
-/// line already has a bare `# noqa` or lists the code.
+/// line already has a bare `# noqa` or lists the code, and for diagnostics no rule reports
+/// (syntax errors), which no `# noqa` silences.
 pub fn noqa_edit(
     text: &str,
     index: &LineIndex,
     tree: &Tree,
     diagnostic: &Diagnostic,
 ) -> Option<Edit> {
+    rule_by_code_or_name(diagnostic.code)?;
     let line = index.line_of(diagnostic.range.start);
     let line_range = index.line_range(line, text);
     let code = diagnostic.code;

@@ -5,12 +5,11 @@
 //! One resolver per workspace folder caches what it found; the whole set is rebuilt when a
 //! configuration file or the editor's settings change.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use tower_lsp_server::ls_types::Uri;
 use tpulint_analyzer::{Configuration, Settings};
-use tpulint_workspace::{Overrides, Project, ProjectResolver, is_python_file};
+use tpulint_workspace::{Overrides, ProjectResolver, is_python_file};
 
 use crate::session::file_path;
 use crate::settings::ClientSettings;
@@ -113,7 +112,7 @@ impl Projects {
         };
         match resolver.resolve_file(&path) {
             Ok(project) => Resolved {
-                settings: (!is_excluded(&project, &path)).then(|| project.settings_for(&path)),
+                settings: (!project.is_path_excluded(&path)).then(|| project.settings_for(&path)),
                 config_file: project.config_file.clone(),
                 error: None,
             },
@@ -132,16 +131,10 @@ impl Projects {
     }
 }
 
-/// Whether the project excludes `path` (or a directory above it, up to the project root).
-fn is_excluded(project: &Arc<Project>, path: &Path) -> bool {
-    path.ancestors()
-        .take_while(|ancestor| ancestor.starts_with(&project.root) && *ancestor != project.root)
-        .any(|ancestor| project.is_excluded(ancestor))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
     use std::str::FromStr;
     use tpulint_analyzer::rule_by_code_or_name;
 

@@ -103,7 +103,7 @@ impl ClientSettings {
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
             backend: self.backend,
-            extend_exclude: Vec::new(),
+            ..Overrides::default()
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The `json` format: exactly ruff's `--output-format json` schema, so tools that read ruff's
+//! The `json` and `json-lines` formats: exactly ruff's `--output-format json` schema, so tools that read ruff's
 //! JSON (editors, CI annotators, dashboards) read tpulint's.
 //!
 //! A list of objects with the keys `cell`, `code`, `end_location`, `filename`, `fix`,
@@ -37,7 +37,8 @@ pub struct JsonFix {
 pub struct JsonDiagnostic {
     /// Notebook cell index; tpulint checks `.py` files only, so always null.
     pub cell: Option<usize>,
-    pub code: &'static str,
+    /// The rule code; null for a syntax or I/O error, which no rule reports (as in ruff).
+    pub code: Option<&'static str>,
     pub end_location: JsonLocation,
     pub filename: String,
     pub fix: Option<JsonFix>,
@@ -45,8 +46,8 @@ pub struct JsonDiagnostic {
     pub message: String,
     /// The rule's kebab-case name.
     pub name: &'static str,
-    /// The row a `# noqa` comment must be on to suppress this diagnostic.
-    pub noqa_row: usize,
+    /// The row a `# noqa` comment must be on to suppress this diagnostic; null when none can.
+    pub noqa_row: Option<usize>,
     /// `error`, `warning` or `info`.
     pub severity: &'static str,
     pub url: Option<String>,
@@ -76,18 +77,19 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
         message: Some(fix.title.clone()),
     });
     let start = location(file, diagnostic.range.start);
+    let rule = rule_by_code_or_name(diagnostic.code);
     JsonDiagnostic {
         cell: None,
-        code: diagnostic.code,
+        code: rule.map(|_| diagnostic.code),
         end_location: location(file, diagnostic.range.end),
         filename: file.full_path().to_string(),
         fix,
-        noqa_row: start.row,
+        noqa_row: rule.map(|_| start.row),
         location: start,
         message: diagnostic.message.clone(),
         name: diagnostic.name,
         severity: diagnostic.severity.as_str(),
-        url: rule_by_code_or_name(diagnostic.code).map(|id| id.meta().url()),
+        url: rule.map(|id| id.meta().url()),
     }
 }
 
@@ -103,6 +105,21 @@ pub fn render_json(files: &[SourceFile]) -> String {
         .collect();
     let mut out = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string());
     out.push('\n');
+    out
+}
+
+/// The `json-lines` format (ruff's): the same objects as `json`, one compact object per line,
+/// so that a consumer can stream the findings of a large run.
+pub fn render_json_lines(files: &[SourceFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for diagnostic in &file.diagnostics {
+            if let Ok(line) = serde_json::to_string(&json_diagnostic(file, diagnostic)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
     out
 }
 

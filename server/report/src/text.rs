@@ -1,9 +1,10 @@
-//! The `text` and `concise` formats, and unified diffs of fixes.
+//! The `text` and `concise` formats (optionally with ANSI colours, as ruff colours a terminal),
+//! and unified diffs of fixes.
 
 use std::fmt::Write as _;
 
 use similar::TextDiff;
-use tpulint_analyzer::{Applicability, Diagnostic, Fix};
+use tpulint_analyzer::{Applicability, Diagnostic, Fix, rule_by_code_or_name};
 
 use crate::location::SourceFile;
 
@@ -12,39 +13,106 @@ use crate::location::SourceFile;
 pub struct TextOptions {
     /// Show each fix as a diff under its diagnostic (snapshots and `--show-fixes`).
     pub show_fix_diff: bool,
+    /// Colour codes, paths, gutters and carets with ANSI escapes.
+    pub color: bool,
+}
+
+/// ANSI styling that is a no-op when colour is off.
+#[derive(Debug, Clone, Copy)]
+struct Paint(bool);
+
+const BOLD: &str = "1";
+const RED_BOLD: &str = "1;31";
+const YELLOW_BOLD: &str = "1;33";
+const CYAN: &str = "36";
+const BLUE_BOLD: &str = "1;34";
+
+impl Paint {
+    fn paint(self, style: &str, text: &str) -> String {
+        if self.0 && !text.is_empty() {
+            format!("\x1b[{style}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn severity(self, severity: tpulint_analyzer::Severity) -> String {
+        let style = match severity {
+            tpulint_analyzer::Severity::Error => RED_BOLD,
+            tpulint_analyzer::Severity::Warning => YELLOW_BOLD,
+            tpulint_analyzer::Severity::Info => CYAN,
+        };
+        self.paint(style, severity.as_str())
+    }
 }
 
 /// `path:row:col: CODE message` — one line per diagnostic.
 pub fn render_concise(file: &SourceFile, diagnostic: &Diagnostic) -> String {
+    render_concise_with(file, diagnostic, TextOptions::default())
+}
+
+/// [`render_concise`], coloured when `options.color`.
+pub fn render_concise_with(
+    file: &SourceFile,
+    diagnostic: &Diagnostic,
+    options: TextOptions,
+) -> String {
+    let paint = Paint(options.color);
     let location = file.location(diagnostic.range.start);
-    let fixable = match &diagnostic.fix {
-        Some(fix) if fix.applicability == Applicability::Safe => " [*]",
-        _ => "",
-    };
     format!(
         "{}:{}:{}: {}{} {}",
-        file.name, location.row, location.column, diagnostic.code, fixable, diagnostic.message
+        paint.paint(BOLD, &file.name),
+        location.row,
+        location.column,
+        paint.paint(RED_BOLD, &label(diagnostic)),
+        fixable_marker(diagnostic, paint),
+        diagnostic.message
     )
+}
+
+/// ` [*]` after the code of a diagnostic `--fix` resolves.
+fn fixable_marker(diagnostic: &Diagnostic, paint: Paint) -> String {
+    match &diagnostic.fix {
+        Some(fix) if fix.applicability == Applicability::Safe => {
+            format!(" {}", paint.paint(CYAN, "[*]"))
+        }
+        _ => String::new(),
+    }
+}
+
+/// The code that heads a diagnostic: `TPU101`, or `invalid-syntax:` / `io-error:` for the
+/// diagnostics no rule reports (as ruff prints its `invalid-syntax`).
+fn label(diagnostic: &Diagnostic) -> String {
+    if rule_by_code_or_name(diagnostic.code).is_some() {
+        diagnostic.code.to_string()
+    } else {
+        format!("{}:", diagnostic.code)
+    }
 }
 
 /// A ruff-style block: header, location, the source lines with carets, help and severity.
 pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOptions) -> String {
     let mut out = String::new();
+    let paint = Paint(options.color);
     let start = file.location(diagnostic.range.start);
     let end = file.location(diagnostic.range.end);
-    let fixable = match &diagnostic.fix {
-        Some(fix) if fix.applicability == Applicability::Safe => " [*]",
-        _ => "",
-    };
     let _ = writeln!(
         out,
         "{}{} {} [{}]",
-        diagnostic.code,
-        fixable,
+        paint.paint(RED_BOLD, &label(diagnostic)),
+        fixable_marker(diagnostic, paint),
         diagnostic.message,
-        diagnostic.severity.as_str()
+        paint.severity(diagnostic.severity)
     );
-    let _ = writeln!(out, " --> {}:{}:{}", file.name, start.row, start.column);
+    let _ = writeln!(
+        out,
+        " {} {}:{}:{}",
+        paint.paint(BLUE_BOLD, "-->"),
+        paint.paint(BOLD, &file.name),
+        start.row,
+        start.column
+    );
+    let bar = paint.paint(BLUE_BOLD, "|");
     let last_row = end.row.max(start.row);
     // Long ranges show their first and last lines only.
     let rows: Vec<usize> = if last_row - start.row > 4 {
@@ -53,14 +121,15 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         (start.row..=last_row).collect()
     };
     let gutter = last_row.to_string().len();
-    let _ = writeln!(out, "{:gutter$} |", "");
+    let _ = writeln!(out, "{:gutter$} {bar}", "");
     for row in rows {
         if row == 0 {
-            let _ = writeln!(out, "{:gutter$} | ...", "");
+            let _ = writeln!(out, "{:gutter$} {bar} ...", "");
             continue;
         }
         let line = expand_tabs(file.line_text(row - 1));
-        let _ = writeln!(out, "{row:>gutter$} | {line}");
+        let number = paint.paint(BLUE_BOLD, &format!("{row:>gutter$}"));
+        let _ = writeln!(out, "{number} {bar} {line}");
         let caret_start = if row == start.row {
             start.column - 1
         } else {
@@ -79,19 +148,24 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         let width = caret_end.saturating_sub(caret_start).max(1);
         let _ = writeln!(
             out,
-            "{:gutter$} | {}{}",
+            "{:gutter$} {bar} {}{}",
             "",
             " ".repeat(caret_start),
-            "^".repeat(width)
+            paint.paint(RED_BOLD, &"^".repeat(width))
         );
     }
-    let _ = writeln!(out, "{:gutter$} |", "");
+    let _ = writeln!(out, "{:gutter$} {bar}", "");
     for related in &diagnostic.related {
         let location = file.location(related.range.start);
         let _ = writeln!(
             out,
-            "{:gutter$} = note: {} ({}:{}:{})",
-            "", related.message, file.name, location.row, location.column
+            "{:gutter$} {} {} ({}:{}:{})",
+            "",
+            paint.paint(BLUE_BOLD, "= note:"),
+            related.message,
+            file.name,
+            location.row,
+            location.column
         );
     }
     if let Some(fix) = &diagnostic.fix {
@@ -99,7 +173,14 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
             Applicability::DisplayOnly => " (suggestion)",
             _ => "",
         };
-        let _ = writeln!(out, "{:gutter$} = help: {}{}", "", fix.title, suffix);
+        let _ = writeln!(
+            out,
+            "{:gutter$} {} {}{}",
+            "",
+            paint.paint(CYAN, "= help:"),
+            fix.title,
+            suffix
+        );
         if options.show_fix_diff {
             let _ = writeln!(out);
             let _ = writeln!(out, "{} fix:", applicability_label(fix.applicability));

@@ -28,6 +28,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "extend-exclude",
     "backend",
     "test-code",
+    "fixable",
+    "unfixable",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -120,6 +122,15 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
             "ignore" => {
                 let codes = string_list(value).map_err(|m| key_error(key, m))?;
                 configuration.ignore = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
+            }
+            "fixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.fixable =
+                    Some(parse_selectors(&codes).map_err(|m| key_error(key, m))?);
+            }
+            "unfixable" => {
+                let codes = string_list(value).map_err(|m| key_error(key, m))?;
+                configuration.unfixable = parse_selectors(&codes).map_err(|m| key_error(key, m))?;
             }
             "exclude" | "extend-exclude" => {
                 let patterns = string_list(value).map_err(|m| key_error(key, m))?;
@@ -320,6 +331,14 @@ pub struct Overrides {
     pub ignore: Vec<RuleSelector>,
     pub backend: Option<BackendSetting>,
     pub extend_exclude: Vec<String>,
+    /// ruff's `--force-exclude`: files named explicitly (on the command line, by pre-commit)
+    /// are excluded too when they match `exclude`. Applies to discovery, not to the
+    /// configuration.
+    pub force_exclude: bool,
+    /// Replaces the configuration's `fixable`.
+    pub fixable: Option<Vec<RuleSelector>>,
+    /// Added to the configuration's `unfixable`.
+    pub unfixable: Vec<RuleSelector>,
 }
 
 impl Overrides {
@@ -339,6 +358,12 @@ impl Overrides {
         configuration
             .exclude
             .extend(self.extend_exclude.iter().cloned());
+        if let Some(fixable) = &self.fixable {
+            configuration.fixable = Some(fixable.clone());
+        }
+        configuration
+            .unfixable
+            .extend(self.unfixable.iter().cloned());
     }
 }
 
@@ -386,6 +411,18 @@ impl Project {
             .exclude
             .iter()
             .any(|pattern| path_matches(pattern, &relative))
+    }
+
+    /// Whether `path` or a directory above it (up to the project root) is excluded: what a walk
+    /// would have skipped on its way down to `path`. Used for files named explicitly under
+    /// `--force-exclude` and by the language server for the documents it is sent.
+    pub fn is_path_excluded(&self, path: &Path) -> bool {
+        self.is_excluded(path)
+            || path
+                .ancestors()
+                .skip(1)
+                .take_while(|ancestor| ancestor.starts_with(&self.root) && *ancestor != self.root)
+                .any(|ancestor| self.is_excluded(ancestor))
     }
 
     /// The enabled rules for a file at `path`, for reports that list them.
@@ -478,6 +515,11 @@ impl ProjectResolver {
             cache.insert(directory.to_path_buf(), result.clone());
         }
         result
+    }
+
+    /// Whether files named explicitly respect `exclude` (`--force-exclude`).
+    pub fn force_exclude(&self) -> bool {
+        self.overrides.force_exclude
     }
 
     /// The project governing a file at `path` (absolute).

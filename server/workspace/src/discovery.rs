@@ -1,7 +1,9 @@
 //! File discovery: expands the paths given on the command line into the Python files to check,
 //! walking directories in parallel with the `ignore` crate (so `.gitignore`, `.ignore` and
 //! `.git/info/exclude` are honoured), skipping hidden and default-excluded directories and the
-//! project's `exclude` patterns. Files named explicitly are always checked, as in ruff.
+//! project's `exclude` patterns. Files named explicitly are always checked, as in ruff, unless
+//! `--force-exclude` asks for `exclude` to apply to them too (what a pre-commit hook needs, since
+//! pre-commit names every staged file).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -24,8 +26,52 @@ pub struct Discovery {
     pub files: Vec<DiscoveredFile>,
     /// Configuration files that could not be read or parsed (deduplicated).
     pub config_errors: Vec<ConfigError>,
-    /// Paths that do not exist or could not be read while walking, one line each.
-    pub path_errors: Vec<String>,
+    /// Paths that do not exist or could not be read while walking.
+    pub path_errors: Vec<PathError>,
+}
+
+/// A path given or met while walking that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PathError {
+    /// The path (absolute), when the error names one.
+    pub path: Option<PathBuf>,
+    /// One line, e.g. `No such file or directory`.
+    pub message: String,
+}
+
+impl PathError {
+    fn from_walk(error: &ignore::Error) -> PathError {
+        match error {
+            ignore::Error::WithPath { path, err } => PathError {
+                path: Some(path.clone()),
+                message: PathError::from_walk(err).message,
+            },
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                PathError::from_walk(err)
+            }
+            ignore::Error::Loop { child, .. } => PathError {
+                path: Some(child.clone()),
+                message: "symbolic link loop".into(),
+            },
+            ignore::Error::Io(io_error) => PathError {
+                path: None,
+                message: describe_io(io_error),
+            },
+            other => PathError {
+                path: None,
+                message: one_line(&other.to_string()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "{}: {}", path.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 /// Whether a path looks like a Python source tpulint checks when walking a directory.
@@ -47,15 +93,17 @@ pub fn discover_files(
     for given in paths {
         let path = absolute(given, working_directory);
         match std::fs::metadata(&path) {
-            Err(io_error) => discovery.path_errors.push(format!(
-                "{}: {}",
-                given.display(),
-                describe_io(&io_error)
-            )),
-            Ok(metadata) if metadata.is_dir() => roots.push(path),
-            Ok(_) => match resolver.resolve_file(&path) {
-                Ok(project) => discovery.files.push(DiscoveredFile { path, project }),
+            Err(io_error) => discovery.path_errors.push(PathError {
+                path: Some(path),
+                message: describe_io(&io_error),
+            }),
+            // Directories are resolved only when needed: the walk resolves what is inside them.
+            Ok(metadata) if metadata.is_dir() && !resolver.force_exclude() => roots.push(path),
+            Ok(metadata) => match resolver.resolve_file(&path) {
                 Err(error) => discovery.config_errors.push(error),
+                Ok(project) if resolver.force_exclude() && project.is_path_excluded(&path) => {}
+                Ok(_) if metadata.is_dir() => roots.push(path),
+                Ok(project) => discovery.files.push(DiscoveredFile { path, project }),
             },
         }
     }
@@ -87,7 +135,7 @@ pub fn discover_files(
                 let entry = match entry {
                     Ok(entry) => entry,
                     Err(walk_error) => {
-                        push(path_errors, one_line(&walk_error.to_string()));
+                        push(path_errors, PathError::from_walk(&walk_error));
                         return WalkState::Continue;
                     }
                 };

@@ -3,7 +3,8 @@
 //! The analyzer sees text without a byte-order mark. Writing puts the BOM back and, in a file
 //! whose lines all end in `\r\n` (or `\r`), turns line breaks that fixes inserted as `\n` into
 //! the file's own. A file that was not valid UTF-8 is read lossily (so it can still be checked)
-//! and is never written back, since the replacement characters would corrupt it.
+//! and is never written back, since the replacement characters would corrupt it. Writing keeps
+//! permissions, ownership and hard links, and never touches a read-only file.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -118,8 +119,15 @@ pub fn read_source(path: &Path) -> io::Result<SourceText> {
     Ok(SourceText::decode(std::fs::read(path)?))
 }
 
-/// Writes `new_text` over `path` atomically (a temporary file in the same directory, then a
-/// rename), keeping the file's BOM, line endings and permissions. Refuses lossily read files.
+/// Writes `new_text` over `path`, keeping the file's BOM, line endings, permissions, ownership
+/// and hard links. Refuses lossily read files, read-only files (no write permission bit for
+/// anyone: a file someone marked read-only is not rewritten, even by root) and files the user
+/// may not write.
+///
+/// The new bytes go to a temporary file in the same directory, which then replaces the original
+/// by a rename, so a crash never leaves half a file. A file with several hard links, or whose
+/// owner the temporary copy cannot be given, is instead rewritten in place: a rename would
+/// detach it from its other names or hand it to the current user.
 pub fn write_source(path: &Path, original: &SourceText, new_text: &str) -> io::Result<()> {
     if original.lossy {
         return Err(io::Error::new(
@@ -129,17 +137,75 @@ pub fn write_source(path: &Path, original: &SourceText, new_text: &str) -> io::R
     }
     // Write through a symlink to its target rather than replacing the link with a file.
     let target = std::fs::canonicalize(path)?;
+    let metadata = std::fs::metadata(&target)?;
+    if metadata.permissions().readonly() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the file is read-only",
+        ));
+    }
+    // Opening for writing asks the system whether this user may change the file; a rename
+    // into the directory would succeed without that permission.
+    let mut file = std::fs::OpenOptions::new().write(true).open(&target)?;
+    let bytes = original.encode(new_text);
+    if has_other_links(&metadata) {
+        return write_in_place(&mut file, &bytes);
+    }
+    drop(file);
     let directory = target.parent().unwrap_or_else(|| Path::new("."));
-    let permissions = std::fs::metadata(&target)?.permissions();
     let mut temporary = tempfile::Builder::new()
         .prefix(".tpulint-")
         .suffix(".tmp")
         .tempfile_in(directory)?;
-    temporary.write_all(&original.encode(new_text))?;
+    temporary.write_all(&bytes)?;
     temporary.as_file().sync_all()?;
-    temporary.as_file().set_permissions(permissions)?;
+    temporary
+        .as_file()
+        .set_permissions(metadata.permissions())?;
+    if !give_same_owner(temporary.as_file(), &metadata) {
+        drop(temporary);
+        let mut file = std::fs::OpenOptions::new().write(true).open(&target)?;
+        return write_in_place(&mut file, &bytes);
+    }
     temporary.persist(&target).map_err(|error| error.error)?;
     Ok(())
+}
+
+/// Truncates and rewrites an open file.
+fn write_in_place(file: &mut std::fs::File, bytes: &[u8]) -> io::Result<()> {
+    file.set_len(0)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+#[cfg(unix)]
+fn has_other_links(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    metadata.nlink() > 1
+}
+
+#[cfg(not(unix))]
+fn has_other_links(_metadata: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Gives `file` the owner and group of the original; false when the system refuses.
+#[cfg(unix)]
+fn give_same_owner(file: &std::fs::File, original: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let current = match file.metadata() {
+        Ok(metadata) => metadata,
+        Err(_) => return false,
+    };
+    if current.uid() == original.uid() && current.gid() == original.gid() {
+        return true;
+    }
+    std::os::unix::fs::fchown(file, Some(original.uid()), Some(original.gid())).is_ok()
+}
+
+#[cfg(not(unix))]
+fn give_same_owner(_file: &std::fs::File, _original: &std::fs::Metadata) -> bool {
+    true
 }
 
 #[cfg(test)]
@@ -194,5 +260,39 @@ mod tests {
             .filter(|entry| entry.file_name() != "a.py")
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn read_only_files_are_refused_and_left_alone() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("a.py");
+        std::fs::write(&path, b"a\n").unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        permissions.set_readonly(true);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        let source = read_source(&path).unwrap();
+        let error = write_source(&path, &source, "b\n").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn hard_links_and_permissions_are_kept() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("a.py");
+        let link = directory.path().join("b.py");
+        std::fs::write(&path, b"a\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::hard_link(&path, &link).unwrap();
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        let source = read_source(&path).unwrap();
+        write_source(&path, &source, "b\n").unwrap();
+        assert_eq!(std::fs::read(&link).unwrap(), b"b\n");
+        let metadata = std::fs::metadata(&path).unwrap();
+        assert_eq!(metadata.ino(), inode);
+        assert_eq!(metadata.nlink(), 2);
+        assert_eq!(metadata.permissions().mode() & 0o777, 0o640);
     }
 }

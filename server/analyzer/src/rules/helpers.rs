@@ -1,12 +1,10 @@
-//! Predicates and edit builders shared by rules: tensor-ness of receivers, torch call matching,
-//! adding imports, and message fragments.
+//! Predicates shared by rules: tensor-ness of receivers, torch call matching, literals, and
+//! message fragments (edit builders live in `fix::edits`, imports in `fix::importer`).
 
 use tree_sitter::Node;
 
 use crate::checker::Context;
-use crate::diagnostic::Edit;
 use crate::semantic::ValueKind;
-use crate::source::detect_line_ending;
 use crate::syntax::{self, NodeExt, node_text};
 
 /// Whether `expr` is a tensor for rules about methods that, on anything else, are rare:
@@ -44,50 +42,6 @@ pub fn call_matches<'a>(
 ) -> Option<&'a str> {
     let qualified = context.semantic().call_qualified_name(call)?;
     names.iter().copied().find(|name| *name == qualified)
-}
-
-/// An edit that adds `import_line` (e.g. `import torch_xla`) after the file's last top-level
-/// import, or `None` when the file already has that exact line.
-pub fn add_import(context: &Context<'_, '_>, import_line: &str) -> Option<Edit> {
-    let source = context.source();
-    if source.lines().any(|line| line.trim_end() == import_line) {
-        return None;
-    }
-    let root = context.root();
-    let newline = detect_line_ending(source);
-    let mut cursor = root.walk();
-    let mut insert_after: Option<Node<'_>> = None;
-    for statement in root.named_children(&mut cursor) {
-        match statement.kind_name() {
-            "import_statement" | "import_from_statement" | "future_import_statement" => {
-                insert_after = Some(statement)
-            }
-            "comment" => {}
-            "expression_statement" if insert_after.is_none() => {
-                // A module docstring stays first.
-                if statement
-                    .named_child(0)
-                    .is_some_and(|n| n.kind_name() == "string")
-                {
-                    insert_after = Some(statement);
-                } else {
-                    break;
-                }
-            }
-            _ => break,
-        }
-    }
-    match insert_after {
-        Some(statement) => {
-            // Insert at the end of the statement's line.
-            let end = statement.end_byte();
-            let line_end = source[end..]
-                .find(['\n', '\r'])
-                .map_or(source.len(), |i| end + i);
-            Some(Edit::insert(line_end, format!("{newline}{import_line}")))
-        }
-        None => Some(Edit::insert(0, format!("{import_line}{newline}"))),
-    }
 }
 
 /// " in the training loop" / " in `forward`" — appended to messages on hot paths.

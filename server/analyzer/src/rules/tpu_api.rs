@@ -1,130 +1,66 @@
 //! Backend-aware building blocks for the device, idiom and distributed rules: the TPU device
-//! expression of the file's backend (with the import it needs), keyword-argument edits, and
-//! guards such as "this line only runs when CUDA is available".
+//! expression of the file's backend (named through the importer), and guards such as "this line
+//! only runs when CUDA is available".
 
 use tree_sitter::Node;
 
 use crate::checker::Context;
-use crate::diagnostic::Edit;
-use crate::rules::helpers;
+pub use crate::fix::edits::insert_argument;
+use crate::fix::importer::{ImportedName, Importer};
 use crate::semantic::Backend;
+use crate::syntax;
 use crate::syntax::NodeExt;
-use crate::syntax::{self, node_text};
 
-/// Source text that names the TPU device of `backend`, plus the edits (imports) it needs in this
-/// file. `None` when the backend is unknown: the rule then cannot write a fix.
-pub fn device_expression(context: &Context<'_, '_>) -> Option<(String, Vec<Edit>)> {
+/// Source text that names the TPU device of the file's backend at `site`, with the import it
+/// needs there ([`Importer`]). `None` when the backend is unknown: the rule then cannot write a
+/// fix.
+pub fn device_expression<'t>(context: &Context<'t, '_>, site: Node<'t>) -> Option<ImportedName> {
     match context.backend() {
         Backend::TorchXla => {
-            let (expression, edits) = torch_xla_expression(context, "device()");
-            Some((expression, edits))
+            let mut device = torch_xla_expression(context, site, "device");
+            device.expression.push_str("()");
+            Some(device)
         }
         Backend::TorchTpu => {
-            let torch = module_alias(context, "torch").unwrap_or_else(|| "torch".to_string());
-            let edits = if module_alias(context, "torch").is_none() {
-                helpers::add_import(context, "import torch")
-                    .into_iter()
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            Some((format!("{torch}.device(\"tpu\")"), edits))
+            let mut torch = Importer::new(context, site).module("torch", None);
+            torch.expression = format!("{}.device(\"tpu\")", torch.expression);
+            Some(torch)
         }
         Backend::Unknown => None,
     }
 }
 
-/// `torch_xla.<member>` written with the file's own name for the `torch_xla` package, adding
-/// `import torch_xla` when no name refers to it.
-pub fn torch_xla_expression(context: &Context<'_, '_>, member: &str) -> (String, Vec<Edit>) {
-    match module_alias(context, "torch_xla") {
-        Some(alias) => (format!("{alias}.{member}"), Vec::new()),
-        None => (
-            format!("torch_xla.{member}"),
-            add_torch_xla_import(context, "import torch_xla")
-                .into_iter()
-                .collect(),
-        ),
-    }
+/// For a file whose backend is unknown: TorchTPU's device, `torch.device("tpu")`, for a
+/// display-only suggestion whose title also names PyTorch/XLA's ([`OTHER_BACKEND_DEVICE`]).
+/// Never `torch.accelerator.current_accelerator()`: it returns `None` under PyTorch/XLA, and
+/// `torch.device(torch.accelerator.current_accelerator(), i)` is a `TypeError`.
+pub fn suggested_device_expression<'t>(context: &Context<'t, '_>, site: Node<'t>) -> ImportedName {
+    let mut torch = Importer::new(context, site).module("torch", None);
+    torch.expression = format!("{}.device(\"tpu\")", torch.expression);
+    torch
 }
 
-/// `xm.<member>` with the file's name for `torch_xla.core.xla_model`, adding
-/// `import torch_xla.core.xla_model as xm` when no name refers to it.
-pub fn xla_model_expression(context: &Context<'_, '_>, member: &str) -> (String, Vec<Edit>) {
-    match module_alias(context, "torch_xla.core.xla_model") {
-        Some(alias) => (format!("{alias}.{member}"), Vec::new()),
-        None => (
-            format!("xm.{member}"),
-            add_torch_xla_import(context, "import torch_xla.core.xla_model as xm")
-                .into_iter()
-                .collect(),
-        ),
-    }
+/// How the title of a display-only device suggestion names PyTorch/XLA's spelling.
+pub const OTHER_BACKEND_DEVICE: &str = "TorchTPU; `torch_xla.device()` with PyTorch/XLA";
+
+/// `torch_xla.<member>` written with the file's own name for the `torch_xla` package at `site`,
+/// adding `import torch_xla` where it will run when no name refers to it.
+pub fn torch_xla_expression<'t>(
+    context: &Context<'t, '_>,
+    site: Node<'t>,
+    member: &str,
+) -> ImportedName {
+    Importer::new(context, site).member("torch_xla", member, None)
 }
 
-/// An edit adding `import_line` (a `torch_xla` import) next to the file's first existing
-/// `torch_xla` import, with its indentation: when that import sits under
-/// `if is_torch_xla_available():`, the new one must stay guarded too, or the file stops importing
-/// on machines without PyTorch/XLA. Without any `torch_xla` import, after the top-level imports.
-pub fn add_torch_xla_import(context: &Context<'_, '_>, import_line: &str) -> Option<Edit> {
-    let source = context.source();
-    let mut stack = vec![context.root()];
-    let mut visited = 0;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 50_000 {
-            break;
-        }
-        if matches!(
-            node.kind_name(),
-            "import_statement" | "import_from_statement"
-        ) {
-            let text = node_text(node, source);
-            let names_torch_xla = text
-                .split([' ', ',', '\n', '\t', '('])
-                .any(|word| word == "torch_xla" || word.starts_with("torch_xla."));
-            if names_torch_xla {
-                let indent = syntax::line_indent(source, node.start_byte());
-                let end = node.end_byte();
-                let line_end = source[end..]
-                    .find(['\n', '\r'])
-                    .map_or(source.len(), |i| end + i);
-                let newline = crate::source::detect_line_ending(source);
-                return Some(Edit::insert(
-                    line_end,
-                    format!("{newline}{indent}{import_line}"),
-                ));
-            }
-            continue;
-        }
-        // Visit in source order: push children reversed.
-        let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-        for child in children.into_iter().rev() {
-            if matches!(
-                child.kind_name(),
-                "import_statement"
-                    | "import_from_statement"
-                    | "if_statement"
-                    | "try_statement"
-                    | "block"
-                    | "else_clause"
-                    | "elif_clause"
-                    | "except_clause"
-                    | "finally_clause"
-                    | "with_statement"
-            ) {
-                stack.push(child);
-            }
-        }
-    }
-    helpers::add_import(context, import_line)
-}
-
-/// The local name bound to `module` by an import (`import torch_xla` → `torch_xla`,
-/// `import torch_xla.core.xla_model as xm` → `xm` for `torch_xla.core.xla_model`).
-pub fn module_alias(context: &Context<'_, '_>, module: &str) -> Option<String> {
-    context.semantic().imports().local_name_for(module)
+/// `xm.<member>` with the file's name for `torch_xla.core.xla_model` at `site`, adding
+/// `import torch_xla.core.xla_model as xm` where it will run when no name refers to it.
+pub fn xla_model_expression<'t>(
+    context: &Context<'t, '_>,
+    site: Node<'t>,
+    member: &str,
+) -> ImportedName {
+    Importer::new(context, site).member("torch_xla.core.xla_model", member, Some("xm"))
 }
 
 /// Whether a top-level, unconditional import brings in `package` (`import torch_xla...`,
@@ -136,57 +72,6 @@ pub fn imports_unconditionally(context: &Context<'_, '_>, package: &str) -> bool
         .semantic()
         .imports()
         .imports_unconditionally(package)
-}
-
-/// An edit inserting `keyword=value` text as the last argument of `arguments`.
-pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
-    let mut cursor = arguments.walk();
-    let last = arguments
-        .named_children(&mut cursor)
-        .filter(|child| child.kind_name() != "comment")
-        .last();
-    match last {
-        Some(last) => Edit::insert(last.end_byte(), format!(", {text}")),
-        None => {
-            // `f()`: insert right after the opening parenthesis.
-            Edit::insert(arguments.start_byte() + 1, text.to_string())
-        }
-    }
-}
-
-/// An edit deleting one argument together with the comma that separates it from its neighbour.
-pub fn remove_argument<'t>(
-    context: &Context<'t, '_>,
-    arguments: Node<'t>,
-    argument: Node<'t>,
-) -> Edit {
-    let source = context.source();
-    let mut cursor = arguments.walk();
-    let children: Vec<Node<'_>> = arguments
-        .named_children(&mut cursor)
-        .filter(|child| child.kind_name() != "comment")
-        .collect();
-    let position = children
-        .iter()
-        .position(|child| child.id() == argument.id());
-    match position {
-        Some(index) if index > 0 => {
-            Edit::delete(children[index - 1].end_byte()..argument.end_byte())
-        }
-        Some(0) if children.len() > 1 => {
-            Edit::delete(argument.start_byte()..children[1].start_byte())
-        }
-        _ => {
-            // The only argument: delete it and a trailing comma if there is one.
-            let mut end = argument.end_byte();
-            let rest = &source[end..arguments.end_byte().min(source.len())];
-            let trimmed = rest.trim_start();
-            if trimmed.starts_with(',') {
-                end += rest.len() - trimmed.len() + 1;
-            }
-            Edit::delete(argument.start_byte()..end)
-        }
-    }
 }
 
 /// Whether `node` runs only where the author already chose per device, as the index's hardware

@@ -69,8 +69,15 @@ impl TestEnv {
             proc: root.path().join("proc"),
             sys: root.path().join("sys"),
             tmp: root.path().join("tmp"),
+            etc: root.path().join("etc"),
         };
-        for directory in [&system.dev, &system.proc, &system.sys, &system.tmp] {
+        for directory in [
+            &system.dev,
+            &system.proc,
+            &system.sys,
+            &system.tmp,
+            &system.etc,
+        ] {
             fs::create_dir_all(directory).unwrap();
         }
         fs::write(system.dev.join("accel0"), "").unwrap();
@@ -98,6 +105,14 @@ impl TestEnv {
             ("TORCH_DEVICE_BACKEND_AUTOLOAD".to_string(), None),
             ("XLA_USE_BF16".to_string(), None),
             ("LD_LIBRARY_PATH".to_string(), None),
+            ("WORLD_SIZE".to_string(), None),
+            ("RANK".to_string(), None),
+            ("LOCAL_RANK".to_string(), None),
+            ("TORCH_TPU_SLICEBUILDER_ADDRESSES".to_string(), None),
+            ("TORCH_TPU_TOPOLOGY".to_string(), None),
+            ("TPU_DEFER_AND_FUSE".to_string(), None),
+            ("XLA_FLAGS".to_string(), None),
+            ("LIBTPU_INIT_ARGS".to_string(), None),
         ];
         options
     }
@@ -133,6 +148,17 @@ impl TestEnv {
             "{dist_info_name}/METADATA,,\n{dist_info_name}/RECORD,,\n"
         ));
         fs::write(dist_info.join("RECORD"), record).unwrap();
+    }
+
+    /// Removes every installed version of a distribution's metadata (its files stay).
+    pub fn remove_dist(&self, name: &str) {
+        let prefix = format!("{}-", name.replace('-', "_"));
+        for entry in fs::read_dir(&self.site_packages).unwrap().flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if file_name.starts_with(&prefix) && file_name.ends_with(".dist-info") {
+                fs::remove_dir_all(entry.path()).unwrap();
+            }
+        }
     }
 
     pub fn add_file(&self, relative: &str, contents: &str) {
@@ -195,6 +221,16 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
 
 pub fn ids(report: &Report) -> Vec<&str> {
     report.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
+/// Ids of the errors and warnings (info findings such as `torch-xla-frozen` left out).
+pub fn problem_ids(report: &Report) -> Vec<&str> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.severity != tpulint_doctor::Severity::Info)
+        .map(|f| f.id.as_str())
+        .collect()
 }
 
 pub fn all_commands(report: &Report, id: &str) -> Vec<String> {

@@ -1,4 +1,5 @@
-//! TPU603: `torch.compile` without the TPU backend in code that targets a TPU.
+//! TPU603: `torch.compile` with a backend that does not target the file's TPU backend
+//! (PyTorch/XLA: none or a GPU one; TorchTPU: an explicit non-TPU one).
 
 use tree_sitter::Node;
 
@@ -12,13 +13,18 @@ use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
-    /// Checks, in files that target a TPU backend, for `torch.compile(...)` (call or decorator)
-    /// without `backend=`, or with a GPU backend (`"inductor"`, `"cudagraphs"`).
+    /// Checks for `torch.compile(...)` (call or decorator) that will not compile for the TPU:
+    /// - in PyTorch/XLA files, without `backend=` or with a GPU backend (`"inductor"`,
+    ///   `"cudagraphs"`);
+    /// - in TorchTPU files, with an explicit non-TPU backend (`"inductor"`, `"openxla"`,
+    ///   `"cudagraphs"`).
     ///
     /// ## Why is this bad?
     /// `torch.compile`'s default backend is Inductor, which generates Triton/C++ kernels for GPUs
-    /// and CPUs; it is not the TPU path. PyTorch/XLA's Dynamo integration is
-    /// `backend="openxla"`; TorchTPU's is `backend="tpu"` (FX → StableHLO → XLA).
+    /// and CPUs; it is not PyTorch/XLA's path, whose Dynamo integration is `backend="openxla"`.
+    /// TorchTPU's backend is `backend="tpu"` (FX → StableHLO → XLA); there `torch.compile`
+    /// without a backend selects `"tpu"` by itself when an input is a TPU tensor, so only an
+    /// explicit other backend is wrong.
     ///
     /// ## Example
     /// ```python
@@ -42,6 +48,8 @@ declare_rule! {
     ///
     /// ## References
     /// - pitfalls.md B.4 #46 and B.7 #79: PyTorch/XLA `docs/source/perf/dynamo.md`
+    /// - update-2026-12.md §0: TorchTPU `tests/compile/compile_api_test.py`
+    ///   (`test_compile_backend_defaults_to_tpu`, `test_compile_explicit_backend_is_respected`)
     /// - torchtpu.md A.4: `torch.compile(model, backend="tpu", dynamic=False)`; A.10 migration table
     pub(crate) static COMPILE_WITHOUT_TPU_BACKEND = {
         code: "TPU603",
@@ -76,6 +84,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 return;
             }
             match context.keyword_arg(arguments, "backend") {
+                // TorchTPU picks its own backend for TPU inputs.
+                None if context.backend() == Backend::TorchTpu => {}
                 None => {
                     let edit =
                         tpu_api::insert_argument(arguments, &format!("backend=\"{wanted}\""));
@@ -87,7 +97,13 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                     let Some(name) = syntax::string_value(value, source) else {
                         return;
                     };
-                    if !matches!(name.as_ref(), "inductor" | "cudagraphs") {
+                    let wrong = match context.backend() {
+                        Backend::TorchTpu => {
+                            matches!(name.as_ref(), "inductor" | "cudagraphs" | "openxla")
+                        }
+                        _ => matches!(name.as_ref(), "inductor" | "cudagraphs"),
+                    };
+                    if !wrong {
                         return;
                     }
                     let quote = if context.text(value).starts_with('\'') {
@@ -110,6 +126,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 }
             }
         }
+        None if context.backend() == Backend::TorchTpu => {}
         None => {
             // Bare `@torch.compile`.
             let edit = Edit::insert(site.callee.end_byte(), format!("(backend=\"{wanted}\")"));

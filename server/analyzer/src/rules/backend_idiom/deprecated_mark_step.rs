@@ -61,7 +61,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if context.qualified_name(function).as_deref() != Some("torch_xla.core.xla_model.mark_step") {
         return;
     }
-    let (expression, mut edits) = tpu_api::torch_xla_expression(context, "sync");
+    let sync = tpu_api::torch_xla_expression(context, function, "sync");
+    let expression = sync.expression.clone();
+    let mut edits = sync.edits();
     edits.push(Edit::replace(function.byte_range(), expression.clone()));
     let diagnostic = context.report(
         function.byte_range(),
@@ -71,5 +73,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         ),
     );
     diagnostic.tag = Some(DiagnosticTag::Deprecated);
-    diagnostic.fix = Some(Fix::safe(format!("Replace with `{expression}`"), edits));
+    diagnostic.fix = Some(Fix::new(
+        sync.applicability,
+        format!("Replace with `{expression}`"),
+        edits,
+    ));
 }

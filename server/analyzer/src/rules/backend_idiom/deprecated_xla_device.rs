@@ -56,7 +56,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if context.qualified_name(function).as_deref() != Some("torch_xla.core.xla_model.xla_device") {
         return;
     }
-    let (expression, mut edits) = tpu_api::torch_xla_expression(context, "device");
+    let device = tpu_api::torch_xla_expression(context, function, "device");
+    let expression = device.expression.clone();
+    let mut edits = device.edits();
     let positional = syntax::positional_args(arguments).len();
     let all_positional = positional == arguments.named_child_count();
     let fixable = all_positional && positional <= 1;
@@ -68,6 +70,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     diagnostic.tag = Some(DiagnosticTag::Deprecated);
     if fixable {
         edits.push(Edit::replace(function.byte_range(), expression.clone()));
-        diagnostic.fix = Some(Fix::safe(format!("Replace with `{expression}`"), edits));
+        diagnostic.fix = Some(Fix::new(
+            device.applicability,
+            format!("Replace with `{expression}`"),
+            edits,
+        ));
     }
 }

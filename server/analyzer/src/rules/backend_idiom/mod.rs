@@ -8,7 +8,9 @@ mod inference_mode_with_compile;
 mod optimizer_step_without_reduce;
 mod optimizer_without_capturable;
 mod plain_loader_per_step_copy;
+mod removed_torch_xla_api;
 mod torchtpu_dynamic_compile;
+mod torchtpu_graph_break;
 mod torchtpu_internal_api;
 mod training_loop_without_sync;
 
@@ -26,4 +28,6 @@ pub const RULES: &[&RuleMeta] = &[
     &optimizer_without_capturable::OPTIMIZER_WITHOUT_CAPTURABLE,
     &inference_mode_with_compile::INFERENCE_MODE_WITH_COMPILE,
     &torchtpu_internal_api::TORCHTPU_INTERNAL_API,
+    &removed_torch_xla_api::REMOVED_TORCH_XLA_API,
+    &torchtpu_graph_break::TORCHTPU_GRAPH_BREAK,
 ];

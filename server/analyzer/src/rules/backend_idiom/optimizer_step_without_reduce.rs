@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, ValueKind};
 use crate::syntax;
@@ -106,7 +106,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     let receiver_text = context.text(receiver).to_string();
-    let (expression, mut edits) = tpu_api::xla_model_expression(context, "optimizer_step");
+    let optimizer_step = tpu_api::xla_model_expression(context, call, "optimizer_step");
+    let expression = optimizer_step.expression.clone();
+    let mut edits = optimizer_step.edits();
     edits.push(Edit::replace(
         call.byte_range(),
         format!("{expression}({receiver_text})"),
@@ -116,7 +118,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             call.byte_range(),
             format!("`{receiver_text}.step()` in a multi-process XLA program skips the gradient all-reduce"),
         )
-        .fix = Some(Fix::unsafe_edit(
+        .fix = Some(Fix::new(
+        Applicability::Unsafe.min(optimizer_step.applicability),
         format!("Replace with `{expression}({receiver_text})`"),
         edits,
     ));

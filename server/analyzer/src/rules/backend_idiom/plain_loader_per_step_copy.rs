@@ -16,10 +16,11 @@ declare_rule! {
     /// batch to the device with `.to(device)`.
     ///
     /// ## Why is this bad?
-    /// Each `.to(device)` is a synchronous host-to-device copy inside the step: the TPU waits for
-    /// the transfer, and nothing overlaps. `pl.MpDeviceLoader(loader, device)` prefetches the next
-    /// batches onto the device in the background and also issues the per-step
-    /// `torch_xla.sync()`.
+    /// The `.to(device)` copy itself is asynchronous on PyTorch/XLA, but the step still starts
+    /// only once the loader produced the batch on the host and its transfer was issued: loading
+    /// and transfer do not overlap the previous step's device work. `pl.MpDeviceLoader(loader,
+    /// device)` prefetches the next batches onto the device in background threads (the
+    /// documented way to feed an XLA device) and also issues the per-step `torch_xla.sync()`.
     ///
     /// ## Example
     /// ```python
@@ -42,9 +43,14 @@ declare_rule! {
     /// `loader` are checked, and only in files that never mention `MpDeviceLoader` /
     /// `ParallelLoader`.
     ///
+    /// ## Fix safety
+    /// No fix: wrapping the loader changes where batches live and when the step syncs.
+    ///
     /// ## References
     /// - pitfalls.md B.7 #73 and B.1 #10: PyTorch/XLA migration guide and *PyTorch on XLA devices*
-    ///   (`MpDeviceLoader` overlaps transfers)
+    ///   (`MpDeviceLoader` preloads batches onto the device)
+    /// - https://github.com/pytorch/xla/blob/master/torch_xla/distributed/parallel_loader.py
+    ///   (`ParallelLoader` worker threads and the per-device prefetch queue)
     /// - torchtpu.md A.10: under TorchTPU a plain `DataLoader` + `.to("tpu")` is the idiom
     pub(crate) static PLAIN_LOADER_PER_STEP_COPY = {
         code: "TPU607",
@@ -84,7 +90,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     context.report(
         loader.byte_range(),
         format!(
-            "Batches of `{}` are copied to the device inside the step; wrap it in `pl.MpDeviceLoader`",
+            "Batches of `{}` are loaded and sent to the device inside the step; `pl.MpDeviceLoader` prefetches them",
             node_text(loader, source)
         ),
     );

@@ -119,7 +119,9 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     let fix = if exits {
         None
     } else {
-        let (expression, mut edits) = tpu_api::torch_xla_expression(context, "sync");
+        let sync = tpu_api::torch_xla_expression(context, loop_node, "sync");
+        let expression = sync.expression.clone();
+        let mut edits = sync.edits();
         let mut cursor = body.walk();
         let last = body
             .named_children(&mut cursor)
@@ -136,7 +138,8 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
                     last.end_byte(),
                     format!("{newline}{indent}{expression}()"),
                 ));
-                Some(Fix::unsafe_edit(
+                Some(Fix::new(
+                    crate::diagnostic::Applicability::Unsafe.min(sync.applicability),
                     format!("Call `{expression}()` at the end of each step"),
                     edits,
                 ))

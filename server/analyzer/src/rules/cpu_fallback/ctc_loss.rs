@@ -18,6 +18,9 @@ declare_rule! {
     /// and the step's graph is cut around it. TorchTPU's host round-trip op list also includes
     /// `ctc_loss` (it needs the target lengths on the host).
     ///
+    /// Measured on torch_xla 2.9.0: `F.ctc_loss`, `torch.ctc_loss` and `nn.CTCLoss` ran
+    /// `aten::_ctc_loss` and `aten::_ctc_loss_backward` on the CPU.
+    ///
     /// ## Example
     /// ```python
     /// criterion = nn.CTCLoss(blank=0)
@@ -30,6 +33,8 @@ declare_rule! {
     /// (`torch.logsumexp` over a padded label lattice).
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `ctc_loss.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #22 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA, *Troubleshooting* (`aten::_ctc_loss` in the metrics report)
     /// - TorchTPU notes, A.5 (host round-trip ops include `ctc_loss`)

@@ -10,13 +10,23 @@ use crate::syntax;
 
 declare_rule! {
     /// ## What it does
-    /// Checks for 2-D and 3-D max pooling with a dilation greater than 1:
-    /// `F.max_pool2d(x, k, s, p, dilation=2)`, `nn.MaxPool2d(k, dilation=2)` and the 3-D forms.
+    /// Checks for max pooling with a dilation greater than 1:
+    /// `F.max_pool2d(x, k, s, p, dilation=2)`, `nn.MaxPool2d(k, dilation=2)` and the 1-D and 3-D
+    /// forms.
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA's max-pooling lowering does not support dilation: its autograd function
-    /// checks `IsNonTrivialDilation(dilation)` and calls the CPU fallback for the forward and
-    /// the backward. Each pooling layer then copies its activations to the host and back.
+    /// checks `IsNonTrivialDilation(dilation)` and calls the CPU fallback. Measured on torch_xla
+    /// 2.9.0, the forward of every dilated max pool runs `aten::max_pool2d_with_indices` (or the
+    /// 3-D op) on the CPU; the backward of `F.max_pool2d`, `F.max_pool3d` and the modules then
+    /// **raised** ("Source shape does not match the shape of window-reduced operand"), so training
+    /// through them fails, and the backward of `F.max_pool1d` and the `_with_indices` forms ran
+    /// on the CPU as well. Each pooling layer copies its activations to the host and back.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
     ///
     /// ## Example
     /// ```python
@@ -30,7 +40,9 @@ declare_rule! {
     /// A dilation given through a variable is not followed.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.3 #32
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `max_pool*.dilated*`; torch 2.9.0, torch_xla 2.9.0), produced by
+    ///   `scripts/measure-fallbacks.py`
     /// - PyTorch/XLA `torch_xla/csrc/aten_autograd_ops.cpp` ("Lowering when ceil_mode or dilation
     ///   is set not supported yet") and `aten_xla_type.cpp` `max_pool2d_with_indices`
     pub(crate) static DILATED_MAX_POOL = {
@@ -45,6 +57,9 @@ declare_rule! {
 
 /// Callee, and the position of `dilation` in its signature.
 const POOLS: &[(&str, usize)] = &[
+    ("torch.nn.functional.max_pool1d", 4),
+    ("torch.max_pool1d", 4),
+    ("torch.nn.MaxPool1d", 3),
     ("torch.nn.functional.max_pool2d", 4),
     ("torch.nn.functional.max_pool3d", 4),
     ("torch.nn.functional.max_pool2d_with_indices", 4),
@@ -83,7 +98,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     let is_module = qualified.starts_with("torch.nn.MaxPool");
     let message = format!(
-        "Max pooling with dilation {}{} runs on the CPU: dilated pooling has no XLA lowering",
+        "Max pooling with dilation {}{} runs on the CPU (dilated pooling has no XLA lowering) and its backward can fail",
         helpers::short_code(context.text(dilation)),
         if is_module {
             String::new()

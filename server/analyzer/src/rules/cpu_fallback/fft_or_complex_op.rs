@@ -9,15 +9,22 @@ use crate::rules::helpers;
 declare_rule! {
     /// ## What it does
     /// Checks for `torch.fft.*` transforms, `torch.stft` / `torch.istft` (and the tensor
-    /// methods `x.stft()` / `x.istft()`) and `torch.polar`.
+    /// methods `x.stft()` / `x.istft()`), `torch.polar` and `torch.complex`.
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA has no lowering for the FFT primitives (`_fft_r2c`, `_fft_c2c`, `_fft_c2r`
-    /// are absent from its op table) nor for `stft` and `polar` (its autocast policy lists them
-    /// as "not lowered"). Each call copies the tensor to the host, transforms it on the CPU and
+    /// are absent from its op table) nor for `stft`, `polar` and `complex`. Measured on torch_xla
+    /// 2.9.0: every `torch.fft` transform and `stft` ran `aten::_fft_r2c`/`_fft_c2c`/`_fft_c2r`
+    /// on the CPU, `polar` and `complex` ran `aten::polar.out`/`aten::complex.out`, and `istft`
+    /// aborted the process inside XLA. Each call copies the tensor to the host, transforms it on the CPU and
     /// copies it back. A common case is rotary position embeddings written with
     /// `torch.polar`: when the table is built from device tensors in `forward`, every step pays
     /// a host round trip (tables built once on the CPU at construction are not reported).
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
     ///
     /// ## Example
     /// ```python
@@ -35,7 +42,9 @@ declare_rule! {
     /// half, float and double inputs (its autocast comment calling it "not lowered" is stale).
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.3 #23 and "Ops with known missing lowerings" (B.7)
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `fft.*`, `stft*`, `istft`, `polar`, `complex`, `view_as_complex`; torch 2.9.0, torch_xla
+    ///   2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - PyTorch/XLA `torch_xla/csrc/autocast_mode.cpp` (`stft`, `polar` "not lowered") and
     ///   `codegen/xla_native_functions.yaml` (no `_fft_*`)
     pub(crate) static FFT_OR_COMPLEX_OP = {
@@ -58,7 +67,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         Some(_) => matches!(name, "torch.stft" | "torch.istft"),
         None => {
             name.starts_with("torch.fft.") && name.rsplit('.').next().is_some_and(is_transform)
-                || matches!(name, "torch.stft" | "torch.istft" | "torch.polar")
+                || matches!(
+                    name,
+                    "torch.stft" | "torch.istft" | "torch.polar" | "torch.complex"
+                )
                 || name == "torch.functional.stft"
         }
     };

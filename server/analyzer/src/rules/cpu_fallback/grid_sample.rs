@@ -19,6 +19,14 @@ declare_rule! {
     /// two. Users porting deformable-attention detectors (RF-DETR, Deformable DETR) report this
     /// as their main slowdown.
     ///
+    /// Measured on torch_xla 2.9.0: every mode of 2-D and 3-D `grid_sample` (and
+    /// `torch.grid_sampler*`) ran `aten::grid_sampler_2d`/`_3d` and its backward on the CPU.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// sampled = F.grid_sample(features, grid, mode="bilinear", align_corners=False)
@@ -33,6 +41,8 @@ declare_rule! {
     /// tensors in a data pipeline is reported too (as `Info` outside hot paths).
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `grid_sample*`, `grid_sampler*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #20 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `torch_xla/csrc/autocast_mode.cpp` (`grid_sampler_2d/3d` "not lowered")
     /// - PyTorch/XLA issue #2405; roboflow/rf-detr issue #1058

@@ -5,7 +5,6 @@ mod dilated_max_pool;
 mod embedding_bag;
 mod fft_or_complex_op;
 mod grid_sample;
-mod legacy_weight_norm;
 mod multinomial_without_replacement;
 mod random_op_with_generator;
 mod randperm_with_options;
@@ -14,7 +13,9 @@ mod sort_statistic;
 mod torchvision_detection_op;
 mod unlowered_interpolation_mode;
 mod unlowered_linalg_op;
+mod unlowered_op;
 mod unlowered_scatter_reduction;
+mod unlowered_weight_norm;
 mod zero_norm;
 
 use crate::registry::RuleMeta;
@@ -30,13 +31,66 @@ pub const RULES: &[&RuleMeta] = &[
     &random_op_with_generator::RANDOM_OP_WITH_GENERATOR,
     &multinomial_without_replacement::MULTINOMIAL_WITHOUT_REPLACEMENT,
     &embedding_bag::EMBEDDING_BAG,
-    &legacy_weight_norm::LEGACY_WEIGHT_NORM,
+    &unlowered_weight_norm::UNLOWERED_WEIGHT_NORM,
     &unlowered_scatter_reduction::UNLOWERED_SCATTER_REDUCTION,
     &dilated_max_pool::DILATED_MAX_POOL,
     &scaled_addmm::SCALED_ADDMM,
     &zero_norm::ZERO_NORM,
     &torchvision_detection_op::TORCHVISION_DETECTION_OP,
     &randperm_with_options::RANDPERM_WITH_OPTIONS,
+    &unlowered_op::UNLOWERED_OP,
+];
+
+/// An op that PyTorch/XLA 2.9 runs on the CPU whatever its arguments, as measured in
+/// `server/analyzer/data/torch_xla-2.9-fallbacks.json`, with the `aten::` op seen falling back.
+pub(crate) struct UnloweredOp {
+    /// The function's qualified name (`torch.isin`); methods match `torch.<method>` too.
+    pub name: &'static str,
+    pub aten: &'static str,
+    /// Only the backward falls back: quiet under `torch.no_grad()` / `inference_mode()`.
+    pub backward_only: bool,
+    pub advice: &'static str,
+}
+
+/// Ops without a lowering that no argument-specific rule covers (TPU217). Argument-dependent
+/// fallbacks have rules of their own (TPU202 interpolation modes, TPU211 scatter reductions …).
+pub(crate) const UNLOWERED_OPS: &[UnloweredOp] = &[
+    UnloweredOp {
+        name: "torch.isin",
+        aten: "aten::isin",
+        backward_only: false,
+        advice: "compare with broadcasting: `(x[..., None] == values).any(-1)`",
+    },
+    UnloweredOp {
+        name: "torch.searchsorted",
+        aten: "aten::searchsorted",
+        backward_only: false,
+        advice: "count with broadcasting: `(sorted[..., None, :] < v[..., None]).sum(-1)`",
+    },
+    UnloweredOp {
+        name: "torch.bucketize",
+        aten: "aten::bucketize",
+        backward_only: false,
+        advice: "count with broadcasting: `(v[..., None] > boundaries).sum(-1)`",
+    },
+    UnloweredOp {
+        name: "torch.logcumsumexp",
+        aten: "aten::_logcumsumexp",
+        backward_only: false,
+        advice: "subtract the running max and use `cumsum` of `exp`",
+    },
+    UnloweredOp {
+        name: "torch.poisson",
+        aten: "aten::poisson",
+        backward_only: false,
+        advice: "sample on the CPU in the data pipeline",
+    },
+    UnloweredOp {
+        name: "torch.nn.functional.glu",
+        aten: "aten::glu_backward",
+        backward_only: true,
+        advice: "split and gate explicitly: `a, b = x.chunk(2, dim); a * torch.sigmoid(b)`",
+    },
 ];
 
 /// Reports `call` (resolved to `target`) as an op without an XLA lowering, at hot-path severity,
@@ -67,4 +121,41 @@ fn report_unlowered_call(
     );
     let severity = context.hot_path_severity();
     context.report(function.byte_range(), message).severity = severity;
+}
+
+/// Whether `node` runs with autograd off: inside `with torch.no_grad():` or
+/// `with torch.inference_mode():` in the same function. Ops whose training path falls back but
+/// whose forward-only path lowers (measured: `F.embedding_bag`, `F.glu`) are quiet there.
+fn under_no_grad<'t>(
+    context: &crate::checker::Context<'t, '_>,
+    node: tree_sitter::Node<'t>,
+) -> bool {
+    use crate::syntax::NodeExt;
+    let mut current = context.parent(node);
+    while let Some(ancestor) = current {
+        match ancestor.kind_name() {
+            "function_definition" | "class_definition" | "lambda" => return false,
+            "with_statement" => {
+                let mut cursor = ancestor.walk();
+                let disables_grad = ancestor
+                    .named_children(&mut cursor)
+                    .filter(|child| child.kind_name() == "with_clause")
+                    .flat_map(|clause| {
+                        let mut inner = clause.walk();
+                        clause.named_children(&mut inner).collect::<Vec<_>>()
+                    })
+                    .filter_map(|item| item.field("value"))
+                    .filter(|value| value.kind_name() == "call")
+                    .filter_map(|call| call.field("function"))
+                    .filter_map(|function| context.qualified_name(function))
+                    .any(|name| matches!(name.as_str(), "torch.no_grad" | "torch.inference_mode"));
+                if disables_grad {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        current = context.parent(ancestor);
+    }
+    false
 }

@@ -18,6 +18,14 @@ declare_rule! {
     /// CPU (pytorch/xla#4865): the probabilities are copied to the host and the samples back,
     /// every call. On CUDA the same call already synchronises the host.
     ///
+    /// Measured on torch_xla 2.9.0: `torch.multinomial(p, 3)` ran `aten::multinomial` on the CPU;
+    /// with `replacement=True`, or a single sample, it was lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// idx = torch.multinomial(weights, num_samples=k)
@@ -35,6 +43,8 @@ declare_rule! {
     /// `replacement=` given through a variable is not followed (no report).
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `multinomial.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.2 #17
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `multinomial` (fallback when
     ///   `!replacement && num_samples != 1`); pytorch/xla issue #4865

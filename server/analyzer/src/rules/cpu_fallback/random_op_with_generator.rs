@@ -21,7 +21,15 @@ declare_rule! {
     /// op table checks `generator.has_value() && generator->defined()` and, when a generator is
     /// given, calls the CPU fallback: the tensor goes to the host, is filled there and comes
     /// back, on every call. A `torch.Generator` is a CPU (or CUDA) object; it does not drive the
-    /// TPU's random stream.
+    /// TPU's random stream. Measured on torch_xla 2.9.0 with a CPU generator: `randn`, `rand`,
+    /// `randint`, `randperm`, `bernoulli`, `normal`, `poisson`, `multinomial` and the in-place
+    /// `bernoulli_`, `normal_`, `uniform_`, `random_` ran their `aten::` op on the CPU, and
+    /// `cauchy_`, `exponential_`, `geometric_` and `log_normal_` raised.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
     ///
     /// ## Example
     /// ```python
@@ -45,6 +53,8 @@ declare_rule! {
     /// a variable is assumed to be the accelerator.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `*.generator`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #26
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` (`bernoulli`, `normal`, `uniform_`,
     ///   `random_`, `exponential_`, `multinomial`: fallback whenever a generator is defined)
@@ -75,6 +85,14 @@ const SAMPLERS: &[&str] = &[
 ];
 
 /// Factories: the device comes from `device=` (the CPU when absent).
+/// Samplers that raised (instead of falling back) with a CPU generator on torch_xla 2.9.
+const RAISE_WITH_GENERATOR: &[&str] = &[
+    "torch.cauchy_",
+    "torch.exponential_",
+    "torch.geometric_",
+    "torch.log_normal_",
+];
+
 const FACTORIES: &[&str] = &[
     "torch.rand",
     "torch.randn",
@@ -127,8 +145,14 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, _)) = context.call_parts(call) else {
         return;
     };
+    // Measured on torch_xla 2.9: these four raise with a CPU generator instead of falling back.
+    let outcome = if RAISE_WITH_GENERATOR.contains(&name) {
+        "raises on torch_xla"
+    } else {
+        "falls back to the CPU"
+    };
     let message = format!(
-        "`{}` with an explicit `generator=`{} falls back to the CPU; seed the device instead",
+        "`{}` with an explicit `generator=`{} {outcome}; seed the device instead",
         context.text(function),
         helpers::hot_path_suffix(context)
     );

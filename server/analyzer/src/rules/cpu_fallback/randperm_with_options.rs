@@ -18,6 +18,15 @@ declare_rule! {
     /// layout, pinned memory or `n == 0` sends the call to the CPU fallback, so the
     /// permutation is generated on the host and copied to the device.
     ///
+    /// Measured on torch_xla 2.9.0: `torch.randperm(16, dtype=torch.int32, device=...)` and
+    /// `torch.randperm(0, device=...)` ran `aten::randperm` on the CPU; the default form was
+    /// lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// perm = torch.randperm(n, dtype=torch.int32, device=device)
@@ -33,6 +42,8 @@ declare_rule! {
     /// the CPU is not a fallback. A device held in a variable is assumed to be the accelerator.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `randperm.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #27
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `randperm` ("Only support the basic
     ///   version of randperm(int64_t) to start")

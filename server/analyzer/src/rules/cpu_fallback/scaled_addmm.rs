@@ -18,6 +18,15 @@ declare_rule! {
     /// the host and the product is computed there. (`baddbmm` lowers its scalars and is not
     /// reported.)
     ///
+    /// Measured on torch_xla 2.9.0: `torch.addmm` and `Tensor.addmm` with `alpha` or `beta` other
+    /// than 1 ran `aten::addmm` on the CPU; without them, and `torch.baddbmm` with scaling, were
+    /// lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// out = torch.addmm(bias, x, w, beta=0.5, alpha=2.0)
@@ -32,6 +41,8 @@ declare_rule! {
     /// Scalars held in variables are not followed (no report).
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `addmm.*`, `baddbmm.alpha`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #29
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `addmm` (fallback if `beta != 1 ||
     ///   alpha != 1`)

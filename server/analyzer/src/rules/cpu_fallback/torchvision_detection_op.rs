@@ -22,6 +22,15 @@ declare_rule! {
     /// filtered there, and come back with a data-dependent shape that also forces a
     /// recompilation for each new box count.
     ///
+    /// Measured on torch_xla 2.9.0 with torchvision 0.24.0: `nms`, `batched_nms`, `roi_align` and
+    /// `roi_pool` ran `torchvision::nms`/`roi_align`/`roi_pool` (and their backward) on the CPU;
+    /// `box_iou` was lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// keep = torchvision.ops.batched_nms(boxes, scores, labels, iou_threshold=0.5)
@@ -38,6 +47,8 @@ declare_rule! {
     /// trip may be acceptable; the rule reports them as `Info` outside hot paths.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `torchvision.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.2 #18 and B.3 #37
     /// - PyTorch/XLA `torch_xla/csrc/xla_manual_registration.cpp` (`nms` behind
     ///   `XLA_EXPERIMENTAL`); pytorch/xla issue #2487 (`roi_align`)

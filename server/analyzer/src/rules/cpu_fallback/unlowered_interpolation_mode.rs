@@ -13,7 +13,8 @@ declare_rule! {
     /// ## What it does
     /// Checks for `F.interpolate` / `F.upsample` calls and `nn.Upsample` modules whose mode has no
     /// XLA lowering: `"bicubic"`, `"linear"`, `"nearest-exact"`, `antialias=True`,
-    /// and `"nearest"` on one spatial dimension (a one-element `size` or `scale_factor`).
+    /// `"nearest"` on one or three spatial dimensions (a one- or three-element `size` or
+    /// `scale_factor`), and `"trilinear"` where gradients flow (its backward falls back).
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA lowers only `upsample_bilinear2d` and `upsample_nearest2d` (and their
@@ -23,6 +24,18 @@ declare_rule! {
     /// CPU: the tensor is copied to the host, resized
     /// there and copied back, on every call. Users see "ResizeBicubic is not supported" and
     /// steps that are orders of magnitude slower than on GPU.
+    ///
+    /// Measured on torch_xla 2.9.0 (XLA CPU device): every mode above ran its `aten::` op on the
+    /// CPU forward and backward; `"trilinear"` ran forward on the device and
+    /// `upsample_trilinear3d_backward` on the CPU; `"nearest"` on 1-D and 3-D inputs and
+    /// `"area"` when the output size does not divide the input size fell back too. `"bilinear"`
+    /// and 2-D `"nearest"` are lowered on a TPU (their backward falls back only on the CPU
+    /// device: `aten_xla_type.cpp` lowers it `if CheckTpuDevice(...)`).
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
     ///
     /// ## Example
     /// ```python
@@ -39,10 +52,14 @@ declare_rule! {
     ///
     /// ## Known problems
     /// The rank of the input is not known statically, so `"nearest"` is reported only when a
-    /// one-element `size`/`scale_factor` shows that it is 1-D. `mode` given through a variable is
-    /// not followed.
+    /// one- or three-element `size`/`scale_factor` shows the rank. `"area"` is not reported: it
+    /// falls back only when the sizes do not divide, which is not known statically. `mode`
+    /// given through a variable is not followed.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `interpolate.*`, `upsample*`; torch 2.9.0, torch_xla 2.9.0), produced by
+    ///   `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #21 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `codegen/xla_native_functions.yaml` (only bilinear2d / nearest2d upsampling)
     ///   and `torch_xla/_internal/decomp_registration.py` (`upsample_trilinear3d` decomposed;
@@ -116,18 +133,21 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         "linear" => "upsample_linear1d",
         "nearest-exact" => "_upsample_nearest_exact",
         "bilinear" if antialias => "_upsample_bilinear2d_aa",
+        // The forward decomposes into lowered ops; the backward was measured falling back.
+        "trilinear" if !super::under_no_grad(context, call) => "upsample_trilinear3d_backward",
         "nearest" => {
-            let one_dimensional = [
+            let spatial_dims = [
                 syntax::argument(arguments, size_position, "size", source),
                 syntax::argument(arguments, scale_position, "scale_factor", source),
             ]
             .into_iter()
             .flatten()
-            .any(|value| is_one_element_sequence(value));
-            if !one_dimensional {
-                return;
+            .find_map(sequence_length);
+            match spatial_dims {
+                Some(1) => "upsample_nearest1d",
+                Some(3) => "upsample_nearest3d",
+                _ => return,
             }
-            "upsample_nearest1d"
         }
         _ => return,
     };
@@ -159,15 +179,16 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     context.report(range, message).severity = severity;
 }
 
-/// `(n,)` or `[n]`: a size for one spatial dimension.
-fn is_one_element_sequence(node: Node<'_>) -> bool {
+/// The number of elements of a literal `size` / `scale_factor` sequence: its spatial rank.
+fn sequence_length(node: Node<'_>) -> Option<usize> {
     let node = syntax::unparenthesize(node);
     if !matches!(node.kind_name(), "tuple" | "list") {
-        return false;
+        return None;
     }
     let mut cursor = node.walk();
-    node.named_children(&mut cursor)
-        .filter(|child| child.kind_name() != "comment")
-        .count()
-        == 1
+    Some(
+        node.named_children(&mut cursor)
+            .filter(|child| child.kind_name() != "comment")
+            .count(),
+    )
 }

@@ -9,35 +9,46 @@ use crate::rules::helpers;
 declare_rule! {
     /// ## What it does
     /// Checks for linear-algebra ops that PyTorch/XLA runs on the CPU:
-    /// `torch.linalg.eig` / `eigvals`, `lstsq`, `lu` / `lu_factor` / `lu_solve` (and the
-    /// older `torch.lu` / `torch.lu_solve`), `orgqr` / `ormqr` / `householder_product`,
-    /// `torch.linalg.eigvalsh` (eigenvalues only), and `torch.linalg.inv_ex(...,
-    /// check_errors=True)`.
+    /// `torch.linalg.eig` / `eigvals`, `qr`, `cholesky` / `cholesky_ex`, `det` (and `torch.det`),
+    /// `solve`, `lstsq`, `lu` / `lu_factor` / `lu_solve` (and the older `torch.lu` /
+    /// `torch.lu_solve`), `orgqr` / `ormqr` / `householder_product`, and
+    /// `torch.linalg.inv_ex(..., check_errors=True)`.
     ///
     /// ## Why is this bad?
-    /// These ops are absent from PyTorch/XLA's op table or explicitly fall back: `_linalg_eigh`
-    /// falls back when eigenvectors are not requested (`eigvalsh`), and `linalg_inv_ex` falls
-    /// back when `check_errors=True`. Each call copies the matrices to the host, factorises them
-    /// on the CPU and copies the result back.
+    /// These ops are absent from PyTorch/XLA's op table or explicitly fall back. Measured on
+    /// torch_xla 2.9.0, each ran its `aten::` op on the CPU (`linalg_eig`, `linalg_qr`,
+    /// `linalg_cholesky_ex`, `_linalg_det`, `_linalg_solve_ex`, `linalg_lstsq`,
+    /// `linalg_lu_factor_ex`, `linalg_householder_product`, `ormqr`, `linalg_inv_ex` with
+    /// `check_errors=True`). Each call copies the matrices to the host, factorises them on the
+    /// CPU and copies the result back.
     ///
     /// ## Example
     /// ```python
-    /// evals = torch.linalg.eigvalsh(cov)
+    /// chol = torch.linalg.cholesky(cov)
     /// solution = torch.linalg.lstsq(A, B).solution
     /// ```
     ///
-    /// Use instead: the lowered decompositions.
+    /// Use instead: the ops the same measurement found lowered.
     /// ```python
-    /// evals, _ = torch.linalg.eigh(cov)          # eigenvectors requested: lowered
-    /// solution = torch.linalg.pinv(A) @ B        # or a Cholesky solve of the normal equations
+    /// chol = torch.cholesky(cov)                  # the older entry point is lowered
+    /// solution = torch.linalg.pinv(A) @ B         # pinv lowers
     /// ```
-    /// `eigh`, `inv`, `cholesky`, `qr`, `svd`, `slogdet`, `pinv` and `solve` lower.
+    /// `eigh`, `eigvalsh`, `svd`, `svdvals`, `slogdet`, `pinv`, `inv_ex` (without
+    /// `check_errors`), `matrix_norm` and the older `torch.cholesky`, `torch.qr`, `torch.inverse`
+    /// lower; `torch.linalg.inv` and `torch.inverse` lower but read a value to the host (their
+    /// error check).
+    ///
+    /// ## Known problems
+    /// TorchTPU: no public CPU build to measure; the finding speaks of PyTorch/XLA.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.3 #25 and "Ops with known missing lowerings" (B.7)
-    /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` (`_linalg_eigh` with `compute_v=False`,
-    ///   `linalg_inv_ex` with `check_errors`), `autocast_mode.cpp` (`lu_solve`, `orgqr`, `ormqr`
-    ///   "not lowered"), `codegen/xla_native_functions.yaml`
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `linalg.*`, `torch.lu*`, `torch.orgqr`, `torch.ormqr`, `torch.det`, `torch.cholesky`;
+    ///   torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
+    /// - PyTorch/XLA `codegen/xla_native_functions.yaml` (`cholesky`, `qr`, `inverse`,
+    ///   `_linalg_eigh`, `_linalg_slogdet`, `_linalg_svd`, `linalg_inv_ex` present; `linalg_qr`,
+    ///   `linalg_cholesky_ex`, `_linalg_det`, `_linalg_solve_ex` absent) and
+    ///   `torch_xla/csrc/aten_xla_type.cpp` (`linalg_inv_ex` with `check_errors`)
     pub(crate) static UNLOWERED_LINALG_OP = {
         code: "TPU206",
         name: "unlowered-linalg-op",
@@ -62,27 +73,51 @@ const ALWAYS_FALLBACK: &[(&str, &str)] = &[
         "torch.linalg.lstsq",
         "use `torch.linalg.pinv(A) @ B` or a Cholesky solve",
     ),
-    ("torch.linalg.lu", "use `torch.linalg.solve` or `cholesky`"),
+    (
+        "torch.linalg.lu",
+        "use `torch.linalg.inv_ex(A).inverse @ B` or `torch.cholesky`",
+    ),
     (
         "torch.linalg.lu_factor",
-        "use `torch.linalg.solve` or `cholesky`",
+        "use `torch.linalg.inv_ex(A).inverse @ B` or `torch.cholesky`",
     ),
     (
         "torch.linalg.lu_factor_ex",
-        "use `torch.linalg.solve` or `cholesky`",
+        "use `torch.linalg.inv_ex(A).inverse @ B` or `torch.cholesky`",
     ),
     (
         "torch.linalg.lu_solve",
-        "use `torch.linalg.solve` or `cholesky_solve`",
+        "use `torch.linalg.inv_ex(A).inverse @ B`",
     ),
-    ("torch.lu", "use `torch.linalg.solve` or `cholesky`"),
     (
-        "torch.lu_solve",
-        "use `torch.linalg.solve` or `cholesky_solve`",
+        "torch.lu",
+        "use `torch.linalg.inv_ex(A).inverse @ B` or `torch.cholesky`",
     ),
-    ("torch.orgqr", "use `torch.linalg.qr`"),
-    ("torch.ormqr", "use `torch.linalg.qr`"),
-    ("torch.linalg.householder_product", "use `torch.linalg.qr`"),
+    ("torch.lu_solve", "use `torch.linalg.inv_ex(A).inverse @ B`"),
+    ("torch.orgqr", "use `torch.qr`"),
+    ("torch.ormqr", "use `torch.qr`"),
+    ("torch.linalg.householder_product", "use `torch.qr`"),
+    ("torch.linalg.qr", "use `torch.qr`, which lowers"),
+    (
+        "torch.linalg.cholesky",
+        "use `torch.cholesky`, which lowers",
+    ),
+    (
+        "torch.linalg.cholesky_ex",
+        "use `torch.cholesky`, which lowers",
+    ),
+    (
+        "torch.linalg.det",
+        "use `torch.linalg.slogdet` (`sign * logabsdet.exp()`)",
+    ),
+    (
+        "torch.det",
+        "use `torch.linalg.slogdet` (`sign * logabsdet.exp()`)",
+    ),
+    (
+        "torch.linalg.solve",
+        "use `torch.linalg.inv_ex(A).inverse @ B` or `pinv`",
+    ),
 ];
 
 /// TPU206
@@ -97,8 +132,6 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let name = target.name.as_str();
     let advice = if let Some((_, advice)) = ALWAYS_FALLBACK.iter().find(|(op, _)| *op == name) {
         *advice
-    } else if name == "torch.linalg.eigvalsh" {
-        "use `torch.linalg.eigh` (eigenvalues only fall back)"
     } else if name == "torch.linalg.inv_ex" {
         let checks = target
             .argument(1, "check_errors", source)

@@ -21,6 +21,16 @@ declare_rule! {
     /// is not supported; include_self=false also not supported"). `index_reduce` is absent from
     /// its op table. Each call copies the tensors to the host and back.
     ///
+    /// Measured on torch_xla 2.9.0: `scatter(..., reduce="multiply")`, `scatter_reduce` with
+    /// `"mean"` or with `include_self=False`, and every `index_reduce` ran on the CPU; `scatter`,
+    /// `scatter_add`, and `scatter_reduce` with `"sum"`, `"prod"`, `"amax"`, `"amin"` (including
+    /// self) were lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// sums = torch.zeros(n, d, device=x.device)
@@ -39,6 +49,8 @@ declare_rule! {
     /// names are specific to tensors); `reduce=` held in a variable is not followed.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `scatter*`, `index_reduce.*`, `index_add`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #30 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `scatter_reduce_helper`, `scatter_reduce`
     pub(crate) static UNLOWERED_SCATTER_REDUCTION = {

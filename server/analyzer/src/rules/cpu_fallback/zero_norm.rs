@@ -15,6 +15,15 @@ declare_rule! {
     /// "a torch.nonzero(), which is not lowered to XLA due to dynamic shapes issue" and calls
     /// the CPU fallback: the tensor is copied to the host and the count back.
     ///
+    /// Measured on torch_xla 2.9.0: `torch.norm(x, p=0)` and `x.norm(0)` ran
+    /// `aten::norm.ScalarOpt_dim` on the CPU; `torch.linalg.vector_norm(x, ord=0)` and
+    /// `torch.count_nonzero` were lowered.
+    ///
+    /// TorchTPU: not measured (it has no public CPU build). Its sources, as read by a third
+    /// party, say that it has no silent CPU fallback: an op it does not implement raises unless
+    /// `execution_mode.enable_cpu_fallback = True`; which of these ops it implements is not
+    /// documented.
+    ///
     /// ## Example
     /// ```python
     /// active = torch.norm(mask, p=0)
@@ -26,6 +35,8 @@ declare_rule! {
     /// ```
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
+    ///   `norm.*`, `linalg.vector_norm.ord0`, `count_nonzero`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
     /// - tpulint TPU pitfall catalog B.3 #34
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `norm` ("If p==0 it is a torch.nonzero()")
     pub(crate) static ZERO_NORM = {

@@ -4,9 +4,9 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
-use crate::semantic::{Backend, Device, device_from_str};
+use crate::semantic::{Device, device_from_str};
 use crate::syntax;
 use crate::syntax::NodeExt;
 
@@ -34,14 +34,15 @@ declare_rule! {
     /// device = torch_xla.device()
     /// model = Net().to(device)
     /// ```
-    /// With TorchTPU, `torch.device("tpu")`. Code that must also run elsewhere can use
-    /// `torch.accelerator.current_accelerator()`.
+    /// With TorchTPU, `torch.device("tpu")`. (`torch.accelerator.current_accelerator()` is no
+    /// substitute: it returns `None` under PyTorch/XLA.)
     ///
     /// ## Fix safety
     /// The fix replaces the choice (or the `torch.device(...)` call around it) with the device of
     /// the file's backend and adds `import torch_xla` when needed. It is unsafe: the program no
     /// longer falls back to the CPU, and a string becomes a `torch.device`. When the backend is
-    /// unknown the fix is display-only.
+    /// unknown the fix is a display-only suggestion of `torch.device("tpu")` (TorchTPU) whose
+    /// title names `torch_xla.device()` for PyTorch/XLA.
     ///
     /// ## Known problems
     /// An `if`/`else` statement that assigns the two strings separately is not recognised.
@@ -85,16 +86,31 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         target = call;
     }
     let message = "Device chosen between CUDA and CPU runs on the CPU on a TPU VM".to_string();
-    let fix = match tpu_api::device_expression(context) {
-        Some((expression, mut edits)) => {
+    let fix = match tpu_api::device_expression(context, target) {
+        Some(device) => {
+            let expression = device.expression.clone();
+            let mut edits = device.edits();
             edits.push(Edit::replace(target.byte_range(), expression.clone()));
-            Fix::unsafe_edit(format!("Use `{expression}`"), edits)
+            Fix::new(
+                Applicability::Unsafe.min(device.applicability),
+                format!("Use `{expression}`"),
+                edits,
+            )
         }
         None => {
-            let expression = Backend::Unknown.device_expr();
+            let device = tpu_api::suggested_device_expression(context, target);
+            let mut edits = device.edits();
+            edits.push(Edit::replace(
+                target.byte_range(),
+                device.expression.clone(),
+            ));
             Fix::display_only(
-                format!("Use `{expression}`"),
-                vec![Edit::replace(target.byte_range(), expression)],
+                format!(
+                    "Use `{}` ({})",
+                    device.expression,
+                    tpu_api::OTHER_BACKEND_DEVICE
+                ),
+                edits,
             )
         }
     };

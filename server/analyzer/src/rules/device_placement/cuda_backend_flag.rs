@@ -1,44 +1,57 @@
-//! TPU411: `torch.backends.cudnn.*` / `torch.backends.cuda.*` settings, which do nothing on a TPU.
+//! TPU411: CUDA backend flags that ask for a precision or determinism guarantee a TPU does not
+//! give (`allow_tf32 = False`, `cudnn.deterministic = True`).
 
 use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::DiagnosticTag;
-use crate::rules::tpu_api;
+use crate::rules::{helpers, tpu_api};
 use crate::semantic::Backend;
-use crate::syntax::NodeExt;
+use crate::syntax::{self, NodeExt};
 
 declare_rule! {
     /// ## What it does
-    /// Checks for assignments to CUDA backend flags such as `torch.backends.cudnn.benchmark`,
-    /// `torch.backends.cudnn.deterministic` and `torch.backends.cuda.matmul.allow_tf32`.
+    /// Checks for assignments to CUDA backend flags that request a guarantee: full-precision
+    /// float32 matmuls and convolutions (`torch.backends.cuda.matmul.allow_tf32 = False`,
+    /// `torch.backends.cudnn.allow_tf32 = False`, `...fp32_precision = "ieee"`, reduced-precision
+    /// reductions turned off) or deterministic kernels (`torch.backends.cudnn.deterministic =
+    /// True`).
     ///
     /// ## Why is this bad?
-    /// These flags configure cuDNN and CUDA matmuls. On a TPU they have no effect, so code that
-    /// relies on them for speed, determinism or precision silently gets none of it. TPU matmul
-    /// precision is controlled differently: TorchTPU's f32 matmuls default to a one-pass bf16
-    /// product and are raised with `torch.tpu.precision(...)`; PyTorch/XLA has its own MXU
-    /// precision settings.
+    /// These flags configure cuDNN and CUDA matmuls only. On a TPU the code still runs, but
+    /// without the guarantee it asked for: TorchTPU's float32 matmuls default to a one-pass
+    /// bfloat16 product (raised with `torch.tpu.precision(...)`), PyTorch/XLA has its own MXU
+    /// precision setting, and neither flag makes TPU kernels deterministic. A test tolerance or
+    /// a reproducibility claim built on the flag silently stops holding.
+    ///
+    /// Flags that only *allow* something faster — enabling TF32, `cudnn.benchmark` — are not
+    /// reported: on a TPU they are harmless no-ops, and code written for both devices sets them
+    /// routinely.
     ///
     /// ## Example
     /// ```python
-    /// torch.backends.cuda.matmul.allow_tf32 = True
-    /// torch.backends.cudnn.benchmark = True
+    /// torch.backends.cuda.matmul.allow_tf32 = False
+    /// torch.backends.cudnn.deterministic = True
     /// ```
     ///
-    /// Use instead (TorchTPU, when f32 accuracy matters):
+    /// Use instead (TorchTPU, when float32 accuracy matters):
     /// ```python
     /// with torch.tpu.precision(torch.tpu.Precision.HIGHEST):
     ///     logits = model(x)
     /// ```
     ///
     /// ## Known problems
-    /// Assignments under a CUDA check are not reported. Reading a flag is never reported.
+    /// Only literal values are judged. Assignments under a CUDA check are not reported. Reading
+    /// a flag is never reported.
+    ///
+    /// ## Fix safety
+    /// No fix: the TPU equivalent depends on what the code needs the guarantee for.
     ///
     /// ## References
     /// - pitfalls.md B.5 #52: TorchTPU `docs/gpu_to_tpu.md` (contrasts CUDA `allow_tf32`)
     /// - torchtpu.md A.7: TPU matmul precision (`torch.tpu.precision`, `allow_excess_precision`)
+    /// - https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
+    ///   (the flags configure CUDA and cuDNN only)
     pub(crate) static CUDA_BACKEND_FLAG = {
         code: "TPU411",
         name: "cuda-backend-flag",
@@ -51,7 +64,7 @@ declare_rule! {
 
 /// TPU411
 fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
-    let Some(left) = assignment.field("left") else {
+    let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else {
         return;
     };
     if left.kind_name() != "attribute" {
@@ -60,16 +73,55 @@ fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
     let Some(qualified) = context.qualified_name(left) else {
         return;
     };
-    let is_cuda_flag = qualified.starts_with("torch.backends.cudnn.")
-        || qualified.starts_with("torch.backends.cuda.");
-    if !is_cuda_flag || tpu_api::guarded_by_cuda_check(context, assignment) {
+    let Some(flag) = qualified
+        .strip_prefix("torch.backends.cudnn.")
+        .or_else(|| qualified.strip_prefix("torch.backends.cuda."))
+    else {
+        return;
+    };
+    let Some(request) = guarantee_requested(context, flag, right) else {
+        return;
+    };
+    if tpu_api::guarded_by_cuda_check(context, assignment) {
         return;
     }
-    let hint = if qualified.contains("tf32") && context.backend() == Backend::TorchTpu {
-        "; TPU matmul precision is set with `torch.tpu.precision(...)`"
-    } else {
-        ""
+    let hint = match (request, context.backend()) {
+        (Guarantee::Precision, Backend::TorchTpu) => {
+            "; TPU matmul precision is set with `torch.tpu.precision(...)`"
+        }
+        (Guarantee::Precision, _) => "; TPU float32 matmuls may use bfloat16 passes",
+        (Guarantee::Determinism, _) => "; it does not make TPU kernels deterministic",
     };
-    let message = format!("`{qualified}` has no effect on a TPU{hint}");
-    context.report(left.byte_range(), message).tag = Some(DiagnosticTag::Unnecessary);
+    let message = format!("`{qualified}` asks for a CUDA-only guarantee{hint}");
+    context.report(left.byte_range(), message);
+}
+
+/// What a flag assignment asks for.
+#[derive(Clone, Copy)]
+enum Guarantee {
+    Precision,
+    Determinism,
+}
+
+/// The guarantee `flag = value` requests, if any (only literal values are judged).
+fn guarantee_requested<'t>(
+    context: &Context<'t, '_>,
+    flag: &str,
+    value: Node<'t>,
+) -> Option<Guarantee> {
+    let last = flag.rsplit('.').next().unwrap_or(flag);
+    match last {
+        "allow_tf32"
+        | "allow_fp16_reduced_precision_reduction"
+        | "allow_bf16_reduced_precision_reduction" => {
+            (helpers::literal_bool(value) == Some(false)).then_some(Guarantee::Precision)
+        }
+        "fp32_precision" => syntax::string_value(value, context.source())
+            .is_some_and(|v| v == "ieee")
+            .then_some(Guarantee::Precision),
+        "deterministic" => {
+            (helpers::literal_bool(value) == Some(true)).then_some(Guarantee::Determinism)
+        }
+        _ => None,
+    }
 }

@@ -7,7 +7,6 @@ use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::device_placement::cuda_availability_choice::is_cuda_or_cpu_choice;
 use crate::rules::tpu_api;
-use crate::semantic::Backend;
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
@@ -33,13 +32,14 @@ declare_rule! {
     /// model = Net().to("xla")
     /// x = torch.zeros(8, 128, device="xla")
     /// ```
-    /// or (TorchTPU) `"tpu"`; for code that must run anywhere,
-    /// `torch.accelerator.current_accelerator()`.
+    /// or (TorchTPU) `"tpu"`. (`torch.accelerator.current_accelerator()` is no substitute: it
+    /// returns `None` under PyTorch/XLA, and `torch.device(it, 0)` is a `TypeError`.)
     ///
     /// ## Fix safety
     /// The fix replaces the string with the device of the file's backend (`"xla"` for
     /// PyTorch/XLA, `"tpu"` for TorchTPU). It is unsafe: the program no longer runs on GPUs. When
-    /// the backend is unknown the fix is display-only.
+    /// the backend is unknown the fix is a display-only suggestion of `"tpu"` whose title names
+    /// `"xla"` for PyTorch/XLA.
     ///
     /// ## Known problems
     /// Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
@@ -90,28 +90,18 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
                 format!("{quote}{device}{quote}"),
             )],
         ),
-        None => {
-            // `torch.device("cuda")` as a whole becomes the accelerator, not a device of a device.
-            let target = context
-                .parent(string)
-                .filter(|arguments| {
-                    arguments.kind_name() == "argument_list"
-                        && syntax::positional_args(*arguments).len() == 1
-                        && arguments.named_child_count() == 1
-                })
-                .and_then(|arguments| context.parent(arguments))
-                .filter(|call| {
-                    context.semantic().call_qualified_name(*call).as_deref() == Some("torch.device")
-                })
-                .unwrap_or(string);
-            Fix::display_only(
-                format!("Replace with `{}`", Backend::Unknown.device_expr()),
-                vec![Edit::replace(
-                    target.byte_range(),
-                    Backend::Unknown.device_expr(),
-                )],
-            )
-        }
+        None => Fix::display_only(
+            // `"tpu"` keeps `torch.device("cuda", i)` valid as `torch.device("tpu", i)`;
+            // `torch.accelerator.current_accelerator()` would not (a `TypeError`, and `None`
+            // under PyTorch/XLA).
+            format!(
+                "Replace with `{quote}tpu{quote}` (TorchTPU; `{quote}xla{quote}` with PyTorch/XLA)"
+            ),
+            vec![Edit::replace(
+                string.byte_range(),
+                format!("{quote}tpu{quote}"),
+            )],
+        ),
     };
     context.report(string.byte_range(), message).fix = Some(fix);
 }

@@ -4,9 +4,9 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
-use crate::semantic::{Backend, ValueKind};
+use crate::semantic::ValueKind;
 
 declare_rule! {
     /// ## What it does
@@ -99,26 +99,38 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         "`{}.cuda()` needs a CUDA GPU",
         crate::rules::helpers::short_code(context.text(receiver))
     );
-    let fix = match tpu_api::device_expression(context) {
-        Some((expression, mut edits)) => {
+    let fix = match tpu_api::device_expression(context, call) {
+        Some(device) => {
+            let expression = device.expression.clone();
+            let mut edits = device.edits();
             let mut arguments_text = vec![expression.clone()];
             arguments_text.extend(kept.iter().cloned());
             edits.push(Edit::replace(
                 replace_range,
                 format!("to({})", arguments_text.join(", ")),
             ));
-            Fix::unsafe_edit(format!("Replace `.cuda()` with `.to({expression})`"), edits)
+            Fix::new(
+                Applicability::Unsafe.min(device.applicability),
+                format!("Replace `.cuda()` with `.to({expression})`"),
+                edits,
+            )
         }
         None => {
-            let expression = Backend::Unknown.device_expr();
-            let mut arguments_text = vec![expression.to_string()];
+            let device = tpu_api::suggested_device_expression(context, call);
+            let mut arguments_text = vec![device.expression.clone()];
             arguments_text.extend(kept.iter().cloned());
+            let mut edits = device.edits();
+            edits.push(Edit::replace(
+                replace_range,
+                format!("to({})", arguments_text.join(", ")),
+            ));
             Fix::display_only(
-                format!("Replace `.cuda()` with `.to({expression})`"),
-                vec![Edit::replace(
-                    replace_range,
-                    format!("to({})", arguments_text.join(", ")),
-                )],
+                format!(
+                    "Replace `.cuda()` with `.to({})` ({})",
+                    device.expression,
+                    tpu_api::OTHER_BACKEND_DEVICE
+                ),
+                edits,
             )
         }
     };

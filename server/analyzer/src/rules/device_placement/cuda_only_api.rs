@@ -4,7 +4,8 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix, Severity};
+use crate::diagnostic::{Applicability, Edit, Fix, Severity};
+use crate::fix::importer::Importer;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
@@ -199,29 +200,35 @@ fn equivalent(
     match backend {
         Backend::TorchXla => match name {
             "synchronize" => {
-                let (expression, mut edits) = tpu_api::torch_xla_expression(context, "sync");
+                let sync = tpu_api::torch_xla_expression(context, function, "sync");
+                let expression = sync.expression.clone();
+                let mut edits = sync.edits();
                 edits.push(Edit::replace(
                     function.start_byte()..arguments.end_byte(),
                     format!("{expression}(wait=True)"),
                 ));
                 (
                     format!("; use `{expression}(wait=True)`"),
-                    Some(Fix::unsafe_edit(
+                    Some(Fix::new(
+                        Applicability::Unsafe.min(sync.applicability),
                         format!("Replace with `{expression}(wait=True)`"),
                         edits,
                     )),
                 )
             }
             "manual_seed" | "manual_seed_all" | "seed" | "seed_all" => {
-                let (expression, mut edits) =
-                    tpu_api::xla_model_expression(context, "set_rng_state");
+                let set_rng_state =
+                    tpu_api::xla_model_expression(context, function, "set_rng_state");
+                let expression = set_rng_state.expression.clone();
+                let mut edits = set_rng_state.edits();
                 if syntax::positional_args(arguments).len() != 1 || name.starts_with("seed") {
                     return (format!("; use `{expression}(seed)`"), None);
                 }
                 edits.push(Edit::replace(function.byte_range(), expression.clone()));
                 (
                     format!("; use `{expression}(seed)`"),
-                    Some(Fix::unsafe_edit(
+                    Some(Fix::new(
+                        Applicability::Unsafe.min(set_rng_state.applicability),
                         format!("Replace with `{expression}`"),
                         edits,
                     )),
@@ -234,14 +241,16 @@ fn equivalent(
         },
         Backend::TorchTpu => match name {
             "manual_seed" | "manual_seed_all" | "device_count" | "current_device" => {
-                let torch =
-                    tpu_api::module_alias(context, "torch").unwrap_or_else(|| "torch".into());
-                let replacement = format!("{torch}.tpu.{name}");
+                let torch = Importer::new(context, function).member("torch", "tpu", None);
+                let replacement = format!("{}.{name}", torch.expression);
+                let mut edits = torch.edits();
+                edits.push(Edit::replace(function.byte_range(), replacement.clone()));
                 (
                     format!("; use `{replacement}()`"),
-                    Some(Fix::unsafe_edit(
+                    Some(Fix::new(
+                        Applicability::Unsafe.min(torch.applicability),
                         format!("Replace with `{replacement}`"),
-                        vec![Edit::replace(function.byte_range(), replacement.clone())],
+                        edits,
                     )),
                 )
             }

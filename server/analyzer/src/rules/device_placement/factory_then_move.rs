@@ -31,12 +31,15 @@ declare_rule! {
     ///
     /// ## Fix safety
     /// The fix moves the device into the factory. It is safe for deterministic factories
-    /// (`zeros`, `ones`, `full`, `arange`, `eye`, `tensor`, …) and unsafe for random ones
+    /// (`zeros`, `ones`, `full`, `arange`, `eye`, …) and unsafe for random ones
     /// (`rand`, `randn`, `randint`, `randperm`): the device's random generator produces different
     /// numbers than the CPU's. A factory with `requires_grad=` is also unsafe (the result becomes
     /// a leaf tensor).
     ///
     /// ## Known problems
+    /// `torch.tensor(data)` and `torch.as_tensor(data)` are not reported: their data are Python
+    /// objects on the host, so the host-to-device copy happens whatever `device=` says, and
+    /// moving the device into the call saves nothing.
     /// Random factories are reported only on hot paths and never with `generator=`: off the hot
     /// path, drawing on the host is usually deliberate (the same numbers on every device).
     /// Only `.to(...)` arguments that clearly name a device are recognised (`device`, `dev`,
@@ -45,6 +48,8 @@ declare_rule! {
     /// ## References
     /// - pitfalls.md B.5 #54: pytorch/xla#8861 (create then move)
     /// - torchtpu.md A.4: allocate directly on the device
+    /// - https://pytorch.org/docs/stable/generated/torch.tensor.html (`torch.tensor` always
+    ///   copies `data`)
     pub(crate) static FACTORY_THEN_MOVE = {
         code: "TPU407",
         name: "factory-then-move",
@@ -68,7 +73,6 @@ const FACTORIES: &[&str] = &[
     "linspace",
     "logspace",
     "eye",
-    "tensor",
     "tril_indices",
     "triu_indices",
 ];

@@ -7,6 +7,7 @@ mod cuda_device_string;
 mod cuda_method_call;
 mod cuda_only_api;
 pub(crate) mod factory_then_move;
+mod jax_import_before_guard;
 mod pin_memory_on_tpu;
 mod torch_load_without_map_location;
 
@@ -23,4 +24,5 @@ pub const RULES: &[&RuleMeta] = &[
     &factory_then_move::FACTORY_THEN_MOVE,
     &pin_memory_on_tpu::PIN_MEMORY_ON_TPU,
     &cuda_backend_flag::CUDA_BACKEND_FLAG,
+    &jax_import_before_guard::JAX_IMPORT_BEFORE_GUARD,
 ];

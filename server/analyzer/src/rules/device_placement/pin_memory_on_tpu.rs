@@ -1,11 +1,10 @@
-//! TPU410: `pin_memory=True` in code that targets a TPU.
+//! TPU410: `pin_memory=True` in code that targets PyTorch/XLA.
 
 use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Fix;
-use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
 use crate::syntax::NodeExt;
@@ -13,14 +12,17 @@ use crate::syntax::NodeExt;
 declare_rule! {
     /// ## What it does
     /// Checks for `pin_memory=True` passed to a `DataLoader` or a tensor factory in a file that
-    /// targets a TPU backend (PyTorch/XLA or TorchTPU).
+    /// targets PyTorch/XLA.
     ///
     /// ## Why is this bad?
-    /// Pinned (page-locked) host memory speeds up CUDA copies; it does nothing for a TPU, and
-    /// without CUDA PyTorch warns `'pin_memory' argument is set as true but no accelerator is
-    /// found`. On PyTorch/XLA a factory such as `torch.full(..., pin_memory=True)` is not
-    /// lowered and falls back to the CPU. `MpDeviceLoader` (PyTorch/XLA) overlaps the copies
-    /// instead.
+    /// Pinned (page-locked) host memory speeds up CUDA copies; PyTorch/XLA's transfers do not
+    /// use it, and without CUDA PyTorch warns `'pin_memory' argument is set as true but no
+    /// accelerator is found`. A factory such as `torch.full(..., pin_memory=True)` is not
+    /// lowered and falls back to the CPU. `MpDeviceLoader` overlaps the copies instead.
+    ///
+    /// TorchTPU is different: pinned memory is supported there and is the fast path —
+    /// `x.to("tpu", non_blocking=True)` from a pinned tensor returns at once (asynchronous DMA),
+    /// followed by `torch.tpu.synchronize()`. The rule is quiet in TorchTPU files.
     ///
     /// ## Example
     /// ```python
@@ -37,11 +39,13 @@ declare_rule! {
     /// The fix removes the argument. It is safe: pinning never changes values.
     ///
     /// ## Known problems
-    /// Only files that visibly target a TPU backend are checked: in CUDA code the argument is right.
+    /// Only files that visibly target PyTorch/XLA are checked: in CUDA and TorchTPU code the
+    /// argument is right.
     ///
     /// ## References
     /// - pitfalls.md B.5 #61 (pytorch/pytorch PR #146821 warning text) and B.3 #28 (factory fallback)
-    /// - torchtpu.md A.10: plain `DataLoader` + `.to("tpu")` under TorchTPU
+    /// - update-2026-12.md §0 (pitfalls #61 holds for torch_xla only): TorchTPU
+    ///   `tests/async_transfer_test.py` (pinned memory + `non_blocking=True` is asynchronous)
     pub(crate) static PIN_MEMORY_ON_TPU = {
         code: "TPU410",
         name: "pin-memory-on-tpu",
@@ -61,7 +65,8 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     if syntax::node_text(name, source) != "pin_memory" || value.kind_name() != "true" {
         return;
     }
-    if context.backend() == Backend::Unknown {
+    // Unknown: CUDA code, where pinning helps. TorchTPU: pinned memory is its async path.
+    if context.backend() != Backend::TorchXla {
         return;
     }
     let Some(arguments) = context
@@ -93,7 +98,7 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
         format!("`pin_memory=True` on `{callee}` falls back to the CPU on a TPU")
     };
     let severity = context.hot_path_severity();
-    let edit = tpu_api::remove_argument(context, arguments, keyword);
+    let edit = crate::fix::edits::remove_argument(context.source(), arguments, keyword);
     let diagnostic = context.report(keyword.byte_range(), message);
     diagnostic.severity = severity;
     diagnostic.fix = Some(Fix::safe("Remove `pin_memory=True`", vec![edit]));

@@ -5,7 +5,6 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Fix;
-use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax::NodeExt;
 
@@ -68,7 +67,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         {
             continue;
         }
-        let edit = tpu_api::remove_argument(context, arguments, argument);
+        let edit = crate::fix::edits::remove_argument(context.source(), arguments, argument);
         context
             .report(
                 argument.byte_range(),

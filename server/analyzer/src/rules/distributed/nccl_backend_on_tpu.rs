@@ -4,7 +4,8 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::fix::importer::Importer;
 use crate::rules::{helpers, tpu_api};
 use crate::semantic::Backend;
 
@@ -79,15 +80,19 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let fix = match context.backend() {
         Backend::TorchXla => {
-            let mut edits: Vec<Edit> =
-                tpu_api::add_torch_xla_import(context, "import torch_xla.distributed.xla_backend")
-                    .into_iter()
-                    .collect();
+            // Importing the module registers the "xla" backend with torch.distributed.
+            let backend = Importer::new(context, value_node)
+                .module("torch_xla.distributed.xla_backend", None);
+            let mut edits = backend.edits();
             edits.push(Edit::replace(
                 value_node.byte_range(),
                 format!("{quote}xla{quote}"),
             ));
-            Some(Fix::unsafe_edit("Use the `\"xla\"` backend", edits))
+            Some(Fix::new(
+                Applicability::Unsafe.min(backend.applicability),
+                "Use the `\"xla\"` backend",
+                edits,
+            ))
         }
         Backend::TorchTpu => Some(Fix::unsafe_edit(
             "Use the `\"tpu_dist\"` backend",

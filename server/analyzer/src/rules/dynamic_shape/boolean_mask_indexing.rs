@@ -6,7 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::rules::{helpers, tensor_values};
-use crate::syntax::NodeExt;
+use crate::syntax::{self, NodeExt};
 
 declare_rule! {
     /// ## What it does
@@ -36,10 +36,14 @@ declare_rule! {
     /// ```
     ///
     /// ## Fix safety
-    /// For a write of a number (`x[mask] = 0`) the fix rewrites to `x.masked_fill_(mask, 0)`. It
-    /// is unsafe: `masked_fill_` broadcasts the mask from the trailing dimensions, while
-    /// indexing matches leading dimensions, so the two agree only when the mask has the shape of
-    /// `x` (as in `x[x > 0] = 0`).
+    /// For a write of a number (`x[mask] = 0`) the fix rewrites to `x.masked_fill_(mask, 0)`,
+    /// only when the mask visibly has the shape of `x`: a comparison with `x` itself
+    /// (`x[x > 0] = 0`), `torch.isnan(x)` / `x.isinf()` and the like, and `~`, `&`, `|` of such
+    /// masks. `masked_fill_` broadcasts the mask from the trailing dimensions while indexing
+    /// matches leading dimensions, so for a mask of another shape (`x[lengths > 3] = 0` on a
+    /// `[batch, time]` tensor) the rewrite would fill different elements, or raise. The fix
+    /// stays unsafe because the index cannot see what `x` is (a property or an expression is
+    /// evaluated once more by the rewrite's receiver).
     ///
     /// ## Known problems
     /// Only masks the index can prove boolean are reported; an index whose dtype is unknown (a
@@ -105,7 +109,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
                 && right
                     .field("argument")
                     .is_some_and(|a| matches!(a.kind_name(), "integer" | "float")));
-        if indices.len() != 1 || !is_number {
+        if indices.len() != 1 || !is_number || !mask_has_shape_of(context, mask, value) {
             return None;
         }
         let replacement = format!(
@@ -125,4 +129,71 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     let diagnostic = context.report(subscript.byte_range(), message);
     diagnostic.severity = severity;
     diagnostic.fix = fix;
+}
+
+/// Whether `mask` visibly has the shape of `target`: an elementwise test of `target` itself
+/// (`target > 0`, `torch.isnan(target)`, `target.isinf()`), or `~` / `&` / `|` / `^` over such
+/// a mask. Names bound elsewhere are not followed: without the mask's shape, no rewrite.
+fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node<'t>) -> bool {
+    let same = |node: Node<'t>| {
+        compact(context.text(syntax::unparenthesize(node))) == compact(context.text(target))
+    };
+    let mask = syntax::unparenthesize(mask);
+    match mask.kind_name() {
+        "comparison_operator" => {
+            let mut cursor = mask.walk();
+            let operands: Vec<Node<'t>> = mask.named_children(&mut cursor).collect();
+            // A chained comparison `0 < x < 1` is still elementwise over `x`.
+            operands.iter().any(|operand| same(*operand))
+        }
+        "unary_operator" => {
+            context.text(mask).trim_start().starts_with('~')
+                && mask
+                    .field("argument")
+                    .is_some_and(|argument| mask_has_shape_of(context, argument, target))
+        }
+        "binary_operator" => {
+            let operator = mask.field("operator").map(|o| context.text(o));
+            matches!(operator, Some("&" | "|" | "^"))
+                && [mask.field("left"), mask.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| mask_has_shape_of(context, side, target))
+        }
+        "call" => {
+            const ELEMENTWISE: &[&str] = &[
+                "isnan",
+                "isinf",
+                "isfinite",
+                "isneginf",
+                "isposinf",
+                "isreal",
+                "logical_not",
+                "signbit",
+                "bool",
+            ];
+            if let Some((receiver, method)) = context.method_call(mask)
+                && ELEMENTWISE.contains(&context.text(method))
+                && same(receiver)
+            {
+                return true;
+            }
+            let Some((_, arguments)) = context.call_parts(mask) else {
+                return false;
+            };
+            context
+                .semantic()
+                .call_qualified_name(mask)
+                .and_then(|name| name.strip_prefix("torch.").map(str::to_string))
+                .is_some_and(|name| ELEMENTWISE.contains(&name.as_str()))
+                && syntax::positional_args(arguments)
+                    .first()
+                    .is_some_and(|first| same(*first))
+        }
+        _ => false,
+    }
+}
+
+fn compact(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }

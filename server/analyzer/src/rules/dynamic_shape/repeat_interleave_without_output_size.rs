@@ -27,14 +27,21 @@ declare_rule! {
     /// ```python
     /// token_batch = torch.repeat_interleave(batch_ids, lengths, output_size=max_tokens)
     /// ```
-    /// where `max_tokens` is a static bound (pad `lengths` so they sum to it).
+    /// where `max_tokens` is a static bound (pad `lengths` so they sum to it). With an `int`
+    /// `repeats` (or `x.repeat(...)` / `expand` patterns) the op lowers entirely.
     ///
     /// ## Known problems
+    /// Measured on torch_xla 2.9.0: with tensor `repeats` the op runs
+    /// `aten::repeat_interleave.Tensor` on the CPU whether or not `output_size=` is given;
+    /// `output_size` makes the shape static and removes the size read, but not the host round
+    /// trip of the op itself (`scripts/measure-fallbacks.py`, cases `repeat_interleave.*`). This
+    /// rule reports only the missing `output_size`.
     /// No fix is offered: the right `output_size` is a property of the data that only the author
     /// knows. `repeats` counts as a tensor only on solid evidence, so `x.repeat_interleave(n, 1)`
     /// with a Python int is never reported.
     ///
     /// ## References
+    /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json`
     /// - PyTorch documentation, `torch.repeat_interleave` (`output_size` avoids a synchronization)
     /// - PyTorch/XLA, `codegen/xla_native_functions.yaml` (no `repeat_interleave.Tensor`)
     /// - TorchTPU, host round-trip ops (`repeat_interleave.Tensor`)

@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix, Severity};
+use crate::fix::importer::Importer;
 use crate::rules::helpers;
 use crate::semantic::Backend;
 use crate::syntax::{self, node_text};
@@ -117,7 +118,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             let all_keywords = syntax::positional_args(arguments).is_empty();
             let fix = device.filter(|_| all_keywords).map(|device| {
                 let device_text = format!("\"{device}\"");
-                let mut edits = vec![Edit::replace(function.byte_range(), "torch.autocast")];
+                let autocast = Importer::new(context, function).member("torch", "autocast", None);
+                let mut edits = autocast.edits();
+                edits.push(Edit::replace(
+                    function.byte_range(),
+                    autocast.expression.clone(),
+                ));
                 let open = arguments.start_byte() + 1;
                 let has_arguments = arguments.named_child_count() > 0;
                 edits.push(Edit::insert(
@@ -128,13 +134,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
                         device_text.clone()
                     },
                 ));
-                if let Some(import) = helpers::add_import(context, "import torch")
-                    && !torch_is_bound(context)
-                {
-                    edits.push(import);
-                }
                 Fix::unsafe_edit(
-                    format!("Replace with `torch.autocast({device_text})`"),
+                    format!("Replace with `{}({device_text})`", autocast.expression),
                     edits,
                 )
             });
@@ -147,15 +148,4 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         }
         _ => {}
     }
-}
-
-/// Whether the name `torch` refers to the torch package in this file (`import torch`,
-/// `import torch.nn as nn` binds only `nn`).
-fn torch_is_bound(context: &Context<'_, '_>) -> bool {
-    context.source().lines().any(|line| {
-        let line = line.trim();
-        line == "import torch"
-            || line.starts_with("import torch.") && !line.contains(" as ")
-            || line.starts_with("import torch,")
-    })
 }

@@ -21,6 +21,11 @@ declare_rule! {
     /// release, please convert your model to bf16 directly". Code relying on them breaks when
     /// they are removed, and never worked on TorchTPU.
     ///
+    /// In a file that uses Pallas kernels (`torch_xla.experimental.custom_kernel`:
+    /// `flash_attention`, `gmm`, `make_kernel_from_pallas`, ...), `XLA_USE_BF16=1` is an error:
+    /// the module reads the variable when imported and every kernel call raises
+    /// `RuntimeError: Pallas kernel does not support XLA_USE_BF16, please unset the env var`.
+    ///
     /// ## Example
     /// ```python
     /// os.environ["XLA_USE_BF16"] = "1"
@@ -40,6 +45,8 @@ declare_rule! {
     /// ## References
     /// - tpulint TPU pitfall catalog B.6 #68
     /// - PyTorch/XLA `torch_xla/csrc/dtype.cpp` (deprecation messages)
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/experimental/custom_kernel.py
+    ///   (`_XLA_USE_BF16` read at import; the Pallas `RuntimeError`); update-2026-12.md §0, N4
     pub(crate) static DEPRECATED_XLA_PRECISION_ENV = {
         code: "TPU506",
         name: "deprecated-xla-precision-env",
@@ -72,6 +79,18 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
     } else {
         "convert the model with `.to(torch.bfloat16)` or use autocast"
     };
+    if variable == "XLA_USE_BF16"
+        && context
+            .semantic()
+            .imports_module("torch_xla.experimental.custom_kernel")
+    {
+        let diagnostic = context.report(
+            string.byte_range(),
+            "`XLA_USE_BF16` makes the Pallas kernels of `torch_xla.experimental.custom_kernel` raise `RuntimeError`; convert the model with `.to(torch.bfloat16)`",
+        );
+        diagnostic.severity = crate::diagnostic::Severity::Error;
+        return;
+    }
     let message = format!("`{variable}` is deprecated by PyTorch/XLA; {advice}");
     context.report(string.byte_range(), message).tag = Some(DiagnosticTag::Deprecated);
 }

@@ -37,7 +37,9 @@ declare_rule! {
     /// ## Fix safety
     /// The fix replaces `float16` / `half` with `bfloat16`. It is unsafe: bfloat16 has fewer
     /// mantissa bits, and code that checks for `torch.float16` elsewhere (or a `GradScaler`)
-    /// may need the same change.
+    /// may need the same change. It is not offered where the code visibly relies on float16:
+    /// the same statement casts the result back (`x.half().matmul(w).float()`), or an `assert`
+    /// in the block checks the `.dtype`.
     ///
     /// ## Known problems
     /// Only files that target a TPU backend (imports of `torch_xla` / `torch_tpu`, `"xla"` /
@@ -55,7 +57,7 @@ declare_rule! {
         code: "TPU503",
         name: "float16-dtype",
         severity: Warning,
-        fix: Always,
+        fix: Sometimes,
         kinds: ["call"],
         check: check,
     }
@@ -90,10 +92,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let message = format!("{subject}: bfloat16 is the TPU's native low-precision type");
     let severity = Severity::Warning;
-    let fix = Fix::unsafe_edit("Use bfloat16", vec![found.replacement]);
+    let fix = (!super::dtype_is_deliberate(context, call, &["float16", "half"]))
+        .then(|| Fix::unsafe_edit("Use bfloat16", vec![found.replacement]));
     let diagnostic = context.report(found.range, message);
     diagnostic.severity = severity;
-    diagnostic.fix = Some(fix);
+    diagnostic.fix = fix;
 }
 
 /// Inside a comprehension over a state dict, or a call chain that saves (`.save_pretrained`).

@@ -35,7 +35,10 @@ declare_rule! {
     ///
     /// ## Fix safety
     /// The fix replaces `float64` / `double` with `float32` / `float`. It is unsafe: results
-    /// lose precision, which matters for accumulations that were made float64 on purpose.
+    /// lose precision, which matters for accumulations that were made float64 on purpose. It
+    /// is not offered where the code visibly relies on the dtype: the same statement casts the
+    /// result back (`x.double().sum().float()`), or an `assert` in the block checks the
+    /// `.dtype`.
     ///
     /// ## Known problems
     /// Float64 computations on the host are legitimate (schedulers, metrics, NumPy interop):
@@ -52,7 +55,7 @@ declare_rule! {
         code: "TPU501",
         name: "float64-tensor",
         severity: Warning,
-        fix: Always,
+        fix: Sometimes,
         kinds: ["call"],
         check: check,
     }
@@ -83,8 +86,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             context.hot_path_severity(),
         ),
     };
-    let fix = Fix::unsafe_edit("Use float32", vec![found.replacement]);
+    let fix = (!super::dtype_is_deliberate(context, call, &["float64", "double"]))
+        .then(|| Fix::unsafe_edit("Use float32", vec![found.replacement]));
     let diagnostic = context.report(found.range, message);
     diagnostic.severity = severity;
-    diagnostic.fix = Some(fix);
+    diagnostic.fix = fix;
 }

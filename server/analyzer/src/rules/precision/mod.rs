@@ -9,7 +9,11 @@ mod float64_numpy_conversion;
 mod float64_tensor;
 mod grad_scaler_on_tpu;
 
+use tree_sitter::Node;
+
+use crate::checker::Context;
 use crate::registry::RuleMeta;
+use crate::syntax::NodeExt;
 
 /// The rules of this family, one line each.
 pub const RULES: &[&RuleMeta] = &[
@@ -21,3 +25,51 @@ pub const RULES: &[&RuleMeta] = &[
     &deprecated_xla_precision_env::DEPRECATED_XLA_PRECISION_ENV,
     &autocast_around_backward::AUTOCAST_AROUND_BACKWARD,
 ];
+
+/// Whether the dtype requested at `call` is deliberate in a way a dtype-changing fix would
+/// break: the same statement casts the result back (`x.double().sum().float()`,
+/// `x.half()...to(x.dtype)` — an upcast or downcast for one computation), or an `assert` in the
+/// enclosing block checks a `.dtype` against it (`words`: the dtype's spellings, such as
+/// `["float64", "double"]`). The finding stays; the fix is withheld.
+pub(crate) fn dtype_is_deliberate<'t>(
+    context: &Context<'t, '_>,
+    call: Node<'t>,
+    words: &[&str],
+) -> bool {
+    let source = context.source();
+    // The statement around the call.
+    let mut statement = call;
+    while let Some(parent) = context.parent(statement) {
+        if matches!(
+            parent.kind_name(),
+            "block" | "module" | "function_definition" | "class_definition"
+        ) {
+            break;
+        }
+        statement = parent;
+    }
+    let after = &source[call.end_byte().min(statement.end_byte())..statement.end_byte()];
+    const CASTS: &[&str] = &[
+        ".float()",
+        ".half()",
+        ".bfloat16()",
+        ".double()",
+        ".to(",
+        ".type(",
+        ".type_as(",
+    ];
+    if CASTS.iter().any(|cast| after.contains(cast)) {
+        return true;
+    }
+    let Some(block) = context.parent(statement) else {
+        return false;
+    };
+    let mut cursor = block.walk();
+    block
+        .named_children(&mut cursor)
+        .filter(|sibling| sibling.kind_name() == "assert_statement")
+        .any(|assertion| {
+            let text = crate::syntax::node_text(assertion, source);
+            text.contains(".dtype") && words.iter().any(|word| text.contains(word))
+        })
+}

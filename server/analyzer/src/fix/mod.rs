@@ -1,5 +1,9 @@
 //! Applying fixes: non-overlapping edits in one pass, iterated to a fixed point, never writing a
-//! result with new syntax errors.
+//! result with new syntax errors. Rules build their edits with [`edits`] and name modules
+//! through the [`importer`].
+
+pub mod edits;
+pub mod importer;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,108 @@
+//! Edit builders shared by rules: adding and removing call arguments, and inserting a statement
+//! on a line of its own after another one (the importer places imports with it).
+
+use tree_sitter::Node;
+
+use crate::diagnostic::Edit;
+use crate::source::detect_line_ending;
+use crate::syntax::{self, NodeExt};
+
+/// An edit inserting `keyword=value` text as the last argument of `arguments`.
+pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
+    let mut cursor = arguments.walk();
+    let last = arguments
+        .named_children(&mut cursor)
+        .filter(|child| child.kind_name() != "comment")
+        .last();
+    match last {
+        Some(last) => Edit::insert(last.end_byte(), format!(", {text}")),
+        None => {
+            // `f()`: insert right after the opening parenthesis.
+            Edit::insert(arguments.start_byte() + 1, text.to_string())
+        }
+    }
+}
+
+/// An edit deleting one argument together with the comma that separates it from its neighbour.
+pub fn remove_argument(source: &str, arguments: Node<'_>, argument: Node<'_>) -> Edit {
+    let mut cursor = arguments.walk();
+    let children: Vec<Node<'_>> = arguments
+        .named_children(&mut cursor)
+        .filter(|child| child.kind_name() != "comment")
+        .collect();
+    let position = children
+        .iter()
+        .position(|child| child.id() == argument.id());
+    match position {
+        Some(index) if index > 0 => {
+            Edit::delete(children[index - 1].end_byte()..argument.end_byte())
+        }
+        Some(0) if children.len() > 1 => {
+            Edit::delete(argument.start_byte()..children[1].start_byte())
+        }
+        _ => {
+            // The only argument: delete it and a trailing comma if there is one.
+            let mut end = argument.end_byte();
+            let rest = &source[end.min(source.len())..arguments.end_byte().min(source.len())];
+            let trimmed = rest.trim_start();
+            if trimmed.starts_with(',') {
+                end += rest.len() - trimmed.len() + 1;
+            }
+            Edit::delete(argument.start_byte()..end)
+        }
+    }
+}
+
+/// An edit putting `line` on a new line right after the line on which `statement` ends, with
+/// the indentation of the line on which it starts (so the new line lands in the same block).
+/// `None` when `statement` does not start its line (`if ok: import x`, `a = 1; import x`): a new
+/// line there would leave the block.
+pub fn insert_line_after(source: &str, statement: Node<'_>, line: &str) -> Option<Edit> {
+    let start = statement.start_byte().min(source.len());
+    let line_start = source[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+    if !source[line_start..start]
+        .chars()
+        .all(|c| c == ' ' || c == '\t')
+    {
+        return None;
+    }
+    let indent = syntax::line_indent(source, start);
+    let end = statement.end_byte().min(source.len());
+    let line_end = source[end..]
+        .find(['\n', '\r'])
+        .map_or(source.len(), |i| end + i);
+    let newline = detect_line_ending(source);
+    Some(Edit::insert(line_end, format!("{newline}{indent}{line}")))
+}
+
+/// An edit adding `line` (an import) at module level: after the file's leading imports, or
+/// after its docstring, or at the very top.
+pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
+    let mut cursor = root.walk();
+    let mut insert_after: Option<Node<'_>> = None;
+    for statement in root.named_children(&mut cursor) {
+        match statement.kind_name() {
+            "import_statement" | "import_from_statement" | "future_import_statement" => {
+                insert_after = Some(statement)
+            }
+            "comment" => {}
+            "expression_statement" if insert_after.is_none() => {
+                // A module docstring stays first.
+                if statement
+                    .named_child(0)
+                    .is_some_and(|n| n.kind_name() == "string")
+                {
+                    insert_after = Some(statement);
+                } else {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    let newline = detect_line_ending(source);
+    match insert_after.and_then(|statement| insert_line_after(source, statement, line)) {
+        Some(edit) => edit,
+        None => Edit::insert(0, format!("{line}{newline}")),
+    }
+}

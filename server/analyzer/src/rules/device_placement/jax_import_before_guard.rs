@@ -1,0 +1,140 @@
+//! TPU412: `import jax` in a PyTorch/XLA file before `jax_import_guard()` ran.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::syntax::{NodeExt, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks, in files that import `torch_xla`, for an import of `jax` (or a `jax.*` module such
+    /// as `jax.experimental.pallas`) that no call of `jax_import_guard()` precedes — in the same
+    /// block or an enclosing one, before the import.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch/XLA's Pallas guide: "it's very important to run `jax_import_guard()` before
+    /// importing any jax modules. Otherwise, the program will hang on TPU as jax will lock the
+    /// TPU and torch-xla cannot access it." The guard makes torch_xla take the TPU first.
+    ///
+    /// ## Example
+    /// ```python
+    /// import torch_xla
+    /// import jax
+    /// from jax.experimental import pallas as pl
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// import torch_xla
+    /// from torch_xla.experimental.custom_kernel import jax_import_guard
+    ///
+    /// def build_kernel():
+    ///     jax_import_guard()
+    ///     from jax.experimental import pallas as pl
+    ///     ...
+    /// ```
+    /// (torch_xla itself imports jax inside functions, after the guard: calling the guard at
+    /// module level "could cause problems for `xmp.spawn`").
+    ///
+    /// ## Fix safety
+    /// No fix: where the guard may run depends on how the program is launched.
+    ///
+    /// ## Known problems
+    /// Only the first unguarded jax import of a block is reported. A guard called in another
+    /// module before this one is imported is not seen.
+    ///
+    /// ## References
+    /// - https://github.com/pytorch/xla/blob/master/docs/source/features/pallas.md
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/experimental/custom_kernel.py
+    ///   (imports jax inside functions after the guard); update-2026-12.md §2.4, N3
+    pub(crate) static JAX_IMPORT_BEFORE_GUARD = {
+        code: "TPU412",
+        name: "jax-import-before-guard",
+        severity: Warning,
+        fix: None,
+        kinds: ["import_statement", "import_from_statement"],
+        check: check,
+    }
+}
+
+/// TPU412
+fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
+    let source = context.source();
+    let Some(module) = imported_jax_module(statement, source) else {
+        return;
+    };
+    if !context.semantic().imports_module("torch_xla") {
+        return;
+    }
+    // Walk up the enclosing blocks; any earlier statement there that calls the guard (or an
+    // earlier jax import, reported already) settles it.
+    let mut child = statement;
+    let mut current = context.parent(statement);
+    while let Some(block) = current {
+        if matches!(block.kind_name(), "block" | "module") {
+            let mut cursor = block.walk();
+            for sibling in block.named_children(&mut cursor) {
+                if sibling.start_byte() >= child.start_byte() {
+                    break;
+                }
+                if calls_guard(sibling, source) {
+                    return;
+                }
+                if imported_jax_module(sibling, source).is_some() {
+                    return;
+                }
+            }
+        }
+        child = block;
+        current = context.parent(block);
+    }
+    context.report(
+        statement.byte_range(),
+        format!(
+            "`{module}` is imported before `jax_import_guard()`: jax may lock the TPU and torch_xla hang"
+        ),
+    );
+}
+
+/// The jax module an import statement loads (`jax`, `jax.numpy`, `jax.experimental.pallas`).
+fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
+    let compact = |node: Node<'_>| -> String {
+        node_text(node, source)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
+    let is_jax = |name: &str| name == "jax" || name.starts_with("jax.");
+    match statement.kind_name() {
+        "import_from_statement" => statement
+            .field("module_name")
+            .map(compact)
+            .filter(|name| is_jax(name)),
+        "import_statement" => {
+            let mut cursor = statement.walk();
+            statement
+                .children_by_field_name("name", &mut cursor)
+                .filter_map(|name| match name.kind_name() {
+                    "aliased_import" => name.field("name"),
+                    _ => Some(name),
+                })
+                .map(compact)
+                .find(|name| is_jax(name))
+        }
+        _ => None,
+    }
+}
+
+/// `jax_import_guard()` / `custom_kernel.jax_import_guard()` as a statement of its own.
+fn calls_guard(statement: Node<'_>, source: &str) -> bool {
+    statement.kind_name() == "expression_statement"
+        && statement
+            .named_child(0)
+            .filter(|call| call.kind_name() == "call")
+            .and_then(|call| call.field("function"))
+            .is_some_and(|function| {
+                let text = node_text(function, source);
+                text == "jax_import_guard" || text.ends_with(".jax_import_guard")
+            })
+}
