@@ -477,3 +477,62 @@ fn reach_through_the_call_graph() {
         "def a(v):\n    b(v)\ndef b(v):\n    ⟦x⟧ = a(v)\nfor batch in loader:\n    a(batch)\n";
     assert_eq!(hot(cycle), Some(HotPath::CalledFromLoop));
 }
+
+#[test]
+fn throttles_closures_and_per_step_methods() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let throttled = "for step, batch in enumerate(loader):\n    if step % 100 == 0 and rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(throttled), None);
+    let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
+    assert_eq!(hot(closure), None);
+    let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";
+    assert_eq!(hot(named_closure), None);
+    let gan = "class GANTrainer:\n    def step(self, batch):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(gan), Some(HotPath::StepFunction));
+    let optimizer = "import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(optimizer), None);
+    let hook = "class Cb(Callback):\n    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(hook), Some(HotPath::StepFunction));
+    // Reach from `forward` and through methods of the file's classes.
+    let from_forward = "from torch import nn\ndef match_anchors(a):\n    ⟦x⟧ = a\nclass Det(nn.Module):\n    def forward(self, a):\n        return match_anchors(a)\n";
+    assert_eq!(hot(from_forward), Some(HotPath::CalledFromLoop));
+    let method_edge = "class Buffer:\n    def sample(self, n):\n        ⟦x⟧ = n\nfor batch in loader:\n    buffer.sample(32)\n";
+    assert_eq!(hot(method_edge), Some(HotPath::CalledFromLoop));
+    // An evaluation loop over `tqdm(loader)` is hot.
+    let eval = "from tqdm import tqdm\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\npbar = tqdm(loader)\nfor images, labels in pbar:\n    ⟦x⟧ = 1\n";
+    assert_eq!(hot(eval), Some(HotPath::TrainingLoop));
+}
+
+#[test]
+fn more_device_tests() {
+    let early = "def f(accelerator):\n    if accelerator.distributed_type == DistributedType.XLA:\n        return 1\n    ⟦x⟧ = 2\n";
+    assert!(scope(early).never_on_tpu);
+    let branch = "if state.backend != Backend.CUDA:\n    ⟦x⟧ = 1\n";
+    assert!(!scope(branch).never_on_tpu);
+    // Two module-level pytest tests make a test module without an import.
+    assert!(at("def test_a():\n    ⟦x⟧ = 1\ndef test_b():\n    pass\n").test_code);
+    assert!(!at("def train_epoch(m):\n    pass\ndef test_epoch(m):\n    ⟦x⟧ = 1\n").test_code);
+}
+
+#[test]
+fn short_circuit_and_choices_off_tpu_are_not_reported() {
+    use tpulint_analyzer::check_source;
+    let source = "import torch\nfrom torch import nn\nclass Block(nn.Module):\n    def forward(self, x):\n        out = self.proj(x)\n        if out.dtype == torch.float16 and torch.isinf(out).any():\n            out = out.clamp(-1e4, 1e4)\n        if torch.isinf(out).any():\n            out = out * 0\n        return out\n";
+    let lines: Vec<usize> = check_source(source, &Settings::default())
+        .iter()
+        .map(|d| source[..d.range.start].lines().count())
+        .collect();
+    assert!(!lines.contains(&6), "{lines:?}");
+    assert!(lines.contains(&8), "{lines:?}");
+}
+
+#[test]
+fn test_code_policy_leaves_workload_findings_alone() {
+    use tpulint_analyzer::check_source;
+    // A warning in the training loop survives a test function later in the same file.
+    let source = "import pytest\nimport torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n\ndef test_op():\n    assert torch.ones(1).sum().item() == 1\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(findings.iter().any(|d| d.code == "TPU101"), "{findings:?}");
+}

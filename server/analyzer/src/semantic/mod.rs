@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
+use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 
 mod facts;
@@ -127,6 +128,8 @@ struct Scope {
 #[derive(Debug)]
 struct ClassInfo {
     is_module: bool,
+    /// An optimizer or scheduler subclass (its `step` is not a training step).
+    is_optimizer_like: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: HashMap<String, Fact>,
 }
@@ -308,6 +311,7 @@ impl<'t> SemanticModel<'t> {
                 node_id: tree.root_node().id(),
                 scope: HardwareScope::default(),
                 test_code: false,
+                cold: false,
             }],
             test_framework: false,
             summaries: Summaries::default(),
@@ -317,7 +321,7 @@ impl<'t> SemanticModel<'t> {
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
-        model.test_framework = roles::uses_test_framework(&model.imports);
+        model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
         model.summaries = summaries::build(tree, source, &model);
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
@@ -500,6 +504,7 @@ impl<'t> SemanticModel<'t> {
         self.ancestors.push(node);
         match node.kind_name() {
             "block" => self.enter_block(node),
+            "lambda" => self.enter_lambda(node),
             "function_definition" => {
                 self.enter_definition_guards(node);
                 self.enter_function(node)
@@ -531,7 +536,7 @@ impl<'t> SemanticModel<'t> {
         }
         if matches!(
             node.kind_name(),
-            "block" | "function_definition" | "class_definition"
+            "block" | "function_definition" | "class_definition" | "lambda"
         ) && self.guard_frames.len() > 1
             && self
                 .guard_frames
@@ -612,10 +617,12 @@ impl<'t> SemanticModel<'t> {
             grandparent,
             self.source,
         );
+        let cold = self.in_cold_code() || guards::is_throttled_block(block, parent, self.source);
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
             test_code: self.in_test_code(),
+            cold,
         });
     }
 
@@ -634,11 +641,44 @@ impl<'t> SemanticModel<'t> {
                     roles::is_test_function(definition, decorated, self.test_framework, self.source)
                 }
             };
+        let name = definition
+            .field("name")
+            .map(|n| node_text(n, self.source))
+            .unwrap_or("");
+        let cold = self.in_cold_code() || self.summaries.step_closures.contains(name);
         self.guard_frames.push(GuardFrame {
             node_id: definition.id(),
             scope,
             test_code,
+            cold,
         });
+    }
+
+    /// `xm.add_step_closure(lambda: print(loss.item()))`: the lambda runs after the step.
+    fn enter_lambda(&mut self, lambda: Node<'t>) {
+        let count = self.ancestors.len();
+        let call = count
+            .checked_sub(3)
+            .and_then(|i| self.ancestors.get(i))
+            .filter(|call| call.kind_name() == "call");
+        let closure = call.is_some_and(|call| {
+            self.call_qualified_name(*call)
+                .is_some_and(|q| q.ends_with("add_step_closure"))
+        });
+        if closure {
+            let frame = GuardFrame {
+                node_id: lambda.id(),
+                scope: self.current_scope(),
+                test_code: self.in_test_code(),
+                cold: true,
+            };
+            self.guard_frames.push(frame);
+        }
+    }
+
+    /// Whether the current node runs off the step (a throttle, a step closure).
+    pub fn in_cold_code(&self) -> bool {
+        self.guard_frames.last().is_some_and(|frame| frame.cold)
     }
 
     /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
@@ -673,6 +713,40 @@ impl<'t> SemanticModel<'t> {
         self.summaries.functions.get(*index)
     }
 
+    /// Whether the code at `range` (a finding's range, within or at the current node `node`)
+    /// runs only where no TPU is (see [`guards`]: `cuda_test and …`,
+    /// `x.dtype == torch.float16 and …`, a branch of a device choice), within its statement.
+    pub fn range_never_on_tpu(&self, node: Node<'t>, range: TextRange) -> bool {
+        let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) else {
+            return false;
+        };
+        let inside = node.start_byte() <= range.start && range.end <= node.end_byte();
+        let target = if inside {
+            node.named_descendant_for_byte_range(range.start, range.end)
+                .unwrap_or(node)
+        } else {
+            node
+        };
+        // The path from `node` down to `target` (cheap: one child per level).
+        let mut down = Vec::new();
+        let mut current = node;
+        while current.id() != target.id() {
+            let Some(next) = current.child_with_descendant(target) else {
+                break;
+            };
+            down.push(current);
+            current = next;
+            if down.len() > 256 {
+                return false;
+            }
+        }
+        let chain = down
+            .into_iter()
+            .rev()
+            .chain(self.ancestors[..position].iter().rev().copied());
+        guards::expression_never_on_tpu(target, chain, self.source)
+    }
+
     /// Facts about the whole file (a syncing loader, eager mode, compilation).
     pub fn file_facts(&self) -> &FileFacts {
         &self.summaries.file
@@ -696,7 +770,16 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::Compiled)
         } else if name == "forward" && (in_module_class || directly_in_class) {
             Some(HotPath::Forward)
-        } else if summaries::is_step_function_name(&name) {
+        } else if summaries::is_step_function_name(&name)
+            || summaries::is_per_step_hook(&name)
+            || (name == "step"
+                && directly_in_class
+                && class.is_some_and(|index| {
+                    self.classes
+                        .get(index)
+                        .is_some_and(|c| !c.is_optimizer_like)
+                }))
+        {
             Some(HotPath::StepFunction)
         } else if self
             .summaries
@@ -819,9 +902,14 @@ impl<'t> SemanticModel<'t> {
                     .any(|base| self.is_module_class_expr(base))
             })
             .unwrap_or(false);
+        let is_optimizer_like = node.field("superclasses").is_some_and(|superclasses| {
+            let text = node_text(superclasses, source);
+            text.contains("Optimizer") || text.contains("Scheduler") || text.contains("LRScheduler")
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
+            is_optimizer_like,
             attributes: HashMap::new(),
         });
         if let Some(name) = node.field("name") {
@@ -1237,6 +1325,10 @@ impl<'t> SemanticModel<'t> {
 
     /// The innermost reason the current node runs on every step, if any.
     pub fn hot_path(&self) -> Option<HotPath> {
+        // Throttled code and step closures run once every N steps or after the step.
+        if self.in_cold_code() {
+            return None;
+        }
         for frame in self.frames.iter().rev() {
             match frame {
                 Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
@@ -1656,6 +1748,15 @@ impl<'t> SemanticModel<'t> {
                 return Fact::tensor(device, origin);
             }
             return Fact::UNKNOWN;
+        }
+        // `tqdm(loader)` iterates the loader.
+        if (qualified == "tqdm" || qualified.starts_with("tqdm."))
+            && let Some(first) = syntax::positional_args(arguments).first()
+        {
+            let inner = self.fact_at_depth(*first, depth + 1);
+            if inner.kind == ValueKind::DataLoader {
+                return Fact { origin, ..inner };
+            }
         }
         if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
             || qualified.ends_with("parallel_loader.ParallelLoader")

@@ -133,6 +133,8 @@ pub(crate) struct Summaries {
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
     pub compiled_names: HashSet<String>,
+    /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
+    pub step_closures: HashSet<String>,
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -294,6 +296,14 @@ fn call(
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
+    if q.ends_with("add_step_closure")
+        && let Some(first) = syntax::positional_args(arguments).first()
+        && first.kind_name() == "identifier"
+    {
+        summaries
+            .step_closures
+            .insert(node_text(*first, source).to_string());
+    }
     if matches!(q, "torch.compile" | "torch_xla.compile") {
         summaries.file.compiles = true;
         if let Some(first) = syntax::positional_args(arguments).first()
@@ -304,9 +314,11 @@ fn call(
         }
     }
     // The callee name for the call graph: `helper(...)` or `self.helper(...)`.
+    // `buffer.sample(...)` on an object of this file's class counts too: the graph joins by
+    // name, and only names defined in this file lead anywhere.
     let callee = match function.kind_name() {
         "identifier" if qualified.is_none() => Some(node_text(function, source)),
-        "attribute" if receiver.is_some_and(|r| node_text(r, source) == "self") => method,
+        "attribute" if qualified.is_none() => method,
         _ => None,
     };
     let mut in_loop = true;
@@ -345,7 +357,7 @@ fn call(
 }
 
 /// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`).
-fn has_modulo(condition: Node<'_>, source: &str) -> bool {
+pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
     while let Some(node) = stack.pop() {
@@ -444,7 +456,10 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
     for function in &summaries.functions {
-        if is_step_function_name(&function.name) {
+        if is_step_function_name(&function.name)
+            || is_per_step_hook(&function.name)
+            || function.name == "forward"
+        {
             queue.extend(function.calls.iter().cloned());
         }
     }
@@ -488,6 +503,17 @@ fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
         }
         _ => None,
     }
+}
+
+/// Framework hooks that run on every batch: Lightning's `on_train_batch_end`,
+/// `on_validation_batch_start`, `on_before_optimizer_step`, `on_after_backward`; Hugging Face
+/// `TrainerCallback.on_step_end` / `on_step_begin`.
+pub(crate) fn is_per_step_hook(name: &str) -> bool {
+    (name.starts_with("on_") && name.contains("_batch_"))
+        || matches!(
+            name,
+            "on_step_end" | "on_step_begin" | "on_before_optimizer_step" | "on_after_backward"
+        )
 }
 
 /// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
