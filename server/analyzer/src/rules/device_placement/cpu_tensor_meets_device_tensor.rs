@@ -6,17 +6,19 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Fix, Related};
 use crate::rules::tpu_api;
-use crate::semantic::{Device, Fact, HotPath};
+use crate::semantic::{Device, Evidence, Fact};
 use crate::source::TextRange;
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
 
 declare_rule! {
     /// ## What it does
-    /// Checks, inside a module's `forward`, for a binary operation, `torch.cat` / `torch.stack`
+    /// Checks, in code that runs every step (a module's `forward`, a step or loss function, the
+    /// training loop, and the functions they call), for a binary operation, `torch.cat` / `torch.stack`
     /// or a matmul that combines a tensor created without `device=` (so on the CPU) with a
     /// forward input, a parameter or a buffer (on the model's device). The diagnostic points at
-    /// the place where the CPU tensor was created.
+    /// the place where the CPU tensor was created, also when a helper of the same file returned it
+    /// (`mask = make_mask(n)` with `return torch.ones(n)`).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
@@ -48,7 +50,7 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Zero-dimensional tensors (`torch.tensor(2.0)`) are allowed by PyTorch in mixed-device
-    /// operations and are not reported. Only `forward` bodies are checked.
+    /// operations and are not reported. Cold code (setup, once-per-run reports) is not checked.
     ///
     /// ## References
     /// - pitfalls.md B.5 #53: PyTorch/XLA, *PyTorch on XLA devices* ("will throw an error since the
@@ -84,7 +86,8 @@ const COMBINING_FUNCTIONS: &[&str] = &[
 
 /// TPU405
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if context.hot_path() != Some(HotPath::Forward) {
+    // Forward, step and loss code, loops and what they call: every step copies the tensor.
+    if context.hot_path().is_none() {
         return;
     }
     let operands: Vec<Node<'_>> = match node.kind_name() {
@@ -152,10 +155,12 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .semantic()
         .call_qualified_name(factory)
         .unwrap_or_default();
-    let in_same_function = context
-        .enclosing(node, &["function_definition"])
-        .map(|f| f.byte_range())
-        == factory_function.map(|f| f.byte_range());
+    let from_helper = cpu_fact.evidence == Evidence::Summary;
+    let in_same_function = !from_helper
+        && context
+            .enclosing(node, &["function_definition"])
+            .map(|f| f.byte_range())
+            == factory_function.map(|f| f.byte_range());
     let source = context.source();
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
@@ -171,7 +176,16 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     } else {
         None
     };
-    let message = if in_same_function {
+    let helper_name = factory_function
+        .and_then(|f| f.field("name"))
+        .map(|n| node_text(n, source))
+        .unwrap_or("a helper");
+    let message = if from_helper {
+        format!(
+            "`{helper_name}` returns a CPU tensor (`{factory_name}` without `device=`) that meets device tensor `{}`",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else if in_same_function {
         format!(
             "CPU tensor from `{factory_name}` without `device=` meets device tensor `{}`",
             crate::rules::helpers::short_code(device_text)
@@ -181,7 +195,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             "Tensor attribute from `{factory_name}` stays on the CPU when the model moves; register it as a buffer"
         )
     };
-    let related_message = if in_same_function {
+    let related_message = if from_helper {
+        format!("`{helper_name}` creates it on the CPU here")
+    } else if in_same_function {
         "created on the CPU here".to_string()
     } else {
         "plain tensor attribute created here".to_string()
