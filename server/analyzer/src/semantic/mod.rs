@@ -15,6 +15,7 @@ use tree_sitter::{Node, Tree};
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+use crate::torch_api;
 
 mod facts;
 mod guards;
@@ -189,110 +190,6 @@ pub struct SemanticModel<'t> {
     /// change only in `enter`/`leave`, which clear it.
     qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
 }
-
-const TENSOR_FACTORIES: &[&str] = &[
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "randperm",
-    "arange",
-    "range",
-    "linspace",
-    "logspace",
-    "eye",
-    "tensor",
-    "as_tensor",
-    "from_numpy",
-    "empty_strided",
-    "tril_indices",
-    "triu_indices",
-    "complex",
-    "polar",
-];
-
-const LIKE_FACTORIES: &[&str] = &[
-    "zeros_like",
-    "ones_like",
-    "empty_like",
-    "full_like",
-    "rand_like",
-    "randn_like",
-    "randint_like",
-];
-
-/// torch functions whose result is not a tensor.
-const TORCH_NON_TENSOR_FUNCTIONS: &[&str] = &[
-    "device",
-    "is_tensor",
-    "is_floating_point",
-    "numel",
-    "manual_seed",
-    "seed",
-    "get_default_dtype",
-    "set_default_dtype",
-    "no_grad",
-    "enable_grad",
-    "inference_mode",
-    "set_grad_enabled",
-    "compile",
-    "load",
-    "save",
-    "is_grad_enabled",
-    "get_rng_state",
-    "finfo",
-    "iinfo",
-    "Size",
-    "Generator",
-    "autocast",
-    "use_deterministic_algorithms",
-    "set_float32_matmul_precision",
-    "set_printoptions",
-];
-
-/// Tensor methods that return something other than a tensor.
-const NON_TENSOR_METHODS: &[&str] = &[
-    "item",
-    "tolist",
-    "numpy",
-    "size",
-    "dim",
-    "ndimension",
-    "numel",
-    "nelement",
-    "element_size",
-    "stride",
-    "data_ptr",
-    "is_contiguous",
-    "is_floating_point",
-    "get_device",
-    "backward",
-    "storage",
-    "untyped_storage",
-    "type",
-    "__len__",
-];
-
-/// Module methods that return the module itself.
-const MODULE_SELF_METHODS: &[&str] = &[
-    "to",
-    "cuda",
-    "cpu",
-    "train",
-    "eval",
-    "float",
-    "half",
-    "bfloat16",
-    "double",
-    "requires_grad_",
-    "apply",
-    "to_empty",
-    "xpu",
-    "type",
-];
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
@@ -1584,7 +1481,7 @@ impl<'t> SemanticModel<'t> {
                 let receiver = self.fact_at_depth(object, depth + 1);
                 match receiver.kind {
                     ValueKind::Tensor => {
-                        if NON_TENSOR_METHODS.contains(&method) {
+                        if torch_api::NON_TENSOR_METHODS.contains(&method) {
                             return match method {
                                 "numpy" => Fact::of(ValueKind::NumpyArray),
                                 "tolist" => Fact::of(ValueKind::Container),
@@ -1608,7 +1505,7 @@ impl<'t> SemanticModel<'t> {
                         Fact::tensor(device, origin)
                     }
                     ValueKind::Module => {
-                        if MODULE_SELF_METHODS.contains(&method) {
+                        if torch_api::MODULE_SELF_METHODS.contains(&method) {
                             let device = match method {
                                 "cuda" => Device::Cuda,
                                 "cpu" => Device::Cpu,
@@ -1669,7 +1566,7 @@ impl<'t> SemanticModel<'t> {
         depth: usize,
     ) -> Fact {
         if let Some(function) = qualified.strip_prefix("torch.") {
-            if TENSOR_FACTORIES.contains(&function) {
+            if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {
@@ -1678,7 +1575,7 @@ impl<'t> SemanticModel<'t> {
                 };
                 return Fact::tensor(device, origin);
             }
-            if LIKE_FACTORIES.contains(&function) {
+            if torch_api::LIKE_FACTORIES.contains(&function) {
                 let device = match self.device_argument(arguments, false, depth) {
                     Some(device) => device,
                     None => syntax::positional_args(arguments)
@@ -1692,7 +1589,7 @@ impl<'t> SemanticModel<'t> {
             if function == "device" {
                 return Fact::of(ValueKind::DeviceObject);
             }
-            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) || is_torch_query_function(function) {
+            if torch_api::is_non_tensor_function(function) {
                 return Fact::UNKNOWN;
             }
             if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
@@ -1727,22 +1624,8 @@ impl<'t> SemanticModel<'t> {
             }
             let last = function.rsplit('.').next().unwrap_or(function);
             if last.starts_with(|c: char| c.is_ascii_lowercase())
-                && in_tensor_namespace(function)
-                && !function.starts_with("cuda.")
-                && !function.starts_with("distributed.")
-                && !function.starts_with("backends.")
-                && !function.starts_with("utils.")
-                && !function.starts_with("jit.")
-                && !function.starts_with("hub.")
-                && !function.starts_with("onnx.")
-                && !function.starts_with("amp.")
-                && !function.starts_with("autograd.")
-                && !function.starts_with("testing.")
-                && !function.starts_with("accelerator.")
-                && !function.starts_with("tpu.")
-                && !function.starts_with("xpu.")
-                && !function.starts_with("mps.")
-                && !function.starts_with("_")
+                && torch_api::in_tensor_namespace(function)
+                && !function.starts_with('_')
             {
                 let device = self.first_tensor_device(arguments, depth);
                 return Fact::tensor(device, origin);
@@ -1847,31 +1730,8 @@ impl<'t> SemanticModel<'t> {
         self.qualified_name(expr)
             .as_deref()
             .and_then(|name| name.strip_prefix("torch."))
-            .is_some_and(|name| {
-                matches!(
-                    name,
-                    "float"
-                        | "float16"
-                        | "float32"
-                        | "float64"
-                        | "double"
-                        | "half"
-                        | "bfloat16"
-                        | "int"
-                        | "int8"
-                        | "int16"
-                        | "int32"
-                        | "int64"
-                        | "long"
-                        | "short"
-                        | "uint8"
-                        | "bool"
-                        | "complex64"
-                        | "complex128"
-                        | "cfloat"
-                        | "cdouble"
-                )
-            })
+            .and_then(torch_api::canonical_dtype)
+            .is_some()
     }
 
     /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
@@ -1918,52 +1778,6 @@ impl<'t> SemanticModel<'t> {
             _ => Device::Unknown,
         }
     }
-}
-
-/// torch functions that answer a question or configure state rather than compute a tensor:
-/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
-/// `torch.compiler.is_compiling()`.
-fn is_torch_query_function(function: &str) -> bool {
-    let last = function.rsplit('.').next().unwrap_or(function);
-    last.starts_with("is_")
-        || last.starts_with("are_")
-        || last.starts_with("get_")
-        || last.starts_with("set_")
-        || last.starts_with("has_")
-        || matches!(
-            last,
-            "broadcast_shapes"
-                | "result_type"
-                | "promote_types"
-                | "can_cast"
-                | "typename"
-                | "allclose"
-                | "equal"
-        )
-}
-
-/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
-/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
-/// compilation or tooling: `torch.npu.device_count()` is no tensor.
-fn in_tensor_namespace(function: &str) -> bool {
-    const TENSOR_NAMESPACES: &[&str] = &[
-        "nn.",
-        "linalg.",
-        "fft.",
-        "special.",
-        "sparse.",
-        "nested.",
-        "masked.",
-        "ops.",
-        "func.",
-        "Tensor.",
-        "distributions.",
-        "signal.",
-    ];
-    !function.contains('.')
-        || TENSOR_NAMESPACES
-            .iter()
-            .any(|prefix| function.starts_with(prefix))
 }
 
 /// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.

@@ -10,6 +10,7 @@ use crate::semantic::{Device, Evidence, Fact};
 use crate::source::TextRange;
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
@@ -234,24 +235,8 @@ fn cpu_factory_at<'t>(
     }
     let qualified = context.semantic().call_qualified_name(node)?;
     let factory = qualified.strip_prefix("torch.")?;
-    if !matches!(
-        factory,
-        "zeros"
-            | "ones"
-            | "empty"
-            | "full"
-            | "rand"
-            | "randn"
-            | "randint"
-            | "arange"
-            | "linspace"
-            | "logspace"
-            | "eye"
-            | "tensor"
-            | "as_tensor"
-            | "tril_indices"
-            | "triu_indices"
-    ) {
+    // Factories that allocate on the default device (`torch.from_numpy` shares NumPy's memory).
+    if !torch_api::TENSOR_FACTORIES.contains(&factory) || factory == "from_numpy" {
         return None;
     }
     let (_, arguments) = context.call_parts(node)?;
