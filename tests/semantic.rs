@@ -536,3 +536,25 @@ fn test_code_policy_leaves_workload_findings_alone() {
     let findings = check_source(source, &Settings::default());
     assert!(findings.iter().any(|d| d.code == "TPU101"), "{findings:?}");
 }
+
+#[test]
+fn nested_type_checking_imports_never_run() {
+    let source = "if TYPE_CHECKING:\n    try:\n        import torch_xla\n    except ImportError:\n        pass\nimport torch\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let summary = ModuleImports::build(tree.root_node(), source);
+    let records = summary.records();
+    assert_eq!(records[0].condition, ImportCondition::TryExcept);
+    assert!(records[0].type_checking);
+    assert!(!records[1].type_checking);
+}
+
+#[test]
+fn names_and_loops() {
+    // Only "cuda" in a name marks a device branch: `verify_on_gpu()` may run on a TPU host.
+    assert!(!scope("def verify_on_gpu(m):\n    ⟦x⟧ = 1\n").device_branch);
+    assert!(scope("def run_cuda_graph(m):\n    ⟦x⟧ = 1\n").device_branch);
+    // Rows of a host tensor are host tensors.
+    let row =
+        at("import torch\nbest = torch.zeros(3, 4).cpu()\nfor seq in best:\n    ⟦seq⟧\n").fact;
+    assert_eq!((row.kind, row.device), (ValueKind::Tensor, Device::Cpu));
+}

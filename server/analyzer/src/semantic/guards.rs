@@ -283,12 +283,14 @@ pub(crate) fn definition_scope(
     source: &str,
 ) -> HardwareScope {
     let mut scope = outer;
-    if let Some(name) = definition.field("name") {
-        let name = node_text(name, source);
-        let words = words(name);
-        if words.iter().any(|w| is_cuda_word(w)) {
-            scope.device_branch = true;
-        }
+    // A function or class named for CUDA (`run_cuda_graph`, `TestCUDA`): CUDA calls there are
+    // deliberate. Only "cuda" counts: `verify_on_gpu()` may well run on a TPU host.
+    if let Some(name) = definition.field("name")
+        && node_text(name, source)
+            .to_ascii_lowercase()
+            .contains("cuda")
+    {
+        scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
         let mut cursor = decorated.walk();

@@ -416,8 +416,28 @@ impl<'t> SemanticModel<'t> {
                     hot,
                     node_id: node.id(),
                 });
+                self.bind_loop_target(node);
             }
             _ => {}
+        }
+    }
+
+    /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
+    fn bind_loop_target(&mut self, node: Node<'_>) {
+        if node.kind_name() != "for_statement" {
+            return;
+        }
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+            return;
+        };
+        let fact = self.fact(right);
+        if fact.is_tensor() && left.kind_name() == "identifier" {
+            let origin = Some((right.start_byte(), right.end_byte()));
+            let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(row),
+            );
         }
     }
 
@@ -1048,34 +1068,19 @@ impl<'t> SemanticModel<'t> {
         })?
     }
 
+    /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
+    /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        let source = self.source;
         if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
             return true;
         }
-        // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
-        let Some(body) = node.field("body") else {
-            return false;
-        };
-        let body_text = node_text(body, source);
-        let steps = body_text.contains(".backward(")
-            || body_text.contains("optimizer_step(")
-            || body_text.contains("optimizer.step(")
-            || body_text.contains(".mark_step(")
-            || body_text.contains("torch_xla.sync(");
-        if !steps {
-            return false;
-        }
-        let has_nested_loop = body_text.lines().any(|line| {
-            let trimmed = line.trim_start();
-            trimmed.starts_with("for ")
-                || trimmed.starts_with("async for ")
-                || trimmed.starts_with("while ")
-        });
-        !has_nested_loop
+        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+            (summary.calls_backward || summary.steps_optimizer || summary.syncs)
+                && !summary.nested_training_loop
+        })
     }
 
     fn is_loader_expr(&self, expr: Node<'_>, depth: usize) -> bool {
