@@ -88,6 +88,9 @@ pub struct FunctionSummary {
     pub syncs_through_calls: bool,
     /// Whether a training loop or step function reaches it through the call graph.
     pub reached_from_loop: bool,
+    /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
+    /// one of them.
+    pub compiled: bool,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -117,6 +120,8 @@ pub struct FileFacts {
     /// A PyTorch/XLA device string in a device position: `device="xla"`, `torch.device("xla")`,
     /// `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`.
     pub xla_evidence: bool,
+    /// A compiled function steps an optimizer (the optimizer's state must be capturable).
+    pub compiles_optimizer_step: bool,
     /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
     /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
     pub tpu_evidence: bool,
@@ -170,11 +175,23 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
     // (node id, frame) for every function and loop around the cursor.
     let mut stack: Vec<(usize, Frame)> = Vec::new();
     let mut loop_roots: Vec<String> = Vec::new();
+    // Set by a `decorated_definition` whose decorators compile; taken by its definition.
+    let mut compiled_decorator = false;
     let mut cursor = tree.root_node().walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
-            enter(node, source, resolver, &mut summaries, &mut stack);
+            if node.kind_name() == "decorated_definition" {
+                compiled_decorator = compiles(node, resolver);
+            } else if node.kind_name() == "function_definition" {
+                let compiled = std::mem::take(&mut compiled_decorator);
+                enter(node, source, resolver, &mut summaries, &mut stack);
+                if let Some(function) = summaries.functions.last_mut() {
+                    function.compiled = compiled;
+                }
+            } else {
+                enter(node, source, resolver, &mut summaries, &mut stack);
+            }
         }
         if cursor.goto_first_child() {
             continue;
@@ -407,9 +424,35 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
     }
 }
 
+/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`
+/// (with or without arguments).
+fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+    let mut cursor = decorated.walk();
+    decorated
+        .named_children(&mut cursor)
+        .filter(|c| c.kind_name() == "decorator")
+        .filter_map(|d| d.named_child(0))
+        .any(|expression| {
+            let target = match expression.kind_name() {
+                "call" => expression.field("function"),
+                _ => Some(expression),
+            };
+            target
+                .and_then(|t| resolver.resolve(t))
+                .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+        })
+}
+
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
 /// step functions (both cycle-safe: each function is visited once).
 fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
+    for function in &mut summaries.functions {
+        function.compiled |= summaries.compiled_names.contains(&function.name);
+    }
+    summaries.file.compiles_optimizer_step = summaries
+        .functions
+        .iter()
+        .any(|f| f.compiled && f.steps_optimizer);
     let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, function) in summaries.functions.iter().enumerate() {
         by_name
