@@ -558,3 +558,21 @@ fn names_and_loops() {
         at("import torch\nbest = torch.zeros(3, 4).cpu()\nfor seq in best:\n    ⟦seq⟧\n").fact;
     assert_eq!((row.kind, row.device), (ValueKind::Tensor, Device::Cpu));
 }
+
+#[test]
+fn device_loader_batches_and_called_parameters() {
+    let source = "import torch_xla.distributed.parallel_loader as pl\nfrom tqdm import tqdm\ndef evaluate(model, loader, criterion, device):\n    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n    for step, (images, labels) in enumerate(pbar):\n        logits = model(images)\n        loss = criterion(logits, labels)\n        MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧")));
+    let images = check("images");
+    assert_eq!(
+        (images.fact.kind, images.fact.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(images.hot_path, Some(HotPath::TrainingLoop));
+    let loss = check("loss").fact;
+    assert_eq!(
+        (loss.kind, loss.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(check("step").fact.kind, ValueKind::Unknown);
+}

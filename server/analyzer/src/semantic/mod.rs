@@ -431,13 +431,61 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         let fact = self.fact(right);
+        let origin = Some((right.start_byte(), right.end_byte()));
         if fact.is_tensor() && left.kind_name() == "identifier" {
-            let origin = Some((right.start_byte(), right.end_byte()));
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
                 node_text(left, self.source).to_string(),
                 Binding::Value(row),
             );
+            return;
+        }
+        // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
+        // loader (`MpDeviceLoader`): the batch's tensors are on the device.
+        let enumerated = syntax::call_parts(syntax::unparenthesize(right))
+            .filter(|(function, _)| node_text(*function, self.source) == "enumerate")
+            .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+        let (loader, target) = match enumerated {
+            Some(inner) => {
+                let target = match left.kind_name() {
+                    "pattern_list" | "tuple_pattern" if left.named_child_count() == 2 => {
+                        left.named_child(1)
+                    }
+                    _ => None,
+                };
+                (self.fact(inner), target)
+            }
+            None => (fact, Some(left)),
+        };
+        let Some(target) = target else {
+            return;
+        };
+        // Only a device loader's batches are known to be tensors on the device; a plain loader
+        // yields whatever the collate function builds (dicts, strings, host tensors).
+        if loader.kind != ValueKind::DataLoader || loader.device != Device::Accelerator {
+            return;
+        }
+        let batch = Fact::tensor(loader.device, origin);
+        self.bind_batch(target, batch, 0);
+    }
+
+    fn bind_batch(&mut self, target: Node<'_>, batch: Fact, depth: usize) {
+        if depth > 4 {
+            return;
+        }
+        match target.kind_name() {
+            "identifier" => self.bind(
+                node_text(target, self.source).to_string(),
+                Binding::Value(batch),
+            ),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind_batch(child, batch, depth + 1);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1456,6 +1504,18 @@ impl<'t> SemanticModel<'t> {
                             .with_evidence(Evidence::ModuleCall)
                     }
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
+                    // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
+                    // parameter): applied to a device tensor, it is taken to be a module or loss.
+                    Some(Binding::Value(fact))
+                        if fact.kind == ValueKind::Unknown
+                            && syntax::positional_args(arguments).first().is_some_and(|a| {
+                                let argument = self.fact_at_depth(*a, depth + 1);
+                                argument.is_tensor() && argument.device == Device::Accelerator
+                            }) =>
+                    {
+                        Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
+                    }
                     _ => match name {
                         "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
                         | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
