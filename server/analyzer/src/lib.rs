@@ -20,6 +20,7 @@ pub mod source;
 pub mod suppression;
 pub mod syntax;
 pub mod syntax_errors;
+pub(crate) mod torch_api;
 
 pub use checker::{Context, Inspection, check_source, check_tree, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};
