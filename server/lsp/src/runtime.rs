@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::SystemTime;
 
-use tower_lsp_server::ls_types::{self as lsp, CodeDescription, Uri};
+use tower_lsp_server::ls_types::{
+    self as lsp, CodeDescription, Hover, HoverContents, MarkupContent, MarkupKind, Uri,
+};
 use tpulint_analyzer::{Diagnostic, LineIndex};
 use tpulint_ide::analysis::Analysis;
 use tpulint_ide::encoding::PositionEncoding;
@@ -214,4 +216,65 @@ pub fn lsp_diagnostics(
 /// Identifies a document's pull result: the analysis and the trace generation.
 pub fn result_id(analysis: &Analysis) -> String {
     format!("{}:{}", analysis.result_id(), generation())
+}
+
+/// Adds the documentation of the runtime codes with a finding at `offset` to the hover of the
+/// static findings there (or makes one), as `actions::hover` shows rule docs.
+pub fn with_runtime_hover(
+    hover: Option<Hover>,
+    analysis: &Analysis,
+    uri: &Uri,
+    offset: usize,
+    encoding: PositionEncoding,
+) -> Option<Hover> {
+    let Some(path) = crate::session::file_path(uri) else {
+        return hover;
+    };
+    let runtime = decorate(
+        &path,
+        &analysis.text,
+        &analysis.line_index,
+        &analysis.diagnostics,
+    );
+    let mut range = None;
+    let mut sections: Vec<String> = Vec::new();
+    for diagnostic in &runtime.diagnostics {
+        if diagnostic.range.start <= offset && offset <= diagnostic.range.end {
+            range.get_or_insert(diagnostic.range.clone());
+            if let Some(code) = runtime_code(diagnostic.code) {
+                let section = format!(
+                    "# {} ({})\n\n{}\n\n{}\n[Runtime code documentation]({})",
+                    code.code,
+                    code.name,
+                    diagnostic.message,
+                    code.docs.trim_end(),
+                    code.url()
+                );
+                if !sections.contains(&section) {
+                    sections.push(section);
+                }
+            }
+        }
+    }
+    if sections.is_empty() {
+        return hover;
+    }
+    let mut value = match &hover {
+        Some(Hover {
+            contents: HoverContents::Markup(markup),
+            ..
+        }) => format!("{}\n\n---\n\n", markup.value),
+        _ => String::new(),
+    };
+    value.push_str(&sections.join("\n\n---\n\n"));
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value,
+        }),
+        range: hover.and_then(|hover| hover.range).or_else(|| {
+            range
+                .map(|range| to_proto::range(&analysis.text, &analysis.line_index, range, encoding))
+        }),
+    })
 }

@@ -1064,7 +1064,14 @@ impl LanguageServer for Server {
             position.position,
             encoding,
         );
-        Ok(actions::hover(&analysis, offset, encoding))
+        let hover = actions::hover(&analysis, offset, encoding);
+        Ok(crate::runtime::with_runtime_hover(
+            hover,
+            &analysis,
+            &position.text_document.uri,
+            offset,
+            encoding,
+        ))
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {

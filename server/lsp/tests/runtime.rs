@@ -101,6 +101,21 @@ async fn runtime_findings_are_shown_confirm_static_ones_and_follow_edits_and_rel
         "{confirmed}"
     );
 
+    // Hover on the static finding (inside the runtime one's line) shows the runtime code's page
+    // after the static rule's.
+    let hover = client
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": confirmed["range"]["start"]}),
+        )
+        .await;
+    let markdown = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(markdown.contains("# TPU101"), "{hover}");
+    assert!(markdown.contains("# TPR101 (runtime-host-sync)"), "{hover}");
+
     // A line inserted above moves the finding with its line; editing the line drops it (and
     // the confirmation).
     client
