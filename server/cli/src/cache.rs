@@ -236,6 +236,11 @@ mod tests {
 
     const SOURCE: &str = "import torch\n\ndef train(loader, model, opt):\n    for x in loader:\n        loss = model(x)\n        print(loss.item())\n        x = x.cuda()\n";
 
+    /// Caches `SOURCE`'s diagnostics under `settings`.
+    fn fill(entries: &Path, settings: &Settings) {
+        put(entries, SOURCE, settings, &check_source(SOURCE, settings));
+    }
+
     #[test]
     fn an_entry_round_trips_every_field() {
         let directory = tempfile::tempdir().expect("tempdir");
@@ -253,12 +258,7 @@ mod tests {
     fn other_text_or_settings_miss() {
         let directory = tempfile::tempdir().expect("tempdir");
         let settings = Settings::default();
-        put(
-            directory.path(),
-            SOURCE,
-            &settings,
-            &check_source(SOURCE, &settings),
-        );
+        fill(directory.path(), &settings);
         assert_eq!(
             get(directory.path(), &format!("{SOURCE}\n"), &settings),
             None
@@ -274,12 +274,7 @@ mod tests {
     fn a_corrupt_or_foreign_entry_is_a_miss() {
         let directory = tempfile::tempdir().expect("tempdir");
         let settings = Settings::default();
-        put(
-            directory.path(),
-            SOURCE,
-            &settings,
-            &check_source(SOURCE, &settings),
-        );
+        fill(directory.path(), &settings);
         let (name, _) = keys(SOURCE, &settings);
         let path = directory.path().join(format!("{name:016x}.json"));
         std::fs::write(

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tpulint_analyzer::{Applicability, check_source, fix_source, rules};
 use tpulint_report::SourceFile;
-use tpulint_report::json::{JsonDiagnostic, json_diagnostic, rule_json};
+use tpulint_report::json::{JsonDiagnostic, json_diagnostic, rule_json, runtime_code_json};
 
 use crate::options::CheckOptions;
 
@@ -74,9 +74,18 @@ pub fn apply_fixes_json(
     serde_json::to_string(&result).map_err(|error| error.to_string())
 }
 
-/// `rules`: every rule's metadata, sorted by code.
+/// `rules`: every rule's metadata, sorted by code, then the runtime codes of `tpulint trace`
+/// (as `tpulint rule --all --output-format json` lists them).
 pub fn rules_json() -> String {
-    let list: Vec<Value> = rules().iter().map(|rule| rule_json(rule)).collect();
+    let list: Vec<Value> = rules()
+        .iter()
+        .map(|rule| rule_json(rule))
+        .chain(
+            tpulint_analyzer::RUNTIME_CODES
+                .iter()
+                .map(|code| runtime_code_json(code)),
+        )
+        .collect();
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
 }
 
