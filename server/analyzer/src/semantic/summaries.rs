@@ -424,23 +424,28 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
     }
 }
 
-/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`
-/// (with or without arguments).
-fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+/// What each decorator of a `decorated_definition` names: `torch.compile` for both
+/// `@torch.compile` and `@torch.compile(fullgraph=True)`.
+pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
     let mut cursor = decorated.walk();
     decorated
         .named_children(&mut cursor)
         .filter(|c| c.kind_name() == "decorator")
         .filter_map(|d| d.named_child(0))
-        .any(|expression| {
-            let target = match expression.kind_name() {
-                "call" => expression.field("function"),
-                _ => Some(expression),
-            };
-            target
-                .and_then(|t| resolver.resolve(t))
-                .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+        .filter_map(|expression| match expression.kind_name() {
+            "call" => expression.field("function"),
+            _ => Some(expression),
         })
+        .collect()
+}
+
+/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`.
+fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+    decorator_targets(decorated).into_iter().any(|target| {
+        resolver
+            .resolve(target)
+            .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+    })
 }
 
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
