@@ -110,6 +110,7 @@ fn all_rules() -> Settings {
     Settings {
         rules: set,
         backend: BackendSetting::TorchXla,
+        ..Settings::default()
     }
 }
 

@@ -70,10 +70,10 @@
           (let* ((actions (eglot-code-actions (flymake-diagnostic-beg diagnostic)
                                               (flymake-diagnostic-end diagnostic) "quickfix"))
                  (titles (mapcar (lambda (action) (plist-get action :title)) actions))
-                 (fix (cl-find "Replace with `\"xla\"`" actions
+                 (fix (cl-find "tpulint (TPU401): Replace with `\"xla\"`" actions
                                :key (lambda (action) (plist-get action :title)) :test #'equal))
                  (published (length tpulint-e2e-publishes)))
-            (unless (and fix (member "Disable TPU401 for this line" titles))
+            (unless (and fix (member "tpulint (TPU401): Disable for this line" titles))
               (tpulint-e2e-fail "missing code actions, got %S" titles))
             (eglot--apply-workspace-edit (plist-get fix :edit))
             ;; Idle timers never fire in --batch: send the pending didChange as the timer would.

@@ -54,7 +54,7 @@ end
 local code = diags[1].code or (diags[1].user_data and diags[1].user_data.lsp and diags[1].user_data.lsp.code)
 if code ~= 'TPU401' then return finish(false, 'expected TPU401, got ' .. vim.inspect(code)) end
 
--- 2) Code actions: the rule's fix and "Disable TPU401 for this line".
+-- 2) Code actions: the rule's fix and "tpulint (TPU401): Disable for this line".
 local lsp_diags = report.publishes[#report.publishes].diagnostics
 local params = {
   textDocument = { uri = vim.uri_from_bufnr(bufnr) },
@@ -66,8 +66,8 @@ local actions = (resp and resp[client_id] and resp[client_id].result) or {}
 report.code_actions = vim.tbl_map(function(a) return a.title end, actions)
 local fix, noqa
 for _, action in ipairs(actions) do
-  if action.title == 'Replace with `"xla"`' then fix = action end
-  if action.title == 'Disable TPU401 for this line' then noqa = action end
+  if action.title == 'tpulint (TPU401): Replace with `"xla"`' then fix = action end
+  if action.title == 'tpulint (TPU401): Disable for this line' then noqa = action end
 end
 if not fix or not noqa then return finish(false, 'missing actions: ' .. vim.inspect(report.code_actions)) end
 

@@ -62,7 +62,7 @@ async def test_diagnostics_quick_fix_noqa_and_hover(client: LanguageClient):
         text_document=types.TextDocumentIdentifier(uri=URI), range=diags[0].range,
         context=types.CodeActionContext(diagnostics=[diags[0]], only=[types.CodeActionKind.QuickFix])))
     titles = [a.title for a in actions]
-    assert titles == ['Replace with `"xla"`', "Disable TPU401 for this line"]
+    assert titles == ['tpulint (TPU401): Replace with `"xla"`', "tpulint (TPU401): Disable for this line"]
     (noqa_edit,) = actions[1].edit.changes[URI]
     assert noqa_edit.new_text == "  # noqa: TPU401"
 
@@ -124,7 +124,7 @@ async def test_notebook_cells_are_checked_as_one_module(client: LanguageClient):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=model_cell), range=per_cell[2][0].range,
         context=types.CodeActionContext(diagnostics=per_cell[2], only=[types.CodeActionKind.QuickFix])))
-    assert "Disable TPU603 for this line" in [a.title for a in actions]
+    assert "tpulint (TPU603): Disable for this line" in [a.title for a in actions]
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=model_cell), position=per_cell[2][0].range.start))
     assert "TPU603" in hover.contents.value

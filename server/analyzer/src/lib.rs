@@ -13,6 +13,7 @@ pub mod diagnostic;
 pub mod fix;
 pub mod registry;
 pub mod rules;
+pub mod runtime_codes;
 pub mod semantic;
 pub mod settings;
 pub mod source;
@@ -25,6 +26,7 @@ pub use checker::{Context, Inspection, check_source, check_tree, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};
 pub use fix::{FixOutcome, apply_fixes, fix_source};
 pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_name, rules};
+pub use runtime_codes::{RUNTIME_CODES, RuntimeCode, runtime_code};
 pub use semantic::Backend;
 pub use settings::{
     BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,

@@ -243,14 +243,14 @@ impl RuleSet {
 pub struct Settings {
     pub rules: RuleSet,
     pub backend: BackendSetting,
+    /// Rules whose fixes are kept (ruff's `fixable` minus `unfixable`); the others' diagnostics
+    /// are reported without a fix.
+    pub fixable: RuleSet,
     /// What is reported in test code.
     pub test_code: TestCodePolicy,
     /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
     /// functions and classes counts as test code in any file.
     pub test_path: bool,
-    /// Rules whose fixes are kept (ruff's `fixable` minus `unfixable`); the others' diagnostics
-    /// are reported without a fix.
-    pub fixable: RuleSet,
 }
 
 impl Default for Settings {
@@ -258,9 +258,9 @@ impl Default for Settings {
         Settings {
             rules: RuleSet::defaults(),
             backend: BackendSetting::Auto,
+            fixable: RuleSet::all(),
             test_code: TestCodePolicy::default(),
             test_path: false,
-            fixable: RuleSet::all(),
         }
     }
 }
@@ -278,6 +278,9 @@ impl Settings {
 
     /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
     pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        if self.fixable.enabled.iter().all(|fixable| *fixable) {
+            return;
+        }
         for diagnostic in diagnostics {
             if diagnostic.fix.is_some()
                 && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)
@@ -301,12 +304,12 @@ pub struct Configuration {
     /// Globs of paths not to check, relative to the project root.
     pub exclude: Vec<String>,
     pub backend: BackendSetting,
-    /// `test-code`: what is reported in test code.
-    pub test_code: TestCodePolicy,
     /// Rules whose fixes may be applied; `None`: all of them.
     pub fixable: Option<Vec<RuleSelector>>,
     /// Rules whose fixes are never offered or applied.
     pub unfixable: Vec<RuleSelector>,
+    /// `test-code`: what is reported in test code.
+    pub test_code: TestCodePolicy,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -344,9 +347,9 @@ impl Configuration {
         Settings {
             rules,
             backend: self.backend,
+            fixable,
             test_code: self.test_code,
             test_path: is_test_path(relative_path),
-            fixable,
         }
     }
 

@@ -1,25 +1,25 @@
 //! The tpulint language server: `tpulint server` speaks LSP over stdio.
 //!
-//! Architecture invariant: this is the only crate that knows LSP, JSON-RPC and the async runtime.
-//! The engine (`tpulint_analyzer`) sees text, a syntax tree and settings; positions are converted
-//! between the client's encoding and byte offsets only in [`to_proto`] and [`from_proto`].
+//! Architecture invariant: this is the only crate that knows JSON-RPC, the transport and the async
+//! runtime. The protocol's data (documents, code actions, hover, position conversions) comes from
+//! the sans-IO `tpulint_ide`, re-exported here; positions are converted between the client's
+//! encoding and byte offsets only in [`to_proto`] and [`from_proto`].
 //!
 //! Ordering rule: document changes are applied synchronously, before a handler's first `.await`;
 //! analysis runs on snapshots off the message loop and stale results are dropped (see
 //! [`session`]).
 
-pub mod actions;
+pub mod backend_action;
+// The protocol data the server shares with every editor front end.
+pub use tpulint_ide::{actions, document, encoding, from_proto, to_proto};
 pub mod commands;
-pub mod document;
-pub mod encoding;
-pub mod from_proto;
-pub mod lint;
 pub mod notebook;
 pub mod project;
+pub mod runtime;
+pub mod scheduler;
 pub mod server;
 pub mod session;
 pub mod settings;
-pub mod to_proto;
 pub mod transport;
 
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -12,6 +12,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::actions::{self, ResolveData};
+use crate::backend_action;
 use crate::commands::SupportedCommand;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
@@ -20,7 +21,7 @@ use crate::notebook::{self, Notebooks};
 use crate::project::Projects;
 use crate::session::{
     AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analysis_or_log,
-    analyze, file_path,
+    file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
 
@@ -109,8 +110,6 @@ impl Server {
         notebook::schedule(&self.session, &self.notebooks, &self.client, uri);
     }
 
-    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
-    /// notebook cell.
     /// A change for something the client never opened (or already closed): logged, not fatal.
     async fn warn_not_open(&self, what: &str, uri: &Uri) {
         self.log(
@@ -120,6 +119,8 @@ impl Server {
         .await;
     }
 
+    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
+    /// notebook cell.
     async fn notebook_analysis(
         &self,
         cell: &Uri,
@@ -128,7 +129,16 @@ impl Server {
         let Some(owner) = self.notebooks.owner(cell) else {
             return Ok(None);
         };
-        match notebook::analysis_for(&self.session, &self.notebooks, &owner, token).await {
+        self.notebook_analysis_of(&owner, token).await
+    }
+
+    /// The current analysis of notebook `owner`, or `None` if it is not open.
+    async fn notebook_analysis_of(
+        &self,
+        owner: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
+        match notebook::analysis_for(&self.session, &self.notebooks, owner, token).await {
             Ok(analysis) => Ok(Some(analysis)),
             Err(AnalysisError::Closed) => Ok(None),
             Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
@@ -163,8 +173,16 @@ impl Server {
             return Ok(Some(Vec::new()));
         };
         let range = from_proto::text_range(&view.text, &view.line_index, range, encoding);
+        let set_backend = backend_action::for_range(
+            &self.session,
+            &cell,
+            &view,
+            analysis.settings.as_ref(),
+            range.clone(),
+            only.as_deref(),
+        );
         // "Fix all" runs the fix loop over the whole notebook: keep it off the message loop.
-        let actions = tokio::task::spawn_blocking(move || {
+        let mut actions = tokio::task::spawn_blocking(move || {
             notebook::code_actions(&analysis, &cell, range, only.as_deref(), encoding)
         })
         .await
@@ -173,6 +191,7 @@ impl Server {
             message: format!("code actions crashed: {error}").into(),
             data: None,
         })?;
+        actions.extend(set_backend);
         Ok(Some(actions))
     }
 
@@ -261,8 +280,11 @@ impl Server {
         }
         let watchers = CONFIG_FILE_NAMES
             .iter()
-            .map(|name| FileSystemWatcher {
-                glob_pattern: GlobPattern::String(format!("**/{name}")),
+            .map(|name| format!("**/{name}"))
+            // Runtime findings of `tpulint trace` (see `runtime`).
+            .chain(std::iter::once(format!("**/{}", tpulint_trace::TRACE_PATH)))
+            .map(|glob| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(glob),
                 kind: None,
             })
             .collect();
@@ -443,12 +465,20 @@ fn environment_report(report: &tpulint_doctor::Report) -> Value {
     use tpulint_doctor::{OutputFormat, render};
     // The doctor's JSON spelling (`ready` / `degraded` / `not_ready`), which the extension reads.
     let verdict = serde_json::to_value(report.verdict).unwrap_or(Value::Null);
+    // Each fix names its finding and the finding's page in docs/doctor.md.
     let fixes: Vec<Value> = report
         .findings
         .iter()
-        .flat_map(|finding| &finding.fixes)
-        .filter(|fix| !fix.commands.is_empty())
-        .map(|fix| json!({"title": fix.description, "command": fix.commands.join(" && ")}))
+        .flat_map(|finding| finding.fixes.iter().map(move |fix| (finding, fix)))
+        .filter(|(_, fix)| !fix.commands.is_empty())
+        .map(|(finding, fix)| {
+            json!({
+                "title": fix.description,
+                "command": fix.commands.join(" && "),
+                "finding": finding.id,
+                "url": finding.url,
+            })
+        })
         .collect();
     json!({
         "verdict": verdict,
@@ -473,15 +503,12 @@ async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
         };
         let encoding = session.negotiated().encoding;
         let version = snapshot.version;
-        let token = CancellationToken::default();
-        let unsafe_fixes = config.client.unsafe_fixes;
-        let outcome = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
-        })
-        .await;
-        if let Some(analysis) = analysis_or_log(&client, &uri, version, outcome).await {
-            let analysis = Arc::new(analysis);
-            let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
+        // Shared with any request for the same revision; cancelled if an edit supersedes it.
+        let outcome = session
+            .shared_analysis(&uri, snapshot, resolved, &config)
+            .await;
+        if let Some(analysis) = analysis_or_log(&client, &uri, version, Ok(outcome)).await {
+            let diagnostics = crate::runtime::lsp_diagnostics(&analysis, &uri, encoding);
             session.store(&uri, &analysis, Some(diagnostics));
         }
         let mut documents = session.documents();
@@ -525,6 +552,10 @@ fn negotiate(capabilities: &ClientCapabilities) -> Negotiated {
             .and_then(|d| d.dynamic_registration)
             .unwrap_or(false),
         apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+        create_files: workspace
+            .and_then(|w| w.workspace_edit.as_ref())
+            .and_then(|edit| edit.resource_operations.as_ref())
+            .is_some_and(|kinds| kinds.contains(&ResourceOperationKind::Create)),
     }
 }
 
@@ -691,6 +722,7 @@ impl LanguageServer for Server {
                         params.text_document.version,
                         encoding,
                     );
+                    self.session.scheduler.supersede(&uri);
                     true
                 }
                 None => false,
@@ -713,6 +745,7 @@ impl LanguageServer for Server {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         let uri = params.text_document.uri;
+        self.session.scheduler.supersede(&uri);
         let mut documents = self.session.documents();
         if documents.remove(&uri).is_some() && !self.session.negotiated().pull_diagnostics {
             // Queued under the lock, after any publish of the document's last version.
@@ -757,6 +790,12 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        if params.changes.iter().any(|change| {
+            file_path(&change.uri).is_some_and(|path| crate::runtime::is_trace_file(&path))
+        }) {
+            crate::runtime::invalidate();
+            self.refresh_all().await;
+        }
         if params
             .changes
             .iter()
@@ -804,20 +843,25 @@ impl LanguageServer for Server {
                 full_document_diagnostic_report: FullDocumentDiagnosticReport::default(),
             }),
             Some(analysis)
-                if params.previous_result_id.as_deref() == Some(&analysis.result_id()) =>
+                if params.previous_result_id.as_deref()
+                    == Some(&crate::runtime::result_id(&analysis)) =>
             {
                 DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
                     related_documents: None,
                     unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
-                        result_id: analysis.result_id(),
+                        result_id: crate::runtime::result_id(&analysis),
                     },
                 })
             }
             Some(analysis) => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
                 related_documents: None,
                 full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                    result_id: Some(analysis.result_id()),
-                    items: analysis.lsp_diagnostics(&uri, self.session.encoding()),
+                    result_id: Some(crate::runtime::result_id(&analysis)),
+                    items: crate::runtime::lsp_diagnostics(
+                        &analysis,
+                        &uri,
+                        self.session.encoding(),
+                    ),
                 },
             }),
         };
@@ -844,7 +888,7 @@ impl LanguageServer for Server {
             let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
                 continue;
             };
-            let result_id = analysis.result_id();
+            let result_id = crate::runtime::result_id(&analysis);
             let report = if previous.get(&uri) == Some(&result_id) {
                 WorkspaceDocumentDiagnosticReport::Unchanged(
                     WorkspaceUnchangedDocumentDiagnosticReport {
@@ -861,11 +905,47 @@ impl LanguageServer for Server {
                     version: Some(i64::from(analysis.version)),
                     full_document_diagnostic_report: FullDocumentDiagnosticReport {
                         result_id: Some(result_id),
-                        items: analysis.lsp_diagnostics(&uri, encoding),
+                        items: crate::runtime::lsp_diagnostics(&analysis, &uri, encoding),
                     },
                 })
             };
             items.push(report);
+        }
+        // Notebooks: one report per cell, each with its own URI and version; the result id is
+        // the notebook's (an edit in one cell can change another cell's findings).
+        for notebook_uri in self.notebooks.uris() {
+            if token.is_cancelled() {
+                return Err(Error::request_cancelled());
+            }
+            let Some(analysis) = self.notebook_analysis_of(&notebook_uri, &token).await? else {
+                continue;
+            };
+            let result_id = analysis.result_id();
+            for cell in &analysis.cells {
+                self.notebooks.note_served(&cell.uri, &result_id);
+                let version = Some(i64::from(cell.cell_version));
+                items.push(if previous.get(&cell.uri) == Some(&result_id) {
+                    WorkspaceDocumentDiagnosticReport::Unchanged(
+                        WorkspaceUnchangedDocumentDiagnosticReport {
+                            uri: cell.uri.clone(),
+                            version,
+                            unchanged_document_diagnostic_report:
+                                UnchangedDocumentDiagnosticReport {
+                                    result_id: result_id.clone(),
+                                },
+                        },
+                    )
+                } else {
+                    WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
+                        uri: cell.uri.clone(),
+                        version,
+                        full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                            result_id: Some(result_id.clone()),
+                            items: analysis.cell_diagnostics(&cell.uri, encoding),
+                        },
+                    })
+                });
+            }
         }
         guard.disarm();
         Ok(WorkspaceDiagnosticReportResult::Report(
@@ -897,8 +977,16 @@ impl LanguageServer for Server {
         let only = params.context.only.as_deref();
         let resolve = negotiated.code_action_resolve;
         let encoding = negotiated.encoding;
+        let set_backend = backend_action::for_range(
+            &self.session,
+            &uri,
+            &analysis,
+            analysis.settings.as_ref(),
+            range.clone(),
+            only,
+        );
         // Building a non-lazy "Fix all" runs the fix loop: keep it off the message loop.
-        let actions = tokio::task::spawn_blocking({
+        let mut actions = tokio::task::spawn_blocking({
             let only = only.map(<[CodeActionKind]>::to_vec);
             move || {
                 actions::code_actions(&uri, &analysis, range, only.as_deref(), encoding, resolve)
@@ -910,6 +998,7 @@ impl LanguageServer for Server {
             message: format!("code actions crashed: {error}").into(),
             data: None,
         })?;
+        actions.extend(set_backend);
         Ok(Some(actions))
     }
 

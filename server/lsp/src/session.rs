@@ -17,14 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
-use tpulint_analyzer::{Diagnostic, LineIndex, Settings, check_tree};
-use tree_sitter::Tree;
+use tpulint_analyzer::check_tree;
 
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
 use crate::project::{Projects, Resolved};
+use crate::scheduler::Scheduler;
 use crate::settings::ClientSettings;
-use crate::to_proto;
 
 /// What the client can do, recorded once in `initialize`.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +36,8 @@ pub struct Negotiated {
     pub configuration_requests: bool,
     pub watched_files_registration: bool,
     pub apply_edit: bool,
+    /// Workspace edits may create files (`resourceOperations` includes `create`).
+    pub create_files: bool,
 }
 
 /// Everything that decides how a file is checked; replaced as a whole when anything changes.
@@ -59,39 +60,10 @@ pub fn file_path(uri: &Uri) -> Option<PathBuf> {
     uri.to_file_path().map(|path| path.into_owned())
 }
 
-/// The result of checking one version of a document.
-pub struct Analysis {
-    pub version: i32,
-    pub generation: u64,
-    pub text: Arc<str>,
-    pub line_index: Arc<LineIndex>,
-    pub tree: Tree,
-    pub diagnostics: Vec<Diagnostic>,
-    /// `None` when the document is not checked (so it has no fixes either).
-    pub settings: Option<Settings>,
-    pub unsafe_fixes: bool,
-    /// The configuration file the settings came from.
-    pub config_file: Option<PathBuf>,
-}
-
-impl Analysis {
-    pub fn lsp_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
-        self.diagnostics
-            .iter()
-            .map(|diagnostic| {
-                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding)
-            })
-            .collect()
-    }
-
-    /// Identifies the result for pull diagnostics: same id, same diagnostics.
-    pub fn result_id(&self) -> String {
-        format!("{}:{}", self.version, self.generation)
-    }
-}
+pub use tpulint_ide::analysis::Analysis;
 
 /// Why an analysis produced nothing.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum AnalysisError {
     /// The request that wanted it was cancelled.
     Cancelled,
@@ -131,6 +103,10 @@ pub struct CancellationToken(Arc<AtomicBool>);
 impl CancellationToken {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 
     /// A guard that cancels the token when dropped; keep it alive in the request's future.
@@ -237,6 +213,8 @@ pub struct Session {
     /// Setting errors already shown, so each is shown once.
     shown_errors: Mutex<std::collections::HashSet<String>>,
     shutting_down: AtomicBool,
+    /// Analyses of text documents in flight, one per document, shared by every caller.
+    pub scheduler: Scheduler,
 }
 
 impl Session {
@@ -249,6 +227,7 @@ impl Session {
             publisher,
             shown_errors: Mutex::new(Default::default()),
             shutting_down: AtomicBool::new(false),
+            scheduler: Scheduler::default(),
         }
     }
 
@@ -277,6 +256,8 @@ impl Session {
         change(&mut next);
         next.generation = guard.generation + 1;
         *guard = Arc::new(next);
+        // Runs under the old settings will be dropped when they finish: stop them now.
+        self.scheduler.supersede_all();
         guard.clone()
     }
 
@@ -399,17 +380,33 @@ impl Session {
         if let Some(analysis) = self.current_analysis(uri) {
             return Ok(analysis);
         }
+        // The request's own token is not the run's: the run is shared with every other caller
+        // of this revision and stops only when the revision is superseded.
+        let _ = token;
         let (snapshot, resolved, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
-        let token = token.clone();
-        let unsafe_fixes = config.client.unsafe_fixes;
-        let analysis = tokio::task::spawn_blocking(move || {
-            analyze(snapshot, resolved, config.generation, unsafe_fixes, &token)
-        })
-        .await
-        .map_err(|error| AnalysisError::Panicked(error.to_string()))??;
-        let analysis = Arc::new(analysis);
+        let analysis = self
+            .shared_analysis(uri, snapshot, resolved, &config)
+            .await?;
         self.store(uri, &analysis, None);
         Ok(analysis)
+    }
+
+    /// The analysis of `snapshot`, shared with every other caller of the same revision (see
+    /// [`Scheduler`]).
+    pub async fn shared_analysis(
+        &self,
+        uri: &Uri,
+        snapshot: DocumentSnapshot,
+        resolved: Resolved,
+        config: &ConfigState,
+    ) -> Result<Arc<Analysis>, AnalysisError> {
+        let generation = config.generation;
+        let unsafe_fixes = config.client.unsafe_fixes;
+        self.scheduler
+            .analysis(uri, snapshot.version, generation, move |token| {
+                analyze(snapshot, resolved, generation, unsafe_fixes, &token)
+            })
+            .await
     }
 
     pub fn open_uris(&self) -> Vec<Uri> {

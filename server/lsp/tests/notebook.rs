@@ -135,15 +135,18 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     // Code actions on the cell: the backend-aware quick fix, noqa, and fix-all of the cell.
     let actions = client.code_actions_for(MODEL, &cuda).await;
     let titles = titles(&actions);
-    assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
     assert!(
-        titles.contains(&"Disable TPU401 for this line"),
+        titles.contains(&"tpulint (TPU401): Replace with `\"xla\"`"),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"tpulint (TPU401): Disable for this line"),
         "{titles:?}"
     );
     assert!(titles.contains(&"Fix all tpulint issues"), "{titles:?}");
     let quick_fix = actions
         .iter()
-        .find(|a| a["title"] == "Replace with `\"xla\"`")
+        .find(|a| a["title"] == "tpulint (TPU401): Replace with `\"xla\"`")
         .unwrap();
     assert_eq!(
         apply_edits(
@@ -155,7 +158,7 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
     );
     let noqa = actions
         .iter()
-        .find(|a| a["title"] == "Disable TPU401 for this line")
+        .find(|a| a["title"] == "tpulint (TPU401): Disable for this line")
         .unwrap();
     assert_eq!(
         apply_edits(
@@ -634,5 +637,59 @@ async fn arbitrary_notebook_changes_never_crash_the_server() {
         })
         .collect();
     assert!(crashes.is_empty(), "{crashes:?}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_diagnostic_reports_every_cell() {
+    let capabilities = json!({
+        "textDocument": {"diagnostic": {"dynamicRegistration": false}},
+        "workspace": {"diagnostics": {"refreshSupport": false}}
+    });
+    let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
+    open_notebook(&mut client).await;
+    let response = client
+        .request("workspace/diagnostic", json!({"previousResultIds": []}))
+        .await;
+    let items = response["result"]["items"]
+        .as_array()
+        .expect("items")
+        .clone();
+    let by_uri = |uri: &str| {
+        items
+            .iter()
+            .find(|item| item["uri"] == uri)
+            .unwrap_or_else(|| panic!("no report for {uri}: {items:?}"))
+            .clone()
+    };
+    let model = by_uri(MODEL);
+    assert_eq!(model["kind"], "full");
+    assert_eq!(model["version"], 1);
+    let model_codes: Vec<_> = model["items"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|diagnostic| diagnostic["code"].as_str().expect("code").to_string())
+        .collect();
+    assert_eq!(model_codes, ["TPU603", "TPU401"]);
+    assert_eq!(by_uri(TITLE)["items"], json!([]), "markdown is not checked");
+
+    // Unchanged since the previous results: every cell is reported unchanged.
+    let previous: Vec<Value> = items
+        .iter()
+        .map(|item| json!({"uri": item["uri"], "value": item["resultId"]}))
+        .collect();
+    let response = client
+        .request(
+            "workspace/diagnostic",
+            json!({"previousResultIds": previous}),
+        )
+        .await;
+    let again = response["result"]["items"].as_array().expect("items");
+    assert_eq!(again.len(), items.len());
+    assert!(
+        again.iter().all(|item| item["kind"] == "unchanged"),
+        "{again:?}"
+    );
     client.shutdown().await;
 }

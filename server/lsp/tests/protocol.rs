@@ -72,15 +72,18 @@ async fn full_session() {
     // Code actions on the `"cuda"` string: the rule's fix (unsafe, so not preferred) and noqa.
     let actions = client.code_actions_for(URI, cuda).await;
     let titles = titles(&actions);
-    assert!(titles.contains(&"Replace with `\"xla\"`"), "{titles:?}");
     assert!(
-        titles.contains(&"Disable TPU401 for this line"),
+        titles.contains(&"tpulint (TPU401): Replace with `\"xla\"`"),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"tpulint (TPU401): Disable for this line"),
         "{titles:?}"
     );
     assert!(titles.contains(&"Fix all tpulint issues"), "{titles:?}");
     let quick_fix = actions
         .iter()
-        .find(|a| a["title"] == "Replace with `\"xla\"`")
+        .find(|a| a["title"] == "tpulint (TPU401): Replace with `\"xla\"`")
         .unwrap();
     assert_eq!(quick_fix["kind"], "quickfix");
     assert_eq!(quick_fix["isPreferred"], false);
@@ -90,7 +93,7 @@ async fn full_session() {
     assert_eq!(edit["newText"], "\"xla\"");
     let noqa = actions
         .iter()
-        .find(|a| a["title"] == "Disable TPU401 for this line")
+        .find(|a| a["title"] == "tpulint (TPU401): Disable for this line")
         .unwrap();
     assert_eq!(
         noqa["edit"]["changes"][URI][0]["newText"],
@@ -415,7 +418,7 @@ async fn noqa_action_merges_into_an_existing_directive() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| a["title"] == "Disable TPU401 for this line")
+        .find(|a| a["title"] == "tpulint (TPU401): Disable for this line")
         .cloned()
         .expect("noqa action");
     let edit = &noqa["edit"]["changes"][URI][0];
@@ -449,5 +452,16 @@ async fn check_environment_returns_the_doctor_report() {
             .as_array()
             .is_some_and(|f| !f.is_empty())
     );
+    // Findings link to their pages, in the Markdown and in the suggested fixes.
+    let page = "https://github.com/tpulint/tpulint/blob/main/docs/doctor.md#interpreter-not-found";
+    assert!(
+        report["markdown"].as_str().unwrap().contains(page),
+        "{report}"
+    );
+    assert_eq!(
+        report["fixes"][0]["finding"], "interpreter-not-found",
+        "{report}"
+    );
+    assert_eq!(report["fixes"][0]["url"], page);
     client.shutdown().await;
 }

@@ -60,10 +60,9 @@ pub fn render_concise_with(
     let paint = Paint(options.color);
     let location = file.location(diagnostic.range.start);
     format!(
-        "{}:{}:{}: {}{} {}",
+        "{}{}: {}{} {}",
         paint.paint(BOLD, &file.name),
-        location.row,
-        location.column,
+        &file.display_location(&location)[file.name.len()..],
         paint.paint(RED_BOLD, &label(diagnostic)),
         fixable_marker(diagnostic, paint),
         diagnostic.message
@@ -80,10 +79,11 @@ fn fixable_marker(diagnostic: &Diagnostic, paint: Paint) -> String {
     }
 }
 
-/// The code that heads a diagnostic: `TPU101`, or `invalid-syntax:` / `io-error:` for the
-/// diagnostics no rule reports (as ruff prints its `invalid-syntax`).
+/// The code that heads a diagnostic: `TPU101` (or a runtime `TPR101`), or `invalid-syntax:` /
+/// `io-error:` for the diagnostics no rule reports, whose "code" is a name (as ruff prints its
+/// `invalid-syntax`).
 fn label(diagnostic: &Diagnostic) -> String {
-    if rule_by_code_or_name(diagnostic.code).is_some() {
+    if rule_by_code_or_name(diagnostic.code).is_some() || !diagnostic.code.contains('-') {
         diagnostic.code.to_string()
     } else {
         format!("{}:", diagnostic.code)
@@ -106,19 +106,25 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
     );
     let _ = writeln!(
         out,
-        " {} {}:{}:{}",
+        " {} {}{}",
         paint.paint(BLUE_BOLD, "-->"),
         paint.paint(BOLD, &file.name),
-        start.row,
-        start.column
+        &file.display_location(&start)[file.name.len()..]
     );
     let bar = paint.paint(BLUE_BOLD, "|");
-    let last_row = end.row.max(start.row);
+    if file.text.is_empty() {
+        // Nothing to excerpt (a file that could not be read).
+        return out;
+    }
+    // Rows shown are the cell's in a notebook; lines are fetched by their row in the module.
+    let first_module_row = start.module_row - start.row;
+    let (start_row, end_row) = (start.row, end.module_row - first_module_row);
+    let last_row = end_row.max(start_row);
     // Long ranges show their first and last lines only.
-    let rows: Vec<usize> = if last_row - start.row > 4 {
-        vec![start.row, start.row + 1, 0, last_row]
+    let rows: Vec<usize> = if last_row - start_row > 4 {
+        vec![start_row, start_row + 1, 0, last_row]
     } else {
-        (start.row..=last_row).collect()
+        (start_row..=last_row).collect()
     };
     let gutter = last_row.to_string().len();
     let _ = writeln!(out, "{:gutter$} {bar}", "");
@@ -127,20 +133,20 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
             let _ = writeln!(out, "{:gutter$} {bar} ...", "");
             continue;
         }
-        let line = expand_tabs(file.line_text(row - 1));
+        let line = expand_tabs(file.line_text(first_module_row + row - 1));
         let number = paint.paint(BLUE_BOLD, &format!("{row:>gutter$}"));
         let _ = writeln!(out, "{number} {bar} {line}");
-        let caret_start = if row == start.row {
+        let caret_start = if row == start_row {
             start.column - 1
         } else {
             0
         };
-        let caret_end = if row == end.row {
+        let caret_end = if row == end_row {
             end.column - 1
         } else {
             line.chars().count()
         };
-        let raw_line = file.line_text(row - 1);
+        let raw_line = file.line_text(first_module_row + row - 1);
         let (caret_start, caret_end) = (
             display_width(raw_line, caret_start),
             display_width(raw_line, caret_end),
@@ -159,13 +165,11 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         let location = file.location(related.range.start);
         let _ = writeln!(
             out,
-            "{:gutter$} {} {} ({}:{}:{})",
+            "{:gutter$} {} {} ({})",
             "",
             paint.paint(BLUE_BOLD, "= note:"),
             related.message,
-            file.name,
-            location.row,
-            location.column
+            file.display_location(&location)
         );
     }
     if let Some(fix) = &diagnostic.fix {

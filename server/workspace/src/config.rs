@@ -27,9 +27,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "exclude",
     "extend-exclude",
     "backend",
-    "test-code",
     "fixable",
     "unfixable",
+    "test-code",
 ];
 
 /// A configuration file that could not be read or understood.

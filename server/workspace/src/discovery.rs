@@ -1,9 +1,9 @@
-//! File discovery: expands the paths given on the command line into the Python files to check,
-//! walking directories in parallel with the `ignore` crate (so `.gitignore`, `.ignore` and
-//! `.git/info/exclude` are honoured), skipping hidden and default-excluded directories and the
-//! project's `exclude` patterns. Files named explicitly are always checked, as in ruff, unless
-//! `--force-exclude` asks for `exclude` to apply to them too (what a pre-commit hook needs, since
-//! pre-commit names every staged file).
+//! File discovery: expands the paths given on the command line into the Python files and Jupyter
+//! notebooks to check, walking directories in parallel with the `ignore` crate (so `.gitignore`,
+//! `.ignore` and `.git/info/exclude` are honoured), skipping hidden and default-excluded
+//! directories and the project's `exclude` patterns. Files named explicitly are always checked,
+//! as in ruff, unless `--force-exclude` asks for `exclude` to apply to them too (what a pre-commit
+//! hook needs, since pre-commit names every staged file).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -80,6 +80,13 @@ pub fn is_python_file(path: &Path) -> bool {
         .is_some_and(|extension| extension == "py" || extension == "pyi")
 }
 
+/// Whether a path is a Jupyter notebook (`.ipynb`), which the walk collects too: it is checked
+/// as one module of its code cells.
+pub fn is_notebook_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "ipynb")
+}
+
 /// Expands `paths` (relative to `working_directory`) into the files to check, using up to
 /// `threads` walker threads.
 pub fn discover_files(
@@ -153,7 +160,7 @@ pub fn discover_files(
                     if project.is_excluded(path) {
                         return WalkState::Skip;
                     }
-                    if !is_dir && is_python_file(path) {
+                    if !is_dir && (is_python_file(path) || is_notebook_file(path)) {
                         push(
                             files,
                             DiscoveredFile {

@@ -13,5 +13,7 @@ pub use config::{
     ConfigError, Overrides, Project, ProjectResolver, absolute, find_config_file, load_config_file,
     parse_config,
 };
-pub use discovery::{DiscoveredFile, Discovery, PathError, discover_files, is_python_file};
+pub use discovery::{
+    DiscoveredFile, Discovery, PathError, discover_files, is_notebook_file, is_python_file,
+};
 pub use source::{LineEndings, SourceText, read_source, write_source};

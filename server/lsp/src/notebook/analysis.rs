@@ -8,20 +8,29 @@ use std::sync::Arc;
 use tower_lsp_server::ls_types::{
     self as lsp, CodeActionKind, CodeActionOrCommand, TextEdit, Uri, WorkspaceEdit,
 };
-use tpulint_analyzer::fix::{MAX_FIX_ITERATIONS, count_errors};
 use tpulint_analyzer::{
-    Applicability, Diagnostic, LineIndex, Settings, TextRange, apply_fixes, check_tree, syntax,
+    Applicability, Diagnostic, LineIndex, Settings, TextRange, check_tree, syntax,
 };
+use tpulint_ide::edits::minimal_edit;
+use tpulint_ide::notebook::{concatenate, neutralise_ipython};
 
-use super::concatenation::{CellSnapshot, concatenate};
-use super::ipython::neutralise_ipython;
 use super::notebook_fix_all_kind;
 use crate::actions;
 use crate::encoding::PositionEncoding;
-use crate::lint::minimal_edit;
 use crate::project::Resolved;
 use crate::session::{Analysis, AnalysisError, CancellationToken};
 use crate::to_proto;
+
+/// One cell as the analysis sees it.
+#[derive(Clone)]
+pub struct CellSnapshot {
+    pub uri: Uri,
+    /// A Python code cell (markdown and other languages are not checked).
+    pub is_python_code: bool,
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    pub version: i32,
+}
 
 /// What an analysis of a notebook needs, detached from the lock.
 #[derive(Clone)]
@@ -222,10 +231,8 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// "Fix all" over a notebook: the engine's fix loop on the concatenated module, where each
-/// iteration applies, per cell, the fixes that stay inside their cell (and, with `only_cell`,
-/// only in that cell). Stops when nothing applies, at the iteration limit, or before an
-/// iteration that would add syntax errors. Returns the new text of each changed cell.
+/// "Fix all" over a notebook: the fix loop of `tpulint_ide` on the cells (with `only_cell`, only
+/// that cell's fixes). Returns the new text of each changed cell.
 pub fn fix_all_cells(
     sources: &[Option<Arc<str>>],
     settings: &Settings,
@@ -237,52 +244,11 @@ pub fn fix_all_cells(
     } else {
         Applicability::Safe
     };
-    let mut current: Vec<Option<String>> = sources
+    let cells = sources
         .iter()
         .map(|source| source.as_deref().map(str::to_string))
         .collect();
-    let Some(baseline) = syntax::parse(&concatenate(sources_of(&current)).text, None)
-        .map(|tree| count_errors(&tree))
-    else {
-        return Vec::new();
-    };
-    for _ in 0..MAX_FIX_ITERATIONS {
-        let concatenation = concatenate(sources_of(&current));
-        let Some(tree) = syntax::parse(&concatenation.text, None) else {
-            break;
-        };
-        let diagnostics = check_tree(&concatenation.text, &tree, settings);
-        let mut per_span: Vec<Vec<Diagnostic>> = vec![Vec::new(); concatenation.spans.len()];
-        for diagnostic in &diagnostics {
-            if let Some((span, mapped)) = concatenation.map_diagnostic(diagnostic)
-                && mapped.fix.is_some()
-                && only_cell.is_none_or(|cell| concatenation.spans[span].cell == cell)
-            {
-                per_span[span].push(mapped);
-            }
-        }
-        let mut next = current.clone();
-        let mut changed = false;
-        for (span, cell_diagnostics) in concatenation.spans.iter().zip(per_span) {
-            let Some(text) = current[span.cell].as_deref() else {
-                continue;
-            };
-            if let Some((output, _)) = apply_fixes(text, &cell_diagnostics, threshold) {
-                next[span.cell] = Some(output);
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-        // Like the engine's loop: an iteration that adds syntax errors is discarded.
-        let candidate = concatenate(sources_of(&next));
-        match syntax::parse(&candidate.text, None) {
-            Some(tree) if count_errors(&tree) <= baseline => current = next,
-            _ => break,
-        }
-    }
-    current
+    tpulint_ide::fix_cells(cells, settings, threshold, only_cell)
         .into_iter()
         .zip(sources)
         .enumerate()
@@ -291,10 +257,6 @@ pub fn fix_all_cells(
             (new != old).then_some((cell, new))
         })
         .collect()
-}
-
-fn sources_of(cells: &[Option<String>]) -> impl Iterator<Item = Option<&str>> {
-    cells.iter().map(Option::as_deref)
 }
 
 /// "Fix all" as a workspace edit over the cells' URIs; `None` when nothing changes.

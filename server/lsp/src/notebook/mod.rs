@@ -3,10 +3,11 @@
 //!
 //! Model (the design ruff's server uses too): the server keeps each open notebook as an ordered
 //! list of cells plus one text document per cell, indexed by cell URI. Analysis concatenates the
-//! Python code cells in notebook order, so an `import torch_xla` in the first cell sets the
-//! backend for the last one, and facts such as "`x` lives on CUDA" flow across cells. IPython
-//! syntax (`%magic`, `!shell`, `obj?`, `%%cell` magics) is neutralised with same-length
-//! whitespace, so byte offsets inside a cell are the same in the concatenation and in the cell.
+//! Python code cells in notebook order (`tpulint_ide::notebook`, shared with the CLI), so an
+//! `import torch_xla` in the first cell sets the backend for the last one, and facts such as
+//! "`x` lives on CUDA" flow across cells. IPython syntax (`%magic`, `!shell`, `obj?`, `%%cell`
+//! magics) is neutralised with same-length whitespace, so byte offsets inside a cell are the
+//! same in the concatenation and in the cell.
 //!
 //! Cross-cell results: a diagnostic is reported in the cell where it starts, its range clipped to
 //! that cell; related locations in other cells point at those cells' URIs; a fix is kept only
@@ -21,15 +22,11 @@
 //! computed for. Publishes are queued on the session's publish queue while the lock is held.
 
 mod analysis;
-mod concatenation;
-mod ipython;
 
 pub use analysis::{
-    CellResult, NotebookAnalysis, NotebookSnapshot, analyze, code_actions, fix_all_cells,
-    fix_all_edit,
+    CellResult, CellSnapshot, NotebookAnalysis, NotebookSnapshot, analyze, code_actions,
+    fix_all_cells, fix_all_edit,
 };
-pub use concatenation::{CellSnapshot, CellSpan, Concatenation, concatenate};
-pub use ipython::neutralise_ipython;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,0 +1,43 @@
+//! The result of checking one version of an open document: what diagnostics, code actions and
+//! hover are built from.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ls_types::{self as lsp, Uri};
+use tpulint_analyzer::{Diagnostic, LineIndex, Settings};
+use tree_sitter::Tree;
+
+use crate::encoding::PositionEncoding;
+use crate::to_proto;
+
+/// The result of checking one version of a document.
+pub struct Analysis {
+    pub version: i32,
+    pub generation: u64,
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    pub tree: Tree,
+    pub diagnostics: Vec<Diagnostic>,
+    /// `None` when the document is not checked (so it has no fixes either).
+    pub settings: Option<Settings>,
+    pub unsafe_fixes: bool,
+    /// The configuration file the settings came from.
+    pub config_file: Option<PathBuf>,
+}
+
+impl Analysis {
+    pub fn lsp_diagnostics(&self, uri: &Uri, encoding: PositionEncoding) -> Vec<lsp::Diagnostic> {
+        self.diagnostics
+            .iter()
+            .map(|diagnostic| {
+                to_proto::diagnostic(uri, &self.text, &self.line_index, diagnostic, encoding)
+            })
+            .collect()
+    }
+
+    /// Identifies the result for pull diagnostics: same id, same diagnostics.
+    pub fn result_id(&self) -> String {
+        format!("{}:{}", self.version, self.generation)
+    }
+}

@@ -1,0 +1,214 @@
+//! One open text document: its text, version, line index, and a syntax tree kept up to date by
+//! incremental edits.
+//!
+//! Edits are applied synchronously as notifications arrive (never after an `.await`), so that
+//! changes are applied in arrival order; the tree is only *edited* here (cheap), and re-parsed
+//! incrementally by the analysis that runs off the message loop.
+
+use std::sync::Arc;
+
+use ls_types::TextDocumentContentChangeEvent;
+use tpulint_analyzer::{LineIndex, syntax};
+use tree_sitter::{InputEdit, Point, Tree};
+
+use crate::encoding::PositionEncoding;
+use crate::from_proto;
+
+/// What the analysis needs from a document, detached from the session's lock.
+#[derive(Clone)]
+pub struct DocumentSnapshot {
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    pub version: i32,
+    /// A tree for `text`, or an older tree edited to match it (`tree_is_current == false`), from
+    /// which the analysis re-parses incrementally.
+    pub tree: Option<Tree>,
+    pub tree_is_current: bool,
+}
+
+impl DocumentSnapshot {
+    /// The tree for `text`: the stored one when current, else an incremental re-parse.
+    pub fn parse(&self) -> Option<Tree> {
+        match (&self.tree, self.tree_is_current) {
+            (Some(tree), true) => Some(tree.clone()),
+            (old, _) => syntax::parse(&self.text, old.as_ref()),
+        }
+    }
+}
+
+pub struct TextDocument {
+    text: Arc<str>,
+    line_index: Arc<LineIndex>,
+    version: i32,
+    tree: Option<Tree>,
+    tree_is_current: bool,
+}
+
+impl TextDocument {
+    /// A newly opened document; it is parsed by its first analysis, not here.
+    pub fn new(text: String, version: i32) -> TextDocument {
+        let line_index = Arc::new(LineIndex::new(&text));
+        TextDocument {
+            text: text.into(),
+            line_index,
+            version,
+            tree: None,
+            tree_is_current: false,
+        }
+    }
+
+    pub fn text(&self) -> &Arc<str> {
+        &self.text
+    }
+
+    pub fn line_index(&self) -> &Arc<LineIndex> {
+        &self.line_index
+    }
+
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    pub fn snapshot(&self) -> DocumentSnapshot {
+        DocumentSnapshot {
+            text: self.text.clone(),
+            line_index: self.line_index.clone(),
+            version: self.version,
+            tree: self.tree.clone(),
+            tree_is_current: self.tree_is_current,
+        }
+    }
+
+    /// Applies `didChange` content changes in order. A change without a range replaces the
+    /// whole text (and drops the tree, since nothing can be reused).
+    pub fn apply_changes(
+        &mut self,
+        changes: Vec<TextDocumentContentChangeEvent>,
+        version: i32,
+        encoding: PositionEncoding,
+    ) {
+        for change in changes {
+            match change.range {
+                None => {
+                    self.text = change.text.into();
+                    self.tree = None;
+                    self.tree_is_current = false;
+                }
+                Some(range) => {
+                    let byte_range =
+                        from_proto::text_range(&self.text, &self.line_index, range, encoding);
+                    self.replace(byte_range, &change.text);
+                }
+            }
+            self.line_index = Arc::new(LineIndex::new(&self.text));
+        }
+        self.version = version;
+    }
+
+    fn replace(&mut self, range: std::ops::Range<usize>, insertion: &str) {
+        let old = &*self.text;
+        let mut new_text = String::with_capacity(old.len() - range.len() + insertion.len());
+        new_text.push_str(&old[..range.start]);
+        new_text.push_str(insertion);
+        new_text.push_str(&old[range.end..]);
+        if let Some(tree) = self.tree.as_mut() {
+            let start_position = point_at(old, range.start);
+            let old_end_position = point_at(old, range.end);
+            let new_end_position = advance(start_position, insertion);
+            tree.edit(&InputEdit {
+                start_byte: range.start,
+                old_end_byte: range.end,
+                new_end_byte: range.start + insertion.len(),
+                start_position,
+                old_end_position,
+                new_end_position,
+            });
+            self.tree_is_current = false;
+        }
+        self.text = new_text.into();
+    }
+
+    /// Stores the tree an analysis parsed for `version`, if the document has not moved on since.
+    pub fn store_tree(&mut self, version: i32, tree: Tree) {
+        if self.version == version && !self.tree_is_current {
+            self.tree = Some(tree);
+            self.tree_is_current = true;
+        }
+    }
+}
+
+/// tree-sitter's point (row, byte column) of `offset`; rows count `\n`, as tree-sitter does.
+fn point_at(text: &str, offset: usize) -> Point {
+    let before = &text.as_bytes()[..offset];
+    let row = before.iter().filter(|&&b| b == b'\n').count();
+    let column = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    Point::new(row, column)
+}
+
+/// The point after inserting `insertion` at `start`.
+fn advance(start: Point, insertion: &str) -> Point {
+    match insertion.rfind('\n') {
+        Some(last_newline) => Point::new(
+            start.row + insertion.matches('\n').count(),
+            insertion.len() - last_newline - 1,
+        ),
+        None => Point::new(start.row, start.column + insertion.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ls_types::{Position, Range};
+
+    fn change(range: (u32, u32, u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: Some(Range::new(
+                Position::new(range.0, range.1),
+                Position::new(range.2, range.3),
+            )),
+            range_length: None,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn incremental_edits_keep_the_tree_equal_to_a_fresh_parse() {
+        let mut document = TextDocument::new("import torch\nx = 1\n".to_string(), 1);
+        let tree = document.snapshot().parse().expect("parses");
+        document.store_tree(1, tree);
+        document.apply_changes(
+            vec![change((1, 4, 1, 5), "torch.ones(3)\ny = x.item()")],
+            2,
+            PositionEncoding::Utf16,
+        );
+        assert_eq!(
+            &**document.text(),
+            "import torch\nx = torch.ones(3)\ny = x.item()\n"
+        );
+        let snapshot = document.snapshot();
+        assert!(!snapshot.tree_is_current);
+        let incremental = snapshot.parse().expect("parses");
+        let fresh = syntax::parse(&snapshot.text, None).expect("parses");
+        assert_eq!(
+            incremental.root_node().to_sexp(),
+            fresh.root_node().to_sexp()
+        );
+    }
+
+    #[test]
+    fn a_full_change_replaces_the_text() {
+        let mut document = TextDocument::new("a = 1\n".to_string(), 1);
+        document.apply_changes(
+            vec![TextDocumentContentChangeEvent {
+                range: None,
+                range_length: None,
+                text: "b = 2\n".to_string(),
+            }],
+            2,
+            PositionEncoding::Utf16,
+        );
+        assert_eq!(&**document.text(), "b = 2\n");
+        assert_eq!(document.version(), 2);
+    }
+}
