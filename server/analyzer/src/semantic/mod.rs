@@ -1742,10 +1742,21 @@ impl<'t> SemanticModel<'t> {
         Fact::UNKNOWN
     }
 
+    /// The device of the first tensor argument, looking into a list or tuple argument
+    /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
-        syntax::positional_args(arguments)
-            .iter()
-            .map(|a| self.fact_at_depth(*a, depth + 1))
+        let mut candidates = Vec::new();
+        for argument in syntax::positional_args(arguments) {
+            if matches!(argument.kind_name(), "list" | "tuple") {
+                let mut cursor = argument.walk();
+                candidates.extend(argument.named_children(&mut cursor));
+            } else {
+                candidates.push(argument);
+            }
+        }
+        candidates
+            .into_iter()
+            .map(|a| self.fact_at_depth(a, depth + 1))
             .find(|fact| fact.is_tensor())
             .map_or(Device::Unknown, |fact| fact.device)
     }
