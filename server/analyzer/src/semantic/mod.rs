@@ -779,33 +779,15 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
+    /// Decorated with `@torch.compile` / `@torch_xla.compile` or passed to one of them (the
+    /// function summary's answer).
     fn is_compiled_function(&self, node: Node<'_>, name: &str) -> bool {
-        if self.compiled_names.contains(name) {
-            return true;
-        }
-        let Some(parent) = self
-            .parent(node)
-            .filter(|p| p.kind_name() == "decorated_definition")
-        else {
-            return false;
-        };
-        let mut cursor = parent.walk();
-        parent
-            .named_children(&mut cursor)
-            .filter(|child| child.kind_name() == "decorator")
-            .any(|decorator| {
-                let Some(expression) = decorator.named_child(0) else {
-                    return false;
-                };
-                let target = if expression.kind_name() == "call" {
-                    expression.field("function")
-                } else {
-                    Some(expression)
-                };
-                target
-                    .and_then(|t| self.qualified_name(t))
-                    .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
-            })
+        self.compiled_names.contains(name)
+            || self
+                .summaries
+                .by_node
+                .get(&node.id())
+                .is_some_and(|index| self.summaries.functions[*index].compiled)
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
@@ -1760,10 +1742,21 @@ impl<'t> SemanticModel<'t> {
         Fact::UNKNOWN
     }
 
+    /// The device of the first tensor argument, looking into a list or tuple argument
+    /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
-        syntax::positional_args(arguments)
-            .iter()
-            .map(|a| self.fact_at_depth(*a, depth + 1))
+        let mut candidates = Vec::new();
+        for argument in syntax::positional_args(arguments) {
+            if matches!(argument.kind_name(), "list" | "tuple") {
+                let mut cursor = argument.walk();
+                candidates.extend(argument.named_children(&mut cursor));
+            } else {
+                candidates.push(argument);
+            }
+        }
+        candidates
+            .into_iter()
+            .map(|a| self.fact_at_depth(a, depth + 1))
             .find(|fact| fact.is_tensor())
             .map_or(Device::Unknown, |fact| fact.device)
     }

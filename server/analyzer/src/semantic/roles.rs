@@ -92,18 +92,10 @@ pub(crate) fn is_test_function(
     let Some(decorated) = decorated else {
         return false;
     };
-    let mut cursor = decorated.walk();
-    decorated
-        .named_children(&mut cursor)
-        .filter(|c| c.kind_name() == "decorator")
-        .filter_map(|d| d.named_child(0))
-        .any(|expression| {
-            let target = match expression.kind_name() {
-                "call" => expression.field("function"),
-                _ => Some(expression),
-            };
-            target
-                .and_then(|t| syntax::dotted_parts(t, source))
+    crate::semantic::summaries::decorator_targets(decorated)
+        .into_iter()
+        .any(|target| {
+            syntax::dotted_parts(target, source)
                 .and_then(|parts| parts.last().copied())
                 .is_some_and(|last| last == "fixture")
         })

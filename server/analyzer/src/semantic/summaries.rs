@@ -159,9 +159,6 @@ enum Frame {
     Loop {
         id: usize,
         summary: LoopSummary,
-        /// Calls directly in this loop (not in nested loops): the roots of reach when it is a
-        /// training loop.
-        direct_calls: Vec<String>,
         over_loader: bool,
     },
     /// The body of `if step % N == 0:`: calls there run once every N steps.
@@ -243,7 +240,6 @@ fn enter(
                 Frame::Loop {
                     id: node.id(),
                     summary: LoopSummary::default(),
-                    direct_calls: Vec::new(),
                     over_loader,
                 },
             ));
@@ -341,17 +337,12 @@ fn call(
     let mut in_loop = true;
     for (_, frame) in stack.iter_mut().rev() {
         match frame {
-            Frame::Loop {
-                summary,
-                direct_calls,
-                ..
-            } => {
+            Frame::Loop { summary, .. } => {
                 if in_loop {
                     summary.syncs |= syncs;
                     summary.calls_backward |= backward;
                     summary.steps_optimizer |= steps;
                     if let Some(callee) = callee {
-                        direct_calls.push(callee.to_string());
                         summary.calls.push(callee.to_string());
                     }
                 }
@@ -402,15 +393,15 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
     if let Frame::Loop {
         id,
         summary,
-        direct_calls,
         over_loader,
     } = frame
     {
         // Only the loop that runs the step itself is a training loop: an epoch loop around it
         // calls `evaluate()` once per epoch, not once per step.
         let steps_here = summary.calls_backward && !summary.nested_training_loop;
+        // Its calls, nested loops' included (they run every step too), throttled ones not.
         if over_loader || steps_here {
-            loop_roots.extend(direct_calls);
+            loop_roots.extend(summary.calls.iter().cloned());
         }
         // The enclosing loop sees what this one does.
         if let Some((_, Frame::Loop { summary: outer, .. })) = stack.last_mut() {
@@ -424,23 +415,28 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
     }
 }
 
-/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`
-/// (with or without arguments).
-fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+/// What each decorator of a `decorated_definition` names: `torch.compile` for both
+/// `@torch.compile` and `@torch.compile(fullgraph=True)`.
+pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
     let mut cursor = decorated.walk();
     decorated
         .named_children(&mut cursor)
         .filter(|c| c.kind_name() == "decorator")
         .filter_map(|d| d.named_child(0))
-        .any(|expression| {
-            let target = match expression.kind_name() {
-                "call" => expression.field("function"),
-                _ => Some(expression),
-            };
-            target
-                .and_then(|t| resolver.resolve(t))
-                .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+        .filter_map(|expression| match expression.kind_name() {
+            "call" => expression.field("function"),
+            _ => Some(expression),
         })
+        .collect()
+}
+
+/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`.
+fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+    decorator_targets(decorated).into_iter().any(|target| {
+        resolver
+            .resolve(target)
+            .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+    })
 }
 
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and

@@ -11,8 +11,9 @@ use crate::syntax::NodeExt;
 
 declare_rule! {
     /// ## What it does
-    /// Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` — and `math` functions such as
-    /// `math.isfinite(t)` or `math.sqrt(t)` — applied to a tensor inside a hot path.
+    /// Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` — `math` functions such as
+    /// `math.isfinite(t)` or `math.sqrt(t)`, and `max(1.0, t)` / `min(t, 0)` against a Python
+    /// number — applied to a tensor inside a hot path.
     ///
     /// ## Why is this bad?
     /// Converting a tensor to a Python number is `.item()` in disguise: the host waits for the
@@ -68,7 +69,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let converter = match function.kind_name() {
         "identifier" => {
             let name = context.text(function);
-            if !matches!(name, "float" | "int" | "bool" | "complex")
+            if !matches!(name, "float" | "int" | "bool" | "complex" | "max" | "min")
                 || context.fact(function).kind != ValueKind::Unknown
             {
                 return;
@@ -94,17 +95,35 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if tensor_values::in_raise_statement(context, call) {
         return;
     }
-    let Some(value) = syntax::positional_args(arguments).first().copied() else {
+    let positional = syntax::positional_args(arguments);
+    let value = if matches!(converter.as_str(), "max" | "min") {
+        // `max(1.0, loss)` compares a Python number with the tensor: a host read. (`max(a, b)`
+        // of two tensors, or over an iterable, is not.)
+        let has_number = positional
+            .iter()
+            .any(|a| matches!(syntax::unparenthesize(*a).kind_name(), "integer" | "float"));
+        if positional.len() != 2 || !has_number {
+            return;
+        }
+        positional
+            .iter()
+            .copied()
+            .find(|a| !matches!(syntax::unparenthesize(*a).kind_name(), "integer" | "float"))
+    } else {
+        positional.first().copied()
+    };
+    let Some(value) = value else {
         return;
     };
     if !tensor_values::is_confident_tensor(context, value) || inside_range_call(context, call) {
         return;
     }
-    let message = format!(
-        "`{converter}({})` {} waits for the device",
-        helpers::short_code(context.text(value)),
-        hot.describe()
-    );
+    let shown = if matches!(converter.as_str(), "max" | "min") {
+        helpers::short_code(context.text(call))
+    } else {
+        format!("{converter}({})", helpers::short_code(context.text(value)))
+    };
+    let message = format!("`{shown}` {} waits for the device", hot.describe());
     context.report(call.byte_range(), message);
 }
 

@@ -37,26 +37,6 @@ pub struct DtypeUse {
     pub replacement: Edit,
 }
 
-/// Torch functions creating a tensor from scratch: without `device=` the result is on the host.
-const FACTORIES: &[&str] = &[
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "arange",
-    "range",
-    "linspace",
-    "logspace",
-    "eye",
-    "tensor",
-    "as_tensor",
-    "from_numpy",
-    "empty_strided",
-];
-
 /// Finds where `call` requests `dtype` (canonical name, e.g. `"float64"`); `shorthand` is the
 /// method spelling (`"double"`), `replacement_dtype` / `replacement_method` the fix.
 pub fn dtype_use(
@@ -88,7 +68,7 @@ pub fn dtype_use(
             let host_factory = qualified
                 .as_deref()
                 .and_then(|q| q.strip_prefix("torch."))
-                .is_some_and(|f| FACTORIES.contains(&f))
+                .is_some_and(|f| crate::torch_api::TENSOR_FACTORIES.contains(&f))
                 && context
                     .keyword_arg(arguments, "device")
                     .is_none_or(|d| context.semantic().device_of_expr(d, 0) == Device::Cpu);
