@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tpulint test, installing what the tests need first (idempotent; works on a fresh
 # machine with the package registries only). Sections can be skipped with TPULINT_SKIP, e.g.
-# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), lsp, pip, vscode, wasm, vscode-e2e.
+# TPULINT_SKIP="lsp vscode-e2e"; the sections: rust (doctor), realcode, lsp, pip, vscode, wasm, vscode-e2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -76,6 +76,14 @@ if ! skip rust; then
       exit 1
     fi
   done
+fi
+
+# ---- Real code: check, --fix and --fix --unsafe-fixes on pinned releases from PyPI (cached in
+# .ci-cache/realcode/): no crash, fixes keep files compiling, add no unguarded optional import,
+# and converge (scripts/real_code_check.py) ----
+if ! skip realcode; then
+  section "realcode"
+  bash scripts/real-code-harness.sh
 fi
 
 # ---- Language server with real clients: Neovim's built-in client, Emacs + Eglot, pytest-lsp ----

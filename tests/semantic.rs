@@ -1,7 +1,9 @@
 //! Data-driven tests of the semantic index: each case marks an expression with `⟦…⟧` and states
 //! what the index must believe there (qualified name, value kind, device, hot path, backend).
 
-use tpulint_analyzer::semantic::{Device, HotPath, ValueKind};
+use tpulint_analyzer::semantic::{
+    Device, Evidence, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
+};
 use tpulint_analyzer::{Backend, Inspection, Settings, inspect, syntax};
 
 /// Inspects the expression between `⟦` and `⟧`.
@@ -72,6 +74,21 @@ fn backend_detection() {
     );
     assert_eq!(
         at("import torch\n⟦x⟧ = torch.zeros(1, device='cuda')\n").backend,
+        Backend::Unknown
+    );
+    // Lightning's TPU accelerator runs on PyTorch/XLA.
+    assert_eq!(
+        at("import lightning as L\ntrainer = L.Trainer(accelerator=\"tpu\", devices=8)\n⟦x⟧ = 1\n")
+            .backend,
+        Backend::TorchXla
+    );
+    assert_eq!(
+        at("import torch\nx = torch.ones(2).to(\"xla:0\")\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
+    // Text outside device positions is no evidence.
+    assert_eq!(
+        at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
         Backend::Unknown
     );
 }
@@ -154,4 +171,309 @@ fn hot_paths() {
     assert_eq!(at(decorated).hot_path, Some(HotPath::Compiled));
     let cold = "def evaluate(model):\n    return ⟦model⟧\n";
     assert_eq!(at(cold).hot_path, None);
+}
+
+/// The import records of `source`: `(local, qualified, condition, in_function)`.
+fn imports(source: &str) -> Vec<(String, String, ImportCondition, bool)> {
+    let tree = syntax::parse(source, None).expect("parses");
+    ModuleImports::build(tree.root_node(), source)
+        .records()
+        .iter()
+        .map(|r| {
+            (
+                r.local.clone(),
+                r.qualified.clone(),
+                r.condition,
+                r.in_function,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn imports_carry_their_condition() {
+    use ImportCondition::*;
+    let source = "\
+import torch
+import torch_xla.core.xla_model
+from torch import nn as tnn
+try:
+    import torch_xla.core.xla_model as xm
+except ImportError:
+    xm = None
+    import fallback
+if TYPE_CHECKING:
+    from typing import Sequence
+if is_torch_xla_available():
+    import torch_xla.runtime as xr
+elif not is_torch_tpu_available():
+    import cpu_only
+else:
+    import other
+if sys.version_info >= (3, 10):
+    import tomllib
+with suppress(ImportError):
+    import maybe
+class Net(tnn.Module):
+    import inner_class
+def f():
+    import torch_xla as tx
+    if flag:
+        import deeper
+from . import sibling
+from os.path import *
+";
+    let expected = vec![
+        ("torch", "torch", Unconditional, false),
+        ("torch_xla", "torch_xla", Unconditional, false),
+        ("tnn", "torch.nn", Unconditional, false),
+        ("xm", "torch_xla.core.xla_model", TryExcept, false),
+        ("fallback", "fallback", ExceptHandler, false),
+        ("Sequence", "typing.Sequence", TypeChecking, false),
+        ("xr", "torch_xla.runtime", Availability, false),
+        ("cpu_only", "cpu_only", Availability, false),
+        ("other", "other", OtherIf, false),
+        ("tomllib", "tomllib", OtherIf, false),
+        ("maybe", "maybe", Unconditional, false),
+        ("inner_class", "inner_class", Unconditional, false),
+        ("tx", "torch_xla", InFunction, true),
+        ("deeper", "deeper", OtherIf, true),
+    ];
+    let expected: Vec<(String, String, ImportCondition, bool)> = expected
+        .into_iter()
+        .map(|(l, q, c, f)| (l.to_string(), q.to_string(), c, f))
+        .collect();
+    assert_eq!(imports(source), expected);
+}
+
+#[test]
+fn import_queries() {
+    let source = "\
+try:
+    import torch_xla.core.xla_model as xm
+except ImportError:
+    pass
+import torch_xla.core.xla_model as xla_model
+import torch
+";
+    let tree = syntax::parse(source, None).expect("parses");
+    let summary = ModuleImports::build(tree.root_node(), source);
+    // The unconditional alias wins over the guarded one.
+    assert_eq!(
+        summary
+            .local_name_for("torch_xla.core.xla_model")
+            .as_deref(),
+        Some("xla_model")
+    );
+    // `import torch` names any submodule by its dotted path.
+    assert_eq!(
+        summary.local_name_for("torch.nn.functional").as_deref(),
+        Some("torch.nn.functional")
+    );
+    assert_eq!(summary.local_name_for("numpy"), None);
+    assert!(summary.imports_unconditionally("torch_xla"));
+    assert!(!summary.imports_unconditionally("torch_x"));
+    let first = summary
+        .first_import_of("torch_xla")
+        .expect("a torch_xla import");
+    assert_eq!(first.condition, ImportCondition::TryExcept);
+    assert_eq!(
+        &source[first.statement.clone()],
+        "import torch_xla.core.xla_model as xm"
+    );
+    assert_eq!(
+        first
+            .guard
+            .clone()
+            .map(|range| &source[range])
+            .map(|text| text.starts_with("try:")),
+        Some(true)
+    );
+
+    let guarded = "if is_torch_xla_available():\n    import torch_xla\n";
+    let tree = syntax::parse(guarded, None).expect("parses");
+    let summary = ModuleImports::build(tree.root_node(), guarded);
+    assert!(!summary.imports_unconditionally("torch_xla"));
+    assert!(summary.imports_package("torch_xla"));
+    assert_eq!(
+        summary.condition_of("torch_xla"),
+        Some(ImportCondition::Availability)
+    );
+}
+
+/// The hardware scope at the marked expression.
+fn scope(marked: &str) -> HardwareScope {
+    at(marked).hardware_scope
+}
+
+#[test]
+fn guards_and_hardware_scope() {
+    let cuda_branch =
+        "import torch\nif torch.cuda.is_available():\n    ⟦x⟧ = 1\nelse:\n    y = 2\n";
+    assert!(scope(cuda_branch).never_on_tpu);
+    let else_branch =
+        "import torch\nif torch.cuda.is_available():\n    x = 1\nelse:\n    ⟦y⟧ = 2\n";
+    let else_scope = scope(else_branch);
+    assert!(!else_scope.never_on_tpu && else_scope.device_branch);
+    // Negation, `!=`, `not in` and names flip or carry polarity.
+    assert!(!scope("if not torch.cuda.is_available():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if device.type == \"cuda\":\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if device.type != \"cuda\":\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if \"cuda\" in str(device):\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if x.is_cuda:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if not args.no_cuda:\n    pass\nelse:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if torch.cuda.device_count() > 1:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if torch.cuda.device_count() == 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A branch after one that handled the TPU does not run on it.
+    let after_tpu = "if is_torch_xla_available():\n    a = 1\nelif flag:\n    ⟦b⟧ = 2\n";
+    assert!(scope(after_tpu).never_on_tpu);
+    assert!(scope("if is_torch_xla_available():\n    ⟦a⟧ = 1\n").tpu_only);
+    // Early exits scope the rest of the block.
+    let early = "def f():\n    if not torch.cuda.is_available():\n        return\n    ⟦x⟧ = 1\n";
+    assert!(scope(early).never_on_tpu);
+    let before_exit =
+        "def f():\n    ⟦x⟧ = 1\n    if not torch.cuda.is_available():\n        return\n";
+    assert!(!scope(before_exit).never_on_tpu);
+    let after_function =
+        "def f():\n    if not torch.cuda.is_available():\n        return\n    x = 1\n⟦y⟧ = 2\n";
+    assert!(!scope(after_function).never_on_tpu);
+    // Skip decorators and requirement markers.
+    for decorator in [
+        "@unittest.skipIf(not torch.cuda.is_available(), \"needs CUDA\")",
+        "@unittest.skipUnless(torch.cuda.is_available(), \"needs CUDA\")",
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason=\"cuda\")",
+        "@RunIf(min_cuda_gpus=1)",
+        "@require_torch_gpu",
+        "@onlyCUDA",
+        "@pytest.mark.cuda",
+    ] {
+        let source = format!("{decorator}\ndef test_op():\n    ⟦x⟧ = 1\n");
+        assert!(scope(&source).never_on_tpu, "{decorator}");
+    }
+    assert!(!scope("@unittest.skipIf(torch.cuda.is_available(), \"cpu only\")\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("@RunIf(min_cuda_gpus=0)\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("@RunIf(tpu=True)\ndef test_op():\n    ⟦x⟧ = 1\n").tpu_only);
+    assert!(!scope("@RunIf(tpu=True)\ndef test_op():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(scope("if TYPE_CHECKING:\n    ⟦x⟧ = 1\n").type_checking);
+    // Text that is not a condition never counts.
+    assert!(!scope("# if torch.cuda.is_available():\nprint(\"cuda\")\n⟦x⟧ = 1\n").device_branch);
+    assert!(!scope("if flag:\n    ⟦x⟧ = \"cuda\"\n").device_branch);
+}
+
+#[test]
+fn code_roles() {
+    let test_code = |marked: &str| at(marked).test_code;
+    // pytest and unittest conventions, in files that use the framework.
+    assert!(test_code("import pytest\ndef test_op():\n    ⟦x⟧ = 1\n"));
+    assert!(test_code(
+        "import pytest\n@pytest.fixture\ndef model():\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "import unittest\nclass TestOps(unittest.TestCase):\n    def helper(self):\n        ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "from torch.testing._internal.common_utils import TestCase\nclass Ops(TestCase):\n    def test_a(self):\n        def inner():\n            ⟦x⟧ = 1\n"
+    ));
+    // `def test(model, loader)` in a training script is its evaluation loop.
+    assert!(!test_code(
+        "import torch\ndef test(model, loader):\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(!test_code("import pytest\ndef helper():\n    ⟦x⟧ = 1\n"));
+    assert!(!test_code(
+        "import pytest\ndef test_op():\n    pass\n⟦x⟧ = 1\n"
+    ));
+    // A test path makes the whole file test code.
+    let source = "def helper():\n    x = 1\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let settings = Settings {
+        test_path: tpulint_analyzer::settings::is_test_path("tests/models/helpers.py"),
+        ..Settings::default()
+    };
+    let inspection = inspect(source, &tree, &settings, 17..18).expect("inspects");
+    assert!(inspection.test_code);
+}
+
+#[test]
+fn test_code_reports_errors_only_by_default() {
+    use tpulint_analyzer::{Severity, TestCodePolicy, check_source};
+    // TPU404's `torch.cuda.synchronize()` is an error (it raises); a host sync in a test is not.
+    let source = "import pytest\nimport torch\n\ndef test_step(model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        print(loss.item())\n        torch.cuda.synchronize()\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(!findings.is_empty());
+    assert!(
+        findings.iter().all(|d| d.severity == Severity::Error),
+        "{findings:?}"
+    );
+    let all = Settings {
+        test_code: TestCodePolicy::All,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &all).len() > findings.len());
+    let off = Settings {
+        test_code: TestCodePolicy::Off,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &off).is_empty());
+}
+
+#[test]
+fn function_summaries_give_call_facts() {
+    let helper = at(
+        "import torch\ndef make_mask(n):\n    return torch.ones(n)\nmask = make_mask(3)\n⟦mask⟧\n",
+    )
+    .fact;
+    assert_eq!(
+        (helper.kind, helper.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(helper.evidence, Evidence::Summary);
+    // The fact cites the helper's factory.
+    assert!(helper.origin.is_some());
+    let source = "import torch\ndef split(x):\n    if x:\n        return torch.zeros(1), 3\n    return torch.ones(2), 4\na, b = split(1)\nMARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    assert_eq!(
+        (check("a").kind, check("a").device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(check("b").kind, ValueKind::Scalar);
+    // Disagreeing returns give nothing.
+    let mixed = at("import torch\ndef f(x):\n    if x:\n        return torch.ones(1)\n    return None\ny = f(1)\n⟦y⟧\n").fact;
+    assert_eq!(mixed.kind, ValueKind::Unknown);
+    // Methods through `self`.
+    let method = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def _mask(self, n):\n        return torch.ones(n)\n    def forward(self, x):\n        m = self._mask(3)\n        return ⟦m⟧\n").fact;
+    assert_eq!(
+        (method.kind, method.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    // Fields of a model's output are tensors on the device.
+    let output = at("from torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net().to(dev)\nout = model(x)\n⟦out.logits⟧\n").fact;
+    assert_eq!(
+        (output.kind, output.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(output.evidence, Evidence::ModuleCall);
+    let pretrained = at("from transformers import AutoModel\nmodel = AutoModel.from_pretrained(\"bert\")\n⟦model⟧\n").fact;
+    assert_eq!(pretrained.kind, ValueKind::Module);
+}
+
+#[test]
+fn reach_through_the_call_graph() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let helper = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    log_loss(batch)\n";
+    assert_eq!(hot(helper), Some(HotPath::CalledFromLoop));
+    let transitive = "def inner(v):\n    ⟦x⟧ = v\ndef outer(v):\n    inner(v)\nfor batch in loader:\n    outer(batch)\n";
+    assert_eq!(hot(transitive), Some(HotPath::CalledFromLoop));
+    let from_step = "def inner(v):\n    ⟦x⟧ = v\ndef train_step(batch):\n    inner(batch)\n";
+    assert_eq!(hot(from_step), Some(HotPath::CalledFromLoop));
+    // Throttled calls, per-epoch calls and calls after the loop are cold.
+    let throttled = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor step, batch in enumerate(loader):\n    if step % 100 == 0:\n        log_loss(batch)\n";
+    assert_eq!(hot(throttled), None);
+    let per_epoch = "def evaluate(m):\n    ⟦x⟧ = m\nfor epoch in range(3):\n    for batch in loader:\n        loss.backward()\n    evaluate(model)\n";
+    assert_eq!(hot(per_epoch), None);
+    let after = "def report(m):\n    ⟦x⟧ = m\nfor batch in loader:\n    pass\nreport(model)\n";
+    assert_eq!(hot(after), None);
+    // Recursion is cycle-safe.
+    let cycle =
+        "def a(v):\n    b(v)\ndef b(v):\n    ⟦x⟧ = a(v)\nfor batch in loader:\n    a(batch)\n";
+    assert_eq!(hot(cycle), Some(HotPath::CalledFromLoop));
 }

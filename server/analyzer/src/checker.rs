@@ -7,8 +7,8 @@ use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HotPath, SemanticModel};
-use crate::settings::Settings;
+use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
+use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
 use crate::syntax::NodeExt;
@@ -285,6 +285,7 @@ pub fn walk<'t>(
 /// Diagnostics come back sorted by position, then code.
 pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    semantic.set_test_file(settings.test_path);
     let dispatch: Vec<Vec<RuleId>> = DISPATCH
         .iter()
         .map(|ids| {
@@ -312,6 +313,7 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 call_parts.fill(node, source);
                 &call_parts
             });
+            let before = diagnostics.len();
             for id in rules_for_kind {
                 let rule = id.meta();
                 let mut context = Context {
@@ -323,6 +325,24 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                     current_call,
                 };
                 (rule.check)(&mut context, node);
+            }
+            // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
+            // `if TYPE_CHECKING:`) has no TPU problems: decided once here, not rule by rule.
+            if semantic.hardware_scope().is_unreachable_on_tpu() {
+                diagnostics.truncate(before);
+            } else if semantic.in_test_code() {
+                // Test code: by default only what would make the test fail on a TPU.
+                match settings.test_code {
+                    TestCodePolicy::All => {}
+                    TestCodePolicy::Off => diagnostics.truncate(before),
+                    TestCodePolicy::ErrorsOnly => {
+                        let mut index = before;
+                        diagnostics.retain(|diagnostic| {
+                            index += 1;
+                            index <= before || diagnostic.severity == Severity::Error
+                        });
+                    }
+                }
             }
         }
         true
@@ -347,6 +367,10 @@ pub struct Inspection {
     pub qualified_name: Option<String>,
     pub hot_path: Option<HotPath>,
     pub backend: Backend,
+    /// What the enclosing guards say about the hardware the node runs on.
+    pub hardware_scope: HardwareScope,
+    /// Whether the node is test code.
+    pub test_code: bool,
 }
 
 /// Inspects the smallest named node that covers `range`, with the index as the traversal
@@ -361,6 +385,7 @@ pub fn inspect(
         .root_node()
         .named_descendant_for_byte_range(range.start, range.end)?;
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    semantic.set_test_file(settings.test_path);
     let mut found = None;
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {
@@ -370,6 +395,8 @@ pub fn inspect(
                 qualified_name: semantic.qualified_name(node),
                 hot_path: semantic.hot_path(),
                 backend: semantic.backend(),
+                hardware_scope: semantic.hardware_scope(),
+                test_code: semantic.in_test_code(),
             });
             return false;
         }

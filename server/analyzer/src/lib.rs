@@ -25,6 +25,8 @@ pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Relate
 pub use fix::{FixOutcome, apply_fixes, fix_source};
 pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_name, rules};
 pub use semantic::Backend;
-pub use settings::{BackendSetting, Configuration, RuleSelector, RuleSet, Settings};
+pub use settings::{
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+};
 pub use source::{LineIndex, TextRange};
 pub use syntax_errors::INVALID_SYNTAX;

@@ -33,6 +33,7 @@ use tpulint_workspace::{
     write_source,
 };
 
+use crate::cache::{self, CacheLocation};
 use crate::notebook;
 use crate::output::{self, ExitStatus};
 
@@ -192,6 +193,13 @@ pub struct CheckArgs {
     /// Re-check whenever a checked file or a configuration file changes (Ctrl-C stops).
     #[arg(short, long)]
     pub watch: bool,
+    /// Check every file again instead of reading unchanged files' results from the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Where to keep the cache (default: `.tpulint_cache` at each project root; also
+    /// `TPULINT_CACHE_DIR`).
+    #[arg(long, value_name = "DIR", env = "TPULINT_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Benchmarking aid: read and parse the files, run no rule.
     #[arg(long, hide = true)]
     pub parse_only: bool,
@@ -222,6 +230,8 @@ impl CheckArgs {
 pub(crate) struct RunOptions {
     pub(crate) mode: Mode,
     pub(crate) threshold: Applicability,
+    /// The content cache, unless `--no-cache` (used when only checking).
+    pub(crate) cache: Option<CacheLocation>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +379,12 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         } else {
             Applicability::Safe
         },
+        cache: (!args.no_cache).then(|| CacheLocation {
+            dir: args
+                .cache_dir
+                .as_ref()
+                .map(|dir| absolute(dir, &working_directory)),
+        }),
     };
 
     if args.reads_stdin() {
@@ -423,7 +439,17 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         .par_iter()
         .map(|file| {
             let settings = file.project.settings_for(&file.path);
-            check_file(&file.path, &working_directory, &settings, &options)
+            let cache = options
+                .cache
+                .as_ref()
+                .map(|location| location.entries(&file.project.root));
+            check_file(
+                &file.path,
+                &working_directory,
+                &settings,
+                &options,
+                cache.as_deref(),
+            )
         })
         .collect();
     let mut fatal = false;
@@ -483,6 +509,7 @@ fn check_file(
     working_directory: &Path,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
 ) -> FileResult {
     let name = display_name(path, working_directory);
     let source = match read_source(path) {
@@ -499,7 +526,7 @@ fn check_file(
     let mut result = if notebook::is_notebook(path) {
         notebook::check_notebook_text(&name, &source, settings, options, write)
     } else {
-        check_source_text(&name, &source, settings, options, write)
+        check_source_text(&name, &source, settings, options, cache, write)
     };
     result.file = result
         .file
@@ -532,6 +559,7 @@ fn check_source_text(
     source: &SourceText,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
     write: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> FileResult {
     let mut warnings = Vec::new();
@@ -559,7 +587,15 @@ fn check_source_text(
         ));
     }
     if options.mode == Mode::Check || source.lossy {
-        return unfixed(check_text(text, settings), warnings, false);
+        let diagnostics = match cache {
+            Some(entries) => cache::get(entries, text, settings).unwrap_or_else(|| {
+                let diagnostics = check_text(text, settings);
+                cache::put(entries, text, settings, &diagnostics);
+                diagnostics
+            }),
+            None => check_text(text, settings),
+        };
+        return unfixed(diagnostics, warnings, false);
     }
     let outcome = fix_source(text, settings, options.threshold);
     if outcome.rejected_syntax_error {
@@ -686,7 +722,7 @@ fn check_stdin(
         Some(filename) if notebook::is_notebook(filename) => {
             notebook::check_notebook_text(&name, &source, &settings, options, write)
         }
-        _ => check_source_text(&name, &source, &settings, options, write),
+        _ => check_source_text(&name, &source, &settings, options, None, write),
     };
     if options.mode == Mode::Fix {
         match &fixed_output {

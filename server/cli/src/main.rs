@@ -7,6 +7,7 @@
 //! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
 
 mod add_noqa;
+mod cache;
 mod check;
 mod doctor;
 mod notebook;

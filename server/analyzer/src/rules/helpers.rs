@@ -202,6 +202,12 @@ pub fn torch_dtype<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<&'st
     })
 }
 
+/// Whether `expr` is a tensor (as [`is_probably_tensor`]) that is not visibly on the host: reading
+/// a host tensor's value (`.item()`, `float(t)`) costs no device round trip.
+pub fn is_probably_device_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
+    is_probably_tensor(context, expr) && !is_on_host(context, expr)
+}
+
 /// Whether `expr` is visibly on the host: a tensor the index places on the CPU (a factory
 /// without `device=`, `torch.from_numpy`), or an explicit `.cpu()` / `.to("cpu")`. An op on such
 /// a value is not a TPU CPU fallback.

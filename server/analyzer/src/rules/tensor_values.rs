@@ -9,6 +9,7 @@
 use tree_sitter::Node;
 
 use crate::checker::Context;
+use crate::rules::helpers;
 use crate::semantic::ValueKind;
 use crate::syntax::{self, NodeExt, node_text};
 
@@ -120,10 +121,11 @@ const BOOLEAN_FUNCTIONS: &[&str] = &[
     "bernoulli",
 ];
 
-/// Whether `expr` is a tensor on solid evidence: the index says tensor, and the evidence is more
-/// than "an unannotated parameter of a hot function".
+/// Whether `expr` is a device tensor on solid evidence: the index says tensor, the evidence is
+/// more than "an unannotated parameter of a hot function", and it is not visibly on the host (a
+/// CPU tensor's value is read without a device round trip and has no compiled shape).
 pub fn is_confident_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
-    confident(context, expr, 0)
+    !helpers::is_on_host(context, expr) && confident(context, expr, 0)
 }
 
 fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool {

@@ -8,8 +8,8 @@ use crate::checker::Context;
 pub use crate::fix::edits::insert_argument;
 use crate::fix::importer::{ImportedName, Importer};
 use crate::semantic::Backend;
+use crate::syntax;
 use crate::syntax::NodeExt;
-use crate::syntax::{self, node_text};
 
 /// Source text that names the TPU device of the file's backend at `site`, with the import it
 /// needs there ([`Importer`]). `None` when the backend is unknown: the rule then cannot write a
@@ -68,173 +68,46 @@ pub fn xla_model_expression<'t>(
 /// `if is_torch_xla_available():` serve several devices, and backend-specific advice about
 /// their generic code is usually wrong.
 pub fn imports_unconditionally(context: &Context<'_, '_>, package: &str) -> bool {
-    context.semantic().top_level_imports().iter().any(|text| {
-        text.split([',', ' ', '\n', '\t'])
-            .filter(|word| !word.is_empty())
-            .any(|word| {
-                word.strip_prefix(package)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-            })
-    })
+    context
+        .semantic()
+        .imports()
+        .imports_unconditionally(package)
 }
 
-/// Whether `node` only runs when a CUDA device is present, or only when no TPU is: it sits
-/// - under an `if` / `elif` / `while` / conditional expression whose condition asks about CUDA
-///   (`torch.cuda.is_available()`, `x.is_cuda`, `device.type == "cuda"`, an NCCL backend), or in
-///   its `else` branch (the author already chose per device);
-/// - in a later branch of an `if` chain whose earlier condition handles a TPU (`is_torch_xla_available()`);
-/// - on the right of `cuda_check and …`;
-/// - after an early `if not torch.cuda.is_available(): return` in an enclosing block;
-/// - in a function or class whose name or decorators say it is CUDA-specific
-///   (`@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`).
+/// Whether `node` runs only where the author already chose per device, as the index's hardware
+/// scope says ([`crate::semantic::HardwareScope`]): under a device test in either branch
+/// (`if torch.cuda.is_available():`, `device.type == "cuda"`, an NCCL backend), after an early
+/// `if not torch.cuda.is_available(): return`, in a branch after one that handles a TPU, in a test
+/// skipped without CUDA (`@skipIf(not torch.cuda.is_available())`, `@RunIf(min_cuda_gpus=1)`,
+/// `@require_torch_gpu`) or a function named for CUDA; or, within its statement, in a branch of
+/// `… if <device test> else …` or on the right of `<device test> and …`.
 pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let scope = context.semantic().hardware_scope();
+    if scope.never_on_tpu || scope.device_branch || scope.type_checking {
+        return true;
+    }
     let source = context.source();
     let mut child = node;
     let mut current = context.parent(node);
     while let Some(parent) = current {
-        match parent.kind_name() {
-            "if_statement" | "elif_clause" | "while_statement" => {
-                if let Some(condition) = parent.field("condition")
-                    && condition.id() != child.id()
-                    && mentions_cuda(node_text(condition, source))
-                {
-                    return true;
-                }
-                if parent.kind_name() == "elif_clause"
-                    && let Some(if_statement) = context.parent(parent)
-                    && earlier_conditions_mention(if_statement, parent, source)
-                {
-                    return true;
-                }
+        let condition = match parent.kind_name() {
+            "conditional_expression" => parent.named_child(1),
+            "boolean_operator" => parent.field("left"),
+            "block" | "module" | "function_definition" | "class_definition" | "lambda" => {
+                return false;
             }
-            "conditional_expression" => {
-                if let Some(condition) = parent.named_child(1)
-                    && condition.id() != child.id()
-                    && mentions_cuda(node_text(condition, source))
-                {
-                    return true;
-                }
-            }
-            "boolean_operator" => {
-                if let Some(left) = parent.field("left")
-                    && left.id() != child.id()
-                    && mentions_cuda(node_text(left, source))
-                {
-                    return true;
-                }
-            }
-            "else_clause" => {
-                if let Some(if_statement) = context.parent(parent)
-                    && if_statement.kind_name() == "if_statement"
-                    && earlier_conditions_mention(if_statement, parent, source)
-                {
-                    return true;
-                }
-            }
-            "block" | "module" if follows_early_exit_on_cuda_check(parent, child, source) => {
-                return true;
-            }
-            "function_definition" | "class_definition" => {
-                let name = parent
-                    .field("name")
-                    .map(|n| node_text(n, source))
-                    .unwrap_or("");
-                if name.to_ascii_lowercase().contains("cuda") {
-                    return true;
-                }
-                // `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`.
-                if let Some(decorated) = context
-                    .parent(parent)
-                    .filter(|p| p.kind_name() == "decorated_definition")
-                {
-                    let mut cursor = decorated.walk();
-                    let cuda_decorator = decorated
-                        .named_children(&mut cursor)
-                        .filter(|c| c.kind_name() == "decorator")
-                        .any(|d| mentions_cuda(node_text(d, source)));
-                    if cuda_decorator {
-                        return true;
-                    }
-                }
-            }
-            _ => {}
+            _ => None,
+        };
+        if let Some(condition) = condition
+            && condition.id() != child.id()
+            && crate::semantic::device_test(condition, source).is_some()
+        {
+            return true;
         }
         child = parent;
         current = context.parent(parent);
     }
     false
-}
-
-/// Whether a condition of `if_statement` before `branch` asks about CUDA or handles a TPU.
-fn earlier_conditions_mention(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> bool {
-    let mut cursor = if_statement.walk();
-    let mut conditions = vec![if_statement.field("condition")];
-    for clause in if_statement.named_children(&mut cursor) {
-        if clause.id() == branch.id() {
-            break;
-        }
-        if clause.kind_name() == "elif_clause" {
-            conditions.push(clause.field("condition"));
-        }
-    }
-    conditions.into_iter().flatten().any(|condition| {
-        let text = node_text(condition, source);
-        mentions_cuda(text) || mentions_tpu(text)
-    })
-}
-
-/// `if not torch.cuda.is_available(): return` (or `raise`) earlier in the same block.
-/// How many leading statements of a block may hold an early-exit guard.
-const EARLY_EXIT_WINDOW: usize = 16;
-
-fn follows_early_exit_on_cuda_check(block: Node<'_>, child: Node<'_>, source: &str) -> bool {
-    let mut cursor = block.walk();
-    // Guard clauses open their block; scanning only the first statements keeps this constant per
-    // call (scanning every earlier sibling made a check of a large flat module quadratic).
-    for statement in block.named_children(&mut cursor).take(EARLY_EXIT_WINDOW) {
-        if statement.id() == child.id() || statement.start_byte() >= child.start_byte() {
-            return false;
-        }
-        if statement.kind_name() != "if_statement" {
-            continue;
-        }
-        let Some(condition) = statement.field("condition") else {
-            continue;
-        };
-        if !mentions_cuda(node_text(condition, source)) {
-            continue;
-        }
-        let exits = statement
-            .field("consequence")
-            .and_then(|body| {
-                let mut body_cursor = body.walk();
-                body.named_children(&mut body_cursor)
-                    .filter(|s| s.kind_name() != "comment")
-                    .last()
-            })
-            .is_some_and(|last| {
-                matches!(
-                    last.kind_name(),
-                    "return_statement" | "raise_statement" | "continue_statement"
-                )
-            });
-        if exits {
-            return true;
-        }
-    }
-    false
-}
-
-fn mentions_cuda(condition: &str) -> bool {
-    ["cuda", "CUDA", "gpu", "GPU", "nccl", "NCCL"]
-        .iter()
-        .any(|word| condition.contains(word))
-}
-
-fn mentions_tpu(condition: &str) -> bool {
-    ["xla", "XLA", "tpu", "TPU"]
-        .iter()
-        .any(|word| condition.contains(word))
 }
 
 /// The value of a call's argument at `position` or keyword `name`, if it is a plain string.

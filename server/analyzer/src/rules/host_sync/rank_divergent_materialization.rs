@@ -222,7 +222,7 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         return None;
     }
     let tensor = if method == "item" {
-        helpers::is_probably_tensor(context, receiver)
+        helpers::is_probably_device_tensor(context, receiver)
     } else {
         context.fact(receiver).is_tensor()
     };

@@ -13,8 +13,22 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
-use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+
+mod facts;
+mod guards;
+mod imports;
+mod roles;
+mod summaries;
+
+pub use facts::{Device, Evidence, Fact, ValueKind};
+use guards::GuardFrame;
+pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
+use summaries::{ReturnFacts, Summaries};
+
+use imports::compact_dotted;
+pub use imports::{ImportCondition, ImportRecord, ModuleImports};
 
 /// The TPU software stack a file targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,90 +69,6 @@ impl Backend {
     }
 }
 
-/// Where a tensor lives, as far as the index can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Device {
-    /// Created on the host (a factory without `device=`, `.cpu()`, `torch.from_numpy`).
-    Cpu,
-    /// Hard-coded CUDA.
-    Cuda,
-    /// The model's accelerator: `forward` inputs, parameters, buffers, `device=` with a variable.
-    Accelerator,
-    Unknown,
-}
-
-impl Device {
-    fn merge(self, other: Device) -> Device {
-        if self == other { self } else { Device::Unknown }
-    }
-}
-
-/// What kind of value an expression holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ValueKind {
-    Tensor,
-    /// An `nn.Module` instance.
-    Module,
-    DataLoader,
-    Optimizer,
-    NumpyArray,
-    /// Python int/float/bool/str, or a result like `.item()`.
-    Scalar,
-    /// list / tuple / dict / set literals and comprehensions.
-    Container,
-    /// A module namespace or class from an import.
-    Namespace,
-    /// A `torch.device`.
-    DeviceObject,
-    Unknown,
-}
-
-/// What the index believes about one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fact {
-    pub kind: ValueKind,
-    pub device: Device,
-    /// Where the value was created (for related information in diagnostics).
-    pub origin: Option<(usize, usize)>,
-}
-
-impl Fact {
-    pub const UNKNOWN: Fact = Fact {
-        kind: ValueKind::Unknown,
-        device: Device::Unknown,
-        origin: None,
-    };
-
-    fn of(kind: ValueKind) -> Fact {
-        Fact {
-            kind,
-            device: Device::Unknown,
-            origin: None,
-        }
-    }
-
-    fn tensor(device: Device, origin: Option<(usize, usize)>) -> Fact {
-        Fact {
-            kind: ValueKind::Tensor,
-            device,
-            origin,
-        }
-    }
-
-    pub fn is_tensor(&self) -> bool {
-        self.kind == ValueKind::Tensor
-    }
-
-    /// Known to be something other than a tensor.
-    pub fn is_not_tensor(&self) -> bool {
-        !matches!(self.kind, ValueKind::Tensor | ValueKind::Unknown)
-    }
-
-    pub fn origin_range(&self) -> Option<TextRange> {
-        self.origin.map(|(start, end)| start..end)
-    }
-}
-
 /// Why code runs once per training step (or per forward pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HotPath {
@@ -150,6 +80,9 @@ pub enum HotPath {
     Compiled,
     /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
     TrainingLoop,
+    /// Inside a function of this file that a training loop or step function calls (directly or
+    /// through other functions).
+    CalledFromLoop,
 }
 
 impl HotPath {
@@ -159,6 +92,7 @@ impl HotPath {
             HotPath::StepFunction => "in a step function",
             HotPath::Compiled => "in a compiled function",
             HotPath::TrainingLoop => "in the training loop",
+            HotPath::CalledFromLoop => "in a function called every step",
         }
     }
 }
@@ -170,7 +104,19 @@ enum Binding {
     Value(Fact),
     /// A class defined in this file; the index into `classes`.
     Class(usize),
-    Function,
+    /// A function defined in this file; the index into `functions`.
+    Function(usize),
+}
+
+/// What one function of the file returns, collected while its body is walked.
+#[derive(Debug)]
+struct FunctionReturns {
+    /// The class it is a method of (directly), by index into `classes`.
+    class: Option<usize>,
+    name: String,
+    returns: ReturnFacts,
+    /// Its whole body has been walked.
+    complete: bool,
 }
 
 #[derive(Debug, Default)]
@@ -193,6 +139,8 @@ enum Frame {
         class: Option<usize>,
         /// `with torch.no_grad()` / `inference_mode` decorators (for compile rules).
         node_id: usize,
+        /// The index into `functions`.
+        id: usize,
     },
     Class(usize),
     Loop {
@@ -221,10 +169,17 @@ pub struct SemanticModel<'t> {
     frames: Vec<Frame>,
     classes: Vec<ClassInfo>,
     compiled_names: HashSet<String>,
-    /// The text after `import` / `from` of each module-level import statement, collected once:
-    /// rules ask about them per call, and re-walking a large module's statements each time made
-    /// their cost quadratic.
-    top_level_imports: Vec<&'t str>,
+    /// Every import statement of the file with its condition (part of the module summary).
+    imports: ModuleImports,
+    /// The hardware scope of each enclosing block and definition, innermost last (computed once
+    /// per block in `enter`).
+    guard_frames: Vec<GuardFrame>,
+    /// Whether the file uses a test framework (so `test_*` functions are tests).
+    test_framework: bool,
+    /// Function and loop summaries and file facts from the pre-pass.
+    summaries: Summaries,
+    /// What each function met so far returns, by the id its binding carries.
+    functions: Vec<FunctionReturns>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
@@ -348,13 +303,23 @@ impl<'t> SemanticModel<'t> {
             frames: Vec::new(),
             classes: Vec::new(),
             compiled_names: HashSet::new(),
-            top_level_imports: Vec::new(),
+            imports: ModuleImports::default(),
+            guard_frames: vec![GuardFrame {
+                node_id: tree.root_node().id(),
+                scope: HardwareScope::default(),
+                test_code: false,
+            }],
+            test_framework: false,
+            summaries: Summaries::default(),
+            functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
-        model.top_level_imports = top_level_import_texts(tree.root_node(), source);
-        model.prescan_module(tree.root_node(), 0);
-        model.prescan_compiled(tree);
+        model.imports = ModuleImports::build(tree.root_node(), source);
+        model.bind_module_imports();
+        model.test_framework = roles::uses_test_framework(&model.imports);
+        model.summaries = summaries::build(tree, source, &model);
+        model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
@@ -367,9 +332,9 @@ impl<'t> SemanticModel<'t> {
         self.source
     }
 
-    /// The text after `import` / `from` of each module-level import statement.
-    pub fn top_level_imports(&self) -> &[&'t str] {
-        &self.top_level_imports
+    /// The file's imports with the condition each executes under (see [`ModuleImports`]).
+    pub fn imports(&self) -> &ModuleImports {
+        &self.imports
     }
 
     /// The answer to a question about the whole file that does not change during the traversal
@@ -403,59 +368,27 @@ impl<'t> SemanticModel<'t> {
 
     // ----- pre-pass -------------------------------------------------------------------------
 
-    fn prescan_module(&mut self, block: Node<'_>, depth: usize) {
-        if depth > 8 {
-            return;
-        }
-        let mut cursor = block.walk();
-        for statement in block.named_children(&mut cursor) {
-            match statement.kind_name() {
-                "import_statement" | "import_from_statement" => self.bind_import(statement),
-                "if_statement" | "try_statement" | "with_statement" | "block" | "else_clause"
-                | "elif_clause" | "except_clause" | "finally_clause" => {
-                    self.prescan_module(statement, depth + 1)
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Finds `torch.compile(f)` / `torch_xla.compile(f)` calls by text, so that `f`'s body counts
-    /// as compiled even though the call comes after the definition. Text search keeps this off
-    /// the full-tree walk.
-    fn prescan_compiled(&mut self, tree: &Tree) {
-        let source = self.source;
-        let root = tree.root_node();
-        let mut search_from = 0;
-        while let Some(found) = source[search_from..].find("compile(") {
-            let at = search_from + found;
-            search_from = at + "compile(".len();
-            let Some(node) = root.descendant_for_byte_range(at, at + "compile".len()) else {
-                continue;
-            };
-            let call = node.parent().and_then(|p| {
-                if p.kind_name() == "call" {
-                    Some(p)
-                } else {
-                    p.parent().filter(|gp| gp.kind_name() == "call")
-                }
-            });
-            let Some(call) = call else { continue };
-            let Some((function, arguments)) = syntax::call_parts(call) else {
-                continue;
-            };
-            let Some(qualified) = self.qualified_name(function) else {
-                continue;
-            };
-            if !matches!(qualified.as_str(), "torch.compile" | "torch_xla.compile") {
-                continue;
-            }
-            if let Some(first) = syntax::positional_args(arguments).first()
-                && let Some(parts) = syntax::dotted_parts(*first, source)
-                && let Some(last) = parts.last()
-            {
-                self.compiled_names.insert((*last).to_string());
-            }
+    /// Binds the names of every import outside functions in module scope, in source order
+    /// (imports under `if` / `try` included: rules need them from the first line on). Imports in
+    /// functions bind when the traversal reaches them.
+    fn bind_module_imports(&mut self) {
+        let records: Vec<(String, String, String)> = self
+            .imports
+            .records()
+            .iter()
+            .filter(|record| !record.in_function)
+            .map(|record| {
+                (
+                    record.local.clone(),
+                    record.qualified.clone(),
+                    record.module.clone(),
+                )
+            })
+            .collect();
+        for (local, qualified, module) in records {
+            self.imported_modules.insert(module);
+            self.imported_modules.insert(qualified.clone());
+            self.bind(local, Binding::Import(qualified));
         }
     }
 
@@ -466,15 +399,14 @@ impl<'t> SemanticModel<'t> {
         if self.imports_module("torch_tpu") {
             return Backend::TorchTpu;
         }
-        let source = self.source;
-        if source.contains("\"xla\"") || source.contains("'xla'") || source.contains("openxla") {
+        // Device strings in device positions only (`device="xla"`, `torch.device("tpu")`,
+        // `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`,
+        // which runs on PyTorch/XLA), never any text.
+        let evidence = &self.summaries.file;
+        if evidence.xla_evidence {
             return Backend::TorchXla;
         }
-        if source.contains("\"tpu\"")
-            || source.contains("'tpu'")
-            || source.contains("\"tpu:")
-            || source.contains("torch.tpu.")
-        {
+        if evidence.tpu_evidence {
             return Backend::TorchTpu;
         }
         Backend::Unknown
@@ -567,8 +499,15 @@ impl<'t> SemanticModel<'t> {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
         match node.kind_name() {
-            "function_definition" => self.enter_function(node),
-            "class_definition" => self.enter_class(node),
+            "block" => self.enter_block(node),
+            "function_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_function(node)
+            }
+            "class_definition" => {
+                self.enter_definition_guards(node);
+                self.enter_class(node)
+            }
             "for_statement" | "while_statement" => {
                 let hot = self.is_training_loop(node);
                 self.frames.push(Frame::Loop {
@@ -590,8 +529,33 @@ impl<'t> SemanticModel<'t> {
         {
             self.ancestors.pop();
         }
+        if matches!(
+            node.kind_name(),
+            "block" | "function_definition" | "class_definition"
+        ) && self.guard_frames.len() > 1
+            && self
+                .guard_frames
+                .last()
+                .is_some_and(|f| f.node_id == node.id())
+        {
+            self.guard_frames.pop();
+        }
         match node.kind_name() {
+            "if_statement" => {
+                if let Some(test) = guards::after_early_exit(node, self.source)
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    guards::apply_exit(&mut frame.scope, test);
+                }
+            }
+            "return_statement" => self.leave_return(node),
             "function_definition" => {
+                if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
+                    && *node_id == node.id()
+                    && let Some(function) = self.functions.get_mut(*id)
+                {
+                    function.complete = true;
+                }
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
                     self.frames.pop();
@@ -623,6 +587,97 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
+    fn current_scope(&self) -> HardwareScope {
+        self.guard_frames
+            .last()
+            .map(|frame| frame.scope)
+            .unwrap_or_default()
+    }
+
+    fn enter_block(&mut self, block: Node<'t>) {
+        let count = self.ancestors.len();
+        let (Some(&parent), grandparent) = (
+            count.checked_sub(2).and_then(|i| self.ancestors.get(i)),
+            count
+                .checked_sub(3)
+                .and_then(|i| self.ancestors.get(i))
+                .copied(),
+        ) else {
+            return;
+        };
+        let scope = guards::block_scope(
+            self.current_scope(),
+            block,
+            parent,
+            grandparent,
+            self.source,
+        );
+        self.guard_frames.push(GuardFrame {
+            node_id: block.id(),
+            scope,
+            test_code: self.in_test_code(),
+        });
+    }
+
+    fn enter_definition_guards(&mut self, definition: Node<'t>) {
+        let decorated = self
+            .parent(definition)
+            .filter(|p| p.kind_name() == "decorated_definition");
+        let scope =
+            guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        let test_code = self.in_test_code()
+            || match definition.kind_name() {
+                "class_definition" => {
+                    roles::is_test_class(definition, self.test_framework, self.source)
+                }
+                _ => {
+                    roles::is_test_function(definition, decorated, self.test_framework, self.source)
+                }
+            };
+        self.guard_frames.push(GuardFrame {
+            node_id: definition.id(),
+            scope,
+            test_code,
+        });
+    }
+
+    /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
+    pub fn set_test_file(&mut self, test_file: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.test_code = test_file;
+        }
+    }
+
+    /// Whether the current node is test code: in a test function, fixture or test class (in a
+    /// file that uses a test framework), or anywhere in a file on a test path.
+    pub fn in_test_code(&self) -> bool {
+        self.guard_frames
+            .last()
+            .is_some_and(|frame| frame.test_code)
+    }
+
+    /// What the guards around the current node say about the hardware it runs on.
+    pub fn hardware_scope(&self) -> HardwareScope {
+        self.current_scope()
+    }
+
+    /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
+    /// this file, nested training loop, exits), from the pre-pass.
+    pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
+        self.summaries.loops.get(&loop_node.id())
+    }
+
+    /// The summary of a function definition (what it does, whether a training loop reaches it).
+    pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
+        let index = self.summaries.by_node.get(&definition.id())?;
+        self.summaries.functions.get(*index)
+    }
+
+    /// Facts about the whole file (a syncing loader, eager mode, compilation).
+    pub fn file_facts(&self) -> &FileFacts {
+        &self.summaries.file
+    }
+
     fn enter_function(&mut self, node: Node<'_>) {
         let source = self.source;
         let name = node
@@ -641,21 +696,38 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::Compiled)
         } else if name == "forward" && (in_module_class || directly_in_class) {
             Some(HotPath::Forward)
-        } else if is_step_function_name(&name) {
+        } else if summaries::is_step_function_name(&name) {
             Some(HotPath::StepFunction)
+        } else if self
+            .summaries
+            .by_node
+            .get(&node.id())
+            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+        {
+            Some(HotPath::CalledFromLoop)
         } else {
             None
         };
-        self.bind(name.clone(), Binding::Function);
+        let id = self.functions.len();
+        self.functions.push(FunctionReturns {
+            class: if directly_in_class { class } else { None },
+            name: name.clone(),
+            returns: ReturnFacts::default(),
+            complete: false,
+        });
+        self.bind(name.clone(), Binding::Function(id));
         self.frames.push(Frame::Function {
             name,
             hot,
             class: if directly_in_class { class } else { None },
             node_id: node.id(),
+            id,
         });
         self.scopes.push(Scope::default());
         if let Some(parameters) = node.field("parameters") {
-            self.bind_parameters(parameters, hot == Some(HotPath::Forward) || hot.is_some());
+            // Parameters of a helper the loop calls are whatever the caller passes: no guess.
+            let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
+            self.bind_parameters(parameters, guess);
         }
     }
 
@@ -721,14 +793,14 @@ impl<'t> SemanticModel<'t> {
             let fact = if let Some(annotation) = annotation {
                 let annotation_text = node_text(annotation, source);
                 if annotation_text.contains("Tensor") {
-                    Fact::tensor(Device::Accelerator, origin)
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
                 } else {
                     Fact::of(ValueKind::Scalar)
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
             } else if hot {
-                Fact::tensor(Device::Accelerator, origin)
+                Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {
                 Fact::UNKNOWN
             };
@@ -780,10 +852,100 @@ impl<'t> SemanticModel<'t> {
         false
     }
 
+    /// `return <value>`: merges the value's fact into the enclosing function's returns.
+    fn leave_return(&mut self, node: Node<'_>) {
+        let Some(id) = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { id, .. } => Some(*id),
+            _ => None,
+        }) else {
+            return;
+        };
+        let Some(value) = node.named_child(0) else {
+            return;
+        };
+        let (fact, elements) = if value.kind_name() == "expression_list" {
+            let mut cursor = value.walk();
+            let elements: Vec<Fact> = value
+                .named_children(&mut cursor)
+                .map(|element| self.fact(element))
+                .collect();
+            (Fact::of(ValueKind::Container), Some(elements))
+        } else {
+            (self.fact(value), None)
+        };
+        if let Some(function) = self.functions.get_mut(id) {
+            function.returns.add(fact, elements);
+        }
+    }
+
+    /// The fact of a call to the function with binding id `id`, from its return statements
+    /// (known once its definition has been walked).
+    fn summary_return(&self, id: usize, origin: Option<(usize, usize)>) -> Fact {
+        match self.functions.get(id) {
+            Some(function) if function.complete => match function.returns.single() {
+                Some(fact) if fact.kind != ValueKind::Unknown => Fact {
+                    origin: fact.origin.or(origin),
+                    ..fact
+                }
+                .with_evidence(Evidence::Summary),
+                _ => Fact::UNKNOWN,
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    /// The id of the method `name` of the class around the current method, once walked.
+    fn method_summary(&self, name: &str) -> Option<usize> {
+        let class = self.current_method_class()?;
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
+    }
+
+    /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
+    /// tuples of that many elements.
+    fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let (function, _) = syntax::call_parts(value)?;
+        let id = match function.kind_name() {
+            "identifier" => match self.lookup(node_text(function, self.source)) {
+                Some(Binding::Function(id)) => *id,
+                _ => return None,
+            },
+            "attribute" => {
+                let object = function.field("object")?;
+                if node_text(object, self.source) != "self" {
+                    return None;
+                }
+                self.method_summary(node_text(function.field("attribute")?, self.source))?
+            }
+            _ => return None,
+        };
+        let function = self.functions.get(id).filter(|f| f.complete)?;
+        let elements = function.returns.tuple()?;
+        (elements.len() == count).then(|| {
+            elements
+                .iter()
+                .map(|fact| fact.with_evidence(Evidence::Summary))
+                .collect()
+        })
+    }
+
     fn leave_assignment(&mut self, node: Node<'_>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && right.kind_name() == "call"
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            if let Some(elements) = self.tuple_elements(right, targets.len()) {
+                for (target, fact) in targets.into_iter().zip(elements) {
+                    self.bind_target(target, fact, 1);
+                }
+                return;
+            }
+        }
         let mut fact = self.fact(right);
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
@@ -861,7 +1023,8 @@ impl<'t> SemanticModel<'t> {
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
-                let fact = Fact::tensor(Device::Accelerator, origin);
+                let fact =
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Backward);
                 self.bind(node_text(loss, source).to_string(), Binding::Value(fact));
             }
             return;
@@ -1130,7 +1293,7 @@ impl<'t> SemanticModel<'t> {
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 Some(Binding::Value(fact)) => *fact,
-                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function) => {
+                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
                 }
                 None => Fact::UNKNOWN,
@@ -1204,6 +1367,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: a.kind,
                                 device: a.device.merge(b.device),
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1248,6 +1412,12 @@ impl<'t> SemanticModel<'t> {
                 ),
                 "shape" => Fact::of(ValueKind::Container),
                 "device" => Fact::of(ValueKind::DeviceObject),
+                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
+                _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                )
+                .with_evidence(Evidence::ModuleCall),
                 _ => Fact::of(ValueKind::Scalar),
             },
             ValueKind::Module => match attribute {
@@ -1281,6 +1451,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device: Device::Cpu,
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1288,7 +1459,9 @@ impl<'t> SemanticModel<'t> {
                     }
                     Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
                         Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
                     }
+                    Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     _ => match name {
                         "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
                         | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
@@ -1356,6 +1529,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device,
                                 origin: receiver.origin,
+                                ..Fact::UNKNOWN
                             }
                         } else if matches!(
                             method,
@@ -1380,6 +1554,11 @@ impl<'t> SemanticModel<'t> {
                         let callee = self.fact_at_depth(function, depth + 1);
                         if callee.kind == ValueKind::Module {
                             Fact::tensor(Device::Accelerator, origin)
+                                .with_evidence(Evidence::ModuleCall)
+                        } else if node_text(object, source) == "self"
+                            && let Some(id) = self.method_summary(method)
+                        {
+                            self.summary_return(id, origin)
                         } else {
                             Fact::UNKNOWN
                         }
@@ -1429,6 +1608,7 @@ impl<'t> SemanticModel<'t> {
                     kind: ValueKind::DataLoader,
                     device: Device::Cpu,
                     origin,
+                    ..Fact::UNKNOWN
                 };
             }
             if function.starts_with("optim.") {
@@ -1448,6 +1628,7 @@ impl<'t> SemanticModel<'t> {
                         kind: ValueKind::Module,
                         device: Device::Cpu,
                         origin,
+                        ..Fact::UNKNOWN
                     };
                 }
                 return Fact::UNKNOWN;
@@ -1483,6 +1664,42 @@ impl<'t> SemanticModel<'t> {
                 kind: ValueKind::DataLoader,
                 device: Device::Accelerator,
                 origin,
+                ..Fact::UNKNOWN
+            };
+        }
+        // `AutoModel.from_pretrained(...)`, `UNet2DModel.from_pretrained(...)`,
+        // `timm.create_model(...)`, `torchvision.models.resnet50()`: a module on the host.
+        let last = qualified.rsplit('.').next().unwrap_or("");
+        let model_library = [
+            "transformers.",
+            "diffusers.",
+            "timm.",
+            "peft.",
+            "torchvision.models.",
+        ]
+        .iter()
+        .any(|prefix| qualified.starts_with(prefix));
+        let is_model_class = qualified
+            .rsplit('.')
+            .nth(1)
+            .is_some_and(|class| class.starts_with(|c: char| c.is_ascii_uppercase()));
+        if model_library
+            && ((last == "from_pretrained"
+                && is_model_class
+                && !qualified.contains("Tokenizer")
+                && !qualified.contains("Processor")
+                && !qualified.contains("Config")
+                && !qualified.contains("Scheduler"))
+                || last == "create_model"
+                || (qualified.starts_with("torchvision.models.")
+                    && last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !last.starts_with("get_")))
+        {
+            return Fact {
+                kind: ValueKind::Module,
+                device: Device::Cpu,
+                origin,
+                ..Fact::UNKNOWN
             };
         }
         if qualified.starts_with("numpy.") {
@@ -1605,20 +1822,6 @@ impl<'t> SemanticModel<'t> {
 /// torch functions that answer a question or configure state rather than compute a tensor:
 /// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
 /// `torch.compiler.is_compiling()`.
-/// The text after the keyword of every module-level `import …` / `from … import …` statement.
-fn top_level_import_texts<'s>(root: Node<'_>, source: &'s str) -> Vec<&'s str> {
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor)
-        .filter_map(|statement| match statement.kind_name() {
-            "import_statement" => Some(node_text(statement, source).trim_start_matches("import")),
-            "import_from_statement" => {
-                Some(node_text(statement, source).trim_start_matches("from"))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 fn is_torch_query_function(function: &str) -> bool {
     let last = function.rsplit('.').next().unwrap_or(function);
     last.starts_with("is_")
@@ -1686,14 +1889,8 @@ pub fn device_from_str(text: &str) -> Device {
     }
 }
 
-fn compact_dotted(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
-/// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
-fn is_step_function_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
-        || lower.ends_with("step_fn")
-        || lower == "train_fn"
+impl summaries::Resolver for SemanticModel<'_> {
+    fn resolve(&self, expr: Node<'_>) -> Option<String> {
+        self.resolve_qualified_name(expr)
+    }
 }

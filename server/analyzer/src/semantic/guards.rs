@@ -1,0 +1,494 @@
+//! Guards and hardware scope: which device a piece of code can run on, computed once per block
+//! as the traversal enters it and shared by every rule.
+//!
+//! A condition is read structurally: the tested expression's names and literals
+//! (`torch.cuda.is_available()`, `x.is_cuda`, `device.type == "cuda"`, `args.no_cuda`,
+//! `is_torch_xla_available()`), with `not`, `!=` and `not in` flipping the polarity. Text
+//! elsewhere (comments, messages, unrelated strings) never counts.
+
+use tree_sitter::Node;
+
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+
+/// The hardware a device test is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hardware {
+    /// A CUDA GPU (or NCCL, cuDNN).
+    Cuda,
+    /// A TPU, through either backend.
+    Tpu,
+}
+
+/// A condition that tests for hardware: `positive` when it is true on that hardware.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceTest {
+    pub hardware: Hardware,
+    pub positive: bool,
+}
+
+impl DeviceTest {
+    fn negate(self) -> DeviceTest {
+        DeviceTest {
+            positive: !self.positive,
+            ..self
+        }
+    }
+}
+
+/// What the guards around a point of the code say about where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HardwareScope {
+    /// The code never runs on a TPU machine: a branch taken only with CUDA
+    /// (`if torch.cuda.is_available():`), the rest of a block after
+    /// `if not torch.cuda.is_available(): return`, a branch after one that handled the TPU, or a
+    /// test skipped without CUDA (`@skipIf(not torch.cuda.is_available())`,
+    /// `@RunIf(min_cuda_gpus=1)`, `@require_torch_gpu`).
+    pub never_on_tpu: bool,
+    /// The code sits in a branch of a device test, whichever way it goes, or in a function named
+    /// for CUDA: the author already chose per device, so CUDA-specific calls there are deliberate.
+    pub device_branch: bool,
+    /// The code runs only on a TPU (`if is_torch_xla_available():`, `@RunIf(tpu=True)`).
+    pub tpu_only: bool,
+    /// Under `if TYPE_CHECKING:`: never executes.
+    pub type_checking: bool,
+}
+
+impl HardwareScope {
+    /// Whether findings about TPU behaviour are moot here (the code does not run on a TPU).
+    pub fn is_unreachable_on_tpu(&self) -> bool {
+        self.never_on_tpu || self.type_checking
+    }
+
+    fn branch(self, test: Option<DeviceTest>) -> HardwareScope {
+        let mut scope = self;
+        if let Some(test) = test {
+            scope.device_branch = true;
+            match (test.hardware, test.positive) {
+                (Hardware::Cuda, true) | (Hardware::Tpu, false) => scope.never_on_tpu = true,
+                (Hardware::Tpu, true) => scope.tpu_only = true,
+                (Hardware::Cuda, false) => {}
+            }
+        }
+        scope
+    }
+}
+
+/// One frame of the guard stack: a block (or a definition) and the scope inside it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GuardFrame {
+    pub node_id: usize,
+    pub scope: HardwareScope,
+    /// Whether the code here is test code (see `roles`).
+    pub test_code: bool,
+}
+
+/// The scope inside `block`, given the scope around its parent statement.
+pub(crate) fn block_scope(
+    outer: HardwareScope,
+    block: Node<'_>,
+    parent: Node<'_>,
+    grandparent: Option<Node<'_>>,
+    source: &str,
+) -> HardwareScope {
+    match parent.kind_name() {
+        "if_statement" => {
+            let is_consequence = parent
+                .field("consequence")
+                .is_some_and(|c| c.id() == block.id());
+            if !is_consequence {
+                return outer;
+            }
+            let condition = parent.field("condition");
+            if condition.is_some_and(|c| is_type_checking(c, source)) {
+                return HardwareScope {
+                    type_checking: true,
+                    ..outer
+                };
+            }
+            outer.branch(condition.and_then(|c| device_test(c, source)))
+        }
+        "elif_clause" => {
+            let own = parent
+                .field("condition")
+                .and_then(|c| device_test(c, source));
+            let earlier = grandparent.and_then(|g| earlier_branches(g, parent, source));
+            outer.branch(own.or(earlier))
+        }
+        "else_clause" => match grandparent {
+            Some(statement) if statement.kind_name() == "if_statement" => {
+                outer.branch(earlier_branches(statement, parent, source))
+            }
+            _ => outer,
+        },
+        "while_statement" => outer.branch(
+            parent
+                .field("condition")
+                .and_then(|c| device_test(c, source)),
+        ),
+        _ => outer,
+    }
+}
+
+/// What running a later branch of `if_statement` (before `branch`) implies: every earlier
+/// condition was false. The first earlier device test decides.
+fn earlier_branches(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> Option<DeviceTest> {
+    let mut conditions = vec![if_statement.field("condition")];
+    let mut cursor = if_statement.walk();
+    for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
+        if clause.id() == branch.id() {
+            break;
+        }
+        conditions.push(clause.field("condition"));
+    }
+    conditions
+        .into_iter()
+        .flatten()
+        .find_map(|condition| device_test(condition, source))
+        .map(DeviceTest::negate)
+}
+
+/// After `if <test>: … return` (or `raise` / `continue`) without an `else`, the rest of the
+/// block runs only when the test was false: the scope that implies, if the test is a device test.
+pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<DeviceTest> {
+    if if_statement.field("alternative").is_some() {
+        return None;
+    }
+    let body = if_statement.field("consequence")?;
+    let mut cursor = body.walk();
+    let last = body
+        .named_children(&mut cursor)
+        .filter(|s| s.kind_name() != "comment")
+        .last()?;
+    if !matches!(
+        last.kind_name(),
+        "return_statement" | "raise_statement" | "continue_statement"
+    ) {
+        return None;
+    }
+    let test = device_test(if_statement.field("condition")?, source)?;
+    Some(test.negate())
+}
+
+/// Applies the implication of an early exit to the scope of the rest of its block.
+pub(crate) fn apply_exit(scope: &mut HardwareScope, test: DeviceTest) {
+    *scope = scope.branch(Some(test));
+}
+
+/// The scope of a function or class body from its name and decorators.
+pub(crate) fn definition_scope(
+    outer: HardwareScope,
+    definition: Node<'_>,
+    decorated: Option<Node<'_>>,
+    source: &str,
+) -> HardwareScope {
+    let mut scope = outer;
+    if let Some(name) = definition.field("name") {
+        let name = node_text(name, source);
+        let words = words(name);
+        if words.iter().any(|w| is_cuda_word(w)) {
+            scope.device_branch = true;
+        }
+    }
+    if let Some(decorated) = decorated {
+        let mut cursor = decorated.walk();
+        for decorator in decorated
+            .named_children(&mut cursor)
+            .filter(|c| c.kind_name() == "decorator")
+        {
+            if let Some(expression) = decorator.named_child(0) {
+                match decorator_requirement(expression, source) {
+                    Some(Hardware::Cuda) => {
+                        scope.never_on_tpu = true;
+                        scope.device_branch = true;
+                    }
+                    Some(Hardware::Tpu) => scope.tpu_only = true,
+                    None => {}
+                }
+            }
+        }
+    }
+    scope
+}
+
+/// The hardware a decorator requires for the body to run at all:
+/// `@unittest.skipIf(not torch.cuda.is_available(), …)`, `@skipUnless(torch.cuda.is_available())`,
+/// `@pytest.mark.skipif(not torch.cuda.is_available(), …)`, `@RunIf(min_cuda_gpus=1)`,
+/// `@RunIf(tpu=True)`, `@require_torch_gpu`, `@require_torch_xla`, `@onlyCUDA`, `@pytest.mark.cuda`.
+fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware> {
+    let (target, arguments) = match expression.kind_name() {
+        "call" => {
+            let (function, arguments) = syntax::call_parts(expression)?;
+            (function, Some(arguments))
+        }
+        _ => (expression, None),
+    };
+    let parts = syntax::dotted_parts(target, source)?;
+    let last = *parts.last()?;
+    let lower = last.to_ascii_lowercase();
+    if let Some(arguments) = arguments {
+        let first = syntax::positional_args(arguments).first().copied();
+        match lower.as_str() {
+            "skipif" => {
+                let test = device_test(first?, source)?;
+                // Skipped when the test holds: the body runs when it does not.
+                return required_by(test.negate());
+            }
+            "skipunless" => return required_by(device_test(first?, source)?),
+            "runif" => {
+                let mut cursor = arguments.walk();
+                for keyword in arguments
+                    .named_children(&mut cursor)
+                    .filter(|c| c.kind_name() == "keyword_argument")
+                {
+                    let name = keyword
+                        .field("name")
+                        .map(|n| node_text(n, source))
+                        .unwrap_or("");
+                    let value = keyword.field("value");
+                    let truthy = value.is_some_and(|v| match v.kind_name() {
+                        "false" | "none" => false,
+                        "integer" => node_text(v, source) != "0",
+                        _ => true,
+                    });
+                    if !truthy {
+                        continue;
+                    }
+                    let name_words = words(name);
+                    if name_words.iter().any(|w| is_cuda_word(w)) {
+                        return Some(Hardware::Cuda);
+                    }
+                    if name_words.iter().any(|w| is_tpu_word(w)) {
+                        return Some(Hardware::Tpu);
+                    }
+                }
+                return None;
+            }
+            _ => {}
+        }
+    }
+    let decorator_words = words(last);
+    let requires =
+        lower.starts_with("require") || lower.starts_with("only") || parts.contains(&"mark");
+    if !requires {
+        return None;
+    }
+    if decorator_words.iter().any(|w| is_cuda_word(w)) {
+        return Some(Hardware::Cuda);
+    }
+    if decorator_words.iter().any(|w| is_tpu_word(w)) {
+        return Some(Hardware::Tpu);
+    }
+    None
+}
+
+/// The hardware a body needs when it runs only if `test` holds.
+fn required_by(test: DeviceTest) -> Option<Hardware> {
+    test.positive.then_some(test.hardware)
+}
+
+/// `TYPE_CHECKING` / `typing.TYPE_CHECKING`.
+fn is_type_checking(condition: Node<'_>, source: &str) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    matches!(condition.kind_name(), "identifier" | "attribute") && {
+        let text = node_text(condition, source);
+        text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING")
+    }
+}
+
+/// Whether `condition` tests for CUDA or a TPU, and which way.
+pub fn device_test(condition: Node<'_>, source: &str) -> Option<DeviceTest> {
+    test_at_depth(condition, source, 0)
+}
+
+fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
+    if depth > MAX_EXPR_DEPTH {
+        return None;
+    }
+    let condition = syntax::unparenthesize(condition);
+    match condition.kind_name() {
+        "not_operator" => condition
+            .field("argument")
+            .and_then(|a| test_at_depth(a, source, depth + 1))
+            .map(DeviceTest::negate),
+        "boolean_operator" => {
+            let left = condition
+                .field("left")
+                .and_then(|l| test_at_depth(l, source, depth + 1));
+            let right = condition
+                .field("right")
+                .and_then(|r| test_at_depth(r, source, depth + 1));
+            let operator = condition
+                .field("operator")
+                .map(|o| node_text(o, source))
+                .unwrap_or("and");
+            if operator == "and" {
+                // `cuda and x` holds only with CUDA.
+                left.or(right)
+            } else {
+                // `a or b` is a device test only when both sides agree.
+                match (left, right) {
+                    (Some(l), Some(r)) if l == r => Some(l),
+                    _ => None,
+                }
+            }
+        }
+        "comparison_operator" => comparison_test(condition, source, depth),
+        "call" => {
+            let (function, arguments) = syntax::call_parts(condition)?;
+            let parts = syntax::dotted_parts(function, source)?;
+            let last = *parts.last()?;
+            // `str(device).startswith("cuda")`, `device.type.startswith("xla")`.
+            if last == "startswith" {
+                let prefix = syntax::positional_args(arguments).first().copied()?;
+                let text = syntax::string_value(prefix, source)?;
+                return literal_hardware(&text).map(|hardware| DeviceTest {
+                    hardware,
+                    positive: true,
+                });
+            }
+            // `torch.cuda.is_available()`, `torch.backends.cudnn.is_available()`,
+            // `is_torch_xla_available()`, `torch.cuda.device_count()`, `xr.is_tpu()`.
+            let is_query = last.starts_with("is_")
+                || last.starts_with("has_")
+                || last == "device_count"
+                || last.ends_with("_available");
+            if !is_query {
+                return None;
+            }
+            name_test(&parts)
+        }
+        "identifier" | "attribute" => {
+            let parts = syntax::dotted_parts(condition, source)?;
+            name_test(&parts)
+        }
+        _ => None,
+    }
+}
+
+/// `device.type == "cuda"`, `"cuda" in str(device)`, `backend != "nccl"`,
+/// `torch.cuda.device_count() > 0`, `torch.cuda.device_count() < 2`.
+fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
+    let mut cursor = comparison.walk();
+    let operands: Vec<Node<'_>> = comparison.named_children(&mut cursor).collect();
+    let mut cursor = comparison.walk();
+    let operators: Vec<String> = comparison
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .map(|c| {
+            node_text(c, source)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    if operands.len() != 2 || operators.len() != 1 {
+        return None;
+    }
+    let operator = operators[0].as_str();
+    let negative = matches!(operator, "!=" | "not in" | "is not");
+    for operand in &operands {
+        if let Some(text) = syntax::string_value(*operand, source)
+            && let Some(hardware) = literal_hardware(&text)
+        {
+            if !matches!(operator, "==" | "!=" | "in" | "not in" | "is" | "is not") {
+                return None;
+            }
+            return Some(DeviceTest {
+                hardware,
+                positive: !negative,
+            });
+        }
+    }
+    // A count compared with a number: `device_count() > 0` (positive), `< 1` / `== 0` (negative).
+    let count = test_at_depth(operands[0], source, depth + 1)?;
+    let bound = syntax::integer_value(operands[1], source)?;
+    let positive = match operator {
+        ">" => bound >= 0,
+        ">=" => bound >= 1,
+        "!=" => bound == 0,
+        "==" => bound >= 1,
+        "<" | "<=" => false,
+        _ => return None,
+    };
+    Some(DeviceTest {
+        positive: count.positive == positive,
+        ..count
+    })
+}
+
+/// A tested name: `torch.cuda.is_available` / `x.is_cuda` / `args.use_gpu` / `TEST_CUDA` are
+/// CUDA tests; `args.no_cuda` / `cpu_only` the opposite; `is_torch_xla_available` / `on_tpu` TPU.
+fn name_test(parts: &[&str]) -> Option<DeviceTest> {
+    let mut found: Option<DeviceTest> = None;
+    for part in parts {
+        let part_words = words(part);
+        let negated = part_words
+            .iter()
+            .any(|w| matches!(w.as_str(), "no" | "not" | "disable" | "without" | "skip"));
+        let hardware = if part_words.iter().any(|w| is_cuda_word(w)) {
+            Some(Hardware::Cuda)
+        } else if part_words.iter().any(|w| is_tpu_word(w)) {
+            Some(Hardware::Tpu)
+        } else {
+            None
+        };
+        if let Some(hardware) = hardware {
+            found = Some(DeviceTest {
+                hardware,
+                positive: !negated,
+            });
+        }
+    }
+    found
+}
+
+/// `"cuda"`, `"cuda:0"`, `"gpu"`, `"nccl"` → CUDA; `"xla"`, `"tpu"`, `"xla:0"` → TPU.
+fn literal_hardware(text: &str) -> Option<Hardware> {
+    let kind = text
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match kind.as_str() {
+        "cuda" | "gpu" | "nccl" | "cudnn" => Some(Hardware::Cuda),
+        "xla" | "tpu" => Some(Hardware::Tpu),
+        _ => None,
+    }
+}
+
+fn is_cuda_word(word: &str) -> bool {
+    matches!(
+        word,
+        "cuda" | "gpu" | "gpus" | "nccl" | "cudnn" | "multigpu"
+    )
+}
+
+fn is_tpu_word(word: &str) -> bool {
+    matches!(word, "xla" | "tpu" | "tpus" | "torchtpu")
+}
+
+/// The lower-case words of an identifier: `is_torch_xla_available` → is, torch, xla, available;
+/// `TEST_CUDA` → test, cuda; `onlyCUDA` → only, cuda; `min_cuda_gpus` → min, cuda, gpus.
+fn words(identifier: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for chunk in identifier.split(|c: char| c == '_' || c == '.' || c.is_ascii_digit()) {
+        let mut current = String::new();
+        let chars: Vec<char> = chunk.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let boundary = c.is_ascii_uppercase()
+                && i > 0
+                && (chars[i - 1].is_ascii_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()));
+            if boundary && !current.is_empty() {
+                words.push(current.to_ascii_lowercase());
+                current.clear();
+            }
+            current.push(c);
+        }
+        if !current.is_empty() {
+            words.push(current.to_ascii_lowercase());
+        }
+    }
+    words
+}
