@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use tpulint_analyzer::{Family, LineIndex, RuleSet, Settings, check_source, rule_by_code_or_name};
+use tpulint_analyzer::{
+    Configuration, Family, LineIndex, RuleSet, check_source, rule_by_code_or_name,
+};
 
 /// One alternative a label accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +168,10 @@ fn score_file(root: &Path, path: &Path, score: &mut Score) {
         .to_string();
     let markers = parse_markers(path, &source);
     let index = LineIndex::new(&source);
-    let diagnostics = check_source(&source, &Settings::default());
+    // The default configuration, resolved for the file as the CLI resolves it: each file is
+    // treated as if it sat at a project's root, so `test_*.py` is test code and the others not.
+    let settings = Configuration::default().settings_for(&relative);
+    let diagnostics = check_source(&source, &settings);
 
     // satisfied[(line, group)] once some finding matched that required finding.
     let mut satisfied: BTreeMap<(usize, usize), bool> = BTreeMap::new();

@@ -477,3 +477,102 @@ fn reach_through_the_call_graph() {
         "def a(v):\n    b(v)\ndef b(v):\n    ⟦x⟧ = a(v)\nfor batch in loader:\n    a(batch)\n";
     assert_eq!(hot(cycle), Some(HotPath::CalledFromLoop));
 }
+
+#[test]
+fn throttles_closures_and_per_step_methods() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let throttled = "for step, batch in enumerate(loader):\n    if step % 100 == 0 and rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(throttled), None);
+    let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
+    assert_eq!(hot(closure), None);
+    let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";
+    assert_eq!(hot(named_closure), None);
+    let gan = "class GANTrainer:\n    def step(self, batch):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(gan), Some(HotPath::StepFunction));
+    let optimizer = "import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(optimizer), None);
+    let hook = "class Cb(Callback):\n    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(hook), Some(HotPath::StepFunction));
+    // Reach from `forward` and through methods of the file's classes.
+    let from_forward = "from torch import nn\ndef match_anchors(a):\n    ⟦x⟧ = a\nclass Det(nn.Module):\n    def forward(self, a):\n        return match_anchors(a)\n";
+    assert_eq!(hot(from_forward), Some(HotPath::CalledFromLoop));
+    let method_edge = "class Buffer:\n    def sample(self, n):\n        ⟦x⟧ = n\nfor batch in loader:\n    buffer.sample(32)\n";
+    assert_eq!(hot(method_edge), Some(HotPath::CalledFromLoop));
+    // An evaluation loop over `tqdm(loader)` is hot.
+    let eval = "from tqdm import tqdm\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\npbar = tqdm(loader)\nfor images, labels in pbar:\n    ⟦x⟧ = 1\n";
+    assert_eq!(hot(eval), Some(HotPath::TrainingLoop));
+}
+
+#[test]
+fn more_device_tests() {
+    let early = "def f(accelerator):\n    if accelerator.distributed_type == DistributedType.XLA:\n        return 1\n    ⟦x⟧ = 2\n";
+    assert!(scope(early).never_on_tpu);
+    let branch = "if state.backend != Backend.CUDA:\n    ⟦x⟧ = 1\n";
+    assert!(!scope(branch).never_on_tpu);
+    // Two module-level pytest tests make a test module without an import.
+    assert!(at("def test_a():\n    ⟦x⟧ = 1\ndef test_b():\n    pass\n").test_code);
+    assert!(!at("def train_epoch(m):\n    pass\ndef test_epoch(m):\n    ⟦x⟧ = 1\n").test_code);
+}
+
+#[test]
+fn short_circuit_and_choices_off_tpu_are_not_reported() {
+    use tpulint_analyzer::check_source;
+    let source = "import torch\nfrom torch import nn\nclass Block(nn.Module):\n    def forward(self, x):\n        out = self.proj(x)\n        if out.dtype == torch.float16 and torch.isinf(out).any():\n            out = out.clamp(-1e4, 1e4)\n        if torch.isinf(out).any():\n            out = out * 0\n        return out\n";
+    let lines: Vec<usize> = check_source(source, &Settings::default())
+        .iter()
+        .map(|d| source[..d.range.start].lines().count())
+        .collect();
+    assert!(!lines.contains(&6), "{lines:?}");
+    assert!(lines.contains(&8), "{lines:?}");
+}
+
+#[test]
+fn test_code_policy_leaves_workload_findings_alone() {
+    use tpulint_analyzer::check_source;
+    // A warning in the training loop survives a test function later in the same file.
+    let source = "import pytest\nimport torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n\ndef test_op():\n    assert torch.ones(1).sum().item() == 1\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(findings.iter().any(|d| d.code == "TPU101"), "{findings:?}");
+}
+
+#[test]
+fn nested_type_checking_imports_never_run() {
+    let source = "if TYPE_CHECKING:\n    try:\n        import torch_xla\n    except ImportError:\n        pass\nimport torch\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let summary = ModuleImports::build(tree.root_node(), source);
+    let records = summary.records();
+    assert_eq!(records[0].condition, ImportCondition::TryExcept);
+    assert!(records[0].type_checking);
+    assert!(!records[1].type_checking);
+}
+
+#[test]
+fn names_and_loops() {
+    // Only "cuda" in a name marks a device branch: `verify_on_gpu()` may run on a TPU host.
+    assert!(!scope("def verify_on_gpu(m):\n    ⟦x⟧ = 1\n").device_branch);
+    assert!(scope("def run_cuda_graph(m):\n    ⟦x⟧ = 1\n").device_branch);
+    // Rows of a host tensor are host tensors.
+    let row =
+        at("import torch\nbest = torch.zeros(3, 4).cpu()\nfor seq in best:\n    ⟦seq⟧\n").fact;
+    assert_eq!((row.kind, row.device), (ValueKind::Tensor, Device::Cpu));
+}
+
+#[test]
+fn device_loader_batches_and_called_parameters() {
+    let source = "import torch_xla.distributed.parallel_loader as pl\nfrom tqdm import tqdm\ndef evaluate(model, loader, criterion, device):\n    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n    for step, (images, labels) in enumerate(pbar):\n        logits = model(images)\n        loss = criterion(logits, labels)\n        MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧")));
+    let images = check("images");
+    assert_eq!(
+        (images.fact.kind, images.fact.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(images.hot_path, Some(HotPath::TrainingLoop));
+    let loss = check("loss").fact;
+    assert_eq!(
+        (loss.kind, loss.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(check("step").fact.kind, ValueKind::Unknown);
+}

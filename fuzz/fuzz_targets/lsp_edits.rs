@@ -4,10 +4,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+use ls_types::{Position, Range, TextDocumentContentChangeEvent};
 use tpulint_analyzer::{Settings, check_tree, syntax};
-use tpulint_lsp::document::TextDocument;
-use tpulint_lsp::encoding::PositionEncoding;
+use tpulint_ide::document::TextDocument;
+use tpulint_ide::encoding::PositionEncoding;
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = data.iter().copied();

@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
             tpulint_lsp::serve(server_read, server_write),
         )
         .await;
-        assert!(served.is_ok(), "the server did not end after its input closed");
+        assert!(
+            served.is_ok(),
+            "the server did not end after its input closed"
+        );
         let _ = writer.await;
         reader.abort();
     });

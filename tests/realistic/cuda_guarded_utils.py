@@ -70,5 +70,5 @@ def move_to_device(batch, device):
 
 def world_info():
     if _XLA_AVAILABLE:
-        return xm.xrt_world_size(), xm.get_ordinal()  # expect: TPUxxx
+        return xm.xrt_world_size(), xm.get_ordinal()  # expect: TPU611
     return int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))

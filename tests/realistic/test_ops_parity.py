@@ -53,4 +53,4 @@ def test_bicubic_on_xla():
     x = torch.rand(1, 3, 16, 16, device=device)
     y = torch.nn.functional.interpolate(x, scale_factor=2, mode="bicubic")  # ok
     assert y.shape[-1] == 32
-    scaler = torch_xla.amp.GradScaler()  # expect: TPUxxx
+    scaler = torch_xla.amp.GradScaler()  # expect: TPU611

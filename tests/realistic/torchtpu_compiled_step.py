@@ -26,7 +26,7 @@ auto = torch.compile(model, dynamic=False)  # ok
 
 @torch.compile(backend="tpu", dynamic=False)
 def train_step(x, y):
-    with torch.tpu.precision(torch.tpu.Precision.HIGHEST):  # expect: TPUxxx
+    with torch.tpu.precision(torch.tpu.Precision.HIGHEST):  # expect: TPU613
         loss = nn.functional.mse_loss(model(x), y)
     loss.backward()
     optimizer.step()

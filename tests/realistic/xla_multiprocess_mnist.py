@@ -35,8 +35,8 @@ class MNIST(nn.Module):
 
 
 def train_mnist(flags):
-    world_size = xm.xrt_world_size()  # expect: TPUxxx
-    rank = xm.get_ordinal()  # expect: TPUxxx
+    world_size = xm.xrt_world_size()  # expect: TPU611
+    rank = xm.get_ordinal()  # expect: TPU611
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
     train_dataset = datasets.MNIST(os.path.join(flags["datadir"], str(rank)), train=True, download=True, transform=transform)
     test_dataset = datasets.MNIST(os.path.join(flags["datadir"], str(rank)), train=False, download=True, transform=transform)
@@ -90,4 +90,4 @@ def _mp_fn(index, flags):
 
 if __name__ == "__main__":
     FLAGS = {"datadir": "/tmp/mnist", "batch_size": 128, "lr": 0.01, "num_epochs": 2, "log_steps": 20, "target_accuracy": 98.0}
-    xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=8, start_method="fork")  # expect: TPUxxx
+    xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=8, start_method="fork")  # expect: TPU706

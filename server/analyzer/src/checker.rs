@@ -327,22 +327,24 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 (rule.check)(&mut context, node);
             }
             // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
-            // `if TYPE_CHECKING:`) has no TPU problems: decided once here, not rule by rule.
-            if semantic.hardware_scope().is_unreachable_on_tpu() {
-                diagnostics.truncate(before);
-            } else if semantic.in_test_code() {
-                // Test code: by default only what would make the test fail on a TPU.
-                match settings.test_code {
-                    TestCodePolicy::All => {}
-                    TestCodePolicy::Off => diagnostics.truncate(before),
-                    TestCodePolicy::ErrorsOnly => {
-                        let mut index = before;
-                        diagnostics.retain(|diagnostic| {
-                            index += 1;
-                            index <= before || diagnostic.severity == Severity::Error
-                        });
+            // `if TYPE_CHECKING:`, `cuda_test and …` within a statement) has no TPU problems;
+            // test code reports only errors by default. Decided once here, not rule by rule.
+            if diagnostics.len() > before {
+                let unreachable = semantic.hardware_scope().is_unreachable_on_tpu();
+                let test_code = semantic.in_test_code();
+                let mut found = diagnostics.split_off(before);
+                found.retain(|diagnostic| {
+                    if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
+                        return false;
                     }
-                }
+                    !test_code
+                        || match settings.test_code {
+                            TestCodePolicy::All => true,
+                            TestCodePolicy::Off => false,
+                            TestCodePolicy::ErrorsOnly => diagnostic.severity == Severity::Error,
+                        }
+                });
+                diagnostics.append(&mut found);
             }
         }
         true

@@ -69,7 +69,8 @@ impl TestCodePolicy {
 }
 
 /// Whether a path names test code: a `test`, `tests` or `testing` directory, `test_*.py`,
-/// `*_test.py`, `tests.py` or `conftest.py` (forward slashes).
+/// `*_test.py`, `tests.py` or `conftest.py`, and test-helper modules (`test_utils`,
+/// `testing_utils`) (forward slashes).
 pub fn is_test_path(path: &str) -> bool {
     let mut components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     let Some(file) = components.pop() else {
@@ -79,12 +80,14 @@ pub fn is_test_path(path: &str) -> bool {
         .strip_suffix(".py")
         .or_else(|| file.strip_suffix(".ipynb"))
         .unwrap_or(file);
-    components
-        .iter()
-        .any(|dir| matches!(*dir, "test" | "tests" | "testing" | "unittests"))
-        || stem.starts_with("test_")
+    components.iter().any(|dir| {
+        matches!(
+            *dir,
+            "test" | "tests" | "testing" | "unittests" | "test_utils" | "testing_utils"
+        )
+    }) || stem.starts_with("test_")
         || stem.ends_with("_test")
-        || matches!(stem, "tests" | "conftest")
+        || matches!(stem, "tests" | "conftest" | "testing_utils" | "test_utils")
 }
 
 /// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
@@ -275,6 +278,9 @@ impl Settings {
 
     /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
     pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        if self.fixable.enabled.iter().all(|fixable| *fixable) {
+            return;
+        }
         for diagnostic in diagnostics {
             if diagnostic.fix.is_some()
                 && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)
@@ -438,6 +444,10 @@ mod tests {
         assert!(is_test_path("src/pkg/test/helpers.py"));
         assert!(is_test_path("conftest.py"));
         assert!(is_test_path("pkg/ops_test.py"));
+        assert!(is_test_path("src/diffusers/utils/testing_utils.py"));
+        assert!(is_test_path(
+            "src/accelerate/test_utils/scripts/external_deps/x.py"
+        ));
         assert!(!is_test_path("examples/train.py"));
         assert!(!is_test_path("src/contest.py"));
         assert!(!is_test_path("latest/train.py"));

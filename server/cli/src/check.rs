@@ -708,9 +708,11 @@ fn check_stdin(
     }
     if options.mode == Mode::Fix && source.lossy {
         // The fixed text would carry U+FFFD for every invalid byte: refuse, as for files.
-        return Err(format!(
-            "{name}: stdin is not valid UTF-8; refusing to fix it (check it without --fix)"
-        ));
+        return Err(
+            "stdin is not valid UTF-8; refusing to fix it, since the fixed text would replace \
+             every invalid byte (check it without --fix)"
+                .into(),
+        );
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;
@@ -854,6 +856,12 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
     }
     let counts = Counts::of(&files);
     let unsafe_fixes = args.unsafe_fixes;
+    let fail_on = args.fail_on.unwrap_or(FailOn::Info);
+    let failing = files
+        .iter()
+        .flat_map(|file| &file.diagnostics)
+        .filter(|diagnostic| diagnostic.severity >= fail_on.severity())
+        .count();
     let summary = |counts: &Counts| {
         let mut text = if args.fix_only && counts.total == 0 {
             match total_fixed {
@@ -865,6 +873,16 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
         };
         if !args.fix_only {
             text.push_str(&backend_hint(backendless));
+        }
+        let fails_on_fix = args.exit_non_zero_on_fix && total_fixed > 0;
+        if counts.total > 0 && failing == 0 && !args.exit_zero && !fails_on_fix {
+            let level = fail_on
+                .to_possible_value()
+                .map(|value| value.get_name().to_string())
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "None is at or above `--fail-on {level}`: the check passes.\n"
+            ));
         }
         text
     };
@@ -942,12 +960,6 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
     }
     let written = sink.finish();
 
-    let fail_on = args.fail_on.unwrap_or(FailOn::Info).severity();
-    let failing = files
-        .iter()
-        .flat_map(|file| &file.diagnostics)
-        .filter(|diagnostic| diagnostic.severity >= fail_on)
-        .count();
     if io_failed || !written {
         ExitStatus::Error
     } else if args.exit_zero {

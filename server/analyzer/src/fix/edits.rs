@@ -106,3 +106,79 @@ pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
         None => Edit::insert(0, format!("{line}{newline}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax;
+
+    fn apply(source: &str, edit: &Edit) -> String {
+        let mut output = source.to_string();
+        output.replace_range(edit.range.clone(), &edit.content);
+        output
+    }
+
+    /// The first statement of kind `kind` anywhere in `source`'s tree.
+    fn first<'t>(tree: &'t tree_sitter::Tree, kind: &str) -> Node<'t> {
+        let mut stack = vec![tree.root_node()];
+        while let Some(node) = stack.pop() {
+            if node.kind_name() == kind {
+                return node;
+            }
+            let mut cursor = node.walk();
+            let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        }
+        panic!("no {kind}");
+    }
+
+    #[test]
+    fn a_line_after_a_statement_keeps_its_block_and_line_ending() {
+        let source = "if ok:\r\n    import a  # note\r\nx = 1\r\n";
+        let tree = syntax::parse(source, None).expect("parses");
+        let edit = insert_line_after(source, first(&tree, "import_statement"), "import b")
+            .expect("starts its line");
+        assert_eq!(
+            apply(source, &edit),
+            "if ok:\r\n    import a  # note\r\n    import b\r\nx = 1\r\n"
+        );
+    }
+
+    #[test]
+    fn no_line_after_a_statement_that_shares_its_line() {
+        let source = "if ok: import a\n";
+        let tree = syntax::parse(source, None).expect("parses");
+        assert!(insert_line_after(source, first(&tree, "import_statement"), "import b").is_none());
+    }
+
+    #[test]
+    fn module_imports_go_after_the_docstring_and_leading_imports() {
+        let source = "\"\"\"Doc.\"\"\"\nfrom __future__ import annotations\nimport os\n\nx = 1\n";
+        let tree = syntax::parse(source, None).expect("parses");
+        let edit = insert_module_import(source, tree.root_node(), "import torch");
+        assert_eq!(
+            apply(source, &edit),
+            "\"\"\"Doc.\"\"\"\nfrom __future__ import annotations\nimport os\nimport torch\n\nx = 1\n"
+        );
+        let bare = "x = 1";
+        let tree = syntax::parse(bare, None).expect("parses");
+        let edit = insert_module_import(bare, tree.root_node(), "import torch");
+        assert_eq!(apply(bare, &edit), "import torch\nx = 1");
+    }
+
+    #[test]
+    fn removing_arguments_takes_their_comma() {
+        let source = "f(a, b=1, c=2)\ng(only,)\n";
+        let tree = syntax::parse(source, None).expect("parses");
+        let arguments = first(&tree, "argument_list");
+        let keyword = first(&tree, "keyword_argument");
+        assert_eq!(
+            apply(source, &remove_argument(source, arguments, keyword)),
+            "f(a, c=2)\ng(only,)\n"
+        );
+        assert_eq!(
+            apply(source, &insert_argument(arguments, "d=2")),
+            "f(a, b=1, c=2, d=2)\ng(only,)\n"
+        );
+    }
+}

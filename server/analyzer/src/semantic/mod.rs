@@ -13,7 +13,9 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
+use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+use crate::torch_api;
 
 mod facts;
 mod guards;
@@ -127,6 +129,8 @@ struct Scope {
 #[derive(Debug)]
 struct ClassInfo {
     is_module: bool,
+    /// An optimizer or scheduler subclass (its `step` is not a training step).
+    is_optimizer_like: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: HashMap<String, Fact>,
 }
@@ -187,110 +191,6 @@ pub struct SemanticModel<'t> {
     qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
 }
 
-const TENSOR_FACTORIES: &[&str] = &[
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "randperm",
-    "arange",
-    "range",
-    "linspace",
-    "logspace",
-    "eye",
-    "tensor",
-    "as_tensor",
-    "from_numpy",
-    "empty_strided",
-    "tril_indices",
-    "triu_indices",
-    "complex",
-    "polar",
-];
-
-const LIKE_FACTORIES: &[&str] = &[
-    "zeros_like",
-    "ones_like",
-    "empty_like",
-    "full_like",
-    "rand_like",
-    "randn_like",
-    "randint_like",
-];
-
-/// torch functions whose result is not a tensor.
-const TORCH_NON_TENSOR_FUNCTIONS: &[&str] = &[
-    "device",
-    "is_tensor",
-    "is_floating_point",
-    "numel",
-    "manual_seed",
-    "seed",
-    "get_default_dtype",
-    "set_default_dtype",
-    "no_grad",
-    "enable_grad",
-    "inference_mode",
-    "set_grad_enabled",
-    "compile",
-    "load",
-    "save",
-    "is_grad_enabled",
-    "get_rng_state",
-    "finfo",
-    "iinfo",
-    "Size",
-    "Generator",
-    "autocast",
-    "use_deterministic_algorithms",
-    "set_float32_matmul_precision",
-    "set_printoptions",
-];
-
-/// Tensor methods that return something other than a tensor.
-const NON_TENSOR_METHODS: &[&str] = &[
-    "item",
-    "tolist",
-    "numpy",
-    "size",
-    "dim",
-    "ndimension",
-    "numel",
-    "nelement",
-    "element_size",
-    "stride",
-    "data_ptr",
-    "is_contiguous",
-    "is_floating_point",
-    "get_device",
-    "backward",
-    "storage",
-    "untyped_storage",
-    "type",
-    "__len__",
-];
-
-/// Module methods that return the module itself.
-const MODULE_SELF_METHODS: &[&str] = &[
-    "to",
-    "cuda",
-    "cpu",
-    "train",
-    "eval",
-    "float",
-    "half",
-    "bfloat16",
-    "double",
-    "requires_grad_",
-    "apply",
-    "to_empty",
-    "xpu",
-    "type",
-];
-
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
@@ -308,6 +208,7 @@ impl<'t> SemanticModel<'t> {
                 node_id: tree.root_node().id(),
                 scope: HardwareScope::default(),
                 test_code: false,
+                cold: false,
             }],
             test_framework: false,
             summaries: Summaries::default(),
@@ -317,7 +218,7 @@ impl<'t> SemanticModel<'t> {
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
-        model.test_framework = roles::uses_test_framework(&model.imports);
+        model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
         model.summaries = summaries::build(tree, source, &model);
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
@@ -500,6 +401,7 @@ impl<'t> SemanticModel<'t> {
         self.ancestors.push(node);
         match node.kind_name() {
             "block" => self.enter_block(node),
+            "lambda" => self.enter_lambda(node),
             "function_definition" => {
                 self.enter_definition_guards(node);
                 self.enter_function(node)
@@ -514,6 +416,74 @@ impl<'t> SemanticModel<'t> {
                     hot,
                     node_id: node.id(),
                 });
+                self.bind_loop_target(node);
+            }
+            _ => {}
+        }
+    }
+
+    /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
+    fn bind_loop_target(&mut self, node: Node<'_>) {
+        if node.kind_name() != "for_statement" {
+            return;
+        }
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+            return;
+        };
+        let fact = self.fact(right);
+        let origin = Some((right.start_byte(), right.end_byte()));
+        if fact.is_tensor() && left.kind_name() == "identifier" {
+            let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(row),
+            );
+            return;
+        }
+        // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
+        // loader (`MpDeviceLoader`): the batch's tensors are on the device.
+        let enumerated = syntax::call_parts(syntax::unparenthesize(right))
+            .filter(|(function, _)| node_text(*function, self.source) == "enumerate")
+            .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+        let (loader, target) = match enumerated {
+            Some(inner) => {
+                let target = match left.kind_name() {
+                    "pattern_list" | "tuple_pattern" if left.named_child_count() == 2 => {
+                        left.named_child(1)
+                    }
+                    _ => None,
+                };
+                (self.fact(inner), target)
+            }
+            None => (fact, Some(left)),
+        };
+        let Some(target) = target else {
+            return;
+        };
+        // Only a device loader's batches are known to be tensors on the device; a plain loader
+        // yields whatever the collate function builds (dicts, strings, host tensors).
+        if loader.kind != ValueKind::DataLoader || loader.device != Device::Accelerator {
+            return;
+        }
+        let batch = Fact::tensor(loader.device, origin);
+        self.bind_batch(target, batch, 0);
+    }
+
+    fn bind_batch(&mut self, target: Node<'_>, batch: Fact, depth: usize) {
+        if depth > 4 {
+            return;
+        }
+        match target.kind_name() {
+            "identifier" => self.bind(
+                node_text(target, self.source).to_string(),
+                Binding::Value(batch),
+            ),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind_batch(child, batch, depth + 1);
+                }
             }
             _ => {}
         }
@@ -531,7 +501,7 @@ impl<'t> SemanticModel<'t> {
         }
         if matches!(
             node.kind_name(),
-            "block" | "function_definition" | "class_definition"
+            "block" | "function_definition" | "class_definition" | "lambda"
         ) && self.guard_frames.len() > 1
             && self
                 .guard_frames
@@ -612,10 +582,12 @@ impl<'t> SemanticModel<'t> {
             grandparent,
             self.source,
         );
+        let cold = self.in_cold_code() || guards::is_throttled_block(block, parent, self.source);
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
             test_code: self.in_test_code(),
+            cold,
         });
     }
 
@@ -634,11 +606,44 @@ impl<'t> SemanticModel<'t> {
                     roles::is_test_function(definition, decorated, self.test_framework, self.source)
                 }
             };
+        let name = definition
+            .field("name")
+            .map(|n| node_text(n, self.source))
+            .unwrap_or("");
+        let cold = self.in_cold_code() || self.summaries.step_closures.contains(name);
         self.guard_frames.push(GuardFrame {
             node_id: definition.id(),
             scope,
             test_code,
+            cold,
         });
+    }
+
+    /// `xm.add_step_closure(lambda: print(loss.item()))`: the lambda runs after the step.
+    fn enter_lambda(&mut self, lambda: Node<'t>) {
+        let count = self.ancestors.len();
+        let call = count
+            .checked_sub(3)
+            .and_then(|i| self.ancestors.get(i))
+            .filter(|call| call.kind_name() == "call");
+        let closure = call.is_some_and(|call| {
+            self.call_qualified_name(*call)
+                .is_some_and(|q| q.ends_with("add_step_closure"))
+        });
+        if closure {
+            let frame = GuardFrame {
+                node_id: lambda.id(),
+                scope: self.current_scope(),
+                test_code: self.in_test_code(),
+                cold: true,
+            };
+            self.guard_frames.push(frame);
+        }
+    }
+
+    /// Whether the current node runs off the step (a throttle, a step closure).
+    pub fn in_cold_code(&self) -> bool {
+        self.guard_frames.last().is_some_and(|frame| frame.cold)
     }
 
     /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
@@ -673,6 +678,40 @@ impl<'t> SemanticModel<'t> {
         self.summaries.functions.get(*index)
     }
 
+    /// Whether the code at `range` (a finding's range, within or at the current node `node`)
+    /// runs only where no TPU is (see [`guards`]: `cuda_test and …`,
+    /// `x.dtype == torch.float16 and …`, a branch of a device choice), within its statement.
+    pub fn range_never_on_tpu(&self, node: Node<'t>, range: TextRange) -> bool {
+        let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) else {
+            return false;
+        };
+        let inside = node.start_byte() <= range.start && range.end <= node.end_byte();
+        let target = if inside {
+            node.named_descendant_for_byte_range(range.start, range.end)
+                .unwrap_or(node)
+        } else {
+            node
+        };
+        // The path from `node` down to `target` (cheap: one child per level).
+        let mut down = Vec::new();
+        let mut current = node;
+        while current.id() != target.id() {
+            let Some(next) = current.child_with_descendant(target) else {
+                break;
+            };
+            down.push(current);
+            current = next;
+            if down.len() > 256 {
+                return false;
+            }
+        }
+        let chain = down
+            .into_iter()
+            .rev()
+            .chain(self.ancestors[..position].iter().rev().copied());
+        guards::expression_never_on_tpu(target, chain, self.source)
+    }
+
     /// Facts about the whole file (a syncing loader, eager mode, compilation).
     pub fn file_facts(&self) -> &FileFacts {
         &self.summaries.file
@@ -696,7 +735,16 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::Compiled)
         } else if name == "forward" && (in_module_class || directly_in_class) {
             Some(HotPath::Forward)
-        } else if summaries::is_step_function_name(&name) {
+        } else if summaries::is_step_function_name(&name)
+            || summaries::is_per_step_hook(&name)
+            || (name == "step"
+                && directly_in_class
+                && class.is_some_and(|index| {
+                    self.classes
+                        .get(index)
+                        .is_some_and(|c| !c.is_optimizer_like)
+                }))
+        {
             Some(HotPath::StepFunction)
         } else if self
             .summaries
@@ -819,9 +867,14 @@ impl<'t> SemanticModel<'t> {
                     .any(|base| self.is_module_class_expr(base))
             })
             .unwrap_or(false);
+        let is_optimizer_like = node.field("superclasses").is_some_and(|superclasses| {
+            let text = node_text(superclasses, source);
+            text.contains("Optimizer") || text.contains("Scheduler") || text.contains("LRScheduler")
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
+            is_optimizer_like,
             attributes: HashMap::new(),
         });
         if let Some(name) = node.field("name") {
@@ -1063,34 +1116,19 @@ impl<'t> SemanticModel<'t> {
         })?
     }
 
+    /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
+    /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        let source = self.source;
         if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
             return true;
         }
-        // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
-        let Some(body) = node.field("body") else {
-            return false;
-        };
-        let body_text = node_text(body, source);
-        let steps = body_text.contains(".backward(")
-            || body_text.contains("optimizer_step(")
-            || body_text.contains("optimizer.step(")
-            || body_text.contains(".mark_step(")
-            || body_text.contains("torch_xla.sync(");
-        if !steps {
-            return false;
-        }
-        let has_nested_loop = body_text.lines().any(|line| {
-            let trimmed = line.trim_start();
-            trimmed.starts_with("for ")
-                || trimmed.starts_with("async for ")
-                || trimmed.starts_with("while ")
-        });
-        !has_nested_loop
+        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+            (summary.calls_backward || summary.steps_optimizer || summary.syncs)
+                && !summary.nested_training_loop
+        })
     }
 
     fn is_loader_expr(&self, expr: Node<'_>, depth: usize) -> bool {
@@ -1237,6 +1275,10 @@ impl<'t> SemanticModel<'t> {
 
     /// The innermost reason the current node runs on every step, if any.
     pub fn hot_path(&self) -> Option<HotPath> {
+        // Throttled code and step closures run once every N steps or after the step.
+        if self.in_cold_code() {
+            return None;
+        }
         for frame in self.frames.iter().rev() {
             match frame {
                 Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
@@ -1462,6 +1504,18 @@ impl<'t> SemanticModel<'t> {
                             .with_evidence(Evidence::ModuleCall)
                     }
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
+                    // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
+                    // parameter): applied to a device tensor, it is taken to be a module or loss.
+                    Some(Binding::Value(fact))
+                        if fact.kind == ValueKind::Unknown
+                            && syntax::positional_args(arguments).first().is_some_and(|a| {
+                                let argument = self.fact_at_depth(*a, depth + 1);
+                                argument.is_tensor() && argument.device == Device::Accelerator
+                            }) =>
+                    {
+                        Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
+                    }
                     _ => match name {
                         "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
                         | "min" | "sum" | "isinstance" | "hasattr" | "repr" => {
@@ -1492,7 +1546,7 @@ impl<'t> SemanticModel<'t> {
                 let receiver = self.fact_at_depth(object, depth + 1);
                 match receiver.kind {
                     ValueKind::Tensor => {
-                        if NON_TENSOR_METHODS.contains(&method) {
+                        if torch_api::NON_TENSOR_METHODS.contains(&method) {
                             return match method {
                                 "numpy" => Fact::of(ValueKind::NumpyArray),
                                 "tolist" => Fact::of(ValueKind::Container),
@@ -1516,7 +1570,7 @@ impl<'t> SemanticModel<'t> {
                         Fact::tensor(device, origin)
                     }
                     ValueKind::Module => {
-                        if MODULE_SELF_METHODS.contains(&method) {
+                        if torch_api::MODULE_SELF_METHODS.contains(&method) {
                             let device = match method {
                                 "cuda" => Device::Cuda,
                                 "cpu" => Device::Cpu,
@@ -1577,7 +1631,7 @@ impl<'t> SemanticModel<'t> {
         depth: usize,
     ) -> Fact {
         if let Some(function) = qualified.strip_prefix("torch.") {
-            if TENSOR_FACTORIES.contains(&function) {
+            if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {
@@ -1586,7 +1640,7 @@ impl<'t> SemanticModel<'t> {
                 };
                 return Fact::tensor(device, origin);
             }
-            if LIKE_FACTORIES.contains(&function) {
+            if torch_api::LIKE_FACTORIES.contains(&function) {
                 let device = match self.device_argument(arguments, false, depth) {
                     Some(device) => device,
                     None => syntax::positional_args(arguments)
@@ -1600,7 +1654,7 @@ impl<'t> SemanticModel<'t> {
             if function == "device" {
                 return Fact::of(ValueKind::DeviceObject);
             }
-            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) || is_torch_query_function(function) {
+            if torch_api::is_non_tensor_function(function) {
                 return Fact::UNKNOWN;
             }
             if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
@@ -1635,27 +1689,22 @@ impl<'t> SemanticModel<'t> {
             }
             let last = function.rsplit('.').next().unwrap_or(function);
             if last.starts_with(|c: char| c.is_ascii_lowercase())
-                && in_tensor_namespace(function)
-                && !function.starts_with("cuda.")
-                && !function.starts_with("distributed.")
-                && !function.starts_with("backends.")
-                && !function.starts_with("utils.")
-                && !function.starts_with("jit.")
-                && !function.starts_with("hub.")
-                && !function.starts_with("onnx.")
-                && !function.starts_with("amp.")
-                && !function.starts_with("autograd.")
-                && !function.starts_with("testing.")
-                && !function.starts_with("accelerator.")
-                && !function.starts_with("tpu.")
-                && !function.starts_with("xpu.")
-                && !function.starts_with("mps.")
-                && !function.starts_with("_")
+                && torch_api::in_tensor_namespace(function)
+                && !function.starts_with('_')
             {
                 let device = self.first_tensor_device(arguments, depth);
                 return Fact::tensor(device, origin);
             }
             return Fact::UNKNOWN;
+        }
+        // `tqdm(loader)` iterates the loader.
+        if (qualified == "tqdm" || qualified.starts_with("tqdm."))
+            && let Some(first) = syntax::positional_args(arguments).first()
+        {
+            let inner = self.fact_at_depth(*first, depth + 1);
+            if inner.kind == ValueKind::DataLoader {
+                return Fact { origin, ..inner };
+            }
         }
         if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
             || qualified.ends_with("parallel_loader.ParallelLoader")
@@ -1746,31 +1795,8 @@ impl<'t> SemanticModel<'t> {
         self.qualified_name(expr)
             .as_deref()
             .and_then(|name| name.strip_prefix("torch."))
-            .is_some_and(|name| {
-                matches!(
-                    name,
-                    "float"
-                        | "float16"
-                        | "float32"
-                        | "float64"
-                        | "double"
-                        | "half"
-                        | "bfloat16"
-                        | "int"
-                        | "int8"
-                        | "int16"
-                        | "int32"
-                        | "int64"
-                        | "long"
-                        | "short"
-                        | "uint8"
-                        | "bool"
-                        | "complex64"
-                        | "complex128"
-                        | "cfloat"
-                        | "cdouble"
-                )
-            })
+            .and_then(torch_api::canonical_dtype)
+            .is_some()
     }
 
     /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
@@ -1817,52 +1843,6 @@ impl<'t> SemanticModel<'t> {
             _ => Device::Unknown,
         }
     }
-}
-
-/// torch functions that answer a question or configure state rather than compute a tensor:
-/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
-/// `torch.compiler.is_compiling()`.
-fn is_torch_query_function(function: &str) -> bool {
-    let last = function.rsplit('.').next().unwrap_or(function);
-    last.starts_with("is_")
-        || last.starts_with("are_")
-        || last.starts_with("get_")
-        || last.starts_with("set_")
-        || last.starts_with("has_")
-        || matches!(
-            last,
-            "broadcast_shapes"
-                | "result_type"
-                | "promote_types"
-                | "can_cast"
-                | "typename"
-                | "allclose"
-                | "equal"
-        )
-}
-
-/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
-/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
-/// compilation or tooling: `torch.npu.device_count()` is no tensor.
-fn in_tensor_namespace(function: &str) -> bool {
-    const TENSOR_NAMESPACES: &[&str] = &[
-        "nn.",
-        "linalg.",
-        "fft.",
-        "special.",
-        "sparse.",
-        "nested.",
-        "masked.",
-        "ops.",
-        "func.",
-        "Tensor.",
-        "distributions.",
-        "signal.",
-    ];
-    !function.contains('.')
-        || TENSOR_NAMESPACES
-            .iter()
-            .any(|prefix| function.starts_with(prefix))
 }
 
 /// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.

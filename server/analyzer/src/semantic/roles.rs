@@ -12,9 +12,11 @@ use crate::semantic::ModuleImports;
 use crate::syntax::{self, NodeExt, node_text};
 
 /// Whether the file uses a test framework: imports `pytest`, `unittest`, `absl.testing`,
-/// `parameterized` or torch's internal test utilities.
-pub(crate) fn uses_test_framework(imports: &ModuleImports) -> bool {
-    [
+/// `parameterized` or torch's internal test utilities, or defines at module level at least two
+/// `test_*` functions or `Test*` classes (pytest collects those without an import; a training
+/// script's single `def test_epoch(...)` is not enough).
+pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, source: &str) -> bool {
+    let imported = [
         "pytest",
         "unittest",
         "absl.testing",
@@ -22,7 +24,30 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports) -> bool {
         "torch.testing._internal",
     ]
     .iter()
-    .any(|package| imports.imports_package(package))
+    .any(|package| imports.imports_package(package));
+    if imported {
+        return true;
+    }
+    let mut cursor = root.walk();
+    let tests = root
+        .named_children(&mut cursor)
+        .filter_map(|statement| match statement.kind_name() {
+            "decorated_definition" => statement.field("definition"),
+            "function_definition" | "class_definition" => Some(statement),
+            _ => None,
+        })
+        .filter(|definition| {
+            let name = definition
+                .field("name")
+                .map(|n| node_text(n, source))
+                .unwrap_or("");
+            match definition.kind_name() {
+                "class_definition" => name.starts_with("Test"),
+                _ => name.starts_with("test_"),
+            }
+        })
+        .count();
+    tests >= 2
 }
 
 /// Whether a class is a test class: a `…TestCase` subclass anywhere, or a `Test…` class in a file

@@ -88,6 +88,9 @@ pub struct FunctionSummary {
     pub syncs_through_calls: bool,
     /// Whether a training loop or step function reaches it through the call graph.
     pub reached_from_loop: bool,
+    /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
+    /// one of them.
+    pub compiled: bool,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -117,6 +120,8 @@ pub struct FileFacts {
     /// A PyTorch/XLA device string in a device position: `device="xla"`, `torch.device("xla")`,
     /// `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`.
     pub xla_evidence: bool,
+    /// A compiled function steps an optimizer (the optimizer's state must be capturable).
+    pub compiles_optimizer_step: bool,
     /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
     /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
     pub tpu_evidence: bool,
@@ -133,6 +138,8 @@ pub(crate) struct Summaries {
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
     pub compiled_names: HashSet<String>,
+    /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
+    pub step_closures: HashSet<String>,
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -168,11 +175,23 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
     // (node id, frame) for every function and loop around the cursor.
     let mut stack: Vec<(usize, Frame)> = Vec::new();
     let mut loop_roots: Vec<String> = Vec::new();
+    // Set by a `decorated_definition` whose decorators compile; taken by its definition.
+    let mut compiled_decorator = false;
     let mut cursor = tree.root_node().walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
-            enter(node, source, resolver, &mut summaries, &mut stack);
+            if node.kind_name() == "decorated_definition" {
+                compiled_decorator = compiles(node, resolver);
+            } else if node.kind_name() == "function_definition" {
+                let compiled = std::mem::take(&mut compiled_decorator);
+                enter(node, source, resolver, &mut summaries, &mut stack);
+                if let Some(function) = summaries.functions.last_mut() {
+                    function.compiled = compiled;
+                }
+            } else {
+                enter(node, source, resolver, &mut summaries, &mut stack);
+            }
         }
         if cursor.goto_first_child() {
             continue;
@@ -294,6 +313,14 @@ fn call(
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
+    if q.ends_with("add_step_closure")
+        && let Some(first) = syntax::positional_args(arguments).first()
+        && first.kind_name() == "identifier"
+    {
+        summaries
+            .step_closures
+            .insert(node_text(*first, source).to_string());
+    }
     if matches!(q, "torch.compile" | "torch_xla.compile") {
         summaries.file.compiles = true;
         if let Some(first) = syntax::positional_args(arguments).first()
@@ -304,9 +331,11 @@ fn call(
         }
     }
     // The callee name for the call graph: `helper(...)` or `self.helper(...)`.
+    // `buffer.sample(...)` on an object of this file's class counts too: the graph joins by
+    // name, and only names defined in this file lead anywhere.
     let callee = match function.kind_name() {
         "identifier" if qualified.is_none() => Some(node_text(function, source)),
-        "attribute" if receiver.is_some_and(|r| node_text(r, source) == "self") => method,
+        "attribute" if qualified.is_none() => method,
         _ => None,
     };
     let mut in_loop = true;
@@ -345,7 +374,7 @@ fn call(
 }
 
 /// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`).
-fn has_modulo(condition: Node<'_>, source: &str) -> bool {
+pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
     while let Some(node) = stack.pop() {
@@ -395,9 +424,35 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
     }
 }
 
+/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`
+/// (with or without arguments).
+fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+    let mut cursor = decorated.walk();
+    decorated
+        .named_children(&mut cursor)
+        .filter(|c| c.kind_name() == "decorator")
+        .filter_map(|d| d.named_child(0))
+        .any(|expression| {
+            let target = match expression.kind_name() {
+                "call" => expression.field("function"),
+                _ => Some(expression),
+            };
+            target
+                .and_then(|t| resolver.resolve(t))
+                .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+        })
+}
+
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
 /// step functions (both cycle-safe: each function is visited once).
 fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
+    for function in &mut summaries.functions {
+        function.compiled |= summaries.compiled_names.contains(&function.name);
+    }
+    summaries.file.compiles_optimizer_step = summaries
+        .functions
+        .iter()
+        .any(|f| f.compiled && f.steps_optimizer);
     let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, function) in summaries.functions.iter().enumerate() {
         by_name
@@ -444,7 +499,10 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
     for function in &summaries.functions {
-        if is_step_function_name(&function.name) {
+        if is_step_function_name(&function.name)
+            || is_per_step_hook(&function.name)
+            || function.name == "forward"
+        {
             queue.extend(function.calls.iter().cloned());
         }
     }
@@ -488,6 +546,17 @@ fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
         }
         _ => None,
     }
+}
+
+/// Framework hooks that run on every batch: Lightning's `on_train_batch_end`,
+/// `on_validation_batch_start`, `on_before_optimizer_step`, `on_after_backward`; Hugging Face
+/// `TrainerCallback.on_step_end` / `on_step_begin`.
+pub(crate) fn is_per_step_hook(name: &str) -> bool {
+    (name.starts_with("on_") && name.contains("_batch_"))
+        || matches!(
+            name,
+            "on_step_end" | "on_step_begin" | "on_before_optimizer_step" | "on_after_backward"
+        )
 }
 
 /// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …

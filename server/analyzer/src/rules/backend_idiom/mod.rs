@@ -4,6 +4,7 @@
 pub(crate) mod compile_without_tpu_backend;
 mod deprecated_mark_step;
 mod deprecated_xla_device;
+mod env_var_after_backend_import;
 mod inference_mode_with_compile;
 mod optimizer_step_without_reduce;
 mod optimizer_without_capturable;
@@ -30,4 +31,5 @@ pub const RULES: &[&RuleMeta] = &[
     &torchtpu_internal_api::TORCHTPU_INTERNAL_API,
     &removed_torch_xla_api::REMOVED_TORCH_XLA_API,
     &torchtpu_graph_break::TORCHTPU_GRAPH_BREAK,
+    &env_var_after_backend_import::ENV_VAR_AFTER_BACKEND_IMPORT,
 ];

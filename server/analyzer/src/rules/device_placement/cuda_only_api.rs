@@ -10,6 +10,7 @@ use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
 use crate::syntax::NodeExt;
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
@@ -78,38 +79,6 @@ declare_rule! {
     }
 }
 
-/// `torch.cuda` functions that initialise CUDA and so raise without it.
-const RAISING: &[&str] = &[
-    "synchronize",
-    "set_device",
-    "current_device",
-    "get_device_name",
-    "get_device_properties",
-    "get_device_capability",
-    "mem_get_info",
-    "Stream",
-    "Event",
-    "CUDAGraph",
-    "graph",
-    "current_stream",
-    "default_stream",
-    "set_stream",
-    "get_arch_list",
-];
-
-/// `torch.cuda` functions that quietly do nothing (or report nothing) without CUDA.
-const SILENT: &[&str] = &[
-    "manual_seed",
-    "manual_seed_all",
-    "seed",
-    "seed_all",
-    "device_count",
-    "get_rng_state",
-    "set_rng_state",
-    "get_rng_state_all",
-    "set_rng_state_all",
-];
-
 /// TPU404
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
@@ -124,8 +93,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(name) = qualified.strip_prefix("torch.cuda.") else {
         return;
     };
-    let raises = RAISING.contains(&name);
-    if !raises && !SILENT.contains(&name) {
+    let raises = torch_api::CUDA_RAISING.contains(&name);
+    if !raises && !torch_api::CUDA_SILENT.contains(&name) {
         return;
     }
     if tpu_api::guarded_by_cuda_check(context, call) {

@@ -8,9 +8,11 @@ use crate::syntax::{NodeExt, node_text};
 
 declare_rule! {
     /// ## What it does
-    /// Checks, in files that import `torch_xla`, for an import of `jax` (or a `jax.*` module such
-    /// as `jax.experimental.pallas`) that no call of `jax_import_guard()` precedes — in the same
-    /// block or an enclosing one, before the import.
+    /// Checks, in files that import `torch_xla`, for a module-level import of `jax` (or a
+    /// `jax.*` module such as `jax.experimental.pallas`) that nothing before it makes torch_xla
+    /// take the TPU: no call of `jax_import_guard()` (or
+    /// `torch_xla._XLAC._init_computation_client()`) and no use of the XLA device
+    /// (`torch_xla.device()`, `xm.xla_device()`) earlier at module level.
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA's Pallas guide: "it's very important to run `jax_import_guard()` before
@@ -41,8 +43,10 @@ declare_rule! {
     /// No fix: where the guard may run depends on how the program is launched.
     ///
     /// ## Known problems
-    /// Only the first unguarded jax import of a block is reported. A guard called in another
-    /// module before this one is imported is not seen.
+    /// Imports inside functions are not reported: they run when the function is called, which
+    /// in practice is after tensors were put on the device (torch_xla's own kernels import jax
+    /// that way, or under `@requires_jax`). Only the first unguarded jax import is reported. A
+    /// guard called in another module before this one is imported is not seen.
     ///
     /// ## References
     /// - https://github.com/pytorch/xla/blob/master/docs/source/features/pallas.md
@@ -64,6 +68,11 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     let Some(module) = imported_jax_module(statement, source) else {
         return;
     };
+    // In a function the import runs when it is called, normally after the program's tensors
+    // put torch_xla on the TPU (torch_xla's own kernels import jax that way).
+    if context.semantic().function().is_some() {
+        return;
+    }
     if !context.semantic().imports_module("torch_xla") {
         return;
     }
@@ -78,13 +87,19 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
                 if sibling.start_byte() >= child.start_byte() {
                     break;
                 }
-                if calls_guard(sibling, source) {
+                if calls_guard(sibling, source)
+                    || crate::rules::distributed::first_device_use(context, sibling).is_some()
+                {
                     return;
                 }
                 if imported_jax_module(sibling, source).is_some() {
                     return;
                 }
             }
+        }
+        // `@requires_jax` (torch_xla's own decorator) runs the guard before the function.
+        if block.kind_name() == "decorated_definition" && decorated_with_guard(block, source) {
+            return;
         }
         child = block;
         current = context.parent(block);
@@ -126,7 +141,20 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
     }
 }
 
-/// `jax_import_guard()` / `custom_kernel.jax_import_guard()` as a statement of its own.
+/// A definition decorated with `@requires_jax` or `@jax_import_guard`-like decorators.
+fn decorated_with_guard(decorated: Node<'_>, source: &str) -> bool {
+    let mut cursor = decorated.walk();
+    decorated
+        .named_children(&mut cursor)
+        .filter(|child| child.kind_name() == "decorator")
+        .any(|decorator| {
+            let text = node_text(decorator, source);
+            text.contains("requires_jax") || text.contains("jax_import_guard")
+        })
+}
+
+/// `jax_import_guard()` / `custom_kernel.jax_import_guard()` (or the client initialisation it
+/// performs, `torch_xla._XLAC._init_computation_client()`) as a statement of its own.
 fn calls_guard(statement: Node<'_>, source: &str) -> bool {
     statement.kind_name() == "expression_statement"
         && statement
@@ -135,6 +163,8 @@ fn calls_guard(statement: Node<'_>, source: &str) -> bool {
             .and_then(|call| call.field("function"))
             .is_some_and(|function| {
                 let text = node_text(function, source);
-                text == "jax_import_guard" || text.ends_with(".jax_import_guard")
+                text == "jax_import_guard"
+                    || text.ends_with(".jax_import_guard")
+                    || text.ends_with("._init_computation_client")
             })
 }

@@ -224,7 +224,7 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
     let tensor = if method == "item" {
         helpers::is_probably_device_tensor(context, receiver)
     } else {
-        context.fact(receiver).is_tensor()
+        context.fact(receiver).is_tensor() && !helpers::is_on_host(context, receiver)
     };
     tensor.then(|| format!("`.{method}()`"))
 }

@@ -72,6 +72,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(found) = dtype_use(context, call, "float16", "half", "bfloat16", "bfloat16") else {
         return;
     };
+    // `torch.autocast("cuda", dtype=torch.float16)` / `torch.cuda.amp.autocast(...)`: TPU504
+    // reports the CUDA autocast itself; its dtype is part of that finding.
+    if is_cuda_autocast(context, call) {
+        return;
+    }
     // `if needs_upcasting: vae.to(torch.float16)` restores the caller's dtype, and
     // `x.half() if dtype == torch.float16 else x` follows it.
     if helpers::in_branch_testing(
@@ -123,4 +128,21 @@ fn in_state_dict_conversion<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
         current = context.parent(ancestor);
     }
     false
+}
+
+/// `torch.autocast("cuda", ...)`, `torch.autocast(device_type="cuda", ...)` or
+/// `torch.cuda.amp.autocast(...)`.
+fn is_cuda_autocast<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some((function, arguments)) = context.call_parts(call) else {
+        return false;
+    };
+    match context.qualified_name(function).as_deref() {
+        Some("torch.cuda.amp.autocast" | "torch.cuda.amp.autocast_mode.autocast") => true,
+        Some("torch.autocast" | "torch.amp.autocast") => {
+            crate::syntax::argument(arguments, 0, "device_type", context.source())
+                .and_then(|device| crate::syntax::string_value(device, context.source()))
+                .is_some_and(|device| device == "cuda")
+        }
+        _ => false,
+    }
 }

@@ -1,0 +1,184 @@
+//! TPU704: `xr.use_spmd()` called after tensors or modules were put on the XLA device.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::diagnostic::Related;
+use crate::rules::helpers;
+use crate::syntax::{self, NodeExt};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks for `torch_xla.runtime.use_spmd()` preceded, in the same block (or, for a call at
+    /// module level, earlier at module level), by a statement that uses the XLA device:
+    /// `torch_xla.device()`, `xm.xla_device()`, or `.to(...)` of a device string `"xla"`.
+    ///
+    /// ## Why is this bad?
+    /// SPMD mode must be set before any tensor is created on the device. Called later,
+    /// `use_spmd()` has to move every tensor already placed on the non-virtual device and warns
+    /// "Replicating tensors already initialized on non-virtual XLA device for SPMD … please set
+    /// SPMD mode before initializting tensors (i.e., call use_spmd() in the beginning of the
+    /// program)": extra transfers and memory, and sharding annotations that start from
+    /// replicated copies.
+    ///
+    /// ## Example
+    /// ```python
+    /// device = torch_xla.device()
+    /// model = Net().to(device)
+    /// xr.use_spmd()
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// xr.use_spmd()
+    /// device = torch_xla.device()
+    /// model = Net().to(device)
+    /// ```
+    ///
+    /// ## Fix safety
+    /// No fix: moving the call may move other side effects of the statements around it.
+    ///
+    /// ## Known problems
+    /// Device work in other functions (a helper that builds the model) is not seen.
+    ///
+    /// ## References
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/runtime.py (`use_spmd`, the
+    ///   replication warning); update-2026-12.md §2.4, N11
+    /// - https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md
+    pub(crate) static SPMD_ENABLED_AFTER_DEVICE_USE = {
+        code: "TPU704",
+        name: "spmd-enabled-after-device-use",
+        severity: Warning,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+const DEVICE_CALLS: &[&str] = &[
+    "torch_xla.device",
+    "torch_xla.core.xla_model.xla_device",
+    "torch_xla.runtime.xla_device",
+];
+
+/// TPU704
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if helpers::call_matches(context, call, &["torch_xla.runtime.use_spmd"]).is_none() {
+        return;
+    }
+    // The statement holding the call, and the block holding the statement.
+    let mut statement = call;
+    let mut block = context.parent(call);
+    while let Some(parent) = block {
+        if matches!(parent.kind_name(), "block" | "module") {
+            break;
+        }
+        statement = parent;
+        block = context.parent(parent);
+    }
+    let Some(block) = block else {
+        return;
+    };
+    let mut cursor = block.walk();
+    let earlier: Vec<Node<'t>> = block
+        .named_children(&mut cursor)
+        .take_while(|sibling| sibling.id() != statement.id())
+        .collect();
+    // A device handle alone (`torch_xla.device()`) places nothing: a tensor or module must
+    // have been moved or created there.
+    if !earlier
+        .iter()
+        .any(|sibling| places_on_device(context, *sibling))
+    {
+        return;
+    }
+    let Some(device_use) = earlier
+        .into_iter()
+        .find_map(|sibling| first_device_use(context, sibling))
+    else {
+        return;
+    };
+    let related = Related {
+        range: device_use.byte_range(),
+        message: "the XLA device is used here first".to_string(),
+    };
+    let diagnostic = context.report(
+        call.byte_range(),
+        "`use_spmd()` after the XLA device was used: tensors already there are replicated; call it first",
+    );
+    diagnostic.related.push(related);
+}
+
+/// Whether `statement` moves or creates something on a device: a `.to(...)` call or a
+/// `device=` argument (the device itself is found by [`first_device_use`]).
+fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool {
+    let mut stack = vec![statement];
+    while let Some(node) = stack.pop() {
+        match node.kind_name() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "call"
+                if context
+                    .method_call(node)
+                    .is_some_and(|(_, method)| context.text(method) == "to") =>
+            {
+                return true;
+            }
+            "keyword_argument"
+                if node
+                    .field("name")
+                    .is_some_and(|name| context.text(name) == "device") =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
+}
+
+/// The first call in `statement` (not inside a nested function or class) that uses the XLA
+/// device (and so has started torch_xla's runtime).
+pub(crate) fn first_device_use<'t>(
+    context: &Context<'t, '_>,
+    statement: Node<'t>,
+) -> Option<Node<'t>> {
+    if matches!(
+        statement.kind_name(),
+        "function_definition" | "class_definition" | "decorated_definition"
+    ) {
+        return None;
+    }
+    let source = context.source();
+    let mut stack = vec![statement];
+    while let Some(node) = stack.pop() {
+        if node.kind_name() == "call" {
+            if let Some(name) = context.semantic().call_qualified_name(node)
+                && DEVICE_CALLS.contains(&name.as_str())
+            {
+                return Some(node);
+            }
+            if let Some((_, method)) = context.method_call(node)
+                && context.text(method) == "to"
+                && let Some((_, arguments)) = context.call_parts(node)
+                && syntax::argument(arguments, 0, "device", source)
+                    .and_then(|device| syntax::string_value(device, source))
+                    .is_some_and(|device| device == "xla" || device.starts_with("xla:"))
+            {
+                return Some(node);
+            }
+        }
+        if matches!(
+            node.kind_name(),
+            "function_definition" | "class_definition" | "lambda"
+        ) {
+            continue;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    None
+}

@@ -1,0 +1,162 @@
+//! TPU705: an SPMD `Mesh(...)` whose literal shape, device ids and axis names disagree.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax::{self, NodeExt};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks `torch_xla.distributed.spmd.Mesh(device_ids, mesh_shape, axis_names)` calls whose
+    /// arguments are literals (`np.arange(8)`, `range(8)`, a list of ids; a tuple of ints; a
+    /// tuple of strings) for
+    /// - a `mesh_shape` whose product differs from the number of device ids;
+    /// - a number of `axis_names` different from the number of mesh dimensions;
+    /// - repeated axis names.
+    ///
+    /// ## Why is this bad?
+    /// `Mesh.__init__` asserts all three ("Number of device IDs (8) must match mesh size (16)",
+    /// "Number of axis names (1) must match mesh dimensions (2)", "Axis names must be unique"),
+    /// so the program fails when the mesh is built — typically after a slow start-up on a TPU
+    /// VM. The docs ask for `mesh_shape` whose product is the number of devices.
+    ///
+    /// ## Example
+    /// ```python
+    /// mesh = xs.Mesh(np.arange(8), (2, 8), ("data",))
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// num_devices = xr.global_runtime_device_count()
+    /// mesh = xs.Mesh(np.arange(num_devices), (2, num_devices // 2), ("data", "model"))
+    /// ```
+    ///
+    /// ## Fix safety
+    /// No fix: which of the literals is wrong is not known.
+    ///
+    /// ## Known problems
+    /// Only literal arguments are checked; `mark_sharding` partition specs are not compared
+    /// with tensor ranks.
+    ///
+    /// ## References
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/distributed/spmd/xla_sharding.py
+    ///   (`Mesh.__init__` assertions)
+    /// - https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md (mesh shape
+    ///   and device count); update-2026-12.md §2.4, N12
+    pub(crate) static SPMD_MESH_MISMATCH = {
+        code: "TPU705",
+        name: "spmd-mesh-mismatch",
+        severity: Error,
+        fix: None,
+        kinds: ["call"],
+        check: check,
+    }
+}
+
+/// TPU705
+fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if helpers::call_matches(
+        context,
+        call,
+        &[
+            "torch_xla.distributed.spmd.Mesh",
+            "torch_xla.distributed.spmd.xla_sharding.Mesh",
+            "torch_xla.experimental.xla_sharding.Mesh",
+        ],
+    )
+    .is_none()
+    {
+        return;
+    }
+    let Some((_, arguments)) = context.call_parts(call) else {
+        return;
+    };
+    let source = context.source();
+    let device_ids = syntax::argument(arguments, 0, "device_ids", source);
+    let shape = syntax::argument(arguments, 1, "mesh_shape", source);
+    let names = syntax::argument(arguments, 2, "axis_names", source);
+    let dimensions = shape.and_then(|shape| {
+        let shape = syntax::unparenthesize(shape);
+        matches!(shape.kind_name(), "tuple" | "list")
+            .then(|| helpers::literal_numbers(shape, source))
+            .flatten()
+    });
+    if let (Some(ids), Some(dims), Some(shape)) = (
+        device_ids.and_then(|ids| device_count(context, ids)),
+        dimensions.as_ref(),
+        shape,
+    ) {
+        let size: f64 = dims.iter().product();
+        if size != ids as f64 {
+            context.report(
+                shape.byte_range(),
+                format!(
+                    "Mesh shape of {size} devices for {ids} device ids: `Mesh` asserts they match"
+                ),
+            );
+        }
+    }
+    let Some(names) = names.map(syntax::unparenthesize) else {
+        return;
+    };
+    if !matches!(names.kind_name(), "tuple" | "list") {
+        return;
+    }
+    let mut cursor = names.walk();
+    let literal: Option<Vec<String>> = names
+        .named_children(&mut cursor)
+        .filter(|child| child.kind_name() != "comment")
+        .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
+        .collect();
+    let Some(literal) = literal else {
+        return;
+    };
+    if let Some(dims) = &dimensions
+        && dims.len() != literal.len()
+    {
+        context.report(
+            names.byte_range(),
+            format!(
+                "{} axis names for a {}-dimensional mesh: `Mesh` asserts they match",
+                literal.len(),
+                dims.len()
+            ),
+        );
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(repeated) = literal.iter().find(|name| !seen.insert(name.as_str())) {
+        context.report(
+            names.byte_range(),
+            format!("Axis name `{repeated}` is repeated: `Mesh` asserts unique names"),
+        );
+    }
+}
+
+/// The number of device ids of a literal: `np.arange(8)`, `range(8)`, `list(range(8))`,
+/// `[0, 1, 2, 3]`.
+fn device_count<'t>(context: &Context<'t, '_>, ids: Node<'t>) -> Option<usize> {
+    let source = context.source();
+    let ids = syntax::unparenthesize(ids);
+    match ids.kind_name() {
+        "list" | "tuple" => helpers::literal_numbers(ids, source).map(|values| values.len()),
+        "call" => {
+            let (function, arguments) = context.call_parts(ids)?;
+            let name = context
+                .qualified_name(function)
+                .unwrap_or_else(|| context.text(function).to_string());
+            let positional = syntax::positional_args(arguments);
+            match name.as_str() {
+                "numpy.arange" | "range" if positional.len() == 1 => {
+                    let count = helpers::literal_number(positional[0], source)?;
+                    (count >= 0.0 && count.fract() == 0.0).then_some(count as usize)
+                }
+                "list" if positional.len() == 1 => device_count(context, positional[0]),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
