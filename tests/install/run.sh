@@ -66,15 +66,16 @@ ok "the wheel's tpulint, python -m tpulint and find_tpulint_bin() agree ($cargo_
 
 # The installed binary checks the example project exactly as the cargo-built one does.
 set +e
-(cd examples && "$installed" check --output-format json . >"$scratch/installed.json")
+# --no-cache: each binary checks for itself, and nothing is written into the checkout.
+(cd examples && "$installed" check --no-cache --output-format json . >"$scratch/installed.json")
 installed_status=$?
-(cd examples && "$binary" check --output-format json . >"$scratch/cargo.json")
+(cd examples && "$binary" check --no-cache --output-format json . >"$scratch/cargo.json")
 set -e
 [[ $installed_status == 1 ]] || fail "installed tpulint check examples/ exited $installed_status, expected 1 (findings)"
 findings=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$scratch/installed.json")
 ((findings > 0)) || fail "no findings in examples/"
 cmp -s "$scratch/installed.json" "$scratch/cargo.json" || fail "the installed tpulint and $binary disagree on examples/"
-(cd examples && "$scratch/wheel-venv/bin/python" -m tpulint check --quiet --exit-zero . >/dev/null) || fail "python -m tpulint check"
+(cd examples && "$scratch/wheel-venv/bin/python" -m tpulint check --no-cache --quiet --exit-zero . >/dev/null) || fail "python -m tpulint check"
 ok "installed tpulint check examples/: $findings findings, exit 1, same as the cargo build"
 # Without the binary, `python -m tpulint` says so in one line and exits 2.
 mv "$installed" "$installed.moved"
@@ -113,7 +114,8 @@ git -C "$repo" add --all
 
 # pre-commit builds the hook's environment with `pip install .`; the dev profile and the shared
 # target directory keep that to the workspace's own crates.
-export MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$target_dir"
+# No incremental state for those builds: it would be written anew for every clone's path.
+export MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$target_dir" CARGO_INCREMENTAL=0
 export PRE_COMMIT_HOME="$scratch/pre-commit-home"
 hook_repo="$root"
 hook_rev=$(git -C "$root" rev-parse HEAD)
