@@ -23,7 +23,8 @@ cargo build --release --locked -q -p tpulint
 tpulint="$CARGO_TARGET_DIR/release/tpulint"
 
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
+cache=$(mktemp -d)
+trap 'rm -rf "$list" "$cache"' EXIT
 find "$corpus" -name '*.py' -type f | sort > "$list"
 files=$(wc -l < "$list")
 lines=$(tr '\n' '\0' < "$list" | xargs -0 cat | wc -l)
@@ -51,21 +52,28 @@ echo "corpus: $corpus"
 echo "files: $files  lines: $lines  bytes: $bytes  runs: best of $runs"
 echo "tpulint: $($tpulint --version)  ruff: $(ruff --version 2>/dev/null || echo 'not installed (pip install ruff)')"
 printf '\nwall seconds (CPU seconds); lines/s from wall time\n'
-printf '\n| threads | parse only | tpulint check | check / parse (wall, CPU) | ruff --select ALL | tpulint lines/s | ruff lines/s |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '\n| threads | parse only | tpulint check (cold) | check / parse (wall, CPU) | ruff --select ALL | cold / ruff (wall) | warm (cache) | warm / cold ruff (wall) | tpulint lines/s | ruff lines/s |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for n in "${threads[@]}"; do
   export RAYON_NUM_THREADS=$n
   read -r parse parse_cpu <<< "$(best_of "$tpulint" check --parse-only "${paths[@]}")"
-  read -r check check_cpu <<< "$(best_of "$tpulint" check --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
+  read -r check check_cpu <<< "$(best_of "$tpulint" check --no-cache --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
+  # Warm: the same check answered from a cache filled by one run beforehand.
+  "$tpulint" check --cache-dir "$cache" --select ALL --exit-zero --quiet --output-format concise "${paths[@]}" > /dev/null 2>&1 || true
+  read -r warm warm_cpu <<< "$(best_of "$tpulint" check --cache-dir "$cache" --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
   if command -v ruff > /dev/null; then
     read -r ruff_time ruff_cpu <<< "$(best_of ruff check --isolated --no-cache --select ALL --exit-zero --quiet --output-format concise "${paths[@]}")"
     ruff_cell="$ruff_time ($ruff_cpu)"
     ruff_rate=$(rate "$ruff_time")
+    cold_vs_ruff=$(printf '%.2f×' "$(echo "$check / $ruff_time" | bc -l)")
+    warm_vs_ruff=$(printf '%.3f×' "$(echo "$warm / $ruff_time" | bc -l)")
   else
     ruff_cell="-"
     ruff_rate="-"
+    cold_vs_ruff="-"
+    warm_vs_ruff="-"
   fi
   ratio=$(printf '%.2f×, %.2f×' "$(echo "$check / $parse" | bc -l)" "$(echo "$check_cpu / $parse_cpu" | bc -l)")
-  printf '| %s | %s (%s) | %s (%s) | %s | %s | %s | %s |\n' "$n" "$parse" "$parse_cpu" "$check" "$check_cpu" \
-    "$ratio" "$ruff_cell" "$(rate "$check")" "$ruff_rate"
+  printf '| %s | %s (%s) | %s (%s) | %s | %s | %s | %s (%s) | %s | %s | %s |\n' "$n" "$parse" "$parse_cpu" "$check" "$check_cpu" \
+    "$ratio" "$ruff_cell" "$cold_vs_ruff" "$warm" "$warm_cpu" "$warm_vs_ruff" "$(rate "$check")" "$ruff_rate"
 done

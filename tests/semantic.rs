@@ -2,7 +2,7 @@
 //! what the index must believe there (qualified name, value kind, device, hot path, backend).
 
 use tpulint_analyzer::semantic::{
-    Device, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
+    Device, Evidence, HardwareScope, HotPath, ImportCondition, ModuleImports, ValueKind,
 };
 use tpulint_analyzer::{Backend, Inspection, Settings, inspect, syntax};
 
@@ -74,6 +74,21 @@ fn backend_detection() {
     );
     assert_eq!(
         at("import torch\n⟦x⟧ = torch.zeros(1, device='cuda')\n").backend,
+        Backend::Unknown
+    );
+    // Lightning's TPU accelerator runs on PyTorch/XLA.
+    assert_eq!(
+        at("import lightning as L\ntrainer = L.Trainer(accelerator=\"tpu\", devices=8)\n⟦x⟧ = 1\n")
+            .backend,
+        Backend::TorchXla
+    );
+    assert_eq!(
+        at("import torch\nx = torch.ones(2).to(\"xla:0\")\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
+    // Text outside device positions is no evidence.
+    assert_eq!(
+        at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
         Backend::Unknown
     );
 }
@@ -343,4 +358,221 @@ fn guards_and_hardware_scope() {
     // Text that is not a condition never counts.
     assert!(!scope("# if torch.cuda.is_available():\nprint(\"cuda\")\n⟦x⟧ = 1\n").device_branch);
     assert!(!scope("if flag:\n    ⟦x⟧ = \"cuda\"\n").device_branch);
+}
+
+#[test]
+fn code_roles() {
+    let test_code = |marked: &str| at(marked).test_code;
+    // pytest and unittest conventions, in files that use the framework.
+    assert!(test_code("import pytest\ndef test_op():\n    ⟦x⟧ = 1\n"));
+    assert!(test_code(
+        "import pytest\n@pytest.fixture\ndef model():\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "import unittest\nclass TestOps(unittest.TestCase):\n    def helper(self):\n        ⟦x⟧ = 1\n"
+    ));
+    assert!(test_code(
+        "from torch.testing._internal.common_utils import TestCase\nclass Ops(TestCase):\n    def test_a(self):\n        def inner():\n            ⟦x⟧ = 1\n"
+    ));
+    // `def test(model, loader)` in a training script is its evaluation loop.
+    assert!(!test_code(
+        "import torch\ndef test(model, loader):\n    ⟦x⟧ = 1\n"
+    ));
+    assert!(!test_code("import pytest\ndef helper():\n    ⟦x⟧ = 1\n"));
+    assert!(!test_code(
+        "import pytest\ndef test_op():\n    pass\n⟦x⟧ = 1\n"
+    ));
+    // A test path makes the whole file test code.
+    let source = "def helper():\n    x = 1\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let settings = Settings {
+        test_path: tpulint_analyzer::settings::is_test_path("tests/models/helpers.py"),
+        ..Settings::default()
+    };
+    let inspection = inspect(source, &tree, &settings, 17..18).expect("inspects");
+    assert!(inspection.test_code);
+}
+
+#[test]
+fn test_code_reports_errors_only_by_default() {
+    use tpulint_analyzer::{Severity, TestCodePolicy, check_source};
+    // TPU404's `torch.cuda.synchronize()` is an error (it raises); a host sync in a test is not.
+    let source = "import pytest\nimport torch\n\ndef test_step(model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        print(loss.item())\n        torch.cuda.synchronize()\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(!findings.is_empty());
+    assert!(
+        findings.iter().all(|d| d.severity == Severity::Error),
+        "{findings:?}"
+    );
+    let all = Settings {
+        test_code: TestCodePolicy::All,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &all).len() > findings.len());
+    let off = Settings {
+        test_code: TestCodePolicy::Off,
+        ..Settings::default()
+    };
+    assert!(check_source(source, &off).is_empty());
+}
+
+#[test]
+fn function_summaries_give_call_facts() {
+    let helper = at(
+        "import torch\ndef make_mask(n):\n    return torch.ones(n)\nmask = make_mask(3)\n⟦mask⟧\n",
+    )
+    .fact;
+    assert_eq!(
+        (helper.kind, helper.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(helper.evidence, Evidence::Summary);
+    // The fact cites the helper's factory.
+    assert!(helper.origin.is_some());
+    let source = "import torch\ndef split(x):\n    if x:\n        return torch.zeros(1), 3\n    return torch.ones(2), 4\na, b = split(1)\nMARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    assert_eq!(
+        (check("a").kind, check("a").device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    assert_eq!(check("b").kind, ValueKind::Scalar);
+    // Disagreeing returns give nothing.
+    let mixed = at("import torch\ndef f(x):\n    if x:\n        return torch.ones(1)\n    return None\ny = f(1)\n⟦y⟧\n").fact;
+    assert_eq!(mixed.kind, ValueKind::Unknown);
+    // Methods through `self`.
+    let method = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def _mask(self, n):\n        return torch.ones(n)\n    def forward(self, x):\n        m = self._mask(3)\n        return ⟦m⟧\n").fact;
+    assert_eq!(
+        (method.kind, method.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    // Fields of a model's output are tensors on the device.
+    let output = at("from torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net().to(dev)\nout = model(x)\n⟦out.logits⟧\n").fact;
+    assert_eq!(
+        (output.kind, output.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(output.evidence, Evidence::ModuleCall);
+    let pretrained = at("from transformers import AutoModel\nmodel = AutoModel.from_pretrained(\"bert\")\n⟦model⟧\n").fact;
+    assert_eq!(pretrained.kind, ValueKind::Module);
+}
+
+#[test]
+fn reach_through_the_call_graph() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let helper = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    log_loss(batch)\n";
+    assert_eq!(hot(helper), Some(HotPath::CalledFromLoop));
+    let transitive = "def inner(v):\n    ⟦x⟧ = v\ndef outer(v):\n    inner(v)\nfor batch in loader:\n    outer(batch)\n";
+    assert_eq!(hot(transitive), Some(HotPath::CalledFromLoop));
+    let from_step = "def inner(v):\n    ⟦x⟧ = v\ndef train_step(batch):\n    inner(batch)\n";
+    assert_eq!(hot(from_step), Some(HotPath::CalledFromLoop));
+    // Throttled calls, per-epoch calls and calls after the loop are cold.
+    let throttled = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor step, batch in enumerate(loader):\n    if step % 100 == 0:\n        log_loss(batch)\n";
+    assert_eq!(hot(throttled), None);
+    let per_epoch = "def evaluate(m):\n    ⟦x⟧ = m\nfor epoch in range(3):\n    for batch in loader:\n        loss.backward()\n    evaluate(model)\n";
+    assert_eq!(hot(per_epoch), None);
+    let after = "def report(m):\n    ⟦x⟧ = m\nfor batch in loader:\n    pass\nreport(model)\n";
+    assert_eq!(hot(after), None);
+    // Recursion is cycle-safe.
+    let cycle =
+        "def a(v):\n    b(v)\ndef b(v):\n    ⟦x⟧ = a(v)\nfor batch in loader:\n    a(batch)\n";
+    assert_eq!(hot(cycle), Some(HotPath::CalledFromLoop));
+}
+
+#[test]
+fn throttles_closures_and_per_step_methods() {
+    let hot = |marked: &str| at(marked).hot_path;
+    let throttled = "for step, batch in enumerate(loader):\n    if step % 100 == 0 and rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(throttled), None);
+    let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
+    assert_eq!(hot(closure), None);
+    let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";
+    assert_eq!(hot(named_closure), None);
+    let gan = "class GANTrainer:\n    def step(self, batch):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(gan), Some(HotPath::StepFunction));
+    let optimizer = "import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(optimizer), None);
+    let hook = "class Cb(Callback):\n    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(hook), Some(HotPath::StepFunction));
+    // Reach from `forward` and through methods of the file's classes.
+    let from_forward = "from torch import nn\ndef match_anchors(a):\n    ⟦x⟧ = a\nclass Det(nn.Module):\n    def forward(self, a):\n        return match_anchors(a)\n";
+    assert_eq!(hot(from_forward), Some(HotPath::CalledFromLoop));
+    let method_edge = "class Buffer:\n    def sample(self, n):\n        ⟦x⟧ = n\nfor batch in loader:\n    buffer.sample(32)\n";
+    assert_eq!(hot(method_edge), Some(HotPath::CalledFromLoop));
+    // An evaluation loop over `tqdm(loader)` is hot.
+    let eval = "from tqdm import tqdm\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\npbar = tqdm(loader)\nfor images, labels in pbar:\n    ⟦x⟧ = 1\n";
+    assert_eq!(hot(eval), Some(HotPath::TrainingLoop));
+}
+
+#[test]
+fn more_device_tests() {
+    let early = "def f(accelerator):\n    if accelerator.distributed_type == DistributedType.XLA:\n        return 1\n    ⟦x⟧ = 2\n";
+    assert!(scope(early).never_on_tpu);
+    let branch = "if state.backend != Backend.CUDA:\n    ⟦x⟧ = 1\n";
+    assert!(!scope(branch).never_on_tpu);
+    // Two module-level pytest tests make a test module without an import.
+    assert!(at("def test_a():\n    ⟦x⟧ = 1\ndef test_b():\n    pass\n").test_code);
+    assert!(!at("def train_epoch(m):\n    pass\ndef test_epoch(m):\n    ⟦x⟧ = 1\n").test_code);
+}
+
+#[test]
+fn short_circuit_and_choices_off_tpu_are_not_reported() {
+    use tpulint_analyzer::check_source;
+    let source = "import torch\nfrom torch import nn\nclass Block(nn.Module):\n    def forward(self, x):\n        out = self.proj(x)\n        if out.dtype == torch.float16 and torch.isinf(out).any():\n            out = out.clamp(-1e4, 1e4)\n        if torch.isinf(out).any():\n            out = out * 0\n        return out\n";
+    let lines: Vec<usize> = check_source(source, &Settings::default())
+        .iter()
+        .map(|d| source[..d.range.start].lines().count())
+        .collect();
+    assert!(!lines.contains(&6), "{lines:?}");
+    assert!(lines.contains(&8), "{lines:?}");
+}
+
+#[test]
+fn test_code_policy_leaves_workload_findings_alone() {
+    use tpulint_analyzer::check_source;
+    // A warning in the training loop survives a test function later in the same file.
+    let source = "import pytest\nimport torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n\ndef test_op():\n    assert torch.ones(1).sum().item() == 1\n";
+    let findings = check_source(source, &Settings::default());
+    assert!(findings.iter().any(|d| d.code == "TPU101"), "{findings:?}");
+}
+
+#[test]
+fn nested_type_checking_imports_never_run() {
+    let source = "if TYPE_CHECKING:\n    try:\n        import torch_xla\n    except ImportError:\n        pass\nimport torch\n";
+    let tree = syntax::parse(source, None).expect("parses");
+    let summary = ModuleImports::build(tree.root_node(), source);
+    let records = summary.records();
+    assert_eq!(records[0].condition, ImportCondition::TryExcept);
+    assert!(records[0].type_checking);
+    assert!(!records[1].type_checking);
+}
+
+#[test]
+fn names_and_loops() {
+    // Only "cuda" in a name marks a device branch: `verify_on_gpu()` may run on a TPU host.
+    assert!(!scope("def verify_on_gpu(m):\n    ⟦x⟧ = 1\n").device_branch);
+    assert!(scope("def run_cuda_graph(m):\n    ⟦x⟧ = 1\n").device_branch);
+    // Rows of a host tensor are host tensors.
+    let row =
+        at("import torch\nbest = torch.zeros(3, 4).cpu()\nfor seq in best:\n    ⟦seq⟧\n").fact;
+    assert_eq!((row.kind, row.device), (ValueKind::Tensor, Device::Cpu));
+}
+
+#[test]
+fn device_loader_batches_and_called_parameters() {
+    let source = "import torch_xla.distributed.parallel_loader as pl\nfrom tqdm import tqdm\ndef evaluate(model, loader, criterion, device):\n    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n    for step, (images, labels) in enumerate(pbar):\n        logits = model(images)\n        loss = criterion(logits, labels)\n        MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧")));
+    let images = check("images");
+    assert_eq!(
+        (images.fact.kind, images.fact.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(images.hot_path, Some(HotPath::TrainingLoop));
+    let loss = check("loss").fact;
+    assert_eq!(
+        (loss.kind, loss.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(check("step").fact.kind, ValueKind::Unknown);
 }

@@ -4,8 +4,15 @@
  * The order, first usable wins:
  * 1. the `tpulint.server.path` setting, in a trusted workspace only (a workspace could otherwise
  *    point it at a program of its own);
- * 2. the binary bundled in the platform-specific VSIX, `extension/bin/tpulint`;
- * 3. `tpulint` on `PATH`, in a trusted workspace only.
+ * 2. with `tpulint.importStrategy: fromEnvironment`, in a trusted workspace only, the `tpulint`
+ *    installed in the selected Python interpreter's environment (`pip install tpulint` puts it
+ *    next to the interpreter: `bin/` of a virtual environment, `Scripts\` on Windows), so the
+ *    editor runs the version the project pins, as CI and pre-commit do; then `tpulint` on `PATH`;
+ * 3. the binary bundled in the platform-specific VSIX, `extension/bin/tpulint`;
+ * 4. `tpulint` on `PATH`, in a trusted workspace only.
+ *
+ * This is ruff-vscode's order; as there, `useBundled` (the default) prefers the bundled binary,
+ * and an untrusted workspace runs nothing but the bundled binary.
  *
  * A candidate that is set but unusable (missing, a folder, not executable) is recorded and the
  * next one is tried, so the error shown when none works lists every place that was looked at.
@@ -14,8 +21,9 @@
  */
 import * as path from 'node:path';
 import { serverExecutableName } from './constants';
+import type { ImportStrategy } from './settings';
 
-export type BinarySource = 'setting' | 'bundled' | 'path';
+export type BinarySource = 'setting' | 'environment' | 'bundled' | 'path';
 
 /** One place that was looked at, and what was found there. */
 export interface BinaryAttempt {
@@ -35,6 +43,10 @@ export type FileProbe = (candidate: string) => 'executable' | 'missing' | 'not e
 export interface BinaryLookup {
   /** Value of `tpulint.server.path` (may be empty). */
   settingPath: string;
+  /** Value of `tpulint.importStrategy`. */
+  importStrategy: ImportStrategy;
+  /** The selected Python interpreter (for `fromEnvironment`), when there is one. */
+  interpreter: string | undefined;
   workspaceTrusted: boolean;
   /** Absolute path of the bundled binary. */
   bundledPath: string;
@@ -70,6 +82,20 @@ export function resolveServerBinary(lookup: BinaryLookup): BinaryResolution {
     if (found) return found;
   }
 
+  const fromEnvironment = lookup.importStrategy === 'fromEnvironment';
+  if (fromEnvironment && !lookup.workspaceTrusted) {
+    attempts.push({ source: 'environment', outcome: 'skipped in untrusted workspace' });
+  } else if (fromEnvironment) {
+    const candidates = environmentBinaryCandidates(lookup.interpreter, lookup.platform);
+    if (candidates.length === 0) attempts.push({ source: 'environment', outcome: 'not set' });
+    for (const candidate of candidates) {
+      const found = tryPath('environment', candidate);
+      if (found) return found;
+    }
+    const onPath = searchPath(lookup, attempts);
+    if (onPath) return onPath;
+  }
+
   const bundled = tryPath('bundled', lookup.bundledPath);
   if (bundled) return bundled;
 
@@ -77,11 +103,39 @@ export function resolveServerBinary(lookup: BinaryLookup): BinaryResolution {
     attempts.push({ source: 'path', outcome: 'skipped in untrusted workspace' });
     return { ok: false, attempts };
   }
+  if (!fromEnvironment) {
+    const onPath = searchPath(lookup, attempts);
+    if (onPath) return onPath;
+  }
+  return { ok: false, attempts };
+}
+
+/** Where `pip install tpulint` puts the executable for the environment of `interpreter`: the
+ * interpreter's own directory (`bin/` of a virtual environment or conda environment on POSIX,
+ * `Scripts\` of a Windows virtual environment), and on Windows also `Scripts\` beside a base or
+ * conda interpreter. The interpreter path is not resolved: a virtual environment's `python` is
+ * a symbolic link to the base interpreter, whose directory holds a different `tpulint`. */
+export function environmentBinaryCandidates(interpreter: string | undefined, platform: NodeJS.Platform): string[] {
+  const trimmed = interpreter?.trim();
+  if (!trimmed) return [];
+  const pathModule = platform === 'win32' ? path.win32 : path.posix;
+  const directory = pathModule.dirname(trimmed);
+  const executable = serverExecutableName(platform);
+  const candidates = [pathModule.join(directory, executable)];
+  if (platform === 'win32' && pathModule.basename(directory).toLowerCase() !== 'scripts') {
+    candidates.push(pathModule.join(directory, 'Scripts', executable));
+  }
+  return candidates;
+}
+
+/** The first `tpulint` on `PATH`, recording the search in `attempts`. */
+function searchPath(lookup: BinaryLookup, attempts: BinaryAttempt[]): BinaryResolution | undefined {
   const directories = (lookup.pathEnv ?? '')
     .split(lookup.platform === 'win32' ? ';' : ':')
     .filter((directory) => directory.length > 0);
   if (directories.length === 0) {
     attempts.push({ source: 'path', outcome: 'not set' });
+    return undefined;
   }
   const executable = serverExecutableName(lookup.platform);
   const pathModule = lookup.platform === 'win32' ? path.win32 : path.posix;
@@ -92,10 +146,8 @@ export function resolveServerBinary(lookup: BinaryLookup): BinaryResolution {
       return { ok: true, path: candidate, source: 'path', attempts };
     }
   }
-  if (directories.length > 0) {
-    attempts.push({ source: 'path', path: `${executable} on PATH`, outcome: 'missing' });
-  }
-  return { ok: false, attempts };
+  attempts.push({ source: 'path', path: `${executable} on PATH`, outcome: 'missing' });
+  return undefined;
 }
 
 /** `~/x` → home-relative, relative paths → against the first workspace folder. */
@@ -112,9 +164,15 @@ export function expandSettingPath(setting: string, lookup: Pick<BinaryLookup, 'h
 
 const SOURCE_LABELS: Record<BinarySource, string> = {
   setting: '`tpulint.server.path` setting',
+  environment: "the selected Python interpreter's environment (`tpulint.importStrategy`)",
   bundled: 'binary bundled with the extension',
   path: '`PATH`',
 };
+
+/** Where a binary came from, in words, for the log. */
+export function describeSource(source: BinarySource): string {
+  return SOURCE_LABELS[source];
+}
 
 /** One line per attempt, for the error message and the log. */
 export function describeAttempts(attempts: BinaryAttempt[]): string[] {
@@ -124,9 +182,29 @@ export function describeAttempts(attempts: BinaryAttempt[]): string[] {
   });
 }
 
-/** A warning worth showing even when another candidate worked: the user set a path that is
- * unusable, so the server that runs is not the one they asked for. */
+/** A warning worth showing even when another candidate worked: the user set a path (or asked
+ * for the environment's tpulint) that is unusable, so the server that runs is not the one they
+ * asked for. */
 export function ignoredSettingWarning(resolution: BinaryResolution): string | undefined {
+  return ignoredPathWarning(resolution) ?? ignoredEnvironmentWarning(resolution);
+}
+
+function ignoredEnvironmentWarning(resolution: BinaryResolution): string | undefined {
+  if (resolution.ok && resolution.source === 'environment') return undefined;
+  const tried = resolution.attempts.filter((attempt) => attempt.source === 'environment');
+  if (tried.length === 0) return undefined;
+  const using = resolution.ok ? ` Using ${resolution.path} instead.` : '';
+  if (tried[0].outcome === 'skipped in untrusted workspace') {
+    return `tpulint.importStrategy "fromEnvironment" is ignored because this workspace is not trusted.${using}`;
+  }
+  if (tried[0].outcome === 'not set') {
+    return `tpulint.importStrategy is "fromEnvironment" but no Python interpreter is selected.${using}`;
+  }
+  const where = tried.map((attempt) => attempt.path).join(' or ');
+  return `tpulint.importStrategy is "fromEnvironment" but the selected environment has no tpulint (${where}); install it there with \`pip install tpulint\`.${using}`;
+}
+
+function ignoredPathWarning(resolution: BinaryResolution): string | undefined {
   const setting = resolution.attempts.find((attempt) => attempt.source === 'setting');
   if (!setting || setting.outcome === 'found' || setting.outcome === 'not set') return undefined;
   if (setting.outcome === 'skipped in untrusted workspace') {

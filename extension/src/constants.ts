@@ -45,4 +45,5 @@ export const Commands = {
   checkTpuEnvironment: 'tpulint.checkTpuEnvironment',
   selectInterpreter: 'tpulint.selectInterpreter',
   showEnvironmentReport: 'tpulint.showEnvironmentReport',
+  traceRun: 'tpulint.traceRun',
 } as const;

@@ -13,17 +13,14 @@ import { CHECK_ENVIRONMENT, parseEnvironmentReport, type EnvironmentReport, type
 import type { ReportView } from './reportView';
 import { errorText, type ServerManager } from './server';
 import { readSettings } from './settings';
+import { shellQuote } from './traceCommand';
 import * as vscodeapi from './vscodeapi';
 
 export const REPORT_TITLE = 'TPU Environment Report';
 const REVIEW_FIXES = 'Review Fixes…';
 const SHOW_REPORT = 'Show Report';
 const RUN_DOCTOR = 'Run tpulint doctor in Terminal';
-
-/** Quotes a word for a POSIX shell. */
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
+const EXPLAIN = 'Explain';
 
 export class EnvironmentCheck implements vscode.Disposable {
   private readonly statusBar = vscode.window.createStatusBarItem('tpulint.environment', vscode.StatusBarAlignment.Left, 50);
@@ -125,15 +122,19 @@ export class EnvironmentCheck implements vscode.Disposable {
   /** Lists the suggested fixes; runs only the ones the user ticks, in a terminal they can see. */
   private async offerFixes(report: EnvironmentReport): Promise<void> {
     const count = report.fixes.length;
+    // The first finding's documentation page (the report itself links every finding).
+    const firstPage = report.fixes.find((fix) => fix.url)?.url;
     const choice = await vscodeapi.showWarningMessage(
       `TPU Lint: ${report.summary || 'the environment check found problems'}. ${count} suggested fix${count === 1 ? '' : 'es'}.`,
       REVIEW_FIXES,
       SHOW_REPORT,
+      ...(firstPage ? [EXPLAIN] : []),
     );
+    if (choice === EXPLAIN && firstPage) await vscode.env.openExternal(vscode.Uri.parse(firstPage));
     if (choice === SHOW_REPORT) await this.showReport();
     if (choice !== REVIEW_FIXES) return;
     const picked = await vscode.window.showQuickPick(
-      report.fixes.map((fix) => ({ label: fix.title, detail: `$(terminal) ${fix.command}`, fix })),
+      report.fixes.map((fix) => ({ label: fix.title, description: fix.finding, detail: `$(terminal) ${fix.command}`, fix })),
       {
         title: 'Run suggested fixes in a terminal',
         placeHolder: 'Tick the fixes to run, then press Enter. Nothing runs unless you tick it.',

@@ -11,6 +11,7 @@ import { EnvironmentCheck } from './envCheck';
 import { InterpreterSelector } from './interpreter';
 import { ReportView } from './reportView';
 import { ServerManager } from './server';
+import { TraceRun } from './traceRun';
 import * as vscodeapi from './vscodeapi';
 
 /** What `activate` returns, for the extension-host tests and other extensions. */
@@ -18,6 +19,7 @@ export interface TpulintApi {
   server: ServerManager;
   environmentCheck: EnvironmentCheck;
   reportView: ReportView;
+  traceRun: TraceRun;
 }
 
 let server: ServerManager | undefined;
@@ -29,11 +31,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Tpulin
   const reportView = new ReportView();
   const interpreters = new InterpreterSelector(context.workspaceState, server.outputChannel);
   const environmentCheck = new EnvironmentCheck(server, reportView, interpreters);
+  const traceRun = new TraceRun(server, interpreters);
   const running = server;
   context.subscriptions.push(
     running,
     reportView,
     environmentCheck,
+    traceRun,
     vscodeapi.registerCommand(Commands.fixAll, () => fixAll(running)),
     vscodeapi.registerCommand(Commands.restartServer, () => running.restart()),
     vscodeapi.registerCommand(Commands.showServerLogs, () => running.outputChannel.show()),
@@ -41,9 +45,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Tpulin
     vscodeapi.registerCommand(Commands.checkTpuEnvironment, () => environmentCheck.run()),
     vscodeapi.registerCommand(Commands.showEnvironmentReport, () => environmentCheck.showReport()),
     vscodeapi.registerCommand(Commands.selectInterpreter, () => interpreters.pick()),
+    vscodeapi.registerCommand(Commands.traceRun, () => traceRun.run()),
   );
   await running.start();
-  return { server: running, environmentCheck, reportView };
+  return { server: running, environmentCheck, reportView, traceRun };
 }
 
 export async function deactivate(): Promise<void> {

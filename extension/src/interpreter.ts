@@ -13,6 +13,7 @@ import * as vscodeapi from './vscodeapi';
  * `@vscode/python-extension` types), read defensively since older versions lack parts of it. */
 interface PythonExtensionApi {
   environments?: {
+    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
     getActiveEnvironmentPath(resource?: vscode.Uri | vscode.WorkspaceFolder): { id: string; path: string } | undefined;
     resolveEnvironment(
       environment: { id: string; path: string } | string,
@@ -37,6 +38,20 @@ export async function pythonExtensionInterpreter(resource: vscode.Uri | undefine
     return api?.settings?.getExecutionDetails?.(resource)?.execCommand?.[0];
   } catch (error) {
     log.warn(`Could not read the Python extension's interpreter: ${String(error)}`);
+    return undefined;
+  }
+}
+
+/** Calls `listener` when the Python extension's active interpreter changes (the environment
+ * whose tpulint `importStrategy: fromEnvironment` runs). `undefined` without the extension. */
+export async function onDidChangePythonInterpreter(listener: () => unknown, log: vscode.LogOutputChannel): Promise<vscode.Disposable | undefined> {
+  const extension = vscodeapi.getExtension<PythonExtensionApi>(PYTHON_EXTENSION_ID);
+  if (!extension) return undefined;
+  try {
+    const api = extension.isActive ? extension.exports : await extension.activate();
+    return api?.environments?.onDidChangeActiveEnvironmentPath?.(() => listener());
+  } catch (error) {
+    log.warn(`Could not follow the Python extension's interpreter: ${String(error)}`);
     return undefined;
   }
 }

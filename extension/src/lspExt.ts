@@ -39,6 +39,9 @@ export type Verdict = 'ready' | 'degraded' | 'not_ready' | 'unknown';
 export interface SuggestedFix {
   title: string;
   command: string;
+  /** The finding it fixes (`torch-tpu-torch-mismatch`) and that finding's documentation page. */
+  finding?: string;
+  url?: string;
 }
 
 export interface EnvironmentReport {
@@ -62,7 +65,10 @@ export function parseEnvironmentReport(value: unknown): EnvironmentReport {
   if (Array.isArray(value.fixes)) {
     for (const fix of value.fixes) {
       if (isObject(fix) && typeof fix.command === 'string' && fix.command.trim()) {
-        fixes.push({ title: typeof fix.title === 'string' ? fix.title : fix.command, command: fix.command });
+        const parsed: SuggestedFix = { title: typeof fix.title === 'string' ? fix.title : fix.command, command: fix.command };
+        if (typeof fix.finding === 'string') parsed.finding = fix.finding;
+        if (typeof fix.url === 'string' && fix.url.startsWith('https://')) parsed.url = fix.url;
+        fixes.push(parsed);
       }
     }
   }

@@ -21,9 +21,10 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { describeAttempts, ignoredSettingWarning, resolveServerBinary, type BinarySource, type FileProbe } from './binary';
+import { describeAttempts, describeSource, ignoredSettingWarning, resolveServerBinary, type BinarySource, type FileProbe } from './binary';
 import { bundledServerRelativePath, CLIENT_ID, CLIENT_NAME, Commands, SERVER_ARGS } from './constants';
 import { CrashPolicy } from './crashPolicy';
+import { onDidChangePythonInterpreter, pythonExtensionInterpreter } from './interpreter';
 import { configurationImpact, initializationOptions, readSettings, toServerSettings } from './settings';
 import * as vscodeapi from './vscodeapi';
 
@@ -48,6 +49,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly statusItem: vscode.LanguageStatusItem;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<void>();
+  /** Set once `importStrategy: fromEnvironment` made us follow the Python extension's interpreter. */
+  private followingInterpreter = false;
   /** Fires when the server starts or stops. */
   readonly onDidChangeState = this.stateEmitter.event;
 
@@ -128,8 +131,19 @@ export class ServerManager implements vscode.Disposable {
     if (this.client) return;
     const settings = readSettings(vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder()));
     const trusted = vscodeapi.isWorkspaceTrusted();
+    const fromEnvironment = settings.importStrategy === 'fromEnvironment' && trusted;
+    // The environment's interpreter: tpulint.python.interpreter, else the Python extension's.
+    const interpreter = fromEnvironment
+      ? settings.pythonInterpreter || (await pythonExtensionInterpreter(vscodeapi.firstWorkspaceFolder()?.uri, this.outputChannel))
+      : undefined;
+    if (fromEnvironment) {
+      this.outputChannel.info(`importStrategy fromEnvironment: Python interpreter ${interpreter ?? '(none selected)'}`);
+      void this.followInterpreter();
+    }
     const resolution = resolveServerBinary({
       settingPath: settings.serverPath,
+      importStrategy: settings.importStrategy,
+      interpreter,
       workspaceTrusted: trusted,
       bundledPath: path.join(this.extensionRoot, ...bundledServerRelativePath(process.platform)),
       pathEnv: process.env.PATH,
@@ -150,7 +164,9 @@ export class ServerManager implements vscode.Disposable {
       const message =
         `${CLIENT_NAME}: no tpulint server binary found. Looked at: ${describeAttempts(resolution.attempts).join('; ')}. ` +
         (trusted
-          ? 'Install tpulint on PATH, set tpulint.server.path, or install the platform-specific extension package.'
+          ? fromEnvironment
+            ? 'Install tpulint into the selected Python environment (pip install tpulint), set tpulint.server.path, or install the platform-specific extension package.'
+            : 'Install tpulint on PATH, set tpulint.server.path, or install the platform-specific extension package.'
           : 'In an untrusted workspace only the bundled binary runs; install the platform-specific extension package or trust the workspace.');
       void this.offerHelp(message, OPEN_SETTINGS);
       return;
@@ -207,8 +223,25 @@ export class ServerManager implements vscode.Disposable {
     }
     this.client = client;
     this.running = { path: resolution.path, source: resolution.source, version: client.initializeResult?.serverInfo?.version };
+    this.outputChannel.info(
+      `Running tpulint ${this.running.version ?? '(version not reported)'} from ${resolution.path} (${describeSource(resolution.source)})`,
+    );
     this.updateStatus('running');
     this.stateEmitter.fire();
+  }
+
+  /** With `fromEnvironment`, a new interpreter in the Python extension may mean another
+   * tpulint: restart to pick it up. Subscribed once, on the first start that needs it. */
+  private async followInterpreter(): Promise<void> {
+    if (this.followingInterpreter) return;
+    this.followingInterpreter = true;
+    const subscription = await onDidChangePythonInterpreter(() => {
+      const current = readSettings(vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder()));
+      if (current.importStrategy !== 'fromEnvironment' || current.pythonInterpreter) return;
+      this.outputChannel.info('The Python interpreter changed; restarting the server (importStrategy fromEnvironment).');
+      void this.restart();
+    }, this.outputChannel);
+    if (subscription) this.disposables.push(subscription);
   }
 
   private async stopNow(): Promise<void> {
@@ -248,9 +281,16 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
-    const impact = configurationImpact((section) => event.affectsConfiguration(section));
+    let impact = configurationImpact((section) => event.affectsConfiguration(section));
+    // The interpreter chooses the binary only under importStrategy fromEnvironment.
+    if (
+      event.affectsConfiguration('tpulint.python.interpreter') &&
+      readSettings(vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder())).importStrategy === 'fromEnvironment'
+    ) {
+      impact = 'restart';
+    }
     if (impact === 'restart') {
-      this.outputChannel.info('tpulint.server.path changed; restarting the server.');
+      this.outputChannel.info('tpulint.server.path or tpulint.importStrategy changed; restarting the server.');
       await this.restart();
     } else if (impact === 'notify' && this.languageClient) {
       const settings = toServerSettings(readSettings(vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder())));

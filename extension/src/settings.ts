@@ -5,67 +5,75 @@
  * `initializationOptions` (wrapped as `{settings: ...}`), in `workspace/didChangeConfiguration`
  * and in answers to `workspace/configuration`. The editor's keys are grouped (`lint.select`,
  * `fix.unsafe`) the way VS Code users expect; this module is the one place that translates.
+ *
+ * Only what the user set is sent: the server layers the editor's settings over the project's
+ * `[tool.tpulint]` configuration as the CLI layers flags, so a default sent as if it were a
+ * choice (`backend: "auto"`) would override the project's `backend` and make the editor and CI
+ * disagree. The reader therefore returns `undefined` for a key the user did not set.
  * It does not import `vscode`: the caller passes a reader over a configuration section.
  */
 
 export type Backend = 'auto' | 'torch_xla' | 'torchtpu';
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export type ImportStrategy = 'useBundled' | 'fromEnvironment';
 
 export const BACKENDS: readonly Backend[] = ['auto', 'torch_xla', 'torchtpu'];
 export const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
+export const IMPORT_STRATEGIES: readonly ImportStrategy[] = ['useBundled', 'fromEnvironment'];
 
-/** Every `tpulint.*` setting, typed and validated. */
+/** Every `tpulint.*` setting, typed and validated. Settings the server layers over the
+ * project's configuration are `undefined` when the user did not set them. */
 export interface ExtensionSettings {
   serverPath: string;
+  importStrategy: ImportStrategy;
   logLevel: LogLevel;
   select: string[];
   ignore: string[];
-  backend: Backend;
-  unsafeFixes: boolean;
+  backend: Backend | undefined;
+  unsafeFixes: boolean | undefined;
   pythonInterpreter: string;
 }
 
-/** The settings object the server reads. `select` is left out when the user set none, because
- * the server treats a present `select` as replacing the project's selection. */
+/** The settings object the server reads: only what the user set (`select` also only when not
+ * empty, because a present `select` replaces the project's selection). `logLevel` concerns the
+ * editor alone and is always sent. */
 export interface ServerSettings {
   select?: string[];
-  ignore: string[];
-  backend: Backend;
-  unsafeFixes: boolean;
+  ignore?: string[];
+  backend?: Backend;
+  unsafeFixes?: boolean;
   logLevel: LogLevel;
 }
 
-/** Reads one key of the `tpulint` section, e.g. `get('lint.select')`. Matches
- * `WorkspaceConfiguration.get`, whose values come from user JSON and may have any type. */
+/** Reads one key of the `tpulint` section, e.g. `get('lint.select')`: the value the user set
+ * (in user, workspace or folder settings), or `undefined` when they set none, whatever the
+ * package.json default. Values come from user JSON and may have any type. */
 export type SettingReader = (key: string) => unknown;
 
 /** Keys (under `tpulint.`) whose change needs a new server process. */
-export const RESTART_KEYS = ['server.path'] as const;
+export const RESTART_KEYS = ['server.path', 'importStrategy'] as const;
 /** Keys whose change is sent to the running server. */
 export const SERVER_KEYS = ['lint.select', 'lint.ignore', 'backend', 'fix.unsafe', 'server.logLevel'] as const;
 
 export function readSettings(get: SettingReader): ExtensionSettings {
   return {
     serverPath: stringSetting(get('server.path')),
-    logLevel: enumSetting(get('server.logLevel'), LOG_LEVELS, 'info'),
+    importStrategy: enumSetting(get('importStrategy'), IMPORT_STRATEGIES, undefined) ?? 'useBundled',
+    logLevel: enumSetting(get('server.logLevel'), LOG_LEVELS, undefined) ?? 'info',
     select: ruleList(get('lint.select')),
     ignore: ruleList(get('lint.ignore')),
-    backend: enumSetting(get('backend'), BACKENDS, 'auto'),
-    unsafeFixes: get('fix.unsafe') === true,
+    backend: enumSetting(get('backend'), BACKENDS, undefined),
+    unsafeFixes: typeof get('fix.unsafe') === 'boolean' ? (get('fix.unsafe') as boolean) : undefined,
     pythonInterpreter: stringSetting(get('python.interpreter')),
   };
 }
 
 export function toServerSettings(settings: ExtensionSettings): ServerSettings {
-  const server: ServerSettings = {
-    ignore: settings.ignore,
-    backend: settings.backend,
-    unsafeFixes: settings.unsafeFixes,
-    logLevel: settings.logLevel,
-  };
-  if (settings.select.length > 0) {
-    server.select = settings.select;
-  }
+  const server: ServerSettings = { logLevel: settings.logLevel };
+  if (settings.select.length > 0) server.select = settings.select;
+  if (settings.ignore.length > 0) server.ignore = settings.ignore;
+  if (settings.backend !== undefined) server.backend = settings.backend;
+  if (settings.unsafeFixes !== undefined) server.unsafeFixes = settings.unsafeFixes;
   return server;
 }
 
@@ -97,6 +105,7 @@ function ruleList(value: unknown): string[] {
     .filter((item) => item.length > 0);
 }
 
-function enumSetting<T extends string>(value: unknown, allowed: readonly T[], fallback: T): T {
+/** `value` when it is one of `allowed`, else `fallback` (a typo is treated as not set). */
+function enumSetting<T extends string, F extends T | undefined>(value: unknown, allowed: readonly T[], fallback: F): T | F {
   return typeof value === 'string' && (allowed as readonly string[]).includes(value) ? (value as T) : fallback;
 }

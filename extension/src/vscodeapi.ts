@@ -11,10 +11,24 @@ import type { SettingReader } from './settings';
  * resource (VS Code warns when a window-scoped setting is read for a resource). */
 const WINDOW_SCOPED = new Set(['server.logLevel', 'trace.server']);
 
+/** Reads the `tpulint` settings the user set for `scope`: the effective value of a key set in
+ * user, workspace or folder settings (language-specific ones included), `undefined` for a key
+ * set nowhere, so that package.json defaults never reach the server as if they were choices. */
 export function settingReader(scope?: vscode.ConfigurationScope): SettingReader {
   const configuration = vscode.workspace.getConfiguration(CLIENT_ID, scope);
   const windowConfiguration = vscode.workspace.getConfiguration(CLIENT_ID);
-  return (key) => (WINDOW_SCOPED.has(key) ? windowConfiguration : configuration).get(key);
+  return (key) => {
+    const section = WINDOW_SCOPED.has(key) ? windowConfiguration : configuration;
+    return isSetByUser(section.inspect(key)) ? section.get(key) : undefined;
+  };
+}
+
+function isSetByUser(inspected: ReturnType<vscode.WorkspaceConfiguration['inspect']>): boolean {
+  if (!inspected) return false;
+  const { globalValue, workspaceValue, workspaceFolderValue, globalLanguageValue, workspaceLanguageValue, workspaceFolderLanguageValue } = inspected;
+  return [globalValue, workspaceValue, workspaceFolderValue, globalLanguageValue, workspaceLanguageValue, workspaceFolderLanguageValue].some(
+    (value) => value !== undefined,
+  );
 }
 
 export function isWorkspaceTrusted(): boolean {

@@ -10,6 +10,7 @@ import { CLIENT_ID, CLIENT_NAME, Commands, DIAGNOSTIC_SOURCE } from '../constant
 import { APPLY_AUTOFIX, type ApplyAutofixArguments } from '../lspExt';
 import { ReportView } from '../reportView';
 import { configurationImpact, initializationOptions, readSettings, toServerSettings } from '../settings';
+import * as vscodeapi from '../vscodeapi';
 
 let client: LanguageClient | undefined;
 
@@ -17,10 +18,7 @@ let client: LanguageClient | undefined;
 type WorkerConstructor = new (url: string) => ConstructorParameters<typeof LanguageClient>[3];
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const settingReader = () => {
-    const configuration = vscode.workspace.getConfiguration(CLIENT_ID, vscode.workspace.workspaceFolders?.[0]);
-    return (key: string) => configuration.get(key);
-  };
+  const settingReader = () => vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder());
   const workerUri = vscode.Uri.joinPath(context.extensionUri, 'extension', 'out', 'web', 'worker.js');
   const WorkerClass = (globalThis as unknown as { Worker: WorkerConstructor }).Worker;
   const worker = new WorkerClass(workerUri.toString(true));

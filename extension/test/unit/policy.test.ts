@@ -46,6 +46,17 @@ describe('parseEnvironmentReport', () => {
     assert.equal(report.summary, 'not ready: 1 error (no-tpu-backend)');
     assert.deepEqual(report.fixes, [{ title: 'Install torch_xla', command: 'python -m pip install torch_xla' }]);
   });
+  it('keeps the finding a fix belongs to and its documentation page', () => {
+    const url = 'https://github.com/tpulint/tpulint/blob/main/docs/doctor.md#no-tpu-backend';
+    const report = parseEnvironmentReport({
+      markdown: '# Report',
+      fixes: [{ title: 'Install', command: 'pip install x', finding: 'no-tpu-backend', url }, { title: 'Bad', command: 'y', url: 'javascript:x' }],
+    });
+    assert.deepEqual(report.fixes, [
+      { title: 'Install', command: 'pip install x', finding: 'no-tpu-backend', url },
+      { title: 'Bad', command: 'y' },
+    ]);
+  });
   it('maps an unknown verdict to unknown and accepts a bare Markdown answer', () => {
     assert.equal(parseEnvironmentReport({ verdict: 'great', markdown: '# R' }).verdict, 'unknown');
     assert.deepEqual(parseEnvironmentReport('# Only markdown'), { verdict: 'unknown', summary: '', markdown: '# Only markdown', fixes: [] });

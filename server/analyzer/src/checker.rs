@@ -8,7 +8,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
-use crate::settings::Settings;
+use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
 use crate::syntax::NodeExt;
@@ -285,6 +285,7 @@ pub fn walk<'t>(
 /// Diagnostics come back sorted by position, then code.
 pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    semantic.set_test_file(settings.test_path);
     let dispatch: Vec<Vec<RuleId>> = DISPATCH
         .iter()
         .map(|ids| {
@@ -326,9 +327,24 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
                 (rule.check)(&mut context, node);
             }
             // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
-            // `if TYPE_CHECKING:`) has no TPU problems: decided once here, not rule by rule.
-            if semantic.hardware_scope().is_unreachable_on_tpu() {
-                diagnostics.truncate(before);
+            // `if TYPE_CHECKING:`, `cuda_test and …` within a statement) has no TPU problems;
+            // test code reports only errors by default. Decided once here, not rule by rule.
+            if diagnostics.len() > before {
+                let unreachable = semantic.hardware_scope().is_unreachable_on_tpu();
+                let test_code = semantic.in_test_code();
+                let mut found = diagnostics.split_off(before);
+                found.retain(|diagnostic| {
+                    if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
+                        return false;
+                    }
+                    !test_code
+                        || match settings.test_code {
+                            TestCodePolicy::All => true,
+                            TestCodePolicy::Off => false,
+                            TestCodePolicy::ErrorsOnly => diagnostic.severity == Severity::Error,
+                        }
+                });
+                diagnostics.append(&mut found);
             }
         }
         true
@@ -355,6 +371,8 @@ pub struct Inspection {
     pub backend: Backend,
     /// What the enclosing guards say about the hardware the node runs on.
     pub hardware_scope: HardwareScope,
+    /// Whether the node is test code.
+    pub test_code: bool,
 }
 
 /// Inspects the smallest named node that covers `range`, with the index as the traversal
@@ -369,6 +387,7 @@ pub fn inspect(
         .root_node()
         .named_descendant_for_byte_range(range.start, range.end)?;
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    semantic.set_test_file(settings.test_path);
     let mut found = None;
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {
@@ -379,6 +398,7 @@ pub fn inspect(
                 hot_path: semantic.hot_path(),
                 backend: semantic.backend(),
                 hardware_scope: semantic.hardware_scope(),
+                test_code: semantic.in_test_code(),
             });
             return false;
         }

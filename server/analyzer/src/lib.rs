@@ -13,18 +13,23 @@ pub mod diagnostic;
 pub mod fix;
 pub mod registry;
 pub mod rules;
+pub mod runtime_codes;
 pub mod semantic;
 pub mod settings;
 pub mod source;
 pub mod suppression;
 pub mod syntax;
 pub mod syntax_errors;
+pub(crate) mod torch_api;
 
 pub use checker::{Context, Inspection, check_source, check_tree, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};
 pub use fix::{FixOutcome, apply_fixes, fix_source};
 pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_name, rules};
+pub use runtime_codes::{RUNTIME_CODES, RuntimeCode, runtime_code};
 pub use semantic::Backend;
-pub use settings::{BackendSetting, Configuration, RuleSelector, RuleSet, Settings};
+pub use settings::{
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+};
 pub use source::{LineIndex, TextRange};
 pub use syntax_errors::INVALID_SYNTAX;

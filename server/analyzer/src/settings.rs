@@ -36,6 +36,60 @@ impl BackendSetting {
     }
 }
 
+/// What is reported in test code (pytest and unittest tests, files under `tests/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum TestCodePolicy {
+    /// Only errors: what would make the test fail on a TPU. Slow or unidiomatic code in a test
+    /// costs nothing in training (the default).
+    #[default]
+    ErrorsOnly,
+    /// Everything, as in other code.
+    All,
+    /// Nothing.
+    Off,
+}
+
+impl TestCodePolicy {
+    pub fn parse(text: &str) -> Option<TestCodePolicy> {
+        match text.to_ascii_lowercase().as_str() {
+            "errors" | "errors-only" => Some(TestCodePolicy::ErrorsOnly),
+            "all" => Some(TestCodePolicy::All),
+            "off" | "none" => Some(TestCodePolicy::Off),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestCodePolicy::ErrorsOnly => "errors",
+            TestCodePolicy::All => "all",
+            TestCodePolicy::Off => "off",
+        }
+    }
+}
+
+/// Whether a path names test code: a `test`, `tests` or `testing` directory, `test_*.py`,
+/// `*_test.py`, `tests.py` or `conftest.py`, and test-helper modules (`test_utils`,
+/// `testing_utils`) (forward slashes).
+pub fn is_test_path(path: &str) -> bool {
+    let mut components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let Some(file) = components.pop() else {
+        return false;
+    };
+    let stem = file
+        .strip_suffix(".py")
+        .or_else(|| file.strip_suffix(".ipynb"))
+        .unwrap_or(file);
+    components.iter().any(|dir| {
+        matches!(
+            *dir,
+            "test" | "tests" | "testing" | "unittests" | "test_utils" | "testing_utils"
+        )
+    }) || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || matches!(stem, "tests" | "conftest" | "testing_utils" | "test_utils")
+}
+
 /// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RuleSelector {
@@ -192,6 +246,11 @@ pub struct Settings {
     /// Rules whose fixes are kept (ruff's `fixable` minus `unfixable`); the others' diagnostics
     /// are reported without a fix.
     pub fixable: RuleSet,
+    /// What is reported in test code.
+    pub test_code: TestCodePolicy,
+    /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
+    /// functions and classes counts as test code in any file.
+    pub test_path: bool,
 }
 
 impl Default for Settings {
@@ -200,6 +259,8 @@ impl Default for Settings {
             rules: RuleSet::defaults(),
             backend: BackendSetting::Auto,
             fixable: RuleSet::all(),
+            test_code: TestCodePolicy::default(),
+            test_path: false,
         }
     }
 }
@@ -217,6 +278,9 @@ impl Settings {
 
     /// Drops the fixes of rules that are not fixable (`unfixable`, or outside `fixable`).
     pub fn remove_unfixable_fixes(&self, diagnostics: &mut [crate::diagnostic::Diagnostic]) {
+        if self.fixable.enabled.iter().all(|fixable| *fixable) {
+            return;
+        }
         for diagnostic in diagnostics {
             if diagnostic.fix.is_some()
                 && let Some(id) = crate::registry::rule_by_code_or_name(diagnostic.code)
@@ -244,6 +308,8 @@ pub struct Configuration {
     pub fixable: Option<Vec<RuleSelector>>,
     /// Rules whose fixes are never offered or applied.
     pub unfixable: Vec<RuleSelector>,
+    /// `test-code`: what is reported in test code.
+    pub test_code: TestCodePolicy,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -282,6 +348,8 @@ impl Configuration {
             rules,
             backend: self.backend,
             fixable,
+            test_code: self.test_code,
+            test_path: is_test_path(relative_path),
         }
     }
 
@@ -368,5 +436,20 @@ mod tests {
         assert!(path_matches("vendor", "vendor/x/y.py"));
         assert!(path_matches("third_party/", "third_party/x.py"));
         assert!(!path_matches("*.pyi", "a.py"));
+    }
+
+    #[test]
+    fn test_paths() {
+        assert!(is_test_path("tests/models/test_bert.py"));
+        assert!(is_test_path("src/pkg/test/helpers.py"));
+        assert!(is_test_path("conftest.py"));
+        assert!(is_test_path("pkg/ops_test.py"));
+        assert!(is_test_path("src/diffusers/utils/testing_utils.py"));
+        assert!(is_test_path(
+            "src/accelerate/test_utils/scripts/external_deps/x.py"
+        ));
+        assert!(!is_test_path("examples/train.py"));
+        assert!(!is_test_path("src/contest.py"));
+        assert!(!is_test_path("latest/train.py"));
     }
 }

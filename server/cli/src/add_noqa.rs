@@ -76,7 +76,14 @@ fn add_to_file(path: &Path, name: &str, settings: &tpulint_analyzer::Settings) -
         return Outcome::Unchanged;
     };
     let diagnostics = check_text(text, settings);
-    let (edits, count) = noqa_edits(text, &tree, &diagnostics);
+    let (edits, count, skipped) = noqa_edits(text, &tree, &diagnostics);
+    let index = LineIndex::new(text);
+    for offset in skipped {
+        output::warning(&format!(
+            "{name}:{}: no noqa directive added: the line ends inside a string or continues with `\\`",
+            index.line_of(offset) + 1
+        ));
+    }
     if edits.is_empty() {
         return Outcome::Unchanged;
     }
@@ -114,10 +121,16 @@ fn apply_edits(text: &str, edits: Vec<Edit>) -> Option<String> {
     apply_fixes(text, &[diagnostic], tpulint_analyzer::Applicability::Safe).map(|(text, _)| text)
 }
 
-/// The edits that suppress `diagnostics`, and how many lines they touch.
-pub fn noqa_edits(text: &str, tree: &Tree, diagnostics: &[Diagnostic]) -> (Vec<Edit>, usize) {
+/// The edits that suppress `diagnostics`, how many lines they touch, and the start offsets of
+/// the diagnostics no comment can follow.
+fn noqa_edits(
+    text: &str,
+    tree: &Tree,
+    diagnostics: &[Diagnostic],
+) -> (Vec<Edit>, usize, Vec<usize>) {
     let index = LineIndex::new(text);
     let mut codes_by_line: BTreeMap<usize, BTreeSet<&'static str>> = BTreeMap::new();
+    let mut skipped = Vec::new();
     for diagnostic in diagnostics {
         if rule_by_code_or_name(diagnostic.code).is_none() || diagnostic.code == UNUSED_NOQA_CODE {
             continue;
@@ -128,6 +141,7 @@ pub fn noqa_edits(text: &str, tree: &Tree, diagnostics: &[Diagnostic]) -> (Vec<E
             .into_iter()
             .find(|line| can_end_with_comment(text, &index, tree, *line))
         else {
+            skipped.push(diagnostic.range.start);
             continue;
         };
         codes_by_line
@@ -142,7 +156,7 @@ pub fn noqa_edits(text: &str, tree: &Tree, diagnostics: &[Diagnostic]) -> (Vec<E
         }
     }
     let count = edits.len();
-    (edits, count)
+    (edits, count, skipped)
 }
 
 /// Where the line's code ends (trailing whitespace and line break excluded).

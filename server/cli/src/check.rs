@@ -33,6 +33,7 @@ use tpulint_workspace::{
     write_source,
 };
 
+use crate::cache::{self, CacheLocation};
 use crate::notebook;
 use crate::output::{self, ExitStatus};
 
@@ -192,6 +193,13 @@ pub struct CheckArgs {
     /// Re-check whenever a checked file or a configuration file changes (Ctrl-C stops).
     #[arg(short, long)]
     pub watch: bool,
+    /// Check every file again instead of reading unchanged files' results from the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Where to keep the cache (default: `.tpulint_cache` at each project root; also
+    /// `TPULINT_CACHE_DIR`).
+    #[arg(long, value_name = "DIR", env = "TPULINT_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Benchmarking aid: read and parse the files, run no rule.
     #[arg(long, hide = true)]
     pub parse_only: bool,
@@ -222,6 +230,8 @@ impl CheckArgs {
 pub(crate) struct RunOptions {
     pub(crate) mode: Mode,
     pub(crate) threshold: Applicability,
+    /// The content cache, unless `--no-cache` (used when only checking).
+    pub(crate) cache: Option<CacheLocation>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +379,12 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         } else {
             Applicability::Safe
         },
+        cache: (!args.no_cache).then(|| CacheLocation {
+            dir: args
+                .cache_dir
+                .as_ref()
+                .map(|dir| absolute(dir, &working_directory)),
+        }),
     };
 
     if args.reads_stdin() {
@@ -423,7 +439,17 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
         .par_iter()
         .map(|file| {
             let settings = file.project.settings_for(&file.path);
-            check_file(&file.path, &working_directory, &settings, &options)
+            let cache = options
+                .cache
+                .as_ref()
+                .map(|location| location.entries(&file.project.root));
+            check_file(
+                &file.path,
+                &working_directory,
+                &settings,
+                &options,
+                cache.as_deref(),
+            )
         })
         .collect();
     let mut fatal = false;
@@ -483,6 +509,7 @@ fn check_file(
     working_directory: &Path,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
 ) -> FileResult {
     let name = display_name(path, working_directory);
     let source = match read_source(path) {
@@ -499,7 +526,7 @@ fn check_file(
     let mut result = if notebook::is_notebook(path) {
         notebook::check_notebook_text(&name, &source, settings, options, write)
     } else {
-        check_source_text(&name, &source, settings, options, write)
+        check_source_text(&name, &source, settings, options, cache, write)
     };
     result.file = result
         .file
@@ -532,6 +559,7 @@ fn check_source_text(
     source: &SourceText,
     settings: &Settings,
     options: &RunOptions,
+    cache: Option<&Path>,
     write: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> FileResult {
     let mut warnings = Vec::new();
@@ -559,7 +587,15 @@ fn check_source_text(
         ));
     }
     if options.mode == Mode::Check || source.lossy {
-        return unfixed(check_text(text, settings), warnings, false);
+        let diagnostics = match cache {
+            Some(entries) => cache::get(entries, text, settings).unwrap_or_else(|| {
+                let diagnostics = check_text(text, settings);
+                cache::put(entries, text, settings, &diagnostics);
+                diagnostics
+            }),
+            None => check_text(text, settings),
+        };
+        return unfixed(diagnostics, warnings, false);
     }
     let outcome = fix_source(text, settings, options.threshold);
     if outcome.rejected_syntax_error {
@@ -623,23 +659,31 @@ fn check_stdin(
     resolver: &ProjectResolver,
     working_directory: &Path,
 ) -> Result<ExitStatus, String> {
-    let (name, project, settings) = match &args.stdin_filename {
+    let (name, project, settings, excluded) = match &args.stdin_filename {
         Some(filename) => {
             let path = absolute(filename, working_directory);
             let project = resolver.resolve_file(&path).map_err(|e| e.to_string())?;
             let settings = project.settings_for(&path);
-            (display_name(&path, working_directory), project, settings)
+            let excluded = resolver.force_exclude() && project.is_path_excluded(&path);
+            (
+                display_name(&path, working_directory),
+                project,
+                settings,
+                excluded,
+            )
         }
         None => {
             let project = resolver
                 .resolve_directory(working_directory)
                 .map_err(|e| e.to_string())?;
             let settings = project.settings_for(Path::new("-"));
-            ("-".to_string(), project, settings)
+            ("-".to_string(), project, settings, false)
         }
     };
     if args.show_files {
-        output::stdout(&format!("{name}\n"));
+        if !excluded {
+            output::stdout(&format!("{name}\n"));
+        }
         return Ok(ExitStatus::Success);
     }
     if args.show_settings {
@@ -649,6 +693,14 @@ fn check_stdin(
     std::io::stdin()
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read stdin: {}", describe_io(&e)))?;
+    if excluded {
+        // As ruff does for an editor's excluded buffer under --force-exclude: nothing to
+        // report, and with --fix the input comes back byte for byte.
+        if options.mode == Mode::Fix {
+            output::stdout_bytes(&bytes);
+        }
+        return Ok(ExitStatus::Success);
+    }
     let source = SourceText::decode(bytes);
     if args.parse_only {
         let _ = parse(&source.text);
@@ -656,9 +708,11 @@ fn check_stdin(
     }
     if options.mode == Mode::Fix && source.lossy {
         // The fixed text would carry U+FFFD for every invalid byte: refuse, as for files.
-        return Err(format!(
-            "{name}: stdin is not valid UTF-8; refusing to fix it (check it without --fix)"
-        ));
+        return Err(
+            "stdin is not valid UTF-8; refusing to fix it, since the fixed text would replace \
+             every invalid byte (check it without --fix)"
+                .into(),
+        );
     }
     // With --fix, the fixed source goes to stdout (as ruff does) and diagnostics to stderr.
     let mut fixed_output = None;
@@ -670,7 +724,7 @@ fn check_stdin(
         Some(filename) if notebook::is_notebook(filename) => {
             notebook::check_notebook_text(&name, &source, &settings, options, write)
         }
-        _ => check_source_text(&name, &source, &settings, options, write),
+        _ => check_source_text(&name, &source, &settings, options, None, write),
     };
     if options.mode == Mode::Fix {
         match &fixed_output {
@@ -802,6 +856,12 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
     }
     let counts = Counts::of(&files);
     let unsafe_fixes = args.unsafe_fixes;
+    let fail_on = args.fail_on.unwrap_or(FailOn::Info);
+    let failing = files
+        .iter()
+        .flat_map(|file| &file.diagnostics)
+        .filter(|diagnostic| diagnostic.severity >= fail_on.severity())
+        .count();
     let summary = |counts: &Counts| {
         let mut text = if args.fix_only && counts.total == 0 {
             match total_fixed {
@@ -813,6 +873,16 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
         };
         if !args.fix_only {
             text.push_str(&backend_hint(backendless));
+        }
+        let fails_on_fix = args.exit_non_zero_on_fix && total_fixed > 0;
+        if counts.total > 0 && failing == 0 && !args.exit_zero && !fails_on_fix {
+            let level = fail_on
+                .to_possible_value()
+                .map(|value| value.get_name().to_string())
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "None is at or above `--fail-on {level}`: the check passes.\n"
+            ));
         }
         text
     };
@@ -890,12 +960,6 @@ fn report(args: &CheckArgs, options: &RunOptions, results: Vec<FileResult>) -> E
     }
     let written = sink.finish();
 
-    let fail_on = args.fail_on.unwrap_or(FailOn::Info).severity();
-    let failing = files
-        .iter()
-        .flat_map(|file| &file.diagnostics)
-        .filter(|diagnostic| diagnostic.severity >= fail_on)
-        .count();
     if io_failed || !written {
         ExitStatus::Error
     } else if args.exit_zero {

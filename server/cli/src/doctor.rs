@@ -2,14 +2,15 @@
 //! torch / torch_xla / TorchTPU / libtpu versions, imports, TPU devices and their holders) and
 //! prints the exact fix for each problem. The work is done by `tpulint_doctor`.
 //!
-//! Exit codes: 0 ready, 1 degraded or not ready, 2 usage error (from clap).
+//! Exit codes: 0 ready, 1 degraded or not ready, 2 usage error (from clap, or an unknown
+//! `--explain` id).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use tpulint_doctor::{DoctorOptions, OutputFormat, render};
+use tpulint_doctor::{DoctorOptions, FindingId, OutputFormat, render};
 
 use crate::output::{self, ExitStatus};
 
@@ -35,9 +36,16 @@ pub struct DoctorArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
     pub output_format: DoctorFormat,
+    /// Explain a finding (its severity, when it is reported, why it matters, its fixes and
+    /// sources) instead of checking anything; with `--output-format json`, as JSON.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["python", "allocate"])]
+    pub explain: Option<String>,
 }
 
 pub fn run(args: DoctorArgs) -> ExitStatus {
+    if let Some(id) = &args.explain {
+        return explain(id, args.output_format);
+    }
     let project_dir = match std::env::current_dir() {
         Ok(directory) => directory,
         Err(error) => {
@@ -62,5 +70,52 @@ pub fn run(args: DoctorArgs) -> ExitStatus {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
+    }
+}
+
+fn explain(id: &str, format: DoctorFormat) -> ExitStatus {
+    match FindingId::from_id(id.trim()) {
+        Some(finding) => {
+            let text = match format {
+                DoctorFormat::Json => {
+                    let json = tpulint_doctor::explain_json(finding);
+                    format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&json).unwrap_or_default()
+                    )
+                }
+                DoctorFormat::Text | DoctorFormat::Markdown => tpulint_doctor::explain(finding),
+            };
+            output::stdout(&text);
+            ExitStatus::Success
+        }
+        None => {
+            // Suggest the ids sharing the most words with the one given.
+            let words: Vec<&str> = id
+                .split(['-', '_', ' '])
+                .filter(|w| !w.is_empty())
+                .collect();
+            let mut scored: Vec<(usize, &str)> = FindingId::ALL
+                .iter()
+                .map(|known| {
+                    let shared = known
+                        .as_str()
+                        .split('-')
+                        .filter(|part| words.contains(part))
+                        .count();
+                    (shared, known.as_str())
+                })
+                .filter(|(shared, _)| *shared > 0)
+                .collect();
+            scored.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+            let similar: Vec<&str> = scored.iter().take(3).map(|(_, id)| *id).collect();
+            let hint = if similar.is_empty() {
+                "the ids are listed in docs/doctor.md".to_string()
+            } else {
+                format!("similar: {}", similar.join(", "))
+            };
+            output::error(&format!("unknown finding id `{id}` ({hint})"));
+            ExitStatus::Error
+        }
     }
 }

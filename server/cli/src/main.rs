@@ -1,18 +1,21 @@
 //! The `tpulint` binary: argument parsing and dispatch to one module per subcommand
-//! (`check`, `rule`, `doctor`, `version`; `server` runs the `tpulint_lsp` language server);
+//! (`check`, `rule`, `doctor`, `trace`, `version`; `server` runs the `tpulint_lsp` language server);
 //! `check`'s companions (`show`, `add_noqa`, `watch`) have modules of their own; shared exit
 //! codes and output helpers live in `output`.
 //!
-//! Exit codes: 0 clean, 1 findings (or, with `--diff`, changes to make), 2 usage, configuration,
-//! I/O or internal error. A panic anywhere prints one `error:` line and exits 2.
+//! Exit codes: 0 clean, 1 findings at or above `--fail-on` (or, with `--diff`, changes to make;
+//! with `--exit-non-zero-on-fix`, changes made), 2 usage, configuration, I/O or internal error.
+//! A panic anywhere prints one `error:` line and exits 2.
 
 mod add_noqa;
+mod cache;
 mod check;
 mod doctor;
 mod notebook;
 mod output;
 mod rule;
 mod show;
+mod trace;
 mod watch;
 
 use std::process::ExitCode;
@@ -43,6 +46,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = rule::RuleFormat::Text)]
         output_format: rule::RuleFormat,
     },
+    /// Run a program with PyTorch/XLA's and Dynamo's logs on (or read such logs) and report
+    /// what the TPU did on which line: host syncs, CPU fallbacks, recompilations.
+    Trace(trace::TraceArgs),
     /// Run the language server (LSP over stdin/stdout) for editors.
     Server {
         /// Accepted and ignored: language clients (vscode-languageclient with a stdio
@@ -67,6 +73,8 @@ fn main() -> ExitCode {
             });
             ExitStatus::Success
         }
+        // `trace run` exits with the traced command's own status.
+        Command::Trace(args) => return trace::run(args),
         Command::Server { stdio: _ } => match tpulint_lsp::run_stdio() {
             Ok(()) => ExitStatus::Success,
             Err(error) => {

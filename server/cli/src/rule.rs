@@ -1,11 +1,12 @@
 //! `tpulint rule`: a rule's documentation as Markdown (`tpulint rule TPU101`, or by name), or
 //! the table of every rule with whether it is on by default (`tpulint rule --all`, as text or
-//! JSON).
+//! JSON). The runtime codes of `tpulint trace` (`TPR…`) are documented and listed the same way.
 
 use clap::{Args, ValueEnum};
 use tpulint_analyzer::{RuleMeta, rule_by_code_or_name, rules};
 
-use tpulint_report::json::rule_json;
+use tpulint_analyzer::{RUNTIME_CODES, RuntimeCode, runtime_code};
+use tpulint_report::json::{rule_json, runtime_code_json};
 
 use crate::output::{self, ExitStatus};
 
@@ -33,8 +34,11 @@ pub fn run(args: RuleArgs) -> ExitStatus {
         let text = match args.output_format {
             RuleFormat::Text => table(),
             RuleFormat::Json => {
-                let items: Vec<serde_json::Value> =
-                    rules().iter().map(|rule| rule_json(rule)).collect();
+                let items: Vec<serde_json::Value> = rules()
+                    .iter()
+                    .map(|rule| rule_json(rule))
+                    .chain(RUNTIME_CODES.iter().map(|code| runtime_code_json(code)))
+                    .collect();
                 pretty(&serde_json::Value::Array(items))
             }
         };
@@ -42,6 +46,14 @@ pub fn run(args: RuleArgs) -> ExitStatus {
         return ExitStatus::Success;
     }
     let key = args.rule.unwrap_or_default();
+    if let Some(code) = runtime_code(key.trim()) {
+        let text = match args.output_format {
+            RuleFormat::Text => runtime_explanation(code),
+            RuleFormat::Json => pretty(&runtime_code_json(code)),
+        };
+        output::stdout(&text);
+        return ExitStatus::Success;
+    }
     let Some(id) = rule_by_code_or_name(key.trim()) else {
         output::error(&format!(
             "unknown rule `{key}` (see `tpulint rule --all` for the list)"
@@ -88,6 +100,18 @@ fn explanation(rule: &RuleMeta) -> String {
     out
 }
 
+/// The Markdown page of one runtime code.
+fn runtime_explanation(code: &RuntimeCode) -> String {
+    format!(
+        "# {} ({})\n\nFamily: **runtime** (reported by `tpulint trace`, not by `tpulint check`). Severity: {}. Confirms static findings of {} on its line.\n\n{}",
+        code.name,
+        code.code,
+        code.severity.as_str(),
+        code.confirms.join(", "),
+        code.docs
+    )
+}
+
 /// An aligned table: code, name, family, severity, fix, whether on by default, summary.
 fn table() -> String {
     let header = [
@@ -106,6 +130,18 @@ fn table() -> String {
                 rule.summary(),
             ]
         })
+        .chain(RUNTIME_CODES.iter().map(|code| {
+            [
+                code.code.to_string(),
+                code.name.to_string(),
+                "runtime".to_string(),
+                code.severity.as_str().to_string(),
+                "none".to_string(),
+                // Reported by `tpulint trace`, never by `tpulint check`.
+                "trace".to_string(),
+                code.summary(),
+            ]
+        }))
         .collect();
     let mut widths = header.map(str::len);
     for row in &rows {

@@ -1,5 +1,6 @@
 //! `tpulint check --watch`: check, then re-check whenever a checked file, a new Python file or
-//! a configuration file changes, until interrupted. Changes are found by polling modification
+//! a configuration file (also one created in the working directory or above) changes, until
+//! interrupted. Changes are found by polling modification
 //! times and sizes (no platform file-notification API, so it works the same on every system and
 //! over network file systems); rediscovery on every poll picks up new and deleted files.
 
@@ -28,10 +29,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus, String> {
             // Clear the screen and move home, so each report starts at the top.
             output::stdout("\x1b[2J\x1b[H");
         }
+        // Stamped before the check, so a save during it is not missed (with --fix the check's
+        // own writes cause one more, quiet, round).
+        let before = snapshot(args);
         if let Err(message) = check::run_once(args) {
             output::error(&message);
         }
-        let before = snapshot(args);
         output::stderr("Watching for file changes.\n");
         loop {
             std::thread::sleep(POLL_INTERVAL);
@@ -69,6 +72,13 @@ fn snapshot(args: &CheckArgs) -> BTreeMap<PathBuf, Stamp> {
             .filter_map(|file| file.project.config_file.clone()),
     );
     paths.extend(args.config.iter().cloned());
+    // A configuration file created in the working directory or above it (absent files stamp
+    // as `(None, 0)`, so their creation is a change).
+    for directory in working_directory.ancestors() {
+        for name in tpulint_workspace::config::CONFIG_FILE_NAMES {
+            paths.push(directory.join(name));
+        }
+    }
     for error in &discovery.config_errors {
         paths.push(error.path.clone());
     }

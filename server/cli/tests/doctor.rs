@@ -130,3 +130,56 @@ fn a_ready_environment_exits_0() {
     assert!(stdout.contains("verdict: ready"), "{stdout}");
     assert!(stdout.contains("torch_xla 2.8.0"), "{stdout}");
 }
+
+#[test]
+fn explain_prints_a_declared_finding_and_rejects_unknown_ids() {
+    let output = tpulint(&["doctor", "--explain", "torch-tpu-torch-mismatch"], &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with("torch-tpu-torch-mismatch (error; warning when "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("why:"), "{stdout}");
+    assert!(stdout.contains("$ {python} -m pip install"), "{stdout}");
+    assert!(
+        stdout.contains("docs/doctor.md#torch-tpu-torch-mismatch"),
+        "{stdout}"
+    );
+
+    let output = tpulint(
+        &[
+            "doctor",
+            "--explain",
+            "stale-libtpu-lockfile",
+            "--output-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["id"], "stale-libtpu-lockfile");
+    assert_eq!(json["severity"], "warning");
+    assert!(
+        json["fix"][0]["commands"][0]
+            .as_str()
+            .unwrap()
+            .contains("{lockfile}")
+    );
+
+    let output = tpulint(&["doctor", "--explain", "no-such-finding"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: unknown finding id `no-such-finding`"),
+        "{stderr}"
+    );
+    let output = tpulint(&["doctor", "--explain", "torch-tpu-mismatch"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("similar: "), "{stderr}");
+    assert!(stderr.contains("torch-tpu-torch-mismatch"), "{stderr}");
+}

@@ -18,7 +18,7 @@ fn a_file_that_does_not_parse_fails_with_a_located_syntax_error() {
     assert_eq!(run.code(), 1, "{}", run.stdout());
     let stdout = run.stdout();
     assert!(
-        stdout.contains("broken.py:5:5: invalid-syntax: "),
+        stdout.contains("broken.py:5:24: invalid-syntax: `(` is never closed"),
         "{stdout}"
     );
     assert!(!stdout.contains("All checks passed"), "{stdout}");
@@ -154,6 +154,22 @@ fn fix_keeps_hard_links_permissions_and_the_inode() {
     assert_eq!(single.run(&["check", "--fix"]).code(), 0);
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o604);
+}
+
+#[cfg(unix)]
+#[test]
+fn fix_keeps_the_owner_of_a_file_it_rewrites() {
+    use std::os::unix::fs::MetadataExt;
+    let project = Project::new(&[("step.py", XLA_SCRIPT)]);
+    let path = project.path("step.py");
+    // Only root can give a file away; elsewhere the owner is the user and stays so trivially.
+    if std::os::unix::fs::chown(&path, Some(4242), Some(4243)).is_err() {
+        return;
+    }
+    assert_eq!(project.run(&["check", "--fix"]).code(), 0);
+    assert_ne!(project.read("step.py"), XLA_SCRIPT.as_bytes());
+    let metadata = std::fs::metadata(&path).unwrap();
+    assert_eq!((metadata.uid(), metadata.gid()), (4242, 4243));
 }
 
 #[cfg(unix)]

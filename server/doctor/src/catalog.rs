@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::{Finding, Fix, Severity};
 
@@ -61,6 +61,7 @@ finding_ids! {
     TorchTpuUnknownOrigin = "torch-tpu-unknown-origin",
     TorchTpuStub = "torch-tpu-stub",
     TorchTpuTorchMismatch = "torch-tpu-torch-mismatch",
+    TpuSyncTorchMismatch = "tpu-sync-torch-mismatch",
     TorchTpuPythonVersion = "torch-tpu-python-version",
     VllmTorchTpuPython = "vllm-torchtpu-python",
     TorchTpuTorchTooOld = "torch-tpu-torch-too-old",
@@ -132,7 +133,7 @@ pub struct Group {
 }
 
 /// One finding's declaration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declaration {
     pub id: String,
@@ -155,14 +156,14 @@ pub struct Declaration {
     pub sources: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lowered {
     pub severity: Severity,
     pub when: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FixTemplate {
     pub name: String,
@@ -395,6 +396,24 @@ pub fn explain(id: FindingId) -> String {
     out
 }
 
+/// `tpulint doctor --explain ID --output-format json`: the declaration with its sources' text and
+/// its page.
+pub fn explain_json(id: FindingId) -> serde_json::Value {
+    let catalog = catalog();
+    let declaration = id.declaration();
+    let mut value = serde_json::to_value(declaration).unwrap_or(serde_json::Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        let sources: Vec<&str> = declaration
+            .sources
+            .iter()
+            .map(|name| catalog.citation(name))
+            .collect();
+        object.insert("sources".to_string(), serde_json::json!(sources));
+        object.insert("url".to_string(), serde_json::json!(id.url()));
+    }
+    value
+}
+
 fn severity_text(declaration: &Declaration) -> String {
     match &declaration.lowered {
         Some(lowered) => format!(
@@ -585,6 +604,7 @@ mod tests {
             "device",
             "snippet",
             "landed",
+            "tpu_sync_torch",
         ];
         for declaration in &catalog().finding {
             let mut texts = vec![declaration.title.as_str(), declaration.why.as_str()];
@@ -602,6 +622,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn explain_works_for_every_id() {
+        for id in FindingId::ALL {
+            let text = explain(*id);
+            let declaration = id.declaration();
+            assert!(text.starts_with(id.as_str()), "{text}");
+            assert!(text.contains(&declaration.why), "{text}");
+            assert!(text.contains(&id.url()), "{text}");
+            for fix in &declaration.fix {
+                assert!(text.contains(&fix.description), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn explain_json_carries_the_declaration() {
+        let value = explain_json(FindingId::SophgoTorchTpu);
+        assert_eq!(value["id"], "sophgo-torch-tpu");
+        assert_eq!(value["severity"], "error");
+        assert_eq!(value["lowered"]["severity"], "warning");
+        assert_eq!(value["fix"][0]["name"], "replace");
+        assert!(
+            value["sources"][0]
+                .as_str()
+                .unwrap()
+                .contains("sophgo/torch-tpu")
+        );
+        assert_eq!(value["url"], FindingId::SophgoTorchTpu.url());
     }
 
     #[test]

@@ -130,6 +130,9 @@ pub struct TorchTpuPairing {
     pub torch_tpu: String,
     pub torch: String,
     pub libtpu: String,
+    /// The tpu-sync-torch built against this torch_tpu, when recorded.
+    #[serde(default)]
+    pub tpu_sync_torch: Option<String>,
     pub source: String,
 }
 

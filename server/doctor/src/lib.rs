@@ -44,7 +44,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use catalog::{FindingId, explain};
+pub use catalog::{FindingId, explain, explain_json};
 pub use devices::SystemPaths;
 pub use discover::{InterpreterSource, is_executable_file};
 pub use render::{OutputFormat, render};
@@ -160,10 +160,18 @@ pub fn run(options: &DoctorOptions) -> Report {
         Ok(interpreter) => interpreter,
         Err(problem) => {
             report.findings.push(discovery_finding(&problem));
-            device_only_findings(table, &devices, euid, Backend::None, &mut report.findings);
+            device_only_findings(&devices, euid, Backend::None, &mut report.findings);
             return report.finish();
         }
     };
+    // The probe runs from `/`, so a relative `--python v/bin/python` is made absolute first
+    // (without resolving symlinks: a virtual environment's `python` is one).
+    let mut interpreter = interpreter;
+    if interpreter.path.is_relative()
+        && let Ok(absolute) = std::path::absolute(&interpreter.path)
+    {
+        interpreter.path = absolute;
+    }
     let path_text = interpreter.path.display().to_string();
     report.interpreter = Some(InterpreterFacts {
         path: path_text.clone(),
@@ -186,7 +194,7 @@ pub fn run(options: &DoctorOptions) -> Report {
             report
                 .findings
                 .push(probe_failure_finding(&path_text, other));
-            device_only_findings(table, &devices, euid, Backend::None, &mut report.findings);
+            device_only_findings(&devices, euid, Backend::None, &mut report.findings);
             return report.finish();
         }
     };

@@ -42,6 +42,7 @@ DISTRIBUTIONS = [
     "transformers",
     "vllm-torchtpu",
     "vllm-torchtpu-core",
+    "tpu-sync-torch",
 ]
 
 # Modules imported (each in its own child), in dependency order, with the modules they need.

@@ -8,21 +8,15 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{TestEnv, all_commands, ids, problem_ids, processes_mentioning};
+use support::{
+    TestEnv, all_commands, ids, install_libtpu, install_torch, problem_ids, processes_mentioning,
+    wait_until_open,
+};
 use tpulint_doctor::compat::compatibility;
 use tpulint_doctor::report::Origin;
 use tpulint_doctor::{OutputFormat, Severity, Verdict, render};
 
 const TORCH_XLA_BODY: &str = "import torch";
-
-fn install_torch(env: &TestEnv, version: &str) {
-    env.add_package(
-        "torch",
-        version,
-        &["Summary: Tensors and Dynamic neural networks"],
-        "",
-    );
-}
 
 fn install_torch_xla(env: &TestEnv, version: &str, body: &str) {
     env.add_package(
@@ -30,15 +24,6 @@ fn install_torch_xla(env: &TestEnv, version: &str, body: &str) {
         version,
         &["Summary: XLA bridge for PyTorch"],
         body,
-    );
-}
-
-fn install_libtpu(env: &TestEnv, version: &str) {
-    env.add_dist(
-        "libtpu",
-        version,
-        &["Summary: Google Cloud TPU runtime library"],
-        &[("libtpu/__init__.py", ""), ("libtpu/libtpu.so", "")],
     );
 }
 
@@ -455,34 +440,13 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
     let device = env.system.dev.join("accel0");
     let second = env.system.dev.join("accel1");
     fs::write(&second, "").unwrap();
-    let mut holder = Command::new("sh")
-        .arg("-c")
-        .arg("exec 3<\"$0\" 4<\"$1\"; exec sleep 60")
-        .arg(&device)
-        .arg(&second)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("holder starts");
-    // Wait until the holder has the file open.
-    let fd_dir = format!("/proc/{}/fd", holder.id());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        let opened = fs::read_dir(&fd_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == device));
-        if opened {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut options = env.options();
-    options.system.proc = "/proc".into();
-    fs::write(options.system.tmp.join("libtpu_lockfile"), "").unwrap();
-    let report = tpulint_doctor::run(&options);
-    let _ = holder.kill();
-    let _ = holder.wait();
+    // The holder opens both nodes, then becomes `sleep`.
+    let (report, pid) = run_while_held(
+        &env,
+        "exec 3<\"$1\" 4<\"$2\"; exec sleep 60",
+        &[&device, &second],
+        None,
+    );
     let finding = report.finding("tpu-device-busy").expect("holder found");
     assert_eq!(
         finding.title,
@@ -490,7 +454,7 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
             "{}, {} are held by process {}",
             device.display(),
             second.display(),
-            holder.id()
+            pid
         )
     );
     assert_eq!(
@@ -503,10 +467,7 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
     assert!(finding.detail.contains("sleep 60"), "{}", finding.detail);
     assert_eq!(
         finding.fixes[0].commands,
-        vec![
-            format!("kill {}", holder.id()),
-            format!("kill -9 {}", holder.id())
-        ]
+        vec![format!("kill {}", pid), format!("kill -9 {}", pid)]
     );
     // The lock file belongs to the holder, so it is not stale.
     assert!(report.finding("stale-libtpu-lockfile").is_none());
@@ -900,7 +861,7 @@ fn a_jupyter_kernel_holding_the_tpu() {
     install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
     install_libtpu(&env, "0.0.21");
     let device = env.system.dev.join("accel0");
-    let uid = rustix_uid();
+    let uid = current_uid();
     fs::write(
         env.system.etc.join("passwd"),
         format!(
@@ -909,22 +870,12 @@ fn a_jupyter_kernel_holding_the_tpu() {
         ),
     )
     .unwrap();
-    let mut holder = Command::new("bash")
-        .arg("-c")
-        .arg("exec 3<\"$1\"; exec -a 'python3 -m ipykernel_launcher -f /home/n/.local/share/jupyter/runtime/kernel-1.json' sleep 60")
-        .arg("bash")
-        .arg(&device)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("holder starts");
-    wait_until_open(holder.id(), &device);
-    let mut options = env.options();
-    options.system.proc = "/proc".into();
-    fs::write(options.system.tmp.join("libtpu_lockfile"), "").unwrap();
-    let report = tpulint_doctor::run(&options);
-    let _ = holder.kill();
-    let _ = holder.wait();
-    let pid = holder.id();
+    let (report, pid) = run_while_held(
+        &env,
+        "exec 3<\"$1\"; exec -a 'python3 -m ipykernel_launcher -f /home/n/.local/share/jupyter/runtime/kernel-1.json' sleep 60",
+        &[&device],
+        Some("ipykernel"),
+    );
     let finding = report.finding("tpu-device-busy").expect("kernel found");
     assert_eq!(
         finding.title,
@@ -948,7 +899,7 @@ fn a_jupyter_kernel_holding_the_tpu() {
     assert_eq!(holder_fact.user.as_deref(), Some("notebook-user"));
 }
 
-fn rustix_uid() -> u32 {
+fn current_uid() -> u32 {
     let status = fs::read_to_string("/proc/self/status").unwrap();
     status
         .lines()
@@ -958,19 +909,52 @@ fn rustix_uid() -> u32 {
         .unwrap()
 }
 
-fn wait_until_open(pid: u32, device: &std::path::Path) {
-    let fd_dir = format!("/proc/{pid}/fd");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        let opened = fs::read_dir(&fd_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == device));
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if opened && String::from_utf8_lossy(&cmdline).contains("ipykernel") {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// `--python v/bin/python` is relative to where tpulint runs, although the probe runs from `/`.
+#[test]
+fn a_relative_interpreter_path_is_checked() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.8.0");
+    let cwd = std::env::current_dir().unwrap();
+    let mut relative = std::path::PathBuf::new();
+    for _ in cwd.components().skip(1) {
+        relative.push("..");
     }
+    relative.push(env.python.strip_prefix("/").unwrap());
+    let mut options = env.options();
+    options.python = Some(relative);
+    let report = tpulint_doctor::run(&options);
+    assert_eq!(
+        ids(&report),
+        vec!["no-tpu-backend"],
+        "{:#?}",
+        report.findings
+    );
+    assert!(report.interpreter.as_ref().unwrap().path.starts_with('/'));
+}
+
+/// Runs the doctor (with the real `/proc` and a libtpu lock file) while a `bash -c script` child
+/// holds `nodes` open; returns the report and the holder's pid.
+fn run_while_held(
+    env: &TestEnv,
+    script: &str,
+    nodes: &[&std::path::Path],
+    needle: Option<&str>,
+) -> (tpulint_doctor::Report, u32) {
+    let mut holder = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg("bash")
+        .args(nodes)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("holder starts");
+    let pid = holder.id();
+    wait_until_open(pid, nodes[0], needle);
+    let mut options = env.options();
+    options.system.proc = "/proc".into();
+    fs::write(options.system.tmp.join("libtpu_lockfile"), "").unwrap();
+    let report = tpulint_doctor::run(&options);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    (report, pid)
 }

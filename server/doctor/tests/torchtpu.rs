@@ -6,31 +6,13 @@
 
 mod support;
 
-use support::{TestEnv, all_commands, ids, problem_ids};
+use support::{TestEnv, all_commands, ids, install_libtpu, install_torch, problem_ids};
 use tpulint_doctor::compat::compatibility;
 use tpulint_doctor::report::Origin;
 use tpulint_doctor::{OutputFormat, Severity, Verdict, render};
 
 /// The undefined symbol a TorchTPU nightly fails with in another torch than it was built for.
 const DELETE_NODE: &str = "_ZN5torch8autograd10deleteNodeEPNS0_4NodeE";
-
-fn install_torch(env: &TestEnv, version: &str) {
-    env.add_package(
-        "torch",
-        version,
-        &["Summary: Tensors and Dynamic neural networks"],
-        "",
-    );
-}
-
-fn install_libtpu(env: &TestEnv, version: &str) {
-    env.add_dist(
-        "libtpu",
-        version,
-        &["Summary: Google Cloud TPU runtime library"],
-        &[("libtpu/__init__.py", ""), ("libtpu/libtpu.so", "")],
-    );
-}
 
 /// Google's TorchTPU as its wheel installs it (unpinned torch, libtpu, `_internal`), with `body`
 /// as `torch_tpu/__init__.py`.
@@ -60,6 +42,15 @@ fn pairing_command(python: &str, torch: &str) -> String {
         "0.1.2.dev20261006000518",
         "0.0.47"
     )
+}
+
+/// torch 2.13.0, libtpu 0.0.47 and the torch_tpu nightly validated with them.
+fn validated_torch_tpu_env() -> TestEnv {
+    let env = TestEnv::new();
+    install_torch(&env, "2.13.0");
+    install_libtpu(&env, "0.0.47");
+    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    env
 }
 
 /// Options for a TorchTPU environment: no torch_xla variable set.
@@ -349,10 +340,7 @@ fn torch_xla_2_9_with_a_bumped_libtpu() {
 /// Python per backend: vLLM-TorchTPU needs 3.12 exactly (TorchTPU itself 3.11-3.14).
 #[test]
 fn vllm_torchtpu_needs_python_3_12() {
-    let env = TestEnv::new();
-    install_torch(&env, "2.13.0");
-    install_libtpu(&env, "0.0.47");
-    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let env = validated_torch_tpu_env();
     env.add_package("vllm-torchtpu", "0.1.0", &[], "");
     let report = run_torch_tpu(&env);
     if env.python_minor == "3.12" {
@@ -388,10 +376,7 @@ fn vllm_torchtpu_needs_python_3_12() {
 /// A distributed launch configured in the shell must give TorchTPU its slice variables.
 #[test]
 fn torch_tpu_distributed_prerequisites() {
-    let env = TestEnv::new();
-    install_torch(&env, "2.13.0");
-    install_libtpu(&env, "0.0.47");
-    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let env = validated_torch_tpu_env();
     let mut options = torch_tpu_options(&env);
     options.env_overrides.extend([
         ("WORLD_SIZE".to_string(), Some("4".to_string())),
@@ -470,10 +455,7 @@ fn torch_tpu_distributed_prerequisites() {
 /// backend that is actually installed.
 #[test]
 fn variables_for_the_backend_that_is_not_installed() {
-    let env = TestEnv::new();
-    install_torch(&env, "2.13.0");
-    install_libtpu(&env, "0.0.47");
-    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let env = validated_torch_tpu_env();
     let mut options = torch_tpu_options(&env);
     options.env_overrides.extend([
         ("PJRT_DEVICE".to_string(), Some("TPU".to_string())),
@@ -532,10 +514,7 @@ fn variables_for_the_backend_that_is_not_installed() {
 /// A TorchTPU environment on a machine without a TPU: the device finding speaks of TorchTPU.
 #[test]
 fn the_missing_device_is_explained_for_torch_tpu() {
-    let env = TestEnv::new();
-    install_torch(&env, "2.13.0");
-    install_libtpu(&env, "0.0.47");
-    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let env = validated_torch_tpu_env();
     std::fs::remove_file(env.system.dev.join("accel0")).unwrap();
     let report = run_torch_tpu(&env);
     assert_eq!(
@@ -550,4 +529,80 @@ fn the_missing_device_is_explained_for_torch_tpu() {
         "{detail}"
     );
     assert!(!detail.contains("torch_xla"), "{detail}");
+}
+
+/// A `torch_tpu` that is neither recognisably Google's nor Sophgo's is reported as such (and is
+/// not "no backend"); an old libtpu under TorchTPU gets the validated one.
+#[test]
+fn unknown_torch_tpu_and_an_old_libtpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.13.0");
+    install_libtpu(&env, "0.0.30");
+    env.add_package("torch_tpu", "0.1.1", &[], "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        vec!["torch-tpu-unknown-origin"],
+        "{:#?}",
+        report.findings
+    );
+    assert_eq!(
+        all_commands(&report, "torch-tpu-unknown-origin"),
+        vec![format!("{} -m pip show -f torch_tpu", env.python_text())]
+    );
+
+    env.remove_dist("torch_tpu");
+    install_torch_tpu(&env, "0.1.2.dev20261006000518", "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        vec!["torch-tpu-libtpu-too-old"],
+        "{:#?}",
+        report.findings
+    );
+    let finding = &report.findings[0];
+    assert_eq!(
+        finding.title,
+        "libtpu 0.0.30 is older than TorchTPU requires (0.0.38)"
+    );
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![format!(
+            "{} -m pip install 'libtpu==0.0.47'",
+            env.python_text()
+        )]
+    );
+}
+
+/// tpu-sync-torch is ABI-locked to the torch_tpu it was built for.
+#[test]
+fn tpu_sync_torch_built_for_another_torch_tpu() {
+    let env = TestEnv::new();
+    install_torch(&env, "2.13.0");
+    install_libtpu(&env, "0.0.46");
+    install_torch_tpu(&env, "0.1.1.dev20260824100827", "");
+    env.add_package("tpu-sync-torch", "0.0.1.dev20261006025601", &[], "");
+    let report = run_torch_tpu(&env);
+    let finding = report
+        .finding("tpu-sync-torch-mismatch")
+        .expect("mismatched pair");
+    assert_eq!(
+        finding.title,
+        "tpu-sync-torch 0.0.1.dev20261006025601 was not built for torch_tpu 0.1.1.dev20260824100827"
+    );
+    assert_eq!(
+        finding.fixes[0].commands,
+        vec![pairing_command(&env.python_text(), "2.13.0")]
+    );
+
+    // The recorded pair: nothing to say.
+    let env = validated_torch_tpu_env();
+    env.add_package("tpu-sync-torch", "0.0.1.dev20261006025601", &[], "");
+    let report = run_torch_tpu(&env);
+    assert_eq!(
+        problem_ids(&report),
+        Vec::<&str>::new(),
+        "{:#?}",
+        report.findings
+    );
 }

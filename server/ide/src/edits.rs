@@ -143,6 +143,22 @@ mod tests {
     }
 
     #[test]
+    fn a_syntax_error_is_never_offered_a_noqa() {
+        let text = "def f(:\n    pass\n";
+        let tree = syntax::parse(text, None).expect("parses");
+        let errors = tpulint_analyzer::check_tree(text, &tree, &Settings::default());
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.code == tpulint_analyzer::INVALID_SYNTAX),
+            "{errors:?}"
+        );
+        for error in &errors {
+            assert_eq!(noqa_edit(text, &LineIndex::new(text), &tree, error), None);
+        }
+    }
+
+    #[test]
     fn adds_a_new_directive() {
         assert_eq!(
             apply("x = t.item()   \ny = 1\n", "t.item()", "TPU101").as_deref(),

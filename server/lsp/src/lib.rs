@@ -15,6 +15,7 @@ pub use tpulint_ide::{actions, document, encoding, from_proto, to_proto};
 pub mod commands;
 pub mod notebook;
 pub mod project;
+pub mod runtime;
 pub mod scheduler;
 pub mod server;
 pub mod session;

@@ -186,6 +186,41 @@ mod tests {
     }
 
     #[test]
+    fn the_project_backend_stands_unless_the_user_set_one() {
+        use tpulint_analyzer::BackendSetting;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        std::fs::write(
+            root.join("pyproject.toml"),
+            "[tool.tpulint]\nbackend = \"torch_xla\"\n",
+        )
+        .expect("write");
+        let backend = |sent: serde_json::Value| {
+            let (client, errors) = ClientSettings::from_json(&sent);
+            assert!(errors.is_empty(), "{errors:?}");
+            Projects::new(std::slice::from_ref(&root), &client)
+                .resolve(&uri(&root.join("train.py")), "python")
+                .settings
+                .expect("checked")
+                .backend
+        };
+        // What the VS Code extension sends when the user set nothing: the project's backend.
+        assert_eq!(
+            backend(serde_json::json!({"settings": {"logLevel": "info"}})),
+            BackendSetting::TorchXla
+        );
+        // A backend the user chose overrides the project's, as `--backend` does.
+        assert_eq!(
+            backend(serde_json::json!({"settings": {"backend": "auto"}})),
+            BackendSetting::Auto
+        );
+        assert_eq!(
+            backend(serde_json::json!({"settings": {"backend": "torchtpu"}})),
+            BackendSetting::TorchTpu
+        );
+    }
+
+    #[test]
     fn a_broken_configuration_is_reported_and_defaults_are_used() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().to_path_buf();

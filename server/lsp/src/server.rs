@@ -280,8 +280,11 @@ impl Server {
         }
         let watchers = CONFIG_FILE_NAMES
             .iter()
-            .map(|name| FileSystemWatcher {
-                glob_pattern: GlobPattern::String(format!("**/{name}")),
+            .map(|name| format!("**/{name}"))
+            // Runtime findings of `tpulint trace` (see `runtime`).
+            .chain(std::iter::once(format!("**/{}", tpulint_trace::TRACE_PATH)))
+            .map(|glob| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(glob),
                 kind: None,
             })
             .collect();
@@ -462,12 +465,20 @@ fn environment_report(report: &tpulint_doctor::Report) -> Value {
     use tpulint_doctor::{OutputFormat, render};
     // The doctor's JSON spelling (`ready` / `degraded` / `not_ready`), which the extension reads.
     let verdict = serde_json::to_value(report.verdict).unwrap_or(Value::Null);
+    // Each fix names its finding and the finding's page in docs/doctor.md.
     let fixes: Vec<Value> = report
         .findings
         .iter()
-        .flat_map(|finding| &finding.fixes)
-        .filter(|fix| !fix.commands.is_empty())
-        .map(|fix| json!({"title": fix.description, "command": fix.commands.join(" && ")}))
+        .flat_map(|finding| finding.fixes.iter().map(move |fix| (finding, fix)))
+        .filter(|(_, fix)| !fix.commands.is_empty())
+        .map(|(finding, fix)| {
+            json!({
+                "title": fix.description,
+                "command": fix.commands.join(" && "),
+                "finding": finding.id,
+                "url": finding.url,
+            })
+        })
         .collect();
     json!({
         "verdict": verdict,
@@ -497,7 +508,7 @@ async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
             .shared_analysis(&uri, snapshot, resolved, &config)
             .await;
         if let Some(analysis) = analysis_or_log(&client, &uri, version, Ok(outcome)).await {
-            let diagnostics = analysis.lsp_diagnostics(&uri, encoding);
+            let diagnostics = crate::runtime::lsp_diagnostics(&analysis, &uri, encoding);
             session.store(&uri, &analysis, Some(diagnostics));
         }
         let mut documents = session.documents();
@@ -779,6 +790,12 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        if params.changes.iter().any(|change| {
+            file_path(&change.uri).is_some_and(|path| crate::runtime::is_trace_file(&path))
+        }) {
+            crate::runtime::invalidate();
+            self.refresh_all().await;
+        }
         if params
             .changes
             .iter()
@@ -826,20 +843,25 @@ impl LanguageServer for Server {
                 full_document_diagnostic_report: FullDocumentDiagnosticReport::default(),
             }),
             Some(analysis)
-                if params.previous_result_id.as_deref() == Some(&analysis.result_id()) =>
+                if params.previous_result_id.as_deref()
+                    == Some(&crate::runtime::result_id(&analysis)) =>
             {
                 DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
                     related_documents: None,
                     unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
-                        result_id: analysis.result_id(),
+                        result_id: crate::runtime::result_id(&analysis),
                     },
                 })
             }
             Some(analysis) => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
                 related_documents: None,
                 full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                    result_id: Some(analysis.result_id()),
-                    items: analysis.lsp_diagnostics(&uri, self.session.encoding()),
+                    result_id: Some(crate::runtime::result_id(&analysis)),
+                    items: crate::runtime::lsp_diagnostics(
+                        &analysis,
+                        &uri,
+                        self.session.encoding(),
+                    ),
                 },
             }),
         };
@@ -866,7 +888,7 @@ impl LanguageServer for Server {
             let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
                 continue;
             };
-            let result_id = analysis.result_id();
+            let result_id = crate::runtime::result_id(&analysis);
             let report = if previous.get(&uri) == Some(&result_id) {
                 WorkspaceDocumentDiagnosticReport::Unchanged(
                     WorkspaceUnchangedDocumentDiagnosticReport {
@@ -883,7 +905,7 @@ impl LanguageServer for Server {
                     version: Some(i64::from(analysis.version)),
                     full_document_diagnostic_report: FullDocumentDiagnosticReport {
                         result_id: Some(result_id),
-                        items: analysis.lsp_diagnostics(&uri, encoding),
+                        items: crate::runtime::lsp_diagnostics(&analysis, &uri, encoding),
                     },
                 })
             };

@@ -452,5 +452,16 @@ async fn check_environment_returns_the_doctor_report() {
             .as_array()
             .is_some_and(|f| !f.is_empty())
     );
+    // Findings link to their pages, in the Markdown and in the suggested fixes.
+    let page = "https://github.com/tpulint/tpulint/blob/main/docs/doctor.md#interpreter-not-found";
+    assert!(
+        report["markdown"].as_str().unwrap().contains(page),
+        "{report}"
+    );
+    assert_eq!(
+        report["fixes"][0]["finding"], "interpreter-not-found",
+        "{report}"
+    );
+    assert_eq!(report["fixes"][0]["url"], page);
     client.shutdown().await;
 }

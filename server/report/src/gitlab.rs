@@ -4,7 +4,8 @@
 //! description), `fingerprint`, `severity`, and `location.path` with `location.lines.begin`.
 //!
 //! Paths are relative to `$CI_PROJECT_DIR` when the caller passes it (GitLab resolves them
-//! against the checkout), else as displayed. Fingerprints are stable across runs and machines
+//! against the checkout), else as displayed. In a notebook, whose cells GitLab cannot point
+//! into, the location is the file's first line and the description names the cell. Fingerprints are stable across runs and machines
 //! (an FNV-1a hash of the code, the path and the flagged line's text, not of its number, so a
 //! finding keeps its identity when lines are added above it) and unique within a report.
 
@@ -90,7 +91,7 @@ pub fn render_gitlab(files: &[SourceFile], project_dir: Option<&Path>) -> String
 fn issue(file: &SourceFile, diagnostic: &Diagnostic, path: &str, seen: &mut HashSet<u64>) -> Issue {
     let begin = file.location(diagnostic.range.start);
     let end = file.location(diagnostic.range.end);
-    let line_text = file.line_text(begin.row - 1).trim();
+    let line_text = file.line_text(begin.module_row - 1).trim();
     let mut fingerprint = fnv1a(&[
         diagnostic.code.as_bytes(),
         path.as_bytes(),
@@ -101,17 +102,32 @@ fn issue(file: &SourceFile, diagnostic: &Diagnostic, path: &str, seen: &mut Hash
     while !seen.insert(fingerprint) {
         fingerprint = fnv1a(&[&fingerprint.to_le_bytes(), diagnostic.code.as_bytes()]);
     }
+    // GitLab shows a notebook as its JSON, whose lines are not the cell's: as ruff does, point
+    // at the file's first line, and say in the description where in the notebook it is.
+    let (description, lines) = match begin.cell {
+        Some(cell) => (
+            format!(
+                "{}: {} (cell {cell}, line {})",
+                diagnostic.code, diagnostic.message, begin.row
+            ),
+            Lines { begin: 1, end: 1 },
+        ),
+        None => (
+            format!("{}: {}", diagnostic.code, diagnostic.message),
+            Lines {
+                begin: begin.row,
+                end: end.row.max(begin.row),
+            },
+        ),
+    };
     Issue {
         check_name: diagnostic.code,
-        description: format!("{}: {}", diagnostic.code, diagnostic.message),
+        description,
         fingerprint: format!("{fingerprint:016x}"),
         severity: severity(diagnostic.severity),
         location: IssueLocation {
             path: path.to_string(),
-            lines: Lines {
-                begin: begin.row,
-                end: end.row.max(begin.row),
-            },
+            lines,
         },
     }
 }

@@ -7,7 +7,7 @@
 //! 1-based, columns count characters.
 
 use serde::Serialize;
-use tpulint_analyzer::{Diagnostic, RuleMeta, rule_by_code_or_name};
+use tpulint_analyzer::{Diagnostic, RuleMeta, RuntimeCode, rule_by_code_or_name, runtime_code};
 
 use crate::location::SourceFile;
 
@@ -80,9 +80,13 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
     let start_cell = file.location(diagnostic.range.start).cell;
     let start = location(file, diagnostic.range.start);
     let rule = rule_by_code_or_name(diagnostic.code);
+    // A runtime finding of `tpulint trace` has a code and a page, but no `# noqa` silences it.
+    let runtime = runtime_code(diagnostic.code);
     JsonDiagnostic {
         cell: start_cell,
-        code: rule.map(|_| diagnostic.code),
+        code: rule
+            .map(|_| diagnostic.code)
+            .or(runtime.map(|code| code.code)),
         end_location: location(file, diagnostic.range.end),
         filename: file.full_path().to_string(),
         fix,
@@ -91,7 +95,9 @@ pub fn json_diagnostic(file: &SourceFile, diagnostic: &Diagnostic) -> JsonDiagno
         message: diagnostic.message.clone(),
         name: diagnostic.name,
         severity: diagnostic.severity.as_str(),
-        url: rule.map(|id| id.meta().url()),
+        url: rule
+            .map(|id| id.meta().url())
+            .or_else(|| runtime.map(|code| code.url())),
     }
 }
 
@@ -138,5 +144,23 @@ pub fn rule_json(rule: &RuleMeta) -> serde_json::Value {
         "summary": rule.summary(),
         "url": rule.url(),
         "explanation": rule.docs_markdown(),
+    })
+}
+
+/// A runtime code's metadata (`tpulint trace`), with the keys of [`rule_json`]: family
+/// `runtime`, no fix, never enabled in `check` (a trace reports it), plus the static code
+/// prefixes it confirms.
+pub fn runtime_code_json(code: &RuntimeCode) -> serde_json::Value {
+    serde_json::json!({
+        "code": code.code,
+        "name": code.name,
+        "family": "runtime",
+        "severity": code.severity.as_str(),
+        "fix": "none",
+        "enabled_by_default": false,
+        "summary": code.summary(),
+        "url": code.url(),
+        "explanation": code.docs,
+        "confirms": code.confirms,
     })
 }

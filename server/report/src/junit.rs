@@ -1,7 +1,8 @@
 //! The `junit` format: a JUnit XML report, which CI services (GitLab, Jenkins, Azure Pipelines,
 //! CircleCI) show as test results. Laid out as ruff lays it out: one `testsuite` per file, one
 //! failed `testcase` per diagnostic (`name` `tpulint.CODE`, `classname` the path without its
-//! extension, `line` and `column` attributes, the message in `failure`), and a single passing
+//! extension, `line` and `column` attributes (inside the cell, in a notebook, whose cell the
+//! failure text names), the message in `failure`), and a single passing
 //! test case when nothing was found, so that the report is never empty.
 
 use std::fmt::Write as _;
@@ -77,9 +78,13 @@ pub fn render_junit(files: &[SourceFile]) -> String {
                 start.row,
                 start.column
             );
+            let cell = start
+                .cell
+                .map(|cell| format!("cell {cell}, "))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "            <failure message=\"{message}\" type=\"{}\">line {}, col {}, {message}</failure>",
+                "            <failure message=\"{message}\" type=\"{}\">{cell}line {}, col {}, {message}</failure>",
                 diagnostic.severity.as_str(),
                 start.row,
                 start.column

@@ -79,10 +79,11 @@ fn fixable_marker(diagnostic: &Diagnostic, paint: Paint) -> String {
     }
 }
 
-/// The code that heads a diagnostic: `TPU101`, or `invalid-syntax:` / `io-error:` for the
-/// diagnostics no rule reports (as ruff prints its `invalid-syntax`).
+/// The code that heads a diagnostic: `TPU101` (or a runtime `TPR101`), or `invalid-syntax:` /
+/// `io-error:` for the diagnostics no rule reports, whose "code" is a name (as ruff prints its
+/// `invalid-syntax`).
 fn label(diagnostic: &Diagnostic) -> String {
-    if rule_by_code_or_name(diagnostic.code).is_some() {
+    if rule_by_code_or_name(diagnostic.code).is_some() || !diagnostic.code.contains('-') {
         diagnostic.code.to_string()
     } else {
         format!("{}:", diagnostic.code)
@@ -111,6 +112,10 @@ pub fn render_text(file: &SourceFile, diagnostic: &Diagnostic, options: TextOpti
         &file.display_location(&start)[file.name.len()..]
     );
     let bar = paint.paint(BLUE_BOLD, "|");
+    if file.text.is_empty() {
+        // Nothing to excerpt (a file that could not be read).
+        return out;
+    }
     // Rows shown are the cell's in a notebook; lines are fetched by their row in the module.
     let first_module_row = start.module_row - start.row;
     let (start_row, end_row) = (start.row, end.module_row - first_module_row);

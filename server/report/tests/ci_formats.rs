@@ -269,3 +269,44 @@ fn json_lines_are_the_json_objects_one_per_line() {
     }
     assert_eq!(render_json_lines(&[checked("clean.py", "x = 1\n")]), "");
 }
+
+#[test]
+fn notebook_findings_name_their_cell() {
+    // Two code cells checked as one module: the `.item()` is on the third line of cell 3.
+    let text = "import torch\nimport torch_xla.core.xla_model as xm\n\nfor batch in loader:\n    loss = model(batch)\n    print(loss.item())\n";
+    let cell_starts = [(0, 1), (text.find("for").unwrap(), 3)];
+    let notebook = checked("train.ipynb", text).with_cells(&cell_starts);
+    let item = notebook
+        .diagnostics
+        .iter()
+        .position(|diagnostic| diagnostic.message.contains(".item()"))
+        .expect("the host sync");
+
+    let issues = gitlab(std::slice::from_ref(&notebook), None);
+    let issue = &issues[item];
+    assert!(
+        issue["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("(cell 3, line 3)"),
+        "{issue}"
+    );
+    assert_eq!(issue["location"]["lines"]["begin"], 1);
+
+    let xml = render_junit(std::slice::from_ref(&notebook));
+    let document = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let case = document
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+        .nth(item)
+        .expect("a case");
+    assert_eq!(case.attribute("line"), Some("3"));
+    let failure = case
+        .children()
+        .find(|node| node.has_tag_name("failure"))
+        .unwrap();
+    assert!(
+        failure.text().unwrap().starts_with("cell 3, line 3, col "),
+        "{xml}"
+    );
+}

@@ -5,10 +5,13 @@
 //! CLI's lacks: `severity` (`error`, `warning`, `info`), which editors need to colour a finding
 //! and ruff's schema has no place for. Rules carry the keys of `tpulint rule --output-format json`.
 
-use serde_json::{Map, Value, json};
-use tpulint_analyzer::{Applicability, Diagnostic, check_source, fix_source, rules};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use tpulint_analyzer::{Applicability, check_source, fix_source, rules};
 use tpulint_report::SourceFile;
-use tpulint_report::json::{json_diagnostic, rule_json};
+use tpulint_report::json::{JsonDiagnostic, json_diagnostic, rule_json, runtime_code_json};
 
 use crate::options::CheckOptions;
 
@@ -19,31 +22,27 @@ pub const EXTRA_DIAGNOSTIC_KEYS: &[&str] = &["severity"];
 pub fn check_json(source: &str, options: &CheckOptions) -> Result<String, String> {
     let settings = options.settings()?;
     let diagnostics = check_source(source, &settings);
-    let value = diagnostics_value(options.filename(), source.to_string(), diagnostics)?;
-    serde_json::to_string(&value).map_err(|error| error.to_string())
+    let file = SourceFile::new(options.filename(), source.to_string(), diagnostics);
+    serde_json::to_string(&json_diagnostics(&file)).map_err(|error| error.to_string())
 }
 
-fn diagnostics_value(
-    filename: &str,
-    source: String,
-    diagnostics: Vec<Diagnostic>,
-) -> Result<Value, String> {
-    let file = SourceFile::new(filename, source, diagnostics);
-    let list = file
-        .diagnostics
+/// The diagnostics of `file` as the CLI's JSON objects (which carry `severity` already).
+/// Serialised straight to text, never through `serde_json::Value`: a second serializer would
+/// cost the WebAssembly module room it does not have.
+fn json_diagnostics(file: &SourceFile) -> Vec<JsonDiagnostic> {
+    file.diagnostics
         .iter()
-        .map(|diagnostic| {
-            let mut value = serde_json::to_value(json_diagnostic(&file, diagnostic))
-                .map_err(|error| error.to_string())?;
-            if let Value::Object(object) = &mut value {
-                object
-                    .entry("severity")
-                    .or_insert_with(|| diagnostic.severity.as_str().into());
-            }
-            Ok(value)
-        })
-        .collect::<Result<Vec<Value>, String>>()?;
-    Ok(Value::Array(list))
+        .map(|diagnostic| json_diagnostic(file, diagnostic))
+        .collect()
+}
+
+/// What `applyFixes` returns.
+#[derive(Serialize)]
+struct FixResult<'a> {
+    converged: bool,
+    fixed: &'a BTreeMap<&'static str, usize>,
+    output: &'a str,
+    remaining: Vec<JsonDiagnostic>,
 }
 
 /// `applyFixes`: the text after fixing to a fixed point (what `tpulint check --fix` writes),
@@ -61,28 +60,32 @@ pub fn apply_fixes_json(
         Applicability::Safe
     };
     let outcome = fix_source(source, &settings, threshold);
-    let fixed: Map<String, Value> = outcome
-        .fixed
-        .iter()
-        .map(|(code, count)| ((*code).to_string(), json!(count)))
-        .collect();
-    let remaining = diagnostics_value(
+    let file = SourceFile::new(
         options.filename(),
         outcome.output.clone(),
         outcome.remaining,
-    )?;
-    let result = json!({
-        "output": outcome.output,
-        "fixed": fixed,
-        "remaining": remaining,
-        "converged": outcome.converged,
-    });
+    );
+    let result = FixResult {
+        converged: outcome.converged,
+        fixed: &outcome.fixed,
+        output: &outcome.output,
+        remaining: json_diagnostics(&file),
+    };
     serde_json::to_string(&result).map_err(|error| error.to_string())
 }
 
-/// `rules`: every rule's metadata, sorted by code.
+/// `rules`: every rule's metadata, sorted by code, then the runtime codes of `tpulint trace`
+/// (as `tpulint rule --all --output-format json` lists them).
 pub fn rules_json() -> String {
-    let list: Vec<Value> = rules().iter().map(|rule| rule_json(rule)).collect();
+    let list: Vec<Value> = rules()
+        .iter()
+        .map(|rule| rule_json(rule))
+        .chain(
+            tpulint_analyzer::RUNTIME_CODES
+                .iter()
+                .map(|code| runtime_code_json(code)),
+        )
+        .collect();
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
 }
 

@@ -1,13 +1,15 @@
 //! Check options as JavaScript passes them (`{ select, extendSelect, ignore, backend, filename }`),
 //! resolved into the analyzer's [`Settings`] through the same [`Configuration`] model the CLI uses.
 
-use serde::Deserialize;
+use serde_json::Value;
 use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, Settings};
 
 /// Options of `check` and `applyFixes`. Every field is optional; `{}` means the default rules,
 /// backend auto-detection and the file name `-` (as the CLI names stdin).
-#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+///
+/// Read from a `serde_json::Value` by hand rather than by `#[derive(Deserialize)]`: the derived
+/// visitor and its error formatting cost the WebAssembly module about 10 KB for five keys.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct CheckOptions {
     /// Replaces the default rule set: codes, prefixes (`TPU1`), names, or `ALL`.
     pub select: Option<Vec<String>>,
@@ -32,7 +34,49 @@ impl CheckOptions {
         if json.is_empty() || json == "null" {
             return Ok(CheckOptions::default());
         }
-        serde_json::from_str(json).map_err(|error| format!("invalid tpulint options: {error}"))
+        let invalid = |message: String| format!("invalid tpulint options: {message}");
+        let value: Value =
+            serde_json::from_str(json).map_err(|error| invalid(error.to_string()))?;
+        let Value::Object(fields) = value else {
+            return Err(invalid("expected an object".to_string()));
+        };
+        let mut options = CheckOptions::default();
+        for (key, value) in &fields {
+            let strings = || -> Result<Vec<String>, String> {
+                match value {
+                    Value::Null => Ok(Vec::new()),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|item| {
+                            item.as_str().map(str::to_string).ok_or_else(|| {
+                                invalid(format!("`{key}` must be a list of strings"))
+                            })
+                        })
+                        .collect(),
+                    _ => Err(invalid(format!("`{key}` must be a list of strings"))),
+                }
+            };
+            let string = || -> Result<Option<String>, String> {
+                match value {
+                    Value::Null => Ok(None),
+                    Value::String(text) => Ok(Some(text.clone())),
+                    _ => Err(invalid(format!("`{key}` must be a string"))),
+                }
+            };
+            match key.as_str() {
+                "select" => options.select = (!value.is_null()).then(strings).transpose()?,
+                "extendSelect" => options.extend_select = strings()?,
+                "ignore" => options.ignore = strings()?,
+                "backend" => options.backend = string()?,
+                "filename" => options.filename = string()?,
+                other => {
+                    return Err(invalid(format!(
+                        "unknown field `{other}`, expected one of `select`, `extendSelect`, `ignore`, `backend`, `filename`"
+                    )));
+                }
+            }
+        }
+        Ok(options)
     }
 
     pub fn filename(&self) -> &str {
@@ -105,8 +149,17 @@ mod tests {
 
     #[test]
     fn mistakes_are_reported_not_ignored() {
-        assert!(CheckOptions::from_json(r#"{"selct":["TPU101"]}"#).is_err());
+        assert!(
+            CheckOptions::from_json(r#"{"selct":["TPU101"]}"#)
+                .unwrap_err()
+                .contains("unknown field `selct`")
+        );
         assert!(CheckOptions::from_json("[1]").is_err());
+        assert!(CheckOptions::from_json(r#"{"select":"TPU101"}"#).is_err());
+        assert!(CheckOptions::from_json(r#"{"backend":1}"#).is_err());
+        let null_select = CheckOptions::from_json(r#"{"select":null,"ignore":["TPU1"]}"#).unwrap();
+        assert_eq!(null_select.select, None);
+        assert_eq!(null_select.ignore, ["TPU1"]);
         let unknown_rule = CheckOptions::from_json(r#"{"select":["XYZ1"]}"#).unwrap();
         assert!(unknown_rule.settings().unwrap_err().contains("XYZ1"));
         let unknown_backend = CheckOptions::from_json(r#"{"backend":"cuda"}"#).unwrap();

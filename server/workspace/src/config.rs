@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tpulint_analyzer::settings::path_matches;
-use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, RuleSet, Settings};
+use tpulint_analyzer::{
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+};
 
 /// File names searched in each directory, in order of preference.
 pub const CONFIG_FILE_NAMES: &[&str] = &[".tpulint.toml", "tpulint.toml", "pyproject.toml"];
@@ -27,6 +29,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "backend",
     "fixable",
     "unfixable",
+    "test-code",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -163,6 +166,20 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                     key_error(
                         key,
                         format!("unknown backend `{name}` (expected auto, torch_xla or torchtpu)"),
+                    )
+                })?;
+            }
+            "test-code" => {
+                let Some(name) = value.as_str() else {
+                    return Err(key_error(
+                        key,
+                        format!("expected a string, found {}", describe(value)),
+                    ));
+                };
+                configuration.test_code = TestCodePolicy::parse(name).ok_or_else(|| {
+                    key_error(
+                        key,
+                        format!("unknown value `{name}` (expected errors, all or off)"),
                     )
                 })?;
             }
@@ -581,6 +598,25 @@ backend = "torch_xla"
         assert_eq!(configuration.backend, BackendSetting::TorchXla);
         assert_eq!(configuration.exclude, vec!["vendor".to_string()]);
         assert_eq!(configuration.per_file_ignores.len(), 1);
+    }
+
+    #[test]
+    fn test_code_policy() {
+        let configuration = parse("tpulint.toml", "test-code = \"all\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(configuration.test_code, TestCodePolicy::All);
+        let default = parse("tpulint.toml", "backend = \"auto\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(default.test_code, TestCodePolicy::ErrorsOnly);
+        let settings = default.settings_for("tests/test_ops.py");
+        assert!(settings.test_path);
+        let error = parse("tpulint.toml", "test-code = \"some\"\n").unwrap_err();
+        assert!(
+            error.contains("unknown value `some` (expected errors, all or off)"),
+            "{error}"
+        );
     }
 
     #[test]

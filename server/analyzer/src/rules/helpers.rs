@@ -184,22 +184,13 @@ pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
 /// `torch.half` → `"float16"`. `None` for anything that is not `torch.<dtype>`.
 pub fn torch_dtype<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<&'static str> {
     let qualified = context.qualified_name(syntax::unparenthesize(expr))?;
-    let name = qualified.strip_prefix("torch.")?;
-    Some(match name {
-        "float64" | "double" => "float64",
-        "float32" | "float" => "float32",
-        "float16" | "half" => "float16",
-        "bfloat16" => "bfloat16",
-        "int64" | "long" => "int64",
-        "int32" | "int" => "int32",
-        "int16" | "short" => "int16",
-        "int8" => "int8",
-        "uint8" => "uint8",
-        "bool" => "bool",
-        "complex64" | "cfloat" => "complex64",
-        "complex128" | "cdouble" => "complex128",
-        _ => return None,
-    })
+    crate::torch_api::canonical_dtype(qualified.strip_prefix("torch.")?)
+}
+
+/// Whether `expr` is a tensor (as [`is_probably_tensor`]) that is not visibly on the host: reading
+/// a host tensor's value (`.item()`, `float(t)`) costs no device round trip.
+pub fn is_probably_device_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
+    is_probably_tensor(context, expr) && !is_on_host(context, expr)
 }
 
 /// Whether `expr` is visibly on the host: a tensor the index places on the CPU (a factory

@@ -9,121 +9,19 @@
 use tree_sitter::Node;
 
 use crate::checker::Context;
+use crate::rules::helpers;
 use crate::semantic::ValueKind;
 use crate::syntax::{self, NodeExt, node_text};
+use crate::torch_api;
 
 /// How deep the predicates below follow names and sub-expressions.
 const MAX_DEPTH: usize = 6;
 
-/// Tensor methods that only tensors (and arrays) have: calling one on a guessed parameter is
-/// evidence enough that it is a tensor.
-const TENSOR_ONLY_METHODS: &[&str] = &[
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "amax",
-    "amin",
-    "any",
-    "all",
-    "abs",
-    "norm",
-    "std",
-    "var",
-    "prod",
-    "eq",
-    "ne",
-    "gt",
-    "lt",
-    "ge",
-    "le",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "count_nonzero",
-    "argmax",
-    "argmin",
-    "float",
-    "long",
-    "bool",
-    "half",
-    "bfloat16",
-    "detach",
-    "clone",
-    "contiguous",
-    "view",
-    "reshape",
-    "squeeze",
-    "unsqueeze",
-    "sigmoid",
-    "softmax",
-    "exp",
-    "log",
-    "sqrt",
-    "pow",
-    "square",
-    "logical_not",
-    "logical_and",
-    "logical_or",
-    "masked_fill",
-    "nonzero",
-    "cumsum",
-    "flatten",
-    "permute",
-    "transpose",
-];
-
-/// Methods returning a boolean tensor when called on a tensor.
-const BOOLEAN_METHODS: &[&str] = &[
-    "eq",
-    "ne",
-    "gt",
-    "lt",
-    "ge",
-    "le",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "isneginf",
-    "isposinf",
-    "logical_not",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "bool",
-    "isclose",
-    "signbit",
-];
-
-/// `torch.<name>` functions returning a boolean tensor.
-const BOOLEAN_FUNCTIONS: &[&str] = &[
-    "eq",
-    "ne",
-    "gt",
-    "lt",
-    "ge",
-    "le",
-    "greater",
-    "less",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "isneginf",
-    "isposinf",
-    "isin",
-    "isclose",
-    "logical_not",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "signbit",
-    "bernoulli",
-];
-
-/// Whether `expr` is a tensor on solid evidence: the index says tensor, and the evidence is more
-/// than "an unannotated parameter of a hot function".
+/// Whether `expr` is a device tensor on solid evidence: the index says tensor, the evidence is
+/// more than "an unannotated parameter of a hot function", and it is not visibly on the host (a
+/// CPU tensor's value is read without a device round trip and has no compiled shape).
 pub fn is_confident_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
-    confident(context, expr, 0)
+    !helpers::is_on_host(context, expr) && confident(context, expr, 0)
 }
 
 fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool {
@@ -168,7 +66,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                 let receiver_fact = context.fact(receiver);
                 if receiver_fact.is_tensor() {
                     return confident(context, receiver, depth + 1)
-                        || TENSOR_ONLY_METHODS.contains(&context.text(method));
+                        || torch_api::TENSOR_ONLY_METHODS.contains(&context.text(method));
                 }
             }
             true
@@ -354,15 +252,13 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     };
     if let Some(qualified) = context.qualified_name(function) {
         if let Some(name) = qualified.strip_prefix("torch.")
-            && BOOLEAN_FUNCTIONS.contains(&name)
+            && torch_api::BOOLEAN_FUNCTIONS.contains(&name)
         {
             return true;
         }
         if let Some(name) = qualified.strip_prefix("torch.")
-            && matches!(
-                name,
-                "zeros" | "ones" | "empty" | "full" | "zeros_like" | "ones_like" | "empty_like"
-            )
+            && (torch_api::TENSOR_FACTORIES.contains(&name)
+                || torch_api::LIKE_FACTORIES.contains(&name))
         {
             return context
                 .keyword_arg(arguments, "dtype")
@@ -377,7 +273,7 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         return false;
     }
     let method = context.text(method);
-    if BOOLEAN_METHODS.contains(&method) {
+    if torch_api::BOOLEAN_METHODS.contains(&method) {
         return true;
     }
     if method == "to" {

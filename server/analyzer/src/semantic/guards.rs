@@ -78,6 +78,109 @@ impl HardwareScope {
 pub(crate) struct GuardFrame {
     pub node_id: usize,
     pub scope: HardwareScope,
+    /// Whether the code here is test code (see `roles`).
+    pub test_code: bool,
+    /// Whether the code here runs off the step: under a throttle (`if step % 100 == 0:`), in a
+    /// closure passed to `xm.add_step_closure` (run after the step), so not on every step.
+    pub cold: bool,
+}
+
+/// Whether `block` is the body of `if <throttle>:` (a condition computing `a % b`).
+pub(crate) fn is_throttled_block(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
+    parent.kind_name() == "if_statement"
+        && parent
+            .field("consequence")
+            .is_some_and(|c| c.id() == block.id())
+        && parent
+            .field("condition")
+            .is_some_and(|c| crate::semantic::summaries::has_modulo(c, source))
+}
+
+/// Whether `node` (an expression) only runs where no TPU is: on the right of
+/// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16), or in the
+/// branch of `… if <device test> else …` taken without a TPU. `ancestors` are the node's
+/// ancestors, innermost first, up to its statement.
+pub(crate) fn expression_never_on_tpu<'t>(
+    node: Node<'t>,
+    ancestors: impl Iterator<Item = Node<'t>>,
+    source: &str,
+) -> bool {
+    let mut child = node;
+    for parent in ancestors {
+        match parent.kind_name() {
+            "boolean_operator" => {
+                let is_and = parent
+                    .field("operator")
+                    .is_some_and(|o| node_text(o, source) == "and");
+                if is_and
+                    && let Some(left) = parent.field("left")
+                    && left.id() != child.id()
+                    && (is_float16_test(left, source)
+                        || device_test(left, source).is_some_and(never_on_tpu_when_true))
+                {
+                    return true;
+                }
+            }
+            "conditional_expression" => {
+                let (Some(consequence), Some(condition)) =
+                    (parent.named_child(0), parent.named_child(1))
+                else {
+                    return false;
+                };
+                if let Some(test) = device_test(condition, source)
+                    && child.id() != condition.id()
+                {
+                    let taken_when_true = child.id() == consequence.id();
+                    let test = if taken_when_true { test } else { test.negate() };
+                    if never_on_tpu_when_true(test) {
+                        return true;
+                    }
+                }
+            }
+            kind if kind.ends_with("_statement")
+                || matches!(kind, "block" | "module" | "lambda" | "function_definition") =>
+            {
+                return false;
+            }
+            _ => {}
+        }
+        child = parent;
+    }
+    false
+}
+
+/// Whether code that runs when `test` holds never runs on a TPU.
+fn never_on_tpu_when_true(test: DeviceTest) -> bool {
+    matches!(
+        (test.hardware, test.positive),
+        (Hardware::Cuda, true) | (Hardware::Tpu, false)
+    )
+}
+
+/// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
+fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if condition.kind_name() != "comparison_operator" {
+        return false;
+    }
+    let mut cursor = condition.walk();
+    let operands: Vec<&str> = condition
+        .named_children(&mut cursor)
+        .map(|operand| node_text(operand, source))
+        .collect();
+    let mut cursor = condition.walk();
+    let equality = condition
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .all(|c| matches!(node_text(c, source), "==" | "is"));
+    equality
+        && operands.len() == 2
+        && operands
+            .iter()
+            .any(|o| *o == "dtype" || o.ends_with(".dtype"))
+        && operands
+            .iter()
+            .any(|o| matches!(*o, "torch.float16" | "torch.half"))
 }
 
 /// The scope inside `block`, given the scope around its parent statement.
@@ -180,12 +283,14 @@ pub(crate) fn definition_scope(
     source: &str,
 ) -> HardwareScope {
     let mut scope = outer;
-    if let Some(name) = definition.field("name") {
-        let name = node_text(name, source);
-        let words = words(name);
-        if words.iter().any(|w| is_cuda_word(w)) {
-            scope.device_branch = true;
-        }
+    // A function or class named for CUDA (`run_cuda_graph`, `TestCUDA`): CUDA calls there are
+    // deliberate. Only "cuda" counts: `verify_on_gpu()` may well run on a TPU host.
+    if let Some(name) = definition.field("name")
+        && node_text(name, source)
+            .to_ascii_lowercase()
+            .contains("cuda")
+    {
+        scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
         let mut cursor = decorated.walk();
@@ -265,9 +370,8 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
         }
     }
     let decorator_words = words(last);
-    let requires = lower.starts_with("require")
-        || lower.starts_with("only")
-        || parts.contains(&"mark");
+    let requires =
+        lower.starts_with("require") || lower.starts_with("only") || parts.contains(&"mark");
     if !requires {
         return None;
     }
@@ -396,6 +500,20 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
                 hardware,
                 positive: !negative,
             });
+        }
+    }
+    // `accelerator.distributed_type == DistributedType.XLA`, `state.backend != Backend.CUDA`.
+    if matches!(operator, "==" | "!=" | "is" | "is not") {
+        for operand in &operands {
+            if matches!(operand.kind_name(), "attribute" | "identifier")
+                && let Some(parts) = syntax::dotted_parts(*operand, source)
+                && let Some(test) = name_test(&parts)
+            {
+                return Some(DeviceTest {
+                    positive: test.positive != negative,
+                    ..test
+                });
+            }
         }
     }
     // A count compared with a number: `device_count() > 0` (positive), `< 1` / `== 0` (negative).

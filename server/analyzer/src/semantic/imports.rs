@@ -67,6 +67,9 @@ pub struct ImportRecord {
     pub condition: ImportCondition,
     /// Whether the statement is inside a function body (at any depth).
     pub in_function: bool,
+    /// Whether an `if TYPE_CHECKING:` encloses it at any depth (it never runs, whatever the
+    /// innermost condition says).
+    pub type_checking: bool,
     /// The statement that makes it conditional (the `if` / `try` statement or the function
     /// definition of the innermost condition); `None` when unconditional.
     pub guard: Option<TextRange>,
@@ -108,6 +111,7 @@ impl ModuleImports {
         let outer = Guard {
             condition: ImportCondition::Unconditional,
             in_function: false,
+            type_checking: false,
             range: None,
         };
         collector.block(root, outer, 0);
@@ -191,6 +195,7 @@ impl ModuleImports {
 struct Guard {
     condition: ImportCondition,
     in_function: bool,
+    type_checking: bool,
     range: Option<(usize, usize)>,
 }
 
@@ -199,6 +204,7 @@ impl Guard {
         Guard {
             condition,
             in_function: self.in_function || condition == ImportCondition::InFunction,
+            type_checking: self.type_checking || condition == ImportCondition::TypeChecking,
             range: Some((node.start_byte(), node.end_byte())),
         }
     }
@@ -377,6 +383,7 @@ impl Collector<'_> {
             statement: statement.start_byte()..statement.end_byte(),
             condition: guard.condition,
             in_function: guard.in_function,
+            type_checking: guard.type_checking,
             guard: guard.range.map(|(start, end)| start..end),
         });
     }

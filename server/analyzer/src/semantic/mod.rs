@@ -15,12 +15,19 @@ use tree_sitter::{Node, Tree};
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+use crate::torch_api;
 
+mod facts;
 mod guards;
 mod imports;
+mod roles;
+mod summaries;
 
+pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
+use summaries::{ReturnFacts, Summaries};
 
 use imports::compact_dotted;
 pub use imports::{ImportCondition, ImportRecord, ModuleImports};
@@ -64,90 +71,6 @@ impl Backend {
     }
 }
 
-/// Where a tensor lives, as far as the index can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Device {
-    /// Created on the host (a factory without `device=`, `.cpu()`, `torch.from_numpy`).
-    Cpu,
-    /// Hard-coded CUDA.
-    Cuda,
-    /// The model's accelerator: `forward` inputs, parameters, buffers, `device=` with a variable.
-    Accelerator,
-    Unknown,
-}
-
-impl Device {
-    fn merge(self, other: Device) -> Device {
-        if self == other { self } else { Device::Unknown }
-    }
-}
-
-/// What kind of value an expression holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ValueKind {
-    Tensor,
-    /// An `nn.Module` instance.
-    Module,
-    DataLoader,
-    Optimizer,
-    NumpyArray,
-    /// Python int/float/bool/str, or a result like `.item()`.
-    Scalar,
-    /// list / tuple / dict / set literals and comprehensions.
-    Container,
-    /// A module namespace or class from an import.
-    Namespace,
-    /// A `torch.device`.
-    DeviceObject,
-    Unknown,
-}
-
-/// What the index believes about one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fact {
-    pub kind: ValueKind,
-    pub device: Device,
-    /// Where the value was created (for related information in diagnostics).
-    pub origin: Option<(usize, usize)>,
-}
-
-impl Fact {
-    pub const UNKNOWN: Fact = Fact {
-        kind: ValueKind::Unknown,
-        device: Device::Unknown,
-        origin: None,
-    };
-
-    fn of(kind: ValueKind) -> Fact {
-        Fact {
-            kind,
-            device: Device::Unknown,
-            origin: None,
-        }
-    }
-
-    fn tensor(device: Device, origin: Option<(usize, usize)>) -> Fact {
-        Fact {
-            kind: ValueKind::Tensor,
-            device,
-            origin,
-        }
-    }
-
-    pub fn is_tensor(&self) -> bool {
-        self.kind == ValueKind::Tensor
-    }
-
-    /// Known to be something other than a tensor.
-    pub fn is_not_tensor(&self) -> bool {
-        !matches!(self.kind, ValueKind::Tensor | ValueKind::Unknown)
-    }
-
-    pub fn origin_range(&self) -> Option<TextRange> {
-        self.origin.map(|(start, end)| start..end)
-    }
-}
-
 /// Why code runs once per training step (or per forward pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HotPath {
@@ -159,6 +82,9 @@ pub enum HotPath {
     Compiled,
     /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
     TrainingLoop,
+    /// Inside a function of this file that a training loop or step function calls (directly or
+    /// through other functions).
+    CalledFromLoop,
 }
 
 impl HotPath {
@@ -168,6 +94,7 @@ impl HotPath {
             HotPath::StepFunction => "in a step function",
             HotPath::Compiled => "in a compiled function",
             HotPath::TrainingLoop => "in the training loop",
+            HotPath::CalledFromLoop => "in a function called every step",
         }
     }
 }
@@ -179,7 +106,19 @@ enum Binding {
     Value(Fact),
     /// A class defined in this file; the index into `classes`.
     Class(usize),
-    Function,
+    /// A function defined in this file; the index into `functions`.
+    Function(usize),
+}
+
+/// What one function of the file returns, collected while its body is walked.
+#[derive(Debug)]
+struct FunctionReturns {
+    /// The class it is a method of (directly), by index into `classes`.
+    class: Option<usize>,
+    name: String,
+    returns: ReturnFacts,
+    /// Its whole body has been walked.
+    complete: bool,
 }
 
 #[derive(Debug, Default)]
@@ -190,6 +129,8 @@ struct Scope {
 #[derive(Debug)]
 struct ClassInfo {
     is_module: bool,
+    /// An optimizer or scheduler subclass (its `step` is not a training step).
+    is_optimizer_like: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: HashMap<String, Fact>,
 }
@@ -202,6 +143,8 @@ enum Frame {
         class: Option<usize>,
         /// `with torch.no_grad()` / `inference_mode` decorators (for compile rules).
         node_id: usize,
+        /// The index into `functions`.
+        id: usize,
     },
     Class(usize),
     Loop {
@@ -235,116 +178,18 @@ pub struct SemanticModel<'t> {
     /// The hardware scope of each enclosing block and definition, innermost last (computed once
     /// per block in `enter`).
     guard_frames: Vec<GuardFrame>,
+    /// Whether the file uses a test framework (so `test_*` functions are tests).
+    test_framework: bool,
+    /// Function and loop summaries and file facts from the pre-pass.
+    summaries: Summaries,
+    /// What each function met so far returns, by the id its binding carries.
+    functions: Vec<FunctionReturns>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
     /// change only in `enter`/`leave`, which clear it.
     qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
 }
-
-const TENSOR_FACTORIES: &[&str] = &[
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "randperm",
-    "arange",
-    "range",
-    "linspace",
-    "logspace",
-    "eye",
-    "tensor",
-    "as_tensor",
-    "from_numpy",
-    "empty_strided",
-    "tril_indices",
-    "triu_indices",
-    "complex",
-    "polar",
-];
-
-const LIKE_FACTORIES: &[&str] = &[
-    "zeros_like",
-    "ones_like",
-    "empty_like",
-    "full_like",
-    "rand_like",
-    "randn_like",
-    "randint_like",
-];
-
-/// torch functions whose result is not a tensor.
-const TORCH_NON_TENSOR_FUNCTIONS: &[&str] = &[
-    "device",
-    "is_tensor",
-    "is_floating_point",
-    "numel",
-    "manual_seed",
-    "seed",
-    "get_default_dtype",
-    "set_default_dtype",
-    "no_grad",
-    "enable_grad",
-    "inference_mode",
-    "set_grad_enabled",
-    "compile",
-    "load",
-    "save",
-    "is_grad_enabled",
-    "get_rng_state",
-    "finfo",
-    "iinfo",
-    "Size",
-    "Generator",
-    "autocast",
-    "use_deterministic_algorithms",
-    "set_float32_matmul_precision",
-    "set_printoptions",
-];
-
-/// Tensor methods that return something other than a tensor.
-const NON_TENSOR_METHODS: &[&str] = &[
-    "item",
-    "tolist",
-    "numpy",
-    "size",
-    "dim",
-    "ndimension",
-    "numel",
-    "nelement",
-    "element_size",
-    "stride",
-    "data_ptr",
-    "is_contiguous",
-    "is_floating_point",
-    "get_device",
-    "backward",
-    "storage",
-    "untyped_storage",
-    "type",
-    "__len__",
-];
-
-/// Module methods that return the module itself.
-const MODULE_SELF_METHODS: &[&str] = &[
-    "to",
-    "cuda",
-    "cpu",
-    "train",
-    "eval",
-    "float",
-    "half",
-    "bfloat16",
-    "double",
-    "requires_grad_",
-    "apply",
-    "to_empty",
-    "xpu",
-    "type",
-];
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
@@ -362,13 +207,20 @@ impl<'t> SemanticModel<'t> {
             guard_frames: vec![GuardFrame {
                 node_id: tree.root_node().id(),
                 scope: HardwareScope::default(),
+                test_code: false,
+                cold: false,
             }],
+            test_framework: false,
+            summaries: Summaries::default(),
+            functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
-        model.prescan_compiled(tree);
+        model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
+        model.summaries = summaries::build(tree, source, &model);
+        model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
@@ -441,45 +293,6 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
-    /// Finds `torch.compile(f)` / `torch_xla.compile(f)` calls by text, so that `f`'s body counts
-    /// as compiled even though the call comes after the definition. Text search keeps this off
-    /// the full-tree walk.
-    fn prescan_compiled(&mut self, tree: &Tree) {
-        let source = self.source;
-        let root = tree.root_node();
-        let mut search_from = 0;
-        while let Some(found) = source[search_from..].find("compile(") {
-            let at = search_from + found;
-            search_from = at + "compile(".len();
-            let Some(node) = root.descendant_for_byte_range(at, at + "compile".len()) else {
-                continue;
-            };
-            let call = node.parent().and_then(|p| {
-                if p.kind_name() == "call" {
-                    Some(p)
-                } else {
-                    p.parent().filter(|gp| gp.kind_name() == "call")
-                }
-            });
-            let Some(call) = call else { continue };
-            let Some((function, arguments)) = syntax::call_parts(call) else {
-                continue;
-            };
-            let Some(qualified) = self.qualified_name(function) else {
-                continue;
-            };
-            if !matches!(qualified.as_str(), "torch.compile" | "torch_xla.compile") {
-                continue;
-            }
-            if let Some(first) = syntax::positional_args(arguments).first()
-                && let Some(parts) = syntax::dotted_parts(*first, source)
-                && let Some(last) = parts.last()
-            {
-                self.compiled_names.insert((*last).to_string());
-            }
-        }
-    }
-
     fn detect_backend(&self) -> Backend {
         if self.imports_module("torch_xla") {
             return Backend::TorchXla;
@@ -487,15 +300,14 @@ impl<'t> SemanticModel<'t> {
         if self.imports_module("torch_tpu") {
             return Backend::TorchTpu;
         }
-        let source = self.source;
-        if source.contains("\"xla\"") || source.contains("'xla'") || source.contains("openxla") {
+        // Device strings in device positions only (`device="xla"`, `torch.device("tpu")`,
+        // `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`,
+        // which runs on PyTorch/XLA), never any text.
+        let evidence = &self.summaries.file;
+        if evidence.xla_evidence {
             return Backend::TorchXla;
         }
-        if source.contains("\"tpu\"")
-            || source.contains("'tpu'")
-            || source.contains("\"tpu:")
-            || source.contains("torch.tpu.")
-        {
+        if evidence.tpu_evidence {
             return Backend::TorchTpu;
         }
         Backend::Unknown
@@ -589,6 +401,7 @@ impl<'t> SemanticModel<'t> {
         self.ancestors.push(node);
         match node.kind_name() {
             "block" => self.enter_block(node),
+            "lambda" => self.enter_lambda(node),
             "function_definition" => {
                 self.enter_definition_guards(node);
                 self.enter_function(node)
@@ -603,6 +416,74 @@ impl<'t> SemanticModel<'t> {
                     hot,
                     node_id: node.id(),
                 });
+                self.bind_loop_target(node);
+            }
+            _ => {}
+        }
+    }
+
+    /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
+    fn bind_loop_target(&mut self, node: Node<'_>) {
+        if node.kind_name() != "for_statement" {
+            return;
+        }
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+            return;
+        };
+        let fact = self.fact(right);
+        let origin = Some((right.start_byte(), right.end_byte()));
+        if fact.is_tensor() && left.kind_name() == "identifier" {
+            let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(row),
+            );
+            return;
+        }
+        // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
+        // loader (`MpDeviceLoader`): the batch's tensors are on the device.
+        let enumerated = syntax::call_parts(syntax::unparenthesize(right))
+            .filter(|(function, _)| node_text(*function, self.source) == "enumerate")
+            .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+        let (loader, target) = match enumerated {
+            Some(inner) => {
+                let target = match left.kind_name() {
+                    "pattern_list" | "tuple_pattern" if left.named_child_count() == 2 => {
+                        left.named_child(1)
+                    }
+                    _ => None,
+                };
+                (self.fact(inner), target)
+            }
+            None => (fact, Some(left)),
+        };
+        let Some(target) = target else {
+            return;
+        };
+        // Only a device loader's batches are known to be tensors on the device; a plain loader
+        // yields whatever the collate function builds (dicts, strings, host tensors).
+        if loader.kind != ValueKind::DataLoader || loader.device != Device::Accelerator {
+            return;
+        }
+        let batch = Fact::tensor(loader.device, origin);
+        self.bind_batch(target, batch, 0);
+    }
+
+    fn bind_batch(&mut self, target: Node<'_>, batch: Fact, depth: usize) {
+        if depth > 4 {
+            return;
+        }
+        match target.kind_name() {
+            "identifier" => self.bind(
+                node_text(target, self.source).to_string(),
+                Binding::Value(batch),
+            ),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind_batch(child, batch, depth + 1);
+                }
             }
             _ => {}
         }
@@ -620,7 +501,7 @@ impl<'t> SemanticModel<'t> {
         }
         if matches!(
             node.kind_name(),
-            "block" | "function_definition" | "class_definition"
+            "block" | "function_definition" | "class_definition" | "lambda"
         ) && self.guard_frames.len() > 1
             && self
                 .guard_frames
@@ -637,7 +518,14 @@ impl<'t> SemanticModel<'t> {
                     guards::apply_exit(&mut frame.scope, test);
                 }
             }
+            "return_statement" => self.leave_return(node),
             "function_definition" => {
+                if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
+                    && *node_id == node.id()
+                    && let Some(function) = self.functions.get_mut(*id)
+                {
+                    function.complete = true;
+                }
                 if matches!(self.frames.last(), Some(Frame::Function { node_id, .. }) if *node_id == node.id())
                 {
                     self.frames.pop();
@@ -694,9 +582,12 @@ impl<'t> SemanticModel<'t> {
             grandparent,
             self.source,
         );
+        let cold = self.in_cold_code() || guards::is_throttled_block(block, parent, self.source);
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
+            test_code: self.in_test_code(),
+            cold,
         });
     }
 
@@ -706,15 +597,124 @@ impl<'t> SemanticModel<'t> {
             .filter(|p| p.kind_name() == "decorated_definition");
         let scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        let test_code = self.in_test_code()
+            || match definition.kind_name() {
+                "class_definition" => {
+                    roles::is_test_class(definition, self.test_framework, self.source)
+                }
+                _ => {
+                    roles::is_test_function(definition, decorated, self.test_framework, self.source)
+                }
+            };
+        let name = definition
+            .field("name")
+            .map(|n| node_text(n, self.source))
+            .unwrap_or("");
+        let cold = self.in_cold_code() || self.summaries.step_closures.contains(name);
         self.guard_frames.push(GuardFrame {
             node_id: definition.id(),
             scope,
+            test_code,
+            cold,
         });
+    }
+
+    /// `xm.add_step_closure(lambda: print(loss.item()))`: the lambda runs after the step.
+    fn enter_lambda(&mut self, lambda: Node<'t>) {
+        let count = self.ancestors.len();
+        let call = count
+            .checked_sub(3)
+            .and_then(|i| self.ancestors.get(i))
+            .filter(|call| call.kind_name() == "call");
+        let closure = call.is_some_and(|call| {
+            self.call_qualified_name(*call)
+                .is_some_and(|q| q.ends_with("add_step_closure"))
+        });
+        if closure {
+            let frame = GuardFrame {
+                node_id: lambda.id(),
+                scope: self.current_scope(),
+                test_code: self.in_test_code(),
+                cold: true,
+            };
+            self.guard_frames.push(frame);
+        }
+    }
+
+    /// Whether the current node runs off the step (a throttle, a step closure).
+    pub fn in_cold_code(&self) -> bool {
+        self.guard_frames.last().is_some_and(|frame| frame.cold)
+    }
+
+    /// Marks the whole file as test code (its path is a test path: `tests/`, `test_*.py`).
+    pub fn set_test_file(&mut self, test_file: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.test_code = test_file;
+        }
+    }
+
+    /// Whether the current node is test code: in a test function, fixture or test class (in a
+    /// file that uses a test framework), or anywhere in a file on a test path.
+    pub fn in_test_code(&self) -> bool {
+        self.guard_frames
+            .last()
+            .is_some_and(|frame| frame.test_code)
     }
 
     /// What the guards around the current node say about the hardware it runs on.
     pub fn hardware_scope(&self) -> HardwareScope {
         self.current_scope()
+    }
+
+    /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
+    /// this file, nested training loop, exits), from the pre-pass.
+    pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
+        self.summaries.loops.get(&loop_node.id())
+    }
+
+    /// The summary of a function definition (what it does, whether a training loop reaches it).
+    pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
+        let index = self.summaries.by_node.get(&definition.id())?;
+        self.summaries.functions.get(*index)
+    }
+
+    /// Whether the code at `range` (a finding's range, within or at the current node `node`)
+    /// runs only where no TPU is (see [`guards`]: `cuda_test and …`,
+    /// `x.dtype == torch.float16 and …`, a branch of a device choice), within its statement.
+    pub fn range_never_on_tpu(&self, node: Node<'t>, range: TextRange) -> bool {
+        let Some(position) = self.ancestors.iter().rposition(|a| a.id() == node.id()) else {
+            return false;
+        };
+        let inside = node.start_byte() <= range.start && range.end <= node.end_byte();
+        let target = if inside {
+            node.named_descendant_for_byte_range(range.start, range.end)
+                .unwrap_or(node)
+        } else {
+            node
+        };
+        // The path from `node` down to `target` (cheap: one child per level).
+        let mut down = Vec::new();
+        let mut current = node;
+        while current.id() != target.id() {
+            let Some(next) = current.child_with_descendant(target) else {
+                break;
+            };
+            down.push(current);
+            current = next;
+            if down.len() > 256 {
+                return false;
+            }
+        }
+        let chain = down
+            .into_iter()
+            .rev()
+            .chain(self.ancestors[..position].iter().rev().copied());
+        guards::expression_never_on_tpu(target, chain, self.source)
+    }
+
+    /// Facts about the whole file (a syncing loader, eager mode, compilation).
+    pub fn file_facts(&self) -> &FileFacts {
+        &self.summaries.file
     }
 
     fn enter_function(&mut self, node: Node<'_>) {
@@ -735,21 +735,47 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::Compiled)
         } else if name == "forward" && (in_module_class || directly_in_class) {
             Some(HotPath::Forward)
-        } else if is_step_function_name(&name) {
+        } else if summaries::is_step_function_name(&name)
+            || summaries::is_per_step_hook(&name)
+            || (name == "step"
+                && directly_in_class
+                && class.is_some_and(|index| {
+                    self.classes
+                        .get(index)
+                        .is_some_and(|c| !c.is_optimizer_like)
+                }))
+        {
             Some(HotPath::StepFunction)
+        } else if self
+            .summaries
+            .by_node
+            .get(&node.id())
+            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+        {
+            Some(HotPath::CalledFromLoop)
         } else {
             None
         };
-        self.bind(name.clone(), Binding::Function);
+        let id = self.functions.len();
+        self.functions.push(FunctionReturns {
+            class: if directly_in_class { class } else { None },
+            name: name.clone(),
+            returns: ReturnFacts::default(),
+            complete: false,
+        });
+        self.bind(name.clone(), Binding::Function(id));
         self.frames.push(Frame::Function {
             name,
             hot,
             class: if directly_in_class { class } else { None },
             node_id: node.id(),
+            id,
         });
         self.scopes.push(Scope::default());
         if let Some(parameters) = node.field("parameters") {
-            self.bind_parameters(parameters, hot == Some(HotPath::Forward) || hot.is_some());
+            // Parameters of a helper the loop calls are whatever the caller passes: no guess.
+            let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
+            self.bind_parameters(parameters, guess);
         }
     }
 
@@ -815,14 +841,14 @@ impl<'t> SemanticModel<'t> {
             let fact = if let Some(annotation) = annotation {
                 let annotation_text = node_text(annotation, source);
                 if annotation_text.contains("Tensor") {
-                    Fact::tensor(Device::Accelerator, origin)
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
                 } else {
                     Fact::of(ValueKind::Scalar)
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
             } else if hot {
-                Fact::tensor(Device::Accelerator, origin)
+                Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {
                 Fact::UNKNOWN
             };
@@ -841,9 +867,14 @@ impl<'t> SemanticModel<'t> {
                     .any(|base| self.is_module_class_expr(base))
             })
             .unwrap_or(false);
+        let is_optimizer_like = node.field("superclasses").is_some_and(|superclasses| {
+            let text = node_text(superclasses, source);
+            text.contains("Optimizer") || text.contains("Scheduler") || text.contains("LRScheduler")
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
+            is_optimizer_like,
             attributes: HashMap::new(),
         });
         if let Some(name) = node.field("name") {
@@ -874,10 +905,100 @@ impl<'t> SemanticModel<'t> {
         false
     }
 
+    /// `return <value>`: merges the value's fact into the enclosing function's returns.
+    fn leave_return(&mut self, node: Node<'_>) {
+        let Some(id) = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { id, .. } => Some(*id),
+            _ => None,
+        }) else {
+            return;
+        };
+        let Some(value) = node.named_child(0) else {
+            return;
+        };
+        let (fact, elements) = if value.kind_name() == "expression_list" {
+            let mut cursor = value.walk();
+            let elements: Vec<Fact> = value
+                .named_children(&mut cursor)
+                .map(|element| self.fact(element))
+                .collect();
+            (Fact::of(ValueKind::Container), Some(elements))
+        } else {
+            (self.fact(value), None)
+        };
+        if let Some(function) = self.functions.get_mut(id) {
+            function.returns.add(fact, elements);
+        }
+    }
+
+    /// The fact of a call to the function with binding id `id`, from its return statements
+    /// (known once its definition has been walked).
+    fn summary_return(&self, id: usize, origin: Option<(usize, usize)>) -> Fact {
+        match self.functions.get(id) {
+            Some(function) if function.complete => match function.returns.single() {
+                Some(fact) if fact.kind != ValueKind::Unknown => Fact {
+                    origin: fact.origin.or(origin),
+                    ..fact
+                }
+                .with_evidence(Evidence::Summary),
+                _ => Fact::UNKNOWN,
+            },
+            _ => Fact::UNKNOWN,
+        }
+    }
+
+    /// The id of the method `name` of the class around the current method, once walked.
+    fn method_summary(&self, name: &str) -> Option<usize> {
+        let class = self.current_method_class()?;
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
+    }
+
+    /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
+    /// tuples of that many elements.
+    fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let (function, _) = syntax::call_parts(value)?;
+        let id = match function.kind_name() {
+            "identifier" => match self.lookup(node_text(function, self.source)) {
+                Some(Binding::Function(id)) => *id,
+                _ => return None,
+            },
+            "attribute" => {
+                let object = function.field("object")?;
+                if node_text(object, self.source) != "self" {
+                    return None;
+                }
+                self.method_summary(node_text(function.field("attribute")?, self.source))?
+            }
+            _ => return None,
+        };
+        let function = self.functions.get(id).filter(|f| f.complete)?;
+        let elements = function.returns.tuple()?;
+        (elements.len() == count).then(|| {
+            elements
+                .iter()
+                .map(|fact| fact.with_evidence(Evidence::Summary))
+                .collect()
+        })
+    }
+
     fn leave_assignment(&mut self, node: Node<'_>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && right.kind_name() == "call"
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            if let Some(elements) = self.tuple_elements(right, targets.len()) {
+                for (target, fact) in targets.into_iter().zip(elements) {
+                    self.bind_target(target, fact, 1);
+                }
+                return;
+            }
+        }
         let mut fact = self.fact(right);
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
@@ -955,7 +1076,8 @@ impl<'t> SemanticModel<'t> {
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
-                let fact = Fact::tensor(Device::Accelerator, origin);
+                let fact =
+                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Backward);
                 self.bind(node_text(loss, source).to_string(), Binding::Value(fact));
             }
             return;
@@ -994,34 +1116,19 @@ impl<'t> SemanticModel<'t> {
         })?
     }
 
+    /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
+    /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        let source = self.source;
         if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
             return true;
         }
-        // A loop whose own body (not a nested loop's) runs backward / optimizer steps.
-        let Some(body) = node.field("body") else {
-            return false;
-        };
-        let body_text = node_text(body, source);
-        let steps = body_text.contains(".backward(")
-            || body_text.contains("optimizer_step(")
-            || body_text.contains("optimizer.step(")
-            || body_text.contains(".mark_step(")
-            || body_text.contains("torch_xla.sync(");
-        if !steps {
-            return false;
-        }
-        let has_nested_loop = body_text.lines().any(|line| {
-            let trimmed = line.trim_start();
-            trimmed.starts_with("for ")
-                || trimmed.starts_with("async for ")
-                || trimmed.starts_with("while ")
-        });
-        !has_nested_loop
+        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+            (summary.calls_backward || summary.steps_optimizer || summary.syncs)
+                && !summary.nested_training_loop
+        })
     }
 
     fn is_loader_expr(&self, expr: Node<'_>, depth: usize) -> bool {
@@ -1168,6 +1275,10 @@ impl<'t> SemanticModel<'t> {
 
     /// The innermost reason the current node runs on every step, if any.
     pub fn hot_path(&self) -> Option<HotPath> {
+        // Throttled code and step closures run once every N steps or after the step.
+        if self.in_cold_code() {
+            return None;
+        }
         for frame in self.frames.iter().rev() {
             match frame {
                 Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
@@ -1224,7 +1335,7 @@ impl<'t> SemanticModel<'t> {
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 Some(Binding::Value(fact)) => *fact,
-                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function) => {
+                Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
                 }
                 None => Fact::UNKNOWN,
@@ -1298,6 +1409,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: a.kind,
                                 device: a.device.merge(b.device),
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1342,6 +1454,12 @@ impl<'t> SemanticModel<'t> {
                 ),
                 "shape" => Fact::of(ValueKind::Container),
                 "device" => Fact::of(ValueKind::DeviceObject),
+                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
+                _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
+                    object_fact.device,
+                    Some((expr.start_byte(), expr.end_byte())),
+                )
+                .with_evidence(Evidence::ModuleCall),
                 _ => Fact::of(ValueKind::Scalar),
             },
             ValueKind::Module => match attribute {
@@ -1375,6 +1493,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device: Device::Cpu,
                                 origin,
+                                ..Fact::UNKNOWN
                             }
                         } else {
                             Fact::UNKNOWN
@@ -1382,6 +1501,20 @@ impl<'t> SemanticModel<'t> {
                     }
                     Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
                         Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
+                    }
+                    Some(Binding::Function(id)) => self.summary_return(*id, origin),
+                    // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
+                    // parameter): applied to a device tensor, it is taken to be a module or loss.
+                    Some(Binding::Value(fact))
+                        if fact.kind == ValueKind::Unknown
+                            && syntax::positional_args(arguments).first().is_some_and(|a| {
+                                let argument = self.fact_at_depth(*a, depth + 1);
+                                argument.is_tensor() && argument.device == Device::Accelerator
+                            }) =>
+                    {
+                        Fact::tensor(Device::Accelerator, origin)
+                            .with_evidence(Evidence::ModuleCall)
                     }
                     _ => match name {
                         "len" | "int" | "float" | "bool" | "str" | "round" | "abs" | "max"
@@ -1413,7 +1546,7 @@ impl<'t> SemanticModel<'t> {
                 let receiver = self.fact_at_depth(object, depth + 1);
                 match receiver.kind {
                     ValueKind::Tensor => {
-                        if NON_TENSOR_METHODS.contains(&method) {
+                        if torch_api::NON_TENSOR_METHODS.contains(&method) {
                             return match method {
                                 "numpy" => Fact::of(ValueKind::NumpyArray),
                                 "tolist" => Fact::of(ValueKind::Container),
@@ -1437,7 +1570,7 @@ impl<'t> SemanticModel<'t> {
                         Fact::tensor(device, origin)
                     }
                     ValueKind::Module => {
-                        if MODULE_SELF_METHODS.contains(&method) {
+                        if torch_api::MODULE_SELF_METHODS.contains(&method) {
                             let device = match method {
                                 "cuda" => Device::Cuda,
                                 "cpu" => Device::Cpu,
@@ -1450,6 +1583,7 @@ impl<'t> SemanticModel<'t> {
                                 kind: ValueKind::Module,
                                 device,
                                 origin: receiver.origin,
+                                ..Fact::UNKNOWN
                             }
                         } else if matches!(
                             method,
@@ -1474,6 +1608,11 @@ impl<'t> SemanticModel<'t> {
                         let callee = self.fact_at_depth(function, depth + 1);
                         if callee.kind == ValueKind::Module {
                             Fact::tensor(Device::Accelerator, origin)
+                                .with_evidence(Evidence::ModuleCall)
+                        } else if node_text(object, source) == "self"
+                            && let Some(id) = self.method_summary(method)
+                        {
+                            self.summary_return(id, origin)
                         } else {
                             Fact::UNKNOWN
                         }
@@ -1492,7 +1631,7 @@ impl<'t> SemanticModel<'t> {
         depth: usize,
     ) -> Fact {
         if let Some(function) = qualified.strip_prefix("torch.") {
-            if TENSOR_FACTORIES.contains(&function) {
+            if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {
@@ -1501,7 +1640,7 @@ impl<'t> SemanticModel<'t> {
                 };
                 return Fact::tensor(device, origin);
             }
-            if LIKE_FACTORIES.contains(&function) {
+            if torch_api::LIKE_FACTORIES.contains(&function) {
                 let device = match self.device_argument(arguments, false, depth) {
                     Some(device) => device,
                     None => syntax::positional_args(arguments)
@@ -1515,7 +1654,7 @@ impl<'t> SemanticModel<'t> {
             if function == "device" {
                 return Fact::of(ValueKind::DeviceObject);
             }
-            if TORCH_NON_TENSOR_FUNCTIONS.contains(&function) || is_torch_query_function(function) {
+            if torch_api::is_non_tensor_function(function) {
                 return Fact::UNKNOWN;
             }
             if function.starts_with("utils.data.") && function.ends_with("DataLoader") {
@@ -1523,6 +1662,7 @@ impl<'t> SemanticModel<'t> {
                     kind: ValueKind::DataLoader,
                     device: Device::Cpu,
                     origin,
+                    ..Fact::UNKNOWN
                 };
             }
             if function.starts_with("optim.") {
@@ -1542,33 +1682,29 @@ impl<'t> SemanticModel<'t> {
                         kind: ValueKind::Module,
                         device: Device::Cpu,
                         origin,
+                        ..Fact::UNKNOWN
                     };
                 }
                 return Fact::UNKNOWN;
             }
             let last = function.rsplit('.').next().unwrap_or(function);
             if last.starts_with(|c: char| c.is_ascii_lowercase())
-                && in_tensor_namespace(function)
-                && !function.starts_with("cuda.")
-                && !function.starts_with("distributed.")
-                && !function.starts_with("backends.")
-                && !function.starts_with("utils.")
-                && !function.starts_with("jit.")
-                && !function.starts_with("hub.")
-                && !function.starts_with("onnx.")
-                && !function.starts_with("amp.")
-                && !function.starts_with("autograd.")
-                && !function.starts_with("testing.")
-                && !function.starts_with("accelerator.")
-                && !function.starts_with("tpu.")
-                && !function.starts_with("xpu.")
-                && !function.starts_with("mps.")
-                && !function.starts_with("_")
+                && torch_api::in_tensor_namespace(function)
+                && !function.starts_with('_')
             {
                 let device = self.first_tensor_device(arguments, depth);
                 return Fact::tensor(device, origin);
             }
             return Fact::UNKNOWN;
+        }
+        // `tqdm(loader)` iterates the loader.
+        if (qualified == "tqdm" || qualified.starts_with("tqdm."))
+            && let Some(first) = syntax::positional_args(arguments).first()
+        {
+            let inner = self.fact_at_depth(*first, depth + 1);
+            if inner.kind == ValueKind::DataLoader {
+                return Fact { origin, ..inner };
+            }
         }
         if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
             || qualified.ends_with("parallel_loader.ParallelLoader")
@@ -1577,6 +1713,42 @@ impl<'t> SemanticModel<'t> {
                 kind: ValueKind::DataLoader,
                 device: Device::Accelerator,
                 origin,
+                ..Fact::UNKNOWN
+            };
+        }
+        // `AutoModel.from_pretrained(...)`, `UNet2DModel.from_pretrained(...)`,
+        // `timm.create_model(...)`, `torchvision.models.resnet50()`: a module on the host.
+        let last = qualified.rsplit('.').next().unwrap_or("");
+        let model_library = [
+            "transformers.",
+            "diffusers.",
+            "timm.",
+            "peft.",
+            "torchvision.models.",
+        ]
+        .iter()
+        .any(|prefix| qualified.starts_with(prefix));
+        let is_model_class = qualified
+            .rsplit('.')
+            .nth(1)
+            .is_some_and(|class| class.starts_with(|c: char| c.is_ascii_uppercase()));
+        if model_library
+            && ((last == "from_pretrained"
+                && is_model_class
+                && !qualified.contains("Tokenizer")
+                && !qualified.contains("Processor")
+                && !qualified.contains("Config")
+                && !qualified.contains("Scheduler"))
+                || last == "create_model"
+                || (qualified.starts_with("torchvision.models.")
+                    && last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !last.starts_with("get_")))
+        {
+            return Fact {
+                kind: ValueKind::Module,
+                device: Device::Cpu,
+                origin,
+                ..Fact::UNKNOWN
             };
         }
         if qualified.starts_with("numpy.") {
@@ -1623,31 +1795,8 @@ impl<'t> SemanticModel<'t> {
         self.qualified_name(expr)
             .as_deref()
             .and_then(|name| name.strip_prefix("torch."))
-            .is_some_and(|name| {
-                matches!(
-                    name,
-                    "float"
-                        | "float16"
-                        | "float32"
-                        | "float64"
-                        | "double"
-                        | "half"
-                        | "bfloat16"
-                        | "int"
-                        | "int8"
-                        | "int16"
-                        | "int32"
-                        | "int64"
-                        | "long"
-                        | "short"
-                        | "uint8"
-                        | "bool"
-                        | "complex64"
-                        | "complex128"
-                        | "cfloat"
-                        | "cdouble"
-                )
-            })
+            .and_then(torch_api::canonical_dtype)
+            .is_some()
     }
 
     /// Interprets a device expression: `"cuda:0"`, `torch.device("xla")`, `x.device`, a variable.
@@ -1696,52 +1845,6 @@ impl<'t> SemanticModel<'t> {
     }
 }
 
-/// torch functions that answer a question or configure state rather than compute a tensor:
-/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
-/// `torch.compiler.is_compiling()`.
-fn is_torch_query_function(function: &str) -> bool {
-    let last = function.rsplit('.').next().unwrap_or(function);
-    last.starts_with("is_")
-        || last.starts_with("are_")
-        || last.starts_with("get_")
-        || last.starts_with("set_")
-        || last.starts_with("has_")
-        || matches!(
-            last,
-            "broadcast_shapes"
-                | "result_type"
-                | "promote_types"
-                | "can_cast"
-                | "typename"
-                | "allclose"
-                | "equal"
-        )
-}
-
-/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
-/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
-/// compilation or tooling: `torch.npu.device_count()` is no tensor.
-fn in_tensor_namespace(function: &str) -> bool {
-    const TENSOR_NAMESPACES: &[&str] = &[
-        "nn.",
-        "linalg.",
-        "fft.",
-        "special.",
-        "sparse.",
-        "nested.",
-        "masked.",
-        "ops.",
-        "func.",
-        "Tensor.",
-        "distributions.",
-        "signal.",
-    ];
-    !function.contains('.')
-        || TENSOR_NAMESPACES
-            .iter()
-            .any(|prefix| function.starts_with(prefix))
-}
-
 /// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.
 fn is_identity_or_membership(comparison: Node<'_>, source: &str) -> bool {
     let mut cursor = comparison.walk();
@@ -1766,10 +1869,8 @@ pub fn device_from_str(text: &str) -> Device {
     }
 }
 
-/// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
-fn is_step_function_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
-        || lower.ends_with("step_fn")
-        || lower == "train_fn"
+impl summaries::Resolver for SemanticModel<'_> {
+    fn resolve(&self, expr: Node<'_>) -> Option<String> {
+        self.resolve_qualified_name(expr)
+    }
 }

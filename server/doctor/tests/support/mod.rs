@@ -186,6 +186,46 @@ impl TestEnv {
     }
 }
 
+/// A fake torch distribution.
+pub fn install_torch(env: &TestEnv, version: &str) {
+    env.add_package(
+        "torch",
+        version,
+        &["Summary: Tensors and Dynamic neural networks"],
+        "",
+    );
+}
+
+/// A fake libtpu with its shared library.
+pub fn install_libtpu(env: &TestEnv, version: &str) {
+    env.add_dist(
+        "libtpu",
+        version,
+        &["Summary: Google Cloud TPU runtime library"],
+        &[("libtpu/__init__.py", ""), ("libtpu/libtpu.so", "")],
+    );
+}
+
+/// Waits (up to 5 s) until process `pid` has `device` open and, when given, its command line
+/// contains `needle`.
+pub fn wait_until_open(pid: u32, device: &Path, needle: Option<&str>) {
+    let fd_dir = format!("/proc/{pid}/fd");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let opened = fs::read_dir(&fd_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == device));
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let named = needle.is_none_or(|needle| String::from_utf8_lossy(&cmdline).contains(needle));
+        if opened && named {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Pids of live processes whose command line contains `needle` (zombies excluded).
 pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();

@@ -7,7 +7,6 @@ use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix};
 use crate::semantic::{Backend, HotPath};
 use crate::syntax::NodeExt;
-use crate::syntax::node_text;
 
 declare_rule! {
     /// ## What it does
@@ -102,35 +101,13 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     ));
 }
 
+/// Whether the decorated function is compiled (`@torch.compile` beside this decorator, or passed
+/// to `torch.compile` elsewhere), from the index's function summary.
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
-    let Some(definition) = context
+    context
         .parent(decorator)
         .filter(|p| p.kind_name() == "decorated_definition")
-    else {
-        return false;
-    };
-    let source = context.source();
-    let mut cursor = definition.walk();
-    let compiled_decorator = definition
-        .named_children(&mut cursor)
-        .filter(|c| c.kind_name() == "decorator" && c.id() != decorator.id())
-        .any(|d| {
-            let Some(expression) = d.named_child(0) else {
-                return false;
-            };
-            let target = if expression.kind_name() == "call" {
-                expression.field("function")
-            } else {
-                Some(expression)
-            };
-            target
-                .and_then(|t| context.qualified_name(t))
-                .is_some_and(|q| q == "torch.compile")
-        });
-    let name = definition
-        .field("definition")
-        .and_then(|d| d.field("name"))
-        .map(|n| node_text(n, source))
-        .unwrap_or("");
-    compiled_decorator || context.semantic().is_compiled_name(name)
+        .and_then(|decorated| decorated.field("definition"))
+        .and_then(|definition| context.semantic().function_summary(definition))
+        .is_some_and(|summary| summary.compiled)
 }

@@ -7,8 +7,8 @@ use crate::declare_rule;
 use crate::diagnostic::Fix;
 use crate::rules::tpu_api;
 use crate::semantic::Backend;
+use crate::syntax;
 use crate::syntax::NodeExt;
-use crate::syntax::{self, node_text};
 
 declare_rule! {
     /// ## What it does
@@ -84,7 +84,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     {
         return;
     }
-    if !compiles_optimizer_step(context) {
+    // A compiled function of the file steps an optimizer (the index's function summaries).
+    if !context.semantic().file_facts().compiles_optimizer_step {
         return;
     }
     let fix = match context.keyword_arg(arguments, "capturable") {
@@ -103,59 +104,4 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             format!("`{name}` without `capturable=True` crashes in a compiled TorchTPU step"),
         )
         .fix = Some(fix);
-}
-
-/// Whether the file compiles (decorator or `torch.compile(fn)`) a function that calls `.step()`.
-fn compiles_optimizer_step(context: &Context<'_, '_>) -> bool {
-    let source = context.source();
-    let semantic = context.semantic();
-    let mut stack = vec![context.root()];
-    let mut visited = 0;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 20_000 {
-            return false;
-        }
-        // A decorated function is judged at its `decorated_definition` (decorators + body).
-        let (function, decorated) = match node.kind_name() {
-            "decorated_definition" => {
-                let mut cursor = node.walk();
-                let decorated = node
-                    .named_children(&mut cursor)
-                    .filter(|c| c.kind_name() == "decorator")
-                    .any(|d| node_text(d, source).contains("compile"));
-                (
-                    node.field("definition")
-                        .filter(|d| d.kind_name() == "function_definition"),
-                    decorated,
-                )
-            }
-            "function_definition" => (Some(node), false),
-            _ => (None, false),
-        };
-        if let Some(function) = function {
-            let name = function
-                .field("name")
-                .map(|n| node_text(n, source))
-                .unwrap_or("");
-            let compiled = decorated || semantic.is_compiled_name(name);
-            if compiled && node_text(function, source).contains(".step(") {
-                return true;
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor).filter(|c| {
-            matches!(
-                c.kind_name(),
-                "module"
-                    | "block"
-                    | "class_definition"
-                    | "function_definition"
-                    | "decorated_definition"
-                    | "if_statement"
-                    | "else_clause"
-            )
-        }));
-    }
-    false
 }

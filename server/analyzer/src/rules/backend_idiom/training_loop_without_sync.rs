@@ -51,9 +51,11 @@ declare_rule! {
     ///
     /// ## Known problems
     /// A loop that calls a helper which syncs is recognised only when the helper is defined in the
-    /// same file. Files that use `MpDeviceLoader`, `ParallelLoader`, eager mode or any
-    /// `compile(` are not checked, since the barrier may come from there, nor files that import
-    /// `torch_xla` only conditionally. A `with torch_xla.step():` body counts as synced.
+    /// same file (the index's function summaries, transitively). Files that use
+    /// `MpDeviceLoader`, `ParallelLoader`, eager mode or `torch.compile` / `torch_xla.compile` are
+    /// not checked, since the barrier may come from there, nor files that import `torch_xla` only
+    /// conditionally. A `with torch_xla.step():` body counts as synced. Only calls count: a
+    /// string or comment that mentions `torch_xla.sync()` does not, nor does `re.compile(...)`.
     ///
     /// ## References
     /// - pitfalls.md B.4 #43: PyTorch/XLA `docs/source/learn/xla-advanced.md` ("Barriers", "Data Loading")
@@ -68,18 +70,6 @@ declare_rule! {
     }
 }
 
-/// Text in a loop body that is (or calls) a step barrier.
-const BARRIERS: &[&str] = &["mark_step(", ".sync(", "optimizer_step(", "torch_xla.step("];
-
-/// Text anywhere in the file that shows the barrier may come from elsewhere.
-const FILE_BARRIERS: &[&str] = &[
-    "MpDeviceLoader",
-    "ParallelLoader",
-    "per_device_loader",
-    "eager_mode(",
-    "compile(",
-];
-
 /// TPU605
 fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     if context.backend() != Backend::TorchXla
@@ -91,32 +81,30 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     let Some(body) = loop_node.field("body") else {
         return;
     };
-    let body_text = node_text(body, source);
+    let semantic = context.semantic();
+    let Some(summary) = semantic.loop_summary(loop_node) else {
+        return;
+    };
     // Gradient accumulation loops run several backward passes per step on purpose: the
-    // barrier belongs to the loop that also steps the optimizer.
-    if !body_text.contains(".backward(") || !body_text.contains(".step(") {
+    // barrier belongs to the loop that also steps the optimizer. A nested loop that calls
+    // backward owns the step: report that one.
+    if !summary.calls_backward || !summary.steps_optimizer || summary.nested_training_loop {
         return;
     }
-    if BARRIERS.iter().any(|barrier| body_text.contains(barrier))
-        || FILE_BARRIERS.iter().any(|barrier| source.contains(barrier))
-    {
+    // A barrier in the body (`torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(...)`,
+    // `with torch_xla.step():`), itself or in a function of this file it calls.
+    if summary.syncs {
+        return;
+    }
+    // A syncing loader, eager mode or compilation elsewhere in the file cuts the graph too.
+    let file = semantic.file_facts();
+    if file.uses_syncing_loader || file.eager_mode || file.compiles {
         return;
     }
     if iterates_parameter(context, loop_node) {
         return;
     }
-    // A nested loop owns the backward call: report that one.
-    let nested = body_text.lines().skip(1).any(|line| {
-        let trimmed = line.trim_start();
-        trimmed.starts_with("for ") || trimmed.starts_with("while ")
-    }) || body_text.trim_start().starts_with("for ")
-        || body_text.trim_start().starts_with("while ");
-    if nested {
-        return;
-    }
-    if calls_syncing_helper(context, body) {
-        return;
-    }
+    let exits = summary.exits;
     let header_end = body.start_byte();
     let header = loop_node.start_byte()..header_end;
     let header_text = node_text(loop_node, source)
@@ -128,11 +116,6 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         .to_string();
     let diagnostic_range =
         loop_node.start_byte()..(loop_node.start_byte() + header_text.len()).min(header.end);
-    let exits = ["continue", "break", "return", "yield"].iter().any(|word| {
-        body_text
-            .split(|c: char| !c.is_alphanumeric() && c != '_')
-            .any(|w| w == *word)
-    });
     let fix = if exits {
         None
     } else {
@@ -170,55 +153,6 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
             "Training loop never calls `torch_xla.sync()`: the lazy graph grows every step",
         )
         .fix = fix;
-}
-
-/// Whether the body calls a function of this file whose own text contains a barrier.
-fn calls_syncing_helper<'t>(context: &Context<'t, '_>, body: Node<'t>) -> bool {
-    let source = context.source();
-    let mut stack = vec![body];
-    let mut called = Vec::new();
-    let mut visited = 0;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 5_000 {
-            return true; // too big to tell: stay quiet
-        }
-        if node.kind_name() == "call"
-            && let Some(name) = context.callee_name(node)
-        {
-            called.push(name);
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
-    }
-    let root = context.root();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.kind_name() == "function_definition" {
-            let name = node
-                .field("name")
-                .map(|n| node_text(n, source))
-                .unwrap_or("");
-            if called.contains(&name) {
-                let text = node_text(node, source);
-                if BARRIERS.iter().any(|b| text.contains(b)) {
-                    return true;
-                }
-            }
-        }
-        if matches!(
-            node.kind_name(),
-            "module"
-                | "class_definition"
-                | "block"
-                | "decorated_definition"
-                | "function_definition"
-        ) {
-            let mut cursor = node.walk();
-            stack.extend(node.named_children(&mut cursor));
-        }
-    }
-    false
 }
 
 /// `for batch in loader:` where `loader` is a parameter of the enclosing function: the caller may

@@ -6,21 +6,26 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Fix, Related};
 use crate::rules::tpu_api;
-use crate::semantic::{Device, Fact, HotPath};
+use crate::semantic::{Device, Evidence, Fact};
 use crate::source::TextRange;
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
-    /// Checks, inside a module's `forward`, for a binary operation, `torch.cat` / `torch.stack`
+    /// Checks, in code that runs every step (a module's `forward`, a step or loss function, the
+    /// training loop, and the functions they call), for a binary operation, `torch.cat` / `torch.stack`
     /// or a matmul that combines a tensor created without `device=` (so on the CPU) with a
     /// forward input, a parameter or a buffer (on the model's device). The diagnostic points at
-    /// the place where the CPU tensor was created.
+    /// the place where the CPU tensor was created, also when a helper of the same file returned it
+    /// (`mask = make_mask(n)` with `return torch.ones(n)`).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
-    /// CPU unless told otherwise. Mixing that tensor with device tensors raises on PyTorch/XLA
+    /// CPU unless told otherwise. Concatenating or stacking it with device tensors (`torch.cat`,
+    /// `torch.stack`) raises (an error); arithmetic and matmuls copy it to the device on every call
+    /// (measured on torch_xla 2.9; a warning). Mixing that tensor with device tensors raises on PyTorch/XLA
     /// (`Input tensor is not an XLA tensor: torch.FloatTensor`) and on TorchTPU (device
     /// mismatch); on GPUs the same line raises `Expected all tensors to be on the same device`.
     /// A tensor stored as a plain attribute in `__init__` has the same problem: `model.to(device)`
@@ -47,8 +52,9 @@ declare_rule! {
     /// factory's other uses now see a device tensor too.
     ///
     /// ## Known problems
-    /// Zero-dimensional tensors (`torch.tensor(2.0)`) are allowed by PyTorch in mixed-device
-    /// operations and are not reported. Only `forward` bodies are checked.
+    /// Cold code (setup, once-per-run reports) is not checked. Zero-dimensional tensors
+    /// (`torch.tensor(2.0)`), which PyTorch allows in mixed-device arithmetic, are reported like
+    /// other arithmetic: as a per-step copy.
     ///
     /// ## References
     /// - pitfalls.md B.5 #53: PyTorch/XLA, *PyTorch on XLA devices* ("will throw an error since the
@@ -84,7 +90,8 @@ const COMBINING_FUNCTIONS: &[&str] = &[
 
 /// TPU405
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if context.hot_path() != Some(HotPath::Forward) {
+    // Forward, step and loss code, loops and what they call: every step copies the tensor.
+    if context.hot_path().is_none() {
         return;
     }
     let operands: Vec<Node<'_>> = match node.kind_name() {
@@ -133,6 +140,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     else {
         return;
     };
+    // The CPU tensor's own fact: through `0.0 * positions[None, :, None]` to `positions`.
+    let cpu_fact = cpu_source(context, *cpu_operand, 0).unwrap_or(*cpu_fact);
     let Some(origin) = cpu_fact.origin_range() else {
         return;
     };
@@ -152,10 +161,12 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .semantic()
         .call_qualified_name(factory)
         .unwrap_or_default();
-    let in_same_function = context
-        .enclosing(node, &["function_definition"])
-        .map(|f| f.byte_range())
-        == factory_function.map(|f| f.byte_range());
+    let from_helper = cpu_fact.evidence == Evidence::Summary;
+    let in_same_function = !from_helper
+        && context
+            .enclosing(node, &["function_definition"])
+            .map(|f| f.byte_range())
+            == factory_function.map(|f| f.byte_range());
     let source = context.source();
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
@@ -171,7 +182,16 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     } else {
         None
     };
-    let message = if in_same_function {
+    let helper_name = factory_function
+        .and_then(|f| f.field("name"))
+        .map(|n| node_text(n, source))
+        .unwrap_or("a helper");
+    let message = if from_helper {
+        format!(
+            "`{helper_name}` returns a CPU tensor (`{factory_name}` without `device=`) that meets device tensor `{}`",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else if in_same_function {
         format!(
             "CPU tensor from `{factory_name}` without `device=` meets device tensor `{}`",
             crate::rules::helpers::short_code(device_text)
@@ -181,17 +201,81 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             "Tensor attribute from `{factory_name}` stays on the CPU when the model moves; register it as a buffer"
         )
     };
-    let related_message = if in_same_function {
+    let related_message = if from_helper {
+        format!("`{helper_name}` creates it on the CPU here")
+    } else if in_same_function {
         "created on the CPU here".to_string()
     } else {
         "plain tensor attribute created here".to_string()
     };
-    let diagnostic = context.report(node.byte_range(), message);
-    diagnostic.related.push(Related {
-        range: factory.byte_range(),
-        message: related_message,
-    });
+    // A list op (`torch.cat`, `torch.stack`) raises; arithmetic and matmuls copy the CPU tensor to
+    // the device on every call (measured on torch_xla 2.9): a per-step cost, not an error.
+    let raises = node.kind_name() == "call"
+        && context
+            .semantic()
+            .call_qualified_name(node)
+            .is_some_and(|q| RAISING_COMBINATIONS.contains(&q.as_str()));
+    // Created in this function: report at the factory (where the fix goes), once per factory.
+    let (range, related) = if in_same_function {
+        (
+            factory.byte_range(),
+            Related {
+                range: node.byte_range(),
+                message: "meets a device tensor here".to_string(),
+            },
+        )
+    } else {
+        (
+            node.byte_range(),
+            Related {
+                range: factory.byte_range(),
+                message: related_message,
+            },
+        )
+    };
+    let diagnostic = context.report(range, message);
+    diagnostic.related.push(related);
     diagnostic.fix = fix;
+    if !raises {
+        diagnostic.severity = crate::diagnostic::Severity::Warning;
+    }
+}
+
+/// Combinations that raise with a CPU operand instead of copying it.
+const RAISING_COMBINATIONS: &[&str] = &[
+    "torch.cat",
+    "torch.concat",
+    "torch.concatenate",
+    "torch.stack",
+    "torch.hstack",
+    "torch.vstack",
+];
+
+/// The fact of the CPU tensor inside an operand: the operand itself, or for an arithmetic
+/// expression or a subscript, the CPU tensor it is computed from.
+fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) -> Option<Fact> {
+    if depth > 8 {
+        return None;
+    }
+    let operand = syntax::unparenthesize(operand);
+    match operand.kind_name() {
+        "binary_operator" => [operand.field("left"), operand.field("right")]
+            .into_iter()
+            .flatten()
+            .find_map(|side| {
+                let fact = context.fact(side);
+                (fact.is_tensor() && fact.device == Device::Cpu)
+                    .then(|| cpu_source(context, side, depth + 1))
+                    .flatten()
+            }),
+        "subscript" => operand
+            .field("value")
+            .and_then(|value| cpu_source(context, value, depth + 1)),
+        _ => {
+            let fact = context.fact(operand);
+            (fact.is_tensor() && fact.device == Device::Cpu).then_some(fact)
+        }
+    }
 }
 
 /// The torch factory call (without `device=`, not zero-dimensional) at `origin`, and the function
@@ -218,36 +302,13 @@ fn cpu_factory_at<'t>(
     }
     let qualified = context.semantic().call_qualified_name(node)?;
     let factory = qualified.strip_prefix("torch.")?;
-    if !matches!(
-        factory,
-        "zeros"
-            | "ones"
-            | "empty"
-            | "full"
-            | "rand"
-            | "randn"
-            | "randint"
-            | "arange"
-            | "linspace"
-            | "logspace"
-            | "eye"
-            | "tensor"
-            | "as_tensor"
-            | "tril_indices"
-            | "triu_indices"
-    ) {
+    // Factories that allocate on the default device (`torch.from_numpy` shares NumPy's memory).
+    if !torch_api::TENSOR_FACTORIES.contains(&factory) || factory == "from_numpy" {
         return None;
     }
     let (_, arguments) = context.call_parts(node)?;
     if context.keyword_arg(arguments, "device").is_some() || syntax::has_splat(arguments) {
         return None;
-    }
-    // `torch.tensor(2.0)` / `torch.tensor(x)` of a scalar: zero-dimensional, allowed with device tensors.
-    if matches!(factory, "tensor" | "as_tensor") {
-        let first = syntax::positional_args(arguments).first().copied()?;
-        if !matches!(first.kind_name(), "list" | "tuple" | "list_comprehension") {
-            return None;
-        }
     }
     Some((node, function))
 }

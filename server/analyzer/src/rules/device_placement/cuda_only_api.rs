@@ -10,11 +10,12 @@ use crate::rules::tpu_api;
 use crate::semantic::Backend;
 use crate::syntax;
 use crate::syntax::NodeExt;
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
     /// Checks for calls of CUDA-only APIs such as `torch.cuda.synchronize()`,
-    /// `torch.cuda.memory_allocated()`, `torch.cuda.manual_seed()`,
+    /// `torch.cuda.mem_get_info()`, `torch.cuda.manual_seed()`,
     /// `torch.cuda.set_device()` and `torch.cuda.device_count()`. Availability checks
     /// (`torch.cuda.is_available()`) and calls under such a check are not reported.
     ///
@@ -22,7 +23,7 @@ declare_rule! {
     /// A TPU VM runs a CPU build of PyTorch without CUDA. Calls that initialise CUDA
     /// (`synchronize`, `set_device`, `current_device`, `get_device_properties`, streams and
     /// events) raise `Torch not compiled with CUDA enabled`. The others do nothing silently:
-    /// `manual_seed` seeds no TPU generator, `memory_allocated` reports 0, `device_count`
+    /// `manual_seed` seeds no TPU generator, `device_count`
     /// returns 0 (wrong world sizes). Each backend has its own equivalent.
     ///
     /// ## Example
@@ -54,7 +55,10 @@ declare_rule! {
     ///
     /// ## Known problems
     /// `torch.cuda.amp.*` is left to the precision rules. Harmless no-ops (`empty_cache()`,
-    /// `ipc_collect()`, resetting memory statistics) are not reported, nor `device_count()` used
+    /// `ipc_collect()`, resetting memory statistics) and memory statistics, which read as zeros
+    /// without harm (`memory_allocated()`, `max_memory_allocated()`, `memory_stats()`,
+    /// `memory_summary()`, `utilization()`; `xm.get_memory_info()` is the PyTorch/XLA
+    /// counterpart) are not reported, nor `device_count()` used
     /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist). Calls after
     /// an early `if not torch.cuda.is_available(): return`, on the right of
     /// `torch.cuda.is_available() and …`, or in a branch after one that handles a TPU
@@ -75,47 +79,6 @@ declare_rule! {
     }
 }
 
-/// `torch.cuda` functions that initialise CUDA and so raise without it.
-const RAISING: &[&str] = &[
-    "synchronize",
-    "set_device",
-    "current_device",
-    "get_device_name",
-    "get_device_properties",
-    "get_device_capability",
-    "mem_get_info",
-    "Stream",
-    "Event",
-    "CUDAGraph",
-    "graph",
-    "current_stream",
-    "default_stream",
-    "set_stream",
-    "get_arch_list",
-];
-
-/// `torch.cuda` functions that quietly do nothing (or report nothing) without CUDA.
-const SILENT: &[&str] = &[
-    "memory_allocated",
-    "max_memory_allocated",
-    "memory_reserved",
-    "max_memory_reserved",
-    "memory_cached",
-    "max_memory_cached",
-    "memory_stats",
-    "memory_summary",
-    "manual_seed",
-    "manual_seed_all",
-    "seed",
-    "seed_all",
-    "device_count",
-    "get_rng_state",
-    "set_rng_state",
-    "get_rng_state_all",
-    "set_rng_state_all",
-    "utilization",
-];
-
 /// TPU404
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
@@ -130,8 +93,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(name) = qualified.strip_prefix("torch.cuda.") else {
         return;
     };
-    let raises = RAISING.contains(&name);
-    if !raises && !SILENT.contains(&name) {
+    let raises = torch_api::CUDA_RAISING.contains(&name);
+    if !raises && !torch_api::CUDA_SILENT.contains(&name) {
         return;
     }
     if tpu_api::guarded_by_cuda_check(context, call) {
@@ -240,9 +203,7 @@ fn equivalent(
                     )),
                 )
             }
-            n if n.contains("memory") || n == "mem_get_info" => {
-                ("; use `xm.get_memory_info()`".to_string(), None)
-            }
+            "mem_get_info" => ("; use `xm.get_memory_info()`".to_string(), None),
             "device_count" => ("; use `torch_xla.runtime.world_size()`".to_string(), None),
             "set_device" | "current_device" => ("; use `torch_xla.device()`".to_string(), None),
             _ => (String::new(), None),
@@ -269,9 +230,7 @@ fn equivalent(
             "current_stream" | "default_stream" | "set_stream" | "Stream" => {
                 ("; TPU needs no streams".to_string(), None)
             }
-            n if n.contains("memory") => {
-                ("; see `torch.tpu._hbm_usage_summary()`".to_string(), None)
-            }
+            "mem_get_info" => ("; see `torch.tpu._hbm_usage_summary()`".to_string(), None),
             _ => (String::new(), None),
         },
         Backend::Unknown => (String::new(), None),

@@ -95,7 +95,7 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
             if let Some((receiver, method)) = context.method_call(bound)
                 && matches!(context.text(method), "item" | "tolist")
             {
-                return (helpers::is_probably_tensor(context, receiver)
+                return (helpers::is_probably_device_tensor(context, receiver)
                     && !tensor_values::is_known_non_tensor(context, receiver))
                 .then_some(receiver);
             }

@@ -222,9 +222,9 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         return None;
     }
     let tensor = if method == "item" {
-        helpers::is_probably_tensor(context, receiver)
+        helpers::is_probably_device_tensor(context, receiver)
     } else {
-        context.fact(receiver).is_tensor()
+        context.fact(receiver).is_tensor() && !helpers::is_on_host(context, receiver)
     };
     tensor.then(|| format!("`.{method}()`"))
 }

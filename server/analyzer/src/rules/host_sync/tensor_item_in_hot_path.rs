@@ -77,7 +77,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(hot) = context.hot_path() else {
         return;
     };
-    if !helpers::is_probably_tensor(context, receiver) {
+    if !helpers::is_probably_device_tensor(context, receiver) {
         return;
     }
     let receiver_text = context.text(receiver);

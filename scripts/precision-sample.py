@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Draws the blind precision sample of docs/precision.md: runs the built tpulint with default
+settings over pinned real code bases, pools the findings and draws a seeded, stratified sample.
+
+    python3 scripts/precision-sample.py --seed 20261201 --out /tmp/sample.json
+    python3 scripts/precision-sample.py --render /tmp/sample.json --verdicts verdicts.tsv
+
+The second form turns a judged sample (a TSV of `id<TAB>W|D|U<TAB>reason`) into the markdown
+tables of docs/precision.md.
+
+Writes the sample as JSON (one object per finding: code base, path, line, code, severity,
+message, fix and the source lines around it) and prints a review sheet to stdout. The protocol
+(strata, sizes, ordering) is described in docs/precision.md; change it only with a new seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import pathlib
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import realcode_corpus  # noqa: E402
+
+CODE_BASES = list(realcode_corpus.RELEASES) + list(realcode_corpus.REPOSITORIES)
+
+
+def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
+    # Default settings: no --select, no configuration (only .py files were unpacked).
+    result = subprocess.run([binary, "check", "--output-format", "json", "--exit-zero", "."],
+                            cwd=directory, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"error: tpulint exited {result.returncode} on {directory}: {result.stderr.strip()[:500]}")
+    return json.loads(result.stdout)
+
+
+def is_test_path(relpath: str) -> bool:
+    """Test code by path convention (for the pool statistics only; the draw ignores it)."""
+    parts = relpath.split("/")
+    name = parts[-1]
+    return (any(p in ("test", "tests", "testing", "test_utils") for p in parts[:-1])
+            or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "testing_utils.py"))
+
+
+def context(path: pathlib.Path, row: int, radius: int = 3) -> list[str]:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    low, high = max(1, row - radius), min(len(lines), row + radius)
+    return [f"{n:>6}{'>' if n == row else ' '} {lines[n - 1]}" for n in range(low, high + 1)]
+
+
+VERDICTS = {"W": "wanted", "D": "debatable", "U": "unwanted"}
+
+
+def render(sample_path: str, verdicts_path: str) -> int:
+    data = json.loads(pathlib.Path(sample_path).read_text())
+    verdicts = {}
+    for line in pathlib.Path(verdicts_path).read_text().splitlines():
+        if line.strip():
+            index, verdict, reason = line.split("\t", 2)
+            verdicts[int(index)] = (verdict, reason)
+    sample = data["sample"]
+    missing = [f["id"] for f in sample if f["id"] not in verdicts]
+    if missing:
+        raise SystemExit(f"error: no verdict for findings {missing}")
+    counts = collections.Counter(verdicts[f["id"]][0] for f in sample)
+    total = len(sample)
+    print(f"Drawn {total}: **{counts['W']} wanted ({100 * counts['W'] / total:.0f}%)**, {counts['D']} debatable, "
+          f"{counts['U']} unwanted; wanted or debatable {100 * (counts['W'] + counts['D']) / total:.0f}%.")
+    # Pool-weighted: each code base's wanted share weighted by its share of all findings.
+    totals = data["totals"]
+    weighted = 0.0
+    for base, n in totals.items():
+        drawn = [f for f in sample if f["base"] == base]
+        if drawn:
+            weighted += n * sum(verdicts[f["id"]][0] == "W" for f in drawn) / len(drawn)
+    print(f"Pool-weighted estimate of the wanted share: {100 * weighted / sum(totals.values()):.0f}%.")
+    print()
+    print("| Code base | Findings | Drawn | Wanted | Debatable | Unwanted |")
+    print("|---|---|---|---|---|---|")
+    for base, n in totals.items():
+        c = collections.Counter(verdicts[f["id"]][0] for f in sample if f["base"] == base)
+        print(f"| {base} | {n} | {sum(c.values())} | {c['W']} | {c['D']} | {c['U']} |")
+    print()
+    print("| Rule | Drawn | Wanted | Debatable | Unwanted |")
+    print("|---|---|---|---|---|")
+    for code in sorted({f["code"] for f in sample}):
+        c = collections.Counter(verdicts[f["id"]][0] for f in sample if f["code"] == code)
+        print(f"| {code} | {sum(c.values())} | {c['W']} | {c['D']} | {c['U']} |")
+    print()
+    print("| # | Finding | Rule | Severity | Verdict | Reason |")
+    print("|---|---|---|---|---|---|")
+    for f in sample:
+        verdict, reason = verdicts[f["id"]]
+        reason = reason.replace("|", "\\|")
+        print(f"| {f['id']} | `{f['base']}/{f['relpath']}:{f['location']['row']}` | {f['code']} | {f['severity']} "
+              f"| {VERDICTS[verdict]} | {reason} |")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--render", metavar="SAMPLE_JSON")
+    parser.add_argument("--verdicts", metavar="TSV")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--per-base", type=int, default=17)
+    parser.add_argument("--tpulint", default=str(realcode_corpus.ROOT / "target" / "debug" / "tpulint"))
+    parser.add_argument("--scratch", default="/tmp/tpulint-precision-corpus")
+    parser.add_argument("--out")
+    parser.add_argument("--bases", default=",".join(CODE_BASES))
+    args = parser.parse_args()
+    if args.render:
+        if not args.verdicts:
+            parser.error("--render needs --verdicts")
+        return render(args.render, args.verdicts)
+    if args.seed is None or not args.out:
+        parser.error("--seed and --out are required to draw a sample")
+
+    scratch = pathlib.Path(args.scratch)
+    bases = args.bases.split(",")
+    directories = realcode_corpus.prepare(bases, scratch)
+
+    pool: dict[str, list[dict]] = {}
+    for base in bases:
+        findings = []
+        for finding in run_tpulint(args.tpulint, directories[base]):
+            path = pathlib.Path(finding["filename"])
+            finding["base"] = base
+            finding["relpath"] = str(path.relative_to(directories[base]))
+            findings.append(finding)
+        findings.sort(key=lambda f: (f["relpath"], f["location"]["row"], f["location"]["column"], f["code"]))
+        pool[base] = findings
+
+    rng = random.Random(args.seed)
+    sample: list[dict] = []
+    rest: list[dict] = []
+    for base in bases:
+        findings = pool[base]
+        if len(findings) <= args.per_base:
+            sample.extend(findings)
+        else:
+            chosen = set(rng.sample(range(len(findings)), args.per_base))
+            sample.extend(f for i, f in enumerate(findings) if i in chosen)
+            rest.extend(f for i, f in enumerate(findings) if i not in chosen)
+    shortfall = args.per_base * len(bases) - len(sample)
+    if shortfall > 0 and rest:
+        sample.extend(rng.sample(rest, min(shortfall, len(rest))))
+
+    totals = {base: len(pool[base]) for base in bases}
+    everything = [f for base in bases for f in pool[base]]
+    in_tests = sum(is_test_path(f["relpath"]) for f in everything)
+    by_code = dict(collections.Counter(f["code"] for f in everything).most_common())
+    for index, finding in enumerate(sample, 1):
+        finding["id"] = index
+        finding["context"] = context(directories[finding["base"]] / finding["relpath"], finding["location"]["row"])
+    pathlib.Path(args.out).write_text(json.dumps({"seed": args.seed, "totals": totals, "in_tests": in_tests,
+                                                     "by_code": by_code, "sample": sample}, indent=1))
+
+    print(f"seed {args.seed}; findings per code base: {totals}; total {sum(totals.values())}; drawn {len(sample)}")
+    print(f"in test code (by path): {in_tests} of {len(everything)}; pool by rule: {by_code}")
+    print("drawn by rule:", dict(collections.Counter(f["code"] for f in sample).most_common()))
+    for finding in sample:
+        fix = finding.get("fix")
+        fix_text = ""
+        if fix:
+            edits = " | ".join(repr(e["content"]) + f"@{e['location']['row']}" for e in fix["edits"])
+            fix_text = f"\n        fix ({fix['applicability']}): {fix['message']}: {edits}"
+        print(f"\n#{finding['id']} {finding['base']}/{finding['relpath']}:{finding['location']['row']} "
+              f"{finding['code']} [{finding['severity']}] {finding['message']}{fix_text}")
+        print("\n".join(finding["context"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

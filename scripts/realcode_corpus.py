@@ -1,0 +1,164 @@
+"""Real PyTorch code for the real-code harness and the blind precision review.
+
+Pinned releases come from PyPI with `pip download --no-deps` into a cache that survives runs
+(`.ci-cache/realcode/` by default, git-ignored); their `.py` files are unpacked into a scratch
+directory. Pinned commits of public repositories are read from a local git directory (a mirror or
+a clone made into the cache). Nothing downloaded here is ever committed.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_CACHE = ROOT / ".ci-cache" / "realcode"
+
+# name -> (pip requirement, extra `pip download` arguments). torchvision ships only binary wheels
+# per platform and Python: pin the platform so every machine downloads the same file.
+RELEASES: dict[str, tuple[str, list[str]]] = {
+    "diffusers": ("diffusers==0.31.0", []),
+    "transformers": ("transformers==4.46.3", []),
+    "accelerate": ("accelerate==1.1.1", []),
+    "lightning": ("lightning==2.4.0", []),
+    "torchvision": (
+        "torchvision==0.20.1",
+        ["--only-binary", ":all:", "--platform", "manylinux1_x86_64", "--python-version", "3.11",
+         "--implementation", "cp", "--abi", "cp311"],
+    ),
+    "timm": ("timm==1.0.11", []),
+}
+
+# name -> (GitHub owner/name, commit).
+REPOSITORIES: dict[str, tuple[str, str]] = {
+    "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
+    "pytorch-examples": ("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8"),
+    "optimum-tpu": ("huggingface/optimum-tpu", "27f8edea3ca5f4221f6cede70259262b58937755"),
+}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
+    """The cached wheel or sdist of a pinned release, downloaded once."""
+    requirement, extra = RELEASES[name]
+    distribution, version = requirement.split("==")
+    prefix = f"{distribution.replace('-', '_')}-{version}"
+    cache.mkdir(parents=True, exist_ok=True)
+
+    def cached() -> list[pathlib.Path]:
+        return sorted(p for p in cache.iterdir()
+                      if p.name.startswith(prefix) and p.suffix in (".whl", ".gz", ".zip"))
+
+    found = cached()
+    if not found:
+        log(f"downloading {requirement}")
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                        "--disable-pip-version-check", "-d", str(cache), *extra, requirement],
+                       check=True)
+        found = cached()
+    if not found:
+        raise SystemExit(f"error: pip downloaded no file named {prefix}* for {requirement}")
+    return found[0]
+
+
+def unpack_release(archive: pathlib.Path, dest: pathlib.Path) -> int:
+    """Writes the archive's `.py` files under dest; returns how many."""
+    count = 0
+    if archive.suffix == ".whl" or archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as z:
+            for member in z.namelist():
+                if member.endswith(".py") and ".." not in member.split("/"):
+                    target = dest / member
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(member))
+                    count += 1
+    else:
+        with tarfile.open(archive) as t:
+            for member in t.getmembers():
+                if member.isfile() and member.name.endswith(".py") and ".." not in member.name.split("/"):
+                    target = dest / member.name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    source = t.extractfile(member)
+                    assert source is not None
+                    target.write_bytes(source.read())
+                    count += 1
+    return count
+
+
+def repository_git_dir(name: str, cache: pathlib.Path) -> pathlib.Path:
+    """A git directory holding the pinned commit: $TPULINT_MIRRORS/<owner>+<name>/repo when that
+    exists, otherwise a clone into the cache."""
+    slug, commit = REPOSITORIES[name]
+    mirrors = os.environ.get("TPULINT_MIRRORS", "/work/.mirror")
+    mirror = pathlib.Path(mirrors) / slug.replace("/", "+") / "repo"
+    if mirror.is_dir():
+        return mirror
+    clone = cache / "git" / slug.replace("/", "+")
+    if not clone.is_dir():
+        log(f"cloning {slug}")
+        subprocess.run(["git", "clone", "--quiet", "--bare", "--filter=blob:none",
+                        f"https://github.com/{slug}.git", str(clone)], check=True)
+    return clone
+
+
+def unpack_repository(name: str, cache: pathlib.Path, dest: pathlib.Path) -> int:
+    """Writes the `.py` files of the pinned commit under dest; returns how many."""
+    _, commit = REPOSITORIES[name]
+    git_dir = repository_git_dir(name, cache)
+    dest.mkdir(parents=True, exist_ok=True)
+    # Only the `.py` blobs: a mirror may lack its largest (data) files, so no `git archive`.
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+                             check=True, capture_output=True).stdout.decode()
+    paths = []
+    for entry in listing.split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        mode, kind, blob = meta.split()
+        if kind == "blob" and mode != "120000" and path.endswith(".py") and ".." not in path.split("/"):
+            paths.append((path, blob))
+    request = "".join(f"{blob}\n" for _, blob in paths).encode()
+    blobs = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch"], input=request,
+                           check=True, capture_output=True).stdout
+    offset = 0
+    count = 0
+    for path, _ in paths:
+        header_end = blobs.index(b"\n", offset)
+        header = blobs[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(blobs[offset:offset + size])
+        offset += size + 1
+        count += 1
+    return count
+
+
+def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAULT_CACHE) -> dict[str, pathlib.Path]:
+    """Unpacks every named code base into scratch/<name>/ (fresh); returns name -> directory."""
+    out: dict[str, pathlib.Path] = {}
+    for name in names:
+        dest = scratch / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        if name in RELEASES:
+            count = unpack_release(download_release(name, cache), dest)
+        elif name in REPOSITORIES:
+            count = unpack_repository(name, cache, dest)
+        else:
+            raise SystemExit(f"error: unknown code base {name!r}")
+        log(f"{name}: {count} Python files")
+        out[name] = dest
+    return out

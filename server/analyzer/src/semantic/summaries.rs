@@ -1,0 +1,624 @@
+//! Function summaries within a file: what a function returns (so `mask = make_mask(n)` knows
+//! `make_mask` returns a CPU tensor), and, from a cheap pre-pass over every function body, what it
+//! does (syncs the device, steps an optimizer, calls backward, which functions it calls), the call
+//! graph those calls form, and reach: which functions run on every step because a training loop
+//! or a step function calls them, directly or through other functions of the file.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use crate::semantic::{Fact, ValueKind};
+use crate::syntax::{self, NodeExt, node_text};
+
+/// The facts of a function's `return` statements, merged as the traversal meets them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReturnFacts {
+    /// The merged fact of every `return <value>` (None before the first).
+    single: Option<Fact>,
+    /// For `return a, b`: the merged fact of each element, when every return has that arity.
+    tuple: Option<Vec<Fact>>,
+    /// Returns disagree in kind (or arity): nothing is known.
+    conflict: bool,
+}
+
+impl ReturnFacts {
+    pub(crate) fn add(&mut self, fact: Fact, elements: Option<Vec<Fact>>) {
+        if self.conflict {
+            return;
+        }
+        self.single = match self.single {
+            None => Some(fact),
+            Some(previous) if previous.kind == fact.kind => Some(Fact {
+                device: previous.device.merge(fact.device),
+                ..previous
+            }),
+            Some(_) => {
+                self.conflict = true;
+                None
+            }
+        };
+        match (&mut self.tuple, elements) {
+            (None, Some(elements))
+                if self.single.is_some_and(|s| s.kind == ValueKind::Container) =>
+            {
+                self.tuple = Some(elements)
+            }
+            (Some(previous), Some(elements)) if previous.len() == elements.len() => {
+                for (old, new) in previous.iter_mut().zip(elements) {
+                    if old.kind == new.kind {
+                        old.device = old.device.merge(new.device);
+                    } else {
+                        *old = Fact::UNKNOWN;
+                    }
+                }
+            }
+            (Some(_), _) => self.tuple = None,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn single(&self) -> Option<Fact> {
+        if self.conflict { None } else { self.single }
+    }
+
+    pub(crate) fn tuple(&self) -> Option<&[Fact]> {
+        if self.conflict {
+            None
+        } else {
+            self.tuple.as_deref()
+        }
+    }
+}
+
+/// What a function does, from the pre-pass over its body (nested functions excluded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionSummary {
+    pub name: String,
+    /// Whether it cuts the lazy graph itself: `torch_xla.sync()`, `xm.mark_step()`,
+    /// `xm.optimizer_step(...)`, `with torch_xla.step():`.
+    pub syncs: bool,
+    /// Whether it steps an optimizer (`optimizer.step()`, `xm.optimizer_step(optimizer)`).
+    pub steps_optimizer: bool,
+    /// Whether it calls `backward` (`loss.backward()`, `accelerator.backward(loss)`).
+    pub calls_backward: bool,
+    /// Names of the functions and methods it calls (`helper`, `self.helper` → `helper`).
+    pub calls: Vec<String>,
+    /// Whether a function of this file it calls, directly or transitively, syncs.
+    pub syncs_through_calls: bool,
+    /// Whether a training loop or step function reaches it through the call graph.
+    pub reached_from_loop: bool,
+    /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
+    /// one of them.
+    pub compiled: bool,
+}
+
+/// What a loop's body does (nested loops included), from the pre-pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoopSummary {
+    pub calls_backward: bool,
+    pub steps_optimizer: bool,
+    /// The body cuts the graph itself or through a function of this file.
+    pub syncs: bool,
+    /// The body holds another loop that calls backward (that loop owns the step).
+    pub nested_training_loop: bool,
+    /// `continue`, `break`, `return` or `yield` in the body.
+    pub exits: bool,
+    /// Names of the functions of this file the body calls (for the call graph).
+    pub calls: Vec<String>,
+}
+
+/// Facts about the whole file that are not tied to one statement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileFacts {
+    /// An `MpDeviceLoader` / `ParallelLoader` / `per_device_loader` is used: it syncs each step.
+    pub uses_syncing_loader: bool,
+    /// `torch_xla.experimental.eager_mode(...)` is called.
+    pub eager_mode: bool,
+    /// `torch.compile` / `torch_xla.compile` is called.
+    pub compiles: bool,
+    /// A PyTorch/XLA device string in a device position: `device="xla"`, `torch.device("xla")`,
+    /// `.to("xla:0")`, `torch.compile(backend="openxla")`, Lightning's `accelerator="tpu"`.
+    pub xla_evidence: bool,
+    /// A compiled function steps an optimizer (the optimizer's state must be capturable).
+    pub compiles_optimizer_step: bool,
+    /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
+    /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
+    pub tpu_evidence: bool,
+}
+
+/// The pre-pass result: summaries by function definition and loop, and file facts.
+#[derive(Debug, Default)]
+pub(crate) struct Summaries {
+    pub functions: Vec<FunctionSummary>,
+    /// Function definition node id → index into `functions`.
+    pub by_node: HashMap<usize, usize>,
+    /// Loop node id → its summary.
+    pub loops: HashMap<usize, LoopSummary>,
+    pub file: FileFacts,
+    /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
+    pub compiled_names: HashSet<String>,
+    /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
+    pub step_closures: HashSet<String>,
+}
+
+/// How the pre-pass names a call target: its qualified name through the module's imports.
+pub(crate) trait Resolver {
+    fn resolve(&self, expr: Node<'_>) -> Option<String>;
+}
+
+const SYNC_CALLS: &[&str] = &[
+    "torch_xla.sync",
+    "torch_xla.step",
+    "torch_xla.core.xla_model.mark_step",
+    "torch_xla.core.xla_model.optimizer_step",
+];
+
+enum Frame {
+    Function(usize),
+    Loop {
+        id: usize,
+        summary: LoopSummary,
+        /// Calls directly in this loop (not in nested loops): the roots of reach when it is a
+        /// training loop.
+        direct_calls: Vec<String>,
+        over_loader: bool,
+    },
+    /// The body of `if step % N == 0:`: calls there run once every N steps.
+    Throttle,
+    Other,
+}
+
+/// Walks the whole tree once (iteratively) and builds the summaries.
+pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summaries {
+    let mut summaries = Summaries::default();
+    // (node id, frame) for every function and loop around the cursor.
+    let mut stack: Vec<(usize, Frame)> = Vec::new();
+    let mut loop_roots: Vec<String> = Vec::new();
+    // Set by a `decorated_definition` whose decorators compile; taken by its definition.
+    let mut compiled_decorator = false;
+    let mut cursor = tree.root_node().walk();
+    loop {
+        let node = cursor.node();
+        if node.is_named() {
+            if node.kind_name() == "decorated_definition" {
+                compiled_decorator = compiles(node, resolver);
+            } else if node.kind_name() == "function_definition" {
+                let compiled = std::mem::take(&mut compiled_decorator);
+                enter(node, source, resolver, &mut summaries, &mut stack);
+                if let Some(function) = summaries.functions.last_mut() {
+                    function.compiled = compiled;
+                }
+            } else {
+                enter(node, source, resolver, &mut summaries, &mut stack);
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            let node = cursor.node();
+            if node.is_named() && stack.last().is_some_and(|(id, _)| *id == node.id()) {
+                leave(&mut summaries, &mut stack, &mut loop_roots);
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                finish(&mut summaries, loop_roots);
+                return summaries;
+            }
+        }
+    }
+}
+
+fn enter(
+    node: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+    summaries: &mut Summaries,
+    stack: &mut Vec<(usize, Frame)>,
+) {
+    match node.kind_name() {
+        "function_definition" => {
+            let name = node
+                .field("name")
+                .map(|n| node_text(n, source))
+                .unwrap_or("");
+            let index = summaries.functions.len();
+            summaries.functions.push(FunctionSummary {
+                name: name.to_string(),
+                ..FunctionSummary::default()
+            });
+            summaries.by_node.insert(node.id(), index);
+            stack.push((node.id(), Frame::Function(index)));
+        }
+        "for_statement" | "while_statement" => {
+            let over_loader = node
+                .field("right")
+                .and_then(|iterable| loader_name(iterable, source))
+                .is_some();
+            stack.push((
+                node.id(),
+                Frame::Loop {
+                    id: node.id(),
+                    summary: LoopSummary::default(),
+                    direct_calls: Vec::new(),
+                    over_loader,
+                },
+            ));
+        }
+        "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
+        "if_statement"
+            if node
+                .field("condition")
+                .is_some_and(|c| has_modulo(c, source)) =>
+        {
+            stack.push((node.id(), Frame::Throttle))
+        }
+        "continue_statement" | "break_statement" | "return_statement" | "yield" => {
+            if let Some((_, Frame::Loop { summary, .. })) = stack
+                .iter_mut()
+                .rev()
+                .find(|(_, f)| !matches!(f, Frame::Other))
+            {
+                summary.exits = true;
+            }
+        }
+        "call" => call(node, source, resolver, summaries, stack),
+        _ => {}
+    }
+}
+
+fn call(
+    node: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+    summaries: &mut Summaries,
+    stack: &mut [(usize, Frame)],
+) {
+    let Some((function, arguments)) = syntax::call_parts(node) else {
+        return;
+    };
+    let qualified = resolver.resolve(function);
+    let method = match function.kind_name() {
+        "attribute" => function.field("attribute").map(|a| node_text(a, source)),
+        _ => None,
+    };
+    let receiver = match function.kind_name() {
+        "attribute" => function.field("object"),
+        _ => None,
+    };
+    let name = match function.kind_name() {
+        "identifier" => Some(node_text(function, source)),
+        _ => method,
+    };
+    let q = qualified.as_deref().unwrap_or("");
+    let syncs = SYNC_CALLS.contains(&q);
+    let backward = name == Some("backward");
+    let steps = q == "torch_xla.core.xla_model.optimizer_step"
+        || (method == Some("step")
+            && receiver.is_some_and(|r| {
+                // `optimizer`, `opt`, `self.optim_g`, `d_opt`; not `scheduler` or `env`.
+                let text = node_text(r, source).to_ascii_lowercase();
+                text.contains("opt") && !text.contains("sched")
+            }));
+    if q.ends_with("MpDeviceLoader")
+        || q.ends_with("ParallelLoader")
+        || method == Some("per_device_loader")
+    {
+        summaries.file.uses_syncing_loader = true;
+    }
+    device_evidence(q, method, arguments, source, &mut summaries.file);
+    if q.ends_with("eager_mode") {
+        summaries.file.eager_mode = true;
+    }
+    if q.ends_with("add_step_closure")
+        && let Some(first) = syntax::positional_args(arguments).first()
+        && first.kind_name() == "identifier"
+    {
+        summaries
+            .step_closures
+            .insert(node_text(*first, source).to_string());
+    }
+    if matches!(q, "torch.compile" | "torch_xla.compile") {
+        summaries.file.compiles = true;
+        if let Some(first) = syntax::positional_args(arguments).first()
+            && let Some(parts) = syntax::dotted_parts(*first, source)
+            && let Some(last) = parts.last()
+        {
+            summaries.compiled_names.insert((*last).to_string());
+        }
+    }
+    // The callee name for the call graph: `helper(...)` or `self.helper(...)`.
+    // `buffer.sample(...)` on an object of this file's class counts too: the graph joins by
+    // name, and only names defined in this file lead anywhere.
+    let callee = match function.kind_name() {
+        "identifier" if qualified.is_none() => Some(node_text(function, source)),
+        "attribute" if qualified.is_none() => method,
+        _ => None,
+    };
+    let mut in_loop = true;
+    for (_, frame) in stack.iter_mut().rev() {
+        match frame {
+            Frame::Loop {
+                summary,
+                direct_calls,
+                ..
+            } => {
+                if in_loop {
+                    summary.syncs |= syncs;
+                    summary.calls_backward |= backward;
+                    summary.steps_optimizer |= steps;
+                    if let Some(callee) = callee {
+                        direct_calls.push(callee.to_string());
+                        summary.calls.push(callee.to_string());
+                    }
+                }
+                in_loop = false;
+            }
+            Frame::Function(index) => {
+                let function = &mut summaries.functions[*index];
+                function.syncs |= syncs;
+                function.calls_backward |= backward;
+                function.steps_optimizer |= steps;
+                if let Some(callee) = callee {
+                    function.calls.push(callee.to_string());
+                }
+                return;
+            }
+            Frame::Throttle => in_loop = false,
+            Frame::Other => {}
+        }
+    }
+}
+
+/// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`).
+pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
+    let mut stack = vec![condition];
+    let mut budget = 64;
+    while let Some(node) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return false;
+        }
+        if node.kind_name() == "binary_operator"
+            && node
+                .field("operator")
+                .is_some_and(|o| node_text(o, source) == "%")
+        {
+            return true;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
+}
+
+fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots: &mut Vec<String>) {
+    let Some((_, frame)) = stack.pop() else {
+        return;
+    };
+    if let Frame::Loop {
+        id,
+        summary,
+        direct_calls,
+        over_loader,
+    } = frame
+    {
+        // Only the loop that runs the step itself is a training loop: an epoch loop around it
+        // calls `evaluate()` once per epoch, not once per step.
+        let steps_here = summary.calls_backward && !summary.nested_training_loop;
+        if over_loader || steps_here {
+            loop_roots.extend(direct_calls);
+        }
+        // The enclosing loop sees what this one does.
+        if let Some((_, Frame::Loop { summary: outer, .. })) = stack.last_mut() {
+            outer.syncs |= summary.syncs;
+            outer.calls_backward |= summary.calls_backward;
+            outer.steps_optimizer |= summary.steps_optimizer;
+            outer.nested_training_loop |= summary.calls_backward;
+            outer.calls.extend(summary.calls.iter().cloned());
+        }
+        summaries.loops.insert(id, summary);
+    }
+}
+
+/// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`
+/// (with or without arguments).
+fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
+    let mut cursor = decorated.walk();
+    decorated
+        .named_children(&mut cursor)
+        .filter(|c| c.kind_name() == "decorator")
+        .filter_map(|d| d.named_child(0))
+        .any(|expression| {
+            let target = match expression.kind_name() {
+                "call" => expression.field("function"),
+                _ => Some(expression),
+            };
+            target
+                .and_then(|t| resolver.resolve(t))
+                .is_some_and(|q| matches!(q.as_str(), "torch.compile" | "torch_xla.compile"))
+        })
+}
+
+/// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
+/// step functions (both cycle-safe: each function is visited once).
+fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
+    for function in &mut summaries.functions {
+        function.compiled |= summaries.compiled_names.contains(&function.name);
+    }
+    summaries.file.compiles_optimizer_step = summaries
+        .functions
+        .iter()
+        .any(|f| f.compiled && f.steps_optimizer);
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, function) in summaries.functions.iter().enumerate() {
+        by_name
+            .entry(function.name.clone())
+            .or_default()
+            .push(index);
+    }
+    // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
+    let count = summaries.functions.len();
+    let mut syncing: Vec<bool> = summaries.functions.iter().map(|f| f.syncs).collect();
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for index in 0..count {
+            if syncing[index] {
+                continue;
+            }
+            let through = summaries.functions[index].calls.iter().any(|callee| {
+                by_name
+                    .get(callee)
+                    .is_some_and(|ids| ids.iter().any(|id| syncing[*id]))
+            });
+            if through {
+                syncing[index] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (index, function) in summaries.functions.iter_mut().enumerate() {
+        function.syncs_through_calls = syncing[index] && !function.syncs;
+    }
+    // A loop whose body calls a function that syncs syncs.
+    for summary in summaries.loops.values_mut() {
+        if !summary.syncs {
+            summary.syncs = summary.calls.iter().any(|callee| {
+                by_name
+                    .get(callee)
+                    .is_some_and(|ids| ids.iter().any(|id| syncing[*id]))
+            });
+        }
+    }
+    // Reach: from the calls of training loops and step functions, through the call graph.
+    let mut queue: Vec<String> = loop_roots;
+    for function in &summaries.functions {
+        if is_step_function_name(&function.name)
+            || is_per_step_hook(&function.name)
+            || function.name == "forward"
+        {
+            queue.extend(function.calls.iter().cloned());
+        }
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(ids) = by_name.get(&name) {
+            for id in ids {
+                summaries.functions[*id].reached_from_loop = true;
+                queue.extend(summaries.functions[*id].calls.iter().cloned());
+            }
+        }
+    }
+}
+
+/// The loader a loop iterates, by name (`loader`, `train_dataloader`, `dl`), looking through
+/// `enumerate(...)`, `tqdm(...)`, `zip(...)`.
+fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let iterable = syntax::unparenthesize(iterable);
+    match iterable.kind_name() {
+        "identifier" | "attribute" => {
+            let parts = syntax::dotted_parts(iterable, source)?;
+            let last = *parts.last()?;
+            let lower = last.to_ascii_lowercase();
+            (lower.contains("loader") || lower == "train_dl" || lower == "dl").then_some(last)
+        }
+        "call" => {
+            let (function, arguments) = syntax::call_parts(iterable)?;
+            let name = node_text(function, source);
+            if name.ends_with("per_device_loader") {
+                return Some(name);
+            }
+            let wrapper = matches!(name, "enumerate" | "zip" | "iter") || name.ends_with("tqdm");
+            if !wrapper {
+                return None;
+            }
+            let first = syntax::positional_args(arguments).first().copied()?;
+            loader_name(first, source)
+        }
+        _ => None,
+    }
+}
+
+/// Framework hooks that run on every batch: Lightning's `on_train_batch_end`,
+/// `on_validation_batch_start`, `on_before_optimizer_step`, `on_after_backward`; Hugging Face
+/// `TrainerCallback.on_step_end` / `on_step_begin`.
+pub(crate) fn is_per_step_hook(name: &str) -> bool {
+    (name.starts_with("on_") && name.contains("_batch_"))
+        || matches!(
+            name,
+            "on_step_end" | "on_step_begin" | "on_before_optimizer_step" | "on_after_backward"
+        )
+}
+
+/// `train_step`, `training_step`, `validation_step`, `step_fn`, `train_fn` …
+pub(crate) fn is_step_function_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.ends_with("_step") && lower != "optimizer_step" && lower != "lr_scheduler_step")
+        || lower.ends_with("step_fn")
+        || lower == "train_fn"
+}
+
+/// Records backend evidence from a call's device positions.
+fn device_evidence(
+    qualified: &str,
+    method: Option<&str>,
+    arguments: Node<'_>,
+    source: &str,
+    file: &mut FileFacts,
+) {
+    if qualified.starts_with("torch.tpu.") {
+        file.tpu_evidence = true;
+    }
+    let mut record = |value: Node<'_>, position: &str| {
+        let Some(text) = syntax::string_value(value, source) else {
+            return;
+        };
+        let kind = text
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match (position, kind.as_str()) {
+            // Lightning's TPU accelerator runs on PyTorch/XLA.
+            ("accelerator", "tpu" | "xla") => file.xla_evidence = true,
+            ("backend", "openxla" | "openxla_eval" | "xla") => file.xla_evidence = true,
+            ("backend", "tpu") => file.tpu_evidence = true,
+            ("device", "xla") => file.xla_evidence = true,
+            ("device", "tpu") => file.tpu_evidence = true,
+            _ => {}
+        }
+    };
+    let positional_device = qualified == "torch.device" || method == Some("to");
+    let mut cursor = arguments.walk();
+    for (index, argument) in arguments.named_children(&mut cursor).enumerate() {
+        match argument.kind_name() {
+            "keyword_argument" => {
+                let name = argument
+                    .field("name")
+                    .map(|n| node_text(n, source))
+                    .unwrap_or("");
+                let position = match name {
+                    "device" | "map_location" => "device",
+                    "accelerator" => "accelerator",
+                    "backend" => "backend",
+                    _ => continue,
+                };
+                if let Some(value) = argument.field("value") {
+                    record(value, position);
+                }
+            }
+            _ if index == 0 && positional_device => record(argument, "device"),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! The one table of torch knowledge the index and the rules ask: factories and their defaults,
+//! dtype names, which functions and methods return tensors and which do not, module methods that
+//! return the module, boolean ops, and CUDA APIs that raise or do nothing without CUDA. Rules ask
+//! it instead of keeping their own copies.
+//!
+//! Sources: the PyTorch 2.9 API reference (`torch`, `torch.Tensor`, `torch.nn.Module`,
+//! `torch.cuda`, "Tensor Attributes" for dtypes); `../shared/domain/pitfalls.md` B.5 for CUDA APIs
+//! on a TPU.
+
+/// `torch.<factory>(...)`: allocate on the default device (the host) unless `device=` says
+/// otherwise; `torch.from_numpy` always shares host memory.
+pub const TENSOR_FACTORIES: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "range",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "empty_strided",
+    "tril_indices",
+    "triu_indices",
+    "complex",
+    "polar",
+];
+
+/// `torch.<factory>_like(t)`: the device (and dtype) of `t` unless given.
+pub const LIKE_FACTORIES: &[&str] = &[
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+];
+
+/// torch functions whose result is not a tensor.
+pub const NON_TENSOR_FUNCTIONS: &[&str] = &[
+    "device",
+    "is_tensor",
+    "is_floating_point",
+    "numel",
+    "manual_seed",
+    "seed",
+    "get_default_dtype",
+    "set_default_dtype",
+    "no_grad",
+    "enable_grad",
+    "inference_mode",
+    "set_grad_enabled",
+    "compile",
+    "load",
+    "save",
+    "is_grad_enabled",
+    "get_rng_state",
+    "finfo",
+    "iinfo",
+    "Size",
+    "Generator",
+    "autocast",
+    "use_deterministic_algorithms",
+    "set_float32_matmul_precision",
+    "set_printoptions",
+];
+
+/// Tensor methods that return something other than a tensor.
+pub const NON_TENSOR_METHODS: &[&str] = &[
+    "item",
+    "tolist",
+    "numpy",
+    "size",
+    "dim",
+    "ndimension",
+    "numel",
+    "nelement",
+    "element_size",
+    "stride",
+    "data_ptr",
+    "is_contiguous",
+    "is_floating_point",
+    "get_device",
+    "backward",
+    "storage",
+    "untyped_storage",
+    "type",
+    "__len__",
+];
+
+/// Module methods that return the module itself.
+pub const MODULE_SELF_METHODS: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "train",
+    "eval",
+    "float",
+    "half",
+    "bfloat16",
+    "double",
+    "requires_grad_",
+    "apply",
+    "to_empty",
+    "xpu",
+    "type",
+];
+
+/// Tensor methods that only tensors (and arrays) have: calling one on a guessed parameter is
+/// evidence enough that it is a tensor.
+pub const TENSOR_ONLY_METHODS: &[&str] = &[
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "any",
+    "all",
+    "abs",
+    "norm",
+    "std",
+    "var",
+    "prod",
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "count_nonzero",
+    "argmax",
+    "argmin",
+    "float",
+    "long",
+    "bool",
+    "half",
+    "bfloat16",
+    "detach",
+    "clone",
+    "contiguous",
+    "view",
+    "reshape",
+    "squeeze",
+    "unsqueeze",
+    "sigmoid",
+    "softmax",
+    "exp",
+    "log",
+    "sqrt",
+    "pow",
+    "square",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "masked_fill",
+    "nonzero",
+    "cumsum",
+    "flatten",
+    "permute",
+    "transpose",
+];
+
+/// Methods returning a boolean tensor when called on a tensor.
+pub const BOOLEAN_METHODS: &[&str] = &[
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isneginf",
+    "isposinf",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bool",
+    "isclose",
+    "signbit",
+];
+
+/// `torch.<name>` functions returning a boolean tensor.
+pub const BOOLEAN_FUNCTIONS: &[&str] = &[
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "greater",
+    "less",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isneginf",
+    "isposinf",
+    "isin",
+    "isclose",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "signbit",
+    "bernoulli",
+];
+
+/// `torch.cuda` functions that initialise CUDA and so raise without it.
+pub const CUDA_RAISING: &[&str] = &[
+    "synchronize",
+    "set_device",
+    "current_device",
+    "get_device_name",
+    "get_device_properties",
+    "get_device_capability",
+    "mem_get_info",
+    "Stream",
+    "Event",
+    "CUDAGraph",
+    "graph",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "get_arch_list",
+];
+
+/// `torch.cuda` functions that quietly do nothing without CUDA (memory statistics, which read as
+/// zeros harmlessly, are deliberately absent).
+pub const CUDA_SILENT: &[&str] = &[
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "device_count",
+    "get_rng_state",
+    "set_rng_state",
+    "get_rng_state_all",
+    "set_rng_state_all",
+];
+
+/// torch functions that answer a question or configure state rather than compute a tensor:
+/// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
+/// `torch.compiler.is_compiling()`.
+fn is_query_function(function: &str) -> bool {
+    let last = function.rsplit('.').next().unwrap_or(function);
+    last.starts_with("is_")
+        || last.starts_with("are_")
+        || last.starts_with("get_")
+        || last.starts_with("set_")
+        || last.starts_with("has_")
+        || matches!(
+            last,
+            "broadcast_shapes"
+                | "result_type"
+                | "promote_types"
+                | "can_cast"
+                | "typename"
+                | "allclose"
+                | "equal"
+        )
+}
+
+/// Whether a dotted `torch.<namespace>.<function>` lives in a namespace that computes tensors.
+/// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
+/// compilation or tooling: `torch.npu.device_count()` is no tensor.
+pub fn in_tensor_namespace(function: &str) -> bool {
+    const TENSOR_NAMESPACES: &[&str] = &[
+        "nn.",
+        "linalg.",
+        "fft.",
+        "special.",
+        "sparse.",
+        "nested.",
+        "masked.",
+        "ops.",
+        "func.",
+        "Tensor.",
+        "distributions.",
+        "signal.",
+    ];
+    !function.contains('.')
+        || TENSOR_NAMESPACES
+            .iter()
+            .any(|prefix| function.starts_with(prefix))
+}
+
+/// Whether `torch.<function>` returns something other than a tensor (a device, a flag, a
+/// context manager, a query's answer).
+pub fn is_non_tensor_function(function: &str) -> bool {
+    NON_TENSOR_FUNCTIONS.contains(&function) || is_query_function(function)
+}
+
+/// The canonical name of a `torch.<name>` dtype: `double` → `float64`, `half` → `float16`,
+/// `long` → `int64`. `None` for anything that is not a dtype.
+pub fn canonical_dtype(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "float64" | "double" => "float64",
+        "float32" | "float" => "float32",
+        "float16" | "half" => "float16",
+        "bfloat16" => "bfloat16",
+        "int64" | "long" => "int64",
+        "int32" | "int" => "int32",
+        "int16" | "short" => "int16",
+        "int8" => "int8",
+        "uint8" => "uint8",
+        "bool" => "bool",
+        "complex64" | "cfloat" => "complex64",
+        "complex128" | "cdouble" => "complex128",
+        _ => return None,
+    })
+}

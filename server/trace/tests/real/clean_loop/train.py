@@ -1,0 +1,19 @@
+"""A clean loop: fixed shapes, one sync per step, the loss read once after the last sync."""
+import torch
+import torch_xla
+
+torch.manual_seed(0)
+device = torch_xla.device()
+model = torch.nn.Linear(8, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+for step in range(6):
+    x = torch.randn(16, 8, device=device)
+    y = torch.randn(16, 1, device=device)
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    torch_xla.sync()
+
+print("final loss", loss.item())
