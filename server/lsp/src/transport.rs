@@ -13,11 +13,20 @@ use tokio::sync::mpsc;
 /// Largest header line accepted; longer ones are garbage.
 const MAX_HEADER_LINE: usize = 8 * 1024;
 
+/// Largest message body accepted (a 10 MB document is far below it). A larger `Content-Length`
+/// is answered as an error and its bytes are skipped without being held in memory: allocating
+/// the claimed length up front aborted the server on `Content-Length: 99999999999999999999`-like
+/// headers (found by the `lsp_frames` fuzz target).
+const MAX_BODY: usize = 256 * 1024 * 1024;
+
 /// One frame read from a stream.
+#[derive(Debug, PartialEq, Eq)]
 enum Frame {
     Body(Vec<u8>),
     /// Headers without a usable `Content-Length`: the bytes are skipped.
     BadHeader,
+    /// A `Content-Length` above [`MAX_BODY`]: the body was skipped.
+    TooLarge,
     Eof,
 }
 
@@ -56,9 +65,21 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io:
         }
     }
     match length {
+        Some(length) if !bad_header && length > MAX_BODY => {
+            let mut rest = (&mut *reader).take(length as u64);
+            tokio::io::copy(&mut rest, &mut tokio::io::sink()).await?;
+            Ok(Frame::TooLarge)
+        }
         Some(length) if !bad_header => {
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).await?;
+            // Read what arrives rather than allocating the claimed length first.
+            let mut body = Vec::new();
+            let read = (&mut *reader)
+                .take(length as u64)
+                .read_to_end(&mut body)
+                .await?;
+            if read < length {
+                return Ok(Frame::Eof);
+            }
             Ok(Frame::Body(body))
         }
         _ => Ok(Frame::BadHeader),
@@ -144,6 +165,13 @@ where
                         "Parse error: missing or invalid Content-Length header",
                     ));
                 }
+                Ok(Frame::TooLarge) => {
+                    let _ = reader_sender.send(error_response(
+                        Value::Null,
+                        -32600,
+                        "Invalid request: the message is larger than 256 MiB",
+                    ));
+                }
                 // End of input (or a broken pipe): closing `to_server` tells the server.
                 Ok(Frame::Eof) | Err(_) => return,
             }
@@ -180,6 +208,48 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_all(input: &[u8]) -> Vec<Frame> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let mut reader = BufReader::new(input);
+            let mut frames = Vec::new();
+            loop {
+                let frame = read_frame(&mut reader).await.expect("in-memory read");
+                let end = frame == Frame::Eof;
+                frames.push(frame);
+                if end {
+                    return frames;
+                }
+            }
+        })
+    }
+
+    /// Regression (fuzz target `lsp_frames`): a huge `Content-Length` used to be allocated
+    /// up front — a capacity-overflow panic or an out-of-memory abort of the server.
+    #[test]
+    fn huge_or_truncated_content_lengths_do_not_allocate_or_panic() {
+        let huge = b"Content-Length: 18446744073709551615\r\n\r\n{}";
+        assert_eq!(read_all(huge), [Frame::TooLarge, Frame::Eof]);
+        let too_large = format!("Content-Length: {}\r\n\r\nshort", MAX_BODY + 1);
+        assert_eq!(
+            read_all(too_large.as_bytes()),
+            [Frame::TooLarge, Frame::Eof]
+        );
+        let truncated = b"Content-Length: 100\r\n\r\n{\"jsonrpc\"";
+        assert_eq!(read_all(truncated), [Frame::Eof]);
+        let fine = b"Content-Length: 2\r\n\r\n{}Content-Length: 2\r\n\r\n[]";
+        assert_eq!(
+            read_all(fine),
+            [
+                Frame::Body(b"{}".to_vec()),
+                Frame::Body(b"[]".to_vec()),
+                Frame::Eof
+            ]
+        );
+    }
 
     #[test]
     fn rejects_what_tower_lsp_server_cannot_decode() {

@@ -156,6 +156,14 @@ impl Concatenation {
         // becomes an empty range at the cell's end.
         let start = diagnostic.range.start.min(span.end());
         let end = diagnostic.range.end.max(start).min(span.end());
+        // Ranges are computed on the neutralised text, where IPython lines are spaces: snapped
+        // to the characters of the cell's own text (a `%magic é` line has multi-byte characters
+        // there; found by the `notebook` fuzz target). Cell boundaries are character boundaries.
+        let start = tpulint_analyzer::source::floor_char_boundary(&self.original, start);
+        let mut end = end;
+        while end < span.end() && !self.original.is_char_boundary(end) {
+            end += 1;
+        }
         let (start, end) = (start - span.start, end - span.start);
         let fix = diagnostic.fix.as_ref().and_then(|fix| {
             let edits = fix
@@ -201,6 +209,37 @@ impl Concatenation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (fuzz target `notebook`, fuzz/open/notebook-range-inside-character): a range on
+    /// a neutralised IPython line with multi-byte characters lands on character boundaries of the
+    /// cell's own text.
+    #[test]
+    fn ranges_on_neutralised_lines_snap_to_characters() {
+        let cell = "%time é\nx = 1\n";
+        let concatenation = concatenate([Some(cell)]);
+        let diagnostic = Diagnostic {
+            code: "TPU000",
+            name: "test",
+            message: String::new(),
+            range: 7..8,
+            severity: tpulint_analyzer::Severity::Error,
+            fix: None,
+            related: Vec::new(),
+            tag: None,
+        };
+        let (_, mapped) = concatenation.map_diagnostic(&diagnostic).expect("mapped");
+        assert!(
+            cell.is_char_boundary(mapped.range.start),
+            "{:?}",
+            mapped.range
+        );
+        assert!(
+            cell.is_char_boundary(mapped.range.end),
+            "{:?}",
+            mapped.range
+        );
+        assert_eq!(mapped.range, 6..8);
+    }
 
     #[test]
     fn diagnostics_map_to_their_cell_and_are_clipped() {
