@@ -142,27 +142,32 @@ impl RuleMeta {
 
     /// The first sentence under "What it does", for tables and summaries.
     pub fn summary(&self) -> String {
-        let docs = self.docs_markdown();
-        let body = docs
-            .split("## What it does")
-            .nth(1)
-            .unwrap_or(&docs)
-            .split("##")
-            .next()
-            .unwrap_or("");
-        let paragraph: Vec<&str> = body
-            .lines()
-            .map(str::trim)
-            .skip_while(|line| line.is_empty())
-            .take_while(|line| !line.is_empty())
-            .collect();
-        paragraph.join(" ")
+        docs_summary(&self.docs_markdown())
     }
 
     /// Where the rule's documentation page lives.
     pub fn url(&self) -> String {
         format!("{DOCS_BASE_URL}{}.md", self.code)
     }
+}
+
+/// The first paragraph under "## What it does" of a documentation text, as one line (rules and
+/// runtime codes share the documentation layout).
+pub fn docs_summary(docs: &str) -> String {
+    let body = docs
+        .split("## What it does")
+        .nth(1)
+        .unwrap_or(docs)
+        .split("##")
+        .next()
+        .unwrap_or("");
+    let paragraph: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect();
+    paragraph.join(" ")
 }
 
 /// Base address of the generated rule pages (`docs/rules/` in the repository).

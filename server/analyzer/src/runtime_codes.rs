@@ -24,21 +24,7 @@ pub struct RuntimeCode {
 impl RuntimeCode {
     /// The first paragraph under "What it does".
     pub fn summary(&self) -> String {
-        let body = self
-            .docs
-            .split("## What it does")
-            .nth(1)
-            .unwrap_or(self.docs)
-            .split("##")
-            .next()
-            .unwrap_or("");
-        let paragraph: Vec<&str> = body
-            .lines()
-            .map(str::trim)
-            .skip_while(|line| line.is_empty())
-            .take_while(|line| !line.is_empty())
-            .collect();
-        paragraph.join(" ")
+        crate::registry::docs_summary(self.docs)
     }
 
     /// Where the code's documentation lives.
