@@ -21,7 +21,7 @@ mod facts;
 mod guards;
 mod imports;
 mod roles;
-mod summaries;
+pub(crate) mod summaries;
 
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;

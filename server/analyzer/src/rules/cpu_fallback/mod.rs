@@ -124,8 +124,9 @@ fn report_unlowered_call(
 }
 
 /// Whether `node` runs with autograd off: inside `with torch.no_grad():` or
-/// `with torch.inference_mode():` in the same function. Ops whose training path falls back but
-/// whose forward-only path lowers (measured: `F.embedding_bag`, `F.glu`) are quiet there.
+/// `with torch.inference_mode():` in the same function, or in a function decorated with
+/// `@torch.no_grad()` / `@torch.inference_mode()`. Ops whose training path falls back but whose
+/// forward-only path lowers (measured: `F.embedding_bag`, `F.glu`) are quiet there.
 fn under_no_grad<'t>(
     context: &crate::checker::Context<'t, '_>,
     node: tree_sitter::Node<'t>,
@@ -134,7 +135,16 @@ fn under_no_grad<'t>(
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
         match ancestor.kind_name() {
-            "function_definition" | "class_definition" | "lambda" => return false,
+            "function_definition" => {
+                return context.parent(ancestor).is_some_and(|decorated| {
+                    decorated.kind_name() == "decorated_definition"
+                        && crate::semantic::summaries::decorator_targets(decorated)
+                            .into_iter()
+                            .filter_map(|target| context.qualified_name(target))
+                            .any(|name| disables_grad(&name))
+                });
+            }
+            "class_definition" | "lambda" => return false,
             "with_statement" => {
                 let mut cursor = ancestor.walk();
                 let disables_grad = ancestor
@@ -148,7 +158,7 @@ fn under_no_grad<'t>(
                     .filter(|value| value.kind_name() == "call")
                     .filter_map(|call| call.field("function"))
                     .filter_map(|function| context.qualified_name(function))
-                    .any(|name| matches!(name.as_str(), "torch.no_grad" | "torch.inference_mode"));
+                    .any(|name| disables_grad(&name));
                 if disables_grad {
                     return true;
                 }
@@ -158,4 +168,9 @@ fn under_no_grad<'t>(
         current = context.parent(ancestor);
     }
     false
+}
+
+/// The context managers and decorators that turn autograd off.
+fn disables_grad(qualified_name: &str) -> bool {
+    matches!(qualified_name, "torch.no_grad" | "torch.inference_mode")
 }

@@ -33,7 +33,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Calls whose input is known to be on the host are not reported. `F.glu` is quiet under
-    /// `torch.no_grad()` / `torch.inference_mode()`, where only its (lowered) forward runs.
+    /// `torch.no_grad()` / `torch.inference_mode()` (as a `with` block or a decorator), where only
+    /// its (lowered) forward runs.
     /// TorchTPU: no public CPU build to measure; the finding speaks of PyTorch/XLA.
     ///
     /// ## References
