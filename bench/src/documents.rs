@@ -106,10 +106,13 @@ pub fn concatenate(sources: &[String], first: usize, min_lines: usize, tag: &str
     while lines < min_lines {
         let source = &sources[(first + copy) % sources.len()];
         let renamed = rename_definitions(source, &format!("_{tag}{copy}"));
+        // A blank line separates copies unless the previous one already ended with one; count
+        // it only when it is written, so `lines` is the document's true line count.
         if !out.is_empty() && !out.ends_with("\n\n") {
             out.push('\n');
+            lines += 1;
         }
-        lines += renamed.lines().count() + 1;
+        lines += renamed.lines().count();
         out.push_str(&renamed);
         if !out.ends_with('\n') {
             out.push('\n');
