@@ -284,71 +284,128 @@ pub fn walk<'t>(
 /// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
 /// Diagnostics come back sorted by position, then code.
 pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
-    let mut semantic = SemanticModel::new(source, tree, settings.backend);
-    semantic.set_test_file(settings.test_path);
-    let dispatch: Vec<Vec<RuleId>> = DISPATCH
-        .iter()
-        .map(|ids| {
-            ids.iter()
-                .copied()
-                .filter(|id| settings.rules.is_enabled(*id))
-                .collect()
-        })
-        .collect();
+    let mut semantic = new_model(source, tree, settings);
+    let mut dispatcher = Dispatcher::new(source, tree, settings);
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
-    let root = tree.root_node();
-    let call_kind = PYTHON.id_for_node_kind("call", true);
-    let mut call_parts = CallParts::default();
     walk(tree, &mut semantic, |semantic, node, dispatchable| {
         if node.kind_name() == "comment" {
             suppressions.add_comment(node, source);
         }
-        let rules_for_kind = dispatch
-            .get(node.kind_id() as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        if dispatchable && !rules_for_kind.is_empty() {
-            let current_call = (node.kind_id() == call_kind).then(|| {
-                call_parts.fill(node, source);
-                &call_parts
-            });
-            let before = diagnostics.len();
-            for id in rules_for_kind {
-                let rule = id.meta();
-                let mut context = Context {
-                    source,
-                    root,
-                    semantic,
-                    rule,
-                    diagnostics: &mut diagnostics,
-                    current_call,
-                };
-                (rule.check)(&mut context, node);
-            }
-            // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
-            // `if TYPE_CHECKING:`, `cuda_test and …` within a statement) has no TPU problems;
-            // test code reports only errors by default. Decided once here, not rule by rule.
-            if diagnostics.len() > before {
-                let unreachable = semantic.hardware_scope().is_unreachable_on_tpu();
-                let test_code = semantic.in_test_code();
-                let mut found = diagnostics.split_off(before);
-                found.retain(|diagnostic| {
-                    if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
-                        return false;
-                    }
-                    !test_code
-                        || match settings.test_code {
-                            TestCodePolicy::All => true,
-                            TestCodePolicy::Off => false,
-                            TestCodePolicy::ErrorsOnly => diagnostic.severity == Severity::Error,
-                        }
-                });
-                diagnostics.append(&mut found);
-            }
+        if dispatchable {
+            dispatcher.run(semantic, node, &mut diagnostics);
         }
         true
     });
+    finish(diagnostics, suppressions, source, tree, settings)
+}
+
+/// The semantic index of `tree` as the checker starts it.
+pub(crate) fn new_model<'t>(
+    source: &'t str,
+    tree: &'t Tree,
+    settings: &Settings,
+) -> SemanticModel<'t> {
+    let mut semantic = SemanticModel::new(source, tree, settings.backend);
+    semantic.set_test_file(settings.test_path);
+    semantic
+}
+
+/// Runs the enabled rules registered for a node's kind, and the policy every rule shares.
+pub(crate) struct Dispatcher<'t, 's> {
+    source: &'t str,
+    root: Node<'t>,
+    settings: &'s Settings,
+    dispatch: Vec<Vec<RuleId>>,
+    call_kind: u16,
+    call_parts: CallParts<'t>,
+}
+
+impl<'t, 's> Dispatcher<'t, 's> {
+    pub(crate) fn new(source: &'t str, tree: &'t Tree, settings: &'s Settings) -> Self {
+        let dispatch = DISPATCH
+            .iter()
+            .map(|ids| {
+                ids.iter()
+                    .copied()
+                    .filter(|id| settings.rules.is_enabled(*id))
+                    .collect()
+            })
+            .collect();
+        Dispatcher {
+            source,
+            root: tree.root_node(),
+            settings,
+            dispatch,
+            call_kind: PYTHON.id_for_node_kind("call", true),
+            call_parts: CallParts::default(),
+        }
+    }
+
+    /// Runs the rules of `node` (a dispatchable node, see [`walk`]), appending what they keep.
+    pub(crate) fn run(
+        &mut self,
+        semantic: &SemanticModel<'t>,
+        node: Node<'t>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
+        let source = self.source;
+        let rules_for_kind = self
+            .dispatch
+            .get(node.kind_id() as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        if rules_for_kind.is_empty() {
+            return;
+        }
+        let current_call = (node.kind_id() == self.call_kind).then(|| {
+            self.call_parts.fill(node, source);
+            &self.call_parts
+        });
+        let before = diagnostics.len();
+        for id in rules_for_kind {
+            let rule = id.meta();
+            let mut context = Context {
+                source,
+                root: self.root,
+                semantic,
+                rule,
+                diagnostics,
+                current_call,
+            };
+            (rule.check)(&mut context, node);
+        }
+        // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
+        // `if TYPE_CHECKING:`, `cuda_test and …` within a statement) has no TPU problems;
+        // test code reports only errors by default. Decided once here, not rule by rule.
+        if diagnostics.len() > before {
+            let unreachable = semantic.hardware_scope().is_unreachable_on_tpu();
+            let test_code = semantic.in_test_code();
+            let mut found = diagnostics.split_off(before);
+            found.retain(|diagnostic| {
+                if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
+                    return false;
+                }
+                !test_code
+                    || match self.settings.test_code {
+                        TestCodePolicy::All => true,
+                        TestCodePolicy::Off => false,
+                        TestCodePolicy::ErrorsOnly => diagnostic.severity == Severity::Error,
+                    }
+            });
+            diagnostics.append(&mut found);
+        }
+    }
+}
+
+/// What follows the traversal: suppressions, unfixable fixes, syntax errors, order.
+pub(crate) fn finish(
+    diagnostics: Vec<Diagnostic>,
+    suppressions: Suppressions,
+    source: &str,
+    tree: &Tree,
+    settings: &Settings,
+) -> Vec<Diagnostic> {
     let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
     settings.remove_unfixable_fixes(&mut diagnostics);
     // After suppressions: no selection or `# noqa` hides a syntax error.

@@ -11,6 +11,7 @@
 pub mod checker;
 pub mod diagnostic;
 pub mod fix;
+pub mod incremental;
 pub mod registry;
 pub mod rules;
 pub mod runtime_codes;

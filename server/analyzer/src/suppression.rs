@@ -45,8 +45,11 @@ pub struct Suppressions {
 impl Suppressions {
     /// Records the directives in one `comment` node.
     pub fn add_comment(&mut self, comment: Node<'_>, source: &str) {
-        let text = node_text(comment, source);
-        let base = comment.start_byte();
+        self.add_comment_text(comment.start_byte(), node_text(comment, source));
+    }
+
+    /// Records the directives in the comment `text` that starts at byte `base`.
+    pub fn add_comment_text(&mut self, base: usize, text: &str) {
         let lower = text.to_ascii_lowercase();
         if let Some(position) = lower.find("tpulint:") {
             let rest = &text[position + "tpulint:".len()..];

@@ -17,6 +17,7 @@ use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 use crate::torch_api;
 
+mod digest;
 mod facts;
 mod guards;
 mod imports;

@@ -1,0 +1,408 @@
+//! Property test of incremental checking: random edit sequences over this repository's real
+//! Python files (`tests/fixtures`, `tests/realistic`, `examples`, read at test time), comparing
+//! `check_tree_incremental` with a full `check_tree` of the same text after every edit.
+//!
+//! Seeded and reproducible: `TPULINT_INCREMENTAL_SEED=<n>` replays one seed,
+//! `TPULINT_INCREMENTAL_ROUNDS=<n>` runs more rounds. A failure prints the seed, the file and
+//! every edit so far.
+
+use std::path::{Path, PathBuf};
+
+use tpulint_analyzer::incremental::{IncrementalState, ReusePolicy, check_with_policy};
+use tpulint_analyzer::{Configuration, RuleSelector, Settings, check_tree, syntax};
+use tree_sitter::{InputEdit, Point, Tree};
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        if bound == 0 {
+            0
+        } else {
+            (self.next() % bound as u64) as usize
+        }
+    }
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python_files(directory: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            python_files(&path, out);
+        } else if path.extension().is_some_and(|extension| extension == "py") {
+            out.push(path);
+        }
+    }
+}
+
+fn corpus() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for directory in ["tests/fixtures", "tests/realistic", "examples"] {
+        python_files(&repository().join(directory), &mut files);
+    }
+    files.sort();
+    let corpus: Vec<(String, String)> = files
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some((path.display().to_string(), text))
+        })
+        .collect();
+    assert!(
+        corpus.len() > 50,
+        "the repository's Python files are missing"
+    );
+    corpus
+}
+
+/// Lines that change what other statements depend on: imports, hot paths, device facts,
+/// decorators, suppressions, and syntax errors.
+const SNIPPETS: &[&str] = &[
+    "import torch_xla\n",
+    "import torch_xla.core.xla_model as xm\n",
+    "from torch_tpu import tpu\n",
+    "import pytest\n",
+    "import torch\n",
+    "device = torch.device(\"xla\")\n",
+    "x = torch.ones(3, device=\"xla\")\n",
+    "    loss.backward()\n",
+    "    optimizer.step()\n",
+    "        value = loss.item()\n",
+    "    return torch.zeros(4).nonzero()\n",
+    "    xm.mark_step()\n",
+    "@torch.compile\n",
+    "@torch.no_grad()\n",
+    "    @staticmethod\n",
+    "def train_step(model, batch):\n    return model(batch).sum().item()\n",
+    "for batch in loader:\n    helper(batch)\n    loss.backward()\n",
+    "if torch.cuda.is_available():\n",
+    "# noqa: TPU101\n",
+    "  # noqa\n",
+    "# tpulint: noqa\n",
+    "# tpulint: noqa: TPU2\n",
+    "def (\n",
+    "    )\n",
+    "\"\"\"\n",
+    "class Model(torch.nn.Module):\n    def forward(self, x):\n        return x.cpu()\n",
+];
+
+#[derive(Debug, Clone)]
+struct Edit {
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+fn char_boundary(text: &str, mut offset: usize) -> usize {
+    offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .filter(|&at| at <= text.len())
+        .collect()
+}
+
+/// One random edit of `text`: characters, lines or statement-sized snippets.
+fn random_edit(rng: &mut Rng, text: &str) -> Edit {
+    let lines = line_starts(text);
+    let line = |rng: &mut Rng| lines[rng.below(lines.len())];
+    let line_end = |start: usize| {
+        text[start..]
+            .find('\n')
+            .map_or(text.len(), |at| start + at + 1)
+    };
+    match rng.below(10) {
+        0 | 1 => {
+            let at = char_boundary(text, rng.below(text.len() + 1));
+            let alphabet = [
+                "a", "x", " ", "\n", "(", ")", ":", ".", "#", "\"", "    ", "item()",
+            ];
+            Edit {
+                start: at,
+                end: at,
+                text: alphabet[rng.below(alphabet.len())].to_string(),
+            }
+        }
+        2 => {
+            let start = char_boundary(text, rng.below(text.len() + 1));
+            let end = char_boundary(text, start + rng.below(4));
+            Edit {
+                start,
+                end: end.max(start),
+                text: String::new(),
+            }
+        }
+        3 => {
+            let start = line(rng);
+            Edit {
+                start,
+                end: line_end(start),
+                text: String::new(),
+            }
+        }
+        4 => {
+            // Replace a line with another line of the file.
+            let start = line(rng);
+            let source = line(rng);
+            Edit {
+                start,
+                end: line_end(start),
+                text: text[source..line_end(source)].to_string(),
+            }
+        }
+        5 => {
+            // Delete a statement-sized block: from a column-0 line to the next one.
+            let tops: Vec<usize> = lines
+                .iter()
+                .copied()
+                .filter(|&at| text[at..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '@'))
+                .collect();
+            if tops.len() < 2 {
+                return Edit {
+                    start: 0,
+                    end: 0,
+                    text: "\n".into(),
+                };
+            }
+            let first = rng.below(tops.len() - 1);
+            Edit {
+                start: tops[first],
+                end: tops[first + 1],
+                text: String::new(),
+            }
+        }
+        6 => {
+            // Replace one character.
+            let start = char_boundary(text, rng.below(text.len() + 1));
+            let end = char_boundary(text, start + 1).max(start);
+            let replacements = ["x", "1", "_", ".", "(", "y"];
+            Edit {
+                start,
+                end: if text[start..end].contains('\n') {
+                    start
+                } else {
+                    end
+                },
+                text: replacements[rng.below(replacements.len())].to_string(),
+            }
+        }
+        _ => {
+            let snippet = SNIPPETS[rng.below(SNIPPETS.len())];
+            let at = line(rng);
+            Edit {
+                start: at,
+                end: at,
+                text: snippet.to_string(),
+            }
+        }
+    }
+}
+
+fn point_at(text: &str, offset: usize) -> Point {
+    let before = &text.as_bytes()[..offset];
+    let row = before.iter().filter(|&&b| b == b'\n').count();
+    let column = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    Point::new(row, column)
+}
+
+/// Applies `edit` to `text` and `tree` and re-parses incrementally, as the editor does.
+fn apply(text: &str, tree: &Tree, edit: &Edit) -> (String, Tree) {
+    let mut new_text = String::with_capacity(text.len() + edit.text.len());
+    new_text.push_str(&text[..edit.start]);
+    new_text.push_str(&edit.text);
+    new_text.push_str(&text[edit.end..]);
+    let mut edited = tree.clone();
+    edited.edit(&InputEdit {
+        start_byte: edit.start,
+        old_end_byte: edit.end,
+        new_end_byte: edit.start + edit.text.len(),
+        start_position: point_at(text, edit.start),
+        old_end_position: point_at(text, edit.end),
+        new_end_position: point_at(&new_text, edit.start + edit.text.len()),
+    });
+    let tree = syntax::parse(&new_text, Some(&edited)).expect("parses");
+    (new_text, tree)
+}
+
+fn settings_variants() -> Vec<Settings> {
+    let all = Configuration {
+        select: Some(vec![RuleSelector::All]),
+        ..Configuration::default()
+    };
+    vec![Settings::default(), all.settings_for("train.py")]
+}
+
+/// Replays `edits` random edits on one file; `Err` describes the first mismatch.
+fn replay(
+    seed: u64,
+    name: &str,
+    text: &str,
+    settings: &Settings,
+    edits: usize,
+    policy: ReusePolicy,
+) -> Result<usize, String> {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut text = text.to_string();
+    let mut tree = syntax::parse(&text, None).expect("parses");
+    let first = check_with_policy(&text, &tree, settings, None, policy);
+    let mut state: IncrementalState = first.state;
+    let mut history: Vec<Edit> = Vec::new();
+    let mut reused = 0;
+    for _ in 0..edits {
+        let edit = random_edit(&mut rng, &text);
+        history.push(edit.clone());
+        let (new_text, new_tree) = apply(&text, &tree, &edit);
+        let incremental = check_with_policy(
+            &new_text,
+            &new_tree,
+            settings,
+            Some((&text, &state)),
+            policy,
+        );
+        let fresh = syntax::parse(&new_text, None).expect("parses");
+        let expected = check_tree(&new_text, &fresh, settings);
+        if incremental.diagnostics != expected {
+            let describe = |d: &tpulint_analyzer::Diagnostic| {
+                format!("{} {:?} {}", d.code, d.range, d.message)
+            };
+            let missing: Vec<_> = expected
+                .iter()
+                .filter(|d| !incremental.diagnostics.contains(d))
+                .map(describe)
+                .collect();
+            let extra: Vec<_> = incremental
+                .diagnostics
+                .iter()
+                .filter(|d| !expected.contains(d))
+                .map(describe)
+                .collect();
+            return Err(format!(
+                "incremental check differs from a full check\n  seed {seed}, file {name}, \
+                 policy {policy:?}, reuse {:?}\n  edits (byte start, end, text):\n{}\n  \
+                 missing: {missing:#?}\n  extra: {extra:#?}",
+                incremental.reuse,
+                history
+                    .iter()
+                    .map(|e| format!("    {}..{} {:?}", e.start, e.end, e.text))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ));
+        }
+        if incremental.reuse.full.is_none() {
+            reused += 1;
+        }
+        text = new_text;
+        tree = new_tree;
+        state = incremental.state;
+    }
+    Ok(reused)
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+}
+
+/// Runs `rounds` seeds from `first_seed`: each picks a file and settings and replays edits.
+fn run(
+    first_seed: u64,
+    rounds: u64,
+    edits: usize,
+    policy: ReusePolicy,
+) -> Result<(usize, usize), String> {
+    let corpus = corpus();
+    let variants = settings_variants();
+    let (mut steps, mut reused) = (0, 0);
+    for seed in first_seed..first_seed + rounds {
+        let mut pick = Rng(seed.wrapping_add(0x5555) | 1);
+        let (name, text) = &corpus[pick.below(corpus.len())];
+        let settings = &variants[pick.below(variants.len())];
+        reused += replay(seed, name, text, settings, edits, policy)?;
+        steps += edits;
+    }
+    Ok((steps, reused))
+}
+
+#[test]
+fn incremental_checks_equal_full_checks_after_random_edits() {
+    let (first, rounds) = match env_number("TPULINT_INCREMENTAL_SEED") {
+        Some(seed) => (seed, 1),
+        None => (1, env_number("TPULINT_INCREMENTAL_ROUNDS").unwrap_or(60)),
+    };
+    match run(first, rounds, 25, ReusePolicy::Sound) {
+        Ok((steps, reused)) => {
+            // The test must exercise reuse, not only fall back to full checks.
+            assert!(
+                reused * 3 > steps,
+                "only {reused} of {steps} edits reused anything"
+            );
+        }
+        Err(report) => panic!("{report}"),
+    }
+}
+
+#[test]
+fn an_unsound_reuse_policy_is_caught() {
+    // Reusing every textually unchanged statement ignores imports, hot paths and bindings: the
+    // same replay must find a difference.
+    let outcome = run(1, 60, 25, ReusePolicy::UnsoundTextOnly);
+    let report = outcome.expect_err("the text-only policy went unnoticed");
+    assert!(report.contains("seed "), "{report}");
+    assert!(report.contains("edits (byte start, end, text)"), "{report}");
+}
+
+#[test]
+fn typing_in_a_function_body_reuses_the_statements_before_it() {
+    let text = "import torch\n\ndef first(x):\n    return x + 1\n\ndef second(y):\n    z = y * 2\n    return z\n\ndef third(w):\n    return w.cuda()\n";
+    let settings = Settings::default();
+    let tree = syntax::parse(text, None).expect("parses");
+    let first = check_with_policy(text, &tree, &settings, None, ReusePolicy::Sound);
+    let at = text.find("z = y * 2").expect("present") + "z = y * 2".len();
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: " + 1".into(),
+    };
+    let (new_text, new_tree) = apply(text, &tree, &edit);
+    let second = check_with_policy(
+        &new_text,
+        &new_tree,
+        &settings,
+        Some((text, &first.state)),
+        ReusePolicy::Sound,
+    );
+    // `second` returns `z`, whose fact has its origin in the edited body: `third` could read
+    // it, so it is checked again; `first` is not.
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert!(
+        second.reuse.checked < second.reuse.statements,
+        "{:?}",
+        second.reuse
+    );
+    assert_eq!(
+        second.diagnostics,
+        check_tree(&new_text, &new_tree, &settings)
+    );
+}
