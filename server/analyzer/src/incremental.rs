@@ -1,29 +1,34 @@
 //! Incremental checking for editors: after an edit, rules run again only on the top-level
-//! statements the edit touched, and on whatever depends on them; every other statement's
-//! diagnostics are reused, shifted by the edit.
+//! statements the edit touched and on the statements that depend on them; every other
+//! statement's diagnostics are reused, shifted by the edit.
 //!
 //! **Invariant:** the result always equals [`crate::check_tree`] of the same text and settings.
-//! A statement's diagnostics are a function of its own text, of the whole-file pre-pass (imports,
-//! summaries, roles, backend: [`SemanticModel::prepass_digest`]), of the traversal state at its
-//! start (bindings, classes, function returns, guards: [`SemanticModel::traversal_digest`]), and
-//! of the whole-file questions rules ask (`source_mentions`). So:
+//! Across top-level statements the semantic index carries three things: the whole-file pre-pass
+//! (imports, function and loop summaries, file facts, roles, backend:
+//! `SemanticModel::prepass_digest`), module-scope bindings by name (classes and function returns
+//! are reached through them), and the module's hardware scope (changed by a module-level early
+//! exit). Rules also ask whole-file questions (`source_mentions`). So:
 //!
 //! - statements are the module's named children; those before and after the changed bytes with
 //!   the same range (shifted), kind and no syntax error are *clean*, the others *dirty*;
-//! - a different pre-pass digest, settings or whole-file answer, or a question this module cannot
-//!   re-ask, falls back to a full check;
-//! - the traversal walks the index through the clean prefix without running rules, runs them on
-//!   the dirty statements and on the statements after them until the traversal state at a clean
-//!   statement's start equals the one recorded there by the previous check; from that statement
-//!   on, the state and thus every result is the previous one, and the walk stops;
-//! - a reused diagnostic whose fix or related range reaches into the dirty region (an import
+//! - different settings, a root that is not (or was not) a `module` (tree-sitter makes the root
+//!   an `ERROR` when nothing parses, and rules are then silent everywhere), a different
+//!   pre-pass digest, a changed whole-file answer or a question
+//!   this module cannot re-ask fall back to a full check;
+//! - the names the dirty statements bind in module scope, before and after the edit (all their
+//!   identifiers, for module-level code that is not a definition), are *tainted*; a later
+//!   statement that mentions a tainted identifier anywhere in its text is checked again, and
+//!   the names it binds are tainted in turn; so is every statement after a change of the
+//!   module's hardware scope;
+//! - a reused diagnostic whose range, fix or related range reaches into the dirty span (an import
 //!   inserted next to it, a fact's origin) is not reused: its statement is checked again;
+//! - the traversal keeps the index current through reused statements without running rules, and
+//!   stops once no statement after it needs checking and the module's hardware scope is the
+//!   recorded one;
 //! - suppressions, unfixable fixes, syntax errors and ordering are applied to the whole result
 //!   every time, as `check_tree` does, so `# noqa` edits and TPU901 never depend on reuse.
-//!
-//! Offsets inside the digests are located by (statement text hash, offset in the statement), so
-//! a digest recorded before an edit still compares after it.
 
+use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::Range;
 
@@ -31,16 +36,19 @@ use tree_sitter::{Node, Tree};
 
 use crate::checker::{Dispatcher, finish, new_model, walk};
 use crate::diagnostic::Diagnostic;
+use crate::semantic::name_hash;
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
 use crate::syntax::NodeExt;
 
 /// What a check keeps for the next one: per top-level statement, its range, text hash, the
-/// traversal digest at its start and its diagnostics before suppressions.
+/// names it binds and mentions, and its diagnostics before suppressions.
 #[derive(Debug, Clone)]
 pub struct IncrementalState {
     settings: u64,
+    /// The root's kind: `module`, or `ERROR` when nothing parsed (then no rule runs anywhere).
+    root_kind: u16,
     prepass: u64,
     /// Whole-file questions asked by rules (`("source_mentions", needle)`), ever.
     questions: Vec<(&'static str, &'static str)>,
@@ -53,8 +61,12 @@ struct Statement {
     kind: u16,
     has_error: bool,
     hash: u64,
-    /// The traversal digest after `enter` of the statement's node; `None` when not computed.
-    entry: Option<u64>,
+    /// The module's hardware scope at the statement's start.
+    root_guard: u64,
+    /// Hashes of the names it binds for later statements (see the module docs), sorted.
+    binds: Vec<u64>,
+    /// Hashes of every identifier in its text, sorted.
+    mentions: Vec<u64>,
     diagnostics: Vec<Diagnostic>,
     comments: Vec<TextRange>,
 }
@@ -236,6 +248,48 @@ fn plan<'p>(
     }
 }
 
+/// Hashes of the identifiers in `text` (words of letters, digits and `_` not starting with a
+/// digit; in strings and comments too, which only makes the test more conservative), sorted.
+fn identifiers(text: &str) -> Vec<u64> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if byte.is_ascii_alphabetic() || byte == b'_' || byte >= 0x80 {
+            let start = index;
+            while index < bytes.len()
+                && (bytes[index].is_ascii_alphanumeric()
+                    || bytes[index] == b'_'
+                    || bytes[index] >= 0x80)
+            {
+                index += 1;
+            }
+            out.push(name_hash(&text[start..index]));
+        } else {
+            index += 1;
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The names a definition statement defines (a decorated definition's inner name), by hash.
+fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
+    let definition = match node.kind_name() {
+        "decorated_definition" => node.field("definition")?,
+        "function_definition" | "class_definition" => node,
+        _ => return None,
+    };
+    let name = definition.field("name")?;
+    Some(name_hash(&source[name.start_byte()..name.end_byte()]))
+}
+
+fn intersects(sorted: &[u64], set: &HashSet<u64>) -> bool {
+    !set.is_empty() && sorted.iter().any(|hash| set.contains(hash))
+}
+
 /// What the walk does at one statement.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -256,6 +310,7 @@ pub fn check_with_policy(
     let nodes: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
     let settings_digest = hash_one(settings);
     let mut semantic = new_model(source, tree, settings);
+    let prepass = semantic.prepass_digest();
     let mut full = None;
     let plan = match previous {
         None => {
@@ -266,35 +321,13 @@ pub fn check_with_policy(
             full = Some("settings changed");
             None
         }
+        Some((_, old)) if old.root_kind != root.kind_id() || root.is_error() => {
+            full = Some("the module does not parse as a module");
+            None
+        }
         Some((old_source, old)) => Some(plan(old_source, old, source, &nodes)),
     };
-    // Text hashes: carried for clean statements, computed for the others.
-    let hashes: Vec<u64> = (0..nodes.len())
-        .map(|index| {
-            plan.as_ref()
-                .and_then(|plan| plan.old_index(index))
-                .map(|old| {
-                    plan.as_ref()
-                        .map_or(0, |plan| plan.old.statements[old].hash)
-                })
-                .unwrap_or_else(|| {
-                    let node = nodes[index];
-                    hash_one((node.kind_id(), &source[node.start_byte()..node.end_byte()]))
-                })
-        })
-        .collect();
-    let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
-    let locate = |offset: usize| -> (u64, usize) {
-        let index = starts.partition_point(|&start| start <= offset);
-        match index.checked_sub(1) {
-            Some(index) if offset <= nodes[index].end_byte() => {
-                (hashes[index], offset - starts[index])
-            }
-            _ => (u64::MAX, offset),
-        }
-    };
-    let prepass = semantic.prepass_digest(&locate);
-    let mut plan = plan.filter(|plan| {
+    let plan = plan.filter(|plan| {
         if policy == ReusePolicy::UnsoundTextOnly {
             return true;
         }
@@ -314,18 +347,40 @@ pub fn check_with_policy(
         }
         true
     });
+    let old_of = |index: usize| -> Option<&Statement> {
+        let plan = plan.as_ref()?;
+        Some(&plan.old.statements[plan.old_index(index)?])
+    };
+    // Text hashes and identifiers: carried for clean statements, computed for the others.
+    let (hashes, mentions): (Vec<u64>, Vec<Vec<u64>>) = (0..nodes.len())
+        .map(|index| match old_of(index) {
+            Some(old) => (old.hash, old.mentions.clone()),
+            None => {
+                let text = &source[nodes[index].byte_range()];
+                (hash_one((nodes[index].kind_id(), text)), identifiers(text))
+            }
+        })
+        .unzip();
     // Clean statements' diagnostics in new coordinates; `None` forces a check.
     let reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
-        .map(|index| {
-            let plan = plan.as_ref()?;
-            plan.reused(&plan.old.statements[plan.old_index(index)?])
-        })
+        .map(|index| plan.as_ref()?.reused(old_of(index)?))
         .collect();
-    let last_forced = plan.as_ref().and_then(|plan| {
-        (plan.suffix..nodes.len())
-            .rev()
-            .find(|&index| reusable[index].is_none())
-    });
+    // Names the dirty statements bound before the edit.
+    let mut tainted: HashSet<u64> = HashSet::new();
+    if let Some(plan) = &plan {
+        let first_old = plan.prefix;
+        let last_old = (plan.suffix as isize + plan.index_shift) as usize;
+        for old in &plan.old.statements[first_old..last_old] {
+            tainted.extend(old.binds.iter().copied());
+        }
+    }
+    // The last statement at or after `from` that must be checked under `tainted`.
+    let last_needed = |from: usize, tainted: &HashSet<u64>| -> Option<usize> {
+        (from..nodes.len()).rev().find(|&index| {
+            reusable[index].is_none()
+                || policy == ReusePolicy::Sound && intersects(&mentions[index], tainted)
+        })
+    };
 
     let mut dispatcher = Dispatcher::new(source, tree, settings);
     let mut module_diagnostics = Vec::new();
@@ -333,39 +388,77 @@ pub fn check_with_policy(
     let mut suppressions = Suppressions::default();
     let mut next = 0usize;
     let mut mode = Mode::Check;
-    let mut converged = false;
     let mut stop = nodes.len();
     let mut checked = 0usize;
+    let mut binds_from = 0usize;
+    let mut needed: Option<Option<usize>> = None;
+    // The names bound since the current statement started, and whether they taint.
+    let finish_statement = |records: &mut Vec<Statement>,
+                            semantic: &crate::semantic::SemanticModel<'_>,
+                            binds_from: usize,
+                            mode: Mode,
+                            tainted: &mut HashSet<u64>,
+                            needed: &mut Option<Option<usize>>| {
+        let Some(index) = records.len().checked_sub(1) else {
+            return;
+        };
+        let node = nodes[index];
+        let mut binds: Vec<u64> = semantic.module_binds()[binds_from..].to_vec();
+        match defined_name(node, source) {
+            Some(name) => binds.push(name),
+            None => binds.extend(mentions[index].iter().copied()),
+        }
+        binds.sort_unstable();
+        binds.dedup();
+        let dirty_or_checked_after = plan
+            .as_ref()
+            .is_some_and(|plan| index >= plan.prefix && mode == Mode::Check);
+        if dirty_or_checked_after {
+            let before = tainted.len();
+            tainted.extend(binds.iter().copied());
+            if tainted.len() != before {
+                *needed = None;
+            }
+        }
+        records[index].binds = binds;
+    };
     walk(tree, &mut semantic, |semantic, node, dispatchable| {
         if next < nodes.len() && node.id() == nodes[next].id() {
+            finish_statement(
+                &mut records,
+                semantic,
+                binds_from,
+                mode,
+                &mut tainted,
+                &mut needed,
+            );
+            binds_from = semantic.module_binds().len();
             let index = next;
             next += 1;
-            let old = plan.as_ref().and_then(|plan| {
-                let old = plan.old_index(index)?;
-                Some(&plan.old.statements[old])
-            });
-            let mut entry = old.and_then(|old| old.entry);
+            let root_guard = semantic.root_guard_digest();
+            let old = old_of(index);
+            let guard_changed =
+                old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
             mode = match &plan {
                 None => Mode::Check,
                 Some(plan) if index < plan.prefix => Mode::Reuse,
                 Some(plan) if index < plan.suffix => Mode::Check,
-                Some(_) if converged => Mode::Reuse,
+                Some(_) if guard_changed => Mode::Check,
                 Some(_) => {
-                    let digest = semantic.traversal_digest(&locate);
-                    converged = policy == ReusePolicy::UnsoundTextOnly || Some(digest) == entry;
-                    entry = Some(digest);
-                    if converged { Mode::Reuse } else { Mode::Check }
+                    let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
+                    if last.is_none_or(|last| last < index) {
+                        stop = index;
+                        return false;
+                    }
+                    if policy == ReusePolicy::Sound && intersects(&mentions[index], &tainted) {
+                        Mode::Check
+                    } else {
+                        Mode::Reuse
+                    }
                 }
             };
             if mode == Mode::Reuse && reusable[index].is_none() {
                 mode = Mode::Check;
-            }
-            if mode == Mode::Check && entry.is_none() || plan.is_some() && mode == Mode::Check {
-                entry = Some(semantic.traversal_digest(&locate));
-            }
-            if converged && last_forced.is_none_or(|last| index > last) {
-                stop = index;
-                return false;
             }
             if mode == Mode::Check {
                 checked += 1;
@@ -375,7 +468,9 @@ pub fn check_with_policy(
                 kind: node.kind_id(),
                 has_error: node.has_error(),
                 hash: hashes[index],
-                entry,
+                root_guard,
+                binds: Vec::new(),
+                mentions: mentions[index].clone(),
                 diagnostics: match mode {
                     Mode::Reuse => reusable[index].clone().unwrap_or_default(),
                     Mode::Check => Vec::new(),
@@ -398,11 +493,21 @@ pub fn check_with_policy(
         }
         true
     });
+    if stop == nodes.len() {
+        finish_statement(
+            &mut records,
+            &semantic,
+            binds_from,
+            mode,
+            &mut tainted,
+            &mut needed,
+        );
+    }
     let walked = records.len();
     // Statements after the walk stopped: the previous records, shifted.
     if let Some(plan) = &plan {
         for index in stop..nodes.len() {
-            let Some(old) = plan.old_index(index).map(|old| &plan.old.statements[old]) else {
+            let Some(old) = old_of(index) else {
                 continue;
             };
             let comments: Vec<TextRange> = old
@@ -415,12 +520,9 @@ pub fn check_with_policy(
             }
             records.push(Statement {
                 range: nodes[index].byte_range(),
-                kind: old.kind,
-                has_error: old.has_error,
-                hash: old.hash,
-                entry: old.entry,
                 diagnostics: reusable[index].clone().unwrap_or_default(),
                 comments,
+                ..old.clone()
             });
         }
     }
@@ -439,10 +541,6 @@ pub fn check_with_policy(
         raw.extend(record.diagnostics.iter().cloned());
     }
     let diagnostics = finish(raw, suppressions, source, tree, settings);
-    if plan.is_none() && full.is_none() {
-        full = Some("no previous check");
-    }
-    plan.take();
     IncrementalCheck {
         diagnostics,
         reuse: Reuse {
@@ -453,6 +551,7 @@ pub fn check_with_policy(
         },
         state: IncrementalState {
             settings: settings_digest,
+            root_kind: root.kind_id(),
             prepass,
             questions,
             statements: records,

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ls_types::{self as lsp, Uri};
+use tpulint_analyzer::incremental::{IncrementalState, Reuse, check_tree_incremental};
 use tpulint_analyzer::{Diagnostic, LineIndex, Settings};
 use tree_sitter::Tree;
 
+use crate::document::PreviousCheck;
 use crate::encoding::PositionEncoding;
 use crate::to_proto;
 
@@ -24,6 +26,25 @@ pub struct Analysis {
     pub unsafe_fixes: bool,
     /// The configuration file the settings came from.
     pub config_file: Option<PathBuf>,
+    /// What the next check of this document reuses (`None` when it was not checked).
+    pub incremental: Option<Arc<IncrementalState>>,
+}
+
+/// The diagnostics of a text document at `text`, reusing `previous` (an earlier check of the
+/// same document) where that is sound: always equal to `tpulint_analyzer::check_tree`.
+pub fn check(
+    text: &str,
+    tree: &Tree,
+    settings: &Settings,
+    previous: Option<&PreviousCheck>,
+) -> (Vec<Diagnostic>, Arc<IncrementalState>, Reuse) {
+    let outcome = check_tree_incremental(
+        text,
+        tree,
+        settings,
+        previous.map(|previous| (&*previous.text, &*previous.state)),
+    );
+    (outcome.diagnostics, Arc::new(outcome.state), outcome.reuse)
 }
 
 impl Analysis {

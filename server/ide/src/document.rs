@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use ls_types::TextDocumentContentChangeEvent;
+use tpulint_analyzer::incremental::IncrementalState;
 use tpulint_analyzer::{LineIndex, syntax};
 use tree_sitter::{InputEdit, Point, Tree};
 
@@ -24,6 +25,16 @@ pub struct DocumentSnapshot {
     /// which the analysis re-parses incrementally.
     pub tree: Option<Tree>,
     pub tree_is_current: bool,
+    /// The last check stored for this document (of this or an earlier version), which the next
+    /// check reuses where that is sound ([`crate::analysis::check`]).
+    pub previous: Option<PreviousCheck>,
+}
+
+/// A check of some version of a document: its text and what an incremental re-check reuses.
+#[derive(Clone)]
+pub struct PreviousCheck {
+    pub text: Arc<str>,
+    pub state: Arc<IncrementalState>,
 }
 
 impl DocumentSnapshot {
@@ -42,6 +53,7 @@ pub struct TextDocument {
     version: i32,
     tree: Option<Tree>,
     tree_is_current: bool,
+    previous: Option<PreviousCheck>,
 }
 
 impl TextDocument {
@@ -54,6 +66,7 @@ impl TextDocument {
             version,
             tree: None,
             tree_is_current: false,
+            previous: None,
         }
     }
 
@@ -76,6 +89,7 @@ impl TextDocument {
             version: self.version,
             tree: self.tree.clone(),
             tree_is_current: self.tree_is_current,
+            previous: self.previous.clone(),
         }
     }
 
@@ -126,6 +140,11 @@ impl TextDocument {
             self.tree_is_current = false;
         }
         self.text = new_text.into();
+    }
+
+    /// Keeps a check for the next one to reuse (any version: the next check compares texts).
+    pub fn store_check(&mut self, check: PreviousCheck) {
+        self.previous = Some(check);
     }
 
     /// Stores the tree an analysis parsed for `version`, if the document has not moved on since.

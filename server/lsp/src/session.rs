@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
-use tpulint_analyzer::check_tree;
+use tpulint_ide::analysis::check;
+use tpulint_ide::document::PreviousCheck;
 
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
@@ -152,14 +153,20 @@ pub fn analyze(
         if token.is_cancelled() {
             return None;
         }
-        let diagnostics = match &settings {
-            Some(settings) => check_tree(&snapshot.text, &tree, settings),
-            None => Vec::new(),
+        // Incremental: only the statements the edits touched (and what depends on them) are
+        // checked again; the result equals a full check (`tpulint_analyzer::incremental`).
+        let (diagnostics, incremental) = match &settings {
+            Some(settings) => {
+                let (diagnostics, state, _reuse) =
+                    check(&snapshot.text, &tree, settings, snapshot.previous.as_ref());
+                (diagnostics, Some(state))
+            }
+            None => (Vec::new(), None),
         };
-        Some((tree, diagnostics))
+        Some((tree, diagnostics, incremental))
     }));
     match outcome {
-        Ok(Some((tree, diagnostics))) => Ok(Analysis {
+        Ok(Some((tree, diagnostics, incremental))) => Ok(Analysis {
             version: snapshot.version,
             generation,
             text: snapshot.text,
@@ -169,6 +176,7 @@ pub fn analyze(
             settings,
             unsafe_fixes,
             config_file,
+            incremental,
         }),
         Ok(None) => Err(AnalysisError::Cancelled),
         Err(payload) => Err(AnalysisError::Panicked(panic_message(&*payload))),
@@ -343,6 +351,16 @@ impl Session {
         let Some(entry) = documents.get_mut(uri) else {
             return false;
         };
+        // Even a result that went stale is worth reusing: the next check compares its text
+        // with the current one.
+        if generation == analysis.generation
+            && let Some(state) = &analysis.incremental
+        {
+            entry.document.store_check(PreviousCheck {
+                text: analysis.text.clone(),
+                state: state.clone(),
+            });
+        }
         if entry.document.version() != analysis.version || generation != analysis.generation {
             return false;
         }

@@ -1,19 +1,22 @@
-//! Digests of the semantic index for incremental checking (`crate::incremental`): one of the
-//! whole-file pre-pass (imports, summaries, roles, backend) and one of the traversal state at a
-//! top-level statement, both free of absolute offsets so that they compare across edits.
+//! What incremental checking (`crate::incremental`) reads of the semantic index: a digest of the
+//! whole-file pre-pass (imports, summaries, roles, backend) free of absolute offsets, so that it
+//! compares across edits; the module-level hardware scope; the names bound in module scope.
 //!
-//! Every field of [`SemanticModel`] is destructured below: a field added to the index fails to
-//! compile here until its author decides how it enters a digest (leaving it out is unsound).
+//! Across top-level statements the index carries only these: the pre-pass, module-scope
+//! bindings (by name; classes and function returns are reached through them) and the module's
+//! guard frame. Every field of [`SemanticModel`] is destructured in [`SemanticModel::prepass_digest`]:
+//! a field added to the index fails to compile there until its author decides whether it is a
+//! new channel between statements (then `incremental` must learn it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use super::{Binding, ClassInfo, Fact, Frame, FunctionReturns, Scope, SemanticModel};
-use crate::source::TextRange;
+use super::SemanticModel;
 
-/// Maps an absolute byte offset to a coordinate-free location: the text hash of the top-level
-/// statement holding it and the offset inside that statement.
-pub(crate) type Locate<'a> = &'a dyn Fn(usize) -> (u64, usize);
+/// The hash by which incremental checking compares names (bound names, identifiers in text).
+pub(crate) fn name_hash(name: &str) -> u64 {
+    hash_one(name)
+}
 
 fn hash_one(value: impl Hash) -> u64 {
     let mut hasher = DefaultHasher::new();
@@ -26,50 +29,14 @@ fn unordered<T>(items: impl Iterator<Item = T>, hash: impl Fn(T) -> u64) -> u64 
     items.fold(0u64, |sum, item| sum.wrapping_add(hash(item)))
 }
 
-fn fact(state: &mut DefaultHasher, value: &Fact, locate: Locate<'_>) {
-    let Fact {
-        kind,
-        device,
-        origin,
-        evidence,
-    } = value;
-    kind.hash(state);
-    device.hash(state);
-    evidence.hash(state);
-    origin
-        .map(|(start, end)| (locate(start), locate(end)))
-        .hash(state);
-}
-
-fn range(state: &mut DefaultHasher, value: &TextRange, locate: Locate<'_>) {
-    (locate(value.start), locate(value.end)).hash(state);
-}
-
 fn strings(set: &HashSet<String>) -> u64 {
     unordered(set.iter(), hash_one)
-}
-
-fn bindings(map: &HashMap<String, Binding>, locate: Locate<'_>) -> u64 {
-    unordered(map.iter(), |(name, binding)| {
-        let mut state = DefaultHasher::new();
-        name.hash(&mut state);
-        match binding {
-            Binding::Import(qualified) => (0u8, qualified).hash(&mut state),
-            Binding::Value(value) => {
-                1u8.hash(&mut state);
-                fact(&mut state, value, locate);
-            }
-            Binding::Class(index) => (2u8, index).hash(&mut state),
-            Binding::Function(index) => (3u8, index).hash(&mut state),
-        }
-        state.finish()
-    })
 }
 
 impl SemanticModel<'_> {
     /// The whole-file part of the index, computed before the traversal: equal digests mean every
     /// rule sees the same imports, summaries, file facts, roles and backend.
-    pub(crate) fn prepass_digest(&self, locate: Locate<'_>) -> u64 {
+    pub(crate) fn prepass_digest(&self) -> u64 {
         let SemanticModel {
             source: _,
             ancestors: _,
@@ -86,18 +53,19 @@ impl SemanticModel<'_> {
             functions: _,
             file_memo: _,
             qualified_name_memo: _,
+            // Read by incremental checking, per statement (`module_binds`).
+            module_binds: _,
         } = self;
         let mut state = DefaultHasher::new();
         backend.hash(&mut state);
         test_framework.hash(&mut state);
+        // Import statements' offsets are left out: rules and the importer compare them with
+        // other positions (order, containment), which edits elsewhere preserve, and a fix or
+        // related range that points into edited text is never reused (`incremental`).
         for record in imports.records() {
             let mut copy = record.clone();
-            range(&mut state, &record.statement, locate);
-            if let Some(guard) = &record.guard {
-                range(&mut state, guard, locate);
-            }
             copy.statement = 0..0;
-            copy.guard = None;
+            copy.guard = copy.guard.map(|_| 0..0);
             copy.hash(&mut state);
         }
         let super::Summaries {
@@ -110,90 +78,39 @@ impl SemanticModel<'_> {
         } = summaries;
         // Debug text covers every field of the summaries (none holds an offset); function
         // indices are positional, and which node maps to which index follows from the texts.
-        format!("{functions:?}{file:?}").hash(&mut state);
-        unordered(loops.values(), |summary| hash_one(format!("{summary:?}"))).hash(&mut state);
+        // `calls` only feeds the call graph, which matches callees by name against the file's
+        // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
+        let defined: HashSet<&str> = functions.iter().map(|f| f.name.as_str()).collect();
+        for function in functions {
+            let mut copy = function.clone();
+            copy.calls
+                .retain(|callee| defined.contains(callee.as_str()));
+            format!("{copy:?}").hash(&mut state);
+        }
+        format!("{file:?}").hash(&mut state);
+        unordered(loops.values(), |summary| {
+            let mut copy = summary.clone();
+            copy.calls
+                .retain(|callee| defined.contains(callee.as_str()));
+            hash_one(format!("{copy:?}"))
+        })
+        .hash(&mut state);
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
         state.finish()
     }
 
-    /// The traversal state (bindings, classes, function returns, frames, guards) at this point,
-    /// with offsets located through `locate`. Two equal digests at the start of the same
-    /// statement text mean the rest of the traversal sees the same index.
-    pub(crate) fn traversal_digest(&self, locate: Locate<'_>) -> u64 {
-        let SemanticModel {
-            source: _,
-            ancestors,
-            backend: _,
-            imported_modules,
-            scopes,
-            frames,
-            classes,
-            compiled_names,
-            imports: _,
-            guard_frames,
-            test_framework: _,
-            summaries: _,
-            functions,
-            file_memo: _,
-            qualified_name_memo: _,
-        } = self;
-        let mut state = DefaultHasher::new();
-        ancestors.len().hash(&mut state);
-        strings(imported_modules).hash(&mut state);
-        strings(compiled_names).hash(&mut state);
-        for Scope { bindings: map } in scopes {
-            bindings(map, locate).hash(&mut state);
-        }
-        for frame in frames {
-            match frame {
-                Frame::Function {
-                    name,
-                    hot,
-                    class,
-                    node_id: _,
-                    id,
-                } => (0u8, name, hot, class, id).hash(&mut state),
-                Frame::Class(index) => (1u8, index).hash(&mut state),
-                Frame::Loop { hot, node_id: _ } => (2u8, hot).hash(&mut state),
-            }
-        }
-        for ClassInfo {
-            is_module,
-            is_optimizer_like,
-            attributes,
-        } in classes
-        {
-            (is_module, is_optimizer_like).hash(&mut state);
-            unordered(attributes.iter(), |(name, value)| {
-                let mut entry = DefaultHasher::new();
-                name.hash(&mut entry);
-                fact(&mut entry, value, locate);
-                entry.finish()
-            })
-            .hash(&mut state);
-        }
-        for FunctionReturns {
-            class,
-            name,
-            returns,
-            complete,
-        } in functions
-        {
-            (class, name, complete).hash(&mut state);
-            match returns.single() {
-                Some(value) => fact(&mut state, &value, locate),
-                None => 0u8.hash(&mut state),
-            }
-            for value in returns.tuple().unwrap_or(&[]) {
-                fact(&mut state, value, locate);
-            }
-            returns.is_conflict().hash(&mut state);
-        }
-        for frame in guard_frames {
-            (frame.scope, frame.test_code, frame.cold).hash(&mut state);
-        }
-        state.finish()
+    /// The module-level hardware scope at this point (an early exit at module level, such as
+    /// `if not torch.cuda.is_available(): sys.exit()`, changes it for every later statement).
+    pub(crate) fn root_guard_digest(&self) -> u64 {
+        self.guard_frames.first().map_or(0, |frame| {
+            hash_one((frame.scope, frame.test_code, frame.cold))
+        })
+    }
+
+    /// Hashes ([`name_hash`]) of the names bound in module scope so far, in order.
+    pub(crate) fn module_binds(&self) -> &[u64] {
+        &self.module_binds
     }
 
     /// The whole-file questions rules asked so far ([`Self::file_memo`]) with their answers.

@@ -24,6 +24,7 @@ mod imports;
 mod roles;
 pub(crate) mod summaries;
 
+pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
@@ -190,6 +191,9 @@ pub struct SemanticModel<'t> {
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
     /// change only in `enter`/`leave`, which clear it.
     qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
+    /// Hashes of the names bound in module scope, in binding order (for incremental checking:
+    /// which names a statement defines for the statements after it).
+    module_binds: Vec<u64>,
 }
 
 impl<'t> SemanticModel<'t> {
@@ -216,6 +220,7 @@ impl<'t> SemanticModel<'t> {
             functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
+            module_binds: Vec::new(),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
@@ -380,6 +385,9 @@ impl<'t> SemanticModel<'t> {
     }
 
     fn bind(&mut self, name: String, binding: Binding) {
+        if self.scopes.len() == 1 {
+            self.module_binds.push(digest::name_hash(&name));
+        }
         if let Some(scope) = self.scopes.last_mut() {
             scope.bindings.insert(name, binding);
         }

@@ -58,11 +58,6 @@ impl ReturnFacts {
         }
     }
 
-    /// Returns disagreed: nothing is known (and later returns change nothing).
-    pub(crate) fn is_conflict(&self) -> bool {
-        self.conflict
-    }
-
     pub(crate) fn single(&self) -> Option<Fact> {
         if self.conflict { None } else { self.single }
     }

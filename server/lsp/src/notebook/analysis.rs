@@ -186,6 +186,7 @@ pub fn analyze(
                 settings: None,
                 unsafe_fixes,
                 config_file: config_file.clone(),
+                incremental: None,
             }));
         }
         Some((views, elsewhere))
