@@ -15,8 +15,9 @@
 //!   an `ERROR` when nothing parses, and rules are then silent everywhere), a different
 //!   pre-pass digest, a changed whole-file answer or a question
 //!   this module cannot re-ask fall back to a full check;
-//! - the names the dirty statements bind in module scope, before and after the edit (all their
-//!   identifiers, for module-level code that is not a definition), are *tainted*; a later
+//! - the names the dirty statements bind in module scope, before and after the edit (for
+//!   module-level code that is not a definition, also every name its text may assign), are
+//!   *tainted*; a later
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
 //!   module's hardware scope;
@@ -49,6 +50,8 @@ pub struct IncrementalState {
     settings: u64,
     /// The root's kind: `module`, or `ERROR` when nothing parsed (then no rule runs anywhere).
     root_kind: u16,
+    /// The text had a syntax error somewhere.
+    has_error: bool,
     prepass: u64,
     /// Whole-file questions asked by rules (`("source_mentions", needle)`), ever.
     questions: Vec<(&'static str, &'static str)>,
@@ -69,6 +72,14 @@ struct Statement {
     mentions: Vec<u64>,
     diagnostics: Vec<Diagnostic>,
     comments: Vec<TextRange>,
+}
+
+impl IncrementalState {
+    /// Whether the checked text had a syntax error (an editor keeps the last check without one
+    /// too: after an unclosed bracket is closed, it is usually the closer of the two texts).
+    pub fn has_syntax_error(&self) -> bool {
+        self.has_error
+    }
 }
 
 /// How much of the previous result a check reused.
@@ -100,14 +111,14 @@ pub struct IncrementalCheck {
     pub reuse: Reuse,
 }
 
-/// Checks `tree` (parsed from `source`), reusing `previous` (the text and state of an earlier
-/// check of the same document) where that is sound. The diagnostics equal
-/// [`crate::check_tree`]`(source, tree, settings)`.
+/// Checks `tree` (parsed from `source`), reusing one of `previous` (texts and states of earlier
+/// checks of the same document; the one with the fewest statements to check again) where that
+/// is sound. The diagnostics equal [`crate::check_tree`]`(source, tree, settings)`.
 pub fn check_tree_incremental(
     source: &str,
     tree: &Tree,
     settings: &Settings,
-    previous: Option<(&str, &IncrementalState)>,
+    previous: &[(&str, &IncrementalState)],
 ) -> IncrementalCheck {
     check_with_policy(source, tree, settings, previous, ReusePolicy::Sound)
 }
@@ -142,7 +153,6 @@ fn changed_bytes(old: &str, new: &str) -> (usize, usize, isize) {
 /// How the new statements relate to the old ones.
 struct Plan<'p> {
     old: &'p IncrementalState,
-    old_source: &'p str,
     /// New statements `..prefix` are the old ones; new `suffix..` are old `suffix + shift..`.
     prefix: usize,
     suffix: usize,
@@ -154,6 +164,11 @@ struct Plan<'p> {
 }
 
 impl Plan<'_> {
+    /// How many new statements changed (not counting the ones that depend on them).
+    fn dirty_statements(&self) -> usize {
+        self.suffix - self.prefix
+    }
+
     fn old_index(&self, new: usize) -> Option<usize> {
         if new < self.prefix {
             Some(new)
@@ -239,7 +254,6 @@ fn plan<'p>(
     };
     Plan {
         old,
-        old_source,
         prefix,
         suffix: nodes.len() - matched,
         index_shift: olds.len() as isize - nodes.len() as isize,
@@ -275,6 +289,50 @@ fn identifiers(text: &str) -> Vec<u64> {
     out
 }
 
+/// Hashes of the names module-level code may assign, read from its text (rules that look for
+/// "the last assignment of `x`" search the module's text, not the index): every identifier
+/// before an `=` on its line that is not a comparison (keyword arguments included, which only
+/// over-approximates), after `for` up to `in`, after `as`, `import`, `del`, `global`,
+/// `nonlocal`, and the names of nested definitions.
+fn assigned_names(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let bytes = line.as_bytes();
+        let assignment = (0..bytes.len()).rev().find(|&at| {
+            bytes[at] == b'='
+                && bytes.get(at + 1) != Some(&b'=')
+                && !(at > 0 && matches!(bytes[at - 1], b'=' | b'!' | b'<' | b'>'))
+        });
+        if let Some(at) = assignment {
+            out.extend(identifiers(&line[..at]));
+        }
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|word| !word.is_empty())
+            .collect();
+        for (index, word) in words.iter().enumerate() {
+            match *word {
+                "as" | "def" | "class" => {
+                    if let Some(next) = words.get(index + 1) {
+                        out.push(name_hash(next));
+                    }
+                }
+                "import" | "del" | "global" | "nonlocal" => {
+                    out.extend(words[index + 1..].iter().map(|word| name_hash(word)));
+                }
+                "for" => out.extend(
+                    words[index + 1..]
+                        .iter()
+                        .take_while(|word| **word != "in")
+                        .map(|word| name_hash(word)),
+                ),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// The names a definition statement defines (a decorated definition's inner name), by hash.
 fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
     let definition = match node.kind_name() {
@@ -290,6 +348,40 @@ fn intersects(sorted: &[u64], set: &HashSet<u64>) -> bool {
     !set.is_empty() && sorted.iter().any(|hash| set.contains(hash))
 }
 
+/// Why `old` cannot be reused for `source`, if it cannot: the checks that do not depend on
+/// which statements changed.
+fn usable(
+    old_source: &str,
+    old: &IncrementalState,
+    source: &str,
+    root: Node<'_>,
+    settings_digest: u64,
+    prepass: u64,
+    policy: ReusePolicy,
+) -> Result<(), &'static str> {
+    if old.settings != settings_digest {
+        return Err("settings changed");
+    }
+    if old.root_kind != root.kind_id() || root.is_error() {
+        return Err("the module does not parse as a module");
+    }
+    if policy == ReusePolicy::UnsoundTextOnly {
+        return Ok(());
+    }
+    if old.prepass != prepass {
+        return Err("module summary changed");
+    }
+    for &(question, needle) in &old.questions {
+        if question != "source_mentions" {
+            return Err("a whole-file question this module cannot re-ask");
+        }
+        if old_source.contains(needle) != source.contains(needle) {
+            return Err("a whole-file answer changed");
+        }
+    }
+    Ok(())
+}
+
 /// What the walk does at one statement.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -302,7 +394,7 @@ pub fn check_with_policy(
     source: &str,
     tree: &Tree,
     settings: &Settings,
-    previous: Option<(&str, &IncrementalState)>,
+    previous: &[(&str, &IncrementalState)],
     policy: ReusePolicy,
 ) -> IncrementalCheck {
     let root = tree.root_node();
@@ -311,42 +403,34 @@ pub fn check_with_policy(
     let settings_digest = hash_one(settings);
     let mut semantic = new_model(source, tree, settings);
     let prepass = semantic.prepass_digest();
-    let mut full = None;
-    let plan = match previous {
-        None => {
-            full = Some("no previous check");
-            None
-        }
-        Some((_, old)) if old.settings != settings_digest => {
-            full = Some("settings changed");
-            None
-        }
-        Some((_, old)) if old.root_kind != root.kind_id() || root.is_error() => {
-            full = Some("the module does not parse as a module");
-            None
-        }
-        Some((old_source, old)) => Some(plan(old_source, old, source, &nodes)),
-    };
-    let plan = plan.filter(|plan| {
-        if policy == ReusePolicy::UnsoundTextOnly {
-            return true;
-        }
-        if plan.old.prepass != prepass {
-            full = Some("module summary changed");
-            return false;
-        }
-        for &(question, needle) in &plan.old.questions {
-            if question != "source_mentions" {
-                full = Some("a whole-file question this module cannot re-ask");
-                return false;
+    let mut full = Some("no previous check");
+    let mut plan: Option<Plan<'_>> = None;
+    for &(old_source, old) in previous {
+        let candidate = match usable(
+            old_source,
+            old,
+            source,
+            root,
+            settings_digest,
+            prepass,
+            policy,
+        ) {
+            Ok(()) => self::plan(old_source, old, source, &nodes),
+            Err(reason) => {
+                if plan.is_none() {
+                    full = Some(reason);
+                }
+                continue;
             }
-            if plan.old_source.contains(needle) != source.contains(needle) {
-                full = Some("a whole-file answer changed");
-                return false;
-            }
+        };
+        if plan
+            .as_ref()
+            .is_none_or(|best| candidate.dirty_statements() < best.dirty_statements())
+        {
+            plan = Some(candidate);
+            full = None;
         }
-        true
-    });
+    }
     let old_of = |index: usize| -> Option<&Statement> {
         let plan = plan.as_ref()?;
         Some(&plan.old.statements[plan.old_index(index)?])
@@ -406,7 +490,7 @@ pub fn check_with_policy(
         let mut binds: Vec<u64> = semantic.module_binds()[binds_from..].to_vec();
         match defined_name(node, source) {
             Some(name) => binds.push(name),
-            None => binds.extend(mentions[index].iter().copied()),
+            None => binds.extend(assigned_names(&source[node.byte_range()])),
         }
         binds.sort_unstable();
         binds.dedup();
@@ -552,6 +636,7 @@ pub fn check_with_policy(
         state: IncrementalState {
             settings: settings_digest,
             root_kind: root.kind_id(),
+            has_error: root.has_error(),
             prepass,
             questions,
             statements: records,

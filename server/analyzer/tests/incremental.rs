@@ -253,6 +253,19 @@ fn settings_variants() -> Vec<Settings> {
     vec![Settings::default(), all.settings_for("train.py")]
 }
 
+/// The previous checks an editor offers: the last one, and the last one without syntax errors.
+fn candidates<'a>(
+    text: &'a str,
+    state: &'a IncrementalState,
+    clean: Option<&'a (String, IncrementalState)>,
+) -> Vec<(&'a str, &'a IncrementalState)> {
+    let mut out = vec![(text, state)];
+    if let Some((clean_text, clean_state)) = clean {
+        out.push((clean_text.as_str(), clean_state));
+    }
+    out
+}
+
 /// Replays `edits` random edits on one file; `Err` describes the first mismatch.
 fn replay(
     seed: u64,
@@ -265,8 +278,10 @@ fn replay(
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut text = text.to_string();
     let mut tree = syntax::parse(&text, None).expect("parses");
-    let first = check_with_policy(&text, &tree, settings, None, policy);
+    let first = check_with_policy(&text, &tree, settings, &[], policy);
     let mut state: IncrementalState = first.state;
+    // The last check of a text without syntax errors, as the editor keeps it.
+    let mut clean: Option<(String, IncrementalState)> = None;
     let mut history: Vec<Edit> = Vec::new();
     let mut reused = 0;
     for _ in 0..edits {
@@ -277,7 +292,7 @@ fn replay(
             &new_text,
             &new_tree,
             settings,
-            Some((&text, &state)),
+            &candidates(&text, &state, clean.as_ref()),
             policy,
         );
         let fresh = syntax::parse(&new_text, None).expect("parses");
@@ -311,6 +326,9 @@ fn replay(
         }
         if incremental.reuse.full.is_none() {
             reused += 1;
+        }
+        if !state.has_syntax_error() {
+            clean = Some((text.clone(), state.clone()));
         }
         text = new_text;
         tree = new_tree;
@@ -378,7 +396,7 @@ fn typing_in_a_function_body_reuses_the_statements_before_it() {
     let text = "import torch\n\ndef first(x):\n    return x + 1\n\ndef second(y):\n    z = y * 2\n    return z\n\ndef third(w):\n    return w.cuda()\n";
     let settings = Settings::default();
     let tree = syntax::parse(text, None).expect("parses");
-    let first = check_with_policy(text, &tree, &settings, None, ReusePolicy::Sound);
+    let first = check_with_policy(text, &tree, &settings, &[], ReusePolicy::Sound);
     let at = text.find("z = y * 2").expect("present") + "z = y * 2".len();
     let edit = Edit {
         start: at,
@@ -390,7 +408,7 @@ fn typing_in_a_function_body_reuses_the_statements_before_it() {
         &new_text,
         &new_tree,
         &settings,
-        Some((text, &first.state)),
+        &[(text, &first.state)],
         ReusePolicy::Sound,
     );
     // `second` returns `z`, whose fact has its origin in the edited body: `third` could read

@@ -30,20 +30,19 @@ pub struct Analysis {
     pub incremental: Option<Arc<IncrementalState>>,
 }
 
-/// The diagnostics of a text document at `text`, reusing `previous` (an earlier check of the
-/// same document) where that is sound: always equal to `tpulint_analyzer::check_tree`.
+/// The diagnostics of a text document at `text`, reusing one of `previous` (earlier checks of
+/// the same document) where that is sound: always equal to `tpulint_analyzer::check_tree`.
 pub fn check(
     text: &str,
     tree: &Tree,
     settings: &Settings,
-    previous: Option<&PreviousCheck>,
+    previous: &[PreviousCheck],
 ) -> (Vec<Diagnostic>, Arc<IncrementalState>, Reuse) {
-    let outcome = check_tree_incremental(
-        text,
-        tree,
-        settings,
-        previous.map(|previous| (&*previous.text, &*previous.state)),
-    );
+    let previous: Vec<(&str, &IncrementalState)> = previous
+        .iter()
+        .map(|previous| (&*previous.text, &*previous.state))
+        .collect();
+    let outcome = check_tree_incremental(text, tree, settings, &previous);
     (outcome.diagnostics, Arc::new(outcome.state), outcome.reuse)
 }
 

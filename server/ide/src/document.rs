@@ -25,9 +25,10 @@ pub struct DocumentSnapshot {
     /// which the analysis re-parses incrementally.
     pub tree: Option<Tree>,
     pub tree_is_current: bool,
-    /// The last check stored for this document (of this or an earlier version), which the next
-    /// check reuses where that is sound ([`crate::analysis::check`]).
-    pub previous: Option<PreviousCheck>,
+    /// The last check stored for this document (of this or an earlier version) and the last
+    /// one of a text without syntax errors, which the next check reuses where that is sound
+    /// ([`crate::analysis::check`]).
+    pub previous: Vec<PreviousCheck>,
 }
 
 /// A check of some version of a document: its text and what an incremental re-check reuses.
@@ -54,6 +55,7 @@ pub struct TextDocument {
     tree: Option<Tree>,
     tree_is_current: bool,
     previous: Option<PreviousCheck>,
+    previous_clean: Option<PreviousCheck>,
 }
 
 impl TextDocument {
@@ -67,6 +69,7 @@ impl TextDocument {
             tree: None,
             tree_is_current: false,
             previous: None,
+            previous_clean: None,
         }
     }
 
@@ -89,7 +92,12 @@ impl TextDocument {
             version: self.version,
             tree: self.tree.clone(),
             tree_is_current: self.tree_is_current,
-            previous: self.previous.clone(),
+            previous: self
+                .previous
+                .iter()
+                .chain(&self.previous_clean)
+                .cloned()
+                .collect(),
         }
     }
 
@@ -143,7 +151,18 @@ impl TextDocument {
     }
 
     /// Keeps a check for the next one to reuse (any version: the next check compares texts).
+    /// While a bracket is unclosed the tree changes far from the cursor, so the last check of a
+    /// text without syntax errors is kept as well.
     pub fn store_check(&mut self, check: PreviousCheck) {
+        if check.state.has_syntax_error() {
+            if let Some(previous) = self.previous.take()
+                && !previous.state.has_syntax_error()
+            {
+                self.previous_clean = Some(previous);
+            }
+        } else {
+            self.previous_clean = None;
+        }
         self.previous = Some(check);
     }
 

@@ -158,7 +158,7 @@ pub fn analyze(
         let (diagnostics, incremental) = match &settings {
             Some(settings) => {
                 let (diagnostics, state, _reuse) =
-                    check(&snapshot.text, &tree, settings, snapshot.previous.as_ref());
+                    check(&snapshot.text, &tree, settings, &snapshot.previous);
                 (diagnostics, Some(state))
             }
             None => (Vec::new(), None),
