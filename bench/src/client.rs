@@ -77,8 +77,17 @@ fn answer(request: &Value) -> Value {
 impl ServerProcess {
     /// Starts `binary server`; its stderr goes to ours.
     pub fn spawn(binary: &Path) -> std::io::Result<ServerProcess> {
+        Self::spawn_with_env(binary, &[])
+    }
+
+    /// [`Self::spawn`] with extra environment variables for the server.
+    pub fn spawn_with_env(
+        binary: &Path,
+        environment: &[(&str, &str)],
+    ) -> std::io::Result<ServerProcess> {
         let mut child = Command::new(binary)
             .arg("server")
+            .envs(environment.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -234,6 +234,33 @@ mod tests {
         );
     }
 
+    fn checked(text: &str) -> PreviousCheck {
+        let tree = syntax::parse(text, None).expect("parses");
+        let (_, state, _) =
+            crate::analysis::check(text, &tree, &tpulint_analyzer::Settings::default(), &[]);
+        PreviousCheck {
+            text: text.into(),
+            state,
+        }
+    }
+
+    #[test]
+    fn the_last_check_without_syntax_errors_is_kept_while_a_bracket_is_open() {
+        let mut document = TextDocument::new("x = f()\n".to_string(), 1);
+        document.store_check(checked("x = f()\n"));
+        document.store_check(checked("x = f(\n"));
+        document.store_check(checked("x = f(a\n"));
+        let texts: Vec<String> = document
+            .snapshot()
+            .previous
+            .iter()
+            .map(|check| check.text.to_string())
+            .collect();
+        assert_eq!(texts, ["x = f(a\n", "x = f()\n"]);
+        document.store_check(checked("x = f(a)\n"));
+        assert_eq!(document.snapshot().previous.len(), 1);
+    }
+
     #[test]
     fn a_full_change_replaces_the_text() {
         let mut document = TextDocument::new("a = 1\n".to_string(), 1);

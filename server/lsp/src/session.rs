@@ -131,6 +131,13 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// `TPULINT_NO_INCREMENTAL=1` checks every revision in full: the baseline of the latency
+/// benchmark (`bench/benches/lsp_latency.rs`), and a way to rule incremental checking out.
+static FULL_CHECKS: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+    std::env::var_os("TPULINT_NO_INCREMENTAL")
+        .is_some_and(|value| value != "0" && !value.is_empty())
+});
+
 /// Parses (incrementally when possible) and checks a snapshot. Never panics: a panic in a rule is
 /// caught and returned as an error.
 pub fn analyze(
@@ -157,8 +164,12 @@ pub fn analyze(
         // checked again; the result equals a full check (`tpulint_analyzer::incremental`).
         let (diagnostics, incremental) = match &settings {
             Some(settings) => {
-                let (diagnostics, state, _reuse) =
-                    check(&snapshot.text, &tree, settings, &snapshot.previous);
+                let previous: &[PreviousCheck] = if *FULL_CHECKS {
+                    &[]
+                } else {
+                    &snapshot.previous
+                };
+                let (diagnostics, state, _reuse) = check(&snapshot.text, &tree, settings, previous);
                 (diagnostics, Some(state))
             }
             None => (Vec::new(), None),
