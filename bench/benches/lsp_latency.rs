@@ -315,10 +315,13 @@ fn main() {
             documents::apply(&mut text, keystroke);
         }
         let mut version = 1;
+        let cpu_before = server.cpu_time().expect("/proc/<pid>/stat");
         let run = run_sequential(&mut server, &mut version, &script);
+        let cpu = server.cpu_time().expect("/proc/<pid>/stat") - cpu_before;
         server.shutdown();
-        run
+        (run, cpu)
     };
+    let (baseline, baseline_cpu) = baseline;
 
     let mut server = ServerProcess::spawn(&binary).expect("the server starts");
     server.initialize();
@@ -391,9 +394,12 @@ fn main() {
     let paced_share = paced.publishes as f64 / paced_script.len().max(1) as f64;
     print_latency_row("burst, back to back", burst_script.len(), &burst);
     println!();
+    let keystrokes = u32::try_from(sequential_script.len().max(1)).unwrap();
     println!(
-        "server CPU time per keystroke, one at a time: {} ms (user + system; wall-clock latency above also counts waiting for a core)",
-        millis(sequential_cpu / u32::try_from(sequential_script.len().max(1)).unwrap())
+        "server CPU time per keystroke, one at a time: {} ms incremental, {} ms checked in full: {:.3} (user + system; wall-clock latency above also counts waiting for a core)",
+        millis(sequential_cpu / keystrokes),
+        millis(baseline_cpu / keystrokes),
+        sequential_cpu.as_secs_f64() / baseline_cpu.as_secs_f64().max(1e-9)
     );
     println!("diagnostics on the large document after typing: {final_diagnostics}");
     println!(

@@ -21,6 +21,9 @@
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
 //!   module's hardware scope;
+//! - a few rules read other statements' text directly (`READS_OTHER_STATEMENTS`): the
+//!   statements mentioning an identifier they report on (`jax`, `use_spmd`, `mark_sharding`,
+//!   `GradScaler`, the clocks) are checked again after every edit, before it or after it;
 //! - a reused diagnostic whose range, fix or related range reaches into the dirty span (an import
 //!   inserted next to it, a fact's origin) is not reused: its statement is checked again;
 //! - the traversal keeps the index current through reused statements without running rules, and
@@ -262,6 +265,31 @@ fn plan<'p>(
     }
 }
 
+/// Rules that read other statements' text directly, not through the index (`TPU412`: an
+/// earlier `jax_import_guard()` or device use in the block; `TPU704`: an earlier device use;
+/// `TPU703`: an earlier `mark_sharding(`; `TPU505`: a line of the file that autocasts to
+/// bfloat16; `TPU111`: the text between a clock read and the one it is subtracted from), with
+/// identifiers one of which every statement they report on mentions: after any edit,
+/// statements mentioning one are checked again. (Rules should read beyond their statement only
+/// through the index or `source_mentions`; the property test finds the ones that do not.)
+const READS_OTHER_STATEMENTS: &[(&str, &[&str])] = &[
+    ("TPU412", &["jax"]),
+    ("TPU704", &["use_spmd"]),
+    ("TPU703", &["mark_sharding"]),
+    ("TPU505", &["GradScaler"]),
+    (
+        "TPU111",
+        &[
+            "time",
+            "perf_counter",
+            "monotonic",
+            "time_ns",
+            "perf_counter_ns",
+            "monotonic_ns",
+        ],
+    ),
+];
+
 /// Hashes of the identifiers in `text` (words of letters, digits and `_` not starting with a
 /// digit; in strings and comments too, which only makes the test more conservative), sorted.
 fn identifiers(text: &str) -> Vec<u64> {
@@ -458,6 +486,22 @@ pub fn check_with_policy(
             tainted.extend(old.binds.iter().copied());
         }
     }
+    // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
+    let mut triggers: HashSet<u64> = HashSet::new();
+    if plan.is_some() {
+        for &trigger in READS_OTHER_STATEMENTS.iter().flat_map(|(_, names)| *names) {
+            triggers.insert(name_hash(trigger));
+            // `from torch_xla.runtime import use_spmd as start_spmd`: the local name too.
+            for record in semantic.imports().records() {
+                if record.qualified.rsplit('.').next() == Some(trigger)
+                    || record.member.as_deref() == Some(trigger)
+                {
+                    triggers.insert(name_hash(&record.local));
+                }
+            }
+        }
+        tainted.extend(triggers.iter().copied());
+    }
     // The last statement at or after `from` that must be checked under `tainted`.
     let last_needed = |from: usize, tainted: &HashSet<u64>| -> Option<usize> {
         (from..nodes.len()).rev().find(|&index| {
@@ -525,7 +569,13 @@ pub fn check_with_policy(
                 old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
             mode = match &plan {
                 None => Mode::Check,
-                Some(plan) if index < plan.prefix => Mode::Reuse,
+                Some(plan) if index < plan.prefix => {
+                    if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
+                        Mode::Check
+                    } else {
+                        Mode::Reuse
+                    }
+                }
                 Some(plan) if index < plan.suffix => Mode::Check,
                 Some(_) if guard_changed => Mode::Check,
                 Some(_) => {

@@ -98,11 +98,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !is_optimizer(context, receiver) {
         return;
     }
-    let source = context.source();
-    let multi_process = source.contains("xmp.spawn(")
-        || source.contains("xla_multiprocessing.spawn(")
-        || source.contains("torch_xla.launch(");
-    if !multi_process || REDUCERS.iter().any(|r| source.contains(r)) {
+    // Whole-file questions through `source_mentions`: memoized, and re-asked by incremental
+    // checking after an edit.
+    let multi_process = context.source_mentions("xmp.spawn(")
+        || context.source_mentions("xla_multiprocessing.spawn(")
+        || context.source_mentions("torch_xla.launch(");
+    if !multi_process || REDUCERS.iter().any(|r| context.source_mentions(r)) {
         return;
     }
     let receiver_text = context.text(receiver).to_string();

@@ -70,7 +70,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         return;
     }
     let source = context.source();
-    if source.contains("MpDeviceLoader") || source.contains("ParallelLoader") {
+    if context.source_mentions("MpDeviceLoader") || context.source_mentions("ParallelLoader") {
         return;
     }
     let (Some(target), Some(iterable), Some(body)) = (

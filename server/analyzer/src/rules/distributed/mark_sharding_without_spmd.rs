@@ -64,11 +64,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     let source = context.source();
-    if source.contains("use_spmd")
-        || !source.contains("__name__")
-        || source.contains("TestCase")
-        || source.contains("unittest")
-        || source.contains("pytest")
+    if context.source_mentions("use_spmd")
+        || !context.source_mentions("__name__")
+        || context.source_mentions("TestCase")
+        || context.source_mentions("unittest")
+        || context.source_mentions("pytest")
     {
         return;
     }
