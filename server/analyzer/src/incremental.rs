@@ -24,8 +24,9 @@
 //! - a few rules read other statements' text directly (`READS_OTHER_STATEMENTS`): the
 //!   statements mentioning an identifier they report on (`jax`, `use_spmd`, `mark_sharding`,
 //!   `GradScaler`, the clocks) are checked again after every edit, before it or after it;
-//! - a reused diagnostic whose range, fix or related range reaches into the dirty span (an import
-//!   inserted next to it, a fact's origin) is not reused: its statement is checked again;
+//! - a reused diagnostic whose range or related range reaches into the dirty span (a fact's
+//!   origin), or whose fix edits outside its statement (an added import: the importer reads the
+//!   whole text for a free alias), is not reused: its statement is checked again;
 //! - the traversal keeps the index current through reused statements without running rules, and
 //!   stops once no statement after it needs checking and the module's hardware scope is the
 //!   recorded one;
@@ -205,6 +206,13 @@ impl Plan<'_> {
             }
             if let Some(fix) = &mut moved.fix {
                 for edit in &mut fix.edits {
+                    // An edit outside the statement adds an import: the importer read the
+                    // whole file's text for a free alias, so the fix is computed again.
+                    if edit.range.start < statement.range.start
+                        || edit.range.end > statement.range.end
+                    {
+                        return None;
+                    }
                     edit.range = self.map(&edit.range)?;
                 }
             }

@@ -3,7 +3,7 @@
 //! `check_tree_incremental` with a full `check_tree` of the same text after every edit.
 //!
 //! Seeded and reproducible: `TPULINT_INCREMENTAL_SEED=<n>` replays one seed,
-//! `TPULINT_INCREMENTAL_ROUNDS=<n>` runs more rounds. A failure prints the seed, the file and
+//! `TPULINT_INCREMENTAL_ROUNDS=<n>` runs more rounds (from `TPULINT_INCREMENTAL_FIRST_SEED`, 1). A failure prints the seed, the file and
 //! every edit so far.
 
 use std::path::{Path, PathBuf};
@@ -306,7 +306,10 @@ fn replay(
         }
         if incremental.diagnostics != expected {
             let describe = |d: &tpulint_analyzer::Diagnostic| {
-                format!("{} {:?} {}", d.code, d.range, d.message)
+                format!(
+                    "{} {:?} {} {:?} {:?}",
+                    d.code, d.range, d.message, d.severity, d.fix
+                )
             };
             let missing: Vec<_> = expected
                 .iter()
@@ -382,7 +385,10 @@ fn run(
 fn incremental_checks_equal_full_checks_after_random_edits() {
     let (first, rounds) = match env_number("TPULINT_INCREMENTAL_SEED") {
         Some(seed) => (seed, 1),
-        None => (1, env_number("TPULINT_INCREMENTAL_ROUNDS").unwrap_or(60)),
+        None => (
+            env_number("TPULINT_INCREMENTAL_FIRST_SEED").unwrap_or(1),
+            env_number("TPULINT_INCREMENTAL_ROUNDS").unwrap_or(60),
+        ),
     };
     match run(first, rounds, 25, ReusePolicy::Sound) {
         Ok((steps, reused)) => {
