@@ -576,3 +576,128 @@ fn device_loader_batches_and_called_parameters() {
     );
     assert_eq!(check("step").fact.kind, ValueKind::Unknown);
 }
+
+/// The lines (1-based) of the default findings of `source` checked under `settings`.
+fn finding_lines(source: &str, settings: &Settings) -> Vec<(usize, &'static str)> {
+    tpulint_analyzer::check_source(source, settings)
+        .iter()
+        .map(|d| (source[..d.range.start].lines().count(), d.code))
+        .collect()
+}
+
+#[test]
+fn cuda_only_libraries_scope_the_code_that_calls_them() {
+    // A block that calls a CUDA-only package needs CUDA whenever it runs.
+    let block = "from megatron import mpu\ndef step(x):\n    group = mpu.get_data_parallel_group()\n    ⟦y⟧ = x.cuda()\n";
+    assert!(scope(block).never_on_tpu);
+    // Only that block: the rest of the function, and other functions, are not scoped.
+    let branch = "import torch\nfrom apex import amp\ndef step(loss, use_apex):\n    if use_apex:\n        amp.scale_loss(loss)\n    ⟦y⟧ = loss.item()\n";
+    assert!(!scope(branch).never_on_tpu);
+    let other = "from megatron import mpu\ndef a():\n    mpu.get_rank()\ndef b():\n    ⟦y⟧ = 1\n";
+    assert!(!scope(other).never_on_tpu);
+    // A local import counts; so do the definitions nested in that block.
+    let local = "def make():\n    import bitsandbytes as bnb\n    class Linear8(bnb.nn.Linear8bitLt):\n        def to(self):\n            ⟦d⟧ = 1\n";
+    assert!(scope(local).never_on_tpu);
+    // A class whose `__init__` calls one has no instance without CUDA.
+    let class = "import torch\nfrom megatron import get_args\nclass Engine(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.args = get_args()\n    def forward(self, x):\n        ⟦y⟧ = x.cuda()\n";
+    assert!(scope(class).never_on_tpu);
+    // A module-level optional import alone scopes nothing.
+    let optional = "try:\n    from apex.normalization import FusedRMSNorm\nexcept ImportError:\n    FusedRMSNorm = None\ndef f(x):\n    ⟦y⟧ = x.cuda()\n";
+    assert!(!scope(optional).never_on_tpu);
+    // And a finding there is dropped by the checker.
+    let source = "import torch\nfrom megatron import mpu\n\ndef send(data):\n    mpu.get_rank()\n    return data.to(torch.cuda.current_device())\n";
+    assert!(finding_lines(source, &Settings::default()).is_empty());
+}
+
+#[test]
+fn error_branches_report_errors_only() {
+    let raise = "def f(x):\n    if x.sum() < 0:\n        ⟦bad⟧ = x.tolist()\n        raise ValueError(bad)\n";
+    assert!(at(raise).roles.error_branch);
+    let assert_false = "import torch\ndef f(x):\n    if bad:\n        ⟦i⟧ = 1\n        torch._assert(False, 'degenerate')\n";
+    assert!(at(assert_false).roles.error_branch);
+    // A branch that raises somewhere in the middle, or the code after it, is no error branch.
+    let after = "def f(x):\n    if x is None:\n        raise ValueError\n    ⟦y⟧ = 1\n";
+    assert!(!at(after).roles.error_branch);
+    let middle = "def f(x):\n    if bad:\n        try:\n            raise ValueError\n        except ValueError:\n            pass\n        ⟦y⟧ = 1\n";
+    assert!(!at(middle).roles.error_branch);
+    // In `forward`, the `.tolist()` of the error branch is not reported; the condition is.
+    let source = "import torch\nfrom torch import nn\nclass Det(nn.Module):\n    def forward(self, boxes):\n        degenerate = boxes[:, 2:] <= boxes[:, :2]\n        if degenerate.any():\n            bad = boxes[degenerate.any(dim=1)].tolist()\n            raise ValueError(f'degenerate boxes {bad}')\n        return self.head(boxes)\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(!lines.iter().any(|(line, _)| *line == 7), "{lines:?}");
+}
+
+#[test]
+fn load_time_functions_are_not_per_step() {
+    // A function that rewrites a state dict, and helpers only it calls, run once per load.
+    let filter = "import torch.nn.functional as F\ndef resize(pos, size):\n    ⟦r⟧ = F.interpolate(pos, size=size, mode='bicubic')\n    return r\ndef checkpoint_filter_fn(state_dict, model):\n    state_dict['pos'] = resize(state_dict['pos'], 14)\n    return state_dict\n";
+    assert!(at(filter).roles.load_time);
+    let hook =
+        "class M:\n    def _load_from_state_dict(self, sd, prefix, *args):\n        ⟦x⟧ = 1\n";
+    assert!(at(hook).roles.load_time);
+    // A helper also called from `forward` is hot, not load time.
+    let shared = "import torch.nn.functional as F\ndef resize(pos, size):\n    ⟦r⟧ = F.interpolate(pos, size=size, mode='bicubic')\n    return r\ndef checkpoint_filter_fn(state_dict, model):\n    return resize(state_dict['pos'], 14)\nclass M:\n    def forward(self, x):\n        return resize(x, 7)\n";
+    assert!(!at(shared).roles.load_time);
+    // A `checkpoint=` parameter (resuming a training loop) is not enough.
+    let resume = "def train(model, loader, checkpoint=None):\n    ⟦x⟧ = 1\n";
+    assert!(!at(resume).roles.load_time);
+    // The bicubic fallback is not reported there; a dtype choice still is.
+    let source = "import torch\nimport torch.nn.functional as F\n\ndef checkpoint_filter_fn(state_dict, model):\n    pos = state_dict['pos_embed']\n    state_dict['pos_embed'] = F.interpolate(pos, size=(14, 14), mode='bicubic')\n    state_dict['w'] = state_dict['w'].to('xla').half()\n    return state_dict\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU202"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn host_data_pipeline_code_reports_no_device_value_findings() {
+    // Datasets build samples on the host.
+    let dataset = "from torch.utils.data import Dataset\nclass Shapes(Dataset):\n    def __getitem__(self, i):\n        ⟦x⟧ = 1\n";
+    assert!(at(dataset).roles.host_data);
+    assert!(
+        !at("class Net:\n    def forward(self, x):\n        ⟦y⟧ = 1\n")
+            .roles
+            .host_data
+    );
+    // A transforms module: its boolean masks and `.item()`s are on host tensors.
+    let source = "import torch\nfrom torch import nn\nclass Equalize(nn.Module):\n    def forward(self, img):\n        h = self.proj(img)\n        kept = h[h > 0]\n        return kept.sum().item()\n";
+    let workload = finding_lines(source, &Settings::default());
+    assert!(!workload.is_empty());
+    let transforms = Settings {
+        data_pipeline_path: tpulint_analyzer::settings::is_data_pipeline_path(
+            "vision/transforms/functional.py",
+        ),
+        ..Settings::default()
+    };
+    assert!(finding_lines(source, &transforms).is_empty());
+    // Padding rules still apply in a collator: their shapes reach the device.
+    let collate = "import torch\nimport torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\nfor batch in loader:\n    loss = model(batch).sum()\n    loss.backward()\n";
+    let lines = finding_lines(collate, &transforms);
+    assert!(lines.iter().any(|(_, code)| *code == "TPU306"), "{lines:?}");
+}
+
+#[test]
+fn tensor_metadata_and_annotations_are_not_tensors() {
+    // `.dtype` / `.ndim` of a model output describe it; they are no tensors.
+    let dtype = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x):\n        h = self.proj(x)\n        return ⟦h.dtype⟧\n";
+    assert_ne!(at(dtype).fact.kind, ValueKind::Tensor);
+    let ndim = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x):\n        h = self.proj(x)\n        return ⟦h.ndim⟧\n";
+    assert_ne!(at(ndim).fact.kind, ValueKind::Tensor);
+    // A tuple or cache of tensors is a container; `Optional[torch.Tensor]` is a tensor.
+    let cache = "import torch\ndef forward(self, x, past_key_value: Optional[Tuple[Tuple[torch.FloatTensor]]] = None):\n    return ⟦past_key_value⟧\n";
+    assert_eq!(at(cache).fact.kind, ValueKind::Container);
+    let tensor = "import torch\ndef forward(self, x, mask: Optional[torch.Tensor] = None):\n    return ⟦mask⟧\n";
+    assert_eq!(at(tensor).fact.kind, ValueKind::Tensor);
+    let union = "import torch\ndef forward(self, x, mask: torch.Tensor | None = None):\n    return ⟦mask⟧\n";
+    assert_eq!(at(union).fact.kind, ValueKind::Tensor);
+    // A flag's default says what it is, whatever the annotation claims.
+    let flag = "import torch\ndef forward(self, x, output_attentions: Optional[torch.Tensor] = False):\n    return ⟦output_attentions⟧\n";
+    assert_eq!(at(flag).fact.kind, ValueKind::Scalar);
+    // So `if h.dtype != self.wo.weight.dtype:` and `if past_key_value:` are no tensor conditions.
+    let source = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x, past_key_value: Optional[Tuple[torch.Tensor]] = None):\n        h = self.wo(x)\n        if h.dtype != self.wo.weight.dtype:\n            h = h.to(self.wo.weight.dtype)\n        if past_key_value:\n            h = h + 1\n        return h\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU107"),
+        "{lines:?}"
+    );
+}

@@ -26,6 +26,7 @@ pub(crate) mod summaries;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use roles::CodeRoles;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 
@@ -209,6 +210,9 @@ impl<'t> SemanticModel<'t> {
                 scope: HardwareScope::default(),
                 test_code: false,
                 cold: false,
+                errors_only: false,
+                load_time: false,
+                host_data: false,
             }],
             test_framework: false,
             summaries: Summaries::default(),
@@ -575,19 +579,32 @@ impl<'t> SemanticModel<'t> {
         ) else {
             return;
         };
-        let scope = guards::block_scope(
+        let mut scope = guards::block_scope(
             self.current_scope(),
             block,
             parent,
             grandparent,
             self.source,
         );
-        let cold = self.in_cold_code() || guards::is_throttled_block(block, parent, self.source);
+        // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
+        // CUDA GPU whenever it runs.
+        if self.summaries.cuda_library_scopes.contains(&block.id()) {
+            scope.never_on_tpu = true;
+            scope.device_branch = true;
+        }
+        let error_branch = guards::is_error_branch(block, parent, self.source);
+        let cold = self.in_cold_code()
+            || error_branch
+            || guards::is_throttled_block(block, parent, self.source);
+        let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
             test_code: self.in_test_code(),
             cold,
+            errors_only: error_branch || outer.is_some_and(|f| f.errors_only),
+            load_time: outer.is_some_and(|f| f.load_time),
+            host_data: outer.is_some_and(|f| f.host_data),
         });
     }
 
@@ -595,8 +612,25 @@ impl<'t> SemanticModel<'t> {
         let decorated = self
             .parent(definition)
             .filter(|p| p.kind_name() == "decorated_definition");
-        let scope =
+        let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
+        if self
+            .summaries
+            .cuda_library_scopes
+            .contains(&definition.id())
+        {
+            scope.never_on_tpu = true;
+            scope.device_branch = true;
+        }
+        let outer = self.guard_frames.last().copied();
+        let load_time = definition.kind_name() == "function_definition"
+            && self
+                .function_summary(definition)
+                .is_some_and(|summary| summary.load_time);
+        let host_data = outer.is_some_and(|f| f.host_data)
+            || (definition.kind_name() == "class_definition"
+                && roles::is_dataset_class(definition, self.source));
         let test_code = self.in_test_code()
             || match definition.kind_name() {
                 "class_definition" => {
@@ -616,6 +650,9 @@ impl<'t> SemanticModel<'t> {
             scope,
             test_code,
             cold,
+            errors_only: outer.is_some_and(|f| f.errors_only),
+            load_time: load_time || outer.is_some_and(|f| f.load_time),
+            host_data,
         });
     }
 
@@ -631,11 +668,15 @@ impl<'t> SemanticModel<'t> {
                 .is_some_and(|q| q.ends_with("add_step_closure"))
         });
         if closure {
+            let outer = self.guard_frames.last().copied();
             let frame = GuardFrame {
                 node_id: lambda.id(),
                 scope: self.current_scope(),
                 test_code: self.in_test_code(),
                 cold: true,
+                errors_only: outer.is_some_and(|f| f.errors_only),
+                load_time: outer.is_some_and(|f| f.load_time),
+                host_data: outer.is_some_and(|f| f.host_data),
             };
             self.guard_frames.push(frame);
         }
@@ -651,6 +692,43 @@ impl<'t> SemanticModel<'t> {
         if let Some(root) = self.guard_frames.first_mut() {
             root.test_code = test_file;
         }
+    }
+
+    /// Marks the whole file as host data-pipeline code (its path says so: `transforms/`,
+    /// `image_processing_*.py`, see [`crate::settings::is_data_pipeline_path`]).
+    pub fn set_data_pipeline_file(&mut self, host_data: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.host_data = host_data;
+        }
+    }
+
+    /// The roles of the current node's code (error branch, load time, host data pipeline).
+    pub fn code_roles(&self) -> CodeRoles {
+        self.guard_frames
+            .last()
+            .map(|frame| CodeRoles {
+                error_branch: frame.errors_only,
+                load_time: frame.load_time,
+                host_data: frame.host_data,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether a finding of rule `code` at `severity` is reported at the current node, given the
+    /// code's role: only errors on the way to an exception; nothing about device tensors'
+    /// values in host data-pipeline code; nothing about an op's per-execution cost in
+    /// once-per-load code.
+    pub fn role_reports(&self, code: &str, severity: crate::diagnostic::Severity) -> bool {
+        let Some(frame) = self.guard_frames.last() else {
+            return true;
+        };
+        if frame.errors_only && severity != crate::diagnostic::Severity::Error {
+            return false;
+        }
+        if frame.load_time && roles::concerns_execution_cost(code) {
+            return false;
+        }
+        !(frame.host_data && roles::concerns_device_values(code))
     }
 
     /// Whether the current node is test code: in a test function, fixture or test class (in a
@@ -820,12 +898,18 @@ impl<'t> SemanticModel<'t> {
                 continue;
             }
             let origin = Some((name_node.start_byte(), name_node.end_byte()));
-            let fact = if let Some(annotation) = annotation {
-                let annotation_text = node_text(annotation, source);
-                if annotation_text.contains("Tensor") {
-                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
-                } else {
-                    Fact::of(ValueKind::Scalar)
+            // A flag's default says what it is, whatever the annotation claims
+            // (`output_attentions: Optional[torch.Tensor] = False`).
+            let flag_default =
+                default.is_some_and(|d| matches!(d.kind_name(), "true" | "false" | "string"));
+            let fact = if flag_default {
+                Fact::of(ValueKind::Scalar)
+            } else if let Some(annotation) = annotation {
+                match torch_api::annotated_kind(node_text(annotation, source)) {
+                    torch_api::AnnotatedKind::Tensor => Fact::tensor(Device::Accelerator, origin)
+                        .with_evidence(Evidence::Annotation),
+                    torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
+                    torch_api::AnnotatedKind::Other => Fact::of(ValueKind::Scalar),
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
@@ -1436,6 +1520,10 @@ impl<'t> SemanticModel<'t> {
                 ),
                 "shape" => Fact::of(ValueKind::Container),
                 "device" => Fact::of(ValueKind::DeviceObject),
+                // `x.dtype`, `x.ndim`: descriptions of the tensor, never tensors themselves.
+                _ if torch_api::TENSOR_METADATA_ATTRIBUTES.contains(&attribute) => {
+                    Fact::of(ValueKind::Scalar)
+                }
                 // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
                 _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
                     object_fact.device,
