@@ -93,7 +93,8 @@ pub fn is_test_path(path: &str) -> bool {
 /// Whether a path is host data-pipeline code by the conventions of PyTorch projects: a
 /// `transforms/` or `datasets/` package (torchvision), an image or video processor
 /// (`image_processing_*.py`, `image_processor.py`, `video_processor.py`), an image-transform module
-/// (`image_transforms.py`, `*_transforms.py`) or a feature extractor (`feature_extraction_*.py`).
+/// (`image_transforms.py`, `*_transforms.py`), a feature extractor (`feature_extraction_*.py`) or a
+/// tokenizer (`tokenization_*.py`).
 /// They run in DataLoader workers or before the model is called, on host tensors.
 pub fn is_data_pipeline_path(path: &str) -> bool {
     let mut components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
@@ -106,6 +107,7 @@ pub fn is_data_pipeline_path(path: &str) -> bool {
         .any(|dir| matches!(*dir, "transforms" | "datasets"))
         || stem.starts_with("image_processing_")
         || stem.starts_with("feature_extraction_")
+        || stem.starts_with("tokenization_")
         || stem.starts_with("video_processing_")
         || stem.ends_with("_transforms")
         || matches!(
@@ -493,6 +495,7 @@ mod tests {
         assert!(is_data_pipeline_path("diffusers/image_processor.py"));
         assert!(is_data_pipeline_path("pkg/datasets/mnist.py"));
         assert!(is_data_pipeline_path("pkg/audio_transforms.py"));
+        assert!(is_data_pipeline_path("models/bert/tokenization_bert.py"));
         assert!(!is_data_pipeline_path("train.py"));
         assert!(!is_data_pipeline_path("models/detection/roi_heads.py"));
         assert!(!is_data_pipeline_path("data/loader.py"));

@@ -131,11 +131,15 @@ pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
     })
 }
 
-/// Whether rule `code` is about what device tensors' values cost: host syncs (TPU1xx), CPU
-/// fallbacks (TPU2xx) and data-dependent shapes (TPU301–305, TPU309). On host tensors (data
-/// pipelines) none applies; padding and loader rules (TPU306–308) still do, since their shapes
-/// reach the device.
+/// Whether rule `code` is about device tensors' values: host syncs (TPU1xx), CPU fallbacks
+/// (TPU2xx), data-dependent shapes (TPU301–305, TPU309) and where loaded tensors land (TPU406). On
+/// host tensors (data pipelines) none applies; padding and loader rules (TPU306–308) still do,
+/// since their shapes reach the device.
 pub(crate) fn concerns_device_values(code: &str) -> bool {
+    // TPU406: a data pipeline loads the host tensors it wrote (processed datasets, vocabularies).
+    if code == "TPU406" {
+        return true;
+    }
     let Some(number) = code.strip_prefix("TPU").and_then(|n| n.parse::<u32>().ok()) else {
         return false;
     };

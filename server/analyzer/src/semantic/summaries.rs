@@ -82,6 +82,9 @@ pub struct FunctionSummary {
     pub steps_optimizer: bool,
     /// Whether it calls `backward` (`loss.backward()`, `accelerator.backward(loss)`).
     pub calls_backward: bool,
+    /// Where it first writes tensors with `torch.save` / `xm.save` (a byte offset): a
+    /// `torch.load` after it may read back what this process wrote, on the devices it wrote from.
+    pub first_save: Option<usize>,
     /// Names of the functions and methods it calls (`helper`, `self.helper` → `helper`).
     pub calls: Vec<String>,
     /// Whether a function of this file it calls, directly or transitively, syncs.
@@ -132,6 +135,8 @@ pub struct FileFacts {
     /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
     /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
     pub tpu_evidence: bool,
+    /// Where module-level code first calls `torch.save` / `xm.save` (a byte offset).
+    pub first_module_save: Option<usize>,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts.
@@ -313,6 +318,10 @@ fn call(
     }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
+    let saves = matches!(
+        q,
+        "torch.save" | "torch_xla.core.xla_model.save" | "torch_xla.utils.serialization.save"
+    );
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
             && receiver.is_some_and(|r| {
@@ -374,6 +383,9 @@ fn call(
                 function.syncs |= syncs;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
+                if saves && function.first_save.is_none() {
+                    function.first_save = Some(node.start_byte());
+                }
                 if let Some(callee) = callee {
                     function.calls.push(callee.to_string());
                 }
@@ -382,6 +394,10 @@ fn call(
             Frame::Throttle => in_loop = false,
             Frame::Other | Frame::Block => {}
         }
+    }
+    // Module-level code (no function around the call).
+    if saves && summaries.file.first_module_save.is_none() {
+        summaries.file.first_module_save = Some(node.start_byte());
     }
 }
 
