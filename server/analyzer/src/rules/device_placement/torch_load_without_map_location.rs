@@ -140,14 +140,17 @@ fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<
         return false;
     };
     let mut cursor = parameters.walk();
-    let found = parameters.named_children(&mut cursor).any(|parameter| {
+    for parameter in parameters.named_children(&mut cursor) {
         let (named, annotation) = match parameter.kind_name() {
             "typed_parameter" => (parameter.named_child(0), parameter.field("type")),
             "typed_default_parameter" => (parameter.field("name"), parameter.field("type")),
-            _ => (None, None),
+            _ => continue,
         };
-        named.is_some_and(|n| context.text(n) == context.text(name))
+        if named.is_some_and(|n| context.text(n) == context.text(name))
             && annotation.is_some_and(|a| context.text(a).ends_with("BytesIO"))
-    });
-    found
+        {
+            return true;
+        }
+    }
+    false
 }
