@@ -701,3 +701,22 @@ fn tensor_metadata_and_annotations_are_not_tensors() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn cuda_mode_flags_scope_their_branches() {
+    // `parallelize()` places the model on CUDA devices and switches `model_parallel` on.
+    let model = "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.model_parallel = False\n    def parallelize(self, device_map=None):\n        self.device_map = range(torch.cuda.device_count()) if device_map is None else device_map\n        self.model_parallel = True\n        ⟦first⟧ = 'cuda:0'\n    def forward(self, x):\n        if self.model_parallel:\n            torch.cuda.set_device(x.device)\n        return x\n";
+    assert!(scope(model).never_on_tpu);
+    let branch = model.replace("⟦first⟧", "first").replace(
+        "            torch.cuda.set_device(x.device)",
+        "            ⟦torch.cuda.set_device(x.device)⟧",
+    );
+    assert!(scope(&branch).never_on_tpu);
+    assert!(finding_lines(&model.replace(['⟦', '⟧'], ""), &Settings::default()).is_empty());
+    // A flag also switched on by a method without CUDA calls is no CUDA mode.
+    let shared = "import torch\nclass M:\n    def parallelize(self):\n        torch.cuda.set_device(0)\n        self.ready = True\n    def setup(self):\n        self.ready = True\n    def forward(self, x):\n        if self.ready:\n            ⟦y⟧ = x\n";
+    assert!(!scope(shared).never_on_tpu);
+    // A CUDA call under a branch of the method does not make the flag a CUDA mode.
+    let conditional = "import torch\nclass M:\n    def setup(self, cuda):\n        if cuda:\n            torch.cuda.set_device(0)\n        self.ready = True\n    def forward(self, x):\n        if self.ready:\n            ⟦y⟧ = x\n";
+    assert!(!scope(conditional).never_on_tpu);
+}

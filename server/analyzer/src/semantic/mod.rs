@@ -588,7 +588,9 @@ impl<'t> SemanticModel<'t> {
         );
         // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
         // CUDA GPU whenever it runs.
-        if self.summaries.cuda_library_scopes.contains(&block.id()) {
+        if self.summaries.cuda_library_scopes.contains(&block.id())
+            || self.is_cuda_mode_branch(block, parent)
+        {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
@@ -606,6 +608,44 @@ impl<'t> SemanticModel<'t> {
             load_time: outer.is_some_and(|f| f.load_time),
             host_data: outer.is_some_and(|f| f.host_data),
         });
+    }
+
+    /// `if self.model_parallel:` where the flag switches a CUDA-only mode on (see
+    /// `Summaries::cuda_mode_flags`): the branch runs only with CUDA.
+    fn is_cuda_mode_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
+        if parent.kind_name() != "if_statement"
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+            || self.summaries.cuda_mode_flags.is_empty()
+        {
+            return false;
+        }
+        let Some(condition) = parent.field("condition").map(syntax::unparenthesize) else {
+            return false;
+        };
+        // `self.flag` alone, or on the left of `and` (`self.model_parallel and x`).
+        let tested = match condition.kind_name() {
+            "boolean_operator"
+                if condition
+                    .field("operator")
+                    .is_some_and(|o| node_text(o, self.source) == "and") =>
+            {
+                condition.field("left")
+            }
+            _ => Some(condition),
+        };
+        tested.is_some_and(|tested| {
+            tested.kind_name() == "attribute"
+                && tested
+                    .field("object")
+                    .is_some_and(|o| node_text(o, self.source) == "self")
+                && tested.field("attribute").is_some_and(|a| {
+                    self.summaries
+                        .cuda_mode_flags
+                        .contains(node_text(a, self.source))
+                })
+        })
     }
 
     fn enter_definition_guards(&mut self, definition: Node<'t>) {

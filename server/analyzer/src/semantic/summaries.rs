@@ -156,6 +156,16 @@ pub(crate) struct Summaries {
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
     /// its `__init__` body does (no instance exists without CUDA).
     pub cuda_library_scopes: HashSet<usize>,
+    /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
+    /// only by methods that place the model on CUDA devices unconditionally
+    /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
+    /// runs only with CUDA, and so do those methods.
+    pub cuda_mode_flags: HashSet<String>,
+    /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
+    /// device API in its own body (not under a branch), and its body block.
+    flag_sets: Vec<(usize, String)>,
+    cuda_device_functions: HashSet<usize>,
+    body_blocks: HashMap<usize, usize>,
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -264,7 +274,28 @@ fn enter(
             ));
         }
         "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
-        "block" => stack.push((node.id(), Frame::Block)),
+        "block" => {
+            if let Some((_, Frame::Function(index))) = stack.last() {
+                summaries.body_blocks.insert(*index, node.id());
+            }
+            stack.push((node.id(), Frame::Block))
+        }
+        "assignment" => {
+            // `self.<flag> = True` in a method.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && right.kind_name() == "true"
+                && left.kind_name() == "attribute"
+                && left
+                    .field("object")
+                    .is_some_and(|o| node_text(o, source) == "self")
+                && let Some(attribute) = left.field("attribute")
+                && let Some(index) = innermost_function(stack)
+            {
+                summaries
+                    .flag_sets
+                    .push((index, node_text(attribute, source).to_string()));
+            }
+        }
         "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
             mark_cuda_library_use(node, source, summaries, stack)
         }
@@ -315,6 +346,13 @@ fn call(
     let q = qualified.as_deref().unwrap_or("");
     if crate::torch_api::is_cuda_only_package(q) {
         mark_cuda_library_use(node, source, summaries, stack);
+    }
+    // A CUDA device API in a function's own body (its body block is the innermost block).
+    if let Some(api) = q.strip_prefix("torch.cuda.")
+        && (api == "device_count" || crate::torch_api::CUDA_RAISING.contains(&api))
+        && let [.., (_, Frame::Function(index)), (_, Frame::Block)] = &stack[..]
+    {
+        summaries.cuda_device_functions.insert(*index);
     }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
@@ -399,6 +437,37 @@ fn call(
     if saves && summaries.file.first_module_save.is_none() {
         summaries.file.first_module_save = Some(node.start_byte());
     }
+}
+
+/// The index of the innermost function around the current node.
+fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
+    stack.iter().rev().find_map(|(_, frame)| match frame {
+        Frame::Function(index) => Some(*index),
+        _ => None,
+    })
+}
+
+/// Finds the CUDA-mode flags (see [`Summaries::cuda_mode_flags`]) and scopes the methods that
+/// set them to CUDA.
+fn cuda_mode_flags(summaries: &mut Summaries) {
+    let mut enabled_elsewhere: HashSet<&str> = HashSet::new();
+    let mut flags: HashSet<String> = HashSet::new();
+    for (index, flag) in &summaries.flag_sets {
+        if summaries.cuda_device_functions.contains(index) {
+            flags.insert(flag.clone());
+        } else {
+            enabled_elsewhere.insert(flag);
+        }
+    }
+    flags.retain(|flag| !enabled_elsewhere.contains(flag.as_str()));
+    for (index, flag) in &summaries.flag_sets {
+        if flags.contains(flag)
+            && let Some(block) = summaries.body_blocks.get(index)
+        {
+            summaries.cuda_library_scopes.insert(*block);
+        }
+    }
+    summaries.cuda_mode_flags = flags;
 }
 
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
@@ -597,6 +666,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         }
     }
     load_time(summaries, &by_name);
+    cuda_mode_flags(summaries);
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
     for function in &summaries.functions {
