@@ -720,3 +720,17 @@ fn cuda_mode_flags_scope_their_branches() {
     let conditional = "import torch\nclass M:\n    def setup(self, cuda):\n        if cuda:\n            torch.cuda.set_device(0)\n        self.ready = True\n    def forward(self, x):\n        if self.ready:\n            ⟦y⟧ = x\n";
     assert!(!scope(conditional).never_on_tpu);
 }
+
+#[test]
+fn names_holding_cuda_values_scope_their_tests() {
+    // `stream` is non-None only where CUDA is: `if stream is not None:` runs only with CUDA.
+    let prefetch = "import torch\ndef loader(self):\n    if self.is_cuda:\n        stream = torch.cuda.Stream()\n    else:\n        stream = None\n    for x in self.loader:\n        if stream is not None:\n            ⟦torch.cuda.current_stream().wait_stream(stream)⟧\n";
+    assert!(scope(prefetch).never_on_tpu);
+    let object = "import torch\ndef f(flag):\n    stream = torch.cuda.Stream() if flag else None\n    if stream:\n        ⟦x⟧ = 1\n";
+    assert!(scope(object).never_on_tpu);
+    // A name that also holds a host value is no CUDA test.
+    let mixed = "import torch\ndef f(flag):\n    stream = torch.cuda.Stream() if flag else None\n    if flag:\n        stream = make_stream()\n    if stream is not None:\n        ⟦x⟧ = 1\n";
+    assert!(!scope(mixed).never_on_tpu);
+    let plain = "def f(x):\n    y = x\n    if y is not None:\n        ⟦z⟧ = 1\n";
+    assert!(!scope(plain).never_on_tpu);
+}

@@ -125,6 +125,10 @@ struct FunctionReturns {
 #[derive(Debug, Default)]
 struct Scope {
     bindings: HashMap<String, Binding>,
+    /// For each name assigned something other than `None` in this scope: whether every such
+    /// value so far needs CUDA (a `torch.cuda.*` object such as `torch.cuda.Stream()`, or any
+    /// value assigned in CUDA-only code). `if stream is not None:` then runs only with CUDA.
+    cuda_values: HashMap<String, bool>,
 }
 
 #[derive(Debug)]
@@ -590,6 +594,7 @@ impl<'t> SemanticModel<'t> {
         // CUDA GPU whenever it runs.
         if self.summaries.cuda_library_scopes.contains(&block.id())
             || self.is_cuda_mode_branch(block, parent)
+            || self.is_cuda_value_branch(block, parent)
         {
             scope.never_on_tpu = true;
             scope.device_branch = true;
@@ -1105,11 +1110,87 @@ impl<'t> SemanticModel<'t> {
                 return;
             }
         }
+        if left.kind_name() == "identifier" && right.kind_name() != "none" {
+            let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
+            let name = node_text(left, self.source).to_string();
+            if let Some(scope) = self.scopes.last_mut() {
+                let all = scope.cuda_values.entry(name).or_insert(true);
+                *all &= cuda;
+            }
+        }
         let mut fact = self.fact(right);
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
         }
         self.bind_target(left, fact, 0);
+    }
+
+    /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
+    /// such objects and `None` (`torch.cuda.Stream() if flag else None`).
+    fn value_needs_cuda(&self, value: Node<'_>, depth: usize) -> bool {
+        let value = syntax::unparenthesize(value);
+        match value.kind_name() {
+            "call" => self
+                .call_qualified_name(value)
+                .is_some_and(|q| q.starts_with("torch.cuda.")),
+            "conditional_expression" if depth < 4 => {
+                let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2))
+                else {
+                    return false;
+                };
+                let branches: Vec<Node<'_>> = [first, second]
+                    .into_iter()
+                    .filter(|b| b.kind_name() != "none")
+                    .collect();
+                !branches.is_empty()
+                    && branches
+                        .into_iter()
+                        .all(|b| self.value_needs_cuda(b, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// `if stream is not None:` / `if stream:` where every non-`None` value of `stream` in this
+    /// scope needs CUDA (see `Scope::cuda_values`): the branch runs only with CUDA.
+    fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
+        if parent.kind_name() != "if_statement"
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+        {
+            return false;
+        }
+        let Some(condition) = parent.field("condition").map(syntax::unparenthesize) else {
+            return false;
+        };
+        let name = match condition.kind_name() {
+            "identifier" => Some(condition),
+            "comparison_operator" if condition.named_child_count() == 2 => {
+                let mut cursor = condition.walk();
+                let operator: String = condition
+                    .children(&mut cursor)
+                    .filter(|c| !c.is_named())
+                    .map(|c| node_text(c, self.source))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let right_is_none = condition
+                    .named_child(1)
+                    .is_some_and(|r| r.kind_name() == "none");
+                (operator == "is not" && right_is_none)
+                    .then(|| condition.named_child(0))
+                    .flatten()
+                    .filter(|n| n.kind_name() == "identifier")
+            }
+            _ => None,
+        };
+        name.is_some_and(|name| {
+            self.scopes
+                .last()
+                .and_then(|scope| scope.cuda_values.get(node_text(name, self.source)))
+                .copied()
+                .unwrap_or(false)
+        })
     }
 
     fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
