@@ -137,6 +137,9 @@ pub struct FileFacts {
     pub tpu_evidence: bool,
     /// Where module-level code first calls `torch.save` / `xm.save` (a byte offset).
     pub first_module_save: Option<usize>,
+    /// How many functions of the file call `torch.save` / `xm.save`: a module that writes
+    /// checkpoints in one function and reads them in another reads back its own files.
+    pub saving_functions: usize,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts.
@@ -665,6 +668,11 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             });
         }
     }
+    summaries.file.saving_functions = summaries
+        .functions
+        .iter()
+        .filter(|f| f.first_save.is_some())
+        .count();
     load_time(summaries, &by_name);
     cuda_mode_flags(summaries);
     // Reach: from the calls of training loops and step functions, through the call graph.

@@ -41,7 +41,8 @@ declare_rule! {
     /// Checkpoints saved from the CPU load fine without `map_location`; the rule cannot see
     /// where a file was written. Calls passing `**kwargs` are not reported, nor loads that read
     /// back what the same function (or module-level code) saved earlier with `torch.save` /
-    /// `xm.save`, loads of an in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
+    /// `xm.save` or what another function of the module saves (a save/load pair), loads of an
+    /// in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
     /// loads in host data-pipeline code (datasets, tokenizers), which read the files they wrote.
     ///
     /// ## References
@@ -86,19 +87,24 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 }
 
 /// Whether the load reads back what this process wrote, or state that holds no tensors:
-/// the enclosing function called `torch.save` / `xm.save` before (from its summary), the file is an
+/// the enclosing function called `torch.save` / `xm.save` before, or another function of the
+/// module writes with them (a save/load pair; both from the summaries), the file is an
 /// in-memory buffer (`torch.load(io.BytesIO(data))`), or the state goes to an LR scheduler
 /// (`scheduler.load_state_dict(torch.load(p))`: Python numbers).
 fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let first_save = match context.enclosing(call, &["function_definition"]) {
-        Some(function) => context
-            .semantic()
-            .function_summary(function)
-            .and_then(|summary| summary.first_save),
-        None => context.semantic().file_facts().first_module_save,
+    let file = context.semantic().file_facts();
+    let (first_save, saves_elsewhere) = match context.enclosing(call, &["function_definition"]) {
+        Some(function) => {
+            let own = context
+                .semantic()
+                .function_summary(function)
+                .and_then(|summary| summary.first_save);
+            // Another function of this module writes what this one reads (a save/load pair).
+            (own, file.saving_functions > usize::from(own.is_some()))
+        }
+        None => (file.first_module_save, false),
     };
-    let saves_here = first_save.is_some_and(|save| save < call.start_byte());
-    if saves_here {
+    if saves_elsewhere || first_save.is_some_and(|save| save < call.start_byte()) {
         return true;
     }
     let first = context
