@@ -44,6 +44,8 @@ declare_rule! {
     /// `xm.save` or what another function of the module saves (a save/load pair), loads of an
     /// in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
     /// loads in host data-pipeline code (datasets, tokenizers), which read the files they wrote.
+    /// A module with a saving function and a loading one is taken to read back its own files,
+    /// even when the loading one reads a foreign checkpoint.
     ///
     /// ## References
     /// - pitfalls.md B.5 #58 and #57: PyTorch/XLA, *Troubleshooting — quirks* (saving and loading
