@@ -120,8 +120,9 @@ fn tensor_and_device_facts_flow_through_assignments() {
     assert_eq!(dict.kind, ValueKind::Container);
     let reassigned = at("import torch\nx = torch.ones(1)\nx = 3\n⟦x⟧\n").fact;
     assert_eq!(reassigned.kind, ValueKind::Scalar);
+    // Tuple assignments bind element by element.
     let tuple = at("import torch\na, b = torch.ones(1), 2\n⟦b⟧\n").fact;
-    assert_eq!(tuple.kind, ValueKind::Unknown);
+    assert_eq!(tuple.kind, ValueKind::Scalar);
 }
 
 #[test]
@@ -733,4 +734,29 @@ fn names_holding_cuda_values_scope_their_tests() {
     assert!(!scope(mixed).never_on_tpu);
     let plain = "def f(x):\n    y = x\n    if y is not None:\n        ⟦z⟧ = 1\n";
     assert!(!scope(plain).never_on_tpu);
+}
+
+#[test]
+fn state_loaded_onto_the_host_holds_host_tensors() {
+    let device = |marked: &str| at(marked).fact.device;
+    let load =
+        "import torch\nstate = torch.load(path, map_location=\"cpu\")\nw = state[\"w\"]\n⟦w⟧\n";
+    assert_eq!(device(load), Device::Cpu);
+    let safetensors = "from safetensors.torch import load_file\nbase = load_file(path)\nfor name, weight in base.items():\n    ⟦weight⟧\n";
+    assert_eq!(device(safetensors), Device::Cpu);
+    let get = "import torch\nadapter = torch.load(p, map_location='cpu')\na, b = adapter.get('a'), adapter.get('b')\n⟦b⟧\n";
+    assert_eq!(device(get), Device::Cpu);
+    assert_eq!(at(get).fact.kind, ValueKind::Tensor);
+    // Without `map_location`, where the tensors land is unknown.
+    let unknown = "import torch\nstate = torch.load(path)\n⟦state[\"w\"]⟧\n";
+    assert_ne!(device(unknown), Device::Cpu);
+}
+
+#[test]
+fn tuple_assignments_bind_element_by_element() {
+    let source = "import torch\nx, n = torch.zeros(3, device='xla'), 4\n⟦x⟧\n";
+    assert_eq!(at(source).fact.kind, ValueKind::Tensor);
+    assert_eq!(at(source).fact.device, Device::Accelerator);
+    let scalar = "import torch\nx, n = torch.zeros(3, device='xla'), 4\n⟦n⟧\n";
+    assert_eq!(at(scalar).fact.kind, ValueKind::Scalar);
 }

@@ -448,6 +448,30 @@ impl<'t> SemanticModel<'t> {
             );
             return;
         }
+        // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
+        // onto the host: the values are host tensors.
+        if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
+            && function.kind_name() == "attribute"
+            && let (Some(object), Some(method)) =
+                (function.field("object"), function.field("attribute"))
+            && self.fact(object).kind == ValueKind::Container
+            && self.fact(object).device == Device::Cpu
+        {
+            let value = match (node_text(method, self.source), left.kind_name()) {
+                ("items", "pattern_list" | "tuple_pattern") if left.named_child_count() == 2 => {
+                    left.named_child(1)
+                }
+                ("values", "identifier") => Some(left),
+                _ => None,
+            };
+            if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+                self.bind(
+                    node_text(value, self.source).to_string(),
+                    Binding::Value(Fact::tensor(Device::Cpu, origin)),
+                );
+            }
+            return;
+        }
         // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
         // loader (`MpDeviceLoader`): the batch's tensors are on the device.
         let enumerated = syntax::call_parts(syntax::unparenthesize(right))
@@ -1098,6 +1122,21 @@ impl<'t> SemanticModel<'t> {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
+        // `a, b = x.get("a"), x.get("b")`: element by element.
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && matches!(right.kind_name(), "expression_list" | "tuple")
+            && left.named_child_count() == right.named_child_count()
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            let mut cursor = right.walk();
+            let values: Vec<Node<'_>> = right.named_children(&mut cursor).collect();
+            let facts: Vec<Fact> = values.iter().map(|v| self.fact(*v)).collect();
+            for (target, fact) in targets.into_iter().zip(facts) {
+                self.bind_target(target, fact, 1);
+            }
+            return;
+        }
         if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
             && right.kind_name() == "call"
         {
@@ -1549,6 +1588,10 @@ impl<'t> SemanticModel<'t> {
                 match value.kind {
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
                     ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
+                    // `state["w"]` of state loaded onto the host.
+                    ValueKind::Container if value.device == Device::Cpu => {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
                     _ => Fact::UNKNOWN,
                 }
             }
@@ -1794,6 +1837,12 @@ impl<'t> SemanticModel<'t> {
                         "tolist" => Fact::of(ValueKind::Container),
                         _ => Fact::of(ValueKind::NumpyArray),
                     },
+                    // `state.get("w")` / `state.pop("w")` of state loaded onto the host.
+                    ValueKind::Container
+                        if receiver.device == Device::Cpu && matches!(method, "get" | "pop") =>
+                    {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
                     _ => {
                         // `self.layer(x)` where `self.layer` is a submodule.
                         let callee = self.fact_at_depth(function, depth + 1);
@@ -1821,6 +1870,26 @@ impl<'t> SemanticModel<'t> {
         origin: Option<(usize, usize)>,
         depth: usize,
     ) -> Fact {
+        // Loaded state placed on the host: `torch.load(p, map_location="cpu")`,
+        // `safetensors.torch.load_file(p)` (its device defaults to the CPU). Its tensors are host
+        // tensors (a container that says where its tensors live).
+        if qualified == "torch.load" || qualified == "safetensors.torch.load_file" {
+            let device = syntax::argument(arguments, 1, "map_location", self.source)
+                .or_else(|| syntax::keyword_arg(arguments, "device", self.source))
+                .and_then(|d| syntax::string_value(d, self.source));
+            let on_host = match device.as_deref() {
+                Some(device) => device == "cpu",
+                None => qualified == "safetensors.torch.load_file",
+            };
+            if on_host {
+                return Fact {
+                    kind: ValueKind::Container,
+                    device: Device::Cpu,
+                    origin,
+                    ..Fact::UNKNOWN
+                };
+            }
+        }
         if let Some(function) = qualified.strip_prefix("torch.") {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {
