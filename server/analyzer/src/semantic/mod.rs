@@ -698,8 +698,17 @@ impl<'t> SemanticModel<'t> {
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
         let host_data = outer.is_some_and(|f| f.host_data)
-            || (definition.kind_name() == "class_definition"
-                && roles::is_dataset_class(definition, self.source));
+            || match definition.kind_name() {
+                "class_definition" => roles::is_dataset_class(definition, self.source),
+                // Reach wins: torchvision's `postprocess_detections`, called from `forward`,
+                // runs on the device.
+                _ => {
+                    roles::is_processing_function(definition, self.source)
+                        && !self
+                            .function_summary(definition)
+                            .is_some_and(|summary| summary.reached_from_loop)
+                }
+            };
         let test_code = self.in_test_code()
             || match definition.kind_name() {
                 "class_definition" => {

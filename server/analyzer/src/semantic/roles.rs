@@ -1,5 +1,6 @@
 //! Code roles: which code is test code (pytest and unittest conventions, test paths) and which is
-//! host data-pipeline code (datasets, transforms, image processors), decided once
+//! host data-pipeline code (datasets, transforms, image processors, `preprocess`/`postprocess`
+//! steps), decided once
 //! per function or class as the traversal enters it. By default only errors are reported in test
 //! code ([`crate::settings::TestCodePolicy`]): a slow op in a test costs nothing in training, while
 //! an error makes the test fail on a TPU. In host data-pipeline code nothing about device tensors'
@@ -129,6 +130,20 @@ pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
             .and_then(|parts| parts.last().copied())
             .is_some_and(|last| matches!(last, "Dataset" | "IterableDataset"))
     })
+}
+
+/// Whether a function is a processing step around the model, by the convention of inference
+/// pipelines (Hugging Face `Pipeline.preprocess` / `postprocess`, image processors'
+/// `post_process_*`): it runs on the host, once per call, before or after the model.
+pub(crate) fn is_processing_function(function: Node<'_>, source: &str) -> bool {
+    let name = function
+        .field("name")
+        .map(|n| node_text(n, source))
+        .unwrap_or("");
+    let name = name.trim_start_matches('_');
+    ["preprocess", "postprocess", "pre_process", "post_process"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// Whether rule `code` is about device tensors' values: host syncs (TPU1xx), CPU fallbacks
