@@ -655,6 +655,11 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
     // Datasets build samples on the host.
     let dataset = "from torch.utils.data import Dataset\nclass Shapes(Dataset):\n    def __getitem__(self, i):\n        ⟦x⟧ = 1\n";
     assert!(at(dataset).roles.host_data);
+    // Pipelines' pre- and post-processing steps run on the host, unless `forward` calls them.
+    let pipeline = "class FillMask:\n    def postprocess(self, outputs):\n        ⟦x⟧ = 1\n";
+    assert!(at(pipeline).roles.host_data);
+    let detector = "from torch import nn\nclass Det(nn.Module):\n    def postprocess_detections(self, boxes):\n        ⟦x⟧ = 1\n    def forward(self, x):\n        return self.postprocess_detections(x)\n";
+    assert!(!at(detector).roles.host_data);
     assert!(
         !at("class Net:\n    def forward(self, x):\n        ⟦y⟧ = 1\n")
             .roles
