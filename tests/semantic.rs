@@ -765,3 +765,17 @@ fn tuple_assignments_bind_element_by_element() {
     let scalar = "import torch\nx, n = torch.zeros(3, device='xla'), 4\n⟦n⟧\n";
     assert_eq!(at(scalar).fact.kind, ValueKind::Scalar);
 }
+
+#[test]
+fn cuda_device_loops_and_cuda_only_choices() {
+    // `range(torch.cuda.device_count())` is empty without CUDA.
+    let devices = "import torch\nfor i in range(torch.cuda.device_count()):\n    ⟦free⟧ = torch.cuda.mem_get_info(i)\n";
+    assert!(scope(devices).never_on_tpu);
+    assert!(!scope("for i in range(n):\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A value that exists only on CUDA (`index if device.type == "cuda" else None`) makes
+    // `… and index is not None` a CUDA-only test.
+    let index = "import torch\ndef f(module, device):\n    index = torch.device(device).index if torch.device(device).type == 'cuda' else None\n    if ready and index is not None:\n        ⟦m⟧ = module.cuda(index)\n";
+    assert!(scope(index).never_on_tpu);
+    let other = "import torch\ndef f(module, device):\n    index = torch.device(device).index if flag else None\n    if index is not None:\n        ⟦m⟧ = module.to(index)\n";
+    assert!(!scope(other).never_on_tpu);
+}

@@ -200,7 +200,7 @@ pub(crate) fn expression_never_on_tpu<'t>(
 }
 
 /// Whether code that runs when `test` holds never runs on a TPU.
-fn never_on_tpu_when_true(test: DeviceTest) -> bool {
+pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     matches!(
         (test.hardware, test.positive),
         (Hardware::Cuda, true) | (Hardware::Tpu, false)
@@ -271,6 +271,13 @@ pub(crate) fn block_scope(
             }
             _ => outer,
         },
+        // `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA.
+        "for_statement" if iterates_cuda_devices(parent, source) => {
+            outer.branch(Some(DeviceTest {
+                hardware: Hardware::Cuda,
+                positive: true,
+            }))
+        }
         "while_statement" => outer.branch(
             parent
                 .field("condition")
@@ -278,6 +285,30 @@ pub(crate) fn block_scope(
         ),
         _ => outer,
     }
+}
+
+/// Whether a `for` loop iterates over the CUDA devices: `range(torch.cuda.device_count())` (or
+/// `range(0, n)` with such a count), which is empty without CUDA.
+fn iterates_cuda_devices(for_statement: Node<'_>, source: &str) -> bool {
+    let Some((function, arguments)) = for_statement
+        .field("right")
+        .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
+    else {
+        return false;
+    };
+    if node_text(function, source) != "range" {
+        return false;
+    }
+    let bound = syntax::positional_args(arguments).last().copied();
+    bound.is_some_and(|bound| {
+        bound.kind_name() == "call"
+            && device_test(bound, source).is_some_and(|t| {
+                t == DeviceTest {
+                    hardware: Hardware::Cuda,
+                    positive: true,
+                }
+            })
+    })
 }
 
 /// What running a later branch of `if_statement` (before `branch`) implies: every earlier

@@ -1186,14 +1186,31 @@ impl<'t> SemanticModel<'t> {
                 else {
                     return false;
                 };
-                let branches: Vec<Node<'_>> = [first, second]
+                // `index if device.type == "cuda" else None`: that branch is taken only with CUDA.
+                let test = value
+                    .named_child(1)
+                    .and_then(|c| guards::device_test(c, self.source));
+                let taken_only_with_cuda = |consequence: bool| {
+                    test.is_some_and(|test| {
+                        let test = if consequence {
+                            test
+                        } else {
+                            guards::DeviceTest {
+                                positive: !test.positive,
+                                ..test
+                            }
+                        };
+                        guards::never_on_tpu_when_true(test)
+                    })
+                };
+                let branches: Vec<(Node<'_>, bool)> = [(first, true), (second, false)]
                     .into_iter()
-                    .filter(|b| b.kind_name() != "none")
+                    .filter(|(b, _)| b.kind_name() != "none")
                     .collect();
                 !branches.is_empty()
-                    && branches
-                        .into_iter()
-                        .all(|b| self.value_needs_cuda(b, depth + 1))
+                    && branches.into_iter().all(|(b, consequence)| {
+                        taken_only_with_cuda(consequence) || self.value_needs_cuda(b, depth + 1)
+                    })
             }
             _ => false,
         }
@@ -1209,9 +1226,27 @@ impl<'t> SemanticModel<'t> {
         {
             return false;
         }
-        let Some(condition) = parent.field("condition").map(syntax::unparenthesize) else {
+        let Some(condition) = parent.field("condition") else {
             return false;
         };
+        self.tests_cuda_value(condition, 0)
+    }
+
+    /// Whether `condition` holds only when a CUDA-only value exists: `x`, `x is not None`, or
+    /// either side of `… and …` being so.
+    fn tests_cuda_value(&self, condition: Node<'_>, depth: usize) -> bool {
+        let condition = syntax::unparenthesize(condition);
+        if depth < 4
+            && condition.kind_name() == "boolean_operator"
+            && condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, self.source) == "and")
+        {
+            return [condition.field("left"), condition.field("right")]
+                .into_iter()
+                .flatten()
+                .any(|side| self.tests_cuda_value(side, depth + 1));
+        }
         let name = match condition.kind_name() {
             "identifier" => Some(condition),
             "comparison_operator" if condition.named_child_count() == 2 => {
