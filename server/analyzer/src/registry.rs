@@ -118,6 +118,11 @@ pub struct RuleMeta {
     pub fix: FixAvailability,
     /// tree-sitter-python node kinds the check function wants to see.
     pub kinds: &'static [&'static str],
+    /// Words without which the rule cannot report (the token prefilter, `prefilter.rs`): the rule
+    /// runs on a file only when one of them occurs there as a whole word (a maximal run of ASCII
+    /// letters, digits and `_`, compared ignoring ASCII case). Empty: the rule always runs.
+    /// `tests/prefilter.rs` checks on every fixture and realistic file that each is necessary.
+    pub tokens: &'static [&'static str],
     /// Markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References.
     pub docs: &'static str,
     pub check: CheckFn,
@@ -185,6 +190,7 @@ pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/do
 ///         severity: Warning,
 ///         fix: None,
 ///         kinds: ["call"],
+///         tokens: ["item"],
 ///         check: check,
 ///     }
 /// }
@@ -199,6 +205,7 @@ macro_rules! declare_rule {
             severity: $severity:ident,
             fix: $fix:ident,
             kinds: [$($kind:literal),* $(,)?],
+            $(tokens: [$($token:literal),* $(,)?],)?
             check: $check:path
             $(, enabled_by_default: $enabled:literal)?
             $(,)?
@@ -210,6 +217,7 @@ macro_rules! declare_rule {
             severity: $crate::diagnostic::Severity::$severity,
             fix: $crate::registry::FixAvailability::$fix,
             kinds: &[$($kind),*],
+            tokens: &[$($($token),*)?],
             docs: concat!($($doc, "\n"),*),
             check: $check,
             enabled_by_default: $crate::declare_rule!(@enabled $($enabled)?),

@@ -51,6 +51,7 @@ declare_rule! {
         severity: Error,
         fix: None,
         kinds: ["call"],
+        tokens: ["Mesh"],
         check: check,
     }
 }
