@@ -373,8 +373,8 @@ pub fn check_tree_with(
 /// position, then code, and drops duplicates.
 fn finish(mut diagnostics: Vec<Diagnostic>, source: &str, tree: &Tree) -> Vec<Diagnostic> {
     diagnostics.extend(crate::syntax_errors::syntax_errors(source, tree));
-    diagnostics.sort_by(|a, b| {
-        (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+    crate::sort::sort_stably_by_key(&mut diagnostics, |d| {
+        (d.range.start, d.range.end, 0, d.code)
     });
     diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
     diagnostics

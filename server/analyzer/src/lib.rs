@@ -17,6 +17,7 @@ pub mod rules;
 pub mod runtime_codes;
 pub mod semantic;
 pub mod settings;
+pub(crate) mod sort;
 pub mod source;
 pub mod suppression;
 pub mod syntax;

@@ -175,6 +175,17 @@ pub fn docs_summary(docs: &str) -> String {
     paragraph.join(" ")
 }
 
+/// Whether this build carries the rules' and runtime codes' documentation (the `docs` feature,
+/// on by default). The WebAssembly build leaves it out to stay within its size budget and ships
+/// the documentation beside the module as `rule-docs.json` (see `server/wasm/build.sh`).
+pub const HAS_DOCS: bool = cfg!(feature = "docs");
+
+/// `text` when the build carries documentation ([`HAS_DOCS`]), else empty: an unused literal is
+/// not emitted into the binary.
+pub const fn documentation(text: &'static str) -> &'static str {
+    if HAS_DOCS { text } else { "" }
+}
+
 /// Base address of the generated rule pages (`docs/rules/` in the repository).
 pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/docs/rules/";
 
@@ -218,7 +229,7 @@ macro_rules! declare_rule {
             fix: $crate::registry::FixAvailability::$fix,
             kinds: &[$($kind),*],
             tokens: &[$($($token),*)?],
-            docs: concat!($($doc, "\n"),*),
+            docs: $crate::registry::documentation(concat!($($doc, "\n"),*)),
             check: $check,
             enabled_by_default: $crate::declare_rule!(@enabled $($enabled)?),
         };
@@ -229,7 +240,7 @@ macro_rules! declare_rule {
 
 static RULES: LazyLock<Vec<&'static RuleMeta>> = LazyLock::new(|| {
     let mut rules = crate::rules::all();
-    rules.sort_by_key(|rule| rule.code);
+    crate::sort::sort_stably_by_key(&mut rules, |rule| (0, 0, 0, rule.code));
     rules
 });
 
