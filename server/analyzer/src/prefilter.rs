@@ -26,19 +26,41 @@ pub enum Prefilter {
 
 /// Every declared word, lowercased, numbered; and each rule's words by number.
 struct Vocabulary {
-    index: HashMap<Vec<u8>, u16>,
-    longest: usize,
-    /// Whether some word starts with this (lowercased) byte: most words of a file are rejected
-    /// without hashing.
-    first_bytes: [bool; 256],
+    index: HashMap<Vec<u8>, u16, BuildWordHasher>,
+    /// For each lowercased first byte, bit `n` is set when a word of length `n` (< 64) starts with
+    /// it: most words of a file (`self`, `x`, `return`) are rejected without hashing.
+    shapes: [u64; 256],
     /// Indexed by [`RuleId`].
     rule_words: Vec<Vec<u16>>,
 }
 
+/// FNV-1a: the words are short and not attacker-chosen, so SipHash's cost buys nothing here.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for byte in bytes {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type BuildWordHasher = std::hash::BuildHasherDefault<WordHasher>;
+
 static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
-    let mut index: HashMap<Vec<u8>, u16> = HashMap::new();
-    let mut first_bytes = [false; 256];
-    let mut longest = 0;
+    let mut index: HashMap<Vec<u8>, u16, BuildWordHasher> = HashMap::default();
+    let mut shapes = [0u64; 256];
     let rule_words = rules()
         .iter()
         .map(|rule| {
@@ -46,9 +68,10 @@ static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
                 .iter()
                 .map(|token| {
                     let word = token.to_ascii_lowercase().into_bytes();
-                    longest = longest.max(word.len());
-                    if let Some(first) = word.first() {
-                        first_bytes[*first as usize] = true;
+                    if let Some(first) = word.first()
+                        && word.len() < 64
+                    {
+                        shapes[*first as usize] |= 1 << word.len();
                     }
                     let next = index.len() as u16;
                     *index.entry(word).or_insert(next)
@@ -58,8 +81,7 @@ static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
         .collect();
     Vocabulary {
         index,
-        longest,
-        first_bytes,
+        shapes,
         rule_words,
     }
 });
@@ -68,9 +90,9 @@ fn is_word_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
-/// Whether `token` can ever be found: a non-empty run of word bytes.
+/// Whether `token` can ever be found: a non-empty run of word bytes, shorter than 64 bytes.
 pub fn is_valid_token(token: &str) -> bool {
-    !token.is_empty() && token.bytes().all(is_word_byte)
+    !token.is_empty() && token.len() < 64 && token.bytes().all(is_word_byte)
 }
 
 /// The declared words that occur in one file.
@@ -97,9 +119,8 @@ impl PresentTokens {
                 position += 1;
             }
             let word = &bytes[start..position];
-            if word.len() > vocabulary.longest
-                || word.len() > buffer.len()
-                || !vocabulary.first_bytes[word[0].to_ascii_lowercase() as usize]
+            if word.len() >= buffer.len()
+                || vocabulary.shapes[word[0].to_ascii_lowercase() as usize] & (1 << word.len()) == 0
             {
                 continue;
             }
@@ -139,7 +160,7 @@ mod tests {
             for token in rule.tokens {
                 assert!(
                     is_valid_token(token),
-                    "{}: token {token:?} is not a run of ASCII letters, digits and `_`",
+                    "{}: token {token:?} is not a run of ASCII letters, digits and `_` shorter than 64 bytes",
                     rule.code
                 );
             }
