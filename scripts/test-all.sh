@@ -151,11 +151,10 @@ fi
 if ! skip wasm; then
   section "wasm"
   cargo build --locked -p tpulint # the native CLI the wasm output must equal
-  # Prints the module size. The 1 MB / 300 KB budget (build.sh --check-size) was met on
-  # 2026-12-01 (949,131 B / 295,091 B) and exceeded again by that day's new rules and semantic
-  # index (1,032,632 B / 325,954 B); see docs/benchmarks.md for the measures and the next cut
-  # (rule docs out of the module). Reported here, not enforced, until the module fits again.
-  bash server/wasm/build.sh
+  # Enforces the module's budget (1 MB raw, 300 KB gzipped): over it, build.sh --check-size prints
+  # both sizes and fails the section. The rule docs are not in the module (rule-docs.json beside
+  # it); see docs/benchmarks.md for where the bytes go.
+  TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint bash server/wasm/build.sh --check-size
   [[ -d node_modules/playwright-core && -d node_modules/vscode-languageserver ]] || npm ci --no-audit --no-fund
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint \
     node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
