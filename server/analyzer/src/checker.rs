@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
 use crate::settings::{Settings, TestCodePolicy};
@@ -284,8 +285,24 @@ pub fn walk<'t>(
 /// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
 /// Diagnostics come back sorted by position, then code.
 pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
+    check_tree_with(source, tree, settings, Prefilter::On)
+}
+
+/// [`check_tree`], choosing whether the token prefilter ([`crate::prefilter`]) may skip rules
+/// whose words the file lacks; the result is the same either way.
+pub fn check_tree_with(
+    source: &str,
+    tree: &Tree,
+    settings: &Settings,
+    prefilter: Prefilter,
+) -> Vec<Diagnostic> {
+    let running = RunningRules::of(source, settings, prefilter);
+    // No enabled rule can report (TPU901 included, which needs a `noqa`): only syntax errors.
+    if !running.any() {
+        return finish_syntax(Vec::new(), source, tree);
+    }
     let mut semantic = new_model(source, tree, settings);
-    let mut dispatcher = Dispatcher::new(source, tree, settings);
+    let mut dispatcher = Dispatcher::new(source, tree, settings, &running);
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
     walk(tree, &mut semantic, |semantic, node, dispatchable| {
@@ -300,6 +317,37 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
     finish(diagnostics, suppressions, source, tree, settings)
 }
 
+/// Which rules run on a file: enabled, and (with the prefilter) with their words in the file.
+pub(crate) struct RunningRules(Vec<bool>);
+
+impl RunningRules {
+    pub(crate) fn of(source: &str, settings: &Settings, prefilter: Prefilter) -> RunningRules {
+        let present = (prefilter == Prefilter::On).then(|| PresentTokens::of(source));
+        RunningRules(
+            (0..rules().len())
+                .map(|index| {
+                    let id = RuleId(index as u16);
+                    settings.rules.is_enabled(id)
+                        && present.as_ref().is_none_or(|p| p.may_report(id))
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn any(&self) -> bool {
+        self.0.iter().any(|runs| *runs)
+    }
+
+    fn runs(&self, id: RuleId) -> bool {
+        self.0.get(id.0 as usize).copied().unwrap_or(false)
+    }
+
+    /// Equal for equal sets of running rules (incremental checking compares them).
+    pub(crate) fn flags(&self) -> &[bool] {
+        &self.0
+    }
+}
+
 /// The semantic index of `tree` as the checker starts it.
 pub(crate) fn new_model<'t>(
     source: &'t str,
@@ -308,10 +356,11 @@ pub(crate) fn new_model<'t>(
 ) -> SemanticModel<'t> {
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
     semantic
 }
 
-/// Runs the enabled rules registered for a node's kind, and the policy every rule shares.
+/// Runs the running rules registered for a node's kind, and the policy every rule shares.
 pub(crate) struct Dispatcher<'t, 's> {
     source: &'t str,
     root: Node<'t>,
@@ -322,15 +371,15 @@ pub(crate) struct Dispatcher<'t, 's> {
 }
 
 impl<'t, 's> Dispatcher<'t, 's> {
-    pub(crate) fn new(source: &'t str, tree: &'t Tree, settings: &'s Settings) -> Self {
+    pub(crate) fn new(
+        source: &'t str,
+        tree: &'t Tree,
+        settings: &'s Settings,
+        running: &RunningRules,
+    ) -> Self {
         let dispatch = DISPATCH
             .iter()
-            .map(|ids| {
-                ids.iter()
-                    .copied()
-                    .filter(|id| settings.rules.is_enabled(*id))
-                    .collect()
-            })
+            .map(|ids| ids.iter().copied().filter(|id| running.runs(*id)).collect())
             .collect();
         Dispatcher {
             source,
@@ -383,7 +432,10 @@ impl<'t, 's> Dispatcher<'t, 's> {
             let test_code = semantic.in_test_code();
             let mut found = diagnostics.split_off(before);
             found.retain(|diagnostic| {
-                if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
+                if unreachable
+                    || semantic.range_never_on_tpu(node, diagnostic.range.clone())
+                    || !semantic.role_reports(diagnostic.code, diagnostic.severity)
+                {
                     return false;
                 }
                 !test_code
@@ -398,7 +450,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
     }
 }
 
-/// What follows the traversal: suppressions, unfixable fixes, syntax errors, order.
+/// What follows the traversal: suppressions, unfixable fixes, then [`finish_syntax`].
 pub(crate) fn finish(
     diagnostics: Vec<Diagnostic>,
     suppressions: Suppressions,
@@ -408,10 +460,19 @@ pub(crate) fn finish(
 ) -> Vec<Diagnostic> {
     let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
     settings.remove_unfixable_fixes(&mut diagnostics);
-    // After suppressions: no selection or `# noqa` hides a syntax error.
+    finish_syntax(diagnostics, source, tree)
+}
+
+/// Adds the syntax errors (after suppressions: no selection or `# noqa` hides one), sorts by
+/// position, then code, and drops duplicates.
+pub(crate) fn finish_syntax(
+    mut diagnostics: Vec<Diagnostic>,
+    source: &str,
+    tree: &Tree,
+) -> Vec<Diagnostic> {
     diagnostics.extend(crate::syntax_errors::syntax_errors(source, tree));
-    diagnostics.sort_by(|a, b| {
-        (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+    crate::sort::sort_stably_by_key(&mut diagnostics, |d| {
+        (d.range.start, d.range.end, 0, d.code)
     });
     diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
     diagnostics
@@ -430,6 +491,8 @@ pub struct Inspection {
     pub hardware_scope: HardwareScope,
     /// Whether the node is test code.
     pub test_code: bool,
+    /// The node's other code roles (error branch, load time, host data pipeline).
+    pub roles: crate::semantic::CodeRoles,
 }
 
 /// Inspects the smallest named node that covers `range`, with the index as the traversal
@@ -445,6 +508,7 @@ pub fn inspect(
         .named_descendant_for_byte_range(range.start, range.end)?;
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
     let mut found = None;
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {
@@ -456,6 +520,7 @@ pub fn inspect(
                 backend: semantic.backend(),
                 hardware_scope: semantic.hardware_scope(),
                 test_code: semantic.in_test_code(),
+                roles: semantic.code_roles(),
             });
             return false;
         }

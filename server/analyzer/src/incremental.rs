@@ -11,7 +11,8 @@
 //!
 //! - statements are the module's named children; those before and after the changed bytes with
 //!   the same range (shifted), kind and no syntax error are *clean*, the others *dirty*;
-//! - different settings, a root that is not (or was not) a `module` (tree-sitter makes the root
+//! - different settings or a different set of rules that run (the token prefilter,
+//!   `crate::prefilter`, skips rules whose words a file lacks), a root that is not (or was not) a `module` (tree-sitter makes the root
 //!   an `ERROR` when nothing parses, and rules are then silent everywhere), a different
 //!   pre-pass digest, a changed whole-file answer or a question
 //!   this module cannot re-ask fall back to a full check;
@@ -39,8 +40,9 @@ use std::ops::Range;
 
 use tree_sitter::{Node, Tree};
 
-use crate::checker::{Dispatcher, finish, new_model, walk};
+use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model, walk};
 use crate::diagnostic::Diagnostic;
+use crate::prefilter::Prefilter;
 use crate::semantic::name_hash;
 use crate::settings::Settings;
 use crate::source::TextRange;
@@ -52,6 +54,8 @@ use crate::syntax::NodeExt;
 #[derive(Debug, Clone)]
 pub struct IncrementalState {
     settings: u64,
+    /// Which rules ran (enabled, and with their words in the file: `crate::prefilter`).
+    running: u64,
     /// The root's kind: `module`, or `ERROR` when nothing parsed (then no rule runs anywhere).
     root_kind: u16,
     /// The text had a syntax error somewhere.
@@ -391,12 +395,14 @@ fn usable(
     old: &IncrementalState,
     source: &str,
     root: Node<'_>,
-    settings_digest: u64,
-    prepass: u64,
+    (settings_digest, running_digest, prepass): (u64, u64, u64),
     policy: ReusePolicy,
 ) -> Result<(), &'static str> {
     if old.settings != settings_digest {
         return Err("settings changed");
+    }
+    if old.running != running_digest {
+        return Err("the rules that run changed (a rule's words appeared or went)");
     }
     if old.root_kind != root.kind_id() || root.is_error() {
         return Err("the module does not parse as a module");
@@ -437,20 +443,36 @@ pub fn check_with_policy(
     let mut cursor = root.walk();
     let nodes: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
     let settings_digest = hash_one(settings);
+    let running = RunningRules::of(source, settings, Prefilter::On);
+    let running_digest = hash_one(running.flags());
+    if !running.any() {
+        // As `check_tree`: no rule can report, only syntax errors; nothing to reuse next time.
+        return IncrementalCheck {
+            diagnostics: finish_syntax(Vec::new(), source, tree),
+            reuse: Reuse {
+                statements: nodes.len(),
+                checked: 0,
+                walked: 0,
+                full: Some("no rule runs on this text"),
+            },
+            state: IncrementalState {
+                settings: settings_digest,
+                running: running_digest,
+                root_kind: root.kind_id(),
+                has_error: root.has_error(),
+                prepass: 0,
+                questions: Vec::new(),
+                statements: Vec::new(),
+            },
+        };
+    }
     let mut semantic = new_model(source, tree, settings);
     let prepass = semantic.prepass_digest();
     let mut full = Some("no previous check");
     let mut plan: Option<Plan<'_>> = None;
     for &(old_source, old) in previous {
-        let candidate = match usable(
-            old_source,
-            old,
-            source,
-            root,
-            settings_digest,
-            prepass,
-            policy,
-        ) {
+        let current = (settings_digest, running_digest, prepass);
+        let candidate = match usable(old_source, old, source, root, current, policy) {
             Ok(()) => self::plan(old_source, old, source, &nodes),
             Err(reason) => {
                 if plan.is_none() {
@@ -518,7 +540,7 @@ pub fn check_with_policy(
         })
     };
 
-    let mut dispatcher = Dispatcher::new(source, tree, settings);
+    let mut dispatcher = Dispatcher::new(source, tree, settings, &running);
     let mut module_diagnostics = Vec::new();
     let mut records: Vec<Statement> = Vec::with_capacity(nodes.len());
     let mut suppressions = Suppressions::default();
@@ -693,6 +715,7 @@ pub fn check_with_policy(
         },
         state: IncrementalState {
             settings: settings_digest,
+            running: running_digest,
             root_kind: root.kind_id(),
             has_error: root.has_error(),
             prepass,

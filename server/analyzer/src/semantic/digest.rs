@@ -75,6 +75,10 @@ impl SemanticModel<'_> {
             file,
             compiled_names,
             step_closures,
+            cuda_library_scopes,
+            cuda_mode_flags,
+            // Intermediate results of the pre-pass, summarised by the fields above.
+            ..
         } = summaries;
         // Debug text covers every field of the summaries (none holds an offset); function
         // indices are positional, and which node maps to which index follows from the texts.
@@ -97,6 +101,10 @@ impl SemanticModel<'_> {
         .hash(&mut state);
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
+        strings(cuda_mode_flags).hash(&mut state);
+        // Node ids of blocks that need CUDA: each follows from its own statement's text (and
+        // the imports); how many there are is what can be compared across parses.
+        cuda_library_scopes.len().hash(&mut state);
         state.finish()
     }
 
