@@ -25,9 +25,10 @@
 //! - a few rules read other statements' text directly (`READS_OTHER_STATEMENTS`): the
 //!   statements mentioning an identifier they report on (`jax`, `use_spmd`, `mark_sharding`,
 //!   `GradScaler`, the clocks) are checked again after every edit, before it or after it;
-//! - a reused diagnostic whose range or related range reaches into the dirty span (a fact's
-//!   origin), or whose fix edits outside its statement (an added import: the importer reads the
-//!   whole text for a free alias), is not reused: its statement is checked again;
+//! - a reused diagnostic whose range, fix or related range reaches into the dirty span (an import
+//!   inserted next to an edited one, a fact's origin) is not reused: its statement is checked
+//!   again (the importer's whole-text question, whether an alias is free, is re-asked like
+//!   `source_mentions`);
 //! - the traversal keeps the index current through reused statements without running rules, and
 //!   stops once no statement after it needs checking and the module's hardware scope is the
 //!   recorded one;
@@ -42,6 +43,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model, walk};
 use crate::diagnostic::Diagnostic;
+use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
 use crate::semantic::name_hash;
 use crate::settings::Settings;
@@ -210,13 +212,6 @@ impl Plan<'_> {
             }
             if let Some(fix) = &mut moved.fix {
                 for edit in &mut fix.edits {
-                    // An edit outside the statement adds an import: the importer read the
-                    // whole file's text for a free alias, so the fix is computed again.
-                    if edit.range.start < statement.range.start
-                        || edit.range.end > statement.range.end
-                    {
-                        return None;
-                    }
                     edit.range = self.map(&edit.range)?;
                 }
             }
@@ -414,10 +409,12 @@ fn usable(
         return Err("module summary changed");
     }
     for &(question, needle) in &old.questions {
-        if question != "source_mentions" {
-            return Err("a whole-file question this module cannot re-ask");
-        }
-        if old_source.contains(needle) != source.contains(needle) {
+        let ask: fn(&str, &str) -> bool = match question {
+            "source_mentions" => |text, needle| text.contains(needle),
+            CONTAINS_WORD => contains_word,
+            _ => return Err("a whole-file question this module cannot re-ask"),
+        };
+        if ask(old_source, needle) != ask(source, needle) {
             return Err("a whole-file answer changed");
         }
     }
@@ -467,7 +464,20 @@ pub fn check_with_policy(
         };
     }
     let mut semantic = new_model(source, tree, settings);
-    let prepass = semantic.prepass_digest();
+    // Offsets in the pre-pass (where functions first save) are compared by statement text and
+    // offset inside it.
+    let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
+    let locate = |offset: usize| -> (u64, usize) {
+        let index = starts.partition_point(|&start| start <= offset);
+        match index.checked_sub(1) {
+            Some(index) if offset <= nodes[index].end_byte() => (
+                hash_one((nodes[index].kind_id(), &source[nodes[index].byte_range()])),
+                offset - starts[index],
+            ),
+            _ => (u64::MAX, offset),
+        }
+    };
+    let prepass = semantic.prepass_digest(&locate);
     let mut full = Some("no previous check");
     let mut plan: Option<Plan<'_>> = None;
     for &(old_source, old) in previous {
@@ -530,13 +540,14 @@ pub fn check_with_policy(
                 }
             }
         }
-        tainted.extend(triggers.iter().copied());
     }
     // The last statement at or after `from` that must be checked under `tainted`.
     let last_needed = |from: usize, tainted: &HashSet<u64>| -> Option<usize> {
         (from..nodes.len()).rev().find(|&index| {
             reusable[index].is_none()
-                || policy == ReusePolicy::Sound && intersects(&mentions[index], tainted)
+                || policy == ReusePolicy::Sound
+                    && (intersects(&mentions[index], tainted)
+                        || intersects(&mentions[index], &triggers))
         })
     };
 
@@ -546,6 +557,11 @@ pub fn check_with_policy(
     let mut suppressions = Suppressions::default();
     let mut next = 0usize;
     let mut mode = Mode::Check;
+    // Whether the current statement may bind differently than before (changed, or it reads a
+    // tainted name or a changed module scope): then what it binds is tainted. A statement
+    // checked again only for a rule's sake (`READS_OTHER_STATEMENTS`, a moved fix) binds the
+    // same.
+    let mut propagates = false;
     let mut stop = nodes.len();
     let mut checked = 0usize;
     let mut binds_from = 0usize;
@@ -554,7 +570,7 @@ pub fn check_with_policy(
     let finish_statement = |records: &mut Vec<Statement>,
                             semantic: &crate::semantic::SemanticModel<'_>,
                             binds_from: usize,
-                            mode: Mode,
+                            propagates: bool,
                             tainted: &mut HashSet<u64>,
                             needed: &mut Option<Option<usize>>| {
         let Some(index) = records.len().checked_sub(1) else {
@@ -568,10 +584,7 @@ pub fn check_with_policy(
         }
         binds.sort_unstable();
         binds.dedup();
-        let dirty_or_checked_after = plan
-            .as_ref()
-            .is_some_and(|plan| index >= plan.prefix && mode == Mode::Check);
-        if dirty_or_checked_after {
+        if plan.is_some() && propagates {
             let before = tainted.len();
             tainted.extend(binds.iter().copied());
             if tainted.len() != before {
@@ -586,7 +599,7 @@ pub fn check_with_policy(
                 &mut records,
                 semantic,
                 binds_from,
-                mode,
+                propagates,
                 &mut tainted,
                 &mut needed,
             );
@@ -597,6 +610,15 @@ pub fn check_with_policy(
             let old = old_of(index);
             let guard_changed =
                 old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
+            propagates = match &plan {
+                None => false,
+                Some(plan) if index < plan.prefix => false,
+                Some(plan) if index < plan.suffix => true,
+                Some(_) => {
+                    policy == ReusePolicy::Sound
+                        && (guard_changed || intersects(&mentions[index], &tainted))
+                }
+            };
             mode = match &plan {
                 None => Mode::Check,
                 Some(plan) if index < plan.prefix => {
@@ -614,7 +636,9 @@ pub fn check_with_policy(
                         stop = index;
                         return false;
                     }
-                    if policy == ReusePolicy::Sound && intersects(&mentions[index], &tainted) {
+                    if propagates
+                        || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
+                    {
                         Mode::Check
                     } else {
                         Mode::Reuse
@@ -662,7 +686,7 @@ pub fn check_with_policy(
             &mut records,
             &semantic,
             binds_from,
-            mode,
+            propagates,
             &mut tainted,
             &mut needed,
         );

@@ -69,7 +69,7 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
 
     /// A name for `module` at the site; `alias` is the conventional short name used when an
     /// import must be added (`Some("xm")` for `torch_xla.core.xla_model`).
-    pub fn module(&self, module: &str, alias: Option<&str>) -> ImportedName {
+    pub fn module(&self, module: &str, alias: Option<&'static str>) -> ImportedName {
         let visible = self.visible_records();
         if let Some(expression) = self.bound_expression(&visible, module) {
             return ImportedName {
@@ -90,7 +90,7 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
 
     /// A name for `module.member` at the site: a `from module import member` binding in scope,
     /// else the module's name (found or imported as by [`Self::module`]) and `.member`.
-    pub fn member(&self, module: &str, member: &str, alias: Option<&str>) -> ImportedName {
+    pub fn member(&self, module: &str, member: &str, alias: Option<&'static str>) -> ImportedName {
         let qualified = format!("{module}.{member}");
         if let Some(expression) = self.bound_expression(&self.visible_records(), &qualified) {
             return ImportedName {
@@ -274,11 +274,16 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
 
     /// Whether `alias` can be bound without changing what an existing name means: no binding of
     /// it reaches the site and the file never uses the word.
-    fn alias_is_free(&self, alias: &str) -> bool {
+    fn alias_is_free(&self, alias: &'static str) -> bool {
         if self.context.semantic().import_of(alias).is_some() {
             return false;
         }
-        !contains_word(self.context.source(), alias)
+        // A whole-file question, memoized and re-asked by incremental checking after an edit.
+        let source = self.context.source();
+        !self
+            .context
+            .semantic()
+            .file_memo((CONTAINS_WORD, alias), || contains_word(source, alias))
     }
 }
 
@@ -289,7 +294,11 @@ fn is_under(name: &str, package: &str) -> bool {
 }
 
 /// Whether `word` occurs in `text` as a whole identifier.
-fn contains_word(text: &str, word: &str) -> bool {
+/// The `file_memo` question "does the text contain this word" ([`contains_word`]).
+pub(crate) const CONTAINS_WORD: &str = "contains_word";
+
+/// Whether `word` occurs in `text` with no identifier character on either side.
+pub(crate) fn contains_word(text: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     text.match_indices(word).any(|(start, _)| {
         let before = text[..start].chars().next_back();

@@ -1,6 +1,6 @@
 //! What incremental checking (`crate::incremental`) reads of the semantic index: a digest of the
-//! whole-file pre-pass (imports, summaries, roles, backend) free of absolute offsets, so that it
-//! compares across edits; the module-level hardware scope; the names bound in module scope.
+//! whole-file pre-pass (imports, summaries, roles, backend) free of absolute offsets (the few
+//! it holds are located by statement), so that it compares across edits; the module-level hardware scope; the names bound in module scope.
 //!
 //! Across top-level statements the index carries only these: the pre-pass, module-scope
 //! bindings (by name; classes and function returns are reached through them) and the module's
@@ -12,6 +12,10 @@ use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::SemanticModel;
+
+/// Maps a byte offset to a location that survives edits elsewhere: the text hash of the
+/// top-level statement holding it and the offset inside that statement.
+pub(crate) type Locate<'a> = &'a dyn Fn(usize) -> (u64, usize);
 
 /// The hash by which incremental checking compares names (bound names, identifiers in text).
 pub(crate) fn name_hash(name: &str) -> u64 {
@@ -36,7 +40,7 @@ fn strings(set: &HashSet<String>) -> u64 {
 impl SemanticModel<'_> {
     /// The whole-file part of the index, computed before the traversal: equal digests mean every
     /// rule sees the same imports, summaries, file facts, roles and backend.
-    pub(crate) fn prepass_digest(&self) -> u64 {
+    pub(crate) fn prepass_digest(&self, locate: Locate<'_>) -> u64 {
         let SemanticModel {
             source: _,
             ancestors: _,
@@ -89,8 +93,11 @@ impl SemanticModel<'_> {
             let mut copy = function.clone();
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
+            copy.first_save.take().map(locate).hash(&mut state);
             format!("{copy:?}").hash(&mut state);
         }
+        let mut file = file.clone();
+        file.first_module_save.take().map(locate).hash(&mut state);
         format!("{file:?}").hash(&mut state);
         unordered(loops.values(), |summary| {
             let mut copy = summary.clone();
