@@ -120,8 +120,9 @@ fn tensor_and_device_facts_flow_through_assignments() {
     assert_eq!(dict.kind, ValueKind::Container);
     let reassigned = at("import torch\nx = torch.ones(1)\nx = 3\n⟦x⟧\n").fact;
     assert_eq!(reassigned.kind, ValueKind::Scalar);
+    // Tuple assignments bind element by element.
     let tuple = at("import torch\na, b = torch.ones(1), 2\n⟦b⟧\n").fact;
-    assert_eq!(tuple.kind, ValueKind::Unknown);
+    assert_eq!(tuple.kind, ValueKind::Scalar);
 }
 
 #[test]
@@ -575,4 +576,206 @@ fn device_loader_batches_and_called_parameters() {
         (ValueKind::Tensor, Device::Accelerator)
     );
     assert_eq!(check("step").fact.kind, ValueKind::Unknown);
+}
+
+/// The lines (1-based) of the default findings of `source` checked under `settings`.
+fn finding_lines(source: &str, settings: &Settings) -> Vec<(usize, &'static str)> {
+    tpulint_analyzer::check_source(source, settings)
+        .iter()
+        .map(|d| (source[..d.range.start].lines().count(), d.code))
+        .collect()
+}
+
+#[test]
+fn cuda_only_libraries_scope_the_code_that_calls_them() {
+    // A block that calls a CUDA-only package needs CUDA whenever it runs.
+    let block = "from megatron import mpu\ndef step(x):\n    group = mpu.get_data_parallel_group()\n    ⟦y⟧ = x.cuda()\n";
+    assert!(scope(block).never_on_tpu);
+    // Only that block: the rest of the function, and other functions, are not scoped.
+    let branch = "import torch\nfrom apex import amp\ndef step(loss, use_apex):\n    if use_apex:\n        amp.scale_loss(loss)\n    ⟦y⟧ = loss.item()\n";
+    assert!(!scope(branch).never_on_tpu);
+    let other = "from megatron import mpu\ndef a():\n    mpu.get_rank()\ndef b():\n    ⟦y⟧ = 1\n";
+    assert!(!scope(other).never_on_tpu);
+    // A local import counts; so do the definitions nested in that block.
+    let local = "def make():\n    import bitsandbytes as bnb\n    class Linear8(bnb.nn.Linear8bitLt):\n        def to(self):\n            ⟦d⟧ = 1\n";
+    assert!(scope(local).never_on_tpu);
+    // A class whose `__init__` calls one has no instance without CUDA.
+    let class = "import torch\nfrom megatron import get_args\nclass Engine(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.args = get_args()\n    def forward(self, x):\n        ⟦y⟧ = x.cuda()\n";
+    assert!(scope(class).never_on_tpu);
+    // A module-level optional import alone scopes nothing.
+    let optional = "try:\n    from apex.normalization import FusedRMSNorm\nexcept ImportError:\n    FusedRMSNorm = None\ndef f(x):\n    ⟦y⟧ = x.cuda()\n";
+    assert!(!scope(optional).never_on_tpu);
+    // And a finding there is dropped by the checker.
+    let source = "import torch\nfrom megatron import mpu\n\ndef send(data):\n    mpu.get_rank()\n    return data.to(torch.cuda.current_device())\n";
+    assert!(finding_lines(source, &Settings::default()).is_empty());
+}
+
+#[test]
+fn error_branches_report_errors_only() {
+    let raise = "def f(x):\n    if x.sum() < 0:\n        ⟦bad⟧ = x.tolist()\n        raise ValueError(bad)\n";
+    assert!(at(raise).roles.error_branch);
+    let assert_false = "import torch\ndef f(x):\n    if bad:\n        ⟦i⟧ = 1\n        torch._assert(False, 'degenerate')\n";
+    assert!(at(assert_false).roles.error_branch);
+    // A branch that raises somewhere in the middle, or the code after it, is no error branch.
+    let after = "def f(x):\n    if x is None:\n        raise ValueError\n    ⟦y⟧ = 1\n";
+    assert!(!at(after).roles.error_branch);
+    let middle = "def f(x):\n    if bad:\n        try:\n            raise ValueError\n        except ValueError:\n            pass\n        ⟦y⟧ = 1\n";
+    assert!(!at(middle).roles.error_branch);
+    // In `forward`, the `.tolist()` of the error branch is not reported; the condition is.
+    let source = "import torch\nfrom torch import nn\nclass Det(nn.Module):\n    def forward(self, boxes):\n        degenerate = boxes[:, 2:] <= boxes[:, :2]\n        if degenerate.any():\n            bad = boxes[degenerate.any(dim=1)].tolist()\n            raise ValueError(f'degenerate boxes {bad}')\n        return self.head(boxes)\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(!lines.iter().any(|(line, _)| *line == 7), "{lines:?}");
+}
+
+#[test]
+fn load_time_functions_are_not_per_step() {
+    // A function that rewrites a state dict, and helpers only it calls, run once per load.
+    let filter = "import torch.nn.functional as F\ndef resize(pos, size):\n    ⟦r⟧ = F.interpolate(pos, size=size, mode='bicubic')\n    return r\ndef checkpoint_filter_fn(state_dict, model):\n    state_dict['pos'] = resize(state_dict['pos'], 14)\n    return state_dict\n";
+    assert!(at(filter).roles.load_time);
+    let hook =
+        "class M:\n    def _load_from_state_dict(self, sd, prefix, *args):\n        ⟦x⟧ = 1\n";
+    assert!(at(hook).roles.load_time);
+    // A helper also called from `forward` is hot, not load time.
+    let shared = "import torch.nn.functional as F\ndef resize(pos, size):\n    ⟦r⟧ = F.interpolate(pos, size=size, mode='bicubic')\n    return r\ndef checkpoint_filter_fn(state_dict, model):\n    return resize(state_dict['pos'], 14)\nclass M:\n    def forward(self, x):\n        return resize(x, 7)\n";
+    assert!(!at(shared).roles.load_time);
+    // A `checkpoint=` parameter (resuming a training loop) is not enough.
+    let resume = "def train(model, loader, checkpoint=None):\n    ⟦x⟧ = 1\n";
+    assert!(!at(resume).roles.load_time);
+    // The bicubic fallback is not reported there; a dtype choice still is.
+    let source = "import torch\nimport torch.nn.functional as F\n\ndef checkpoint_filter_fn(state_dict, model):\n    pos = state_dict['pos_embed']\n    state_dict['pos_embed'] = F.interpolate(pos, size=(14, 14), mode='bicubic')\n    state_dict['w'] = state_dict['w'].to('xla').half()\n    return state_dict\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU202"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn host_data_pipeline_code_reports_no_device_value_findings() {
+    // Datasets build samples on the host.
+    let dataset = "from torch.utils.data import Dataset\nclass Shapes(Dataset):\n    def __getitem__(self, i):\n        ⟦x⟧ = 1\n";
+    assert!(at(dataset).roles.host_data);
+    // Pipelines' pre- and post-processing steps run on the host, unless `forward` calls them.
+    let pipeline = "class FillMask:\n    def postprocess(self, outputs):\n        ⟦x⟧ = 1\n";
+    assert!(at(pipeline).roles.host_data);
+    let detector = "from torch import nn\nclass Det(nn.Module):\n    def postprocess_detections(self, boxes):\n        ⟦x⟧ = 1\n    def forward(self, x):\n        return self.postprocess_detections(x)\n";
+    assert!(!at(detector).roles.host_data);
+    assert!(
+        !at("class Net:\n    def forward(self, x):\n        ⟦y⟧ = 1\n")
+            .roles
+            .host_data
+    );
+    // A transforms module: its boolean masks and `.item()`s are on host tensors.
+    let source = "import torch\nfrom torch import nn\nclass Equalize(nn.Module):\n    def forward(self, img):\n        h = self.proj(img)\n        kept = h[h > 0]\n        return kept.sum().item()\n";
+    let workload = finding_lines(source, &Settings::default());
+    assert!(!workload.is_empty());
+    let transforms = Settings {
+        data_pipeline_path: tpulint_analyzer::settings::is_data_pipeline_path(
+            "vision/transforms/functional.py",
+        ),
+        ..Settings::default()
+    };
+    assert!(finding_lines(source, &transforms).is_empty());
+    // Padding rules still apply in a collator: their shapes reach the device.
+    let collate = "import torch\nimport torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\nfor batch in loader:\n    loss = model(batch).sum()\n    loss.backward()\n";
+    let lines = finding_lines(collate, &transforms);
+    assert!(lines.iter().any(|(_, code)| *code == "TPU306"), "{lines:?}");
+}
+
+#[test]
+fn tensor_metadata_and_annotations_are_not_tensors() {
+    // `.dtype` / `.ndim` of a model output describe it; they are no tensors.
+    let dtype = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x):\n        h = self.proj(x)\n        return ⟦h.dtype⟧\n";
+    assert_ne!(at(dtype).fact.kind, ValueKind::Tensor);
+    let ndim = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x):\n        h = self.proj(x)\n        return ⟦h.ndim⟧\n";
+    assert_ne!(at(ndim).fact.kind, ValueKind::Tensor);
+    // A tuple or cache of tensors is a container; `Optional[torch.Tensor]` is a tensor.
+    let cache = "import torch\ndef forward(self, x, past_key_value: Optional[Tuple[Tuple[torch.FloatTensor]]] = None):\n    return ⟦past_key_value⟧\n";
+    assert_eq!(at(cache).fact.kind, ValueKind::Container);
+    let tensor = "import torch\ndef forward(self, x, mask: Optional[torch.Tensor] = None):\n    return ⟦mask⟧\n";
+    assert_eq!(at(tensor).fact.kind, ValueKind::Tensor);
+    let union = "import torch\ndef forward(self, x, mask: torch.Tensor | None = None):\n    return ⟦mask⟧\n";
+    assert_eq!(at(union).fact.kind, ValueKind::Tensor);
+    // A flag's default says what it is, whatever the annotation claims.
+    let flag = "import torch\ndef forward(self, x, output_attentions: Optional[torch.Tensor] = False):\n    return ⟦output_attentions⟧\n";
+    assert_eq!(at(flag).fact.kind, ValueKind::Scalar);
+    // So `if h.dtype != self.wo.weight.dtype:` and `if past_key_value:` are no tensor conditions.
+    let source = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x, past_key_value: Optional[Tuple[torch.Tensor]] = None):\n        h = self.wo(x)\n        if h.dtype != self.wo.weight.dtype:\n            h = h.to(self.wo.weight.dtype)\n        if past_key_value:\n            h = h + 1\n        return h\n";
+    let lines = finding_lines(source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU107"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn cuda_mode_flags_scope_their_branches() {
+    // `parallelize()` places the model on CUDA devices and switches `model_parallel` on.
+    let model = "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.model_parallel = False\n    def parallelize(self, device_map=None):\n        self.device_map = range(torch.cuda.device_count()) if device_map is None else device_map\n        self.model_parallel = True\n        ⟦first⟧ = 'cuda:0'\n    def forward(self, x):\n        if self.model_parallel:\n            torch.cuda.set_device(x.device)\n        return x\n";
+    assert!(scope(model).never_on_tpu);
+    let branch = model.replace("⟦first⟧", "first").replace(
+        "            torch.cuda.set_device(x.device)",
+        "            ⟦torch.cuda.set_device(x.device)⟧",
+    );
+    assert!(scope(&branch).never_on_tpu);
+    assert!(finding_lines(&model.replace(['⟦', '⟧'], ""), &Settings::default()).is_empty());
+    // A flag also switched on by a method without CUDA calls is no CUDA mode.
+    let shared = "import torch\nclass M:\n    def parallelize(self):\n        torch.cuda.set_device(0)\n        self.ready = True\n    def setup(self):\n        self.ready = True\n    def forward(self, x):\n        if self.ready:\n            ⟦y⟧ = x\n";
+    assert!(!scope(shared).never_on_tpu);
+    // A CUDA call under a branch of the method does not make the flag a CUDA mode.
+    let conditional = "import torch\nclass M:\n    def setup(self, cuda):\n        if cuda:\n            torch.cuda.set_device(0)\n        self.ready = True\n    def forward(self, x):\n        if self.ready:\n            ⟦y⟧ = x\n";
+    assert!(!scope(conditional).never_on_tpu);
+}
+
+#[test]
+fn names_holding_cuda_values_scope_their_tests() {
+    // `stream` is non-None only where CUDA is: `if stream is not None:` runs only with CUDA.
+    let prefetch = "import torch\ndef loader(self):\n    if self.is_cuda:\n        stream = torch.cuda.Stream()\n    else:\n        stream = None\n    for x in self.loader:\n        if stream is not None:\n            ⟦torch.cuda.current_stream().wait_stream(stream)⟧\n";
+    assert!(scope(prefetch).never_on_tpu);
+    let object = "import torch\ndef f(flag):\n    stream = torch.cuda.Stream() if flag else None\n    if stream:\n        ⟦x⟧ = 1\n";
+    assert!(scope(object).never_on_tpu);
+    // A name that also holds a host value is no CUDA test.
+    let mixed = "import torch\ndef f(flag):\n    stream = torch.cuda.Stream() if flag else None\n    if flag:\n        stream = make_stream()\n    if stream is not None:\n        ⟦x⟧ = 1\n";
+    assert!(!scope(mixed).never_on_tpu);
+    let plain = "def f(x):\n    y = x\n    if y is not None:\n        ⟦z⟧ = 1\n";
+    assert!(!scope(plain).never_on_tpu);
+}
+
+#[test]
+fn state_loaded_onto_the_host_holds_host_tensors() {
+    let device = |marked: &str| at(marked).fact.device;
+    let load =
+        "import torch\nstate = torch.load(path, map_location=\"cpu\")\nw = state[\"w\"]\n⟦w⟧\n";
+    assert_eq!(device(load), Device::Cpu);
+    let safetensors = "from safetensors.torch import load_file\nbase = load_file(path)\nfor name, weight in base.items():\n    ⟦weight⟧\n";
+    assert_eq!(device(safetensors), Device::Cpu);
+    let get = "import torch\nadapter = torch.load(p, map_location='cpu')\na, b = adapter.get('a'), adapter.get('b')\n⟦b⟧\n";
+    assert_eq!(device(get), Device::Cpu);
+    assert_eq!(at(get).fact.kind, ValueKind::Tensor);
+    // Without `map_location`, where the tensors land is unknown.
+    let unknown = "import torch\nstate = torch.load(path)\n⟦state[\"w\"]⟧\n";
+    assert_ne!(device(unknown), Device::Cpu);
+}
+
+#[test]
+fn tuple_assignments_bind_element_by_element() {
+    let source = "import torch\nx, n = torch.zeros(3, device='xla'), 4\n⟦x⟧\n";
+    assert_eq!(at(source).fact.kind, ValueKind::Tensor);
+    assert_eq!(at(source).fact.device, Device::Accelerator);
+    let scalar = "import torch\nx, n = torch.zeros(3, device='xla'), 4\n⟦n⟧\n";
+    assert_eq!(at(scalar).fact.kind, ValueKind::Scalar);
+}
+
+#[test]
+fn cuda_device_loops_and_cuda_only_choices() {
+    // `range(torch.cuda.device_count())` is empty without CUDA.
+    let devices = "import torch\nfor i in range(torch.cuda.device_count()):\n    ⟦free⟧ = torch.cuda.mem_get_info(i)\n";
+    assert!(scope(devices).never_on_tpu);
+    assert!(!scope("for i in range(n):\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A value that exists only on CUDA (`index if device.type == "cuda" else None`) makes
+    // `… and index is not None` a CUDA-only test.
+    let index = "import torch\ndef f(module, device):\n    index = torch.device(device).index if torch.device(device).type == 'cuda' else None\n    if ready and index is not None:\n        ⟦m⟧ = module.cuda(index)\n";
+    assert!(scope(index).never_on_tpu);
+    let other = "import torch\ndef f(module, device):\n    index = torch.device(device).index if flag else None\n    if index is not None:\n        ⟦m⟧ = module.to(index)\n";
+    assert!(!scope(other).never_on_tpu);
 }

@@ -306,6 +306,7 @@ pub fn check_tree_with(
     }
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
     let dispatch: Vec<Vec<RuleId>> = DISPATCH
         .iter()
         .map(|ids| ids.iter().copied().filter(|id| runs(*id)).collect())
@@ -349,7 +350,10 @@ pub fn check_tree_with(
                 let test_code = semantic.in_test_code();
                 let mut found = diagnostics.split_off(before);
                 found.retain(|diagnostic| {
-                    if unreachable || semantic.range_never_on_tpu(node, diagnostic.range.clone()) {
+                    if unreachable
+                        || semantic.range_never_on_tpu(node, diagnostic.range.clone())
+                        || !semantic.role_reports(diagnostic.code, diagnostic.severity)
+                    {
                         return false;
                     }
                     !test_code
@@ -393,6 +397,8 @@ pub struct Inspection {
     pub hardware_scope: HardwareScope,
     /// Whether the node is test code.
     pub test_code: bool,
+    /// The node's other code roles (error branch, load time, host data pipeline).
+    pub roles: crate::semantic::CodeRoles,
 }
 
 /// Inspects the smallest named node that covers `range`, with the index as the traversal
@@ -408,6 +414,7 @@ pub fn inspect(
         .named_descendant_for_byte_range(range.start, range.end)?;
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
     let mut found = None;
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {
@@ -419,6 +426,7 @@ pub fn inspect(
                 backend: semantic.backend(),
                 hardware_scope: semantic.hardware_scope(),
                 test_code: semantic.in_test_code(),
+                roles: semantic.code_roles(),
             });
             return false;
         }

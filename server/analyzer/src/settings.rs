@@ -90,6 +90,32 @@ pub fn is_test_path(path: &str) -> bool {
         || matches!(stem, "tests" | "conftest" | "testing_utils" | "test_utils")
 }
 
+/// Whether a path is host data-pipeline code by the conventions of PyTorch projects: a
+/// `transforms/` or `datasets/` package (torchvision), an image or video processor
+/// (`image_processing_*.py`, `image_processor.py`, `video_processor.py`), an image-transform module
+/// (`image_transforms.py`, `*_transforms.py`), a feature extractor (`feature_extraction_*.py`) or a
+/// tokenizer (`tokenization_*.py`).
+/// They run in DataLoader workers or before the model is called, on host tensors.
+pub fn is_data_pipeline_path(path: &str) -> bool {
+    let mut components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let Some(file) = components.pop() else {
+        return false;
+    };
+    let stem = file.strip_suffix(".py").unwrap_or(file);
+    components
+        .iter()
+        .any(|dir| matches!(*dir, "transforms" | "datasets"))
+        || stem.starts_with("image_processing_")
+        || stem.starts_with("feature_extraction_")
+        || stem.starts_with("tokenization_")
+        || stem.starts_with("video_processing_")
+        || stem.ends_with("_transforms")
+        || matches!(
+            stem,
+            "image_processor" | "video_processor" | "image_transforms" | "transforms"
+        )
+}
+
 /// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RuleSelector {
@@ -251,6 +277,9 @@ pub struct Settings {
     /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
     /// functions and classes counts as test code in any file.
     pub test_path: bool,
+    /// Whether the file's path says it is host data-pipeline code (see
+    /// [`is_data_pipeline_path`]).
+    pub data_pipeline_path: bool,
 }
 
 impl Default for Settings {
@@ -261,6 +290,7 @@ impl Default for Settings {
             fixable: RuleSet::all(),
             test_code: TestCodePolicy::default(),
             test_path: false,
+            data_pipeline_path: false,
         }
     }
 }
@@ -353,6 +383,7 @@ impl Configuration {
             fixable,
             test_code: self.test_code,
             test_path: is_test_path(relative_path),
+            data_pipeline_path: is_data_pipeline_path(relative_path),
         }
     }
 
@@ -454,5 +485,22 @@ mod tests {
         assert!(!is_test_path("examples/train.py"));
         assert!(!is_test_path("src/contest.py"));
         assert!(!is_test_path("latest/train.py"));
+    }
+
+    #[test]
+    fn data_pipeline_paths() {
+        assert!(is_data_pipeline_path(
+            "torchvision/transforms/v2/functional/_color.py"
+        ));
+        assert!(is_data_pipeline_path(
+            "src/transformers/models/sam/image_processing_sam.py"
+        ));
+        assert!(is_data_pipeline_path("diffusers/image_processor.py"));
+        assert!(is_data_pipeline_path("pkg/datasets/mnist.py"));
+        assert!(is_data_pipeline_path("pkg/audio_transforms.py"));
+        assert!(is_data_pipeline_path("models/bert/tokenization_bert.py"));
+        assert!(!is_data_pipeline_path("train.py"));
+        assert!(!is_data_pipeline_path("models/detection/roi_heads.py"));
+        assert!(!is_data_pipeline_path("data/loader.py"));
     }
 }

@@ -252,6 +252,108 @@ pub const CUDA_SILENT: &[&str] = &[
     "set_rng_state_all",
 ];
 
+/// Tensor attributes that describe a tensor rather than hold its values: reading them never
+/// syncs, and they are no tensors (`x.dtype == torch.float16`, `x.ndim == 4`). A model output's
+/// other fields (`out.logits`) are tensors; these never are.
+pub const TENSOR_METADATA_ATTRIBUTES: &[&str] = &[
+    "dtype",
+    "ndim",
+    "shape",
+    "device",
+    "is_cuda",
+    "is_cpu",
+    "is_sparse",
+    "is_quantized",
+    "is_meta",
+    "requires_grad",
+    "is_leaf",
+    "layout",
+    "names",
+    "itemsize",
+    "nbytes",
+];
+
+/// What a parameter annotation says the value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnotatedKind {
+    /// `torch.Tensor`, `Optional[torch.FloatTensor]`, `Tensor | None`.
+    Tensor,
+    /// `Tuple[torch.Tensor, ...]`, `List[Tensor]`, `Optional[Dict[str, Tensor]]`, a `Cache`: a
+    /// container of tensors is no tensor (its truth value is its length).
+    Container,
+    /// Anything else (`int`, `bool`, `str`, a class).
+    Other,
+}
+
+/// Classifies an annotation's text: `Optional[...]`, `X | None` and quotes are looked through;
+/// the outermost remaining type decides.
+pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
+    let mut text: String = annotation
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+        .collect();
+    for _ in 0..4 {
+        let unwrapped = ["typing.Optional[", "Optional["]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))
+            .and_then(|rest| rest.strip_suffix(']'))
+            .map(str::to_string);
+        match unwrapped {
+            Some(inner) => text = inner,
+            None => break,
+        }
+    }
+    let text = text
+        .strip_suffix("|None")
+        .or_else(|| text.strip_prefix("None|"))
+        .unwrap_or(&text);
+    let outer = text.split('[').next().unwrap_or(text);
+    let outer = outer.rsplit('.').next().unwrap_or(outer);
+    if matches!(
+        outer,
+        "Tuple" | "tuple" | "List" | "list" | "Dict" | "dict" | "Sequence" | "Iterable" | "Mapping"
+    ) || outer.ends_with("Cache")
+    {
+        return AnnotatedKind::Container;
+    }
+    if text.contains("Tensor") {
+        AnnotatedKind::Tensor
+    } else {
+        AnnotatedKind::Other
+    }
+}
+
+/// Packages that run only on CUDA GPUs: NVIDIA's kernels and runtimes, and the libraries built on
+/// them (Megatron-LM, bitsandbytes' quantised kernels, Transformer Engine's fp8, Apex's fused
+/// ops, Triton's GPU kernels, FlashAttention, xFormers, NVML, CuPy, TensorRT, MS-AMP). Code that
+/// calls them cannot run on a TPU, so what it does there is no TPU problem.
+///
+/// Sources: each project's installation requirements (CUDA toolkit / NVIDIA GPU):
+/// <https://github.com/NVIDIA/Megatron-LM>, <https://github.com/bitsandbytes-foundation/bitsandbytes>,
+/// <https://github.com/NVIDIA/TransformerEngine>, <https://github.com/NVIDIA/apex>,
+/// <https://github.com/triton-lang/triton>, <https://github.com/Dao-AILab/flash-attention>.
+pub const CUDA_ONLY_PACKAGES: &[&str] = &[
+    "megatron",
+    "bitsandbytes",
+    "transformer_engine",
+    "apex",
+    "triton",
+    "flash_attn",
+    "xformers",
+    "pynvml",
+    "cupy",
+    "torch_tensorrt",
+    "tensorrt",
+    "msamp",
+];
+
+/// Whether a qualified name (`bitsandbytes.nn.Linear8bitLt`, `megatron.core.mpu`) or module
+/// belongs to a CUDA-only package.
+pub fn is_cuda_only_package(qualified: &str) -> bool {
+    let top = qualified.split('.').next().unwrap_or(qualified);
+    CUDA_ONLY_PACKAGES.contains(&top)
+}
+
 /// torch functions that answer a question or configure state rather than compute a tensor:
 /// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
 /// `torch.compiler.is_compiling()`.

@@ -83,6 +83,56 @@ pub(crate) struct GuardFrame {
     /// Whether the code here runs off the step: under a throttle (`if step % 100 == 0:`), in a
     /// closure passed to `xm.add_step_closure` (run after the step), so not on every step.
     pub cold: bool,
+    /// Whether only errors matter here: the code runs on the way to raising (an error branch).
+    pub errors_only: bool,
+    /// Whether the code runs once per checkpoint load (see `summaries`): what an op costs per
+    /// execution does not matter there, choices (dtypes, APIs) still do.
+    pub load_time: bool,
+    /// Whether the code is host data-pipeline code (image processors, transforms, datasets): its
+    /// tensors are host tensors, so host syncs, CPU fallbacks and data-dependent shapes are moot.
+    pub host_data: bool,
+}
+
+/// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
+/// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
+/// exception.
+pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
+    if !matches!(
+        parent.kind_name(),
+        "if_statement" | "elif_clause" | "else_clause"
+    ) {
+        return false;
+    }
+    if parent.kind_name() == "if_statement"
+        && parent
+            .field("consequence")
+            .is_none_or(|c| c.id() != block.id())
+    {
+        return false;
+    }
+    let mut cursor = block.walk();
+    let Some(last) = block
+        .named_children(&mut cursor)
+        .filter(|s| s.kind_name() != "comment")
+        .last()
+    else {
+        return false;
+    };
+    match last.kind_name() {
+        "raise_statement" => true,
+        "assert_statement" => last
+            .named_child(0)
+            .is_some_and(|c| c.kind_name() == "false"),
+        "expression_statement" => last.named_child(0).is_some_and(|call| {
+            syntax::call_parts(call).is_some_and(|(function, arguments)| {
+                node_text(function, source).ends_with("_assert")
+                    && syntax::positional_args(arguments)
+                        .first()
+                        .is_some_and(|first| first.kind_name() == "false")
+            })
+        }),
+        _ => false,
+    }
 }
 
 /// Whether `block` is the body of `if <throttle>:` (a condition computing `a % b`).
@@ -150,7 +200,7 @@ pub(crate) fn expression_never_on_tpu<'t>(
 }
 
 /// Whether code that runs when `test` holds never runs on a TPU.
-fn never_on_tpu_when_true(test: DeviceTest) -> bool {
+pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     matches!(
         (test.hardware, test.positive),
         (Hardware::Cuda, true) | (Hardware::Tpu, false)
@@ -221,6 +271,13 @@ pub(crate) fn block_scope(
             }
             _ => outer,
         },
+        // `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA.
+        "for_statement" if iterates_cuda_devices(parent, source) => {
+            outer.branch(Some(DeviceTest {
+                hardware: Hardware::Cuda,
+                positive: true,
+            }))
+        }
         "while_statement" => outer.branch(
             parent
                 .field("condition")
@@ -228,6 +285,30 @@ pub(crate) fn block_scope(
         ),
         _ => outer,
     }
+}
+
+/// Whether a `for` loop iterates over the CUDA devices: `range(torch.cuda.device_count())` (or
+/// `range(0, n)` with such a count), which is empty without CUDA.
+fn iterates_cuda_devices(for_statement: Node<'_>, source: &str) -> bool {
+    let Some((function, arguments)) = for_statement
+        .field("right")
+        .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
+    else {
+        return false;
+    };
+    if node_text(function, source) != "range" {
+        return false;
+    }
+    let bound = syntax::positional_args(arguments).last().copied();
+    bound.is_some_and(|bound| {
+        bound.kind_name() == "call"
+            && device_test(bound, source).is_some_and(|t| {
+                t == DeviceTest {
+                    hardware: Hardware::Cuda,
+                    positive: true,
+                }
+            })
+    })
 }
 
 /// What running a later branch of `if_statement` (before `branch`) implies: every earlier

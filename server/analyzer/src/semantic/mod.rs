@@ -26,6 +26,7 @@ pub(crate) mod summaries;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
+pub use roles::CodeRoles;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 
@@ -124,6 +125,10 @@ struct FunctionReturns {
 #[derive(Debug, Default)]
 struct Scope {
     bindings: HashMap<String, Binding>,
+    /// For each name assigned something other than `None` in this scope: whether every such
+    /// value so far needs CUDA (a `torch.cuda.*` object such as `torch.cuda.Stream()`, or any
+    /// value assigned in CUDA-only code). `if stream is not None:` then runs only with CUDA.
+    cuda_values: HashMap<String, bool>,
 }
 
 #[derive(Debug)]
@@ -209,6 +214,9 @@ impl<'t> SemanticModel<'t> {
                 scope: HardwareScope::default(),
                 test_code: false,
                 cold: false,
+                errors_only: false,
+                load_time: false,
+                host_data: false,
             }],
             test_framework: false,
             summaries: Summaries::default(),
@@ -440,6 +448,30 @@ impl<'t> SemanticModel<'t> {
             );
             return;
         }
+        // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
+        // onto the host: the values are host tensors.
+        if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
+            && function.kind_name() == "attribute"
+            && let (Some(object), Some(method)) =
+                (function.field("object"), function.field("attribute"))
+            && self.fact(object).kind == ValueKind::Container
+            && self.fact(object).device == Device::Cpu
+        {
+            let value = match (node_text(method, self.source), left.kind_name()) {
+                ("items", "pattern_list" | "tuple_pattern") if left.named_child_count() == 2 => {
+                    left.named_child(1)
+                }
+                ("values", "identifier") => Some(left),
+                _ => None,
+            };
+            if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+                self.bind(
+                    node_text(value, self.source).to_string(),
+                    Binding::Value(Fact::tensor(Device::Cpu, origin)),
+                );
+            }
+            return;
+        }
         // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
         // loader (`MpDeviceLoader`): the batch's tensors are on the device.
         let enumerated = syntax::call_parts(syntax::unparenthesize(right))
@@ -575,28 +607,108 @@ impl<'t> SemanticModel<'t> {
         ) else {
             return;
         };
-        let scope = guards::block_scope(
+        let mut scope = guards::block_scope(
             self.current_scope(),
             block,
             parent,
             grandparent,
             self.source,
         );
-        let cold = self.in_cold_code() || guards::is_throttled_block(block, parent, self.source);
+        // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
+        // CUDA GPU whenever it runs.
+        if self.summaries.cuda_library_scopes.contains(&block.id())
+            || self.is_cuda_mode_branch(block, parent)
+            || self.is_cuda_value_branch(block, parent)
+        {
+            scope.never_on_tpu = true;
+            scope.device_branch = true;
+        }
+        let error_branch = guards::is_error_branch(block, parent, self.source);
+        let cold = self.in_cold_code()
+            || error_branch
+            || guards::is_throttled_block(block, parent, self.source);
+        let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
             scope,
             test_code: self.in_test_code(),
             cold,
+            errors_only: error_branch || outer.is_some_and(|f| f.errors_only),
+            load_time: outer.is_some_and(|f| f.load_time),
+            host_data: outer.is_some_and(|f| f.host_data),
         });
+    }
+
+    /// `if self.model_parallel:` where the flag switches a CUDA-only mode on (see
+    /// `Summaries::cuda_mode_flags`): the branch runs only with CUDA.
+    fn is_cuda_mode_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
+        if parent.kind_name() != "if_statement"
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+            || self.summaries.cuda_mode_flags.is_empty()
+        {
+            return false;
+        }
+        let Some(condition) = parent.field("condition").map(syntax::unparenthesize) else {
+            return false;
+        };
+        // `self.flag` alone, or on the left of `and` (`self.model_parallel and x`).
+        let tested = match condition.kind_name() {
+            "boolean_operator"
+                if condition
+                    .field("operator")
+                    .is_some_and(|o| node_text(o, self.source) == "and") =>
+            {
+                condition.field("left")
+            }
+            _ => Some(condition),
+        };
+        tested.is_some_and(|tested| {
+            tested.kind_name() == "attribute"
+                && tested
+                    .field("object")
+                    .is_some_and(|o| node_text(o, self.source) == "self")
+                && tested.field("attribute").is_some_and(|a| {
+                    self.summaries
+                        .cuda_mode_flags
+                        .contains(node_text(a, self.source))
+                })
+        })
     }
 
     fn enter_definition_guards(&mut self, definition: Node<'t>) {
         let decorated = self
             .parent(definition)
             .filter(|p| p.kind_name() == "decorated_definition");
-        let scope =
+        let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
+        // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
+        if self
+            .summaries
+            .cuda_library_scopes
+            .contains(&definition.id())
+        {
+            scope.never_on_tpu = true;
+            scope.device_branch = true;
+        }
+        let outer = self.guard_frames.last().copied();
+        let load_time = definition.kind_name() == "function_definition"
+            && self
+                .function_summary(definition)
+                .is_some_and(|summary| summary.load_time);
+        let host_data = outer.is_some_and(|f| f.host_data)
+            || match definition.kind_name() {
+                "class_definition" => roles::is_dataset_class(definition, self.source),
+                // Reach wins: torchvision's `postprocess_detections`, called from `forward`,
+                // runs on the device.
+                _ => {
+                    roles::is_processing_function(definition, self.source)
+                        && !self
+                            .function_summary(definition)
+                            .is_some_and(|summary| summary.reached_from_loop)
+                }
+            };
         let test_code = self.in_test_code()
             || match definition.kind_name() {
                 "class_definition" => {
@@ -616,6 +728,9 @@ impl<'t> SemanticModel<'t> {
             scope,
             test_code,
             cold,
+            errors_only: outer.is_some_and(|f| f.errors_only),
+            load_time: load_time || outer.is_some_and(|f| f.load_time),
+            host_data,
         });
     }
 
@@ -631,11 +746,15 @@ impl<'t> SemanticModel<'t> {
                 .is_some_and(|q| q.ends_with("add_step_closure"))
         });
         if closure {
+            let outer = self.guard_frames.last().copied();
             let frame = GuardFrame {
                 node_id: lambda.id(),
                 scope: self.current_scope(),
                 test_code: self.in_test_code(),
                 cold: true,
+                errors_only: outer.is_some_and(|f| f.errors_only),
+                load_time: outer.is_some_and(|f| f.load_time),
+                host_data: outer.is_some_and(|f| f.host_data),
             };
             self.guard_frames.push(frame);
         }
@@ -651,6 +770,43 @@ impl<'t> SemanticModel<'t> {
         if let Some(root) = self.guard_frames.first_mut() {
             root.test_code = test_file;
         }
+    }
+
+    /// Marks the whole file as host data-pipeline code (its path says so: `transforms/`,
+    /// `image_processing_*.py`, see [`crate::settings::is_data_pipeline_path`]).
+    pub fn set_data_pipeline_file(&mut self, host_data: bool) {
+        if let Some(root) = self.guard_frames.first_mut() {
+            root.host_data = host_data;
+        }
+    }
+
+    /// The roles of the current node's code (error branch, load time, host data pipeline).
+    pub fn code_roles(&self) -> CodeRoles {
+        self.guard_frames
+            .last()
+            .map(|frame| CodeRoles {
+                error_branch: frame.errors_only,
+                load_time: frame.load_time,
+                host_data: frame.host_data,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether a finding of rule `code` at `severity` is reported at the current node, given the
+    /// code's role: only errors on the way to an exception; nothing about device tensors'
+    /// values in host data-pipeline code; nothing about an op's per-execution cost in
+    /// once-per-load code.
+    pub fn role_reports(&self, code: &str, severity: crate::diagnostic::Severity) -> bool {
+        let Some(frame) = self.guard_frames.last() else {
+            return true;
+        };
+        if frame.errors_only && severity != crate::diagnostic::Severity::Error {
+            return false;
+        }
+        if frame.load_time && roles::concerns_execution_cost(code) {
+            return false;
+        }
+        !(frame.host_data && roles::concerns_device_values(code))
     }
 
     /// Whether the current node is test code: in a test function, fixture or test class (in a
@@ -820,12 +976,18 @@ impl<'t> SemanticModel<'t> {
                 continue;
             }
             let origin = Some((name_node.start_byte(), name_node.end_byte()));
-            let fact = if let Some(annotation) = annotation {
-                let annotation_text = node_text(annotation, source);
-                if annotation_text.contains("Tensor") {
-                    Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::Annotation)
-                } else {
-                    Fact::of(ValueKind::Scalar)
+            // A flag's default says what it is, whatever the annotation claims
+            // (`output_attentions: Optional[torch.Tensor] = False`).
+            let flag_default =
+                default.is_some_and(|d| matches!(d.kind_name(), "true" | "false" | "string"));
+            let fact = if flag_default {
+                Fact::of(ValueKind::Scalar)
+            } else if let Some(annotation) = annotation {
+                match torch_api::annotated_kind(node_text(annotation, source)) {
+                    torch_api::AnnotatedKind::Tensor => Fact::tensor(Device::Accelerator, origin)
+                        .with_evidence(Evidence::Annotation),
+                    torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
+                    torch_api::AnnotatedKind::Other => Fact::of(ValueKind::Scalar),
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
@@ -969,6 +1131,21 @@ impl<'t> SemanticModel<'t> {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
+        // `a, b = x.get("a"), x.get("b")`: element by element.
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && matches!(right.kind_name(), "expression_list" | "tuple")
+            && left.named_child_count() == right.named_child_count()
+        {
+            let mut cursor = left.walk();
+            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
+            let mut cursor = right.walk();
+            let values: Vec<Node<'_>> = right.named_children(&mut cursor).collect();
+            let facts: Vec<Fact> = values.iter().map(|v| self.fact(*v)).collect();
+            for (target, fact) in targets.into_iter().zip(facts) {
+                self.bind_target(target, fact, 1);
+            }
+            return;
+        }
         if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
             && right.kind_name() == "call"
         {
@@ -981,11 +1158,122 @@ impl<'t> SemanticModel<'t> {
                 return;
             }
         }
+        if left.kind_name() == "identifier" && right.kind_name() != "none" {
+            let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
+            let name = node_text(left, self.source).to_string();
+            if let Some(scope) = self.scopes.last_mut() {
+                let all = scope.cuda_values.entry(name).or_insert(true);
+                *all &= cuda;
+            }
+        }
         let mut fact = self.fact(right);
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
         }
         self.bind_target(left, fact, 0);
+    }
+
+    /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
+    /// such objects and `None` (`torch.cuda.Stream() if flag else None`).
+    fn value_needs_cuda(&self, value: Node<'_>, depth: usize) -> bool {
+        let value = syntax::unparenthesize(value);
+        match value.kind_name() {
+            "call" => self
+                .call_qualified_name(value)
+                .is_some_and(|q| q.starts_with("torch.cuda.")),
+            "conditional_expression" if depth < 4 => {
+                let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2))
+                else {
+                    return false;
+                };
+                // `index if device.type == "cuda" else None`: that branch is taken only with CUDA.
+                let test = value
+                    .named_child(1)
+                    .and_then(|c| guards::device_test(c, self.source));
+                let taken_only_with_cuda = |consequence: bool| {
+                    test.is_some_and(|test| {
+                        let test = if consequence {
+                            test
+                        } else {
+                            guards::DeviceTest {
+                                positive: !test.positive,
+                                ..test
+                            }
+                        };
+                        guards::never_on_tpu_when_true(test)
+                    })
+                };
+                let branches: Vec<(Node<'_>, bool)> = [(first, true), (second, false)]
+                    .into_iter()
+                    .filter(|(b, _)| b.kind_name() != "none")
+                    .collect();
+                !branches.is_empty()
+                    && branches.into_iter().all(|(b, consequence)| {
+                        taken_only_with_cuda(consequence) || self.value_needs_cuda(b, depth + 1)
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// `if stream is not None:` / `if stream:` where every non-`None` value of `stream` in this
+    /// scope needs CUDA (see `Scope::cuda_values`): the branch runs only with CUDA.
+    fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
+        if parent.kind_name() != "if_statement"
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+        {
+            return false;
+        }
+        let Some(condition) = parent.field("condition") else {
+            return false;
+        };
+        self.tests_cuda_value(condition, 0)
+    }
+
+    /// Whether `condition` holds only when a CUDA-only value exists: `x`, `x is not None`, or
+    /// either side of `… and …` being so.
+    fn tests_cuda_value(&self, condition: Node<'_>, depth: usize) -> bool {
+        let condition = syntax::unparenthesize(condition);
+        if depth < 4
+            && condition.kind_name() == "boolean_operator"
+            && condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, self.source) == "and")
+        {
+            return [condition.field("left"), condition.field("right")]
+                .into_iter()
+                .flatten()
+                .any(|side| self.tests_cuda_value(side, depth + 1));
+        }
+        let name = match condition.kind_name() {
+            "identifier" => Some(condition),
+            "comparison_operator" if condition.named_child_count() == 2 => {
+                let mut cursor = condition.walk();
+                let operator: String = condition
+                    .children(&mut cursor)
+                    .filter(|c| !c.is_named())
+                    .map(|c| node_text(c, self.source))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let right_is_none = condition
+                    .named_child(1)
+                    .is_some_and(|r| r.kind_name() == "none");
+                (operator == "is not" && right_is_none)
+                    .then(|| condition.named_child(0))
+                    .flatten()
+                    .filter(|n| n.kind_name() == "identifier")
+            }
+            _ => None,
+        };
+        name.is_some_and(|name| {
+            self.scopes
+                .last()
+                .and_then(|scope| scope.cuda_values.get(node_text(name, self.source)))
+                .copied()
+                .unwrap_or(false)
+        })
     }
 
     fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
@@ -1344,6 +1632,10 @@ impl<'t> SemanticModel<'t> {
                 match value.kind {
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
                     ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
+                    // `state["w"]` of state loaded onto the host.
+                    ValueKind::Container if value.device == Device::Cpu => {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
                     _ => Fact::UNKNOWN,
                 }
             }
@@ -1436,6 +1728,10 @@ impl<'t> SemanticModel<'t> {
                 ),
                 "shape" => Fact::of(ValueKind::Container),
                 "device" => Fact::of(ValueKind::DeviceObject),
+                // `x.dtype`, `x.ndim`: descriptions of the tensor, never tensors themselves.
+                _ if torch_api::TENSOR_METADATA_ATTRIBUTES.contains(&attribute) => {
+                    Fact::of(ValueKind::Scalar)
+                }
                 // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
                 _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
                     object_fact.device,
@@ -1585,6 +1881,12 @@ impl<'t> SemanticModel<'t> {
                         "tolist" => Fact::of(ValueKind::Container),
                         _ => Fact::of(ValueKind::NumpyArray),
                     },
+                    // `state.get("w")` / `state.pop("w")` of state loaded onto the host.
+                    ValueKind::Container
+                        if receiver.device == Device::Cpu && matches!(method, "get" | "pop") =>
+                    {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
                     _ => {
                         // `self.layer(x)` where `self.layer` is a submodule.
                         let callee = self.fact_at_depth(function, depth + 1);
@@ -1612,6 +1914,26 @@ impl<'t> SemanticModel<'t> {
         origin: Option<(usize, usize)>,
         depth: usize,
     ) -> Fact {
+        // Loaded state placed on the host: `torch.load(p, map_location="cpu")`,
+        // `safetensors.torch.load_file(p)` (its device defaults to the CPU). Its tensors are host
+        // tensors (a container that says where its tensors live).
+        if qualified == "torch.load" || qualified == "safetensors.torch.load_file" {
+            let device = syntax::argument(arguments, 1, "map_location", self.source)
+                .or_else(|| syntax::keyword_arg(arguments, "device", self.source))
+                .and_then(|d| syntax::string_value(d, self.source));
+            let on_host = match device.as_deref() {
+                Some(device) => device == "cpu",
+                None => qualified == "safetensors.torch.load_file",
+            };
+            if on_host {
+                return Fact {
+                    kind: ValueKind::Container,
+                    device: Device::Cpu,
+                    origin,
+                    ..Fact::UNKNOWN
+                };
+            }
+        }
         if let Some(function) = qualified.strip_prefix("torch.") {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {

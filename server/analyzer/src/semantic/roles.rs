@@ -1,12 +1,29 @@
-//! Code roles: which code is test code (pytest and unittest conventions, test paths), decided once
-//! per function or class as the traversal enters it. By default only errors are reported there
-//! ([`crate::settings::TestCodePolicy`]): a slow op in a test costs nothing in training, while an
-//! error makes the test fail on a TPU.
+//! Code roles: which code is test code (pytest and unittest conventions, test paths) and which is
+//! host data-pipeline code (datasets, transforms, image processors, `preprocess`/`postprocess`
+//! steps), decided once
+//! per function or class as the traversal enters it. By default only errors are reported in test
+//! code ([`crate::settings::TestCodePolicy`]): a slow op in a test costs nothing in training, while
+//! an error makes the test fail on a TPU. In host data-pipeline code nothing about device tensors'
+//! values is reported; in once-per-load code (state-dict filters and their helpers, see
+//! `summaries`) nothing about an op's per-execution cost; in error branches only errors.
 //!
 //! A function named `test…` counts only in a file that uses a test framework (or lives on a test
 //! path): `def test(model, loader):` in a training script is its evaluation loop, not a test.
 
 use tree_sitter::Node;
+
+/// The roles of the code at a point, beyond test code: what the checker's policy reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CodeRoles {
+    /// On the way to an exception (`if bad: raise …`): only errors are reported.
+    pub error_branch: bool,
+    /// Once per checkpoint load (state-dict filters and the helpers only they call): nothing
+    /// about an op's per-execution cost is reported.
+    pub load_time: bool,
+    /// Host data-pipeline code (datasets, transforms, image processors): nothing about device
+    /// tensors' values is reported.
+    pub host_data: bool,
+}
 
 use crate::semantic::ModuleImports;
 use crate::syntax::{self, NodeExt, node_text};
@@ -99,4 +116,54 @@ pub(crate) fn is_test_function(
                 .and_then(|parts| parts.last().copied())
                 .is_some_and(|last| last == "fixture")
         })
+}
+
+/// Whether a class is a dataset (`class Shapes(Dataset)`, `torch.utils.data.IterableDataset`):
+/// its methods build samples on the host, in DataLoader workers.
+pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
+    let Some(superclasses) = class.field("superclasses") else {
+        return false;
+    };
+    let mut cursor = superclasses.walk();
+    superclasses.named_children(&mut cursor).any(|base| {
+        syntax::dotted_parts(base, source)
+            .and_then(|parts| parts.last().copied())
+            .is_some_and(|last| matches!(last, "Dataset" | "IterableDataset"))
+    })
+}
+
+/// Whether a function is a processing step around the model, by the convention of inference
+/// pipelines (Hugging Face `Pipeline.preprocess` / `postprocess`, image processors'
+/// `post_process_*`): it runs on the host, once per call, before or after the model.
+pub(crate) fn is_processing_function(function: Node<'_>, source: &str) -> bool {
+    let name = function
+        .field("name")
+        .map(|n| node_text(n, source))
+        .unwrap_or("");
+    let name = name.trim_start_matches('_');
+    ["preprocess", "postprocess", "pre_process", "post_process"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
+/// Whether rule `code` is about device tensors' values: host syncs (TPU1xx), CPU fallbacks
+/// (TPU2xx), data-dependent shapes (TPU301–305, TPU309) and where loaded tensors land (TPU406). On
+/// host tensors (data pipelines) none applies; padding and loader rules (TPU306–308) still do,
+/// since their shapes reach the device.
+pub(crate) fn concerns_device_values(code: &str) -> bool {
+    // TPU406: a data pipeline loads the host tensors it wrote (processed datasets, vocabularies).
+    if code == "TPU406" {
+        return true;
+    }
+    let Some(number) = code.strip_prefix("TPU").and_then(|n| n.parse::<u32>().ok()) else {
+        return false;
+    };
+    matches!(number, 100..=299 | 301..=305 | 309)
+}
+
+/// Whether rule `code` is about what running an op costs each time it runs: the device-value
+/// rules above, and creating a tensor on the host to copy it (TPU407). Once per checkpoint load
+/// that cost is paid once; a dtype or API choice made there (TPU5xx, TPU6xx) still matters.
+pub(crate) fn concerns_execution_cost(code: &str) -> bool {
+    concerns_device_values(code) || code == "TPU407"
 }

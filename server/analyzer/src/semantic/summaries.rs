@@ -82,6 +82,9 @@ pub struct FunctionSummary {
     pub steps_optimizer: bool,
     /// Whether it calls `backward` (`loss.backward()`, `accelerator.backward(loss)`).
     pub calls_backward: bool,
+    /// Where it first writes tensors with `torch.save` / `xm.save` (a byte offset): a
+    /// `torch.load` after it may read back what this process wrote, on the devices it wrote from.
+    pub first_save: Option<usize>,
     /// Names of the functions and methods it calls (`helper`, `self.helper` → `helper`).
     pub calls: Vec<String>,
     /// Whether a function of this file it calls, directly or transitively, syncs.
@@ -91,6 +94,13 @@ pub struct FunctionSummary {
     /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
     /// one of them.
     pub compiled: bool,
+    /// Whether it runs once per checkpoint load rather than per step: it takes a state dict
+    /// (`def checkpoint_filter_fn(state_dict, model)`), is a
+    /// state-dict hook (`_load_from_state_dict`, `load_state_dict`), or every function of the
+    /// file that calls it is such a function (and no training loop reaches it).
+    pub load_time: bool,
+    /// Names of its parameters (for the load-time role).
+    pub parameters: Vec<String>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -125,6 +135,11 @@ pub struct FileFacts {
     /// A TorchTPU device string in a device position (`device="tpu"`, `torch.device("tpu")`,
     /// `torch.compile(backend="tpu")`) or a `torch.tpu.*` call.
     pub tpu_evidence: bool,
+    /// Where module-level code first calls `torch.save` / `xm.save` (a byte offset).
+    pub first_module_save: Option<usize>,
+    /// How many functions of the file call `torch.save` / `xm.save`: a module that writes
+    /// checkpoints in one function and reads them in another reads back its own files.
+    pub saving_functions: usize,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts.
@@ -140,6 +155,20 @@ pub(crate) struct Summaries {
     pub compiled_names: HashSet<String>,
     /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
     pub step_closures: HashSet<String>,
+    /// Blocks (and classes) that call or import a CUDA-only package (`torch_api::CUDA_ONLY_PACKAGES`)
+    /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
+    /// its `__init__` body does (no instance exists without CUDA).
+    pub cuda_library_scopes: HashSet<usize>,
+    /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
+    /// only by methods that place the model on CUDA devices unconditionally
+    /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
+    /// runs only with CUDA, and so do those methods.
+    pub cuda_mode_flags: HashSet<String>,
+    /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
+    /// device API in its own body (not under a branch), and its body block.
+    flag_sets: Vec<(usize, String)>,
+    cuda_device_functions: HashSet<usize>,
+    body_blocks: HashMap<usize, usize>,
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -163,6 +192,8 @@ enum Frame {
     },
     /// The body of `if step % N == 0:`: calls there run once every N steps.
     Throttle,
+    /// A block (for the innermost block around a call of a CUDA-only package).
+    Block,
     Other,
 }
 
@@ -225,6 +256,7 @@ fn enter(
             let index = summaries.functions.len();
             summaries.functions.push(FunctionSummary {
                 name: name.to_string(),
+                parameters: parameter_names(node, source),
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node.id(), index);
@@ -245,6 +277,31 @@ fn enter(
             ));
         }
         "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
+        "block" => {
+            if let Some((_, Frame::Function(index))) = stack.last() {
+                summaries.body_blocks.insert(*index, node.id());
+            }
+            stack.push((node.id(), Frame::Block))
+        }
+        "assignment" => {
+            // `self.<flag> = True` in a method.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && right.kind_name() == "true"
+                && left.kind_name() == "attribute"
+                && left
+                    .field("object")
+                    .is_some_and(|o| node_text(o, source) == "self")
+                && let Some(attribute) = left.field("attribute")
+                && let Some(index) = innermost_function(stack)
+            {
+                summaries
+                    .flag_sets
+                    .push((index, node_text(attribute, source).to_string()));
+            }
+        }
+        "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
+            mark_cuda_library_use(node, source, summaries, stack)
+        }
         "if_statement"
             if node
                 .field("condition")
@@ -256,7 +313,7 @@ fn enter(
             if let Some((_, Frame::Loop { summary, .. })) = stack
                 .iter_mut()
                 .rev()
-                .find(|(_, f)| !matches!(f, Frame::Other))
+                .find(|(_, f)| !matches!(f, Frame::Other | Frame::Block))
             {
                 summary.exits = true;
             }
@@ -290,8 +347,22 @@ fn call(
         _ => method,
     };
     let q = qualified.as_deref().unwrap_or("");
+    if crate::torch_api::is_cuda_only_package(q) {
+        mark_cuda_library_use(node, source, summaries, stack);
+    }
+    // A CUDA device API in a function's own body (its body block is the innermost block).
+    if let Some(api) = q.strip_prefix("torch.cuda.")
+        && (api == "device_count" || crate::torch_api::CUDA_RAISING.contains(&api))
+        && let [.., (_, Frame::Function(index)), (_, Frame::Block)] = &stack[..]
+    {
+        summaries.cuda_device_functions.insert(*index);
+    }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
+    let saves = matches!(
+        q,
+        "torch.save" | "torch_xla.core.xla_model.save" | "torch_xla.utils.serialization.save"
+    );
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
             && receiver.is_some_and(|r| {
@@ -353,14 +424,114 @@ fn call(
                 function.syncs |= syncs;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
+                if saves && function.first_save.is_none() {
+                    function.first_save = Some(node.start_byte());
+                }
                 if let Some(callee) = callee {
                     function.calls.push(callee.to_string());
                 }
                 return;
             }
             Frame::Throttle => in_loop = false,
-            Frame::Other => {}
+            Frame::Other | Frame::Block => {}
         }
+    }
+    // Module-level code (no function around the call).
+    if saves && summaries.file.first_module_save.is_none() {
+        summaries.file.first_module_save = Some(node.start_byte());
+    }
+}
+
+/// The index of the innermost function around the current node.
+fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
+    stack.iter().rev().find_map(|(_, frame)| match frame {
+        Frame::Function(index) => Some(*index),
+        _ => None,
+    })
+}
+
+/// Finds the CUDA-mode flags (see [`Summaries::cuda_mode_flags`]) and scopes the methods that
+/// set them to CUDA.
+fn cuda_mode_flags(summaries: &mut Summaries) {
+    let mut enabled_elsewhere: HashSet<&str> = HashSet::new();
+    let mut flags: HashSet<String> = HashSet::new();
+    for (index, flag) in &summaries.flag_sets {
+        if summaries.cuda_device_functions.contains(index) {
+            flags.insert(flag.clone());
+        } else {
+            enabled_elsewhere.insert(flag);
+        }
+    }
+    flags.retain(|flag| !enabled_elsewhere.contains(flag.as_str()));
+    for (index, flag) in &summaries.flag_sets {
+        if flags.contains(flag)
+            && let Some(block) = summaries.body_blocks.get(index)
+        {
+            summaries.cuda_library_scopes.insert(*block);
+        }
+    }
+    summaries.cuda_mode_flags = flags;
+}
+
+/// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
+/// `from megatron.core import mpu`).
+fn imports_cuda_only_package(statement: Node<'_>, source: &str) -> bool {
+    let module = match statement.kind_name() {
+        "import_from_statement" => statement.field("module_name"),
+        _ => statement.named_child(0).map(|name| match name.kind_name() {
+            "aliased_import" => name.field("name").unwrap_or(name),
+            _ => name,
+        }),
+    };
+    module.is_some_and(|m| crate::torch_api::is_cuda_only_package(node_text(m, source)))
+}
+
+/// Records that the innermost block around `node` uses a CUDA-only package (and its class, when
+/// that block is the body of the class's `__init__`).
+fn mark_cuda_library_use(
+    node: Node<'_>,
+    source: &str,
+    summaries: &mut Summaries,
+    stack: &[(usize, Frame)],
+) {
+    let Some((block, _)) = stack
+        .iter()
+        .rev()
+        .find(|(_, frame)| matches!(frame, Frame::Block))
+    else {
+        return;
+    };
+    summaries.cuda_library_scopes.insert(*block);
+    // The block node itself, to find an `__init__` whose body it is.
+    let mut ancestor = node.parent();
+    while let Some(current) = ancestor {
+        if current.id() == *block {
+            break;
+        }
+        ancestor = current.parent();
+    }
+    let Some(function) = ancestor
+        .and_then(|b| b.parent())
+        .filter(|f| f.kind_name() == "function_definition")
+    else {
+        return;
+    };
+    let initialiser = function
+        .field("name")
+        .is_some_and(|n| node_text(n, source) == "__init__");
+    if !initialiser {
+        return;
+    }
+    let class = function
+        .parent()
+        .filter(|p| p.kind_name() == "decorated_definition")
+        .or(Some(function))
+        .and_then(|f| f.parent())
+        .filter(|b| b.kind_name() == "block")
+        .and_then(|b| b.parent())
+        .filter(|c| c.kind_name() == "class_definition");
+    if let Some(class) = class {
+        summaries.cuda_library_scopes.insert(class.id());
     }
 }
 
@@ -404,7 +575,12 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
             loop_roots.extend(summary.calls.iter().cloned());
         }
         // The enclosing loop sees what this one does.
-        if let Some((_, Frame::Loop { summary: outer, .. })) = stack.last_mut() {
+        // (Blocks are transparent: the loop's body block lies between the two loops.)
+        let enclosing = stack
+            .iter_mut()
+            .rev()
+            .find(|(_, frame)| !matches!(frame, Frame::Block));
+        if let Some((_, Frame::Loop { summary: outer, .. })) = enclosing {
             outer.syncs |= summary.syncs;
             outer.calls_backward |= summary.calls_backward;
             outer.steps_optimizer |= summary.steps_optimizer;
@@ -492,6 +668,13 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             });
         }
     }
+    summaries.file.saving_functions = summaries
+        .functions
+        .iter()
+        .filter(|f| f.first_save.is_some())
+        .count();
+    load_time(summaries, &by_name);
+    cuda_mode_flags(summaries);
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
     for function in &summaries.functions {
@@ -510,9 +693,76 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         if let Some(ids) = by_name.get(&name) {
             for id in ids {
                 summaries.functions[*id].reached_from_loop = true;
+                summaries.functions[*id].load_time = false;
                 queue.extend(summaries.functions[*id].calls.iter().cloned());
             }
         }
+    }
+}
+
+/// The names of a function's parameters (`self` included), with annotations and defaults removed.
+fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
+    let Some(parameters) = function.field("parameters") else {
+        return Vec::new();
+    };
+    let mut cursor = parameters.walk();
+    parameters
+        .named_children(&mut cursor)
+        .filter_map(|parameter| match parameter.kind_name() {
+            "identifier" => Some(parameter),
+            "typed_parameter" => parameter.named_child(0),
+            "default_parameter" | "typed_default_parameter" => parameter.field("name"),
+            _ => None,
+        })
+        .filter(|name| name.kind_name() == "identifier")
+        .map(|name| node_text(name, source).to_string())
+        .collect()
+}
+
+/// Whether a function is a load-time root: it takes a state dict to rewrite
+/// (`checkpoint_filter_fn(state_dict, model)`, `convert(original_state_dict)`), or it is one of
+/// `nn.Module`'s state-dict hooks. (A `checkpoint=` parameter is not enough: a `train()` may take
+/// one to resume from.)
+fn is_load_time_root(function: &FunctionSummary) -> bool {
+    matches!(
+        function.name.as_str(),
+        "_load_from_state_dict" | "load_state_dict" | "_register_load_state_dict_pre_hook"
+    ) || function.parameters.iter().any(|parameter| {
+        let lower = parameter.to_ascii_lowercase();
+        lower == "state_dict" || lower.ends_with("_state_dict")
+    })
+}
+
+/// Marks load-time functions: the roots, then (to a fixpoint) functions every one of whose callers
+/// in this file is load-time. Reach wins: a function a training loop reaches is never load-time.
+fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+    let count = summaries.functions.len();
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (caller, function) in summaries.functions.iter().enumerate() {
+        for callee in &function.calls {
+            for id in by_name.get(callee).into_iter().flatten() {
+                if *id != caller {
+                    callers[*id].push(caller);
+                }
+            }
+        }
+    }
+    let mut once: Vec<bool> = summaries.functions.iter().map(is_load_time_root).collect();
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for index in 0..count {
+            if !once[index] && !callers[index].is_empty() && callers[index].iter().all(|c| once[*c])
+            {
+                once[index] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (function, once) in summaries.functions.iter_mut().zip(once) {
+        function.load_time = once;
     }
 }
 

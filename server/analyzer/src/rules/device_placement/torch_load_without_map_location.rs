@@ -40,7 +40,12 @@ declare_rule! {
     /// ## Known problems
     /// Checkpoints saved from the CPU load fine without `map_location`; the rule cannot see
     /// where a file was written. Calls passing `**kwargs` are not reported, nor loads that read
-    /// back what the same function just saved (a `save(...)` or `BytesIO` earlier in the scope).
+    /// back what the same function (or module-level code) saved earlier with `torch.save` /
+    /// `xm.save` or what another function of the module saves (a save/load pair), loads of an
+    /// in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
+    /// loads in host data-pipeline code (datasets, tokenizers), which read the files they wrote.
+    /// A module with a saving function and a loading one is taken to read back its own files,
+    /// even when the loading one reads a foreign checkpoint.
     ///
     /// ## References
     /// - pitfalls.md B.5 #58 and #57: PyTorch/XLA, *Troubleshooting — quirks* (saving and loading
@@ -84,19 +89,77 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .fix = Some(Fix::unsafe_edit("Add `map_location=\"cpu\"`", vec![edit]));
 }
 
-/// `torch.save(...)` / `xm.save(...)` / an in-memory `BytesIO` earlier in the same function (or
-/// module): the load reads back what this process wrote, on the devices it wrote from.
+/// Whether the load reads back what this process wrote, or state that holds no tensors:
+/// the enclosing function called `torch.save` / `xm.save` before, or another function of the
+/// module writes with them (a save/load pair; both from the summaries), the file is an
+/// in-memory buffer (`torch.load(io.BytesIO(data))`), or the state goes to an LR scheduler
+/// (`scheduler.load_state_dict(torch.load(p))`: Python numbers).
 fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let mut scope = call;
-    while let Some(parent) = context.parent(scope) {
-        scope = parent;
-        if parent.kind_name() == "function_definition" {
-            break;
+    let file = context.semantic().file_facts();
+    let (first_save, saves_elsewhere) = match context.enclosing(call, &["function_definition"]) {
+        Some(function) => {
+            let own = context
+                .semantic()
+                .function_summary(function)
+                .and_then(|summary| summary.first_save);
+            // Another function of this module writes what this one reads (a save/load pair).
+            (own, file.saving_functions > usize::from(own.is_some()))
+        }
+        None => (file.first_module_save, false),
+    };
+    if saves_elsewhere || first_save.is_some_and(|save| save < call.start_byte()) {
+        return true;
+    }
+    let first = context
+        .call_parts(call)
+        .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+    let in_memory = first.is_some_and(|first| {
+        context
+            .call_parts(first)
+            .is_some_and(|(function, _)| context.text(function).ends_with("BytesIO"))
+            || annotated_bytes_io(context, call, first)
+    });
+    if in_memory {
+        return true;
+    }
+    // `self.lr_scheduler.load_state_dict(torch.load(...))`.
+    context
+        .parent(call)
+        .filter(|arguments| arguments.kind_name() == "argument_list")
+        .and_then(|arguments| context.parent(arguments))
+        .and_then(|outer| context.method_call(outer))
+        .is_some_and(|(receiver, method)| {
+            context.text(method) == "load_state_dict"
+                && context
+                    .text(receiver)
+                    .to_ascii_lowercase()
+                    .contains("sched")
+        })
+}
+
+/// Whether `name` is a parameter of the enclosing function annotated `io.BytesIO`.
+fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<'t>) -> bool {
+    if name.kind_name() != "identifier" {
+        return false;
+    }
+    let Some(parameters) = context
+        .enclosing(call, &["function_definition"])
+        .and_then(|function| function.field("parameters"))
+    else {
+        return false;
+    };
+    let mut cursor = parameters.walk();
+    for parameter in parameters.named_children(&mut cursor) {
+        let (named, annotation) = match parameter.kind_name() {
+            "typed_parameter" => (parameter.named_child(0), parameter.field("type")),
+            "typed_default_parameter" => (parameter.field("name"), parameter.field("type")),
+            _ => continue,
+        };
+        if named.is_some_and(|n| context.text(n) == context.text(name))
+            && annotation.is_some_and(|a| context.text(a).ends_with("BytesIO"))
+        {
+            return true;
         }
     }
-    let source = context.source();
-    let before = source
-        .get(scope.start_byte()..call.start_byte())
-        .unwrap_or("");
-    before.contains("torch.save(") || before.contains(".save(") || before.contains("BytesIO")
+    false
 }

@@ -49,6 +49,15 @@ pub fn dtype_use(
 ) -> Option<DtypeUse> {
     let source = context.source();
     let (function, arguments) = context.call_parts(call)?;
+    // Inside an override of the conversion itself (`def double(self): … super().double()`, a
+    // mixin's `def half(self)`), the dtype is the caller's request passed along, not a choice.
+    if context
+        .semantic()
+        .function()
+        .is_some_and(|f| f.name == shorthand)
+    {
+        return None;
+    }
     let replace_dtype = |node: Node<'_>| {
         // Keep the spelling of the prefix (`torch.`, `th.`): replace only the attribute.
         let node = syntax::unparenthesize(node);
