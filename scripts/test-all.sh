@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 skip() { [[ " ${TPULINT_SKIP:-} " == *" $1 "* ]]; }
-section() { printf '\n==== %s ====\n' "$1"; }
+# Each header says how long the run has taken so far, so a slow section shows in the CI log.
+section() { printf '\n==== %s ==== (%dm%02ds into the run)\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 e2e_wanted() { ! skip vscode && ! skip vscode-e2e; }
 
@@ -98,9 +99,11 @@ if ! skip fuzz; then
   python3 fuzz/seed-corpus.py
   fuzz_seconds=${TPULINT_FUZZ_SECONDS:-30}
   # RUSTC_BOOTSTRAP: cargo-fuzz passes -Z flags, which the stable toolchain accepts with it.
-  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --sanitizer none -a -O)
+  # A smoke run builds unoptimised (`--dev`, debug assertions on): minutes less to compile on a
+  # fresh machine, and still thousands of inputs per target; campaigns use `-O` (CONTRIBUTING.md).
+  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --sanitizer none --dev)
   for target in check_and_fix notebook lsp_edits lsp_frames; do
-    (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none -a -O "$target" \
+    (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none --dev "$target" \
       "corpus/$target" "regressions/$target" -- \
       -max_total_time="$fuzz_seconds" -max_len=4096 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1)
   done
@@ -148,11 +151,10 @@ fi
 if ! skip wasm; then
   section "wasm"
   cargo build --locked -p tpulint # the native CLI the wasm output must equal
-  # Prints the module size. The 1 MB / 300 KB budget (build.sh --check-size) was met on
-  # 2026-12-01 (949,131 B / 295,091 B) and exceeded again by that day's new rules and semantic
-  # index (1,032,632 B / 325,954 B); see docs/benchmarks.md for the measures and the next cut
-  # (rule docs out of the module). Reported here, not enforced, until the module fits again.
-  bash server/wasm/build.sh
+  # Enforces the module's budget (1 MB raw, 300 KB gzipped): over it, build.sh --check-size prints
+  # both sizes and fails the section. The rule docs are not in the module (rule-docs.json beside
+  # it); see docs/benchmarks.md for where the bytes go.
+  TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint bash server/wasm/build.sh --check-size
   [[ -d node_modules/playwright-core && -d node_modules/vscode-languageserver ]] || npm ci --no-audit --no-fund
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint \
     node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
@@ -176,4 +178,4 @@ if e2e_wanted; then
 fi
 
 echo
-echo "all test sections passed"
+echo "all test sections passed in $((SECONDS / 60))m$((SECONDS % 60))s"

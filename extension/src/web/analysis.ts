@@ -67,13 +67,19 @@ export interface FixOutcome {
   converged: boolean;
 }
 
+/**
+ * A rule as `rules()` lists it. The WebAssembly module carries no documentation (it must stay
+ * within its size budget): summaries and explanations come from `rule-docs.json`, which
+ * server/wasm/build.sh writes beside the module and the web bundle embeds.
+ */
 export interface RuleInfo {
   code: string;
   name: string;
-  summary: string;
-  explanation: string;
   url: string;
 }
+
+/** `rule-docs.json`: each rule's and runtime code's summary and Markdown documentation, by code. */
+export type RuleDocs = Record<string, { summary: string; explanation: string }>;
 
 /** The `source` of every diagnostic, as the native server sets it. */
 export const DIAGNOSTIC_SOURCE = 'tpulint';

@@ -26,6 +26,7 @@ import {
   fixAllEdit,
   quickFixes,
   readServerSettings,
+  type RuleDocs,
   type RuleInfo,
   type ServerSettings,
   toLspDiagnostics,
@@ -38,7 +39,8 @@ export const APPLY_AUTOFIX = 'tpulint.applyAutofix';
 /** How long edits are coalesced before a document is checked again. */
 const CHECK_DELAY_MS = 50;
 
-export function startServer(connection: Connection, wasm: TpulintWasm): void {
+/** Serves LSP with `wasm`; hovers show the documentation in `docs` (`rule-docs.json`). */
+export function startServer(connection: Connection, wasm: TpulintWasm, docs: RuleDocs): void {
   const documents = new TextDocuments(TextDocument);
   let settings: ServerSettings = {};
   let rulesByCode: Map<string, RuleInfo> | undefined;
@@ -148,7 +150,8 @@ export function startServer(connection: Connection, wasm: TpulintWasm): void {
     rulesByCode ??= new Map(wasm.rules().map((rule) => [rule.code, rule]));
     const sections = [...new Set(here.map((diagnostic) => String(diagnostic.code)))].flatMap((code) => {
       const rule = rulesByCode?.get(code);
-      return rule ? [`**${rule.code}** \`${rule.name}\`\n\n${rule.explanation.trim()}`] : [];
+      const explanation = docs[code]?.explanation;
+      return rule && explanation ? [`**${rule.code}** \`${rule.name}\`\n\n${explanation.trim()}`] : [];
     });
     if (sections.length === 0) return null;
     return { contents: { kind: 'markdown', value: sections.join('\n\n---\n\n') } };

@@ -12,6 +12,12 @@ declare module 'tpulint-wasm-web' {
   export function version(): string;
 }
 
+/** `rule-docs.json`, written by build.sh beside the module (the `RuleDocs` of ./analysis). */
+declare module 'tpulint-rule-docs' {
+  const docs: Record<string, { summary: string; explanation: string }>;
+  export default docs;
+}
+
 declare module 'tpulint-wasm-bytes' {
   const bytes: Uint8Array;
   export default bytes;

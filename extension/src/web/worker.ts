@@ -1,10 +1,12 @@
 /**
  * Entry of the web worker that VS Code for the web starts for tpulint: instantiates the
  * WebAssembly build (bundled into this file by esbuild's `binary` loader, so no fetch and no
- * extra file to serve) and serves LSP over the worker's message port.
+ * extra file to serve) and serves LSP over the worker's message port. The rules' documentation,
+ * which the module leaves out, is bundled from `rule-docs.json` beside it.
  */
 import { BrowserMessageReader, BrowserMessageWriter, createConnection } from 'vscode-languageserver/browser';
 import * as tpulint from 'tpulint-wasm-web';
+import ruleDocs from 'tpulint-rule-docs';
 import wasmBytes from 'tpulint-wasm-bytes';
 import { startServer } from './server';
 
@@ -14,4 +16,4 @@ tpulint.initSync({ module: wasmBytes });
 // TypeScript settings have no WebWorker lib to name that type, hence the cast.
 const port = globalThis as never;
 const connection = createConnection(new BrowserMessageReader(port), new BrowserMessageWriter(port));
-startServer(connection, tpulint);
+startServer(connection, tpulint, ruleDocs);

@@ -25,13 +25,15 @@ import {
   type WorkspaceEdit,
 } from 'vscode-languageserver/browser';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import type { TpulintWasm } from '../../src/web/analysis';
+import type { RuleDocs, TpulintWasm } from '../../src/web/analysis';
 import { PositionMapper } from '../../src/web/analysis';
 import { startServer } from '../../src/web/server';
 
 const root = path.resolve(__dirname, '..', '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const wasm = require(path.join(root, 'server/wasm/pkg/node/tpulint_wasm.js')) as TpulintWasm;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const ruleDocs = require(path.join(root, 'server/wasm/pkg/node/rule-docs.json')) as RuleDocs;
 
 /** A server on one end of a channel, a JSON-RPC client on the other. */
 function connect(): { client: MessageConnection; diagnostics: PublishDiagnosticsParams[]; edits: WorkspaceEdit[]; close: () => void } {
@@ -40,7 +42,7 @@ function connect(): { client: MessageConnection; diagnostics: PublishDiagnostics
   // available to this project's TypeScript settings, hence the casts.
   const serverPort = channel.port1 as never;
   const clientPort = channel.port2 as never;
-  startServer(createConnection(new BrowserMessageReader(serverPort), new BrowserMessageWriter(serverPort)), wasm);
+  startServer(createConnection(new BrowserMessageReader(serverPort), new BrowserMessageWriter(serverPort)), wasm, ruleDocs);
   const client = createMessageConnection(new ClientReader(clientPort), new ClientWriter(clientPort));
   const diagnostics: PublishDiagnosticsParams[] = [];
   const edits: WorkspaceEdit[] = [];

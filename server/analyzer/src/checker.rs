@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
 use crate::settings::{Settings, TestCodePolicy};
@@ -284,17 +285,31 @@ pub fn walk<'t>(
 /// Runs every enabled rule over `tree` (parsed from `source`) and applies suppressions.
 /// Diagnostics come back sorted by position, then code.
 pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnostic> {
+    check_tree_with(source, tree, settings, Prefilter::On)
+}
+
+/// [`check_tree`], choosing whether the token prefilter ([`crate::prefilter`]) may skip rules
+/// whose words the file lacks; the result is the same either way.
+pub fn check_tree_with(
+    source: &str,
+    tree: &Tree,
+    settings: &Settings,
+    prefilter: Prefilter,
+) -> Vec<Diagnostic> {
+    let present = (prefilter == Prefilter::On).then(|| PresentTokens::of(source));
+    let runs = |id: RuleId| {
+        settings.rules.is_enabled(id) && present.as_ref().is_none_or(|p| p.may_report(id))
+    };
+    // No enabled rule can report (TPU901 included, which needs a `noqa`): only syntax errors.
+    if !(0..rules().len()).any(|index| runs(RuleId(index as u16))) {
+        return finish(Vec::new(), source, tree);
+    }
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
     let dispatch: Vec<Vec<RuleId>> = DISPATCH
         .iter()
-        .map(|ids| {
-            ids.iter()
-                .copied()
-                .filter(|id| settings.rules.is_enabled(*id))
-                .collect()
-        })
+        .map(|ids| ids.iter().copied().filter(|id| runs(*id)).collect())
         .collect();
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
@@ -355,10 +370,15 @@ pub fn check_tree(source: &str, tree: &Tree, settings: &Settings) -> Vec<Diagnos
     });
     let mut diagnostics = suppressions.apply(diagnostics, source, &settings.rules);
     settings.remove_unfixable_fixes(&mut diagnostics);
-    // After suppressions: no selection or `# noqa` hides a syntax error.
+    finish(diagnostics, source, tree)
+}
+
+/// Adds the syntax errors (after suppressions: no selection or `# noqa` hides one), sorts by
+/// position, then code, and drops duplicates.
+fn finish(mut diagnostics: Vec<Diagnostic>, source: &str, tree: &Tree) -> Vec<Diagnostic> {
     diagnostics.extend(crate::syntax_errors::syntax_errors(source, tree));
-    diagnostics.sort_by(|a, b| {
-        (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+    crate::sort::sort_stably_by_key(&mut diagnostics, |d| {
+        (d.range.start, d.range.end, 0, d.code)
     });
     diagnostics.dedup_by(|a, b| a.range == b.range && a.code == b.code);
     diagnostics

@@ -88,7 +88,9 @@ impl Fix {
         title: impl Into<String>,
         mut edits: Vec<Edit>,
     ) -> Self {
-        edits.sort_by_key(|edit| (edit.range.start, edit.range.end));
+        crate::sort::sort_stably_by_key(&mut edits, |edit| {
+            (edit.range.start, edit.range.end, 0, "")
+        });
         Fix {
             applicability,
             title: title.into(),

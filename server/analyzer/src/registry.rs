@@ -118,6 +118,11 @@ pub struct RuleMeta {
     pub fix: FixAvailability,
     /// tree-sitter-python node kinds the check function wants to see.
     pub kinds: &'static [&'static str],
+    /// Words without which the rule cannot report (the token prefilter, `prefilter.rs`): the rule
+    /// runs on a file only when one of them occurs there as a whole word (a maximal run of ASCII
+    /// letters, digits and `_`, compared ignoring ASCII case). Empty: the rule always runs.
+    /// `tests/prefilter.rs` checks on every fixture and realistic file that each is necessary.
+    pub tokens: &'static [&'static str],
     /// Markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References.
     pub docs: &'static str,
     pub check: CheckFn,
@@ -170,6 +175,17 @@ pub fn docs_summary(docs: &str) -> String {
     paragraph.join(" ")
 }
 
+/// Whether this build carries the rules' and runtime codes' documentation (the `docs` feature,
+/// on by default). The WebAssembly build leaves it out to stay within its size budget and ships
+/// the documentation beside the module as `rule-docs.json` (see `server/wasm/build.sh`).
+pub const HAS_DOCS: bool = cfg!(feature = "docs");
+
+/// `text` when the build carries documentation ([`HAS_DOCS`]), else empty: an unused literal is
+/// not emitted into the binary.
+pub const fn documentation(text: &'static str) -> &'static str {
+    if HAS_DOCS { text } else { "" }
+}
+
 /// Base address of the generated rule pages (`docs/rules/` in the repository).
 pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/docs/rules/";
 
@@ -185,6 +201,7 @@ pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/do
 ///         severity: Warning,
 ///         fix: None,
 ///         kinds: ["call"],
+///         tokens: ["item"],
 ///         check: check,
 ///     }
 /// }
@@ -199,6 +216,7 @@ macro_rules! declare_rule {
             severity: $severity:ident,
             fix: $fix:ident,
             kinds: [$($kind:literal),* $(,)?],
+            $(tokens: [$($token:literal),* $(,)?],)?
             check: $check:path
             $(, enabled_by_default: $enabled:literal)?
             $(,)?
@@ -210,7 +228,8 @@ macro_rules! declare_rule {
             severity: $crate::diagnostic::Severity::$severity,
             fix: $crate::registry::FixAvailability::$fix,
             kinds: &[$($kind),*],
-            docs: concat!($($doc, "\n"),*),
+            tokens: &[$($($token),*)?],
+            docs: $crate::registry::documentation(concat!($($doc, "\n"),*)),
             check: $check,
             enabled_by_default: $crate::declare_rule!(@enabled $($enabled)?),
         };
@@ -221,7 +240,7 @@ macro_rules! declare_rule {
 
 static RULES: LazyLock<Vec<&'static RuleMeta>> = LazyLock::new(|| {
     let mut rules = crate::rules::all();
-    rules.sort_by_key(|rule| rule.code);
+    crate::sort::sort_stably_by_key(&mut rules, |rule| (0, 0, 0, rule.code));
     rules
 });
 

@@ -6,6 +6,7 @@
 //! (TPR1xx host syncs, TPR2xx CPU fallbacks, TPR3xx recompilations, TPR6xx backend idioms).
 
 use crate::diagnostic::Severity;
+use crate::registry::documentation;
 
 /// One runtime code and its documentation.
 #[derive(Debug)]
@@ -49,7 +50,7 @@ pub static RUNTIME_HOST_SYNC: RuntimeCode = RuntimeCode {
     name: "runtime-host-sync",
     severity: Severity::Warning,
     confirms: &["TPU1", "TPU2", "TPU3"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a line where, during a traced run, PyTorch/XLA executed a graph because Python read a
 tensor's value (`Execution Cause: most likely user code trying to access tensor value before
 torch_xla.sync`), with how many executions that line caused.
@@ -79,7 +80,7 @@ for step, (x, y) in enumerate(loader):
 
 ## References
 - PyTorch/XLA, `PT_XLA_DEBUG_LEVEL` and the execution analysis: https://docs.pytorch.org/xla/master/learn/troubleshoot.html
-",
+"),
 };
 
 pub static RUNTIME_UNEXPECTED_EXECUTION: RuntimeCode = RuntimeCode {
@@ -87,7 +88,7 @@ pub static RUNTIME_UNEXPECTED_EXECUTION: RuntimeCode = RuntimeCode {
     name: "runtime-unexpected-execution",
     severity: Severity::Error,
     confirms: &["TPU1", "TPU2", "TPU3"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a line where PyTorch/XLA printed an `Unexpected Execution Analysis`: a graph had to run
 while execution was disallowed, inside `torch_xla.compile(..., full_graph=True)`.
 
@@ -111,7 +112,7 @@ compile with `full_graph=False`.
 
 ## References
 - PyTorch/XLA `debug_util.cpp`, the unexpected execution analysis: https://github.com/pytorch/xla/blob/master/torch_xla/csrc/debug_util.cpp
-",
+"),
 };
 
 pub static RUNTIME_CPU_FALLBACK: RuntimeCode = RuntimeCode {
@@ -119,7 +120,7 @@ pub static RUNTIME_CPU_FALLBACK: RuntimeCode = RuntimeCode {
     name: "runtime-cpu-fallback",
     severity: Severity::Warning,
     confirms: &["TPU2", "TPU3"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a line where, during a traced run, operations without an XLA lowering ran on the CPU,
 and how often. The site comes from PyTorch/XLA's `Unlowered Op usage summary` (printed with
 `PT_XLA_DEBUG=1`); operations known only by name (`met.executed_fallback_ops()`,
@@ -142,7 +143,7 @@ A lowered formulation with a static shape, e.g. `torch.where(mask, x, 0)` or `ma
 ## References
 - PyTorch/XLA metrics and `executed_fallback_ops()`: https://docs.pytorch.org/xla/master/learn/troubleshoot.html
 - https://github.com/pytorch/xla/pull/7116
-",
+"),
 };
 
 pub static RUNTIME_RECOMPILATION: RuntimeCode = RuntimeCode {
@@ -150,7 +151,8 @@ pub static RUNTIME_RECOMPILATION: RuntimeCode = RuntimeCode {
     name: "runtime-recompilation",
     severity: Severity::Warning,
     confirms: &["TPU1", "TPU3", "TPU6"],
-    docs: "## What it does
+    docs: documentation(
+        "## What it does
 Reports a line at which PyTorch/XLA compiled three or more distinct graphs (different `Graph
 Hash` values in its compilation analyses) during a traced run.
 
@@ -175,6 +177,7 @@ the graph; `torch_xla.compile(..., max_different_graphs=N)` turns a regression i
 ## References
 - PyTorch/XLA, recompilation: https://docs.pytorch.org/xla/master/learn/troubleshoot.html
 ",
+    ),
 };
 
 pub static RUNTIME_GRAPH_BREAK: RuntimeCode = RuntimeCode {
@@ -182,7 +185,7 @@ pub static RUNTIME_GRAPH_BREAK: RuntimeCode = RuntimeCode {
     name: "runtime-graph-break",
     severity: Severity::Warning,
     confirms: &["TPU1", "TPU3", "TPU6"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a line where Dynamo (`torch.compile`, with any backend) broke the graph during a traced
 run (`TORCH_LOGS=graph_breaks`), with Dynamo's reason.
 
@@ -204,7 +207,7 @@ def step(x):
 
 ## References
 - torch.compile troubleshooting, graph breaks: https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html
-",
+"),
 };
 
 pub static RUNTIME_DYNAMO_RECOMPILE: RuntimeCode = RuntimeCode {
@@ -212,7 +215,7 @@ pub static RUNTIME_DYNAMO_RECOMPILE: RuntimeCode = RuntimeCode {
     name: "runtime-dynamo-recompile",
     severity: Severity::Warning,
     confirms: &["TPU3", "TPU6"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a function that Dynamo recompiled during a traced run (`TORCH_LOGS=recompiles`), with
 the guard that failed (e.g. `tensor 'x' size mismatch at index 0. expected 4, actual 5`).
 
@@ -233,7 +236,7 @@ Pad inputs to a few fixed shapes; keep changing Python scalars out of the compil
 
 ## References
 - torch.compile troubleshooting, recompilations: https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html
-",
+"),
 };
 
 pub static RUNTIME_NEVER_SYNCED: RuntimeCode = RuntimeCode {
@@ -241,7 +244,7 @@ pub static RUNTIME_NEVER_SYNCED: RuntimeCode = RuntimeCode {
     name: "runtime-never-synced",
     severity: Severity::Warning,
     confirms: &["TPU605"],
-    docs: "## What it does
+    docs: documentation("## What it does
 Reports a traced torch_xla run that created XLA tensors but never called `torch_xla.sync()`
 (`xm.mark_step()`, or a parallel loader that does it): the `MarkStep` counter stayed at zero.
 
@@ -269,7 +272,7 @@ for x, y in loader:
 
 ## References
 - PyTorch/XLA, lazy tensors and `torch_xla.sync()`: https://docs.pytorch.org/xla/master/learn/pytorch-on-xla-devices.html
-",
+"),
 };
 
 /// Every runtime code, sorted by code.

@@ -340,6 +340,9 @@ pub struct Configuration {
     pub unfixable: Vec<RuleSelector>,
     /// `test-code`: what is reported in test code.
     pub test_code: TestCodePolicy,
+    /// `cache-dir`: where `tpulint check` keeps its content cache, relative to the project root
+    /// (read by the CLI; the engine ignores it).
+    pub cache_dir: Option<String>,
 }
 
 /// Paths every check skips, like ruff's default excludes.

@@ -2,7 +2,8 @@
 //! unchanged since the last run is not parsed or checked again; its diagnostics are read back.
 //!
 //! Like ruff's cache, it lives at the project root (`.tpulint_cache/`, or `--cache-dir` /
-//! `TPULINT_CACHE_DIR`), is bypassed with `--no-cache`, and carries a `.gitignore` of `*`.
+//! `TPULINT_CACHE_DIR`, or the `cache-dir` setting), is bypassed with `--no-cache`, and carries a
+//! `.gitignore` of `*`.
 //! An entry is one file named by a 64-bit hash of (content, settings, build); it also stores a
 //! second, independently seeded hash of the same inputs, which a read must match, so a
 //! collision of the file name is never taken for a hit. Entries are written to a temporary file
@@ -19,6 +20,7 @@ use tpulint_analyzer::{
     Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Settings, Severity,
     rule_by_code_or_name, rules,
 };
+use tpulint_workspace::Project;
 
 /// The cache directory's name at a project root.
 pub const DEFAULT_DIR: &str = ".tpulint_cache";
@@ -33,11 +35,19 @@ pub struct CacheLocation {
 }
 
 impl CacheLocation {
-    /// The entries' directory for a file of the project rooted at `root`.
-    pub fn entries(&self, root: &Path) -> PathBuf {
+    /// The entries' directory for a file of `project`: `--cache-dir` / `TPULINT_CACHE_DIR`, else
+    /// the configuration's `cache-dir` (relative to the project root), else `.tpulint_cache` at
+    /// the root.
+    pub fn entries(&self, project: &Project) -> PathBuf {
+        let configured = project
+            .configuration
+            .cache_dir
+            .as_ref()
+            .map(|dir| project.root.join(dir));
         self.dir
             .clone()
-            .unwrap_or_else(|| root.join(DEFAULT_DIR))
+            .or(configured)
+            .unwrap_or_else(|| project.root.join(DEFAULT_DIR))
             .join(LAYOUT)
     }
 }

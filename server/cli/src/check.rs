@@ -16,13 +16,14 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use tpulint_analyzer::syntax::PYTHON;
 use tpulint_analyzer::{
-    Applicability, BackendSetting, Diagnostic, RuleSelector, Settings, Severity, check_tree,
-    fix_source, rule_by_code_or_name,
+    Applicability, BackendSetting, Diagnostic, Prefilter, RuleSelector, Settings, Severity,
+    check_tree_with, fix_source, rule_by_code_or_name,
 };
 use tpulint_report::SourceFile;
 use tpulint_report::summary::{Counts, render_statistics, render_summary, statistics};
@@ -203,6 +204,10 @@ pub struct CheckArgs {
     /// Benchmarking aid: read and parse the files, run no rule.
     #[arg(long, hide = true)]
     pub parse_only: bool,
+    /// Benchmarking aid: turn the token prefilter off (every enabled rule runs on every file;
+    /// the results are identical).
+    #[arg(long, hide = true)]
+    pub no_prefilter: bool,
 }
 
 impl CheckArgs {
@@ -365,6 +370,7 @@ pub(crate) fn discover(
 
 /// One complete check: discover, check (and fix), print, and decide the exit status.
 pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
+    NO_PREFILTER.store(args.no_prefilter, Ordering::Relaxed);
     let (working_directory, resolver) = setup(args)?;
     let options = RunOptions {
         mode: if args.diff {
@@ -442,7 +448,7 @@ pub(crate) fn run_once(args: &CheckArgs) -> Result<ExitStatus, String> {
             let cache = options
                 .cache
                 .as_ref()
-                .map(|location| location.entries(&file.project.root));
+                .map(|location| location.entries(&file.project));
             check_file(
                 &file.path,
                 &working_directory,
@@ -488,10 +494,18 @@ pub(crate) fn parse(text: &str) -> Option<tree_sitter::Tree> {
     })
 }
 
+/// Whether `--no-prefilter` was given (a benchmarking aid, set once before any check).
+pub(crate) static NO_PREFILTER: AtomicBool = AtomicBool::new(false);
+
 /// Diagnostics of `text` (an empty list in the impossible case that the grammar fails to load).
 pub(crate) fn check_text(text: &str, settings: &Settings) -> Vec<Diagnostic> {
+    let prefilter = if NO_PREFILTER.load(Ordering::Relaxed) {
+        Prefilter::Off
+    } else {
+        Prefilter::On
+    };
     match parse(text) {
-        Some(tree) => check_tree(text, &tree, settings),
+        Some(tree) => check_tree_with(text, &tree, settings, prefilter),
         None => Vec::new(),
     }
 }

@@ -44,8 +44,7 @@ pub(crate) fn check_notebook_text(
         let diagnostics = module.check(settings);
         let backendless_device_fixes = backendless_device_fixes(&diagnostics, settings);
         return FileResult {
-            file: SourceFile::new(name, module.text.clone(), diagnostics)
-                .with_cells(&module.cell_starts()),
+            file: notebook_file(name, &kind, &module, diagnostics),
             fixed: BTreeMap::new(),
             diff: None,
             warnings,
@@ -89,8 +88,7 @@ pub(crate) fn check_notebook_text(
                         )),
                     );
                     return FileResult {
-                        file: SourceFile::new(name, module.text.clone(), diagnostics)
-                            .with_cells(&module.cell_starts()),
+                        file: notebook_file(name, &kind, &module, diagnostics),
                         fixed,
                         diff: None,
                         warnings,
@@ -103,19 +101,37 @@ pub(crate) fn check_notebook_text(
         }
     }
     // `--diff` reports what would change; the file itself is untouched.
-    let (shown, diagnostics) = match options.mode {
-        Mode::Diff => (kind.module(), Vec::new()),
-        _ => (outcome.output.module(), outcome.remaining),
+    let (shown_kind, diagnostics) = match options.mode {
+        Mode::Diff => (&kind, Vec::new()),
+        _ => (&outcome.output, outcome.remaining),
     };
+    let shown = shown_kind.module();
     let backendless_device_fixes = backendless_device_fixes(&diagnostics, settings);
     FileResult {
-        file: SourceFile::new(name, shown.text.clone(), diagnostics)
-            .with_cells(&shown.cell_starts()),
+        file: notebook_file(name, shown_kind, &shown, diagnostics),
         fixed,
         diff,
         warnings,
         io_failed: false,
         backendless_device_fixes,
+    }
+}
+
+/// The report's view of a notebook: rows inside cells, and the JSON line of each finding for
+/// the formats that point into the file on disk (GitHub, GitLab, SARIF).
+fn notebook_file(
+    name: &str,
+    kind: &SourceKind,
+    module: &tpulint_ide::Module,
+    diagnostics: Vec<tpulint_analyzer::Diagnostic>,
+) -> SourceFile {
+    let file =
+        SourceFile::new(name, module.text.clone(), diagnostics).with_cells(&module.cell_starts());
+    match (kind, &module.cells) {
+        (SourceKind::Notebook(notebook), Some(concatenation)) => {
+            file.with_file_text(notebook.json(), notebook.file_offsets(concatenation))
+        }
+        _ => file,
     }
 }
 

@@ -86,6 +86,27 @@ fn no_cache_writes_nothing_and_cache_dir_moves_it() {
 }
 
 #[test]
+fn the_cache_dir_setting_moves_it_and_the_flag_wins() {
+    let project = Project::new(&[
+        (
+            "pyproject.toml",
+            "[tool.tpulint]\ncache-dir = \"build/lint-cache\"\n",
+        ),
+        ("train.py", CUDA_SCRIPT),
+    ]);
+    project.run(&["check"]);
+    assert!(!project.path(".tpulint_cache").exists());
+    assert_eq!(entries(&project, "build/lint-cache"), 1);
+    project.run(&["check", "--cache-dir", "flag"]);
+    assert_eq!(entries(&project, "flag"), 1);
+
+    project.write("pyproject.toml", b"[tool.tpulint]\ncache-dir = 3\n");
+    let bad = project.run(&["check"]);
+    assert_eq!(bad.code(), 2);
+    assert!(bad.stderr().contains("cache-dir"), "{}", bad.stderr());
+}
+
+#[test]
 fn fixing_never_reads_the_cache() {
     let project = Project::new(&[
         (

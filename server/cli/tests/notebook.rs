@@ -114,6 +114,104 @@ fn json_has_the_cell_and_rows_inside_it() {
     );
 }
 
+/// The `(line, column)` in `notebook`'s JSON text of `needle`'s first occurrence inside a
+/// JSON string, 1-based, columns in characters.
+fn json_position(notebook: &str, needle: &str) -> (usize, usize) {
+    let (line, text) = notebook
+        .lines()
+        .enumerate()
+        .find(|(_, line)| line.contains(needle))
+        .expect("needle in the notebook");
+    let byte = text.find(needle).unwrap();
+    (line + 1, text[..byte].chars().count() + 1)
+}
+
+#[test]
+fn ci_formats_point_at_the_notebook_json_line() {
+    let directory = project(&[("tpu_training.ipynb", NOTEBOOK)]);
+    let json = tpulint(
+        directory.path(),
+        &["check", "--output-format", "json", "tpu_training.ipynb"],
+        None,
+    );
+    let findings: Value = serde_json::from_str(&stdout(&json)).expect("JSON");
+    let first = &findings[0];
+    let (cell, row, column) = (
+        first["cell"].as_u64().unwrap(),
+        first["location"]["row"].as_u64().unwrap() as usize,
+        first["location"]["column"].as_u64().unwrap() as usize,
+    );
+    // The finding's own line of its cell, as the notebook model reads it.
+    let model: Value = serde_json::from_str(NOTEBOOK).unwrap();
+    let source = &model["cells"][cell as usize - 1]["source"];
+    let line = source.as_array().map_or_else(
+        || {
+            source
+                .as_str()
+                .unwrap()
+                .lines()
+                .nth(row - 1)
+                .unwrap()
+                .to_string()
+        },
+        |lines| lines[row - 1].as_str().unwrap().to_string(),
+    );
+    let needle = line.trim_end_matches('\n');
+    let (json_line, json_column) = {
+        let quoted = serde_json::to_string(needle).unwrap();
+        json_position(NOTEBOOK, &quoted[1..quoted.len() - 1])
+    };
+    // Inside the string, the finding's column (no escapes precede it on these lines).
+    let expected = (json_line, json_column + column - 1);
+
+    let github = tpulint(
+        directory.path(),
+        &["check", "--output-format", "github", "tpu_training.ipynb"],
+        None,
+    );
+    let annotation = stdout(&github).lines().next().unwrap().to_string();
+    assert!(
+        annotation.contains(&format!(",line={},col={},", expected.0, expected.1)),
+        "{annotation} (expected {expected:?})"
+    );
+    assert!(
+        annotation.contains(&format!("::cell {cell}, line {row}, col {column}: ")),
+        "{annotation}"
+    );
+
+    let sarif = tpulint(
+        directory.path(),
+        &["check", "--output-format", "sarif", "tpu_training.ipynb"],
+        None,
+    );
+    let log: Value = serde_json::from_str(&stdout(&sarif)).expect("SARIF");
+    let result = &log["runs"][0]["results"][0];
+    let region = &result["locations"][0]["physicalLocation"]["region"];
+    assert_eq!(
+        (region["startLine"].as_u64(), region["startColumn"].as_u64()),
+        (Some(expected.0 as u64), Some(expected.1 as u64)),
+        "{result}"
+    );
+    assert_eq!(result["properties"]["cell"], cell);
+    assert_eq!(result["properties"]["row"], row);
+    // Replacements would be edits of the JSON text: notebooks are fixed with `--fix` only.
+    assert!(
+        log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|result| result.get("fixes").is_none())
+    );
+
+    let gitlab = tpulint(
+        directory.path(),
+        &["check", "--output-format", "gitlab", "tpu_training.ipynb"],
+        None,
+    );
+    let issues: Value = serde_json::from_str(&stdout(&gitlab)).expect("GitLab JSON");
+    assert_eq!(issues[0]["location"]["lines"]["begin"], expected.0);
+}
+
 #[test]
 fn fix_rewrites_only_code_cell_sources_and_keeps_the_layout() {
     let directory = project(&[("tpu_training.ipynb", NOTEBOOK)]);

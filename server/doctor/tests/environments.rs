@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{
-    TestEnv, all_commands, ids, install_libtpu, install_torch, problem_ids, processes_mentioning,
-    wait_until_open,
+    TestEnv, all_commands, ids, install_google_torch_tpu, install_libtpu, install_torch,
+    problem_ids, processes_mentioning, wait_until_open,
 };
 use tpulint_doctor::compat::compatibility;
 use tpulint_doctor::report::Origin;
@@ -176,21 +176,15 @@ fn torch_xla_without_libtpu_needs_the_tpu_extra() {
 fn google_torch_tpu_without_libtpu() {
     let env = TestEnv::new();
     install_torch(&env, "2.10.0");
-    env.add_dist(
-        "torch_tpu",
+    install_google_torch_tpu(
+        &env,
         "0.1.1",
         &[
             "License-Expression: Apache-2.0",
             "Requires-Dist: torch>=2.10.0",
             "Requires-Dist: libtpu>=0.0.38",
         ],
-        &[
-            (
-                "torch_tpu/__init__.py",
-                "__version__ = '0.1.1'\nimport torch\n",
-            ),
-            ("torch_tpu/_internal/__init__.py", ""),
-        ],
+        "__version__ = '0.1.1'\nimport torch\n",
     );
     let report = env.run();
     let origin = report
@@ -232,15 +226,7 @@ fn google_torch_tpu_with_old_torch() {
     let env = TestEnv::new();
     install_torch(&env, "2.8.0");
     install_libtpu(&env, "0.0.46");
-    env.add_dist(
-        "torch_tpu",
-        "0.1.1",
-        &["Requires-Dist: libtpu>=0.0.38"],
-        &[
-            ("torch_tpu/__init__.py", ""),
-            ("torch_tpu/_internal/__init__.py", ""),
-        ],
-    );
+    install_google_torch_tpu(&env, "0.1.1", &["Requires-Dist: libtpu>=0.0.38"], "");
     let report = env.run();
     let finding = report
         .finding("torch-tpu-torch-too-old")
@@ -806,15 +792,7 @@ fn environment_variables_and_two_backends() {
     install_torch(&env, "2.8.0");
     install_torch_xla(&env, "2.8.0", TORCH_XLA_BODY);
     install_libtpu(&env, "0.0.40");
-    env.add_dist(
-        "torch_tpu",
-        "0.1.1",
-        &["Requires-Dist: libtpu>=0.0.38"],
-        &[
-            ("torch_tpu/__init__.py", ""),
-            ("torch_tpu/_internal/__init__.py", ""),
-        ],
-    );
+    install_google_torch_tpu(&env, "0.1.1", &["Requires-Dist: libtpu>=0.0.38"], "");
     let mut options = env.options();
     options.env_overrides = vec![
         ("PJRT_DEVICE".to_string(), Some("CPU".to_string())),

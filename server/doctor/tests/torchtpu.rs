@@ -6,7 +6,10 @@
 
 mod support;
 
-use support::{TestEnv, all_commands, ids, install_libtpu, install_torch, problem_ids};
+use support::{
+    TestEnv, all_commands, ids, install_google_torch_tpu, install_libtpu, install_torch,
+    problem_ids,
+};
 use tpulint_doctor::compat::compatibility;
 use tpulint_doctor::report::Origin;
 use tpulint_doctor::{OutputFormat, Severity, Verdict, render};
@@ -17,21 +20,15 @@ const DELETE_NODE: &str = "_ZN5torch8autograd10deleteNodeEPNS0_4NodeE";
 /// Google's TorchTPU as its wheel installs it (unpinned torch, libtpu, `_internal`), with `body`
 /// as `torch_tpu/__init__.py`.
 fn install_torch_tpu(env: &TestEnv, version: &str, body: &str) {
-    env.add_dist(
-        "torch_tpu",
+    install_google_torch_tpu(
+        env,
         version,
         &[
             "Summary: PyTorch backend for Google TPUs",
             "Requires-Dist: torch>=2.10.0",
             "Requires-Dist: libtpu>=0.0.38",
         ],
-        &[
-            (
-                "torch_tpu/__init__.py",
-                &format!("__version__ = {version:?}\nimport torch\n{body}\n"),
-            ),
-            ("torch_tpu/_internal/__init__.py", ""),
-        ],
+        &format!("__version__ = {version:?}\nimport torch\n{body}\n"),
     );
 }
 

@@ -30,16 +30,25 @@ fn escape_property(text: &str) -> String {
 pub fn render_github(file: &SourceFile, diagnostic: &Diagnostic) -> String {
     let start = file.location(diagnostic.range.start);
     let end = file.location(diagnostic.range.end);
+    // In a notebook the annotation sits on the JSON line holding the finding (what GitHub
+    // shows of an `.ipynb`); the message says where it is in the notebook.
+    let message = match start.cell {
+        Some(cell) => format!(
+            "cell {cell}, line {}, col {}: {}",
+            start.row, start.column, diagnostic.message
+        ),
+        None => diagnostic.message.clone(),
+    };
     format!(
         "::{} title={},file={},line={},col={},endLine={},endColumn={}::{}",
         command(diagnostic.severity),
         escape_property(&format!("tpulint ({})", diagnostic.code)),
         escape_property(&file.name),
-        start.row,
-        start.column,
-        end.row,
-        end.column,
-        escape_data(&diagnostic.message)
+        start.file_row,
+        start.file_column,
+        end.file_row,
+        end.file_column,
+        escape_data(&message)
     )
 }
 

@@ -102,23 +102,19 @@ fn issue(file: &SourceFile, diagnostic: &Diagnostic, path: &str, seen: &mut Hash
     while !seen.insert(fingerprint) {
         fingerprint = fnv1a(&[&fingerprint.to_le_bytes(), diagnostic.code.as_bytes()]);
     }
-    // GitLab shows a notebook as its JSON, whose lines are not the cell's: as ruff does, point
-    // at the file's first line, and say in the description where in the notebook it is.
-    let (description, lines) = match begin.cell {
-        Some(cell) => (
-            format!(
-                "{}: {} (cell {cell}, line {})",
-                diagnostic.code, diagnostic.message, begin.row
-            ),
-            Lines { begin: 1, end: 1 },
+    // GitLab shows a notebook as its JSON, whose lines are not the cell's: point at the JSON
+    // line that holds the finding (the file's first line when the layout is unknown), and say
+    // in the description where in the notebook it is.
+    let description = match begin.cell {
+        Some(cell) => format!(
+            "{}: {} (cell {cell}, line {})",
+            diagnostic.code, diagnostic.message, begin.row
         ),
-        None => (
-            format!("{}: {}", diagnostic.code, diagnostic.message),
-            Lines {
-                begin: begin.row,
-                end: end.row.max(begin.row),
-            },
-        ),
+        None => format!("{}: {}", diagnostic.code, diagnostic.message),
+    };
+    let lines = Lines {
+        begin: begin.file_row,
+        end: end.file_row.max(begin.file_row),
     };
     Issue {
         check_name: diagnostic.code,

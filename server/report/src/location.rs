@@ -16,6 +16,19 @@ pub struct SourceFile {
     /// checked cell in `text` and the cell's 1-based number over all cells, in order. Rows are
     /// then reported inside the cell.
     pub cells: Vec<(usize, usize)>,
+    /// For a notebook: the file on disk (its JSON) and where the module is written in it (see
+    /// [`SourceFile::with_file_text`]), so CI formats can point at the `.ipynb` line.
+    file: Option<FileText>,
+}
+
+/// The text of the file on disk when it is not the checked text (a notebook's JSON).
+#[derive(Debug, Clone)]
+struct FileText {
+    text: String,
+    index: LineIndex,
+    /// Sorted `(checked-text offset, file offset)` pairs; bytes between two are written one
+    /// for one.
+    offsets: Vec<(usize, usize)>,
 }
 
 impl SourceFile {
@@ -33,6 +46,7 @@ impl SourceFile {
             index,
             diagnostics,
             cells: Vec::new(),
+            file: None,
         }
     }
 
@@ -43,6 +57,20 @@ impl SourceFile {
             .iter()
             .map(|&(offset, number)| (self.index.line_of(offset), number))
             .collect();
+        self
+    }
+
+    /// Gives the text of the file on disk (a notebook's JSON) and where the checked text is
+    /// written in it: sorted `(checked offset, file offset)` pairs
+    /// (`tpulint_ide::Notebook::file_offsets`). Locations then carry `file_row`/`file_column`.
+    pub fn with_file_text(mut self, text: impl Into<String>, offsets: Vec<(usize, usize)>) -> Self {
+        let text = text.into();
+        let index = LineIndex::new(&text);
+        self.file = Some(FileText {
+            text,
+            index,
+            offsets,
+        });
         self
     }
 
@@ -83,11 +111,23 @@ impl SourceFile {
             .partition_point(|&(first_line, _)| first_line <= line)
             .checked_sub(1)
             .map(|index| self.cells[index]);
+        let (file_row, file_column) = self
+            .file
+            .as_ref()
+            .and_then(|file| file.row_column(offset))
+            // A notebook whose JSON layout is unknown: its first line, clearly a fallback.
+            .unwrap_or(if self.cells.is_empty() {
+                (line + 1, column + 1)
+            } else {
+                (1, 1)
+            });
         Location {
             row: line + 1 - cell.map_or(0, |(first_line, _)| first_line),
             column: column + 1,
             cell: cell.map(|(_, number)| number),
             module_row: line + 1,
+            file_row,
+            file_column,
         }
     }
 
@@ -106,4 +146,31 @@ pub struct Location {
     pub cell: Option<usize>,
     /// The row in the whole checked text (equal to `row` outside notebooks), for excerpts.
     pub module_row: usize,
+    /// The 1-based row and column in the file on disk: in a notebook, where the JSON string
+    /// holding the character is (equal to `row`/`column` outside notebooks).
+    pub file_row: usize,
+    pub file_column: usize,
+}
+
+impl FileText {
+    /// The 1-based row and column (in characters) in the file of checked-text `offset`.
+    fn row_column(&self, offset: usize) -> Option<(usize, usize)> {
+        let pair = self
+            .offsets
+            .partition_point(|&(checked, _)| checked <= offset)
+            .checked_sub(1)?;
+        let (checked, written) = self.offsets[pair];
+        let mut at = (written + (offset - checked)).min(self.text.len());
+        // A run written one for one never passes the next pair's start.
+        if let Some(&(_, next)) = self.offsets.get(pair + 1) {
+            at = at.min(next.max(written));
+        }
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let (line, _) = self.index.line_col(at);
+        let line_start = self.index.line_start(line);
+        let column = self.text[line_start..at].chars().count();
+        Some((line + 1, column + 1))
+    }
 }

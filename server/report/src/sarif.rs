@@ -90,21 +90,29 @@ fn result(file: &SourceFile, diagnostic: &Diagnostic, rule_index: Option<usize>)
             "physicalLocation": {
                 "artifactLocation": artifact_location(file),
                 "region": {
-                    "startLine": start.row,
-                    "startColumn": start.column,
-                    "endLine": end.row,
-                    "endColumn": end.column,
+                    "startLine": start.file_row,
+                    "startColumn": start.file_column,
+                    "endLine": end.file_row,
+                    "endColumn": end.file_column,
                 },
             },
         }],
     });
+    // A notebook's region is in its JSON; where the finding is in the notebook goes in the
+    // result's property bag (SARIF has no notion of cells).
+    if let Some(cell) = start.cell {
+        result["properties"] = json!({ "cell": cell, "row": start.row, "column": start.column });
+    }
     if let Some(index) = rule_index {
         result["ruleIndex"] = json!(index);
     }
+    // A fix of a notebook edits a cell's text, not the JSON a SARIF consumer would patch:
+    // notebooks are fixed with `tpulint check --fix`, never through SARIF replacements.
     if let Some(fix) = diagnostic
         .fix
         .as_ref()
         .filter(|fix| fix.applicability != Applicability::DisplayOnly)
+        .filter(|_| start.cell.is_none())
     {
         let replacements: Vec<Value> = fix
             .edits

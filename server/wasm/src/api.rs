@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
+use tpulint_analyzer::registry::HAS_DOCS;
 use tpulint_analyzer::{Applicability, check_source, fix_source, rules};
 use tpulint_report::SourceFile;
-use tpulint_report::json::{JsonDiagnostic, json_diagnostic, rule_json, runtime_code_json};
+use tpulint_report::json::{JsonDiagnostic, json_diagnostic};
 
 use crate::options::CheckOptions;
 
@@ -23,7 +23,13 @@ pub fn check_json(source: &str, options: &CheckOptions) -> Result<String, String
     let settings = options.settings()?;
     let diagnostics = check_source(source, &settings);
     let file = SourceFile::new(options.filename(), source.to_string(), diagnostics);
-    serde_json::to_string(&json_diagnostics(&file)).map_err(|error| error.to_string())
+    to_json(&json_diagnostics(&file))
+}
+
+/// JSON text of `value`. Serialising these types cannot fail; the error is not formatted, since
+/// serde_json's error messages (and `std::io::Error`'s, which they include) would be linked in.
+fn to_json(value: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|_| "tpulint could not serialise its result".to_string())
 }
 
 /// The diagnostics of `file` as the CLI's JSON objects (which carry `severity` already).
@@ -71,19 +77,69 @@ pub fn apply_fixes_json(
         output: &outcome.output,
         remaining: json_diagnostics(&file),
     };
-    serde_json::to_string(&result).map_err(|error| error.to_string())
+    to_json(&result)
+}
+
+/// The keys of `tpulint rule --output-format json` that come from the documentation: a build
+/// without it (the WebAssembly module, see `HAS_DOCS`) leaves them out of `rules()`, and hosts
+/// read them from the `rule-docs.json` that `build.sh` writes beside the module.
+pub const DOCUMENTATION_KEYS: &[&str] = &["summary", "explanation"];
+
+/// One entry of `rules()`: the keys of `tpulint_report::json::rule_json` (and
+/// `runtime_code_json`), serialised directly rather than through `serde_json::Value`, whose
+/// map and serializer would cost the module room it does not have. `fixtures.test.mjs` checks
+/// that the list equals the CLI's.
+#[derive(Serialize)]
+struct RuleEntry<'a> {
+    code: &'a str,
+    name: &'a str,
+    family: &'a str,
+    severity: &'a str,
+    fix: &'a str,
+    enabled_by_default: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
+    url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirms: Option<&'a [&'a str]>,
 }
 
 /// `rules`: every rule's metadata, sorted by code, then the runtime codes of `tpulint trace`
-/// (as `tpulint rule --all --output-format json` lists them).
+/// (as `tpulint rule --all --output-format json` lists them, without [`DOCUMENTATION_KEYS`] when
+/// this build carries no documentation).
 pub fn rules_json() -> String {
-    let list: Vec<Value> = rules()
+    let documented = |text: String| HAS_DOCS.then_some(text);
+    let list: Vec<RuleEntry<'_>> = rules()
         .iter()
-        .map(|rule| rule_json(rule))
+        .map(|rule| RuleEntry {
+            code: rule.code,
+            name: rule.name,
+            family: rule.family().name(),
+            severity: rule.severity.as_str(),
+            fix: rule.fix.as_str(),
+            enabled_by_default: rule.enabled_by_default,
+            summary: documented(rule.summary()),
+            url: rule.url(),
+            explanation: documented(rule.docs_markdown()),
+            confirms: None,
+        })
         .chain(
             tpulint_analyzer::RUNTIME_CODES
                 .iter()
-                .map(|code| runtime_code_json(code)),
+                .map(|code| RuleEntry {
+                    code: code.code,
+                    name: code.name,
+                    family: "runtime",
+                    severity: code.severity.as_str(),
+                    fix: "none",
+                    enabled_by_default: false,
+                    summary: documented(code.summary()),
+                    url: code.url(),
+                    explanation: documented(code.docs.to_string()),
+                    confirms: Some(code.confirms),
+                }),
         )
         .collect();
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
@@ -91,6 +147,8 @@ pub fn rules_json() -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn options(json: &str) -> CheckOptions {
@@ -150,5 +208,15 @@ mod tests {
                 .iter()
                 .any(|rule| rule["code"] == "TPU101")
         );
+        for rule in value.as_array().unwrap() {
+            for key in DOCUMENTATION_KEYS {
+                assert_eq!(
+                    rule.get(*key).is_some(),
+                    HAS_DOCS,
+                    "{key} of {}",
+                    rule["code"]
+                );
+            }
+        }
     }
 }

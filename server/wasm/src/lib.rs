@@ -7,6 +7,7 @@
 //! `#[wasm_bindgen]` wrappers below only move strings across the boundary.
 
 pub mod api;
+pub mod json_value;
 pub mod options;
 
 use wasm_bindgen::prelude::*;
@@ -47,8 +48,9 @@ pub fn apply_fixes(source: &str, options: JsValue, r#unsafe: bool) -> Result<JsV
     parse_json(&json)
 }
 
-/// Every rule's metadata: code, name, family, severity, fix availability, default, summary,
-/// documentation (Markdown) and URL.
+/// Every rule's metadata: code, name, family, severity, fix availability, default and URL. The
+/// summaries and documentation (Markdown) are not in the module: `build.sh` writes them, by
+/// code, to `rule-docs.json` beside it, which hosts merge (the web extension bundles it).
 #[wasm_bindgen]
 pub fn rules() -> Result<JsValue, JsError> {
     parse_json(&api::rules_json())

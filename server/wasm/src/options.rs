@@ -1,14 +1,14 @@
 //! Check options as JavaScript passes them (`{ select, extendSelect, ignore, backend, filename }`),
 //! resolved into the analyzer's [`Settings`] through the same [`Configuration`] model the CLI uses.
 
-use serde_json::Value;
+use crate::json_value::{self, JsonValue};
 use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, Settings};
 
 /// Options of `check` and `applyFixes`. Every field is optional; `{}` means the default rules,
 /// backend auto-detection and the file name `-` (as the CLI names stdin).
 ///
-/// Read from a `serde_json::Value` by hand rather than by `#[derive(Deserialize)]`: the derived
-/// visitor and its error formatting cost the WebAssembly module about 10 KB for five keys.
+/// Read by hand from [`json_value`] rather than by `#[derive(Deserialize)]` over serde_json: the
+/// deserializer and its error formatting cost the WebAssembly module about 10 KB gzipped.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CheckOptions {
     /// Replaces the default rule set: codes, prefixes (`TPU1`), names, or `ALL`.
@@ -35,22 +35,20 @@ impl CheckOptions {
             return Ok(CheckOptions::default());
         }
         let invalid = |message: String| format!("invalid tpulint options: {message}");
-        let value: Value =
-            serde_json::from_str(json).map_err(|error| invalid(error.to_string()))?;
-        let Value::Object(fields) = value else {
+        let value = json_value::parse(json).map_err(invalid)?;
+        let JsonValue::Object(fields) = value else {
             return Err(invalid("expected an object".to_string()));
         };
         let mut options = CheckOptions::default();
         for (key, value) in &fields {
             let strings = || -> Result<Vec<String>, String> {
                 match value {
-                    Value::Null => Ok(Vec::new()),
-                    Value::Array(items) => items
+                    JsonValue::Null => Ok(Vec::new()),
+                    JsonValue::Array(items) => items
                         .iter()
-                        .map(|item| {
-                            item.as_str().map(str::to_string).ok_or_else(|| {
-                                invalid(format!("`{key}` must be a list of strings"))
-                            })
+                        .map(|item| match item {
+                            JsonValue::String(text) => Ok(text.clone()),
+                            _ => Err(invalid(format!("`{key}` must be a list of strings"))),
                         })
                         .collect(),
                     _ => Err(invalid(format!("`{key}` must be a list of strings"))),
@@ -58,13 +56,15 @@ impl CheckOptions {
             };
             let string = || -> Result<Option<String>, String> {
                 match value {
-                    Value::Null => Ok(None),
-                    Value::String(text) => Ok(Some(text.clone())),
+                    JsonValue::Null => Ok(None),
+                    JsonValue::String(text) => Ok(Some(text.clone())),
                     _ => Err(invalid(format!("`{key}` must be a string"))),
                 }
             };
             match key.as_str() {
-                "select" => options.select = (!value.is_null()).then(strings).transpose()?,
+                "select" => {
+                    options.select = (*value != JsonValue::Null).then(strings).transpose()?
+                }
                 "extendSelect" => options.extend_select = strings()?,
                 "ignore" => options.ignore = strings()?,
                 "backend" => options.backend = string()?,

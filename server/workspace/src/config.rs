@@ -30,6 +30,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "fixable",
     "unfixable",
     "test-code",
+    "cache-dir",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -168,6 +169,15 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                         format!("unknown backend `{name}` (expected auto, torch_xla or torchtpu)"),
                     )
                 })?;
+            }
+            "cache-dir" => {
+                let Some(directory) = value.as_str().filter(|d| !d.trim().is_empty()) else {
+                    return Err(key_error(
+                        key,
+                        format!("expected a directory path, found {}", describe(value)),
+                    ));
+                };
+                configuration.cache_dir = Some(directory.to_string());
             }
             "test-code" => {
                 let Some(name) = value.as_str() else {

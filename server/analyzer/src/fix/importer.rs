@@ -162,10 +162,14 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
                 });
             }
         }
-        visible.sort_by(|a, b| {
-            b.depth
-                .cmp(&a.depth)
-                .then(b.record.statement.start.cmp(&a.record.statement.start))
+        // Deepest first, then the latest statement first.
+        crate::sort::sort_stably_by_key(&mut visible, |v| {
+            (
+                usize::MAX - v.depth,
+                usize::MAX - v.record.statement.start,
+                0,
+                "",
+            )
         });
         visible
     }

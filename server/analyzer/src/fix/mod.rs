@@ -28,7 +28,11 @@ pub fn apply_fixes(
                 .then_some((d.code, fix.edits.as_slice()))
         })
         .collect();
-    fixes.sort_by_key(|(_, edits)| edits.first().map(|e| (e.range.start, e.range.end)));
+    // No edit sorts first, then by the first edit's range.
+    crate::sort::sort_stably_by_key(&mut fixes, |(_, edits)| match edits.first() {
+        None => (0, 0, 0, ""),
+        Some(edit) => (1, edit.range.start, edit.range.end, ""),
+    });
     let mut accepted: Vec<&Edit> = Vec::new();
     let mut codes = Vec::new();
     'fixes: for (code, edits) in fixes {
@@ -56,7 +60,7 @@ pub fn apply_fixes(
     if accepted.is_empty() {
         return None;
     }
-    accepted.sort_by_key(|e| (e.range.start, e.range.end));
+    crate::sort::sort_stably_by_key(&mut accepted, |e| (e.range.start, e.range.end, 0, ""));
     let mut output = String::with_capacity(source.len() + 64);
     let mut last = 0;
     for edit in accepted {

@@ -206,6 +206,20 @@ pub fn install_libtpu(env: &TestEnv, version: &str) {
     );
 }
 
+/// A fake Google TorchTPU distribution: its metadata lines, and `torch_tpu/__init__.py` with
+/// `init` (the `_internal` package is what tells Google's build from Sophgo's).
+pub fn install_google_torch_tpu(env: &TestEnv, version: &str, metadata: &[&str], init: &str) {
+    env.add_dist(
+        "torch_tpu",
+        version,
+        metadata,
+        &[
+            ("torch_tpu/__init__.py", init),
+            ("torch_tpu/_internal/__init__.py", ""),
+        ],
+    );
+}
+
 /// Waits (up to 5 s) until process `pid` has `device` open and, when given, its command line
 /// contains `needle`.
 pub fn wait_until_open(pid: u32, device: &Path, needle: Option<&str>) {

@@ -104,6 +104,72 @@ pub fn cell_sources(text: &str) -> Option<Vec<SourceValue>> {
     found
 }
 
+/// Where the text a `source` value decodes to is written in the JSON: `(decoded, raw)` pairs,
+/// sorted, meaning byte `decoded` of the cell's source is written at byte `raw` of `text` and
+/// the bytes after it up to the next pair are written one for one (JSON copies unescaped text
+/// as it is). A pair starts each string and follows each escape, so a report can point at the
+/// line of the notebook file that holds a finding, as a reader of the `.ipynb` sees it.
+pub fn decoded_offsets(text: &str, value: &Range<usize>) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut pairs = Vec::new();
+    let mut decoded = 0;
+    let mut position = value.start;
+    let end = value.end.min(bytes.len());
+    let mut in_string = false;
+    while position < end {
+        let byte = bytes[position];
+        if !in_string {
+            if byte == b'"' {
+                in_string = true;
+                pairs.push((decoded, position + 1));
+            }
+            position += 1;
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = false;
+                position += 1;
+            }
+            b'\\' => {
+                let (raw_length, decoded_length) = escape_lengths(&bytes[position..end]);
+                position += raw_length;
+                decoded += decoded_length;
+                pairs.push((decoded, position));
+            }
+            _ => {
+                position += 1;
+                decoded += 1;
+            }
+        }
+    }
+    pairs
+}
+
+/// The raw and decoded byte lengths of the escape at the start of `raw` (which begins with a
+/// backslash): `\uXXXX` escapes decode to UTF-8, a surrogate pair to one four-byte character.
+fn escape_lengths(raw: &[u8]) -> (usize, usize) {
+    if raw.get(1) != Some(&b'u') {
+        return (2.min(raw.len()), 1);
+    }
+    let unit = |at: usize| {
+        raw.get(at..at + 4)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+    };
+    let Some(first) = unit(2) else {
+        return (raw.len().min(6), 1);
+    };
+    if (0xD800..0xDC00).contains(&first)
+        && raw.get(6..8) == Some(b"\\u")
+        && unit(8).is_some_and(|second| (0xDC00..0xE000).contains(&second))
+    {
+        return (12, 4);
+    }
+    let length = char::from_u32(first).map_or(3, char::len_utf8);
+    (6, length)
+}
+
 /// The file's line break and indentation unit, for lists written where there was none.
 struct Layout<'a> {
     text: &'a str,

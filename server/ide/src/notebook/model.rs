@@ -7,6 +7,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use super::concatenation::Concatenation;
 use super::json_spans::{self, SourceValue};
 
 /// What a cell holds.
@@ -169,6 +170,31 @@ impl Notebook {
             .iter()
             .enumerate()
             .map(|(index, cell)| self.is_checked(index).then_some(cell.source.as_str()))
+    }
+
+    /// Where the module of `concatenation` (this notebook's checked cells joined) is written in
+    /// the notebook's JSON: sorted `(module offset, JSON offset)` pairs, the bytes after each up
+    /// to the next written one for one. What lets a report point at a line of the `.ipynb` file.
+    pub fn file_offsets(&self, concatenation: &Concatenation) -> Vec<(usize, usize)> {
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for span in &concatenation.spans {
+            let Some(value) = self.sources.get(span.cell) else {
+                continue;
+            };
+            for (decoded, raw) in json_spans::decoded_offsets(&self.raw, &value.range) {
+                if decoded > span.len {
+                    break;
+                }
+                let pair = (span.start + decoded, raw);
+                // The byte after a line's escaped `\n` is written where the next string starts:
+                // the later pair for one offset is the right one.
+                match pairs.last_mut() {
+                    Some(last) if last.0 == pair.0 => *last = pair,
+                    _ => pairs.push(pair),
+                }
+            }
+        }
+        pairs
     }
 
     /// The JSON text it was read from.
@@ -373,5 +399,65 @@ mod tests {
         let notebook = Notebook::from_json(text).expect("reads");
         assert!(!notebook.is_python());
         assert!(notebook.checked_sources().all(|source| source.is_none()));
+    }
+
+    /// Where the module offset `offset` is written in `json`, by the pairs of `file_offsets`.
+    fn written_at(pairs: &[(usize, usize)], offset: usize) -> usize {
+        let index = pairs.partition_point(|&(module, _)| module <= offset) - 1;
+        pairs[index].1 + (offset - pairs[index].0)
+    }
+
+    #[test]
+    fn every_character_of_a_checked_cell_is_located_in_the_json() {
+        // Escapes of every kind: quotes, backslashes, `\n` inside one-string sources, `\u`
+        // escapes of a two-byte character, a three-byte one and a surrogate pair.
+        let escapes = r##"{
+ "cells": [
+  {"cell_type": "code", "metadata": {}, "outputs": [],
+   "source": ["x = \"a\\\\b\"  # \u00e9 \u20ac \ud83d\ude00 é\n", "y = x.item()\n"]},
+  {"cell_type": "markdown", "metadata": {}, "source": ["skip\n"]},
+  {"cell_type": "code", "metadata": {}, "outputs": [], "source": "a = 1\nb = a.item()\n\tc = 2"}
+ ],
+ "metadata": {},
+ "nbformat": 4,
+ "nbformat_minor": 4
+}
+"##;
+        for text in [NOTEBOOK, escapes] {
+            let notebook = Notebook::from_json(text).expect("reads");
+            let concatenation = super::super::concatenate(notebook.checked_sources());
+            let pairs = notebook.file_offsets(&concatenation);
+            assert!(
+                pairs.windows(2).all(|pair| pair[0].0 < pair[1].0),
+                "{pairs:?}"
+            );
+            for span in &concatenation.spans {
+                let source = &notebook.cells()[span.cell].source;
+                for (local, character) in source.char_indices() {
+                    let at = written_at(&pairs, span.start + local);
+                    let raw = &text[at..];
+                    let expected = match character {
+                        '"' | '\\' | '\n' | '\t' => raw.starts_with('\\'),
+                        _ if !raw.starts_with('\\') => raw.starts_with(character),
+                        // A `\u` escape decodes to this character.
+                        _ => {
+                            let escape = if raw[2..6].eq_ignore_ascii_case("d83d") {
+                                12
+                            } else {
+                                6
+                            };
+                            serde_json::from_str::<String>(&format!("\"{}\"", &raw[..escape]))
+                                .unwrap()
+                                .starts_with(character)
+                        }
+                    };
+                    assert!(
+                        expected,
+                        "cell {} byte {local} {character:?} at {raw:.12?}",
+                        span.cell
+                    );
+                }
+            }
+        }
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["call", "decorator"],
+        tokens: ["compile"],
         check: check,
     }
 }

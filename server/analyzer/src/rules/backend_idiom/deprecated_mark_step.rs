@@ -49,6 +49,7 @@ declare_rule! {
         severity: Info,
         fix: Always,
         kinds: ["call"],
+        tokens: ["mark_step"],
         check: check,
     }
 }

@@ -44,6 +44,7 @@ declare_rule! {
         severity: Info,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["xla_device"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["assignment", "call"],
+        tokens: ["torch_xla"],
         check: check,
     }
 }

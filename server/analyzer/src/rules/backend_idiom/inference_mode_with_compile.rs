@@ -49,6 +49,7 @@ declare_rule! {
         severity: Error,
         fix: Always,
         kinds: ["decorator", "with_item"],
+        tokens: ["inference_mode"],
         check: check,
     }
 }

@@ -60,6 +60,7 @@ declare_rule! {
         severity: Warning,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["torch_xla"],
         check: check,
     }
 }

@@ -51,6 +51,7 @@ declare_rule! {
         severity: Error,
         fix: Always,
         kinds: ["call"],
+        tokens: ["optim"],
         check: check,
     }
 }

@@ -63,6 +63,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["attribute", "import_from_statement"],
+        tokens: ["torch_xla"],
         check: check,
     }
 }

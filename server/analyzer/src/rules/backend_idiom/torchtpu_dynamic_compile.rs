@@ -45,6 +45,7 @@ declare_rule! {
         severity: Error,
         fix: Always,
         kinds: ["call", "decorator"],
+        tokens: ["compile"],
         check: check,
     }
 }

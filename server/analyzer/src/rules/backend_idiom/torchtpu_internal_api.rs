@@ -38,6 +38,7 @@ declare_rule! {
         severity: Info,
         fix: None,
         kinds: ["import_statement", "import_from_statement"],
+        tokens: ["_internal"],
         check: check,
     }
 }

@@ -44,6 +44,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["ctc_loss", "CTCLoss"],
         check: check,
     }
 }

@@ -51,6 +51,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["max_pool1d", "max_pool2d", "max_pool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "max_pool2d_with_indices", "max_pool3d_with_indices"],
         check: check,
     }
 }

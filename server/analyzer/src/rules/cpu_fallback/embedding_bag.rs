@@ -57,6 +57,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["EmbeddingBag", "embedding_bag"],
         check: check,
     }
 }

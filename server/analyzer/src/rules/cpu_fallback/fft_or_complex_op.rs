@@ -53,6 +53,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["fft", "stft", "istft", "polar", "complex"],
         check: check,
     }
 }

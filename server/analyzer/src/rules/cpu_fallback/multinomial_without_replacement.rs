@@ -54,6 +54,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["multinomial"],
         check: check,
     }
 }

@@ -64,6 +64,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["generator"],
         check: check,
     }
 }

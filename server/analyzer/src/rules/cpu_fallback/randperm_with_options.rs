@@ -53,6 +53,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["randperm"],
         check: check,
     }
 }

@@ -50,6 +50,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["median", "nanmedian", "mode"],
         check: check,
     }
 }

@@ -58,6 +58,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["torchvision"],
         check: check,
     }
 }

@@ -71,6 +71,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["interpolate", "upsample", "Upsample"],
         check: check,
     }
 }

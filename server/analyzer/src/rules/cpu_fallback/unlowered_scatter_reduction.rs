@@ -59,6 +59,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["scatter", "scatter_", "scatter_reduce", "scatter_reduce_", "index_reduce", "index_reduce_"],
         check: check,
     }
 }

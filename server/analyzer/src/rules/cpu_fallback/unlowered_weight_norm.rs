@@ -55,6 +55,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["weight_norm"],
         check: check,
     }
 }

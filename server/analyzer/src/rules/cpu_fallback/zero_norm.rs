@@ -45,6 +45,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["norm"],
         check: check,
     }
 }

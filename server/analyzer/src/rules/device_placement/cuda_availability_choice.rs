@@ -59,6 +59,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["conditional_expression"],
+        tokens: ["cuda"],
         check: check,
     }
 }

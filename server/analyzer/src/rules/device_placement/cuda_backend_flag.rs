@@ -58,6 +58,7 @@ declare_rule! {
         severity: Info,
         fix: None,
         kinds: ["assignment"],
+        tokens: ["cuda", "cudnn"],
         check: check,
     }
 }

@@ -55,6 +55,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["string"],
+        tokens: ["cuda"],
         check: check,
     }
 }

@@ -52,6 +52,7 @@ declare_rule! {
         severity: Error,
         fix: Always,
         kinds: ["call"],
+        tokens: ["cuda"],
         check: check,
     }
 }

@@ -75,6 +75,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["cuda"],
         check: check,
     }
 }

@@ -58,6 +58,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["import_statement", "import_from_statement"],
+        tokens: ["jax"],
         check: check,
     }
 }

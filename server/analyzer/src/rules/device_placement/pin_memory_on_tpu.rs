@@ -52,6 +52,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["keyword_argument"],
+        tokens: ["pin_memory"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["call"],
+        tokens: ["load"],
         check: check,
     }
 }

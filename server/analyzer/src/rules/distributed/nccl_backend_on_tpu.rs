@@ -50,6 +50,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["init_process_group"],
         check: check,
     }
 }

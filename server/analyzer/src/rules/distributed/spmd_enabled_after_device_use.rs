@@ -52,6 +52,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["use_spmd"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         severity: Error,
         fix: None,
         kinds: ["call"],
+        tokens: ["optimizer_step"],
         check: check,
     }
 }

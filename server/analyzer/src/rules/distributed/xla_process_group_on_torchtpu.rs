@@ -43,6 +43,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["init_process_group"],
         check: check,
     }
 }

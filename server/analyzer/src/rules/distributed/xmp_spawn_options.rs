@@ -45,6 +45,7 @@ declare_rule! {
         severity: Error,
         fix: None,
         kinds: ["call"],
+        tokens: ["spawn"],
         check: check,
     }
 }

@@ -52,6 +52,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["call"],
+        tokens: ["DataLoader"],
         check: check,
     }
 }

@@ -41,6 +41,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["masked_select"],
         check: check,
     }
 }

@@ -49,6 +49,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["nonzero", "argwhere", "where"],
         check: check,
     }
 }

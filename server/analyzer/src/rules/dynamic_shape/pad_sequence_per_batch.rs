@@ -46,6 +46,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["pad_sequence"],
         check: check,
     }
 }

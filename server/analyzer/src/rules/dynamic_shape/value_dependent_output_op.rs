@@ -47,6 +47,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["unique", "unique_consecutive", "bincount", "histc"],
         check: check,
     }
 }

@@ -56,6 +56,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["comparison_operator", "call"],
+        tokens: ["clip_grad_norm_", "clip_grad_norm"],
         check: check,
     }
 }

@@ -51,6 +51,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["tolist", "numpy", "cpu"],
         check: check,
     }
 }

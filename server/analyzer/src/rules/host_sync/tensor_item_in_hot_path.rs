@@ -56,6 +56,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        tokens: ["item"],
         check: check,
     }
 }

@@ -54,6 +54,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["binary_operator"],
+        tokens: ["time"],
         check: check,
     }
 }

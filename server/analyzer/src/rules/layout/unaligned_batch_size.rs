@@ -42,6 +42,7 @@ declare_rule! {
         severity: Info,
         fix: None,
         kinds: ["call"],
+        tokens: ["DataLoader"],
         check: check,
         enabled_by_default: false,
     }

@@ -47,6 +47,7 @@ declare_rule! {
         severity: Info,
         fix: None,
         kinds: ["call"],
+        tokens: ["Linear", "Embedding"],
         check: check,
         enabled_by_default: false,
     }

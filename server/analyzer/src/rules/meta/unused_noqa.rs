@@ -35,6 +35,7 @@ declare_rule! {
         severity: Info,
         fix: Always,
         kinds: [],
+        tokens: ["noqa"],
         check: check,
     }
 }

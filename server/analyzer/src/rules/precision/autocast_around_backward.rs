@@ -53,6 +53,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["with_statement"],
+        tokens: ["autocast"],
         check: check,
     }
 }

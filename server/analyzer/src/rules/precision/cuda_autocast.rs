@@ -58,6 +58,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["call"],
+        tokens: ["autocast"],
         check: check,
     }
 }

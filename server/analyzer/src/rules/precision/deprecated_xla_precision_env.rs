@@ -53,6 +53,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["string"],
+        tokens: ["XLA_USE_BF16", "XLA_DOWNCAST_BF16", "XLA_USE_32BIT_LONG"],
         check: check,
     }
 }
