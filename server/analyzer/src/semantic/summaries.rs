@@ -302,7 +302,7 @@ fn enter(
         "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
             mark_cuda_library_use(node, source, summaries, stack)
         }
-        "if_statement"
+        "if_statement" | "elif_clause"
             if node
                 .field("condition")
                 .is_some_and(|c| has_modulo(c, source)) =>
