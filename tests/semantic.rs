@@ -779,3 +779,11 @@ fn cuda_device_loops_and_cuda_only_choices() {
     let other = "import torch\ndef f(module, device):\n    index = torch.device(device).index if flag else None\n    if index is not None:\n        ⟦m⟧ = module.to(index)\n";
     assert!(!scope(other).never_on_tpu);
 }
+
+#[test]
+fn elif_throttles_are_cold() {
+    let source = "import torch\nfor step, batch in enumerate(loader):\n    loss = model(batch).sum()\n    loss.backward()\n    if step % 1000 == 0:\n        evaluate()\n    elif step % 100 == 0:\n        ⟦x⟧ = loss.item()\n";
+    assert_eq!(at(source).hot_path, None);
+    let hot = "import torch\nfor step, batch in enumerate(loader):\n    loss = model(batch).sum()\n    loss.backward()\n    if step == 0:\n        pass\n    elif flag:\n        ⟦x⟧ = loss.item()\n";
+    assert!(at(hot).hot_path.is_some());
+}

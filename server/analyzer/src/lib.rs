@@ -11,6 +11,7 @@
 pub mod checker;
 pub mod diagnostic;
 pub mod fix;
+pub(crate) mod hash;
 pub mod incremental;
 pub mod prefilter;
 pub mod registry;

@@ -11,9 +11,9 @@
 //! runs. `tests/prefilter.rs` checks on every fixture and realistic file that removing a rule's
 //! words removes its findings, and that results with and without the prefilter are identical.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use crate::hash::HashMap;
 use crate::registry::{RuleId, rules};
 
 /// Whether the checker consults the prefilter (off only to compare against it in tests and
@@ -26,7 +26,7 @@ pub enum Prefilter {
 
 /// Every declared word, lowercased, numbered; and each rule's words by number.
 struct Vocabulary {
-    index: HashMap<Vec<u8>, u16, BuildWordHasher>,
+    index: HashMap<Vec<u8>, u16>,
     /// For each lowercased first byte, bit `n` is set when a word of length `n` (< 64) starts with
     /// it: most words of a file (`self`, `x`, `return`) are rejected without hashing.
     shapes: [u64; 256],
@@ -34,32 +34,8 @@ struct Vocabulary {
     rule_words: Vec<Vec<u16>>,
 }
 
-/// FNV-1a: the words are short and not attacker-chosen, so SipHash's cost buys nothing here.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for byte in bytes {
-            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
-    }
-}
-
-type BuildWordHasher = std::hash::BuildHasherDefault<WordHasher>;
-
 static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
-    let mut index: HashMap<Vec<u8>, u16, BuildWordHasher> = HashMap::default();
+    let mut index: HashMap<Vec<u8>, u16> = HashMap::default();
     let mut shapes = [0u64; 256];
     let rule_words = rules()
         .iter()

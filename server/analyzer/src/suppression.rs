@@ -102,8 +102,8 @@ impl Suppressions {
             return Vec::new();
         }
         let index = LineIndex::new(source);
-        let mut directive_by_line: std::collections::HashMap<usize, usize> =
-            std::collections::HashMap::new();
+        let mut directive_by_line: crate::hash::HashMap<usize, usize> =
+            crate::hash::HashMap::default();
         for (position, directive) in self.lines.iter().enumerate() {
             directive_by_line.insert(index.line_of(directive.comment_start), position);
         }

@@ -14,19 +14,31 @@ use wasm_bindgen::prelude::*;
 
 use crate::options::CheckOptions;
 
+// The two JavaScript functions the exports need, declared here rather than through the `js-sys`
+// crate, whose bindings cost the module room (closure shims among them) for no other use.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = JSON, js_name = stringify, catch)]
+    fn json_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
+    fn json_parse(text: &str) -> Result<JsValue, JsValue>;
+}
+
 /// Reads the options object by way of `JSON.stringify`, so that every field has one parser and
 /// one error message, whether the caller is the playground, the web extension or a test.
 fn read_options(options: &JsValue) -> Result<CheckOptions, JsError> {
     if options.is_undefined() || options.is_null() {
         return Ok(CheckOptions::default());
     }
-    let json = js_sys::JSON::stringify(options)
-        .map_err(|_| JsError::new("tpulint options must be a plain object"))?;
-    CheckOptions::from_json(&String::from(json)).map_err(|message| JsError::new(&message))
+    let json = json_stringify(options)
+        .ok()
+        .and_then(|json| json.as_string())
+        .ok_or_else(|| JsError::new("tpulint options must be a plain object"))?;
+    CheckOptions::from_json(&json).map_err(|message| JsError::new(&message))
 }
 
 fn parse_json(json: &str) -> Result<JsValue, JsError> {
-    js_sys::JSON::parse(json).map_err(|_| JsError::new("tpulint produced invalid JSON"))
+    json_parse(json).map_err(|_| JsError::new("tpulint produced invalid JSON"))
 }
 
 /// Diagnostics of `source` as the CLI's `--output-format json` lists them (ruff's schema:

@@ -135,12 +135,15 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     }
 }
 
-/// Whether `block` is the body of `if <throttle>:` (a condition computing `a % b`).
+/// Whether `block` is the body of `if <throttle>:` or `elif <throttle>:` (a condition computing
+/// `a % b`).
 pub(crate) fn is_throttled_block(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
-    parent.kind_name() == "if_statement"
-        && parent
-            .field("consequence")
-            .is_some_and(|c| c.id() == block.id())
+    let body = match parent.kind_name() {
+        "if_statement" => parent.field("consequence"),
+        "elif_clause" => parent.field("consequence"),
+        _ => None,
+    };
+    body.is_some_and(|c| c.id() == block.id())
         && parent
             .field("condition")
             .is_some_and(|c| crate::semantic::summaries::has_modulo(c, source))

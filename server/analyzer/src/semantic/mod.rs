@@ -7,8 +7,8 @@
 //! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
 //! because imports usually come first and rules need them from the first line on.
 
+use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
@@ -208,11 +208,11 @@ impl<'t> SemanticModel<'t> {
             source,
             ancestors: Vec::new(),
             backend: Backend::Unknown,
-            imported_modules: HashSet::new(),
+            imported_modules: HashSet::default(),
             scopes: vec![Scope::default()],
             frames: Vec::new(),
             classes: Vec::new(),
-            compiled_names: HashSet::new(),
+            compiled_names: HashSet::default(),
             imports: ModuleImports::default(),
             guard_frames: vec![GuardFrame {
                 node_id: tree.root_node().id(),
@@ -1028,7 +1028,7 @@ impl<'t> SemanticModel<'t> {
         self.classes.push(ClassInfo {
             is_module,
             is_optimizer_like,
-            attributes: HashMap::new(),
+            attributes: HashMap::default(),
         });
         if let Some(name) = node.field("name") {
             self.bind(node_text(name, source).to_string(), Binding::Class(index));

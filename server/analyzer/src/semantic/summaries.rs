@@ -4,7 +4,7 @@
 //! graph those calls form, and reach: which functions run on every step because a training loop
 //! or a step function calls them, directly or through other functions of the file.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
@@ -302,7 +302,7 @@ fn enter(
         "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
             mark_cuda_library_use(node, source, summaries, stack)
         }
-        "if_statement"
+        "if_statement" | "elif_clause"
             if node
                 .field("condition")
                 .is_some_and(|c| has_modulo(c, source)) =>
@@ -453,8 +453,8 @@ fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
 /// Finds the CUDA-mode flags (see [`Summaries::cuda_mode_flags`]) and scopes the methods that
 /// set them to CUDA.
 fn cuda_mode_flags(summaries: &mut Summaries) {
-    let mut enabled_elsewhere: HashSet<&str> = HashSet::new();
-    let mut flags: HashSet<String> = HashSet::new();
+    let mut enabled_elsewhere: HashSet<&str> = HashSet::default();
+    let mut flags: HashSet<String> = HashSet::default();
     for (index, flag) in &summaries.flag_sets {
         if summaries.cuda_device_functions.contains(index) {
             flags.insert(flag.clone());
@@ -625,7 +625,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .functions
         .iter()
         .any(|f| f.compiled && f.steps_optimizer);
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::default();
     for (index, function) in summaries.functions.iter().enumerate() {
         by_name
             .entry(function.name.clone())
@@ -685,7 +685,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             queue.extend(function.calls.iter().cloned());
         }
     }
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::default();
     while let Some(name) = queue.pop() {
         if !seen.insert(name.clone()) {
             continue;

@@ -83,6 +83,11 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     else {
         return;
     };
+    // A host tensor indexed, or a host mask (`torch.ones(n)` over pruned heads): the mask is
+    // expanded on the host, with no device round trip.
+    if helpers::is_on_host(context, value) || helpers::is_on_host(context, mask) {
+        return;
+    }
     let assignment = context
         .parent(subscript)
         .filter(|parent| parent.kind_name() == "assignment")

@@ -4,7 +4,8 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::rules::tensor_values;
+use crate::rules::{helpers, tensor_values};
+use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -75,6 +76,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             None => return,
         }
     };
+    // On a host tensor (`torch.nonzero(t.cpu())`, `x.cpu().nonzero()`) the shape is known to the
+    // host with no device round trip.
+    let operand = match context.method_call(call) {
+        Some((receiver, _)) if context.qualified_name(function).is_none() => Some(receiver),
+        _ => syntax::positional_args(arguments).first().copied(),
+    };
+    if operand.is_some_and(|operand| helpers::is_on_host(context, operand)) {
+        return;
+    }
     let severity = context.hot_path_severity();
     let message = format!(
         "`{operation}` returns a data-dependent shape: a host sync or CPU fallback, and a recompilation per size"

@@ -1,0 +1,82 @@
+//! The engine's hash maps and sets, on a fast non-cryptographic hasher (the multiply-rotate
+//! hash rustc and ruff use). The keys are node ids and names from the file being checked; SipHash's
+//! resistance to chosen collisions buys nothing here and costs time on every lookup, and its
+//! rounds, inlined into every map operation, cost the WebAssembly module room.
+
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A `HashMap` with [`WordHasher`]; create one with `HashMap::default()`.
+pub type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
+/// A `HashSet` with [`WordHasher`]; create one with `HashSet::default()`.
+pub type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<WordHasher>>;
+
+/// Multiply-rotate hashing over machine words.
+#[derive(Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.add(u64::from(value));
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.add(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.add(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_work_and_distinct_keys_hash_apart() {
+        let mut map: HashMap<String, usize> = HashMap::default();
+        for index in 0..1000 {
+            map.insert(format!("name_{index}"), index);
+        }
+        assert_eq!(map.len(), 1000);
+        assert_eq!(map.get("name_517"), Some(&517));
+        let hash = |text: &str| {
+            let mut hasher = WordHasher::default();
+            hasher.write(text.as_bytes());
+            hasher.finish()
+        };
+        assert_ne!(hash("abcdefgh1"), hash("abcdefgh2"));
+        assert_ne!(hash("a"), hash("b"));
+    }
+}
