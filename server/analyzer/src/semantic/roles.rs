@@ -77,6 +77,13 @@ pub(crate) fn is_test_class(class: Node<'_>, framework: bool, source: &str) -> b
     if framework && name.starts_with("Test") {
         return true;
     }
+    has_base_named(class, source, |last| {
+        last.ends_with("TestCase") || last.ends_with("TestBase")
+    })
+}
+
+/// Whether one of `class`'s bases, by the last part of its dotted name, satisfies `name`.
+fn has_base_named(class: Node<'_>, source: &str, name: impl Fn(&str) -> bool) -> bool {
     let Some(superclasses) = class.field("superclasses") else {
         return false;
     };
@@ -84,7 +91,7 @@ pub(crate) fn is_test_class(class: Node<'_>, framework: bool, source: &str) -> b
     superclasses.named_children(&mut cursor).any(|base| {
         syntax::dotted_parts(base, source)
             .and_then(|parts| parts.last().copied())
-            .is_some_and(|last| last.ends_with("TestCase") || last.ends_with("TestBase"))
+            .is_some_and(&name)
     })
 }
 
@@ -121,14 +128,8 @@ pub(crate) fn is_test_function(
 /// Whether a class is a dataset (`class Shapes(Dataset)`, `torch.utils.data.IterableDataset`):
 /// its methods build samples on the host, in DataLoader workers.
 pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
-    let Some(superclasses) = class.field("superclasses") else {
-        return false;
-    };
-    let mut cursor = superclasses.walk();
-    superclasses.named_children(&mut cursor).any(|base| {
-        syntax::dotted_parts(base, source)
-            .and_then(|parts| parts.last().copied())
-            .is_some_and(|last| matches!(last, "Dataset" | "IterableDataset"))
+    has_base_named(class, source, |last| {
+        matches!(last, "Dataset" | "IterableDataset")
     })
 }
 
