@@ -29,6 +29,9 @@ python=${TPULINT_TEST_PYTHON:-python3}
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 binary=${1:-$target_dir/debug/tpulint}
 [[ -x "$binary" ]] || cargo build --locked -p tpulint
+# Absolute: the checks below run it from other directories (test-all.sh passes a relative
+# `target/debug/tpulint` when CARGO_TARGET_DIR is unset, as on a fresh machine).
+binary=$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")
 
 step() { printf -- '--- [%ss] %s\n' "$SECONDS" "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
