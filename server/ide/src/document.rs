@@ -39,11 +39,22 @@ pub struct PreviousCheck {
 }
 
 impl DocumentSnapshot {
-    /// The tree for `text`: the stored one when current, else an incremental re-parse.
+    /// The tree for `text`: the stored one when current, else an incremental re-parse — and
+    /// a fresh parse when that one has syntax errors: tree-sitter's incremental re-parse can
+    /// recover from an error differently from a fresh parse of the same text (found by the
+    /// `lsp_edits` fuzz target), and the editor must show what `tpulint check` shows.
     pub fn parse(&self) -> Option<Tree> {
         match (&self.tree, self.tree_is_current) {
             (Some(tree), true) => Some(tree.clone()),
-            (old, _) => syntax::parse(&self.text, old.as_ref()),
+            (None, _) => syntax::parse(&self.text, None),
+            (Some(old), false) => {
+                let tree = syntax::parse(&self.text, Some(old))?;
+                if tree.root_node().has_error() {
+                    syntax::parse(&self.text, None)
+                } else {
+                    Some(tree)
+                }
+            }
         }
     }
 }
@@ -232,6 +243,37 @@ mod tests {
             incremental.root_node().to_sexp(),
             fresh.root_node().to_sexp()
         );
+    }
+
+    /// Found by the `lsp_edits` fuzz target (`fuzz/regressions/lsp_edits/error-recovery`): after
+    /// these edits, tree-sitter's incremental re-parse recovered from the unclosed `(` otherwise
+    /// than a fresh parse (three "cannot parse" errors and no TPU101, against "`(` is never
+    /// closed" and the TPU101 `tpulint check` reports).
+    #[test]
+    fn a_re_parse_with_syntax_errors_gives_what_a_fresh_parse_gives() {
+        let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+        let mut document = TextDocument::new(initial.to_string(), 0);
+        let tree = document.snapshot().parse().expect("parses");
+        document.store_tree(0, tree);
+        let settings = tpulint_analyzer::Settings::default();
+        let edits = [
+            ((5, 24, 5, 35), "i"),
+            ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
+            ((0, 24, 0, 24), "\n😀\n"),
+        ];
+        for (version, (range, text)) in (1..).zip(edits) {
+            document.apply_changes(vec![change(range, text)], version, PositionEncoding::Utf8);
+            let snapshot = document.snapshot();
+            let tree = snapshot.parse().expect("parses");
+            let fresh = syntax::parse(&snapshot.text, None).expect("parses");
+            assert_eq!(
+                tpulint_analyzer::check_tree(&snapshot.text, &tree, &settings),
+                tpulint_analyzer::check_tree(&snapshot.text, &fresh, &settings),
+                "after edit {version}: {:?}",
+                snapshot.text
+            );
+            document.store_tree(version, tree);
+        }
     }
 
     fn checked(text: &str) -> PreviousCheck {
