@@ -1,12 +1,14 @@
 //! Random `didChange` sequences against a full re-check: after each batch of edits (ranges in
 //! UTF-16 or UTF-8 positions, possibly out of bounds or inside a character), the document's text
-//! is valid and the incrementally re-parsed tree gives exactly the diagnostics of a fresh parse.
+//! is valid, the incrementally re-parsed tree gives exactly the diagnostics of a fresh parse, and
+//! the editor's incremental check (reusing the document's earlier checks) equals a full check.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use ls_types::{Position, Range, TextDocumentContentChangeEvent};
 use tpulint_analyzer::{Settings, check_tree, syntax};
-use tpulint_ide::document::TextDocument;
+use tpulint_ide::analysis;
+use tpulint_ide::document::{PreviousCheck, TextDocument};
 use tpulint_ide::encoding::PositionEncoding;
 
 fuzz_target!(|data: &[u8]| {
@@ -57,12 +59,25 @@ fuzz_target!(|data: &[u8]| {
         let snapshot = document.snapshot();
         let incremental = snapshot.parse().expect("incremental parse");
         let fresh = syntax::parse(&snapshot.text, None).expect("fresh parse");
+        let full = check_tree(&snapshot.text, &fresh, &settings);
         assert_eq!(
             check_tree(&snapshot.text, &incremental, &settings),
-            check_tree(&snapshot.text, &fresh, &settings),
+            full,
             "incremental and fresh trees disagree for {:?}",
             snapshot.text
         );
+        // What the editor shows: the incremental check, reusing the document's earlier checks.
+        let (reused, state, _) =
+            analysis::check(&snapshot.text, &incremental, &settings, &snapshot.previous);
+        assert_eq!(
+            reused, full,
+            "the incremental check differs from a full check for {:?}",
+            snapshot.text
+        );
+        document.store_check(PreviousCheck {
+            text: snapshot.text.clone(),
+            state,
+        });
         document.store_tree(version, incremental);
     }
 });
