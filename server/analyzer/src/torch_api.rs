@@ -33,6 +33,30 @@ pub const TENSOR_FACTORIES: &[&str] = &[
     "polar",
 ];
 
+/// The factories of [`TENSOR_FACTORIES`] that build a tensor from a shape or range alone (no
+/// data argument): a `.to(device)` right after one copies what `device=` would have allocated
+/// in place.
+pub const SHAPE_FACTORIES: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "tril_indices",
+    "triu_indices",
+];
+
+/// The random factories: with `device=` they draw from the device's generator instead of the
+/// host's, so moving `device=` into one changes the numbers drawn.
+pub const RANDOM_FACTORIES: &[&str] = &["rand", "randn", "randint", "randperm"];
+
 /// `torch.<factory>_like(t)`: the device (and dtype) of `t` unless given.
 pub const LIKE_FACTORIES: &[&str] = &[
     "zeros_like",

@@ -8,6 +8,7 @@ use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::{helpers, tpu_api};
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
+use crate::torch_api::{RANDOM_FACTORIES, SHAPE_FACTORIES};
 
 declare_rule! {
     /// ## What it does
@@ -60,25 +61,6 @@ declare_rule! {
     }
 }
 
-const FACTORIES: &[&str] = &[
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "randperm",
-    "arange",
-    "linspace",
-    "logspace",
-    "eye",
-    "tril_indices",
-    "triu_indices",
-];
-
-const RANDOM: &[&str] = &["rand", "randn", "randint", "randperm"];
-
 /// TPU407
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
@@ -92,7 +74,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let Some(factory) = qualified
         .strip_prefix("torch.")
-        .filter(|f| FACTORIES.contains(f))
+        .filter(|f| SHAPE_FACTORIES.contains(f))
     else {
         return;
     };
@@ -129,7 +111,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     // Random tensors drawn on the host and then moved are often deliberate (the same numbers on
     // every device, a CPU `generator=`): only a per-step copy is worth reporting.
-    if RANDOM.contains(&factory)
+    if RANDOM_FACTORIES.contains(&factory)
         && (context.hot_path().is_none()
             || context
                 .keyword_arg(factory_arguments, "generator")
@@ -138,7 +120,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     let device_text = context.text(device).to_string();
-    let unsafe_fix = RANDOM.contains(&factory)
+    let unsafe_fix = RANDOM_FACTORIES.contains(&factory)
         || context
             .keyword_arg(factory_arguments, "requires_grad")
             .is_some();
