@@ -8,7 +8,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
+use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache};
 use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -358,6 +358,19 @@ pub(crate) fn new_model<'t>(
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
     semantic
+}
+
+/// [`new_model`], reusing the pre-pass of unchanged statements from earlier checks' caches.
+pub(crate) fn new_model_reusing<'t>(
+    source: &'t str,
+    tree: &'t Tree,
+    settings: &Settings,
+    caches: &[&SummaryCache],
+) -> (SemanticModel<'t>, SummaryCache) {
+    let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
+    semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    (semantic, cache)
 }
 
 /// Runs the running rules registered for a node's kind, and the policy every rule shares.

@@ -38,14 +38,15 @@
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model, walk};
+use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk};
 use crate::diagnostic::Diagnostic;
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
-use crate::semantic::name_hash;
+use crate::semantic::{SummaryCache, name_hash};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -66,6 +67,8 @@ pub struct IncrementalState {
     /// Whole-file questions asked by rules (`("source_mentions", needle)`), ever.
     questions: Vec<(&'static str, &'static str)>,
     statements: Vec<Statement>,
+    /// The pre-pass of each top-level statement, for the next check's pre-pass to reuse.
+    summaries: Arc<SummaryCache>,
 }
 
 #[derive(Debug, Clone)]
@@ -460,10 +463,12 @@ pub fn check_with_policy(
                 prepass: 0,
                 questions: Vec::new(),
                 statements: Vec::new(),
+                summaries: Arc::default(),
             },
         };
     }
-    let mut semantic = new_model(source, tree, settings);
+    let caches: Vec<&SummaryCache> = previous.iter().map(|(_, old)| &*old.summaries).collect();
+    let (mut semantic, summary_cache) = new_model_reusing(source, tree, settings, &caches);
     // Offsets in the pre-pass (where functions first save) are compared by statement text and
     // offset inside it.
     let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
@@ -745,6 +750,7 @@ pub fn check_with_policy(
             prepass,
             questions,
             statements: records,
+            summaries: Arc::new(summary_cache),
         },
     }
 }

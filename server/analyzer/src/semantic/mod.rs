@@ -9,6 +9,7 @@
 
 use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
 
 use tree_sitter::{Node, Tree};
 
@@ -29,6 +30,7 @@ pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
+pub(crate) use summaries::SummaryCache;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 
@@ -204,6 +206,28 @@ pub struct SemanticModel<'t> {
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
+        Self::build(source, tree, backend_setting, None).0
+    }
+
+    /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
+    /// (earlier checks of the same document) and returning what the next check can reuse. The
+    /// index is the same as [`Self::new`]'s.
+    pub(crate) fn new_reusing(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: &[&SummaryCache],
+    ) -> (Self, SummaryCache) {
+        let (model, cache) = Self::build(source, tree, backend_setting, Some(caches));
+        (model, cache.unwrap_or_default())
+    }
+
+    fn build(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: Option<&[&SummaryCache]>,
+    ) -> (Self, Option<SummaryCache>) {
         let mut model = SemanticModel {
             source,
             ancestors: Vec::new(),
@@ -233,14 +257,33 @@ impl<'t> SemanticModel<'t> {
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
-        model.summaries = summaries::build(tree, source, &model);
+        let cache = match caches {
+            None => {
+                model.summaries = summaries::build(tree, source, &model);
+                None
+            }
+            Some(caches) => {
+                // What the pre-pass resolves calls through: the module-level imports' bindings.
+                let mut hasher = std::hash::DefaultHasher::new();
+                for record in model.imports.records() {
+                    if !record.in_function {
+                        (&record.local, &record.qualified).hash(&mut hasher);
+                    }
+                }
+                let imports = hasher.finish();
+                let (built, cache) =
+                    summaries::build_reusing(tree, source, &model, imports, caches, true);
+                model.summaries = built;
+                cache
+            }
+        };
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
-        model
+        (model, cache)
     }
 
     pub fn source(&self) -> &'t str {
@@ -625,7 +668,7 @@ impl<'t> SemanticModel<'t> {
         );
         // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
         // CUDA GPU whenever it runs.
-        if self.summaries.cuda_library_scopes.contains(&block.id())
+        if self.summaries.needs_cuda_library(block)
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
         {
@@ -693,11 +736,7 @@ impl<'t> SemanticModel<'t> {
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
-        if self
-            .summaries
-            .cuda_library_scopes
-            .contains(&definition.id())
-        {
+        if self.summaries.needs_cuda_library(definition) {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
@@ -834,13 +873,13 @@ impl<'t> SemanticModel<'t> {
     /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
     /// this file, nested training loop, exits), from the pre-pass.
     pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
-        self.summaries.loops.get(&loop_node.id())
+        self.summaries.loop_summary(loop_node)
     }
 
     /// The summary of a function definition (what it does, whether a training loop reaches it).
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
-        let index = self.summaries.by_node.get(&definition.id())?;
-        self.summaries.functions.get(*index)
+        let index = self.summaries.function_index(definition)?;
+        self.summaries.functions.get(index)
     }
 
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
@@ -913,9 +952,8 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::StepFunction)
         } else if self
             .summaries
-            .by_node
-            .get(&node.id())
-            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+            .function_index(node)
+            .is_some_and(|index| self.summaries.functions[index].reached_from_loop)
         {
             Some(HotPath::CalledFromLoop)
         } else {
@@ -950,9 +988,8 @@ impl<'t> SemanticModel<'t> {
         self.compiled_names.contains(name)
             || self
                 .summaries
-                .by_node
-                .get(&node.id())
-                .is_some_and(|index| self.summaries.functions[*index].compiled)
+                .function_index(node)
+                .is_some_and(|index| self.summaries.functions[index].compiled)
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
@@ -1404,7 +1441,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+        self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
                 && !summary.nested_training_loop
         })
