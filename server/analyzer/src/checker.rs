@@ -245,9 +245,18 @@ pub fn walk<'t>(
     semantic: &mut SemanticModel<'t>,
     mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
 ) {
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let mut error_depth = 0usize;
+    walk_node(tree.root_node(), 0, semantic, &mut visit);
+}
+
+/// [`walk`] over the subtree of `node`, below `error_depth` `ERROR` nodes; `false` when `visit`
+/// stopped it.
+pub(crate) fn walk_node<'t>(
+    node: Node<'t>,
+    mut error_depth: usize,
+    semantic: &mut SemanticModel<'t>,
+    visit: &mut impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
+) -> bool {
+    let mut cursor = node.walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
@@ -258,7 +267,7 @@ pub fn walk<'t>(
             let dispatchable =
                 error_depth == 0 && (!node.has_error() || node.kind_name() == "module");
             if !visit(semantic, node, dispatchable) {
-                return;
+                return false;
             }
         }
         if cursor.goto_first_child() {
@@ -276,7 +285,7 @@ pub fn walk<'t>(
                 break;
             }
             if !cursor.goto_parent() {
-                return;
+                return true;
             }
         }
     }

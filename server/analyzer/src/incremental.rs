@@ -42,11 +42,13 @@ use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk};
+use crate::checker::{
+    Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk_node,
+};
 use crate::diagnostic::Diagnostic;
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
-use crate::semantic::{SummaryCache, name_hash};
+use crate::semantic::{ModuleEffects, SummaryCache, name_hash};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -85,6 +87,8 @@ struct Statement {
     mentions: Vec<u64>,
     diagnostics: Vec<Diagnostic>,
     comments: Vec<TextRange>,
+    /// What it did to the index (replayed when it is reused; `None` if it was not recorded).
+    effects: Option<ModuleEffects>,
 }
 
 impl IncrementalState {
@@ -560,8 +564,6 @@ pub fn check_with_policy(
     let mut module_diagnostics = Vec::new();
     let mut records: Vec<Statement> = Vec::with_capacity(nodes.len());
     let mut suppressions = Suppressions::default();
-    let mut next = 0usize;
-    let mut mode = Mode::Check;
     // Whether the current statement may bind differently than before (changed, or it reads a
     // tainted name or a changed module scope): then what it binds is tainted. A statement
     // checked again only for a rule's sake (`READS_OTHER_STATEMENTS`, a moved fix) binds the
@@ -598,94 +600,126 @@ pub fn check_with_policy(
         }
         records[index].binds = binds;
     };
-    walk(tree, &mut semantic, |semantic, node, dispatchable| {
-        if next < nodes.len() && node.id() == nodes[next].id() {
-            finish_statement(
-                &mut records,
-                semantic,
-                binds_from,
-                propagates,
-                &mut tainted,
-                &mut needed,
-            );
-            binds_from = semantic.module_binds().len();
-            let index = next;
-            next += 1;
-            let root_guard = semantic.root_guard_digest();
-            let old = old_of(index);
-            let guard_changed =
-                old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
-            propagates = match &plan {
-                None => false,
-                Some(plan) if index < plan.prefix => false,
-                Some(plan) if index < plan.suffix => true,
-                Some(_) => {
-                    policy == ReusePolicy::Sound
-                        && (guard_changed || intersects(&mentions[index], &tainted))
-                }
-            };
-            mode = match &plan {
-                None => Mode::Check,
-                Some(plan) if index < plan.prefix => {
-                    if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
-                        Mode::Check
-                    } else {
-                        Mode::Reuse
-                    }
-                }
-                Some(plan) if index < plan.suffix => Mode::Check,
-                Some(_) if guard_changed => Mode::Check,
-                Some(_) => {
-                    let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
-                    if last.is_none_or(|last| last < index) {
-                        stop = index;
-                        return false;
-                    }
-                    if propagates
-                        || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
-                    {
-                        Mode::Check
-                    } else {
-                        Mode::Reuse
-                    }
-                }
-            };
-            if mode == Mode::Reuse && reusable[index].is_none() {
-                mode = Mode::Check;
+    // The module node, then each top-level statement: walked (rules running or not) or, when
+    // reused, its recorded effects on the index replayed.
+    let root_errors = usize::from(root.is_error());
+    semantic.enter(root);
+    if root_errors == 0 {
+        dispatcher.run(&semantic, root, &mut module_diagnostics);
+    }
+    let mut walked = 0usize;
+    for (index, &node) in nodes.iter().enumerate() {
+        finish_statement(
+            &mut records,
+            &semantic,
+            binds_from,
+            propagates,
+            &mut tainted,
+            &mut needed,
+        );
+        binds_from = semantic.module_binds().len();
+        let root_guard = semantic.root_guard_digest();
+        let old = old_of(index);
+        let guard_changed =
+            old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
+        propagates = match &plan {
+            None => false,
+            Some(plan) if index < plan.prefix => false,
+            Some(plan) if index < plan.suffix => true,
+            Some(_) => {
+                policy == ReusePolicy::Sound
+                    && (guard_changed || intersects(&mentions[index], &tainted))
             }
-            if mode == Mode::Check {
-                checked += 1;
+        };
+        let mut mode = match &plan {
+            None => Mode::Check,
+            Some(plan) if index < plan.prefix => {
+                if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
+                    Mode::Check
+                } else {
+                    Mode::Reuse
+                }
             }
-            records.push(Statement {
-                range: node.byte_range(),
-                kind: node.kind_id(),
-                has_error: node.has_error(),
-                hash: hashes[index],
-                root_guard,
-                binds: Vec::new(),
-                mentions: mentions[index].clone(),
-                diagnostics: match mode {
-                    Mode::Reuse => reusable[index].clone().unwrap_or_default(),
-                    Mode::Check => Vec::new(),
-                },
-                comments: Vec::new(),
+            Some(plan) if index < plan.suffix => Mode::Check,
+            Some(_) if guard_changed => Mode::Check,
+            Some(_) => {
+                let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
+                if last.is_none_or(|last| last < index) {
+                    stop = index;
+                    break;
+                }
+                if propagates
+                    || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
+                {
+                    Mode::Check
+                } else {
+                    Mode::Reuse
+                }
+            }
+        };
+        if mode == Mode::Reuse && reusable[index].is_none() {
+            mode = Mode::Check;
+        }
+        if mode == Mode::Check {
+            checked += 1;
+        }
+        let mark = semantic.mark();
+        // A reused statement does to the index what it did last time (it reads nothing that
+        // changed: see the module docs), shifted like its diagnostics.
+        let replayed = mode == Mode::Reuse
+            && plan.as_ref().is_some_and(|plan| {
+                old.and_then(|old| old.effects.as_ref())
+                    .is_some_and(|effects| {
+                        let map = |(start, end): (usize, usize)| {
+                            plan.map(&(start..end))
+                                .map(|range| (range.start, range.end))
+                        };
+                        semantic.replay(effects, &map)
+                    })
             });
-        }
-        if node.kind_name() == "comment" {
-            suppressions.add_comment(node, source);
-            if let Some(record) = records.last_mut() {
-                record.comments.push(node.byte_range());
+        let mut comments = Vec::new();
+        let mut diagnostics = match mode {
+            Mode::Reuse => reusable[index].clone().unwrap_or_default(),
+            Mode::Check => Vec::new(),
+        };
+        if replayed {
+            if let (Some(plan), Some(old)) = (&plan, old) {
+                for range in old.comments.iter().filter_map(|range| plan.map(range)) {
+                    suppressions.add_comment_text(range.start, &source[range.clone()]);
+                    comments.push(range);
+                }
             }
+        } else {
+            walked += 1;
+            walk_node(
+                node,
+                root_errors,
+                &mut semantic,
+                &mut |semantic, node, dispatchable| {
+                    if node.kind_name() == "comment" {
+                        suppressions.add_comment(node, source);
+                        comments.push(node.byte_range());
+                    }
+                    if dispatchable && mode == Mode::Check {
+                        dispatcher.run(semantic, node, &mut diagnostics);
+                    }
+                    true
+                },
+            );
         }
-        if dispatchable && (records.is_empty() || mode == Mode::Check) {
-            let sink = match records.last_mut() {
-                Some(record) => &mut record.diagnostics,
-                None => &mut module_diagnostics,
-            };
-            dispatcher.run(semantic, node, sink);
-        }
-        true
-    });
+        records.push(Statement {
+            range: node.byte_range(),
+            kind: node.kind_id(),
+            has_error: node.has_error(),
+            hash: hashes[index],
+            root_guard,
+            binds: Vec::new(),
+            mentions: mentions[index].clone(),
+            diagnostics,
+            comments,
+            effects: semantic.effects_since(mark),
+        });
+    }
     if stop == nodes.len() {
         finish_statement(
             &mut records,
@@ -695,8 +729,8 @@ pub fn check_with_policy(
             &mut tainted,
             &mut needed,
         );
+        semantic.leave(root);
     }
-    let walked = records.len();
     // Statements after the walk stopped: the previous records, shifted.
     if let Some(plan) = &plan {
         for index in stop..nodes.len() {
@@ -711,10 +745,18 @@ pub fn check_with_policy(
             for range in &comments {
                 suppressions.add_comment_text(range.start, &source[range.clone()]);
             }
+            let map = |(start, end): (usize, usize)| {
+                plan.map(&(start..end))
+                    .map(|range| (range.start, range.end))
+            };
             records.push(Statement {
                 range: nodes[index].byte_range(),
                 diagnostics: reusable[index].clone().unwrap_or_default(),
                 comments,
+                effects: old
+                    .effects
+                    .as_ref()
+                    .and_then(|effects| effects.mapped(&map)),
                 ..old.clone()
             });
         }

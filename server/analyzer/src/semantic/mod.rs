@@ -25,6 +25,7 @@ mod imports;
 mod roles;
 pub(crate) mod summaries;
 
+pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
@@ -116,7 +117,7 @@ enum Binding {
 }
 
 /// What one function of the file returns, collected while its body is walked.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct FunctionReturns {
     /// The class it is a method of (directly), by index into `classes`.
     class: Option<usize>,
@@ -135,7 +136,7 @@ struct Scope {
     cuda_values: HashMap<String, bool>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ClassInfo {
     is_module: bool,
     /// An optimizer or scheduler subclass (its `step` is not a training step).
@@ -201,6 +202,9 @@ pub struct SemanticModel<'t> {
     /// Hashes of the names bound in module scope, in binding order (for incremental checking:
     /// which names a statement defines for the statements after it).
     module_binds: Vec<u64>,
+    /// Every change to the module scope during the traversal, in order (for incremental
+    /// checking: what a top-level statement does to the index, replayed instead of walked).
+    module_journal: Vec<digest::ModuleChange>,
 }
 
 impl<'t> SemanticModel<'t> {
@@ -253,9 +257,12 @@ impl<'t> SemanticModel<'t> {
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
+            module_journal: Vec::new(),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
+        // The journal records the traversal's changes; the imports above belong to the pre-pass.
+        model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
         let cache = match caches {
             None => {
@@ -438,6 +445,8 @@ impl<'t> SemanticModel<'t> {
     fn bind(&mut self, name: String, binding: Binding) {
         if self.scopes.len() == 1 {
             self.module_binds.push(digest::name_hash(&name));
+            self.module_journal
+                .push(digest::ModuleChange::Bind(name.clone(), binding.clone()));
         }
         if let Some(scope) = self.scopes.last_mut() {
             scope.bindings.insert(name, binding);
@@ -1207,6 +1216,10 @@ impl<'t> SemanticModel<'t> {
         if left.kind_name() == "identifier" && right.kind_name() != "none" {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
+            if self.scopes.len() == 1 {
+                self.module_journal
+                    .push(digest::ModuleChange::CudaValue(name.clone(), cuda));
+            }
             if let Some(scope) = self.scopes.last_mut() {
                 let all = scope.cuda_values.entry(name).or_insert(true);
                 *all &= cuda;

@@ -61,6 +61,11 @@ impl ReturnFacts {
         }
     }
 
+    /// The facts it holds, for moving their origins.
+    pub(crate) fn facts_mut(&mut self) -> (Option<&mut Fact>, Option<&mut Vec<Fact>>) {
+        (self.single.as_mut(), self.tuple.as_mut())
+    }
+
     pub(crate) fn single(&self) -> Option<Fact> {
         if self.conflict { None } else { self.single }
     }
