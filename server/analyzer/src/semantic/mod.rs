@@ -10,6 +10,7 @@
 use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
@@ -259,7 +260,39 @@ impl<'t> SemanticModel<'t> {
             module_binds: Vec::new(),
             module_journal: Vec::new(),
         };
-        model.imports = ModuleImports::build(tree.root_node(), source);
+        let mut import_parts = crate::hash::HashMap::default();
+        model.imports = match caches {
+            None => ModuleImports::build(tree.root_node(), source),
+            Some(caches) => {
+                // By statement, reusing the records of statements of unchanged text.
+                let root = tree.root_node();
+                let mut cursor = root.walk();
+                let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
+                for statement in root.named_children(&mut cursor) {
+                    let key = (!statement.has_error()).then(|| {
+                        let mut hasher = std::hash::DefaultHasher::new();
+                        (statement.kind_id(), node_text(statement, source)).hash(&mut hasher);
+                        hasher.finish()
+                    });
+                    let part = key
+                        .and_then(|key| {
+                            caches
+                                .iter()
+                                .find_map(|cache| cache.import_parts.get(&key).cloned())
+                        })
+                        .unwrap_or_else(|| {
+                            Arc::new(ModuleImports::statement_records(statement, source))
+                        });
+                    if let Some(key) = key {
+                        import_parts.insert(key, part.clone());
+                    }
+                    parts.push((statement.start_byte(), part));
+                }
+                ModuleImports::from_statements(
+                    parts.iter().map(|(base, part)| (*base, part.as_slice())),
+                )
+            }
+        };
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
@@ -281,7 +314,10 @@ impl<'t> SemanticModel<'t> {
                 let (built, cache) =
                     summaries::build_reusing(tree, source, &model, imports, caches, true);
                 model.summaries = built;
-                cache
+                cache.map(|mut cache| {
+                    cache.import_parts = import_parts;
+                    cache
+                })
             }
         };
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);

@@ -257,6 +257,8 @@ pub(crate) struct StatementPart {
 pub(crate) struct SummaryCache {
     imports: u64,
     parts: HashMap<u64, Arc<StatementPart>>,
+    /// Each statement's import records (`ModuleImports::statement_records`), by kind and text.
+    pub(crate) import_parts: HashMap<u64, Arc<Vec<super::ImportRecord>>>,
 }
 
 /// [`build`], reusing the parts of `caches` built under the same `imports` digest (the
@@ -278,6 +280,7 @@ pub(crate) fn build_reusing(
     let mut kept = keep.then(|| SummaryCache {
         imports,
         parts: HashMap::default(),
+        import_parts: HashMap::default(),
     });
     let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
     // The root itself is no function, loop or block: the walk of each statement starts empty.
