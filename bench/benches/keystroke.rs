@@ -5,7 +5,8 @@
 //! the editor does), and the incremental check's result compared with the full one.
 //!
 //! `cargo bench -p tpulint_bench --bench keystroke`; `TPULINT_BENCH_FILE=<file.py>` types into
-//! the first 5,000 lines of a real file instead of the generated module. Prints percentiles of
+//! the first 5,000 lines of a real file instead of the generated module (`TPULINT_BENCH_SAVE=<path>`
+//! writes the module typed into). Prints percentiles of
 //! both, their ratio, and how many keystrokes fell back to a full check and why.
 
 use std::collections::BTreeMap;
@@ -69,6 +70,10 @@ fn main() {
             documents::concatenate(&documents::repository_sources(), 0, LARGE_LINES, "big"),
         ),
     };
+    // For profiling the engine on the same text (`tpulint check FILE`).
+    if let Some(path) = std::env::var_os("TPULINT_BENCH_SAVE") {
+        std::fs::write(&path, &text).expect("TPULINT_BENCH_SAVE is writable");
+    }
     let settings = Settings::default();
     let script = documents::typing_script(&text, 6);
     let mut tree = syntax::parse(&text, None).expect("parses");

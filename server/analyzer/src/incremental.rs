@@ -178,6 +178,8 @@ struct Plan<'p> {
     /// Old byte span no reused range may touch, and the byte shift after it.
     dirty: Range<usize>,
     delta: isize,
+    /// The old lines holding the changed bytes (narrower than `dirty`, which spans statements).
+    edited_lines: Range<usize>,
 }
 
 impl Plan<'_> {
@@ -203,6 +205,18 @@ impl Plan<'_> {
         } else if range.start >= self.dirty.end && range.end > self.dirty.end {
             let shift = |offset: usize| (offset as isize + self.delta) as usize;
             Some(shift(range.start)..shift(range.end))
+        } else {
+            None
+        }
+    }
+
+    /// An old offset range in new coordinates, when it lies wholly outside the edited lines.
+    fn map_outside_edited_lines(&self, (start, end): (usize, usize)) -> Option<(usize, usize)> {
+        if end <= self.edited_lines.start {
+            Some((start, end))
+        } else if start >= self.edited_lines.end {
+            let shift = |offset: usize| (offset as isize + self.delta) as usize;
+            Some((shift(start), shift(end)))
         } else {
             None
         }
@@ -269,6 +283,44 @@ fn plan<'p>(
     } else {
         old_end
     };
+    // Whole lines inserted or deleted leave the lines around them as they were. The shortest
+    // diff may cut an inserted (or deleted) line in two (`    # x\n` inserted before `    y`
+    // reads as `# x\n    ` after the indent): slide a pure insertion or deletion back to the
+    // line start when the bytes allow.
+    let at_line_start = |offset: usize| offset == 0 || old_source.as_bytes()[offset - 1] == b'\n';
+    let (old_bytes, new_bytes) = (old_source.as_bytes(), source.as_bytes());
+    let (mut prefix_bytes, mut old_end) = (prefix_bytes, old_end);
+    let mut new_end = (old_end as isize + delta) as usize;
+    while prefix_bytes > 0 && !at_line_start(prefix_bytes) {
+        let slides = if old_end == prefix_bytes {
+            new_end > prefix_bytes && new_bytes[new_end - 1] == old_bytes[prefix_bytes - 1]
+        } else if new_end == prefix_bytes {
+            old_bytes[old_end - 1] == old_bytes[prefix_bytes - 1]
+        } else {
+            false
+        };
+        if !slides {
+            break;
+        }
+        prefix_bytes -= 1;
+        old_end -= 1;
+        new_end -= 1;
+    }
+    let inserted = &source[prefix_bytes..new_end];
+    let line_start = if at_line_start(prefix_bytes) {
+        prefix_bytes
+    } else {
+        old_source[..prefix_bytes]
+            .rfind('\n')
+            .map_or(0, |at| at + 1)
+    };
+    let line_end = if at_line_start(old_end) && (inserted.is_empty() || inserted.ends_with('\n')) {
+        old_end
+    } else {
+        old_source[old_end..]
+            .find('\n')
+            .map_or(old_source.len(), |at| old_end + at + 1)
+    };
     Plan {
         old,
         prefix,
@@ -276,6 +328,7 @@ fn plan<'p>(
         index_shift: olds.len() as isize - nodes.len() as isize,
         dirty: start..end,
         delta,
+        edited_lines: line_start..line_end,
     }
 }
 
@@ -526,13 +579,35 @@ pub fn check_with_policy(
     let reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
         .map(|index| plan.as_ref()?.reused(old_of(index)?))
         .collect();
+    // When the edit changed one definition into one definition (typing in a function or a
+    // class): its index, so that what it binds taints later statements only if what it did to
+    // the index changed (see `finish_statement`).
+    let single_definition = plan.as_ref().and_then(|plan| {
+        let last_old = (plan.suffix as isize + plan.index_shift) as usize;
+        let definition = |kind: &str| {
+            matches!(
+                kind,
+                "function_definition" | "class_definition" | "decorated_definition"
+            )
+        };
+        (policy == ReusePolicy::Sound
+            && plan.suffix == plan.prefix + 1
+            && last_old == plan.prefix + 1
+            && definition(nodes[plan.prefix].kind_name())
+            && crate::syntax::PYTHON
+                .node_kind_for_id(plan.old.statements[plan.prefix].kind)
+                .is_some_and(definition))
+        .then_some(plan.prefix)
+    });
     // Names the dirty statements bound before the edit.
     let mut tainted: HashSet<u64> = HashSet::new();
     if let Some(plan) = &plan {
         let first_old = plan.prefix;
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
-        for old in &plan.old.statements[first_old..last_old] {
-            tainted.extend(old.binds.iter().copied());
+        for (old_index, old) in plan.old.statements[first_old..last_old].iter().enumerate() {
+            if single_definition != Some(first_old + old_index) {
+                tainted.extend(old.binds.iter().copied());
+            }
         }
     }
     // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
@@ -591,9 +666,31 @@ pub fn check_with_policy(
         }
         binds.sort_unstable();
         binds.dedup();
-        if plan.is_some() && propagates {
+        if let Some(plan) = &plan
+            && propagates
+        {
             let before = tainted.len();
-            tainted.extend(binds.iter().copied());
+            // A changed definition that binds the same names and did the same to the index
+            // (facts equal, their origins outside the edited lines and moved with the text)
+            // reads the same to every later statement.
+            let unchanged = single_definition == Some(index)
+                && plan.old.statements.get(index).is_some_and(|old| {
+                    old.binds == binds
+                        && match (&old.effects, &records[index].effects) {
+                            (Some(old_effects), Some(new_effects)) => old_effects
+                                .mapped(&|range| plan.map_outside_edited_lines(range))
+                                .is_some_and(|moved| moved == *new_effects),
+                            _ => false,
+                        }
+                });
+            if !unchanged {
+                tainted.extend(binds.iter().copied());
+                if single_definition == Some(index)
+                    && let Some(old) = plan.old.statements.get(index)
+                {
+                    tainted.extend(old.binds.iter().copied());
+                }
+            }
             if tainted.len() != before {
                 *needed = None;
             }

@@ -138,7 +138,7 @@ impl SemanticModel<'_> {
 }
 
 /// One change to the module scope (see `SemanticModel::module_journal`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ModuleChange {
     Bind(String, Binding),
     /// A name assigned a value that does (or does not) need CUDA (`Scope::cuda_values`).
@@ -158,7 +158,7 @@ pub(crate) struct Mark {
 /// scope, and the module's guard frame after it. Between top-level statements the traversal
 /// holds nothing else (no frame, scope or ancestor but the module's; the pre-pass is fixed), so
 /// replaying these equals walking the statement again when it would be walked the same way.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ModuleEffects {
     first_class: usize,
     classes: Vec<ClassInfo>,
@@ -225,7 +225,11 @@ impl<'t> SemanticModel<'t> {
             first_function: mark.functions,
             functions: self.functions[mark.functions..].to_vec(),
             changes: self.module_journal[mark.journal..].to_vec(),
-            root: self.guard_frames[0],
+            // The root's node id differs between parses; `replay` keeps the current one.
+            root: GuardFrame {
+                node_id: 0,
+                ..self.guard_frames[0]
+            },
         })
     }
 

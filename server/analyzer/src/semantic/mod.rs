@@ -106,7 +106,7 @@ impl HotPath {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Binding {
     /// An imported module or object, by qualified name.
     Import(String),
@@ -118,7 +118,7 @@ enum Binding {
 }
 
 /// What one function of the file returns, collected while its body is walked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct FunctionReturns {
     /// The class it is a method of (directly), by index into `classes`.
     class: Option<usize>,
@@ -137,7 +137,7 @@ struct Scope {
     cuda_values: HashMap<String, bool>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct ClassInfo {
     is_module: bool,
     /// An optimizer or scheduler subclass (its `step` is not a training step).

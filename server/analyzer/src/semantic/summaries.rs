@@ -15,7 +15,7 @@ use crate::semantic::{Fact, ValueKind};
 use crate::syntax::{self, NodeExt, node_text};
 
 /// The facts of a function's `return` statements, merged as the traversal meets them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ReturnFacts {
     /// The merged fact of every `return <value>` (None before the first).
     single: Option<Fact>,
