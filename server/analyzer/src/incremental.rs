@@ -21,7 +21,10 @@
 //!   *tainted*; a later
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
-//!   module's hardware scope;
+//!   module's hardware scope. One exception: when the edit changed one definition into one
+//!   definition and it binds the same names and did the same to the index as before (equal
+//!   [`ModuleEffects`], every fact's origin outside the edited lines and moved with the text),
+//!   it taints nothing;
 //! - a few rules read other statements' text directly (`READS_OTHER_STATEMENTS`): the
 //!   statements mentioning an identifier they report on (`jax`, `use_spmd`, `mark_sharding`,
 //!   `GradScaler`, the clocks) are checked again after every edit, before it or after it;
@@ -29,9 +32,13 @@
 //!   inserted next to an edited one, a fact's origin) is not reused: its statement is checked
 //!   again (the importer's whole-text question, whether an alias is free, is re-asked like
 //!   `source_mentions`);
-//! - the traversal keeps the index current through reused statements without running rules, and
-//!   stops once no statement after it needs checking and the module's hardware scope is the
-//!   recorded one;
+//! - the traversal keeps the index current through reused statements without walking them: it
+//!   replays what each did to the index last time ([`ModuleEffects`]: classes, functions,
+//!   module-scope changes, the module's guard frame; offsets shifted), which equals walking it
+//!   since it reads nothing that changed; it stops once no statement after it needs checking and
+//!   the module's hardware scope is the recorded one;
+//! - the pre-pass reuses each unchanged statement's part (function and loop summaries, import
+//!   records: `SummaryCache`), so its cost follows the edit too;
 //! - suppressions, unfixable fixes, syntax errors and ordering are applied to the whole result
 //!   every time, as `check_tree` does, so `# noqa` edits and TPU901 never depend on reuse.
 

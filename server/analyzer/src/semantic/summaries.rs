@@ -305,12 +305,10 @@ pub(crate) fn build_reusing(
                     .iter()
                     .find_map(|cache| cache.parts.get(&key).cloned())
                     .unwrap_or_else(|| {
-                        Arc::new(walk_statement(
-                            statement,
-                            source,
-                            resolver,
-                            compiled_decorator,
-                        ))
+                        let mut part =
+                            walk_statement(statement, source, resolver, compiled_decorator);
+                        shift(&mut part.summaries, base, false);
+                        Arc::new(part)
                     });
                 compiled_decorator = part.compiled_decorator;
                 merge(&mut summaries, &mut loop_roots, (*part).clone(), base);
@@ -319,9 +317,10 @@ pub(crate) fn build_reusing(
                 }
             }
             None => {
+                // Not kept: its keys and offsets stay absolute.
                 let part = walk_statement(statement, source, resolver, compiled_decorator);
                 compiled_decorator = part.compiled_decorator;
-                merge(&mut summaries, &mut loop_roots, part, base);
+                merge(&mut summaries, &mut loop_roots, part, 0);
             }
         }
     }
@@ -329,7 +328,7 @@ pub(crate) fn build_reusing(
     (summaries, kept)
 }
 
-/// The pre-pass over one top-level statement (iteratively), relative to its start.
+/// The pre-pass over one top-level statement (iteratively); keys and offsets are absolute.
 fn walk_statement(
     statement: Node<'_>,
     source: &str,
@@ -370,13 +369,11 @@ fn walk_statement(
                 break;
             }
             if !cursor.goto_parent() {
-                let mut part = StatementPart {
+                return StatementPart {
                     summaries,
                     loop_roots,
                     compiled_decorator,
                 };
-                shift(&mut part.summaries, statement.start_byte(), false);
-                return part;
             }
         }
     }
@@ -385,6 +382,9 @@ fn walk_statement(
 /// Moves the node keys and offsets of `summaries` by `base` bytes (back when `forward` is
 /// false).
 fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
+    if base == 0 {
+        return;
+    }
     let offset = |value: usize| {
         if forward { value + base } else { value - base }
     };
