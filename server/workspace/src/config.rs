@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tpulint_analyzer::settings::path_matches;
 use tpulint_analyzer::{
-    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy, TorchXlaVersion,
 };
 
 /// File names searched in each directory, in order of preference.
@@ -31,6 +31,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "unfixable",
     "test-code",
     "cache-dir",
+    "torch-xla-version",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -178,6 +179,24 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                     ));
                 };
                 configuration.cache_dir = Some(directory.to_string());
+            }
+            "torch-xla-version" => {
+                let Some(text) = value.as_str() else {
+                    return Err(key_error(
+                        key,
+                        format!(
+                            "expected a version string such as \"2.5\", found {}",
+                            describe(value)
+                        ),
+                    ));
+                };
+                configuration.torch_xla_version =
+                    Some(TorchXlaVersion::parse(text).ok_or_else(|| {
+                        key_error(
+                            key,
+                            format!("`{text}` is not a torch_xla version (expected e.g. \"2.5\")"),
+                        )
+                    })?);
             }
             "test-code" => {
                 let Some(name) = value.as_str() else {
@@ -627,6 +646,29 @@ backend = "torch_xla"
             error.contains("unknown value `some` (expected errors, all or off)"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn torch_xla_version() {
+        let configuration = parse("tpulint.toml", "torch-xla-version = \"2.5\"\n")
+            .unwrap()
+            .unwrap();
+        let version = configuration.settings_for("train.py").torch_xla_version;
+        assert_eq!(version.map(|v| v.to_string()).as_deref(), Some("2.5"));
+        let patch = parse("tpulint.toml", "torch-xla-version = \"2.10.1\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            patch.torch_xla_version.map(|v| (v.major, v.minor)),
+            Some((2, 10))
+        );
+        for bad in ["\"2\"", "\"two.five\"", "\"2.5.1.0\"", "2.5"] {
+            let error = parse("tpulint.toml", &format!("torch-xla-version = {bad}\n")).unwrap_err();
+            assert!(
+                error.contains("`torch-xla-version`") || error.contains("torch-xla-version"),
+                "{error}"
+            );
+        }
     }
 
     #[test]
