@@ -59,8 +59,8 @@ declare_rule! {
     /// catches `AttributeError`/`ImportError`, are compatibility code and are not reported.
     ///
     /// ## References
-    /// - update-2026-12.md §2.2: pytorch/xla commit f1fe8bc "Clean up deprecated APIs (#8927)"
-    ///   and PR #9608 (GradScaler removal); https://github.com/pytorch/xla/issues/8915
+    /// - pytorch/xla commit f1fe8bc "Clean up deprecated APIs (#8927)" and
+    ///   https://github.com/pytorch/xla/pull/9608 (GradScaler removal); https://github.com/pytorch/xla/issues/8915
     /// - https://github.com/huggingface/transformers/pull/37741 (`xr.world_size()`,
     ///   `xr.global_ordinal()` replace the removed calls)
     pub(crate) static REMOVED_TORCH_XLA_API = {
