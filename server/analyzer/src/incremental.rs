@@ -52,7 +52,7 @@ use tree_sitter::{Node, Tree};
 use crate::checker::{
     Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk_node,
 };
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Edit};
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
 use crate::semantic::{ModuleEffects, SummaryCache, name_hash};
@@ -78,6 +78,9 @@ pub struct IncrementalState {
     statements: Vec<Statement>,
     /// The pre-pass of each top-level statement, for the next check's pre-pass to reuse.
     summaries: Arc<SummaryCache>,
+    /// Where a fix would add a module import (`fix::edits::insert_module_import`: after the
+    /// leading imports and docstring): fixes anywhere in the file put theirs there.
+    import_insertion: Edit,
 }
 
 #[derive(Debug, Clone)]
@@ -217,6 +220,19 @@ impl Plan<'_> {
         }
     }
 
+    /// An old insertion point (an empty or short range) in new coordinates: before the changed
+    /// statements, or after them; `None` inside or at their edge.
+    fn map_insertion(&self, range: &TextRange) -> Option<TextRange> {
+        if range.end < self.dirty.start {
+            Some(range.clone())
+        } else if range.start > self.dirty.end {
+            let shift = |offset: usize| (offset as isize + self.delta) as usize;
+            Some(shift(range.start)..shift(range.end))
+        } else {
+            None
+        }
+    }
+
     /// An old offset range in new coordinates, when it lies wholly outside the edited lines.
     fn map_outside_edited_lines(&self, (start, end): (usize, usize)) -> Option<(usize, usize)> {
         if end <= self.edited_lines.start {
@@ -342,7 +358,10 @@ fn plan<'p>(
 /// Rules that read other statements' text directly, not through the index (`TPU412`: an
 /// earlier `jax_import_guard()` or device use in the block; `TPU704`: an earlier device use;
 /// `TPU703`: an earlier `mark_sharding(`; `TPU505`: a line of the file that autocasts to
-/// bfloat16; `TPU111`: the text between a clock read and the one it is subtracted from), with
+/// bfloat16; `TPU111`: the text between a clock read and the one it is subtracted from;
+/// `TPU503` and `TPU501`: an `assert … .dtype …` among the statements of the same block, which
+/// makes the dtype deliberate and the fix not offered; `TPU708`: the statements of the block
+/// around an `xm.optimizer_step(...)`, reported from there), with
 /// identifiers one of which every statement they report on mentions: after any edit,
 /// statements mentioning one are checked again. (Rules should read beyond their statement only
 /// through the index or `source_mentions`; the property test finds the ones that do not.)
@@ -351,6 +370,9 @@ const READS_OTHER_STATEMENTS: &[(&str, &[&str])] = &[
     ("TPU704", &["use_spmd"]),
     ("TPU703", &["mark_sharding"]),
     ("TPU505", &["GradScaler"]),
+    ("TPU503", &["float16", "half"]),
+    ("TPU501", &["float64", "double"]),
+    ("TPU708", &["optimizer_step"]),
     (
         "TPU111",
         &[
@@ -433,6 +455,12 @@ fn assigned_names(text: &str) -> Vec<u64> {
         }
     }
     out
+}
+
+/// Where a fix would add a module import (a probe import line; the offset and the line breaks
+/// around it are what fixes share).
+fn import_insertion(source: &str, root: Node<'_>) -> Edit {
+    crate::fix::edits::insert_module_import(source, root, "import _")
 }
 
 /// The names a definition statement defines (a decorated definition's inner name), by hash.
@@ -528,6 +556,7 @@ pub fn check_with_policy(
                 questions: Vec::new(),
                 statements: Vec::new(),
                 summaries: Arc::default(),
+                import_insertion: import_insertion(source, root),
             },
         };
     }
@@ -547,12 +576,30 @@ pub fn check_with_policy(
         }
     };
     let prepass = semantic.prepass_digest(&locate);
+    let new_insertion = import_insertion(source, root);
     let mut full = Some("no previous check");
     let mut plan: Option<Plan<'_>> = None;
     for &(old_source, old) in previous {
         let current = (settings_digest, running_digest, prepass);
         let candidate = match usable(old_source, old, source, root, current, policy) {
-            Ok(()) => self::plan(old_source, old, source, &nodes),
+            Ok(()) => {
+                let candidate = self::plan(old_source, old, source, &nodes);
+                // A fix that adds an import puts it where the module's leading imports end:
+                // when that moved other than with the text, reused fixes would be wrong.
+                let moved = candidate
+                    .map_insertion(&old.import_insertion.range)
+                    .is_none_or(|range| {
+                        range != new_insertion.range
+                            || old.import_insertion.content != new_insertion.content
+                    });
+                if moved && policy == ReusePolicy::Sound {
+                    if plan.is_none() {
+                        full = Some("where fixes add imports moved");
+                    }
+                    continue;
+                }
+                candidate
+            }
             Err(reason) => {
                 if plan.is_none() {
                     full = Some(reason);
@@ -897,6 +944,7 @@ pub fn check_with_policy(
             questions,
             statements: records,
             summaries: Arc::new(summary_cache),
+            import_insertion: import_insertion(source, root),
         },
     }
 }

@@ -87,8 +87,8 @@ impl SemanticModel<'_> {
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
-        // Debug text covers every field of the summaries (none holds an offset); function
-        // indices are positional, and which node maps to which index follows from the texts.
+        // Every field of the summaries is hashed (none holds an offset but those located
+        // here); function indices are positional, and which node maps to which index follows from the texts.
         // `calls` only feeds the call graph, which matches callees by name against the file's
         // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
         let defined: HashSet<&str> = functions.iter().map(|f| f.name.as_str()).collect();
@@ -97,16 +97,16 @@ impl SemanticModel<'_> {
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
             copy.first_save.take().map(locate).hash(&mut state);
-            format!("{copy:?}").hash(&mut state);
+            copy.hash(&mut state);
         }
         let mut file = file.clone();
         file.first_module_save.take().map(locate).hash(&mut state);
-        format!("{file:?}").hash(&mut state);
+        file.hash(&mut state);
         unordered(loops.values(), |summary| {
             let mut copy = summary.clone();
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
-            hash_one(format!("{copy:?}"))
+            hash_one(copy)
         })
         .hash(&mut state);
         strings(compiled_names).hash(&mut state);

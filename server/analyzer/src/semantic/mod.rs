@@ -270,9 +270,11 @@ impl<'t> SemanticModel<'t> {
                 let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
                 for statement in root.named_children(&mut cursor) {
                     let key = (!statement.has_error()).then(|| {
-                        let mut hasher = std::hash::DefaultHasher::new();
-                        (statement.kind_id(), node_text(statement, source)).hash(&mut hasher);
-                        hasher.finish()
+                        crate::hash::text_key(
+                            statement.kind_id(),
+                            node_text(statement, source),
+                            false,
+                        )
                     });
                     let part = key
                         .and_then(|key| {

@@ -4,7 +4,6 @@
 //! graph those calls form, and reach: which functions run on every step because a training loop
 //! or a step function calls them, directly or through other functions of the file.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::hash::{HashMap, HashSet};
@@ -80,7 +79,7 @@ impl ReturnFacts {
 }
 
 /// What a function does, from the pre-pass over its body (nested functions excluded).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FunctionSummary {
     pub name: String,
     /// Whether it cuts the lazy graph itself: `torch_xla.sync()`, `xm.mark_step()`,
@@ -112,7 +111,7 @@ pub struct FunctionSummary {
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct LoopSummary {
     pub calls_backward: bool,
     pub steps_optimizer: bool,
@@ -127,7 +126,7 @@ pub struct LoopSummary {
 }
 
 /// Facts about the whole file that are not tied to one statement.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileFacts {
     /// An `MpDeviceLoader` / `ParallelLoader` / `per_device_loader` is used: it syncs each step.
     pub uses_syncing_loader: bool,
@@ -290,14 +289,11 @@ pub(crate) fn build_reusing(
         // Statements with syntax errors are always walked again (their parse depends on more
         // than their text).
         let key = (keep && !statement.has_error()).then(|| {
-            let mut hasher = std::hash::DefaultHasher::new();
-            (
+            crate::hash::text_key(
                 statement.kind_id(),
                 node_text(statement, source),
                 compiled_decorator,
             )
-                .hash(&mut hasher);
-            hasher.finish()
         });
         match key {
             Some(key) => {
