@@ -173,8 +173,20 @@ pub fn fix_all_edit(
     ))
 }
 
-/// The documentation of every rule with a diagnostic at `offset`.
-pub fn hover(analysis: &Analysis, offset: usize, encoding: PositionEncoding) -> Option<Hover> {
+/// A rule's documentation (Markdown) from the engine itself; a build without it (the
+/// WebAssembly module) is given the documentation by its host instead.
+pub fn builtin_docs(code: &str) -> String {
+    rule_by_code_or_name(code).map_or_else(String::new, |id| id.meta().docs_markdown())
+}
+
+/// The documentation of every rule with a diagnostic at `offset`; `docs` gives a rule's
+/// Markdown by code ([`builtin_docs`] natively).
+pub fn hover(
+    analysis: &Analysis,
+    offset: usize,
+    encoding: PositionEncoding,
+    docs: &dyn Fn(&str) -> String,
+) -> Option<Hover> {
     let mut codes: Vec<&'static str> = Vec::new();
     let mut first_range = None;
     for diagnostic in &analysis.diagnostics {
@@ -194,7 +206,7 @@ pub fn hover(analysis: &Analysis, offset: usize, encoding: PositionEncoding) -> 
                 "# {} ({})\n\n{}\n[Rule documentation]({})",
                 meta.code,
                 meta.name,
-                meta.docs_markdown().trim_end(),
+                docs(meta.code).trim_end(),
                 meta.url()
             )
         })

@@ -11,19 +11,18 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
-use crate::actions::{self, ResolveData};
+use crate::actions;
 use crate::backend_action;
 use crate::commands::SupportedCommand;
 use crate::document::TextDocument;
-use crate::encoding::PositionEncoding;
 use crate::from_proto;
 use crate::notebook::{self, Notebooks};
 use crate::project::Projects;
 use crate::session::{
-    AnalysisError, CancellationToken, DocumentEntry, Negotiated, Publish, Session, analysis_or_log,
-    file_path,
+    AnalysisError, CancellationToken, DocumentEntry, Publish, Session, analysis_or_log, file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
+use tpulint_ide::server::{capabilities, handlers};
 
 /// Names of files whose change reloads the project configuration.
 const CONFIG_FILE_NAMES: [&str; 3] = ["pyproject.toml", "tpulint.toml", ".tpulint.toml"];
@@ -172,18 +171,17 @@ impl Server {
         let Some(view) = analysis.cell(&cell).and_then(|cell| cell.view.clone()) else {
             return Ok(Some(Vec::new()));
         };
-        let range = from_proto::text_range(&view.text, &view.line_index, range, encoding);
         let set_backend = backend_action::for_range(
             &self.session,
             &cell,
             &view,
             analysis.settings.as_ref(),
-            range.clone(),
+            from_proto::text_range(&view.text, &view.line_index, range, encoding),
             only.as_deref(),
         );
         // "Fix all" runs the fix loop over the whole notebook: keep it off the message loop.
         let mut actions = tokio::task::spawn_blocking(move || {
-            notebook::code_actions(&analysis, &cell, range, only.as_deref(), encoding)
+            handlers::cell_code_actions(&analysis, &cell, range, only.as_deref(), encoding)
         })
         .await
         .map_err(|error| Error {
@@ -330,18 +328,7 @@ impl Server {
     }
 
     async fn apply_autofix(&self, arguments: Vec<Value>) -> Result<Option<Value>> {
-        let uri = arguments
-            .first()
-            .and_then(|argument| {
-                argument
-                    .get("uri")
-                    .cloned()
-                    .or_else(|| Some(argument.clone()))
-            })
-            .and_then(|value| serde_json::from_value::<Uri>(value).ok())
-            .ok_or_else(|| {
-                Error::invalid_params("expected one argument: a document URI or {\"uri\": …}")
-            })?;
+        let uri = handlers::autofix_target(&arguments).map_err(rpc_error)?;
         let token = CancellationToken::default();
         let guard = token.drop_guard();
         let encoding = self.session.encoding();
@@ -351,13 +338,10 @@ impl Server {
                 Box::new(move || notebook::fix_all_edit(&analysis, None, encoding))
             } else {
                 let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
-                    return Err(Error::invalid_params(format!(
-                        "{} is not open",
-                        uri.as_str()
-                    )));
+                    return Err(rpc_error(handlers::not_open(&uri)));
                 };
                 let uri_for_fix = uri.clone();
-                Box::new(move || actions::fix_all_edit(&uri_for_fix, &analysis, encoding))
+                Box::new(move || handlers::text_fix_all(&uri_for_fix, &analysis, encoding))
             };
         let edit = tokio::task::spawn_blocking(fix)
             .await
@@ -376,10 +360,7 @@ impl Server {
             if !applied.applied {
                 self.log(
                     LogLevel::Warn,
-                    format!(
-                        "the editor did not apply the fixes: {}",
-                        applied.failure_reason.unwrap_or_default()
-                    ),
+                    handlers::edit_not_applied(applied.failure_reason.as_deref()),
                 )
                 .await;
             }
@@ -532,30 +513,12 @@ async fn run_publisher(client: Client, mut queue: mpsc::UnboundedReceiver<Publis
     }
 }
 
-fn negotiate(capabilities: &ClientCapabilities) -> Negotiated {
-    let text_document = capabilities.text_document.as_ref();
-    let workspace = capabilities.workspace.as_ref();
-    Negotiated {
-        encoding: PositionEncoding::negotiate(capabilities),
-        pull_diagnostics: text_document.is_some_and(|t| t.diagnostic.is_some()),
-        workspace_diagnostic_refresh: workspace
-            .and_then(|w| w.diagnostics.as_ref())
-            .and_then(|d| d.refresh_support)
-            .unwrap_or(false),
-        code_action_resolve: text_document
-            .and_then(|t| t.code_action.as_ref())
-            .and_then(|c| c.resolve_support.as_ref())
-            .is_some_and(|r| r.properties.iter().any(|p| p == "edit")),
-        configuration_requests: workspace.and_then(|w| w.configuration).unwrap_or(false),
-        watched_files_registration: workspace
-            .and_then(|w| w.did_change_watched_files.as_ref())
-            .and_then(|d| d.dynamic_registration)
-            .unwrap_or(false),
-        apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
-        create_files: workspace
-            .and_then(|w| w.workspace_edit.as_ref())
-            .and_then(|edit| edit.resource_operations.as_ref())
-            .is_some_and(|kinds| kinds.contains(&ResourceOperationKind::Create)),
+/// A shared handler's error as the transport's.
+fn rpc_error(error: handlers::RequestError) -> Error {
+    Error {
+        code: ErrorCode::from(error.code),
+        message: error.message.into(),
+        data: None,
     }
 }
 
@@ -570,7 +533,9 @@ fn is_config_file(uri: &Uri) -> bool {
 
 impl LanguageServer for Server {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        let negotiated = negotiate(&params.capabilities);
+        let negotiated = capabilities::negotiate(
+            &serde_json::to_value(&params.capabilities).unwrap_or_default(),
+        );
         self.session.set_negotiated(negotiated.clone());
         if let Some(queue) = self
             .publish_queue
@@ -609,63 +574,16 @@ impl LanguageServer for Server {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .extend(errors);
 
-        let diagnostic_provider = negotiated.pull_diagnostics.then(|| {
-            DiagnosticServerCapabilities::Options(DiagnosticOptions {
-                identifier: Some("tpulint".to_string()),
-                inter_file_dependencies: false,
-                workspace_diagnostics: true,
-                work_done_progress_options: WorkDoneProgressOptions::default(),
-            })
-        });
-        Ok(InitializeResult {
-            capabilities: ServerCapabilities {
-                position_encoding: Some(negotiated.encoding.kind()),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(
-                    TextDocumentSyncOptions {
-                        open_close: Some(true),
-                        change: Some(TextDocumentSyncKind::INCREMENTAL),
-                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
-                            include_text: Some(false),
-                        })),
-                        ..TextDocumentSyncOptions::default()
-                    },
-                )),
-                hover_provider: Some(HoverProviderCapability::Simple(true)),
-                code_action_provider: Some(CodeActionProviderCapability::Options(
-                    CodeActionOptions {
-                        code_action_kinds: Some(vec![
-                            CodeActionKind::QUICKFIX,
-                            CodeActionKind::SOURCE_FIX_ALL,
-                            actions::source_fix_all_tpulint(),
-                            notebook::notebook_fix_all_kind(),
-                        ]),
-                        resolve_provider: Some(negotiated.code_action_resolve),
-                        work_done_progress_options: WorkDoneProgressOptions::default(),
-                    },
-                )),
-                execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: SupportedCommand::all()
-                        .iter()
-                        .map(|command| command.identifier().to_string())
-                        .collect(),
-                    work_done_progress_options: WorkDoneProgressOptions::default(),
-                }),
-                diagnostic_provider,
-                notebook_document_sync: Some(OneOf::Left(notebook::sync_options())),
-                workspace: Some(WorkspaceServerCapabilities {
-                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
-                        supported: Some(true),
-                        change_notifications: Some(OneOf::Left(true)),
-                    }),
-                    file_operations: None,
-                }),
-                ..ServerCapabilities::default()
-            },
-            server_info: Some(ServerInfo {
-                name: "tpulint".to_string(),
-                version: Some(env!("CARGO_PKG_VERSION").to_string()),
-            }),
-            offset_encoding: None,
+        let result = capabilities::initialize_result(
+            &negotiated,
+            &capabilities::commands(true),
+            "tpulint",
+            env!("CARGO_PKG_VERSION"),
+        );
+        serde_json::from_value(result).map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("the server's capabilities do not parse: {error}").into(),
+            data: None,
         })
     }
 
@@ -813,59 +731,26 @@ impl LanguageServer for Server {
         let token = CancellationToken::default();
         let guard = token.drop_guard();
         let uri = params.text_document.uri;
+        let previous = params.previous_result_id.as_deref();
+        let encoding = self.session.encoding();
         if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
             guard.disarm();
             let result_id = analysis.result_id();
             self.notebooks.note_served(&uri, &result_id);
-            let report = if params.previous_result_id.as_deref() == Some(&result_id) {
-                DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
-                    related_documents: None,
-                    unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
-                        result_id,
-                    },
-                })
-            } else {
-                DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
-                    related_documents: None,
-                    full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                        items: analysis.cell_diagnostics(&uri, self.session.encoding()),
-                        result_id: Some(result_id),
-                    },
-                })
-            };
-            return Ok(DocumentDiagnosticReportResult::Report(report));
+            return Ok(handlers::document_report(previous, result_id, || {
+                analysis.cell_diagnostics(&uri, encoding)
+            }));
         }
         let analysis = self.analysis_or_error(&uri, &token).await?;
         guard.disarm();
-        let report = match analysis {
-            None => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
-                related_documents: None,
-                full_document_diagnostic_report: FullDocumentDiagnosticReport::default(),
-            }),
-            Some(analysis)
-                if params.previous_result_id.as_deref()
-                    == Some(&crate::runtime::result_id(&analysis)) =>
-            {
-                DocumentDiagnosticReport::Unchanged(RelatedUnchangedDocumentDiagnosticReport {
-                    related_documents: None,
-                    unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
-                        result_id: crate::runtime::result_id(&analysis),
-                    },
+        Ok(match analysis {
+            None => handlers::empty_report(),
+            Some(analysis) => {
+                handlers::document_report(previous, crate::runtime::result_id(&analysis), || {
+                    crate::runtime::lsp_diagnostics(&analysis, &uri, encoding)
                 })
             }
-            Some(analysis) => DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
-                related_documents: None,
-                full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                    result_id: Some(crate::runtime::result_id(&analysis)),
-                    items: crate::runtime::lsp_diagnostics(
-                        &analysis,
-                        &uri,
-                        self.session.encoding(),
-                    ),
-                },
-            }),
-        };
-        Ok(DocumentDiagnosticReportResult::Report(report))
+        })
     }
 
     async fn workspace_diagnostic(
@@ -888,28 +773,13 @@ impl LanguageServer for Server {
             let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
                 continue;
             };
-            let result_id = crate::runtime::result_id(&analysis);
-            let report = if previous.get(&uri) == Some(&result_id) {
-                WorkspaceDocumentDiagnosticReport::Unchanged(
-                    WorkspaceUnchangedDocumentDiagnosticReport {
-                        uri: uri.clone(),
-                        version: Some(i64::from(analysis.version)),
-                        unchanged_document_diagnostic_report: UnchangedDocumentDiagnosticReport {
-                            result_id,
-                        },
-                    },
-                )
-            } else {
-                WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
-                    uri: uri.clone(),
-                    version: Some(i64::from(analysis.version)),
-                    full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                        result_id: Some(result_id),
-                        items: crate::runtime::lsp_diagnostics(&analysis, &uri, encoding),
-                    },
-                })
-            };
-            items.push(report);
+            items.push(handlers::workspace_item(
+                &uri,
+                analysis.version,
+                previous.get(&uri).map(String::as_str),
+                crate::runtime::result_id(&analysis),
+                || crate::runtime::lsp_diagnostics(&analysis, &uri, encoding),
+            ));
         }
         // Notebooks: one report per cell, each with its own URI and version; the result id is
         // the notebook's (an edit in one cell can change another cell's findings).
@@ -923,28 +793,13 @@ impl LanguageServer for Server {
             let result_id = analysis.result_id();
             for cell in &analysis.cells {
                 self.notebooks.note_served(&cell.uri, &result_id);
-                let version = Some(i64::from(cell.cell_version));
-                items.push(if previous.get(&cell.uri) == Some(&result_id) {
-                    WorkspaceDocumentDiagnosticReport::Unchanged(
-                        WorkspaceUnchangedDocumentDiagnosticReport {
-                            uri: cell.uri.clone(),
-                            version,
-                            unchanged_document_diagnostic_report:
-                                UnchangedDocumentDiagnosticReport {
-                                    result_id: result_id.clone(),
-                                },
-                        },
-                    )
-                } else {
-                    WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
-                        uri: cell.uri.clone(),
-                        version,
-                        full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                            result_id: Some(result_id.clone()),
-                            items: analysis.cell_diagnostics(&cell.uri, encoding),
-                        },
-                    })
-                });
+                items.push(handlers::workspace_item(
+                    &cell.uri,
+                    cell.cell_version,
+                    previous.get(&cell.uri).map(String::as_str),
+                    result_id.clone(),
+                    || analysis.cell_diagnostics(&cell.uri, encoding),
+                ));
             }
         }
         guard.disarm();
@@ -968,12 +823,6 @@ impl LanguageServer for Server {
         };
         guard.disarm();
         let negotiated = self.session.negotiated();
-        let range = from_proto::text_range(
-            &analysis.text,
-            &analysis.line_index,
-            params.range,
-            negotiated.encoding,
-        );
         let only = params.context.only.as_deref();
         let resolve = negotiated.code_action_resolve;
         let encoding = negotiated.encoding;
@@ -982,14 +831,22 @@ impl LanguageServer for Server {
             &uri,
             &analysis,
             analysis.settings.as_ref(),
-            range.clone(),
+            from_proto::text_range(&analysis.text, &analysis.line_index, params.range, encoding),
             only,
         );
         // Building a non-lazy "Fix all" runs the fix loop: keep it off the message loop.
         let mut actions = tokio::task::spawn_blocking({
             let only = only.map(<[CodeActionKind]>::to_vec);
+            let range = params.range;
             move || {
-                actions::code_actions(&uri, &analysis, range, only.as_deref(), encoding, resolve)
+                handlers::text_code_actions(
+                    &uri,
+                    &analysis,
+                    range,
+                    only.as_deref(),
+                    encoding,
+                    resolve,
+                )
             }
         })
         .await
@@ -1002,12 +859,8 @@ impl LanguageServer for Server {
         Ok(Some(actions))
     }
 
-    async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
-        let Some(data) = action
-            .data
-            .clone()
-            .and_then(|data| serde_json::from_value::<ResolveData>(data).ok())
-        else {
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        let Some(data) = handlers::resolve_data(&action) else {
             return Ok(action);
         };
         let token = CancellationToken::default();
@@ -1015,16 +868,10 @@ impl LanguageServer for Server {
         let Some(analysis) = self.analysis_or_error(&data.uri, &token).await? else {
             return Err(Error::invalid_params("the document is no longer open"));
         };
-        if analysis.version != data.version {
-            return Err(Error {
-                code: ErrorCode::ServerError(-32801),
-                message: "the document changed since the action was offered".into(),
-                data: None,
-            });
-        }
         let encoding = self.session.encoding();
-        let edit = tokio::task::spawn_blocking(move || {
-            actions::fix_all_edit(&data.uri, &analysis, encoding)
+        // Building the edit runs the fix loop: keep it off the message loop.
+        let resolved = tokio::task::spawn_blocking(move || {
+            handlers::resolve_fix_all(action, &data, &analysis, encoding)
         })
         .await
         .map_err(|error| Error {
@@ -1033,57 +880,43 @@ impl LanguageServer for Server {
             data: None,
         })?;
         guard.disarm();
-        action.edit = Some(edit.unwrap_or_default());
-        Ok(action)
+        resolved.map_err(rpc_error)
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let token = CancellationToken::default();
         let _guard = token.drop_guard();
         let position = params.text_document_position_params;
-        let cell = &position.text_document.uri;
-        if let Some(analysis) = self.notebook_analysis(cell, &token).await? {
-            let Some(view) = analysis.cell(cell).and_then(|cell| cell.view.clone()) else {
-                return Ok(None);
-            };
-            let encoding = self.session.encoding();
-            let offset =
-                from_proto::offset(&view.text, &view.line_index, position.position, encoding);
-            return Ok(actions::hover(&view, offset, encoding));
+        let uri = &position.text_document.uri;
+        let encoding = self.session.encoding();
+        if let Some(analysis) = self.notebook_analysis(uri, &token).await? {
+            return Ok(handlers::cell_hover(
+                &analysis,
+                uri,
+                position.position,
+                encoding,
+                &actions::builtin_docs,
+            ));
         }
-        let Some(analysis) = self
-            .analysis_or_error(&position.text_document.uri, &token)
-            .await?
-        else {
+        let Some(analysis) = self.analysis_or_error(uri, &token).await? else {
             return Ok(None);
         };
-        let encoding = self.session.encoding();
-        let offset = from_proto::offset(
-            &analysis.text,
-            &analysis.line_index,
+        let (offset, hover) = handlers::text_hover(
+            &analysis,
             position.position,
             encoding,
+            &actions::builtin_docs,
         );
-        let hover = actions::hover(&analysis, offset, encoding);
         Ok(crate::runtime::with_runtime_hover(
-            hover,
-            &analysis,
-            &position.text_document.uri,
-            offset,
-            encoding,
+            hover, &analysis, uri, offset, encoding,
         ))
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         let Some(command) = SupportedCommand::from_identifier(&params.command) else {
-            return Err(Error::invalid_params(format!(
-                "unknown command `{}`; supported: {}",
-                params.command,
-                SupportedCommand::all()
-                    .iter()
-                    .map(|command| command.identifier())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            return Err(rpc_error(handlers::unknown_command(
+                &params.command,
+                &capabilities::commands(true),
             )));
         };
         match command {
@@ -1096,13 +929,17 @@ impl LanguageServer for Server {
     }
 
     async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
-        let uri = self.notebooks.open(params);
+        let uri = self.notebooks.lock().open(params);
         self.schedule_notebook(&uri);
     }
 
     async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
         let uri = params.notebook_document.uri.clone();
-        match self.notebooks.change(params, self.session.encoding()) {
+        let changed = self
+            .notebooks
+            .lock()
+            .change(params, self.session.encoding());
+        match changed {
             Some(removed) => {
                 notebook::clear_cells(&self.session, removed);
                 self.schedule_notebook(&uri);
@@ -1119,7 +956,7 @@ impl LanguageServer for Server {
     }
 
     async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
-        let cells = self.notebooks.close(params);
+        let cells = self.notebooks.lock().close(params);
         notebook::clear_cells(&self.session, cells);
     }
 }

@@ -5,8 +5,7 @@
 //! never fatal.
 
 use serde_json::Value;
-use tpulint_analyzer::{BackendSetting, RuleSelector};
-use tpulint_workspace::Overrides;
+use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, Settings};
 
 /// How much the server writes to the client's log (`window/logMessage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -95,16 +94,18 @@ impl ClientSettings {
         (settings, errors)
     }
 
-    /// The editor's settings as overrides of the project's configuration, with the CLI's
-    /// semantics (a `select` replaces the project's selection).
-    pub fn to_overrides(&self) -> Overrides {
-        Overrides {
+    /// The settings of a document no project configuration governs (an unsaved buffer, or a
+    /// host without files such as the browser): the editor's settings over the defaults, with
+    /// the CLI's semantics (as `--select` etc. over an empty configuration).
+    pub fn without_project(&self) -> Settings {
+        let configuration = Configuration {
             select: self.select.clone(),
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
-            backend: self.backend,
-            ..Overrides::default()
-        }
+            backend: self.backend.unwrap_or_default(),
+            ..Configuration::default()
+        };
+        configuration.settings_for("untitled.py")
     }
 }
 
