@@ -859,7 +859,7 @@ impl LanguageServer for Server {
         Ok(Some(actions))
     }
 
-    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+    async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
         let Some(data) = handlers::resolve_data(&action) else {
             return Ok(action);
         };
@@ -870,8 +870,8 @@ impl LanguageServer for Server {
         };
         let encoding = self.session.encoding();
         // Building the edit runs the fix loop: keep it off the message loop.
-        let resolved = tokio::task::spawn_blocking(move || {
-            handlers::resolve_fix_all(action, &data, &analysis, encoding)
+        let edit = tokio::task::spawn_blocking(move || {
+            handlers::resolve_fix_all(&data, &analysis, encoding)
         })
         .await
         .map_err(|error| Error {
@@ -880,7 +880,8 @@ impl LanguageServer for Server {
             data: None,
         })?;
         guard.disarm();
-        resolved.map_err(rpc_error)
+        action.edit = Some(edit.map_err(rpc_error)?);
+        Ok(action)
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod json_value;
+pub mod language_server;
 pub mod options;
 
 use wasm_bindgen::prelude::*;
@@ -66,6 +67,45 @@ pub fn apply_fixes(source: &str, options: JsValue, r#unsafe: bool) -> Result<JsV
 #[wasm_bindgen]
 pub fn rules() -> Result<JsValue, JsError> {
     parse_json(&api::rules_json())
+}
+
+/// The language server of VS Code for the web: `tpulint server`'s protocol logic
+/// (`tpulint_ide::server`), fed JSON-RPC messages one at a time by the web worker, which only
+/// moves them between VS Code and this object (see [`language_server`]).
+#[wasm_bindgen]
+pub struct LanguageServer(language_server::Server);
+
+#[wasm_bindgen]
+impl LanguageServer {
+    /// `rule_docs`: the `rule-docs.json` that `build.sh` writes beside the module, shown in
+    /// hovers (the module carries no documentation of its own).
+    #[wasm_bindgen(constructor)]
+    pub fn new(rule_docs: &str) -> LanguageServer {
+        LanguageServer(language_server::Server::new(rule_docs))
+    }
+
+    /// Applies one message from the client; returns the messages to send back (a JSON array).
+    pub fn handle(&mut self, message: &str) -> String {
+        self.0.handle(message)
+    }
+
+    /// Checks and publishes what changed since the last call (a JSON array of messages); the
+    /// worker calls it when no message is waiting.
+    pub fn idle(&mut self) -> String {
+        self.0.idle()
+    }
+
+    /// Whether `idle` has work to do.
+    #[wasm_bindgen(js_name = hasPendingWork)]
+    pub fn has_pending_work(&self) -> bool {
+        self.0.has_pending_work()
+    }
+
+    /// Whether the client sent `exit`.
+    #[wasm_bindgen(js_name = isShuttingDown)]
+    pub fn is_shutting_down(&self) -> bool {
+        self.0.is_shutting_down()
+    }
 }
 
 /// The version of the engine inside this build.

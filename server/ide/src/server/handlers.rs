@@ -154,19 +154,24 @@ pub fn resolve_data(action: &CodeAction) -> Option<ResolveData> {
 /// `codeAction/resolve` of "Fix all": its edit, if the document is still at the version the
 /// action was offered for.
 pub fn resolve_fix_all(
-    mut action: CodeAction,
     data: &ResolveData,
     analysis: &Analysis,
     encoding: PositionEncoding,
-) -> Result<CodeAction, RequestError> {
+) -> Result<WorkspaceEdit, RequestError> {
     if analysis.version != data.version {
         return Err(RequestError {
             code: RequestError::CONTENT_MODIFIED,
             message: "the document changed since the action was offered".to_string(),
         });
     }
-    action.edit = Some(actions::fix_all_edit(&data.uri, analysis, encoding).unwrap_or_default());
-    Ok(action)
+    Ok(actions::fix_all_edit(&data.uri, analysis, encoding).unwrap_or_default())
+}
+
+/// `resolve_data` of an action given as JSON.
+pub fn resolve_data_of(action: &Value) -> Option<ResolveData> {
+    action
+        .get("data")
+        .and_then(|data| serde_json::from_value::<ResolveData>(data.clone()).ok())
 }
 
 /// `textDocument/hover` on a text document (rule documentation by `docs`).

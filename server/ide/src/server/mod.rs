@@ -16,5 +16,5 @@ pub mod capabilities;
 pub mod handlers;
 pub mod notebook_analysis;
 pub mod notebooks;
-// pub mod session;
+pub mod session;
 pub mod settings;
