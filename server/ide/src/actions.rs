@@ -7,7 +7,6 @@ use ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Hover, HoverContents, MarkupContent,
     MarkupKind, TextEdit, Uri, WorkspaceEdit,
 };
-use serde::{Deserialize, Serialize};
 use tpulint_analyzer::{Applicability, Edit, TextRange, rule_by_code_or_name};
 
 use crate::analysis::Analysis;
@@ -22,10 +21,30 @@ pub fn source_fix_all_tpulint() -> CodeActionKind {
 pub const FIX_ALL_TITLE: &str = "Fix all tpulint issues";
 
 /// What a lazily resolved action carries in its `data`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct ResolveData {
     pub uri: Uri,
     pub version: i32,
+}
+
+impl ResolveData {
+    /// The `data` JSON, built directly: serializing into a `serde_json::Value` would link a
+    /// second serializer into the WebAssembly module.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut data = serde_json::Map::new();
+        data.insert("uri".to_string(), self.uri.as_str().into());
+        data.insert("version".to_string(), self.version.into());
+        serde_json::Value::Object(data)
+    }
+
+    /// Reads the `data` JSON back.
+    pub fn from_json(data: &impl crate::server::json::JsonRead) -> Option<ResolveData> {
+        use std::str::FromStr;
+        Some(ResolveData {
+            uri: Uri::from_str(data.get("uri")?.as_str()?).ok()?,
+            version: i32::try_from(data.get("version")?.as_i64()?).ok()?,
+        })
+    }
 }
 
 /// Whether the client's `only` filter lets actions of `kind` through (`source.fixAll` admits
@@ -117,11 +136,13 @@ pub fn code_actions(
             ..CodeAction::default()
         };
         if resolve_lazily {
-            action.data = serde_json::to_value(ResolveData {
-                uri: uri.clone(),
-                version: analysis.version,
-            })
-            .ok();
+            action.data = Some(
+                ResolveData {
+                    uri: uri.clone(),
+                    version: analysis.version,
+                }
+                .to_json(),
+            );
         } else {
             action.edit = Some(fix_all_edit(uri, analysis, encoding).unwrap_or_default());
         }

@@ -580,7 +580,7 @@ impl LanguageServer for Server {
             "tpulint",
             env!("CARGO_PKG_VERSION"),
         );
-        serde_json::from_value(result).map_err(|error| Error {
+        serde_json::from_str(&result).map_err(|error| Error {
             code: ErrorCode::InternalError,
             message: format!("the server's capabilities do not parse: {error}").into(),
             data: None,

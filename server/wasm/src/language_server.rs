@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use tpulint_ide::server::json::{self, JsonRead};
 use tpulint_ide::server::session::Session;
 
 /// How the server names itself in `initialize`.
@@ -18,34 +18,26 @@ impl Server {
     /// `rule_docs`: `{"CODE": {"summary": …, "explanation": …}}`; the explanations are the
     /// rules' documentation the hovers show. Unreadable docs leave hovers empty, never fail.
     pub fn new(rule_docs: &str) -> Server {
-        let docs = serde_json::from_str::<Value>(rule_docs)
-            .ok()
-            .and_then(|value| match value {
-                Value::Object(map) => Some(map),
-                _ => None,
-            })
+        let parsed = json::parse(rule_docs).ok();
+        let docs: HashMap<String, String> = parsed
+            .as_ref()
+            .and_then(JsonRead::members)
             .unwrap_or_default()
             .into_iter()
             .filter_map(|(code, entry)| {
-                let explanation = entry.get("explanation")?.as_str()?.to_string();
-                Some((code, explanation))
+                let explanation = entry.get("explanation")?.as_str()?;
+                Some((code.to_string(), explanation.to_string()))
             })
-            .collect::<HashMap<String, String>>();
+            .collect();
         Server {
             session: Session::new(SERVER_NAME, env!("CARGO_PKG_VERSION"), docs),
         }
     }
 
-    /// One message from the client; the answer and anything else to send, as a JSON array.
-    /// A message that is not JSON is answered with JSON-RPC's parse error.
+    /// One message from the client (JSON text); the answer and anything else to send, as a
+    /// JSON array.
     pub fn handle(&mut self, message: &str) -> String {
-        match serde_json::from_str::<Value>(message) {
-            Ok(message) => self.session.handle(message),
-            Err(_) => {
-                return r#"[{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}]"#
-                    .to_string();
-            }
-        }
+        self.session.handle(message);
         self.outgoing()
     }
 
@@ -63,13 +55,13 @@ impl Server {
     }
 
     fn outgoing(&mut self) -> String {
-        serde_json::to_string(&self.session.take_outgoing()).unwrap_or_else(|_| "[]".to_string())
+        format!("[{}]", self.session.take_outgoing().join(","))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 

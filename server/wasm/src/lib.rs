@@ -7,7 +7,9 @@
 //! `#[wasm_bindgen]` wrappers below only move strings across the boundary.
 
 pub mod api;
-pub mod json_value;
+/// The JSON reader the options and the language server's messages share.
+pub use tpulint_ide::server::json as json_value;
+#[cfg(feature = "language-server")]
 pub mod language_server;
 pub mod options;
 
@@ -72,9 +74,11 @@ pub fn rules() -> Result<JsValue, JsError> {
 /// The language server of VS Code for the web: `tpulint server`'s protocol logic
 /// (`tpulint_ide::server`), fed JSON-RPC messages one at a time by the web worker, which only
 /// moves them between VS Code and this object (see [`language_server`]).
+#[cfg(feature = "language-server")]
 #[wasm_bindgen]
 pub struct LanguageServer(language_server::Server);
 
+#[cfg(feature = "language-server")]
 #[wasm_bindgen]
 impl LanguageServer {
     /// `rule_docs`: the `rule-docs.json` that `build.sh` writes beside the module, shown in

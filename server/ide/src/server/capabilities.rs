@@ -4,8 +4,7 @@
 //! into `ls_types::ClientCapabilities`: the derive of that large struct would cost the
 //! WebAssembly module room it does not have, and only a few fields matter.
 
-use serde_json::{Value, json};
-
+use super::json::{JsonRead, write_string};
 use super::notebooks::notebook_fix_all_kind;
 use crate::actions::source_fix_all_tpulint;
 use crate::encoding::PositionEncoding;
@@ -30,25 +29,26 @@ pub struct Negotiated {
     pub create_files: bool,
 }
 
-fn flag(capabilities: &Value, pointer: &str) -> bool {
+fn flag(capabilities: &impl JsonRead, path: &[&str]) -> bool {
     capabilities
-        .pointer(pointer)
-        .and_then(Value::as_bool)
+        .at(path)
+        .and_then(JsonRead::as_bool)
         .unwrap_or(false)
 }
 
-fn list_contains(capabilities: &Value, pointer: &str, wanted: &str) -> bool {
+fn list_contains(capabilities: &impl JsonRead, path: &[&str], wanted: &str) -> bool {
     capabilities
-        .pointer(pointer)
-        .and_then(Value::as_array)
+        .at(path)
+        .and_then(JsonRead::as_array)
         .is_some_and(|items| items.iter().any(|item| item.as_str() == Some(wanted)))
 }
 
 /// Reads the client's `capabilities` (the JSON of `InitializeParams.capabilities`).
-pub fn negotiate(capabilities: &Value) -> Negotiated {
-    let encoding = if list_contains(capabilities, "/general/positionEncodings", "utf-8") {
+pub fn negotiate(capabilities: &impl JsonRead) -> Negotiated {
+    let encodings = ["general", "positionEncodings"];
+    let encoding = if list_contains(capabilities, &encodings, "utf-8") {
         PositionEncoding::Utf8
-    } else if list_contains(capabilities, "/general/positionEncodings", "utf-32") {
+    } else if list_contains(capabilities, &encodings, "utf-32") {
         PositionEncoding::Utf32
     } else {
         PositionEncoding::Utf16
@@ -56,23 +56,26 @@ pub fn negotiate(capabilities: &Value) -> Negotiated {
     Negotiated {
         encoding,
         pull_diagnostics: capabilities
-            .pointer("/textDocument/diagnostic")
+            .at(&["textDocument", "diagnostic"])
             .is_some_and(|value| !value.is_null()),
-        workspace_diagnostic_refresh: flag(capabilities, "/workspace/diagnostics/refreshSupport"),
+        workspace_diagnostic_refresh: flag(
+            capabilities,
+            &["workspace", "diagnostics", "refreshSupport"],
+        ),
         code_action_resolve: list_contains(
             capabilities,
-            "/textDocument/codeAction/resolveSupport/properties",
+            &["textDocument", "codeAction", "resolveSupport", "properties"],
             "edit",
         ),
-        configuration_requests: flag(capabilities, "/workspace/configuration"),
+        configuration_requests: flag(capabilities, &["workspace", "configuration"]),
         watched_files_registration: flag(
             capabilities,
-            "/workspace/didChangeWatchedFiles/dynamicRegistration",
+            &["workspace", "didChangeWatchedFiles", "dynamicRegistration"],
         ),
-        apply_edit: flag(capabilities, "/workspace/applyEdit"),
+        apply_edit: flag(capabilities, &["workspace", "applyEdit"]),
         create_files: list_contains(
             capabilities,
-            "/workspace/workspaceEdit/resourceOperations",
+            &["workspace", "workspaceEdit", "resourceOperations"],
             "create",
         ),
     }
@@ -89,65 +92,94 @@ pub fn commands(environment_check: bool) -> Vec<&'static str> {
     commands
 }
 
-/// The `InitializeResult` (as JSON, which the native server reads into its protocol types).
+/// The `InitializeResult`, as JSON text (which the native server reads into its protocol
+/// types; written by hand, as the WebAssembly module has no room for a JSON tree builder).
 pub fn initialize_result(
     negotiated: &Negotiated,
     commands: &[&str],
     server_name: &str,
     version: &str,
-) -> Value {
+) -> String {
     let encoding = match negotiated.encoding {
         PositionEncoding::Utf8 => "utf-8",
         PositionEncoding::Utf16 => "utf-16",
         PositionEncoding::Utf32 => "utf-32",
     };
-    let python_cells = json!([{ "language": "python" }]);
-    let mut capabilities = json!({
-        "positionEncoding": encoding,
-        "textDocumentSync": {
-            "openClose": true,
-            // Incremental.
-            "change": 2,
-            "save": { "includeText": false },
-        },
-        "notebookDocumentSync": {
-            "notebookSelector": [
-                { "notebook": "jupyter-notebook", "cells": python_cells },
-                { "notebook": "*", "cells": python_cells },
-            ],
-            "save": true,
-        },
-        "hoverProvider": true,
-        "codeActionProvider": {
-            "codeActionKinds": [
-                "quickfix",
-                "source.fixAll",
-                source_fix_all_tpulint().as_str(),
-                notebook_fix_all_kind().as_str(),
-            ],
-            "resolveProvider": negotiated.code_action_resolve,
-        },
-        "executeCommandProvider": { "commands": commands },
-        "workspace": {
-            "workspaceFolders": { "supported": true, "changeNotifications": true },
-        },
-    });
+    let strings = |items: &[&str]| {
+        let mut out = String::from("[");
+        for (index, item) in items.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            write_string(item, &mut out);
+        }
+        out.push(']');
+        out
+    };
+    let kinds = strings(&[
+        "quickfix",
+        "source.fixAll",
+        source_fix_all_tpulint().as_str(),
+        notebook_fix_all_kind().as_str(),
+    ]);
+    let python_cells = r#"[{"language":"python"}]"#;
+    // The protocol's `TextDocumentSyncKind.Incremental` is 2.
+    let mut capabilities = format!(
+        concat!(
+            r#"{{"positionEncoding":"{encoding}","#,
+            r#""textDocumentSync":{{"openClose":true,"change":2,"save":{{"includeText":false}}}},"#,
+            r#""notebookDocumentSync":{{"notebookSelector":["#,
+            r#"{{"notebook":"jupyter-notebook","cells":{cells}}},{{"notebook":"*","cells":{cells}}}"#,
+            r#"],"save":true}},"#,
+            r#""hoverProvider":true,"#,
+            r#""codeActionProvider":{{"codeActionKinds":{kinds},"resolveProvider":{resolve}}},"#,
+            r#""executeCommandProvider":{{"commands":{commands}}},"#,
+            r#""workspace":{{"workspaceFolders":{{"supported":true,"changeNotifications":true}}}}"#,
+        ),
+        encoding = encoding,
+        cells = python_cells,
+        kinds = kinds,
+        resolve = negotiated.code_action_resolve,
+        commands = strings(commands),
+    );
     if negotiated.pull_diagnostics {
-        capabilities["diagnosticProvider"] = json!({
-            "identifier": "tpulint",
-            "interFileDependencies": false,
-            "workspaceDiagnostics": true,
-        });
+        capabilities.push_str(concat!(
+            r#","diagnosticProvider":{"identifier":"tpulint","#,
+            r#""interFileDependencies":false,"workspaceDiagnostics":true}"#,
+        ));
     }
-    json!({
-        "capabilities": capabilities,
-        "serverInfo": { "name": server_name, "version": version },
-    })
+    capabilities.push('}');
+    let mut result = format!(r#"{{"capabilities":{capabilities},"serverInfo":{{"name":"#);
+    write_string(server_name, &mut result);
+    result.push_str(r#","version":"#);
+    write_string(version, &mut result);
+    result.push_str("}}");
+    result
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+
+    #[test]
+    fn the_result_is_json() {
+        for pull in [false, true] {
+            let negotiated = Negotiated {
+                pull_diagnostics: pull,
+                ..Negotiated::default()
+            };
+            let text = initialize_result(&negotiated, &commands(true), "tpulint", "1.0");
+            let value: Value = serde_json::from_str(&text).expect(&text);
+            assert_eq!(value["serverInfo"]["name"], "tpulint");
+            assert_eq!(value["capabilities"]["positionEncoding"], "utf-16");
+            assert_eq!(
+                value["capabilities"].get("diagnosticProvider").is_some(),
+                pull
+            );
+        }
+    }
 
     #[test]
     fn reads_the_fields_that_matter() {

@@ -9,8 +9,9 @@ use ls_types::{
     UnchangedDocumentDiagnosticReport, Uri, WorkspaceDocumentDiagnosticReport, WorkspaceEdit,
     WorkspaceFullDocumentDiagnosticReport, WorkspaceUnchangedDocumentDiagnosticReport,
 };
-use serde_json::Value;
+use std::str::FromStr;
 
+use super::json::JsonRead;
 use super::notebook_analysis::{self, NotebookAnalysis};
 use crate::actions::{self, ResolveData};
 use crate::analysis::Analysis;
@@ -145,10 +146,7 @@ pub fn cell_code_actions(
 /// What `codeAction/resolve` needs to know of an action: `None` for actions that carry no
 /// resolve data (answered unchanged).
 pub fn resolve_data(action: &CodeAction) -> Option<ResolveData> {
-    action
-        .data
-        .clone()
-        .and_then(|data| serde_json::from_value::<ResolveData>(data).ok())
+    action.data.as_ref().and_then(ResolveData::from_json)
 }
 
 /// `codeAction/resolve` of "Fix all": its edit, if the document is still at the version the
@@ -168,10 +166,8 @@ pub fn resolve_fix_all(
 }
 
 /// `resolve_data` of an action given as JSON.
-pub fn resolve_data_of(action: &Value) -> Option<ResolveData> {
-    action
-        .get("data")
-        .and_then(|data| serde_json::from_value::<ResolveData>(data.clone()).ok())
+pub fn resolve_data_of(action: &impl JsonRead) -> Option<ResolveData> {
+    action.get("data").and_then(ResolveData::from_json)
 }
 
 /// `textDocument/hover` on a text document (rule documentation by `docs`).
@@ -198,16 +194,12 @@ pub fn cell_hover(
 }
 
 /// The document `tpulint.applyAutofix` fixes: its one argument is a URI or `{"uri": …}`.
-pub fn autofix_target(arguments: &[Value]) -> Result<Uri, RequestError> {
+pub fn autofix_target(arguments: &[impl JsonRead]) -> Result<Uri, RequestError> {
     arguments
         .first()
-        .and_then(|argument| {
-            argument
-                .get("uri")
-                .cloned()
-                .or_else(|| Some(argument.clone()))
-        })
-        .and_then(|value| serde_json::from_value::<Uri>(value).ok())
+        .and_then(|argument| argument.get("uri").or(Some(argument)))
+        .and_then(JsonRead::as_str)
+        .and_then(|text| Uri::from_str(text).ok())
         .ok_or_else(|| {
             RequestError::invalid_params("expected one argument: a document URI or {\"uri\": …}")
         })

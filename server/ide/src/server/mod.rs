@@ -14,7 +14,9 @@
 pub mod analyze;
 pub mod capabilities;
 pub mod handlers;
+pub mod json;
 pub mod notebook_analysis;
 pub mod notebooks;
+pub mod read;
 pub mod session;
 pub mod settings;

@@ -16,19 +16,15 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use ls_types::{
-    CodeActionKind, DidChangeNotebookDocumentParams, DidChangeTextDocumentParams,
-    DidCloseNotebookDocumentParams, DidOpenNotebookDocumentParams, DidOpenTextDocumentParams,
-    Position, Range, Uri, WorkspaceEdit,
-};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use ls_types::{CodeActionKind, Position, Uri, WorkspaceEdit};
 
 use super::analyze::{AnalysisError, CheckSettings, analyze};
 use super::capabilities::{self, APPLY_AUTOFIX, Negotiated, PRINT_DEBUG_INFORMATION};
 use super::handlers::{self, RequestError};
+use super::json::{self, JsonRead, JsonValue, write_string};
 use super::notebook_analysis::{self, NotebookAnalysis};
 use super::notebooks::NotebookDocuments;
+use super::read;
 use super::settings::{ClientSettings, LogLevel};
 use crate::analysis::Analysis;
 use crate::document::{PreviousCheck, TextDocument};
@@ -49,7 +45,7 @@ struct TextEntry {
 enum Pending {
     /// `workspace/applyEdit` of `tpulint.applyAutofix`: the command is answered once the client
     /// answered.
-    ApplyEdit { command_id: Value },
+    ApplyEdit { command_id: JsonValue },
     /// `workspace/configuration`: the `tpulint` section, applied when it arrives.
     Configuration,
     /// A request whose answer changes nothing (a refresh).
@@ -78,68 +74,16 @@ pub struct Session {
     shown: HashSet<String>,
     next_request_id: i64,
     pending: HashMap<i64, Pending>,
-    outgoing: Vec<Value>,
+    outgoing: Vec<String>,
 }
 
-/// `textDocument/codeAction` as far as it is read.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CodeActionRequest {
-    text_document: DocumentId,
-    range: Range,
-    #[serde(default)]
-    context: CodeActionRequestContext,
+/// JSON text of a protocol value (the derived serializers, straight to text).
+fn to_json(value: impl serde::Serialize) -> String {
+    serde_json::to_string(&value).unwrap_or_else(|_| "null".to_string())
 }
 
-#[derive(Deserialize, Default)]
-struct CodeActionRequestContext {
-    #[serde(default)]
-    only: Option<Vec<CodeActionKind>>,
-}
-
-#[derive(Deserialize)]
-struct DocumentId {
-    uri: Uri,
-}
-
-/// `textDocument/hover` (and any request at a position).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PositionRequest {
-    text_document: DocumentId,
-    position: Position,
-}
-
-/// `textDocument/diagnostic`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DiagnosticRequest {
-    text_document: DocumentId,
-    #[serde(default)]
-    previous_result_id: Option<String>,
-}
-
-/// `workspace/diagnostic`'s previous result ids.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WorkspaceDiagnosticRequest {
-    #[serde(default)]
-    previous_result_ids: Vec<PreviousResultId>,
-}
-
-#[derive(Deserialize)]
-struct PreviousResultId {
-    uri: Uri,
-    value: String,
-}
-
-fn parse_params<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RequestError> {
-    serde_json::from_value(value)
-        .map_err(|error| RequestError::invalid_params(format!("invalid params: {error}")))
-}
-
-fn to_json(value: impl serde::Serialize) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+fn invalid_params() -> RequestError {
+    RequestError::invalid_params("invalid params")
 }
 
 fn is_python(uri: &Uri, language_id: &str) -> bool {
@@ -176,8 +120,8 @@ impl Session {
         self.shutting_down
     }
 
-    /// The messages to send, in order.
-    pub fn take_outgoing(&mut self) -> Vec<Value> {
+    /// The messages to send (JSON text), in order.
+    pub fn take_outgoing(&mut self) -> Vec<String> {
         std::mem::take(&mut self.outgoing)
     }
 
@@ -186,32 +130,34 @@ impl Session {
         !self.dirty.is_empty()
     }
 
-    /// Applies one message from the client (a request, a notification or a response).
-    pub fn handle(&mut self, message: Value) {
-        let Value::Object(mut message) = message else {
+    /// Applies one message from the client (a request, a notification or a response), given as
+    /// JSON text; text that is not JSON is answered with JSON-RPC's parse error.
+    pub fn handle(&mut self, text: &str) {
+        let Ok(message) = json::parse(text) else {
             self.respond_error(
-                Value::Null,
+                &JsonValue::Null,
                 RequestError {
-                    code: -32600,
-                    message: "Invalid request".to_string(),
+                    code: -32700,
+                    message: "Parse error".to_string(),
                 },
             );
             return;
         };
-        let id = message.remove("id");
-        let params = message.remove("params").unwrap_or(Value::Null);
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        match (method, id) {
-            (Some(method), Some(id)) => self.request(&method, id, params),
-            (Some(method), None) => self.notification(&method, params),
-            (None, Some(id)) => {
-                let result = message.remove("result");
-                self.response(id, result);
-            }
-            (None, None) => {}
+        let params = message.get("params").unwrap_or(&JsonValue::Null);
+        match (
+            message.get("method").and_then(JsonRead::as_str),
+            message.get("id"),
+        ) {
+            (Some(method), Some(id)) => self.request(method, id, params),
+            (Some(method), None) => self.notification(method, params),
+            (None, Some(id)) => self.response(id, message.get("result")),
+            (None, None) => self.respond_error(
+                &JsonValue::Null,
+                RequestError {
+                    code: -32600,
+                    message: "Invalid request".to_string(),
+                },
+            ),
         }
     }
 
@@ -224,38 +170,52 @@ impl Session {
                 self.publish_notebook(&uri);
             } else if let Some(analysis) = self.text_analysis(&uri) {
                 let diagnostics = analysis.lsp_diagnostics(&uri, self.negotiated.encoding);
-                self.publish(&uri, to_json(diagnostics), Some(analysis.version));
+                self.publish(&uri, &to_json(diagnostics), Some(analysis.version));
             }
         }
     }
 
     // ---- outgoing --------------------------------------------------------------------------
 
-    fn respond(&mut self, id: Value, result: Value) {
-        self.outgoing
-            .push(json!({ "jsonrpc": "2.0", "result": result, "id": id }));
+    fn respond(&mut self, id: &JsonValue, result: &str) {
+        self.outgoing.push(format!(
+            r#"{{"jsonrpc":"2.0","result":{result},"id":{}}}"#,
+            id.render()
+        ));
     }
 
-    fn respond_error(&mut self, id: Value, error: RequestError) {
-        self.outgoing.push(json!({
-            "jsonrpc": "2.0",
-            "error": { "code": error.code, "message": error.message },
-            "id": id,
-        }));
+    fn respond_error(&mut self, id: &JsonValue, error: RequestError) {
+        let mut message = String::new();
+        write_string(&error.message, &mut message);
+        self.outgoing.push(format!(
+            r#"{{"jsonrpc":"2.0","error":{{"code":{},"message":{message}}},"id":{}}}"#,
+            error.code,
+            id.render()
+        ));
     }
 
-    fn notify(&mut self, method: &str, params: Value) {
-        self.outgoing
-            .push(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    fn notify(&mut self, method: &str, params: &str) {
+        self.outgoing.push(format!(
+            r#"{{"jsonrpc":"2.0","method":"{method}","params":{params}}}"#
+        ));
     }
 
-    fn send_request(&mut self, method: &str, params: Value, pending: Pending) {
+    fn send_request(&mut self, method: &str, params: Option<&str>, pending: Pending) {
         let id = self.next_request_id;
         self.next_request_id += 1;
         self.pending.insert(id, pending);
-        self.outgoing.push(
-            json!({ "jsonrpc": "2.0", "method": method, "params": params, "id": id }),
-        );
+        let params = params.map_or_else(String::new, |params| format!(r#","params":{params}"#));
+        self.outgoing.push(format!(
+            r#"{{"jsonrpc":"2.0","method":"{method}"{params},"id":{id}}}"#
+        ));
+    }
+
+    /// `window/logMessage` or `window/showMessage`.
+    fn message(&mut self, method: &str, kind: u8, text: &str) {
+        let mut params = format!(r#"{{"type":{kind},"message":"#);
+        write_string(text, &mut params);
+        params.push('}');
+        self.notify(method, &params);
     }
 
     fn log(&mut self, level: LogLevel, message: String) {
@@ -268,34 +228,32 @@ impl Session {
             LogLevel::Info => INFO,
             LogLevel::Debug => LOG,
         };
-        self.notify(
-            "window/logMessage",
-            json!({ "type": kind, "message": message }),
-        );
+        self.message("window/logMessage", kind, &message);
     }
 
-    fn publish(&mut self, uri: &Uri, diagnostics: Value, version: Option<i32>) {
-        let mut params = json!({ "uri": uri.as_str(), "diagnostics": diagnostics });
+    fn publish(&mut self, uri: &Uri, diagnostics: &str, version: Option<i32>) {
+        let mut params = String::from(r#"{"uri":"#);
+        write_string(uri.as_str(), &mut params);
+        params.push_str(r#","diagnostics":"#);
+        params.push_str(diagnostics);
         if let Some(version) = version {
-            params["version"] = json!(version);
+            params.push_str(&format!(r#","version":{version}"#));
         }
-        self.notify("textDocument/publishDiagnostics", params);
+        params.push('}');
+        self.notify("textDocument/publishDiagnostics", &params);
     }
 
     fn report_setting_errors(&mut self, errors: Vec<String>) {
         for error in errors {
             if self.shown.insert(error.clone()) {
-                self.notify(
-                    "window/showMessage",
-                    json!({ "type": WARNING, "message": format!("tpulint: {error}") }),
-                );
+                self.message("window/showMessage", WARNING, &format!("tpulint: {error}"));
             }
         }
     }
 
     // ---- requests --------------------------------------------------------------------------
 
-    fn request(&mut self, method: &str, id: Value, params: Value) {
+    fn request(&mut self, method: &str, id: &JsonValue, params: &JsonValue) {
         if !self.initialized && method != "initialize" {
             self.respond_error(
                 id,
@@ -308,15 +266,13 @@ impl Session {
         }
         let answer = match method {
             "initialize" => Ok(self.initialize(params)),
-            "shutdown" => Ok(Value::Null),
-            "textDocument/diagnostic" => parse_params(params).map(|request| self.diagnostic(request)),
-            "workspace/diagnostic" => {
-                parse_params(params).map(|request| self.workspace_diagnostic(request))
-            }
-            "textDocument/codeAction" => parse_params(params).map(|request| self.code_action(request)),
+            "shutdown" => Ok("null".to_string()),
+            "textDocument/diagnostic" => self.diagnostic(params),
+            "workspace/diagnostic" => Ok(self.workspace_diagnostic(params)),
+            "textDocument/codeAction" => self.code_action(params),
             "codeAction/resolve" => self.code_action_resolve(params),
-            "textDocument/hover" => parse_params(params).map(|request| self.hover(request)),
-            "workspace/executeCommand" => match self.execute_command(id.clone(), params) {
+            "textDocument/hover" => self.hover(params),
+            "workspace/executeCommand" => match self.execute_command(id, params) {
                 // Answered when the client answers `workspace/applyEdit`.
                 Ok(None) => return,
                 Ok(Some(result)) => Ok(result),
@@ -328,15 +284,15 @@ impl Session {
             }),
         };
         match answer {
-            Ok(result) => self.respond(id, result),
+            Ok(result) => self.respond(id, &result),
             Err(error) => self.respond_error(id, error),
         }
     }
 
-    fn initialize(&mut self, params: Value) -> Value {
+    fn initialize(&mut self, params: &JsonValue) -> String {
         self.initialized = true;
         self.negotiated =
-            capabilities::negotiate(params.get("capabilities").unwrap_or(&Value::Null));
+            capabilities::negotiate(params.get("capabilities").unwrap_or(&JsonValue::Null));
         let (client, errors) = params
             .get("initializationOptions")
             .map(ClientSettings::from_json)
@@ -356,34 +312,41 @@ impl Session {
         self.generation += 1;
     }
 
-    fn diagnostic(&mut self, request: DiagnosticRequest) -> Value {
-        let uri = request.text_document.uri;
-        let previous = request.previous_result_id.as_deref();
+    fn diagnostic(&mut self, params: &JsonValue) -> Result<String, RequestError> {
+        let uri = read::document_uri(params).ok_or_else(invalid_params)?;
+        let previous = params.get("previousResultId").and_then(JsonRead::as_str);
         let encoding = self.negotiated.encoding;
-        if let Some(owner) = self.notebooks.owner(&uri) {
-            if let Some(analysis) = self.notebook_analysis(&owner) {
-                let result_id = analysis.result_id();
-                self.notebooks.note_served(&uri, &result_id);
-                return to_json(handlers::document_report(previous, result_id, || {
-                    analysis.cell_diagnostics(&uri, encoding)
-                }));
-            }
-        }
-        to_json(match self.text_analysis(&uri) {
-            None => handlers::empty_report(),
-            Some(analysis) => handlers::document_report(
+        if let Some(owner) = self.notebooks.owner(&uri)
+            && let Some(analysis) = self.notebook_analysis(&owner)
+        {
+            let result_id = analysis.result_id();
+            self.notebooks.note_served(&uri, &result_id);
+            return Ok(to_json(handlers::document_report(
                 previous,
-                handlers::text_result_id(&analysis, 0),
-                || analysis.lsp_diagnostics(&uri, encoding),
-            ),
-        })
+                result_id,
+                || analysis.cell_diagnostics(&uri, encoding),
+            )));
+        }
+        Ok(to_json(match self.text_analysis(&uri) {
+            None => handlers::empty_report(),
+            Some(analysis) => {
+                handlers::document_report(previous, handlers::text_result_id(&analysis, 0), || {
+                    analysis.lsp_diagnostics(&uri, encoding)
+                })
+            }
+        }))
     }
 
-    fn workspace_diagnostic(&mut self, request: WorkspaceDiagnosticRequest) -> Value {
-        let previous: HashMap<Uri, String> = request
-            .previous_result_ids
-            .into_iter()
-            .map(|previous| (previous.uri, previous.value))
+    fn workspace_diagnostic(&mut self, params: &JsonValue) -> String {
+        let previous: HashMap<Uri, String> = params
+            .get("previousResultIds")
+            .and_then(JsonRead::as_array)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|previous| {
+                let uri = read::uri(previous.get("uri")?)?;
+                Some((uri, previous.get("value")?.as_str()?.to_string()))
+            })
             .collect();
         let encoding = self.negotiated.encoding;
         let mut items = Vec::new();
@@ -417,40 +380,49 @@ impl Session {
                 ));
             }
         }
-        json!({ "items": to_json(items) })
+        format!(r#"{{"items":{}}}"#, to_json(items))
     }
 
-    fn code_action(&mut self, request: CodeActionRequest) -> Value {
-        let uri = request.text_document.uri;
-        let only = request.context.only.as_deref();
+    fn code_action(&mut self, params: &JsonValue) -> Result<String, RequestError> {
+        let uri = read::document_uri(params).ok_or_else(invalid_params)?;
+        let range = params
+            .get("range")
+            .and_then(read::range)
+            .ok_or_else(invalid_params)?;
+        let only: Option<Vec<CodeActionKind>> = params
+            .at(&["context", "only"])
+            .and_then(JsonRead::as_array)
+            .map(|kinds| {
+                kinds
+                    .iter()
+                    .filter_map(|kind| Some(CodeActionKind::from(kind.as_str()?.to_string())))
+                    .collect()
+            });
+        let only = only.as_deref();
         let encoding = self.negotiated.encoding;
-        if let Some(owner) = self.notebooks.owner(&uri) {
-            if let Some(analysis) = self.notebook_analysis(&owner) {
-                return to_json(handlers::cell_code_actions(
-                    &analysis,
-                    &uri,
-                    request.range,
-                    only,
-                    encoding,
-                ));
-            }
+        if let Some(owner) = self.notebooks.owner(&uri)
+            && let Some(analysis) = self.notebook_analysis(&owner)
+        {
+            return Ok(to_json(handlers::cell_code_actions(
+                &analysis, &uri, range, only, encoding,
+            )));
         }
-        match self.text_analysis(&uri) {
+        Ok(match self.text_analysis(&uri) {
             Some(analysis) => to_json(handlers::text_code_actions(
                 &uri,
                 &analysis,
-                request.range,
+                range,
                 only,
                 encoding,
                 self.negotiated.code_action_resolve,
             )),
-            None => Value::Null,
-        }
+            None => "null".to_string(),
+        })
     }
 
-    fn code_action_resolve(&mut self, mut action: Value) -> Result<Value, RequestError> {
-        let Some(data) = handlers::resolve_data_of(&action) else {
-            return Ok(action);
+    fn code_action_resolve(&mut self, action: &JsonValue) -> Result<String, RequestError> {
+        let Some(data) = handlers::resolve_data_of(action) else {
+            return Ok(action.render());
         };
         let Some(analysis) = self.text_analysis(&data.uri) else {
             return Err(RequestError::invalid_params(
@@ -458,41 +430,63 @@ impl Session {
             ));
         };
         let edit = handlers::resolve_fix_all(&data, &analysis, self.negotiated.encoding)?;
-        action["edit"] = to_json(edit);
-        Ok(action)
+        // The action as it came, with its edit.
+        let JsonValue::Object(members) = action else {
+            return Err(invalid_params());
+        };
+        let mut out = String::from("{");
+        for (name, value) in members.iter().filter(|(name, _)| name != "edit") {
+            write_string(name, &mut out);
+            out.push(':');
+            json::write(value, &mut out);
+            out.push(',');
+        }
+        out.push_str(r#""edit":"#);
+        out.push_str(&to_json(edit));
+        out.push('}');
+        Ok(out)
     }
 
-    fn hover(&mut self, request: PositionRequest) -> Value {
-        let uri = request.text_document.uri;
+    fn hover(&mut self, params: &JsonValue) -> Result<String, RequestError> {
+        let uri = read::document_uri(params).ok_or_else(invalid_params)?;
+        let position: Position = params
+            .get("position")
+            .and_then(read::position)
+            .ok_or_else(invalid_params)?;
         let encoding = self.negotiated.encoding;
         let docs = std::mem::take(&mut self.docs);
         let lookup = |code: &str| docs.get(code).cloned().unwrap_or_default();
         let hover = if let Some(owner) = self.notebooks.owner(&uri) {
             self.notebook_analysis(&owner).and_then(|analysis| {
-                handlers::cell_hover(&analysis, &uri, request.position, encoding, &lookup)
+                handlers::cell_hover(&analysis, &uri, position, encoding, &lookup)
             })
         } else {
-            self.text_analysis(&uri).and_then(|analysis| {
-                handlers::text_hover(&analysis, request.position, encoding, &lookup).1
-            })
+            self.text_analysis(&uri)
+                .and_then(|analysis| handlers::text_hover(&analysis, position, encoding, &lookup).1)
         };
         self.docs = docs;
-        to_json(hover)
+        Ok(to_json(hover))
     }
 
     /// `Ok(None)`: answered later (after the client applied the edit).
-    fn execute_command(&mut self, id: Value, params: Value) -> Result<Option<Value>, RequestError> {
-        let command = params.get("command").and_then(Value::as_str).unwrap_or("");
+    fn execute_command(
+        &mut self,
+        id: &JsonValue,
+        params: &JsonValue,
+    ) -> Result<Option<String>, RequestError> {
+        let command = params
+            .get("command")
+            .and_then(JsonRead::as_str)
+            .unwrap_or("");
         match command {
             APPLY_AUTOFIX => {
-                let arguments = match params.get("arguments") {
-                    Some(Value::Array(arguments)) => arguments.clone(),
-                    _ => Vec::new(),
-                };
-                let uri = handlers::autofix_target(&arguments)?;
+                let arguments = params
+                    .get("arguments")
+                    .and_then(JsonRead::as_array)
+                    .unwrap_or_default();
+                let uri = handlers::autofix_target(arguments)?;
                 let encoding = self.negotiated.encoding;
-                let edit: Option<WorkspaceEdit> = if let Some(owner) = self.notebooks.owner(&uri)
-                {
+                let edit: Option<WorkspaceEdit> = if let Some(owner) = self.notebooks.owner(&uri) {
                     let analysis = self.notebook_analysis(&owner);
                     analysis.and_then(|analysis| {
                         notebook_analysis::fix_all_edit(&analysis, None, encoding)
@@ -507,15 +501,21 @@ impl Session {
                     Some(edit) => {
                         self.send_request(
                             "workspace/applyEdit",
-                            json!({ "edit": to_json(edit) }),
-                            Pending::ApplyEdit { command_id: id },
+                            Some(&format!(r#"{{"edit":{}}}"#, to_json(edit))),
+                            Pending::ApplyEdit {
+                                command_id: id.clone(),
+                            },
                         );
                         Ok(None)
                     }
-                    None => Ok(Some(Value::Null)),
+                    None => Ok(Some("null".to_string())),
                 }
             }
-            PRINT_DEBUG_INFORMATION => Ok(Some(Value::String(self.debug_information()))),
+            PRINT_DEBUG_INFORMATION => {
+                let mut text = String::new();
+                write_string(&self.debug_information(), &mut text);
+                Ok(Some(text))
+            }
             other => Err(handlers::unknown_command(
                 other,
                 &capabilities::commands(false),
@@ -523,25 +523,28 @@ impl Session {
         }
     }
 
-    fn response(&mut self, id: Value, result: Option<Value>) {
+    fn response(&mut self, id: &JsonValue, result: Option<&JsonValue>) {
         let Some(pending) = id.as_i64().and_then(|id| self.pending.remove(&id)) else {
             return;
         };
         match pending {
             Pending::ApplyEdit { command_id } => {
-                let result = result.unwrap_or(Value::Null);
-                if result.get("applied").and_then(Value::as_bool) == Some(false) {
-                    let reason = result.get("failureReason").and_then(Value::as_str);
+                if let Some(result) = result
+                    && result.get("applied").and_then(JsonRead::as_bool) == Some(false)
+                {
+                    let reason = result.get("failureReason").and_then(JsonRead::as_str);
                     let message = handlers::edit_not_applied(reason);
                     self.log(LogLevel::Warn, message);
                 }
-                self.respond(command_id, Value::Null);
+                self.respond(&command_id, "null");
             }
             Pending::Configuration => {
                 // A client with nothing to say answers `null`: keep the settings we have.
                 let section = result
-                    .and_then(|result| result.as_array().and_then(|items| items.first().cloned()))
-                    .filter(|section| !section.is_null());
+                    .and_then(JsonRead::as_array)
+                    .and_then(<[JsonValue]>::first)
+                    .filter(|section| !section.is_null())
+                    .cloned();
                 if let Some(section) = section {
                     self.apply_client_settings(&section);
                 }
@@ -552,13 +555,15 @@ impl Session {
 
     // ---- notifications ---------------------------------------------------------------------
 
-    fn notification(&mut self, method: &str, params: Value) {
+    fn notification(&mut self, method: &str, params: &JsonValue) {
         match method {
             "initialized" => self.initialized_notification(),
             "exit" => self.shutting_down = true,
             "textDocument/didOpen" => {
-                if let Ok(params) = parse_params::<DidOpenTextDocumentParams>(params) {
-                    let item = params.text_document;
+                if let Some(item) = params
+                    .get("textDocument")
+                    .and_then(read::text_document_item)
+                {
                     self.documents.insert(
                         item.uri.clone(),
                         TextEntry {
@@ -571,39 +576,39 @@ impl Session {
                 }
             }
             "textDocument/didChange" => {
-                if let Ok(params) = parse_params::<DidChangeTextDocumentParams>(params) {
-                    let uri = params.text_document.uri;
-                    match self.documents.get_mut(&uri) {
-                        Some(entry) => {
-                            entry.document.apply_changes(
-                                params.content_changes,
-                                params.text_document.version,
-                                self.negotiated.encoding,
-                            );
-                            self.schedule(&uri);
-                        }
-                        None => self.warn_not_open("document", &uri),
+                let Some((uri, version)) = params
+                    .get("textDocument")
+                    .and_then(read::versioned_document)
+                else {
+                    return;
+                };
+                let changes = read::content_changes(params.get("contentChanges"));
+                match self.documents.get_mut(&uri) {
+                    Some(entry) => {
+                        entry
+                            .document
+                            .apply_changes(changes, version, self.negotiated.encoding);
+                        self.schedule(&uri);
                     }
+                    None => self.warn_not_open("document", &uri),
                 }
             }
             "textDocument/didClose" => {
-                if let Ok(DidClose { text_document }) = parse_params::<DidClose>(params) {
-                    let uri = text_document.uri;
+                if let Some(uri) = read::document_uri(params) {
                     self.dirty.remove(&uri);
-                    if self.documents.remove(&uri).is_some() && !self.negotiated.pull_diagnostics
-                    {
-                        self.publish(&uri, json!([]), None);
+                    if self.documents.remove(&uri).is_some() && !self.negotiated.pull_diagnostics {
+                        self.publish(&uri, "[]", None);
                     }
                 }
             }
             "notebookDocument/didOpen" => {
-                if let Ok(params) = parse_params::<DidOpenNotebookDocumentParams>(params) {
+                if let Some(params) = read::did_open_notebook(params) {
                     let uri = self.notebooks.open(params);
                     self.schedule_notebook(&uri);
                 }
             }
             "notebookDocument/didChange" => {
-                if let Ok(params) = parse_params::<DidChangeNotebookDocumentParams>(params) {
+                if let Some(params) = read::did_change_notebook(params) {
                     let uri = params.notebook_document.uri.clone();
                     match self.notebooks.change(params, self.negotiated.encoding) {
                         Some(removed) => {
@@ -615,7 +620,7 @@ impl Session {
                 }
             }
             "notebookDocument/didClose" => {
-                if let Ok(params) = parse_params::<DidCloseNotebookDocumentParams>(params) {
+                if let Some(params) = read::did_close_notebook(params) {
                     let uri = params.notebook_document.uri.clone();
                     self.dirty.remove(&uri);
                     let cells = self.notebooks.close(params);
@@ -626,7 +631,7 @@ impl Session {
                 if self.negotiated.configuration_requests {
                     self.pull_client_settings();
                 } else {
-                    let settings = params.get("settings").cloned().unwrap_or(Value::Null);
+                    let settings = params.get("settings").cloned().unwrap_or(JsonValue::Null);
                     self.apply_client_settings(&settings);
                 }
             }
@@ -654,13 +659,13 @@ impl Session {
         if self.negotiated.configuration_requests {
             self.send_request(
                 "workspace/configuration",
-                json!({ "items": [{ "section": "tpulint" }] }),
+                Some(r#"{"items":[{"section":"tpulint"}]}"#),
                 Pending::Configuration,
             );
         }
     }
 
-    fn apply_client_settings(&mut self, value: &Value) {
+    fn apply_client_settings(&mut self, value: &JsonValue) {
         let (client, errors) = ClientSettings::from_json(value);
         self.set_client_settings(client);
         self.report_setting_errors(errors);
@@ -671,7 +676,7 @@ impl Session {
     fn refresh_all(&mut self) {
         if self.negotiated.pull_diagnostics {
             if self.negotiated.workspace_diagnostic_refresh {
-                self.send_request("workspace/diagnostic/refresh", Value::Null, Pending::Ignored);
+                self.send_request("workspace/diagnostic/refresh", None, Pending::Ignored);
             }
         } else {
             let uris: Vec<Uri> = self.documents.keys().cloned().collect();
@@ -707,7 +712,7 @@ impl Session {
             return;
         }
         for uri in cells {
-            self.publish(&uri, json!([]), None);
+            self.publish(&uri, "[]", None);
         }
     }
 
@@ -806,17 +811,14 @@ impl Session {
         if !self.negotiated.pull_diagnostics {
             for cell in &analysis.cells {
                 let diagnostics = to_json(analysis.cell_diagnostics(&cell.uri, encoding));
-                self.publish(&cell.uri, diagnostics, Some(cell.cell_version));
+                self.publish(&cell.uri, &diagnostics, Some(cell.cell_version));
             }
         } else if self.negotiated.workspace_diagnostic_refresh
-            && self.notebooks.client_holds_stale(
-                notebook,
-                previous.as_deref(),
-                &analysis,
-                encoding,
-            )
+            && self
+                .notebooks
+                .client_holds_stale(notebook, previous.as_deref(), &analysis, encoding)
         {
-            self.send_request("workspace/diagnostic/refresh", Value::Null, Pending::Ignored);
+            self.send_request("workspace/diagnostic/refresh", None, Pending::Ignored);
         }
     }
 
@@ -833,7 +835,6 @@ impl Session {
             }
         ));
         out.push_str(&format!("settings generation: {}\n", self.generation));
-        out.push_str(&format!("editor settings: {:?}\n", self.client));
         out.push_str(&self.notebooks.describe());
         out.push_str(&format!("open documents: {}\n", self.documents.len()));
         let mut uris: Vec<_> = self.documents.iter().collect();
@@ -851,10 +852,4 @@ impl Session {
         }
         out
     }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DidClose {
-    text_document: DocumentId,
 }

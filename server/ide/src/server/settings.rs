@@ -4,7 +4,7 @@
 //! Settings are read leniently: an invalid value is reported (once, by the server) and ignored,
 //! never fatal.
 
-use serde_json::Value;
+use super::json::JsonRead;
 use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, Settings};
 
 /// How much the server writes to the client's log (`window/logMessage`).
@@ -49,20 +49,21 @@ impl ClientSettings {
     /// Reads settings from any of the shapes clients send: `{"tpulint": {...}}` (Neovim,
     /// Helix), `{"settings": {...}}` (the VS Code extension's initialization options), or the
     /// settings object itself. Returns the settings and one message per invalid value.
-    pub fn from_json(value: &Value) -> (ClientSettings, Vec<String>) {
+    pub fn from_json(value: &impl JsonRead) -> (ClientSettings, Vec<String>) {
         let object = unwrap_section(value);
         let mut settings = ClientSettings::default();
         let mut errors = Vec::new();
-        let Some(object) = object.as_object() else {
+        let Some(members) = object.members() else {
             if !object.is_null() {
                 errors.push(format!(
-                    "tpulint settings must be an object, got `{object}`"
+                    "tpulint settings must be an object, got `{}`",
+                    object.render()
                 ));
             }
             return (settings, errors);
         };
-        for (key, value) in object {
-            match key.as_str() {
+        for (key, value) in members {
+            match key {
                 "select" => settings.select = Some(selectors(key, value, &mut errors)),
                 "extendSelect" | "extend-select" | "extend_select" => {
                     settings.extend_select = selectors(key, value, &mut errors);
@@ -72,18 +73,23 @@ impl ClientSettings {
                     Some(backend) => settings.backend = Some(backend),
                     None if value.is_null() => {}
                     None => errors.push(format!(
-                        "invalid `backend` {value}: expected \"auto\", \"torch_xla\" or \"torchtpu\""
+                        "invalid `backend` {}: expected \"auto\", \"torch_xla\" or \"torchtpu\"",
+                        value.render()
                     )),
                 },
                 "unsafeFixes" | "unsafe-fixes" | "unsafe_fixes" => match value.as_bool() {
                     Some(flag) => settings.unsafe_fixes = flag,
-                    None => errors.push(format!("invalid `unsafeFixes` {value}: expected a boolean")),
+                    None => errors.push(format!(
+                        "invalid `unsafeFixes` {}: expected a boolean",
+                        value.render()
+                    )),
                 },
                 "logLevel" | "log-level" | "log_level" => {
                     match value.as_str().and_then(LogLevel::parse) {
                         Some(level) => settings.log_level = level,
                         None => errors.push(format!(
-                            "invalid `logLevel` {value}: expected \"error\", \"warn\", \"info\" or \"debug\""
+                            "invalid `logLevel` {}: expected \"error\", \"warn\", \"info\" or \"debug\"",
+                            value.render()
                         )),
                     }
                 }
@@ -109,7 +115,7 @@ impl ClientSettings {
     }
 }
 
-fn unwrap_section(value: &Value) -> &Value {
+fn unwrap_section<J: JsonRead>(value: &J) -> &J {
     let mut current = value;
     for key in ["settings", "tpulint"] {
         if let Some(inner) = current.get(key).filter(|inner| inner.is_object()) {
@@ -119,10 +125,11 @@ fn unwrap_section(value: &Value) -> &Value {
     current
 }
 
-fn selectors(key: &str, value: &Value, errors: &mut Vec<String>) -> Vec<RuleSelector> {
+fn selectors(key: &str, value: &impl JsonRead, errors: &mut Vec<String>) -> Vec<RuleSelector> {
     let Some(items) = value.as_array() else {
         errors.push(format!(
-            "invalid `{key}` {value}: expected a list of rule codes"
+            "invalid `{key}` {}: expected a list of rule codes",
+            value.render()
         ));
         return Vec::new();
     };
@@ -135,7 +142,10 @@ fn selectors(key: &str, value: &Value, errors: &mut Vec<String>) -> Vec<RuleSele
                 None
             }
             None => {
-                errors.push(format!("invalid `{key}` entry {item}: expected a string"));
+                errors.push(format!(
+                    "invalid `{key}` entry {}: expected a string",
+                    item.render()
+                ));
                 None
             }
         })
