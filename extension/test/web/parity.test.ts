@@ -145,7 +145,7 @@ async function run(peer: Peer, steps: Step[]): Promise<Json[][]> {
 function normalise(transcript: Json[][]): Json[][] {
   return JSON.parse(JSON.stringify(transcript), (key, value: unknown) => {
     if (key === 'serverInfo' && typeof value === 'object' && value !== null) return { ...value, name: '(server name)' };
-    if (key === 'commands' && Array.isArray(value)) return value.filter((command) => command !== 'tpulint.checkEnvironment');
+    if (key === 'commands' && Array.isArray(value)) return (value as unknown[]).filter((command) => command !== 'tpulint.checkEnvironment');
     if (key === 'message' && typeof value === 'string') return value.replace('tpulint.checkEnvironment, ', '');
     return value;
   }) as Json[][];

@@ -27,10 +27,14 @@ import {
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { startServer, type WasmLanguageServer } from '../../src/web/server';
 
-/** The exports of the Node build that these tests use. */
-interface WasmModule {
+/** The web extension's module (pkg/node-lsp). */
+interface LanguageServerModule {
   LanguageServer: new (ruleDocs: string) => WasmLanguageServer;
   version(): string;
+}
+
+/** The playground's module (pkg/node): the CLI's JSON, the oracle of these tests. */
+interface EngineModule {
   check(source: string, options: Record<string, unknown>): JsonDiagnostic[];
   applyFixes(source: string, options: Record<string, unknown>, unsafe: boolean): { output: string };
 }
@@ -44,7 +48,9 @@ interface JsonDiagnostic {
 
 const root = path.resolve(__dirname, '..', '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const wasm = require(path.join(root, 'server/wasm/pkg/node-lsp/tpulint_wasm.js')) as WasmModule;
+const wasm = require(path.join(root, 'server/wasm/pkg/node-lsp/tpulint_wasm.js')) as LanguageServerModule;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const engine = require(path.join(root, 'server/wasm/pkg/node/tpulint_wasm.js')) as EngineModule;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const ruleDocs = require(path.join(root, 'server/wasm/pkg/node-lsp/rule-docs.json')) as Record<string, { explanation: string }>;
 
@@ -170,7 +176,7 @@ describe('web language server', () => {
     try {
       await initialize(session.client);
       const diagnostics = await open(session);
-      assert.equal(diagnostics.length, wasm.check(SOURCE, { filename: 'train.py' }).length);
+      assert.equal(diagnostics.length, engine.check(SOURCE, { filename: 'train.py' }).length);
       const cuda = diagnostics.find((d) => d.code === 'TPU401');
       assert.ok(cuda, JSON.stringify(diagnostics));
       assert.equal(cuda.source, 'tpulint');
@@ -201,7 +207,7 @@ describe('web language server', () => {
       assert.equal(cudaFix.kind, 'quickfix');
       assert.match(cudaFix.title, /^tpulint \(TPU401\): /);
       const fixed = applyTextEdits(SOURCE, cudaFix.edit?.changes?.[URI] ?? []);
-      const json = wasm.check(SOURCE, CUDA_ONLY).find((d) => d.code === 'TPU401');
+      const json = engine.check(SOURCE, CUDA_ONLY).find((d) => d.code === 'TPU401');
       let expected = SOURCE;
       for (const edit of [...(json?.fix?.edits ?? [])].reverse()) {
         expected = expected.slice(0, offsetOf(SOURCE, edit.location)) + edit.content + expected.slice(offsetOf(SOURCE, edit.end_location));
@@ -228,7 +234,7 @@ describe('web language server', () => {
           context: { diagnostics: [], only: ['source.fixAll'] },
         });
       // TPU401's rewrite is unsafe, so safe-only fix-all has nothing to do.
-      assert.equal(wasm.applyFixes(SOURCE, CUDA_ONLY, false).output, SOURCE);
+      assert.equal(engine.applyFixes(SOURCE, CUDA_ONLY, false).output, SOURCE);
       assert.deepEqual(await request(), []);
 
       const before = session.diagnostics.length;
@@ -241,7 +247,7 @@ describe('web language server', () => {
       // One edit covering only what changed, not the whole document.
       assert.equal(edits.length, 1);
       assert.ok(edits[0].range.start.line >= 1, JSON.stringify(edits));
-      assert.equal(applyTextEdits(SOURCE, edits), wasm.applyFixes(SOURCE, CUDA_ONLY, true).output);
+      assert.equal(applyTextEdits(SOURCE, edits), engine.applyFixes(SOURCE, CUDA_ONLY, true).output);
 
       const count = session.diagnostics.length;
       await session.client.sendNotification('workspace/didChangeConfiguration', { settings: { ...CUDA_ONLY, ignore: ['TPU401'] } });
@@ -260,7 +266,7 @@ describe('web language server', () => {
       const result = await session.client.sendRequest('workspace/executeCommand', { command: 'tpulint.applyAutofix', arguments: [{ uri: URI, version: 7 }] });
       assert.equal(result, null);
       assert.equal(session.edits.length, 1);
-      assert.equal(applyTextEdits(SOURCE, session.edits[0].changes?.[URI] ?? []), wasm.applyFixes(SOURCE, CUDA_ONLY, true).output);
+      assert.equal(applyTextEdits(SOURCE, session.edits[0].changes?.[URI] ?? []), engine.applyFixes(SOURCE, CUDA_ONLY, true).output);
       await assert.rejects(
         session.client.sendRequest('workspace/executeCommand', { command: 'tpulint.applyAutofix', arguments: [{ uri: 'file:///nope.py' }] }),
         /is not open/,
@@ -288,7 +294,7 @@ describe('web language server', () => {
         });
       }
       const final = await waitFor(() => session.diagnostics.find((p) => p.version === 21), 'diagnostics of version 21');
-      assert.equal(final.diagnostics.length, wasm.check(text, {}).length);
+      assert.equal(final.diagnostics.length, engine.check(text, {}).length);
       assert.equal(final.diagnostics.filter((d) => d.code === 'TPU401').length, 21);
     } finally {
       session.close();

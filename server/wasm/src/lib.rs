@@ -1,4 +1,6 @@
-//! WebAssembly bindings of the tpulint engine: `check`, `applyFixes` and `rules` for JavaScript.
+//! WebAssembly bindings of the tpulint engine: `check`, `applyFixes` and `rules` for JavaScript
+//! (the playground's module), or, with the `language-server` feature, `LanguageServer` (the
+//! module of VS Code for the web, which needs nothing else). Both have `version`.
 //!
 //! The browser playground and the VS Code web extension run these in a web worker. Results are
 //! the CLI's own machine formats (rendered by `tpulint_report`), so a diagnostic from the browser
@@ -15,10 +17,12 @@ pub mod options;
 
 use wasm_bindgen::prelude::*;
 
+#[cfg(not(feature = "language-server"))]
 use crate::options::CheckOptions;
 
 // The two JavaScript functions the exports need, declared here rather than through the `js-sys`
 // crate, whose bindings cost the module room (closure shims among them) for no other use.
+#[cfg(not(feature = "language-server"))]
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = JSON, js_name = stringify, catch)]
@@ -29,6 +33,7 @@ extern "C" {
 
 /// Reads the options object by way of `JSON.stringify`, so that every field has one parser and
 /// one error message, whether the caller is the playground, the web extension or a test.
+#[cfg(not(feature = "language-server"))]
 fn read_options(options: &JsValue) -> Result<CheckOptions, JsError> {
     if options.is_undefined() || options.is_null() {
         return Ok(CheckOptions::default());
@@ -40,12 +45,14 @@ fn read_options(options: &JsValue) -> Result<CheckOptions, JsError> {
     CheckOptions::from_json(&json).map_err(|message| JsError::new(&message))
 }
 
+#[cfg(not(feature = "language-server"))]
 fn parse_json(json: &str) -> Result<JsValue, JsError> {
     json_parse(json).map_err(|_| JsError::new("tpulint produced invalid JSON"))
 }
 
 /// Diagnostics of `source` as the CLI's `--output-format json` lists them (ruff's schema:
 /// `code`, `message`, `location`, `end_location`, `fix`, `url`, `noqa_row`, …).
+#[cfg(not(feature = "language-server"))]
 #[wasm_bindgen]
 pub fn check(source: &str, options: JsValue) -> Result<JsValue, JsError> {
     let options = read_options(&options)?;
@@ -55,6 +62,7 @@ pub fn check(source: &str, options: JsValue) -> Result<JsValue, JsError> {
 
 /// Applies fixes to a fixed point, like `tpulint check --fix` (`--unsafe-fixes` when `unsafe`):
 /// `{ output, fixed: { CODE: count }, remaining: [diagnostics of output], converged }`.
+#[cfg(not(feature = "language-server"))]
 #[wasm_bindgen(js_name = applyFixes)]
 pub fn apply_fixes(source: &str, options: JsValue, r#unsafe: bool) -> Result<JsValue, JsError> {
     let options = read_options(&options)?;
@@ -66,6 +74,7 @@ pub fn apply_fixes(source: &str, options: JsValue, r#unsafe: bool) -> Result<JsV
 /// Every rule's metadata: code, name, family, severity, fix availability, default and URL. The
 /// summaries and documentation (Markdown) are not in the module: `build.sh` writes them, by
 /// code, to `rule-docs.json` beside it, which hosts merge (the web extension bundles it).
+#[cfg(not(feature = "language-server"))]
 #[wasm_bindgen]
 pub fn rules() -> Result<JsValue, JsError> {
     parse_json(&api::rules_json())

@@ -3,8 +3,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use tpulint_analyzer::Settings;
+use tpulint_analyzer::incremental::IncrementalState;
+use tpulint_analyzer::{Diagnostic, Settings};
+use tree_sitter::Tree;
 
 use crate::analysis::{Analysis, check};
 use crate::document::{DocumentSnapshot, PreviousCheck};
@@ -42,6 +45,40 @@ pub fn analyze(
     reuse_previous: bool,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Analysis, AnalysisError> {
+    analyze_with(
+        snapshot,
+        check_settings,
+        cancelled,
+        |text, tree, settings, previous| {
+            let previous: &[PreviousCheck] = if reuse_previous { previous } else { &[] };
+            let (diagnostics, state, _reuse) = check(text, tree, settings, previous);
+            (diagnostics, Some(state))
+        },
+    )
+}
+
+/// [`analyze`] with a full check every time, keeping nothing for the next one: the browser's
+/// server, whose module has no room for the incremental checker (the results are equal).
+pub fn analyze_in_full(
+    snapshot: DocumentSnapshot,
+    check_settings: CheckSettings,
+) -> Result<Analysis, AnalysisError> {
+    analyze_with(
+        snapshot,
+        check_settings,
+        &|| false,
+        |text, tree, settings, _| (tpulint_analyzer::check_tree(text, tree, settings), None),
+    )
+}
+
+type CheckOutcome = (Vec<Diagnostic>, Option<Arc<IncrementalState>>);
+
+fn analyze_with(
+    snapshot: DocumentSnapshot,
+    check_settings: CheckSettings,
+    cancelled: &dyn Fn() -> bool,
+    run_check: impl Fn(&str, &Tree, &Settings, &[PreviousCheck]) -> CheckOutcome,
+) -> Result<Analysis, AnalysisError> {
     let CheckSettings {
         settings,
         config_file,
@@ -57,15 +94,7 @@ pub fn analyze(
             return None;
         }
         let (diagnostics, incremental) = match &settings {
-            Some(settings) => {
-                let previous: &[PreviousCheck] = if reuse_previous {
-                    &snapshot.previous
-                } else {
-                    &[]
-                };
-                let (diagnostics, state, _reuse) = check(&snapshot.text, &tree, settings, previous);
-                (diagnostics, Some(state))
-            }
+            Some(settings) => run_check(&snapshot.text, &tree, settings, &snapshot.previous),
             None => (Vec::new(), None),
         };
         Some((tree, diagnostics, incremental))

@@ -20,3 +20,4 @@ pub mod notebooks;
 pub mod read;
 pub mod session;
 pub mod settings;
+pub mod uri_map;

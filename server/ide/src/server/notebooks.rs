@@ -20,7 +20,6 @@
 //! ones they were computed for. Sans-IO: the native server keeps this under a lock, the browser's
 //! server owns it.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ls_types::{
@@ -31,6 +30,7 @@ use ls_types::{
 use tpulint_analyzer::LineIndex;
 
 use super::notebook_analysis::{CellSnapshot, NotebookAnalysis, NotebookSnapshot};
+use super::uri_map::UriMap;
 use crate::document::TextDocument;
 use crate::encoding::PositionEncoding;
 
@@ -78,7 +78,7 @@ pub struct NotebookEntry {
     /// Cell URIs and kinds, in notebook order.
     cells: Vec<(Uri, NotebookCellKind)>,
     /// The text of each cell, by cell URI.
-    texts: HashMap<Uri, CellDocument>,
+    texts: UriMap<CellDocument>,
     analysis: Option<Arc<NotebookAnalysis>>,
     /// The worker's previous result: what a pull client was last told about (it re-pulls the
     /// cells it changed). Results computed for requests do not move it, or a pull of the edited
@@ -87,7 +87,7 @@ pub struct NotebookEntry {
     /// Pull mode: the result id each cell's last `textDocument/diagnostic` answer carried. A
     /// client may pull an edited cell before the notebook change that edited it arrives (VS Code
     /// does); the worker compares these ids with its result to see who holds stale findings.
-    served: HashMap<Uri, String>,
+    served: UriMap<String>,
     /// A worker (the native server's) is checking this notebook.
     pub worker_running: bool,
     /// Something changed since the running worker took its snapshot.
@@ -126,9 +126,9 @@ impl NotebookEntry {
 /// inside notebook notifications), so they live here, indexed by cell URI as well.
 #[derive(Default)]
 pub struct NotebookDocuments {
-    pub notebooks: HashMap<Uri, NotebookEntry>,
+    pub notebooks: UriMap<NotebookEntry>,
     /// Cell URI → notebook URI.
-    owners: HashMap<Uri, Uri>,
+    owners: UriMap<Uri>,
 }
 
 impl NotebookDocuments {
@@ -139,15 +139,12 @@ impl NotebookDocuments {
 
     /// The open notebooks, in a stable order (by URI).
     pub fn uris(&self) -> Vec<Uri> {
-        let mut uris: Vec<Uri> = self.notebooks.keys().cloned().collect();
-        uris.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        uris
+        self.notebooks.keys().cloned().collect()
     }
 
     /// Lines for the debug report.
     pub fn describe(&self) -> String {
-        let mut uris: Vec<_> = self.notebooks.iter().collect();
-        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let uris: Vec<_> = self.notebooks.iter().collect();
         let mut out = format!("open notebooks: {}\n", uris.len());
         for (uri, entry) in uris {
             out.push_str(&format!(
@@ -190,7 +187,7 @@ impl NotebookDocuments {
                 texts,
                 analysis: None,
                 worker_baseline: None,
-                served: HashMap::new(),
+                served: UriMap::new(),
                 worker_running: false,
                 dirty: false,
             },
@@ -234,16 +231,16 @@ impl NotebookDocuments {
                 }
                 // A cell's document lives until the client closes it, not until the cell leaves
                 // the array: a move may arrive as a deletion and a later insertion.
-                let present: HashSet<&Uri> = entry.cells.iter().map(|(cell, _)| cell).collect();
+                let present: Vec<&Uri> = entry.cells.iter().map(|(cell, _)| cell).collect();
                 for closed in structure.did_close.unwrap_or_default() {
                     entry.texts.remove(&closed.uri);
                     entry.served.remove(&closed.uri);
-                    if !present.contains(&closed.uri) {
+                    if !present.contains(&&closed.uri) {
                         owners.remove(&closed.uri);
                     }
                 }
                 for (cell, _) in deleted {
-                    if !present.contains(&cell) {
+                    if !present.contains(&&cell) {
                         removed.push(cell);
                     }
                 }

@@ -11,14 +11,19 @@
 //! Scheduling: [`Session::handle`] applies a message and answers a request at once; documents
 //! changed in push mode are checked and published by [`Session::idle`], which the host calls
 //! when no message is waiting, so a burst of edits costs one check, as the native server's
-//! push worker coalesces them.
+//! push worker coalesces them. Each check is a full one (`analyze_in_full`): the incremental
+//! checker, whose results are equal, does not fit the module's budget.
+//!
+//! Messages are read with the small JSON reader of [`super::json`] and [`super::read`], and
+//! written straight to text; serde's derived readers and `serde_json::Value` stay out of the
+//! WebAssembly module.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ls_types::{CodeActionKind, Position, Uri, WorkspaceEdit};
 
-use super::analyze::{AnalysisError, CheckSettings, analyze};
+use super::analyze::{AnalysisError, CheckSettings, analyze_in_full};
 use super::capabilities::{self, APPLY_AUTOFIX, Negotiated, PRINT_DEBUG_INFORMATION};
 use super::handlers::{self, RequestError};
 use super::json::{self, JsonRead, JsonValue, write_string};
@@ -26,6 +31,7 @@ use super::notebook_analysis::{self, NotebookAnalysis};
 use super::notebooks::NotebookDocuments;
 use super::read;
 use super::settings::{ClientSettings, LogLevel};
+use super::uri_map::UriMap;
 use crate::analysis::Analysis;
 use crate::document::{PreviousCheck, TextDocument};
 
@@ -65,15 +71,15 @@ pub struct Session {
     /// Bumped on every settings change (as the native server's), so results computed under
     /// older settings are not reused and pull result ids change.
     generation: u64,
-    documents: HashMap<Uri, TextEntry>,
+    documents: UriMap<TextEntry>,
     notebooks: NotebookDocuments,
-    /// Text documents and notebooks changed since their last publish (push mode).
-    dirty: BTreeSet<Uri>,
+    /// Text documents and notebooks changed since their last publish (push mode), in URI order.
+    dirty: UriMap<()>,
     /// Setting errors found before the client could be told (during `initialize`).
     pending_errors: Vec<String>,
-    shown: HashSet<String>,
+    shown: Vec<String>,
     next_request_id: i64,
-    pending: HashMap<i64, Pending>,
+    pending: Vec<(i64, Pending)>,
     outgoing: Vec<String>,
 }
 
@@ -104,13 +110,13 @@ impl Session {
             shutting_down: false,
             client: ClientSettings::default(),
             generation: 0,
-            documents: HashMap::new(),
+            documents: UriMap::new(),
             notebooks: NotebookDocuments::default(),
-            dirty: BTreeSet::new(),
+            dirty: UriMap::new(),
             pending_errors: Vec::new(),
-            shown: HashSet::new(),
+            shown: Vec::new(),
             next_request_id: 0,
-            pending: HashMap::new(),
+            pending: Vec::new(),
             outgoing: Vec::new(),
         }
     }
@@ -165,7 +171,7 @@ impl Session {
     /// client whose notebook cells went stale to pull again.
     pub fn idle(&mut self) {
         let dirty = std::mem::take(&mut self.dirty);
-        for uri in dirty {
+        for uri in dirty.into_keys() {
             if self.notebooks.notebooks.contains_key(&uri) {
                 self.publish_notebook(&uri);
             } else if let Some(analysis) = self.text_analysis(&uri) {
@@ -203,7 +209,7 @@ impl Session {
     fn send_request(&mut self, method: &str, params: Option<&str>, pending: Pending) {
         let id = self.next_request_id;
         self.next_request_id += 1;
-        self.pending.insert(id, pending);
+        self.pending.push((id, pending));
         let params = params.map_or_else(String::new, |params| format!(r#","params":{params}"#));
         self.outgoing.push(format!(
             r#"{{"jsonrpc":"2.0","method":"{method}"{params},"id":{id}}}"#
@@ -245,7 +251,8 @@ impl Session {
 
     fn report_setting_errors(&mut self, errors: Vec<String>) {
         for error in errors {
-            if self.shown.insert(error.clone()) {
+            if !self.shown.contains(&error) {
+                self.shown.push(error.clone());
                 self.message("window/showMessage", WARNING, &format!("tpulint: {error}"));
             }
         }
@@ -338,7 +345,7 @@ impl Session {
     }
 
     fn workspace_diagnostic(&mut self, params: &JsonValue) -> String {
-        let previous: HashMap<Uri, String> = params
+        let previous: UriMap<String> = params
             .get("previousResultIds")
             .and_then(JsonRead::as_array)
             .unwrap_or_default()
@@ -350,8 +357,7 @@ impl Session {
             .collect();
         let encoding = self.negotiated.encoding;
         let mut items = Vec::new();
-        let mut uris: Vec<Uri> = self.documents.keys().cloned().collect();
-        uris.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        let uris: Vec<Uri> = self.documents.keys().cloned().collect();
         for uri in uris {
             let Some(analysis) = self.text_analysis(&uri) else {
                 continue;
@@ -524,9 +530,13 @@ impl Session {
     }
 
     fn response(&mut self, id: &JsonValue, result: Option<&JsonValue>) {
-        let Some(pending) = id.as_i64().and_then(|id| self.pending.remove(&id)) else {
+        let Some(index) = id
+            .as_i64()
+            .and_then(|id| self.pending.iter().position(|(pending, _)| *pending == id))
+        else {
             return;
         };
+        let (_, pending) = self.pending.remove(index);
         match pending {
             Pending::ApplyEdit { command_id } => {
                 if let Some(result) = result
@@ -680,8 +690,9 @@ impl Session {
             }
         } else {
             let uris: Vec<Uri> = self.documents.keys().cloned().collect();
-            self.dirty.extend(uris);
-            self.dirty.extend(self.notebooks.uris());
+            for uri in uris.into_iter().chain(self.notebooks.uris()) {
+                self.dirty.insert(uri, ());
+            }
         }
     }
 
@@ -694,7 +705,7 @@ impl Session {
 
     fn schedule(&mut self, uri: &Uri) {
         if !self.negotiated.pull_diagnostics {
-            self.dirty.insert(uri.clone());
+            self.dirty.insert(uri.clone(), ());
         }
     }
 
@@ -702,7 +713,7 @@ impl Session {
         let negotiated = &self.negotiated;
         // Pull mode without refresh: nothing to publish and nothing to tell.
         if !negotiated.pull_diagnostics || negotiated.workspace_diagnostic_refresh {
-            self.dirty.insert(uri.clone());
+            self.dirty.insert(uri.clone(), ());
         }
     }
 
@@ -749,7 +760,7 @@ impl Session {
         }
         let check_settings = self.check_settings(is_python(uri, &entry.language_id));
         let snapshot = entry.document.snapshot();
-        match analyze(snapshot, check_settings, true, &|| false) {
+        match analyze_in_full(snapshot, check_settings) {
             Ok(analysis) => {
                 let analysis = Arc::new(analysis);
                 let entry = self.documents.get_mut(uri)?;
@@ -837,9 +848,7 @@ impl Session {
         out.push_str(&format!("settings generation: {}\n", self.generation));
         out.push_str(&self.notebooks.describe());
         out.push_str(&format!("open documents: {}\n", self.documents.len()));
-        let mut uris: Vec<_> = self.documents.iter().collect();
-        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        for (uri, entry) in uris {
+        for (uri, entry) in self.documents.iter() {
             out.push_str(&format!(
                 "  {} (version {}, {} diagnostics)\n",
                 uri.as_str(),
