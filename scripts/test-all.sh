@@ -164,6 +164,8 @@ if ! skip wasm; then
   # The web worker's server over a MessageChannel, and the parity test: one LSP session replayed
   # against `tpulint server` and the web worker's server, with identical answers required.
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint npm run --silent test:web
+  # The worker bundle itself in a browser worker (headless Chromium), as VS Code for the web runs it.
+  node --test server/wasm/tests/web-worker.test.mjs
 fi
 
 # ---- VS Code end to end: the VSIX installed in real VS Code (code-server 4.100.3 + chromium) ----
