@@ -53,6 +53,8 @@ pub struct Context<'t, 'c> {
     root: Node<'t>,
     semantic: &'c SemanticModel<'t>,
     rule: &'static RuleMeta,
+    /// The file's settings (a rule may depend on the project's target versions).
+    settings: &'c Settings,
     diagnostics: &'c mut Vec<Diagnostic>,
     /// When the node being dispatched is a `call`: its parts and keyword arguments, found once
     /// for all the rules registered for `call` (each field lookup walks the node's children).
@@ -115,6 +117,10 @@ impl<'t> Context<'t, '_> {
     /// The file's `module` node (for edits such as adding an import).
     pub fn root(&self) -> Node<'t> {
         self.root
+    }
+
+    pub fn settings(&self) -> &Settings {
+        self.settings
     }
 
     pub fn semantic(&self) -> &SemanticModel<'t> {
@@ -419,6 +425,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
                 root: self.root,
                 semantic,
                 rule,
+                settings: self.settings,
                 diagnostics,
                 current_call,
             };
