@@ -81,9 +81,12 @@ export CC_wasm32_unknown_unknown=${CC_wasm32_unknown_unknown:-clang}
 binaryen_version=132.0.0
 binaryen_dir=$tools_dir/binaryen-$binaryen_version
 wasm_opt=$binaryen_dir/node_modules/.bin/wasm-opt
+# The producers and target-features custom sections are for toolchains, not engines (about 250 B
+# gzipped, which the budget needs).
 optimise() {
   step "wasm-opt -Oz $1"
-  "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  "$wasm_opt" -Oz --strip-producers --strip-target-features \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue "$1" -o "$1"
 }
 if [[ $optimize -eq 1 && ! -x $wasm_opt ]]; then
