@@ -52,8 +52,9 @@ enum Pending {
     /// `workspace/applyEdit` of `tpulint.applyAutofix`: the command is answered once the client
     /// answered.
     ApplyEdit { command_id: JsonValue },
-    /// `workspace/configuration`: the `tpulint` section, applied when it arrives.
-    Configuration,
+    /// `workspace/configuration`: the `tpulint` section, applied when it arrives; when the client
+    /// has nothing to say, the settings of the `didChangeConfiguration` that asked (if any).
+    Configuration { fallback: Option<JsonValue> },
     /// A request whose answer changes nothing (a refresh).
     Ignored,
 }
@@ -548,13 +549,15 @@ impl Session {
                 }
                 self.respond(&command_id, "null");
             }
-            Pending::Configuration => {
-                // A client with nothing to say answers `null`: keep the settings we have.
+            Pending::Configuration { fallback } => {
+                // A client with nothing to say answers `null`: keep the settings we have, or take
+                // those of the notification (as the native server does).
                 let section = result
                     .and_then(JsonRead::as_array)
                     .and_then(<[JsonValue]>::first)
                     .filter(|section| !section.is_null())
-                    .cloned();
+                    .cloned()
+                    .or(fallback);
                 if let Some(section) = section {
                     self.apply_client_settings(&section);
                 }
@@ -638,10 +641,10 @@ impl Session {
                 }
             }
             "workspace/didChangeConfiguration" => {
+                let settings = params.get("settings").cloned().unwrap_or(JsonValue::Null);
                 if self.negotiated.configuration_requests {
-                    self.pull_client_settings();
+                    self.pull_client_settings(Some(settings));
                 } else {
-                    let settings = params.get("settings").cloned().unwrap_or(JsonValue::Null);
                     self.apply_client_settings(&settings);
                 }
             }
@@ -661,16 +664,17 @@ impl Session {
     fn initialized_notification(&mut self) {
         let errors = std::mem::take(&mut self.pending_errors);
         self.report_setting_errors(errors);
-        self.pull_client_settings();
+        self.pull_client_settings(None);
         self.log(LogLevel::Info, "tpulint server ready".to_string());
     }
 
-    fn pull_client_settings(&mut self) {
+    /// Asks for the `tpulint` section (`fallback`: what to apply if the client answers `null`).
+    fn pull_client_settings(&mut self, fallback: Option<JsonValue>) {
         if self.negotiated.configuration_requests {
             self.send_request(
                 "workspace/configuration",
                 Some(r#"{"items":[{"section":"tpulint"}]}"#),
-                Pending::Configuration,
+                Pending::Configuration { fallback },
             );
         }
     }
@@ -860,5 +864,114 @@ impl Session {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(session: &mut Session) -> Vec<serde_json::Value> {
+        session
+            .take_outgoing()
+            .iter()
+            .map(|text| serde_json::from_str(text).expect(text))
+            .collect()
+    }
+
+    fn codes(published: &serde_json::Value) -> Vec<String> {
+        published["params"]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|diagnostic| diagnostic["code"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn settings_come_from_workspace_configuration_with_the_notification_as_fallback() {
+        let mut session = Session::new("test", "0", HashMap::new());
+        session.handle(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"workspace":{"configuration":true}}}}"#,
+        );
+        session.handle(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#);
+        let sent = messages(&mut session);
+        let request = sent
+            .iter()
+            .find(|message| message["method"] == "workspace/configuration")
+            .expect("a configuration request");
+        assert_eq!(request["params"]["items"][0]["section"], "tpulint");
+        session.handle(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":[{{"select":["TPU401"],"backend":"torch_xla"}}]}}"#,
+            request["id"]
+        ));
+        session.handle(
+            r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///t.py","languageId":"python","version":1,"text":"import torch\nx = torch.ones(2).to(\"cuda\")\n"}}}"#,
+        );
+        session.idle();
+        let published = messages(&mut session);
+        let publish = published
+            .iter()
+            .rev()
+            .find(|message| message["method"] == "textDocument/publishDiagnostics")
+            .expect("a publish");
+        assert_eq!(codes(publish), ["TPU401"]);
+
+        // The client answers `null`: the notification's settings apply.
+        session.handle(
+            r#"{"jsonrpc":"2.0","method":"workspace/didChangeConfiguration","params":{"settings":{"select":["TPU401"],"ignore":["TPU401"]}}}"#,
+        );
+        let sent = messages(&mut session);
+        let request = &sent[0];
+        assert_eq!(request["method"], "workspace/configuration");
+        session.handle(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":[null]}}"#,
+            request["id"]
+        ));
+        session.idle();
+        let published = messages(&mut session);
+        assert!(codes(published.last().expect("a publish")).is_empty());
+    }
+
+    #[test]
+    fn pull_mode_answers_with_result_ids_and_closed_cells_are_cleared_in_push_mode() {
+        let mut session = Session::new("test", "0", HashMap::new());
+        session.handle(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"textDocument":{"diagnostic":{}}}}}"#,
+        );
+        session.handle(
+            r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///t.py","languageId":"python","version":4,"text":"x = 1\n"}}}"#,
+        );
+        assert!(
+            !session.has_pending_work(),
+            "a pull client is not pushed to"
+        );
+        session.take_outgoing();
+        session.handle(
+            r#"{"jsonrpc":"2.0","id":2,"method":"textDocument/diagnostic","params":{"textDocument":{"uri":"file:///t.py"}}}"#,
+        );
+        let answer = &messages(&mut session)[0];
+        let result_id = answer["result"]["resultId"].as_str().unwrap().to_string();
+        assert_eq!(answer["result"]["kind"], "full");
+        session.handle(&format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"textDocument/diagnostic","params":{{"textDocument":{{"uri":"file:///t.py"}},"previousResultId":"{result_id}"}}}}"#
+        ));
+        assert_eq!(messages(&mut session)[0]["result"]["kind"], "unchanged");
+
+        let mut push = Session::new("test", "0", HashMap::new());
+        push.handle(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}"#,
+        );
+        push.handle(
+            r#"{"jsonrpc":"2.0","method":"notebookDocument/didOpen","params":{"notebookDocument":{"uri":"file:///n.ipynb","notebookType":"jupyter-notebook","version":1,"cells":[{"kind":2,"document":"cell:1"}]},"cellTextDocuments":[{"uri":"cell:1","languageId":"python","version":1,"text":"x = 1\n"}]}}"#,
+        );
+        push.idle();
+        push.take_outgoing();
+        push.handle(
+            r#"{"jsonrpc":"2.0","method":"notebookDocument/didClose","params":{"notebookDocument":{"uri":"file:///n.ipynb"},"cellTextDocuments":[{"uri":"cell:1"}]}}"#,
+        );
+        let cleared = messages(&mut push);
+        assert_eq!(cleared[0]["params"]["uri"], "cell:1");
+        assert_eq!(cleared[0]["params"]["diagnostics"], serde_json::json!([]));
     }
 }
