@@ -157,7 +157,7 @@ const notification = (method: string, params: unknown): Json => ({ jsonrpc: '2.0
 const published = (uri: string, version?: number) => (messages: Json[]) =>
   messages.some((message) => message.method === 'textDocument/publishDiagnostics' && (message.params as Json).uri === uri && (version === undefined || (message.params as Json).version === version));
 
-function script(directory: string, pull: boolean): Step[] {
+function script(directory: string, pull: boolean, encoding: string): Step[] {
   nextId = 1;
   const uri = `file://${directory}/train.py`;
   const notebook = `file://${directory}/explore.ipynb`;
@@ -174,7 +174,7 @@ function script(directory: string, pull: boolean): Step[] {
     '',
   ].join('\n');
   const capabilities = {
-    general: { positionEncodings: ['utf-16'] },
+    general: { positionEncodings: [encoding] },
     workspace: { applyEdit: true },
     textDocument: pull ? { diagnostic: { dynamicRegistration: false }, codeAction: { resolveSupport: { properties: ['edit'] } } } : {},
     notebookDocument: { synchronization: {} },
@@ -280,24 +280,31 @@ function script(directory: string, pull: boolean): Step[] {
   return steps;
 }
 
-async function replay(make: () => Peer, directory: string, pull: boolean): Promise<Json[][]> {
+async function replay(make: () => Peer, directory: string, pull: boolean, encoding: string): Promise<Json[][]> {
   const peer = make();
   try {
-    return normalise(await run(peer, script(directory, pull)));
+    return normalise(await run(peer, script(directory, pull, encoding)));
   } finally {
     peer.close();
   }
 }
 
 describe('native and web servers answer alike', () => {
-  for (const pull of [false, true]) {
-    it(`one session with ${pull ? 'pull' : 'push'} diagnostics`, async () => {
+  // VS Code speaks UTF-16; other clients may offer UTF-8 or UTF-32 (the text has characters
+  // where the three differ).
+  for (const [pull, encoding] of [
+    [false, 'utf-16'],
+    [true, 'utf-16'],
+    [false, 'utf-8'],
+    [true, 'utf-32'],
+  ] as const) {
+    it(`one session with ${pull ? 'pull' : 'push'} diagnostics, ${encoding} positions`, async () => {
       // A directory without configuration files: the native server resolves settings by path.
       const directory = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'tpulint-parity-')));
       try {
-        const native = await replay(nativePeer, directory, pull);
-        const web = await replay(webPeer, directory, pull);
-        const steps = script(directory, pull);
+        const native = await replay(nativePeer, directory, pull, encoding);
+        const web = await replay(webPeer, directory, pull, encoding);
+        const steps = script(directory, pull, encoding);
         assert.equal(web.length, native.length);
         for (let index = 0; index < native.length; index++) {
           assert.deepEqual(web[index], native[index], `step "${steps[index].name}" differs`);
