@@ -8,7 +8,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
+use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache};
 use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -251,9 +251,18 @@ pub fn walk<'t>(
     semantic: &mut SemanticModel<'t>,
     mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
 ) {
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let mut error_depth = 0usize;
+    walk_node(tree.root_node(), 0, semantic, &mut visit);
+}
+
+/// [`walk`] over the subtree of `node`, below `error_depth` `ERROR` nodes; `false` when `visit`
+/// stopped it.
+pub(crate) fn walk_node<'t>(
+    node: Node<'t>,
+    mut error_depth: usize,
+    semantic: &mut SemanticModel<'t>,
+    visit: &mut impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
+) -> bool {
+    let mut cursor = node.walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
@@ -264,7 +273,7 @@ pub fn walk<'t>(
             let dispatchable =
                 error_depth == 0 && (!node.has_error() || node.kind_name() == "module");
             if !visit(semantic, node, dispatchable) {
-                return;
+                return false;
             }
         }
         if cursor.goto_first_child() {
@@ -282,7 +291,7 @@ pub fn walk<'t>(
                 break;
             }
             if !cursor.goto_parent() {
-                return;
+                return true;
             }
         }
     }
@@ -364,6 +373,19 @@ pub(crate) fn new_model<'t>(
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
     semantic
+}
+
+/// [`new_model`], reusing the pre-pass of unchanged statements from earlier checks' caches.
+pub(crate) fn new_model_reusing<'t>(
+    source: &'t str,
+    tree: &'t Tree,
+    settings: &Settings,
+    caches: &[&SummaryCache],
+) -> (SemanticModel<'t>, SummaryCache) {
+    let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
+    semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    (semantic, cache)
 }
 
 /// Runs the running rules registered for a node's kind, and the policy every rule shares.

@@ -74,7 +74,7 @@ impl HardwareScope {
 }
 
 /// One frame of the guard stack: a block (or a definition) and the scope inside it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct GuardFrame {
     pub node_id: usize,
     pub scope: HardwareScope,

@@ -9,6 +9,8 @@
 
 use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
@@ -24,11 +26,13 @@ mod imports;
 mod roles;
 pub(crate) mod summaries;
 
+pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
+pub(crate) use summaries::SummaryCache;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 
@@ -102,7 +106,7 @@ impl HotPath {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Binding {
     /// An imported module or object, by qualified name.
     Import(String),
@@ -114,7 +118,7 @@ enum Binding {
 }
 
 /// What one function of the file returns, collected while its body is walked.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 struct FunctionReturns {
     /// The class it is a method of (directly), by index into `classes`.
     class: Option<usize>,
@@ -133,7 +137,7 @@ struct Scope {
     cuda_values: HashMap<String, bool>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 struct ClassInfo {
     is_module: bool,
     /// An optimizer or scheduler subclass (its `step` is not a training step).
@@ -199,11 +203,36 @@ pub struct SemanticModel<'t> {
     /// Hashes of the names bound in module scope, in binding order (for incremental checking:
     /// which names a statement defines for the statements after it).
     module_binds: Vec<u64>,
+    /// Every change to the module scope during the traversal, in order (for incremental
+    /// checking: what a top-level statement does to the index, replayed instead of walked).
+    module_journal: Vec<digest::ModuleChange>,
 }
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
+        Self::build(source, tree, backend_setting, None).0
+    }
+
+    /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
+    /// (earlier checks of the same document) and returning what the next check can reuse. The
+    /// index is the same as [`Self::new`]'s.
+    pub(crate) fn new_reusing(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: &[&SummaryCache],
+    ) -> (Self, SummaryCache) {
+        let (model, cache) = Self::build(source, tree, backend_setting, Some(caches));
+        (model, cache.unwrap_or_default())
+    }
+
+    fn build(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: Option<&[&SummaryCache]>,
+    ) -> (Self, Option<SummaryCache>) {
         let mut model = SemanticModel {
             source,
             ancestors: Vec::new(),
@@ -229,18 +258,75 @@ impl<'t> SemanticModel<'t> {
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
+            module_journal: Vec::new(),
         };
-        model.imports = ModuleImports::build(tree.root_node(), source);
+        let mut import_parts = crate::hash::HashMap::default();
+        model.imports = match caches {
+            None => ModuleImports::build(tree.root_node(), source),
+            Some(caches) => {
+                // By statement, reusing the records of statements of unchanged text.
+                let root = tree.root_node();
+                let mut cursor = root.walk();
+                let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
+                for statement in root.named_children(&mut cursor) {
+                    let key = (!statement.has_error()).then(|| {
+                        let mut hasher = std::hash::DefaultHasher::new();
+                        (statement.kind_id(), node_text(statement, source)).hash(&mut hasher);
+                        hasher.finish()
+                    });
+                    let part = key
+                        .and_then(|key| {
+                            caches
+                                .iter()
+                                .find_map(|cache| cache.import_parts.get(&key).cloned())
+                        })
+                        .unwrap_or_else(|| {
+                            Arc::new(ModuleImports::statement_records(statement, source))
+                        });
+                    if let Some(key) = key {
+                        import_parts.insert(key, part.clone());
+                    }
+                    parts.push((statement.start_byte(), part));
+                }
+                ModuleImports::from_statements(
+                    parts.iter().map(|(base, part)| (*base, part.as_slice())),
+                )
+            }
+        };
         model.bind_module_imports();
+        // The journal records the traversal's changes; the imports above belong to the pre-pass.
+        model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
-        model.summaries = summaries::build(tree, source, &model);
+        let cache = match caches {
+            None => {
+                model.summaries = summaries::build(tree, source, &model);
+                None
+            }
+            Some(caches) => {
+                // What the pre-pass resolves calls through: the module-level imports' bindings.
+                let mut hasher = std::hash::DefaultHasher::new();
+                for record in model.imports.records() {
+                    if !record.in_function {
+                        (&record.local, &record.qualified).hash(&mut hasher);
+                    }
+                }
+                let imports = hasher.finish();
+                let (built, cache) =
+                    summaries::build_reusing(tree, source, &model, imports, caches, true);
+                model.summaries = built;
+                cache.map(|mut cache| {
+                    cache.import_parts = import_parts;
+                    cache
+                })
+            }
+        };
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
-        model
+        (model, cache)
     }
 
     pub fn source(&self) -> &'t str {
@@ -395,6 +481,8 @@ impl<'t> SemanticModel<'t> {
     fn bind(&mut self, name: String, binding: Binding) {
         if self.scopes.len() == 1 {
             self.module_binds.push(digest::name_hash(&name));
+            self.module_journal
+                .push(digest::ModuleChange::Bind(name.clone(), binding.clone()));
         }
         if let Some(scope) = self.scopes.last_mut() {
             scope.bindings.insert(name, binding);
@@ -625,7 +713,7 @@ impl<'t> SemanticModel<'t> {
         );
         // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
         // CUDA GPU whenever it runs.
-        if self.summaries.cuda_library_scopes.contains(&block.id())
+        if self.summaries.needs_cuda_library(block)
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
         {
@@ -693,11 +781,7 @@ impl<'t> SemanticModel<'t> {
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
-        if self
-            .summaries
-            .cuda_library_scopes
-            .contains(&definition.id())
-        {
+        if self.summaries.needs_cuda_library(definition) {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
@@ -834,13 +918,13 @@ impl<'t> SemanticModel<'t> {
     /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
     /// this file, nested training loop, exits), from the pre-pass.
     pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
-        self.summaries.loops.get(&loop_node.id())
+        self.summaries.loop_summary(loop_node)
     }
 
     /// The summary of a function definition (what it does, whether a training loop reaches it).
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
-        let index = self.summaries.by_node.get(&definition.id())?;
-        self.summaries.functions.get(*index)
+        let index = self.summaries.function_index(definition)?;
+        self.summaries.functions.get(index)
     }
 
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
@@ -913,9 +997,8 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::StepFunction)
         } else if self
             .summaries
-            .by_node
-            .get(&node.id())
-            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+            .function_index(node)
+            .is_some_and(|index| self.summaries.functions[index].reached_from_loop)
         {
             Some(HotPath::CalledFromLoop)
         } else {
@@ -950,9 +1033,8 @@ impl<'t> SemanticModel<'t> {
         self.compiled_names.contains(name)
             || self
                 .summaries
-                .by_node
-                .get(&node.id())
-                .is_some_and(|index| self.summaries.functions[*index].compiled)
+                .function_index(node)
+                .is_some_and(|index| self.summaries.functions[index].compiled)
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
@@ -1170,6 +1252,10 @@ impl<'t> SemanticModel<'t> {
         if left.kind_name() == "identifier" && right.kind_name() != "none" {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
+            if self.scopes.len() == 1 {
+                self.module_journal
+                    .push(digest::ModuleChange::CudaValue(name.clone(), cuda));
+            }
             if let Some(scope) = self.scopes.last_mut() {
                 let all = scope.cuda_values.entry(name).or_insert(true);
                 *all &= cuda;
@@ -1404,7 +1490,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+        self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
                 && !summary.nested_training_loop
         })
