@@ -172,6 +172,14 @@ fn hot_paths() {
     assert_eq!(at(decorated).hot_path, Some(HotPath::Compiled));
     let cold = "def evaluate(model):\n    return ⟦model⟧\n";
     assert_eq!(at(cold).hot_path, None);
+    // A per-batch hook's calls after an early exit on a throttle do not make the callee hot.
+    let throttled_exit = "class Saver:\n    def on_train_batch_end(self, trainer):\n        skip = trainer.global_step % self.every != 0\n        if skip:\n            return\n        self.save(trainer)\n    def save(self, trainer):\n        return ⟦trainer⟧\n";
+    assert_eq!(at(throttled_exit).hot_path, None);
+    let unthrottled = "class Saver:\n    def on_train_batch_end(self, trainer):\n        self.save(trainer)\n    def save(self, trainer):\n        return ⟦trainer⟧\n";
+    assert_ne!(at(unthrottled).hot_path, None);
+    // A modulo by the accumulation steps is the optimizer step, not a throttle.
+    let accumulation = "for step, batch in enumerate(loader):\n    loss = model(batch)\n    loss.backward()\n    if (step + 1) % accumulation_steps == 0:\n        ⟦optimizer⟧.step()\n";
+    assert_eq!(at(accumulation).hot_path, Some(HotPath::TrainingLoop));
 }
 
 /// The import records of `source`: `(local, qualified, condition, in_function)`.
@@ -338,6 +346,19 @@ fn guards_and_hardware_scope() {
     let after_function =
         "def f():\n    if not torch.cuda.is_available():\n        return\n    x = 1\n⟦y⟧ = 2\n";
     assert!(!scope(after_function).never_on_tpu);
+    // A function every call of which in the file runs only with CUDA is CUDA-only code.
+    let cuda_callers = "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n    return major >= 8\ndef check():\n    if not torch.cuda.is_available() or not ampere():\n        return\n";
+    assert!(scope(cuda_callers).never_on_tpu);
+    let one_caller_unguarded = "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n    return major >= 8\nif torch.cuda.is_available():\n    ampere()\nampere()\n";
+    assert!(!scope(one_caller_unguarded).never_on_tpu);
+    let never_called =
+        "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n";
+    assert!(!scope(never_called).never_on_tpu);
+    // An option of the TPU path is no TPU test: its `else` still runs on a TPU.
+    let option = "if args.tpu_use_cluster:\n    pod()\nelse:\n    ⟦single⟧()\n";
+    assert!(!scope(option).never_on_tpu);
+    let flag = "if args.use_tpu:\n    tpu()\nelse:\n    ⟦gpu⟧()\n";
+    assert!(scope(flag).never_on_tpu);
     // Skip decorators and requirement markers.
     for decorator in [
         "@unittest.skipIf(not torch.cuda.is_available(), \"needs CUDA\")",

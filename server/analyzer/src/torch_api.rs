@@ -263,17 +263,16 @@ pub const CUDA_RAISING: &[&str] = &[
 ];
 
 /// `torch.cuda` functions that quietly do nothing without CUDA (memory statistics, which read as
-/// zeros harmlessly, are deliberately absent).
+/// zeros harmlessly, are deliberately absent, and so are the RNG-state round trips
+/// `get_rng_state_all()` / `set_rng_state_all(states)`: off CUDA the first returns `[]` and the
+/// second restores it, which is right on a TPU machine; the seeds are what leave the TPU's
+/// generator unseeded).
 pub const CUDA_SILENT: &[&str] = &[
     "manual_seed",
     "manual_seed_all",
     "seed",
     "seed_all",
     "device_count",
-    "get_rng_state",
-    "set_rng_state",
-    "get_rng_state_all",
-    "set_rng_state_all",
 ];
 
 /// Tensor attributes that describe a tensor rather than hold its values: reading them never

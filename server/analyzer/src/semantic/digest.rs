@@ -81,6 +81,9 @@ impl SemanticModel<'_> {
             step_closures,
             cuda_library_scopes,
             cuda_mode_flags,
+            cuda_only_callees,
+            throttles,
+            throttle_exits,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -109,6 +112,11 @@ impl SemanticModel<'_> {
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
         strings(cuda_mode_flags).hash(&mut state);
+        // Decided by calls in other statements (the callers' guards).
+        strings(cuda_only_callees).hash(&mut state);
+        // Each follows from its own statement (a condition and names bound in its function).
+        throttles.len().hash(&mut state);
+        throttle_exits.len().hash(&mut state);
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);

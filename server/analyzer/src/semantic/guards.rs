@@ -137,20 +137,22 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
 
 /// Whether `block` is the body of `if <throttle>:` or `elif <throttle>:` (a condition computing
 /// `a % b`).
-pub(crate) fn is_throttled_block(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
+pub(crate) fn is_throttled_block(
+    block: Node<'_>,
+    parent: Node<'_>,
+    throttles: &crate::hash::HashSet<usize>,
+) -> bool {
     let body = match parent.kind_name() {
         "if_statement" => parent.field("consequence"),
         "elif_clause" => parent.field("consequence"),
         _ => None,
     };
-    body.is_some_and(|c| c.id() == block.id())
-        && parent
-            .field("condition")
-            .is_some_and(|c| crate::semantic::summaries::has_modulo(c, source))
+    body.is_some_and(|c| c.id() == block.id()) && throttles.contains(&parent.id())
 }
 
 /// Whether `node` (an expression) only runs where no TPU is: on the right of
-/// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16), or in the
+/// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16) or of
+/// `not <CUDA test> or …`, or in the
 /// branch of `… if <device test> else …` taken without a TPU. `ancestors` are the node's
 /// ancestors, innermost first, up to its statement.
 pub(crate) fn expression_never_on_tpu<'t>(
@@ -162,16 +164,24 @@ pub(crate) fn expression_never_on_tpu<'t>(
     for parent in ancestors {
         match parent.kind_name() {
             "boolean_operator" => {
-                let is_and = parent
-                    .field("operator")
-                    .is_some_and(|o| node_text(o, source) == "and");
-                if is_and
-                    && let Some(left) = parent.field("left")
+                let operator = parent.field("operator").map(|o| node_text(o, source));
+                if let Some(left) = parent.field("left")
                     && left.id() != child.id()
-                    && (is_float16_test(left, source)
-                        || device_test(left, source).is_some_and(never_on_tpu_when_true))
                 {
-                    return true;
+                    // `<CUDA test> and …` runs `…` when the test holds; `not <CUDA test> or …`
+                    // (`not torch.cuda.is_available() or not f()`) when it fails.
+                    let never = match operator {
+                        Some("and") => {
+                            is_float16_test(left, source)
+                                || device_test(left, source).is_some_and(never_on_tpu_when_true)
+                        }
+                        Some("or") => device_test(left, source)
+                            .is_some_and(|test| never_on_tpu_when_true(test.negate())),
+                        _ => false,
+                    };
+                    if never {
+                        return true;
+                    }
                 }
             }
             "conditional_expression" => {
@@ -350,8 +360,28 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     ) {
         return None;
     }
-    let test = device_test(if_statement.field("condition")?, source)?;
-    Some(test.negate())
+    false_test(if_statement.field("condition")?, source, 0)
+}
+
+/// What a condition being false says about the hardware: `not (a or b)` is `not a and not b`,
+/// so `if not torch.cuda.is_available() or not ampere(): return` leaves CUDA for the rest.
+fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
+    let condition = syntax::unparenthesize(condition);
+    if depth < MAX_EXPR_DEPTH
+        && condition.kind_name() == "boolean_operator"
+        && condition
+            .field("operator")
+            .is_some_and(|o| node_text(o, source) == "or")
+    {
+        let left = condition
+            .field("left")
+            .and_then(|l| false_test(l, source, depth + 1));
+        let right = condition
+            .field("right")
+            .and_then(|r| false_test(r, source, depth + 1));
+        return left.or(right);
+    }
+    device_test(condition, source).map(DeviceTest::negate)
 }
 
 /// Applies the implication of an early exit to the scope of the rest of its block.
@@ -628,7 +658,11 @@ fn name_test(parts: &[&str]) -> Option<DeviceTest> {
             .any(|w| matches!(w.as_str(), "no" | "not" | "disable" | "without" | "skip"));
         let hardware = if part_words.iter().any(|w| is_cuda_word(w)) {
             Some(Hardware::Cuda)
-        } else if part_words.iter().any(|w| is_tpu_word(w)) {
+        } else if part_words.iter().any(|w| is_tpu_word(w))
+            && part_words.iter().all(|w| is_tpu_word(w) || is_flag_word(w))
+        {
+            // `args.tpu`, `use_tpu`, `is_torch_xla_available`; not `tpu_use_cluster` or
+            // `xla_fsdp_v2`, options of the TPU path whose `else` still runs on a TPU.
             Some(Hardware::Tpu)
         } else {
             None
@@ -662,6 +696,47 @@ fn is_cuda_word(word: &str) -> bool {
     matches!(
         word,
         "cuda" | "gpu" | "gpus" | "nccl" | "cudnn" | "multigpu"
+    )
+}
+
+/// Words that make a name a flag or a query rather than an option (`use_tpu`, `is_on_xla`,
+/// `TEST_WITH_XLA`, `torch_xla_available`, `no_tpu`).
+fn is_flag_word(word: &str) -> bool {
+    matches!(
+        word,
+        "is" | "use"
+            | "using"
+            | "uses"
+            | "on"
+            | "run"
+            | "running"
+            | "runs"
+            | "has"
+            | "have"
+            | "enable"
+            | "enabled"
+            | "torch"
+            | "available"
+            | "device"
+            | "only"
+            | "with"
+            | "test"
+            | "require"
+            | "requires"
+            | "no"
+            | "not"
+            | "disable"
+            | "without"
+            | "skip"
+            | "in"
+            | "backend"
+            | "type"
+            | "distributed"
+            | "env"
+            | "runtime"
+            | "rt"
+            | "mode"
+            | "platform"
     )
 }
 

@@ -558,6 +558,12 @@ impl<'t> SemanticModel<'t> {
                 {
                     guards::apply_exit(&mut frame.scope, test);
                 }
+                // `if step % n != 0: return`: the rest of the block runs once every N steps.
+                if self.summaries.throttle_exits.contains(&node.id())
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    frame.cold = true;
+                }
             }
             "return_statement" => self.leave_return(node),
             "function_definition" => {
@@ -635,7 +641,7 @@ impl<'t> SemanticModel<'t> {
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch
-            || guards::is_throttled_block(block, parent, self.source);
+            || guards::is_throttled_block(block, parent, &self.summaries.throttles);
         let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),

@@ -8,6 +8,7 @@ use crate::hash::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
+use crate::semantic::guards::{self, HardwareScope};
 use crate::semantic::{Fact, ValueKind};
 use crate::syntax::{self, NodeExt, node_text};
 
@@ -164,11 +165,36 @@ pub(crate) struct Summaries {
     /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
     /// runs only with CUDA, and so do those methods.
     pub cuda_mode_flags: HashSet<String>,
+    /// Functions every call of which in this file runs only with CUDA (`if
+    /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
+    /// such a function): their bodies are CUDA-only scope (their block ids are in
+    /// `cuda_library_scopes`). Callers in other files are not seen.
+    pub cuda_only_callees: HashSet<String>,
+    /// `if` / `elif` statements whose condition is a throttle: a modulo (`step % 100 == 0`) or a
+    /// name bound to one in the same function (`skip = step % every != 0`).
+    pub throttles: HashSet<usize>,
+    /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
+    /// block runs once every N steps.
+    pub throttle_exits: HashSet<usize>,
+    /// Per call of a name (a possible function of this file): the callee, the calling function
+    /// (by index), whether the call runs only with CUDA, and whether it is throttled.
+    call_sites: Vec<CallSite>,
+    /// Names bound to a modulo, per function (by index; `None` at module level).
+    throttle_names: HashSet<(Option<usize>, String)>,
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
     cuda_device_functions: HashSet<usize>,
     body_blocks: HashMap<usize, usize>,
+}
+
+/// One call of a name in the file (see `Summaries::call_sites`).
+#[derive(Debug)]
+struct CallSite {
+    callee: String,
+    caller: Option<usize>,
+    cuda_only: bool,
+    throttled: bool,
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -192,8 +218,11 @@ enum Frame {
     },
     /// The body of `if step % N == 0:`: calls there run once every N steps.
     Throttle,
-    /// A block (for the innermost block around a call of a CUDA-only package).
-    Block,
+    /// A block (for the innermost block around a call of a CUDA-only package); `throttled` once
+    /// an early exit on a throttle (`if step % n != 0: return`) has run in it.
+    Block {
+        throttled: bool,
+    },
     Other,
 }
 
@@ -205,20 +234,60 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
     let mut loop_roots: Vec<String> = Vec::new();
     // Set by a `decorated_definition` whose decorators compile; taken by its definition.
     let mut compiled_decorator = false;
+    // The named ancestors of the cursor, and the hardware scope of each block and definition
+    // around it (the same guards the traversal applies), to know which calls run only with CUDA.
+    let mut ancestors: Vec<Node<'_>> = Vec::new();
+    let mut scopes: Vec<(usize, HardwareScope)> = Vec::new();
     let mut cursor = tree.root_node().walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
+            ancestors.push(node);
+            let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
+            match node.kind_name() {
+                "block" => {
+                    let count = ancestors.len();
+                    if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
+                        let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
+                        let scope = guards::block_scope(outer, node, parent, grandparent, source);
+                        scopes.push((node.id(), scope));
+                    }
+                }
+                "function_definition" | "class_definition" => {
+                    let decorated = ancestors
+                        .len()
+                        .checked_sub(2)
+                        .map(|i| ancestors[i])
+                        .filter(|p| p.kind_name() == "decorated_definition");
+                    let scope = guards::definition_scope(outer, node, decorated, source);
+                    scopes.push((node.id(), scope));
+                }
+                _ => {}
+            }
+            let cuda_only = node.kind_name() == "call"
+                && (outer.never_on_tpu
+                    || guards::expression_never_on_tpu(
+                        node,
+                        ancestors.iter().rev().skip(1).copied(),
+                        source,
+                    ));
             if node.kind_name() == "decorated_definition" {
                 compiled_decorator = compiles(node, resolver);
             } else if node.kind_name() == "function_definition" {
                 let compiled = std::mem::take(&mut compiled_decorator);
-                enter(node, source, resolver, &mut summaries, &mut stack);
+                enter(node, source, resolver, &mut summaries, &mut stack, false);
                 if let Some(function) = summaries.functions.last_mut() {
                     function.compiled = compiled;
                 }
             } else {
-                enter(node, source, resolver, &mut summaries, &mut stack);
+                enter(
+                    node,
+                    source,
+                    resolver,
+                    &mut summaries,
+                    &mut stack,
+                    cuda_only,
+                );
             }
         }
         if cursor.goto_first_child() {
@@ -226,8 +295,22 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
         }
         loop {
             let node = cursor.node();
+            if node.is_named() {
+                if ancestors.last().is_some_and(|a| a.id() == node.id()) {
+                    ancestors.pop();
+                }
+                if scopes.last().is_some_and(|(id, _)| *id == node.id()) {
+                    scopes.pop();
+                }
+                if node.kind_name() == "if_statement"
+                    && let Some(test) = guards::after_early_exit(node, source)
+                    && let Some((_, scope)) = scopes.last_mut()
+                {
+                    guards::apply_exit(scope, test);
+                }
+            }
             if node.is_named() && stack.last().is_some_and(|(id, _)| *id == node.id()) {
-                leave(&mut summaries, &mut stack, &mut loop_roots);
+                leave(&mut summaries, &mut stack, &mut loop_roots, node);
             }
             if cursor.goto_next_sibling() {
                 break;
@@ -246,6 +329,7 @@ fn enter(
     resolver: &impl Resolver,
     summaries: &mut Summaries,
     stack: &mut Vec<(usize, Frame)>,
+    cuda_only: bool,
 ) {
     match node.kind_name() {
         "function_definition" => {
@@ -281,9 +365,19 @@ fn enter(
             if let Some((_, Frame::Function(index))) = stack.last() {
                 summaries.body_blocks.insert(*index, node.id());
             }
-            stack.push((node.id(), Frame::Block))
+            stack.push((node.id(), Frame::Block { throttled: false }))
         }
         "assignment" => {
+            // `skip = step % every != 0`: a throttle by name.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && has_modulo(right, source)
+            {
+                summaries.throttle_names.insert((
+                    innermost_function(stack),
+                    node_text(left, source).to_string(),
+                ));
+            }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
                 && right.kind_name() == "true"
@@ -303,22 +397,24 @@ fn enter(
             mark_cuda_library_use(node, source, summaries, stack)
         }
         "if_statement" | "elif_clause"
-            if node
-                .field("condition")
-                .is_some_and(|c| has_modulo(c, source)) =>
+            if node.field("condition").is_some_and(|c| {
+                has_modulo(c, source)
+                    || mentions_throttle_name(c, source, innermost_function(stack), summaries)
+            }) =>
         {
+            summaries.throttles.insert(node.id());
             stack.push((node.id(), Frame::Throttle))
         }
         "continue_statement" | "break_statement" | "return_statement" | "yield" => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
                 .iter_mut()
                 .rev()
-                .find(|(_, f)| !matches!(f, Frame::Other | Frame::Block))
+                .find(|(_, f)| !matches!(f, Frame::Other | Frame::Block { .. }))
             {
                 summary.exits = true;
             }
         }
-        "call" => call(node, source, resolver, summaries, stack),
+        "call" => call(node, source, resolver, summaries, stack, cuda_only),
         _ => {}
     }
 }
@@ -329,6 +425,7 @@ fn call(
     resolver: &impl Resolver,
     summaries: &mut Summaries,
     stack: &mut [(usize, Frame)],
+    cuda_only: bool,
 ) {
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
@@ -353,7 +450,7 @@ fn call(
     // A CUDA device API in a function's own body (its body block is the innermost block).
     if let Some(api) = q.strip_prefix("torch.cuda.")
         && (api == "device_count" || crate::torch_api::CUDA_RAISING.contains(&api))
-        && let [.., (_, Frame::Function(index)), (_, Frame::Block)] = &stack[..]
+        && let [.., (_, Frame::Function(index)), (_, Frame::Block { .. })] = &stack[..]
     {
         summaries.cuda_device_functions.insert(*index);
     }
@@ -406,6 +503,8 @@ fn call(
         _ => None,
     };
     let mut in_loop = true;
+    let mut throttled = false;
+    let mut caller = None;
     for (_, frame) in stack.iter_mut().rev() {
         match frame {
             Frame::Loop { summary, .. } => {
@@ -430,16 +529,59 @@ fn call(
                 if let Some(callee) = callee {
                     function.calls.push(callee.to_string());
                 }
-                return;
+                caller = Some(*index);
+                break;
             }
-            Frame::Throttle => in_loop = false,
-            Frame::Other | Frame::Block => {}
+            Frame::Throttle | Frame::Block { throttled: true } => {
+                in_loop = false;
+                throttled = true;
+            }
+            Frame::Other | Frame::Block { .. } => {}
         }
     }
+    if let Some(callee) = callee {
+        summaries.call_sites.push(CallSite {
+            callee: callee.to_string(),
+            caller,
+            cuda_only,
+            throttled,
+        });
+    }
     // Module-level code (no function around the call).
-    if saves && summaries.file.first_module_save.is_none() {
+    if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
         summaries.file.first_module_save = Some(node.start_byte());
     }
+}
+
+/// Whether a condition mentions a name bound to a modulo in the same function
+/// (`skip_batch = step % every != 0` … `if skip_batch and skip_time: return`).
+fn mentions_throttle_name(
+    condition: Node<'_>,
+    source: &str,
+    function: Option<usize>,
+    summaries: &Summaries,
+) -> bool {
+    if summaries.throttle_names.is_empty() {
+        return false;
+    }
+    let mut stack = vec![condition];
+    let mut budget = 64;
+    while let Some(node) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return false;
+        }
+        if node.kind_name() == "identifier"
+            && summaries
+                .throttle_names
+                .contains(&(function, node_text(node, source).to_string()))
+        {
+            return true;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
 }
 
 /// The index of the innermost function around the current node.
@@ -497,7 +639,7 @@ fn mark_cuda_library_use(
     let Some((block, _)) = stack
         .iter()
         .rev()
-        .find(|(_, frame)| matches!(frame, Frame::Block))
+        .find(|(_, frame)| matches!(frame, Frame::Block { .. }))
     else {
         return;
     };
@@ -535,7 +677,8 @@ fn mark_cuda_library_use(
     }
 }
 
-/// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`).
+/// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`; a modulo by the
+/// gradient-accumulation steps marks the optimizer step, which runs every step).
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
@@ -544,10 +687,14 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
         if budget == 0 {
             return false;
         }
+        // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
         if node.kind_name() == "binary_operator"
             && node
                 .field("operator")
                 .is_some_and(|o| node_text(o, source) == "%")
+            && !node
+                .field("right")
+                .is_some_and(|r| node_text(r, source).to_ascii_lowercase().contains("accum"))
         {
             return true;
         }
@@ -557,10 +704,24 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     false
 }
 
-fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots: &mut Vec<String>) {
+fn leave(
+    summaries: &mut Summaries,
+    stack: &mut Vec<(usize, Frame)>,
+    loop_roots: &mut Vec<String>,
+    node: Node<'_>,
+) {
     let Some((_, frame)) = stack.pop() else {
         return;
     };
+    // `if skip: return` on a throttle: the rest of the block runs once every N steps.
+    if matches!(frame, Frame::Throttle)
+        && node.kind_name() == "if_statement"
+        && exits_early(node)
+        && let Some((_, Frame::Block { throttled })) = stack.last_mut()
+    {
+        *throttled = true;
+        summaries.throttle_exits.insert(node.id());
+    }
     if let Frame::Loop {
         id,
         summary,
@@ -579,7 +740,7 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
         let enclosing = stack
             .iter_mut()
             .rev()
-            .find(|(_, frame)| !matches!(frame, Frame::Block));
+            .find(|(_, frame)| !matches!(frame, Frame::Block { .. }));
         if let Some((_, Frame::Loop { summary: outer, .. })) = enclosing {
             outer.syncs |= summary.syncs;
             outer.calls_backward |= summary.calls_backward;
@@ -589,6 +750,21 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
         }
         summaries.loops.insert(id, summary);
     }
+}
+
+/// Whether an `if` without `else` ends its body with `return` / `continue` (an early exit).
+fn exits_early(if_statement: Node<'_>) -> bool {
+    if if_statement.field("alternative").is_some() {
+        return false;
+    }
+    let Some(body) = if_statement.field("consequence") else {
+        return false;
+    };
+    let mut cursor = body.walk();
+    body.named_children(&mut cursor)
+        .filter(|s| s.kind_name() != "comment")
+        .last()
+        .is_some_and(|last| matches!(last.kind_name(), "return_statement" | "continue_statement"))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
@@ -675,14 +851,25 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .count();
     load_time(summaries, &by_name);
     cuda_mode_flags(summaries);
+    cuda_only_callees(summaries, &by_name);
+    // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
+    // `if skip: return`) do not carry reach.
+    let mut hot_calls: Vec<Vec<String>> = vec![Vec::new(); count];
+    for site in &summaries.call_sites {
+        if let Some(caller) = site.caller
+            && !site.throttled
+        {
+            hot_calls[caller].push(site.callee.clone());
+        }
+    }
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
-    for function in &summaries.functions {
+    for (index, function) in summaries.functions.iter().enumerate() {
         if is_step_function_name(&function.name)
             || is_per_step_hook(&function.name)
             || function.name == "forward"
         {
-            queue.extend(function.calls.iter().cloned());
+            queue.extend(hot_calls[index].iter().cloned());
         }
     }
     let mut seen: HashSet<String> = HashSet::default();
@@ -694,8 +881,53 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             for id in ids {
                 summaries.functions[*id].reached_from_loop = true;
                 summaries.functions[*id].load_time = false;
-                queue.extend(summaries.functions[*id].calls.iter().cloned());
+                queue.extend(hot_calls[*id].iter().cloned());
             }
+        }
+    }
+}
+
+/// Marks the functions every call of which in this file runs only with CUDA (directly under a
+/// CUDA guard, or from another such function, to a fixpoint) and makes their bodies CUDA-only
+/// scope. A function the file never calls is left alone: its callers are elsewhere.
+fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+    let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
+    for site in &summaries.call_sites {
+        if by_name.contains_key(&site.callee) {
+            sites
+                .entry(site.callee.as_str())
+                .or_default()
+                .push((site.caller, site.cuda_only));
+        }
+    }
+    let mut cuda_only: HashSet<usize> = HashSet::default();
+    for _ in 0..summaries.functions.len().min(64) {
+        let mut changed = false;
+        for (name, calls) in &sites {
+            let all = calls
+                .iter()
+                .all(|(caller, direct)| *direct || caller.is_some_and(|c| cuda_only.contains(&c)));
+            if !all {
+                continue;
+            }
+            for id in by_name.get(*name).into_iter().flatten() {
+                // A recursive call alone does not make a function CUDA-only.
+                if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
+                    continue;
+                }
+                changed |= cuda_only.insert(*id);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for id in cuda_only {
+        summaries
+            .cuda_only_callees
+            .insert(summaries.functions[id].name.clone());
+        if let Some(block) = summaries.body_blocks.get(&id) {
+            summaries.cuda_library_scopes.insert(*block);
         }
     }
 }
