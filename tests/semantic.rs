@@ -354,6 +354,9 @@ fn guards_and_hardware_scope() {
     let never_called =
         "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n";
     assert!(!scope(never_called).never_on_tpu);
+    // TorchScript / ONNX export branches never run on a TPU.
+    assert!(scope("if torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if not torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
     // An option of the TPU path is no TPU test: its `else` still runs on a TPU.
     let option = "if args.tpu_use_cluster:\n    pod()\nelse:\n    ⟦single⟧()\n";
     assert!(!scope(option).never_on_tpu);

@@ -243,6 +243,16 @@ pub const BOOLEAN_FUNCTIONS: &[&str] = &[
     "bernoulli",
 ];
 
+/// Queries that hold only while a model is exported rather than run: TorchScript scripting and
+/// tracing (`torch.jit.is_scripting()`, `torch.jit.is_tracing()`, torchvision's `_is_tracing()`)
+/// and ONNX export (`torch.onnx.is_in_onnx_export()`). Neither backend runs such a branch.
+pub fn is_export_mode_query(name: &str) -> bool {
+    matches!(
+        name,
+        "is_scripting" | "is_tracing" | "_is_tracing" | "is_in_onnx_export"
+    )
+}
+
 /// `torch.cuda` functions that initialise CUDA and so raise without it.
 pub const CUDA_RAISING: &[&str] = &[
     "synchronize",

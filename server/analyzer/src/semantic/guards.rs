@@ -17,6 +17,10 @@ pub enum Hardware {
     Cuda,
     /// A TPU, through either backend.
     Tpu,
+    /// TorchScript scripting or tracing, or ONNX export (`torch.jit.is_scripting()`,
+    /// `torch.jit.is_tracing()`, `torch.onnx.is_in_onnx_export()`): an export path, never taken
+    /// when a model runs eagerly or compiled on a TPU.
+    Export,
 }
 
 /// A condition that tests for hardware: `positive` when it is true on that hardware.
@@ -64,9 +68,11 @@ impl HardwareScope {
         if let Some(test) = test {
             scope.device_branch = true;
             match (test.hardware, test.positive) {
-                (Hardware::Cuda, true) | (Hardware::Tpu, false) => scope.never_on_tpu = true,
+                (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false) => {
+                    scope.never_on_tpu = true
+                }
                 (Hardware::Tpu, true) => scope.tpu_only = true,
-                (Hardware::Cuda, false) => {}
+                (Hardware::Cuda | Hardware::Export, false) => {}
             }
         }
         scope
@@ -216,7 +222,7 @@ pub(crate) fn expression_never_on_tpu<'t>(
 pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     matches!(
         (test.hardware, test.positive),
-        (Hardware::Cuda, true) | (Hardware::Tpu, false)
+        (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false)
     )
 }
 
@@ -338,8 +344,7 @@ fn earlier_branches(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> O
     conditions
         .into_iter()
         .flatten()
-        .find_map(|condition| device_test(condition, source))
-        .map(DeviceTest::negate)
+        .find_map(|condition| false_test(condition, source, 0))
 }
 
 /// After `if <test>: … return` (or `raise` / `continue`) without an `else`, the rest of the
@@ -364,24 +369,35 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
 }
 
 /// What a condition being false says about the hardware: `not (a or b)` is `not a and not b`,
-/// so `if not torch.cuda.is_available() or not ampere(): return` leaves CUDA for the rest.
+/// so `if not torch.cuda.is_available() or not ampere(): return` leaves CUDA for the rest; but
+/// `not (a and b)` is `not a or not b`, which says nothing unless both sides agree
+/// (`if not torch.jit.is_tracing() and same_size: return` leaves eager code too).
 fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
     let condition = syntax::unparenthesize(condition);
-    if depth < MAX_EXPR_DEPTH
-        && condition.kind_name() == "boolean_operator"
-        && condition
-            .field("operator")
-            .is_some_and(|o| node_text(o, source) == "or")
-    {
-        let left = condition
-            .field("left")
-            .and_then(|l| false_test(l, source, depth + 1));
-        let right = condition
-            .field("right")
-            .and_then(|r| false_test(r, source, depth + 1));
-        return left.or(right);
+    if depth >= MAX_EXPR_DEPTH {
+        return None;
     }
-    device_test(condition, source).map(DeviceTest::negate)
+    match condition.kind_name() {
+        "boolean_operator" => {
+            let left = condition
+                .field("left")
+                .and_then(|l| false_test(l, source, depth + 1));
+            let right = condition
+                .field("right")
+                .and_then(|r| false_test(r, source, depth + 1));
+            match condition.field("operator").map(|o| node_text(o, source)) {
+                Some("or") => left.or(right),
+                _ => match (left, right) {
+                    (Some(l), Some(r)) if l == r => Some(l),
+                    _ => None,
+                },
+            }
+        }
+        "not_operator" => condition
+            .field("argument")
+            .and_then(|argument| device_test(argument, source)),
+        _ => device_test(condition, source).map(DeviceTest::negate),
+    }
 }
 
 /// Applies the implication of an early exit to the scope of the rest of its block.
@@ -414,7 +430,7 @@ pub(crate) fn definition_scope(
         {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
-                    Some(Hardware::Cuda) => {
+                    Some(Hardware::Cuda | Hardware::Export) => {
                         scope.never_on_tpu = true;
                         scope.device_branch = true;
                     }
@@ -554,6 +570,12 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
             let (function, arguments) = syntax::call_parts(condition)?;
             let parts = syntax::dotted_parts(function, source)?;
             let last = *parts.last()?;
+            if crate::torch_api::is_export_mode_query(last) {
+                return Some(DeviceTest {
+                    hardware: Hardware::Export,
+                    positive: true,
+                });
+            }
             // `str(device).startswith("cuda")`, `device.type.startswith("xla")`.
             if last == "startswith" {
                 let prefix = syntax::positional_args(arguments).first().copied()?;
