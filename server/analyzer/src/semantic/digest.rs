@@ -59,6 +59,11 @@ impl SemanticModel<'_> {
             qualified_name_memo: _,
             // Read by incremental checking, per statement (`module_binds`).
             module_binds: _,
+            // Per statement, rebuilt as the traversal walks (reused statements included).
+            origin_nodes: _,
+            assignments: _,
+            binding_site: _,
+            bound_values: _,
         } = self;
         let mut state = DefaultHasher::new();
         backend.hash(&mut state);

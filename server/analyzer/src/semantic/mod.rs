@@ -199,7 +199,22 @@ pub struct SemanticModel<'t> {
     /// Hashes of the names bound in module scope, in binding order (for incremental checking:
     /// which names a statement defines for the statements after it).
     module_binds: Vec<u64>,
+    /// The node each bound value's fact names as its origin (`Fact::origin`), with the function
+    /// around it: rules follow a binding to the expression it came from through this, not by
+    /// searching the tree.
+    origin_nodes: HashMap<(usize, usize), (Node<'t>, Option<Node<'t>>)>,
+    /// Plain assignments `name = value` met so far, by the function or class around them (its
+    /// node id; `None` at module level) and name: where each ends, and its value.
+    assignments: HashMap<AssignmentKey, Vec<(usize, Node<'t>)>>,
+    /// The statement (or definition, or loop) whose bindings `bind` is recording.
+    binding_site: Option<Node<'t>>,
+    /// The value of every assignment met so far, in document order: its range and the function
+    /// around it (for [`Self::function_around`] on nodes inside earlier values).
+    bound_values: Vec<(usize, usize, Option<Node<'t>>)>,
 }
+
+/// The function or class around an assignment (its node id; `None` at module level) and the name.
+type AssignmentKey = (Option<usize>, String);
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
@@ -229,6 +244,10 @@ impl<'t> SemanticModel<'t> {
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
+            origin_nodes: HashMap::default(),
+            assignments: HashMap::default(),
+            binding_site: None,
+            bound_values: Vec::new(),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
         model.bind_module_imports();
@@ -393,12 +412,119 @@ impl<'t> SemanticModel<'t> {
     }
 
     fn bind(&mut self, name: String, binding: Binding) {
+        if let Binding::Value(fact) = &binding {
+            self.register_origin(fact.origin);
+        }
         if self.scopes.len() == 1 {
             self.module_binds.push(digest::name_hash(&name));
         }
         if let Some(scope) = self.scopes.last_mut() {
             scope.bindings.insert(name, binding);
         }
+    }
+
+    /// Records the node at `origin` (inside the current binding site) for [`Self::origin_node`].
+    fn register_origin(&mut self, origin: Option<(usize, usize)>) {
+        let (Some((start, end)), Some(site)) = (origin, self.binding_site) else {
+            return;
+        };
+        if self.origin_nodes.contains_key(&(start, end))
+            || start < site.start_byte()
+            || site.end_byte() < end
+        {
+            return;
+        }
+        let Some(node) = site
+            .named_descendant_for_byte_range(start, end)
+            .filter(|n| n.start_byte() == start && n.end_byte() == end)
+        else {
+            return;
+        };
+        let function = self
+            .ancestors
+            .iter()
+            .rev()
+            .find(|a| a.kind_name() == "function_definition")
+            .copied()
+            .or((site.kind_name() == "function_definition").then_some(site));
+        self.origin_nodes.insert((start, end), (node, function));
+    }
+
+    /// The expression a bound value's fact came from (the node at [`Fact::origin`]), if the
+    /// traversal has bound it.
+    pub fn origin_node(&self, origin: (usize, usize)) -> Option<Node<'t>> {
+        if let Some((node, _)) = self.origin_nodes.get(&origin) {
+            return Some(*node);
+        }
+        // An expression of the current statement (`torch.cat([x, torch.zeros(4)])`).
+        let (start, end) = origin;
+        let current = self.ancestors.last()?;
+        if start < current.start_byte() || current.end_byte() < end {
+            return None;
+        }
+        current
+            .named_descendant_for_byte_range(start, end)
+            .filter(|n| n.start_byte() == start && n.end_byte() == end)
+    }
+
+    /// The function around the expression at `origin` (see [`Self::origin_node`]); `None` at
+    /// module level or when the origin is not known.
+    pub fn origin_function(&self, origin: (usize, usize)) -> Option<Node<'t>> {
+        if let Some((_, function)) = self.origin_nodes.get(&origin) {
+            return *function;
+        }
+        self.ancestors
+            .iter()
+            .rev()
+            .find(|a| a.kind_name() == "function_definition")
+            .copied()
+    }
+
+    /// The value of the last plain assignment `name = value` that ends before `before`, in the
+    /// body of `function` (module level when `None`; nested functions and classes excluded).
+    /// Branches are not distinguished.
+    pub fn last_assignment_before(
+        &self,
+        function: Option<Node<'t>>,
+        name: &str,
+        before: usize,
+    ) -> Option<Node<'t>> {
+        let list = self
+            .assignments
+            .get(&(function.map(|f| f.id()), name.to_string()))?;
+        list.iter()
+            .rev()
+            .find(|(end, _)| *end <= before)
+            .map(|(_, value)| *value)
+    }
+
+    /// The function around `node` (`Some(None)` at module level): for a node under the current
+    /// one, from the traversal's ancestors; for a bound value's origin, as recorded. `None` when
+    /// the index cannot say.
+    pub fn function_around(&self, node: Node<'t>) -> Option<Option<Node<'t>>> {
+        if let Some((_, function)) = self.origin_nodes.get(&(node.start_byte(), node.end_byte())) {
+            return Some(*function);
+        }
+        let current = self.ancestors.last()?;
+        if current.start_byte() <= node.start_byte() && node.end_byte() <= current.end_byte() {
+            return Some(
+                self.ancestors
+                    .iter()
+                    .rev()
+                    .find(|a| a.kind_name() == "function_definition")
+                    .copied(),
+            );
+        }
+        // Inside the value of an earlier assignment (`n = idx.size(0)` → `idx`).
+        let index = self
+            .bound_values
+            .partition_point(|(start, _, _)| *start <= node.start_byte());
+        self.bound_values[..index]
+            .iter()
+            .rev()
+            .take(4)
+            .find(|(start, end, _)| *start <= node.start_byte() && node.end_byte() <= *end)
+            .map(|(_, _, function)| *function)
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -416,6 +542,7 @@ impl<'t> SemanticModel<'t> {
     pub fn enter(&mut self, node: Node<'t>) {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
+        self.binding_site = Some(node);
         match node.kind_name() {
             "block" => self.enter_block(node),
             "lambda" => self.enter_lambda(node),
@@ -551,6 +678,7 @@ impl<'t> SemanticModel<'t> {
         {
             self.guard_frames.pop();
         }
+        self.binding_site = Some(node);
         match node.kind_name() {
             "if_statement" => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
@@ -1085,6 +1213,10 @@ impl<'t> SemanticModel<'t> {
         } else {
             (self.fact(value), None)
         };
+        self.register_origin(fact.origin);
+        for element in elements.iter().flatten() {
+            self.register_origin(element.origin);
+        }
         if let Some(function) = self.functions.get_mut(id) {
             function.returns.add(fact, elements);
         }
@@ -1142,7 +1274,7 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
-    fn leave_assignment(&mut self, node: Node<'_>) {
+    fn leave_assignment(&mut self, node: Node<'t>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
@@ -1186,6 +1318,26 @@ impl<'t> SemanticModel<'t> {
             fact.origin = Some((right.start_byte(), right.end_byte()));
         }
         self.bind_target(left, fact, 0);
+        let function = self
+            .ancestors
+            .iter()
+            .rev()
+            .find(|a| a.kind_name() == "function_definition")
+            .copied();
+        self.bound_values
+            .push((right.start_byte(), right.end_byte(), function));
+        if left.kind_name() == "identifier" {
+            let owner = self
+                .ancestors
+                .iter()
+                .rev()
+                .find(|a| matches!(a.kind_name(), "function_definition" | "class_definition"))
+                .map(|a| a.id());
+            self.assignments
+                .entry((owner, node_text(left, self.source).to_string()))
+                .or_default()
+                .push((node.end_byte(), right));
+        }
     }
 
     /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
@@ -1317,6 +1469,7 @@ impl<'t> SemanticModel<'t> {
                 {
                     info.attributes
                         .insert(node_text(attribute, source).to_string(), fact);
+                    self.register_origin(fact.origin);
                 }
             }
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
