@@ -89,6 +89,7 @@ impl SemanticModel<'_> {
             cuda_only_callees,
             throttles,
             throttle_exits,
+            comparison_scopes,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -122,6 +123,7 @@ impl SemanticModel<'_> {
         // Each follows from its own statement (a condition and names bound in its function).
         throttles.len().hash(&mut state);
         throttle_exits.len().hash(&mut state);
+        comparison_scopes.len().hash(&mut state);
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);

@@ -700,7 +700,7 @@ fn name_test(parts: &[&str]) -> Option<DeviceTest> {
 }
 
 /// `"cuda"`, `"cuda:0"`, `"gpu"`, `"nccl"` → CUDA; `"xla"`, `"tpu"`, `"xla:0"` → TPU.
-fn literal_hardware(text: &str) -> Option<Hardware> {
+pub(crate) fn literal_hardware(text: &str) -> Option<Hardware> {
     let kind = text
         .split(':')
         .next()

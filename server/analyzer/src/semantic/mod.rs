@@ -766,6 +766,10 @@ impl<'t> SemanticModel<'t> {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
+        // A function that runs the same code on CUDA and on a TPU compares them on purpose.
+        if self.summaries.comparison_scopes.contains(&block.id()) {
+            scope.device_branch = true;
+        }
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch

@@ -181,6 +181,13 @@ pub(crate) struct Summaries {
     call_sites: Vec<CallSite>,
     /// Names bound to a modulo, per function (by index; `None` at module level).
     throttle_names: HashSet<(Option<usize>, String)>,
+    /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
+    /// literal passed to it (for `comparison_scopes`).
+    device_literal_calls: Vec<(usize, String, guards::Hardware)>,
+    /// Bodies (block ids) of functions that run the same callee on CUDA and on a TPU
+    /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
+    /// whose CUDA side is deliberate.
+    pub comparison_scopes: HashSet<usize>,
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
@@ -539,6 +546,15 @@ fn call(
             Frame::Other | Frame::Block { .. } => {}
         }
     }
+    if let Some(caller) = caller
+        && let Some(hardware) = device_literal(arguments, source)
+    {
+        summaries.device_literal_calls.push((
+            caller,
+            node_text(function, source).to_string(),
+            hardware,
+        ));
+    }
     if let Some(callee) = callee {
         summaries.call_sites.push(CallSite {
             callee: callee.to_string(),
@@ -550,6 +566,35 @@ fn call(
     // Module-level code (no function around the call).
     if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
         summaries.file.first_module_save = Some(node.start_byte());
+    }
+}
+
+/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`).
+fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware> {
+    let value = syntax::keyword_arg(arguments, "device", source)?;
+    guards::literal_hardware(&syntax::string_value(value, source)?)
+}
+
+/// Marks the functions that call one callee with both a CUDA and a TPU device literal.
+fn comparison_scopes(summaries: &mut Summaries) {
+    let mut seen: HashMap<(usize, &str), (bool, bool)> = HashMap::default();
+    for (caller, callee, hardware) in &summaries.device_literal_calls {
+        let entry = seen.entry((*caller, callee.as_str())).or_default();
+        match hardware {
+            guards::Hardware::Cuda => entry.0 = true,
+            guards::Hardware::Tpu => entry.1 = true,
+            guards::Hardware::Export => {}
+        }
+    }
+    let both: Vec<usize> = seen
+        .into_iter()
+        .filter(|(_, (cuda, tpu))| *cuda && *tpu)
+        .map(|((caller, _), _)| caller)
+        .collect();
+    for caller in both {
+        if let Some(block) = summaries.body_blocks.get(&caller) {
+            summaries.comparison_scopes.insert(*block);
+        }
     }
 }
 
@@ -852,6 +897,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     load_time(summaries, &by_name);
     cuda_mode_flags(summaries);
     cuda_only_callees(summaries, &by_name);
+    comparison_scopes(summaries);
     // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
     // `if skip: return`) do not carry reach.
     let mut hot_calls: Vec<Vec<String>> = vec![Vec::new(); count];
