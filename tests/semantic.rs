@@ -707,6 +707,30 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
 }
 
 #[test]
+fn checkpoint_converters_report_errors_and_loads_only() {
+    // A converter runs once, offline: padding, float64 and per-op costs are moot there; a
+    // `.cuda()` (raises on a TPU host) and a load without `map_location` are not.
+    let source = "import torch\nfrom torch.utils.data import DataLoader\nstate = torch.load(path)\nw = state[\"w\"].double()\nref = model.cuda()\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n";
+    let workload = finding_lines(source, &Settings::default());
+    let codes =
+        |lines: &[(usize, &str)]| lines.iter().map(|(_, c)| c.to_string()).collect::<Vec<_>>();
+    let everywhere = codes(&workload);
+    assert!(everywhere.contains(&"TPU501".to_string()), "{everywhere:?}");
+    let converter = Settings {
+        converter_path: tpulint_analyzer::settings::is_converter_path(
+            "models/llama/convert_llama_weights_to_hf.py",
+        ),
+        ..Settings::default()
+    };
+    let lines = finding_lines(source, &converter);
+    let kept = codes(&lines);
+    assert!(kept.contains(&"TPU406".to_string()), "{kept:?}");
+    assert!(kept.contains(&"TPU403".to_string()), "{kept:?}");
+    assert!(!kept.contains(&"TPU501".to_string()), "{kept:?}");
+    assert!(!kept.contains(&"TPU402".to_string()), "{kept:?}");
+}
+
+#[test]
 fn tensor_metadata_and_annotations_are_not_tensors() {
     // `.dtype` / `.ndim` of a model output describe it; they are no tensors.
     let dtype = "import torch\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x):\n        h = self.proj(x)\n        return ⟦h.dtype⟧\n";

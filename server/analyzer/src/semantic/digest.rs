@@ -64,6 +64,8 @@ impl SemanticModel<'_> {
             assignments: _,
             binding_site: _,
             bound_values: _,
+            // From the settings, whose digest incremental checking compares first.
+            converter: _,
         } = self;
         let mut state = DefaultHasher::new();
         backend.hash(&mut state);

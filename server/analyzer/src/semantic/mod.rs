@@ -208,6 +208,8 @@ pub struct SemanticModel<'t> {
     assignments: HashMap<AssignmentKey, Vec<(usize, Node<'t>)>>,
     /// The statement (or definition, or loop) whose bindings `bind` is recording.
     binding_site: Option<Node<'t>>,
+    /// Whether the file is a checkpoint converter (its path says so): a one-off offline script.
+    converter: bool,
     /// The value of every assignment met so far, in document order: its range and the function
     /// around it (for [`Self::function_around`] on nodes inside earlier values).
     bound_values: Vec<(usize, usize, Option<Node<'t>>)>,
@@ -247,6 +249,7 @@ impl<'t> SemanticModel<'t> {
             origin_nodes: HashMap::default(),
             assignments: HashMap::default(),
             binding_site: None,
+            converter: false,
             bound_values: Vec::new(),
         };
         model.imports = ModuleImports::build(tree.root_node(), source);
@@ -927,6 +930,12 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
+    /// Marks the whole file as a checkpoint converter (its path says so: `convert_*.py`, see
+    /// [`crate::settings::is_converter_path`]).
+    pub fn set_converter_file(&mut self, converter: bool) {
+        self.converter = converter;
+    }
+
     /// The roles of the current node's code (error branch, load time, host data pipeline).
     pub fn code_roles(&self) -> CodeRoles {
         self.guard_frames
@@ -948,6 +957,11 @@ impl<'t> SemanticModel<'t> {
             return true;
         };
         if frame.errors_only && severity != crate::diagnostic::Severity::Error {
+            return false;
+        }
+        // A converter runs once, offline, on the CPU: what it costs on a TPU does not matter;
+        // what raises there (CUDA calls) and a load without `map_location` still do.
+        if self.converter && severity != crate::diagnostic::Severity::Error && code != "TPU406" {
             return false;
         }
         if frame.load_time && roles::concerns_execution_cost(code) {
