@@ -55,6 +55,10 @@ pub struct HardwareScope {
     pub tpu_only: bool,
     /// Under `if TYPE_CHECKING:`: never executes.
     pub type_checking: bool,
+    /// In a branch taken only for float16 precision (`if self.precision == "16-mixed":`,
+    /// `if args.fp16:`, `if dtype == torch.float16:`): CUDA's fp16 mixed precision, where loss
+    /// scaling is needed; a TPU run takes the bfloat16 path.
+    pub float16_only: bool,
 }
 
 impl HardwareScope {
@@ -226,6 +230,56 @@ pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     )
 }
 
+/// Whether a condition holds only for float16 precision: `precision == "16-mixed"`,
+/// `dtype == torch.float16`, `args.fp16`, `self.use_fp16 and …`.
+fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if depth > MAX_EXPR_DEPTH {
+        return false;
+    }
+    match condition.kind_name() {
+        "boolean_operator" => {
+            condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, source) == "and")
+                && [condition.field("left"), condition.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| float16_condition(side, source, depth + 1))
+        }
+        "comparison_operator" => {
+            let mut cursor = condition.walk();
+            let equality = condition
+                .children(&mut cursor)
+                .filter(|c| !c.is_named())
+                .all(|c| matches!(node_text(c, source), "==" | "is"));
+            let mut cursor = condition.walk();
+            let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
+            equality
+                && operands.len() == 2
+                && operands.iter().any(|operand| {
+                    matches!(node_text(*operand, source), "torch.float16" | "torch.half")
+                        || syntax::string_value(*operand, source).is_some_and(|text| {
+                            matches!(
+                                text.as_ref(),
+                                "16-mixed" | "16" | "fp16" | "float16" | "half" | "16-true"
+                            )
+                        })
+                })
+        }
+        "identifier" | "attribute" => syntax::dotted_parts(condition, source)
+            .and_then(|parts| parts.last().map(|last| last.to_ascii_lowercase()))
+            .is_some_and(|last| {
+                let words: Vec<&str> = last.split('_').collect();
+                words.iter().any(|w| matches!(*w, "fp16" | "float16"))
+                    && !words
+                        .iter()
+                        .any(|w| matches!(*w, "no" | "not" | "disable" | "without"))
+            }),
+        _ => false,
+    }
+}
+
 /// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
 fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
@@ -275,14 +329,20 @@ pub(crate) fn block_scope(
                     ..outer
                 };
             }
-            outer.branch(condition.and_then(|c| device_test(c, source)))
+            let mut scope = outer.branch(condition.and_then(|c| device_test(c, source)));
+            scope.float16_only |= condition.is_some_and(|c| float16_condition(c, source, 0));
+            scope
         }
         "elif_clause" => {
             let own = parent
                 .field("condition")
                 .and_then(|c| device_test(c, source));
             let earlier = grandparent.and_then(|g| earlier_branches(g, parent, source));
-            outer.branch(own.or(earlier))
+            let mut scope = outer.branch(own.or(earlier));
+            scope.float16_only |= parent
+                .field("condition")
+                .is_some_and(|c| float16_condition(c, source, 0));
+            scope
         }
         "else_clause" => match grandparent {
             Some(statement) if statement.kind_name() == "if_statement" => {
