@@ -1769,6 +1769,16 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// The name of the innermost class around the current node.
+    pub fn enclosing_class_name(&self) -> Option<&'t str> {
+        let class = self
+            .ancestors
+            .iter()
+            .rev()
+            .find(|a| a.kind_name() == "class_definition")?;
+        class.field("name").map(|n| node_text(n, self.source))
+    }
+
     /// Whether the current node is inside an `nn.Module` subclass's body (any method).
     pub fn in_module_class(&self) -> bool {
         self.frames.iter().rev().any(|frame| match frame {
