@@ -357,6 +357,9 @@ fn guards_and_hardware_scope() {
     // TorchScript / ONNX export branches never run on a TPU.
     assert!(scope("if torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
     assert!(!scope("if not torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A helper called only from a function that uses a CUDA-only package is CUDA-only too.
+    let library_caller = "import torch\nfrom flash_attn.bert_padding import index_first_axis\ndef unpad(mask):\n    ⟦seqlens⟧ = mask.sum(-1)\n    return seqlens\ndef upad_input(k, mask):\n    s = unpad(mask)\n    return index_first_axis(k, s)\n";
+    assert!(scope(library_caller).never_on_tpu);
     // An option of the TPU path is no TPU test: its `else` still runs on a TPU.
     let option = "if args.tpu_use_cluster:\n    pod()\nelse:\n    ⟦single⟧()\n";
     assert!(!scope(option).never_on_tpu);

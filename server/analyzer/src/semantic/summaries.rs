@@ -934,8 +934,8 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
 }
 
 /// Marks the functions every call of which in this file runs only with CUDA (directly under a
-/// CUDA guard, or from another such function, to a fixpoint) and makes their bodies CUDA-only
-/// scope. A function the file never calls is left alone: its callers are elsewhere.
+/// CUDA guard, or from another such function or one whose body calls a CUDA-only package, to a
+/// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
 fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
     for site in &summaries.call_sites {
@@ -946,7 +946,17 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
                 .push((site.caller, site.cuda_only));
         }
     }
-    let mut cuda_only: HashSet<usize> = HashSet::default();
+    // Functions whose own body calls a CUDA-only package unconditionally (`index_first_axis` of
+    // FlashAttention in `_upad_input`) need CUDA whenever they run, like a guarded call.
+    let mut cuda_only: HashSet<usize> = (0..summaries.functions.len())
+        .filter(|index| {
+            summaries
+                .body_blocks
+                .get(index)
+                .is_some_and(|block| summaries.cuda_library_scopes.contains(block))
+        })
+        .collect();
+    let library_users = cuda_only.clone();
     for _ in 0..summaries.functions.len().min(64) {
         let mut changed = false;
         for (name, calls) in &sites {
@@ -968,7 +978,11 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
             break;
         }
     }
-    for id in cuda_only {
+    for id in cuda_only
+        .difference(&library_users)
+        .copied()
+        .collect::<Vec<_>>()
+    {
         summaries
             .cuda_only_callees
             .insert(summaries.functions[id].name.clone());
