@@ -1,6 +1,6 @@
-//! Meta-tests: rule docs and names follow the conventions, codes are unique, every rule has a
-//! fixture, every snapshot has a fixture, node kinds exist in the grammar, modules have `//!`
-//! headers, and `docs/rules/` matches the rule docs.
+//! Meta-tests: rule docs and names follow the conventions (references name public sources),
+//! codes are unique, every rule has a fixture, every snapshot has a fixture, node kinds exist in
+//! the grammar, modules have `//!` headers, and `docs/rules/` matches the rule docs.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -56,6 +56,38 @@ fn rule_docs_have_required_sections_in_order() {
             "{} has an empty summary",
             rule.code
         );
+    }
+}
+
+/// Notes of the team that readers cannot open; a rule's references must name public sources.
+const PRIVATE_NOTES: &[&str] = &[
+    "pitfalls.md",
+    "torchtpu.md",
+    "update-2026-12.md",
+    "users-and-sources.md",
+    "pitfall catalog",
+];
+
+#[test]
+fn rule_references_name_sources_a_reader_can_open() {
+    for rule in rules() {
+        let docs = rule.docs_markdown();
+        let references = &docs[docs.find("## References").expect("checked above")..];
+        for note in PRIVATE_NOTES {
+            assert!(
+                !references.contains(note),
+                "{} cites `{note}`, which readers cannot open: cite the public source it rests on",
+                rule.code
+            );
+        }
+        // Every item names a URL, a repository path or a named public document.
+        for item in references.lines().filter(|line| line.starts_with("- ")) {
+            assert!(
+                item.len() > 12,
+                "{} has a reference too short to find: `{item}`",
+                rule.code
+            );
+        }
     }
 }
 

@@ -48,7 +48,8 @@ pub fn fixture_code(path: &Path) -> String {
     stem.split('_').next().unwrap_or(stem).to_string()
 }
 
-/// Settings for a fixture: only its rule, plus options from a `# fixture: backend=… also=TPU101` line.
+/// Settings for a fixture: only its rule, plus options from a
+/// `# fixture: backend=… also=TPU101 torch-xla-version=2.5` line.
 pub fn fixture_settings(path: &Path, source: &str) -> Settings {
     let code = fixture_code(path);
     let id = rule_by_code_or_name(&code)
@@ -67,6 +68,12 @@ pub fn fixture_settings(path: &Path, source: &str) -> Settings {
                 if let Some(backend) = option.strip_prefix("backend=") {
                     settings.backend = BackendSetting::parse(backend)
                         .unwrap_or_else(|| panic!("bad backend in {}", path.display()));
+                }
+                if let Some(version) = option.strip_prefix("torch-xla-version=") {
+                    settings.torch_xla_version = Some(
+                        tpulint_analyzer::TorchXlaVersion::parse(version)
+                            .unwrap_or_else(|| panic!("bad version in {}", path.display())),
+                    );
                 }
             }
         }

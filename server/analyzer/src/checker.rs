@@ -8,7 +8,7 @@ use tree_sitter::{Node, Tree};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel};
+use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache};
 use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -53,6 +53,8 @@ pub struct Context<'t, 'c> {
     root: Node<'t>,
     semantic: &'c SemanticModel<'t>,
     rule: &'static RuleMeta,
+    /// The file's settings (a rule may depend on the project's target versions).
+    settings: &'c Settings,
     diagnostics: &'c mut Vec<Diagnostic>,
     /// When the node being dispatched is a `call`: its parts and keyword arguments, found once
     /// for all the rules registered for `call` (each field lookup walks the node's children).
@@ -115,6 +117,10 @@ impl<'t> Context<'t, '_> {
     /// The file's `module` node (for edits such as adding an import).
     pub fn root(&self) -> Node<'t> {
         self.root
+    }
+
+    pub fn settings(&self) -> &Settings {
+        self.settings
     }
 
     pub fn semantic(&self) -> &SemanticModel<'t> {
@@ -245,9 +251,18 @@ pub fn walk<'t>(
     semantic: &mut SemanticModel<'t>,
     mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
 ) {
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let mut error_depth = 0usize;
+    walk_node(tree.root_node(), 0, semantic, &mut visit);
+}
+
+/// [`walk`] over the subtree of `node`, below `error_depth` `ERROR` nodes; `false` when `visit`
+/// stopped it.
+pub(crate) fn walk_node<'t>(
+    node: Node<'t>,
+    mut error_depth: usize,
+    semantic: &mut SemanticModel<'t>,
+    visit: &mut impl FnMut(&SemanticModel<'t>, Node<'t>, bool) -> bool,
+) -> bool {
+    let mut cursor = node.walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
@@ -258,7 +273,7 @@ pub fn walk<'t>(
             let dispatchable =
                 error_depth == 0 && (!node.has_error() || node.kind_name() == "module");
             if !visit(semantic, node, dispatchable) {
-                return;
+                return false;
             }
         }
         if cursor.goto_first_child() {
@@ -276,7 +291,7 @@ pub fn walk<'t>(
                 break;
             }
             if !cursor.goto_parent() {
-                return;
+                return true;
             }
         }
     }
@@ -361,6 +376,19 @@ pub(crate) fn new_model<'t>(
     semantic
 }
 
+/// [`new_model`], reusing the pre-pass of unchanged statements from earlier checks' caches.
+pub(crate) fn new_model_reusing<'t>(
+    source: &'t str,
+    tree: &'t Tree,
+    settings: &Settings,
+    caches: &[&SummaryCache],
+) -> (SemanticModel<'t>, SummaryCache) {
+    let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
+    semantic.set_test_file(settings.test_path);
+    semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    (semantic, cache)
+}
+
 /// Runs the running rules registered for a node's kind, and the policy every rule shares.
 pub(crate) struct Dispatcher<'t, 's> {
     source: &'t str,
@@ -420,6 +448,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
                 root: self.root,
                 semantic,
                 rule,
+                settings: self.settings,
                 diagnostics,
                 current_call,
             };

@@ -38,14 +38,17 @@
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use crate::checker::{Dispatcher, RunningRules, finish, finish_syntax, new_model, walk};
+use crate::checker::{
+    Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk_node,
+};
 use crate::diagnostic::Diagnostic;
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
-use crate::semantic::name_hash;
+use crate::semantic::{ModuleEffects, SummaryCache, name_hash};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -66,6 +69,8 @@ pub struct IncrementalState {
     /// Whole-file questions asked by rules (`("source_mentions", needle)`), ever.
     questions: Vec<(&'static str, &'static str)>,
     statements: Vec<Statement>,
+    /// The pre-pass of each top-level statement, for the next check's pre-pass to reuse.
+    summaries: Arc<SummaryCache>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +87,8 @@ struct Statement {
     mentions: Vec<u64>,
     diagnostics: Vec<Diagnostic>,
     comments: Vec<TextRange>,
+    /// What it did to the index (replayed when it is reused; `None` if it was not recorded).
+    effects: Option<ModuleEffects>,
 }
 
 impl IncrementalState {
@@ -171,6 +178,8 @@ struct Plan<'p> {
     /// Old byte span no reused range may touch, and the byte shift after it.
     dirty: Range<usize>,
     delta: isize,
+    /// The old lines holding the changed bytes (narrower than `dirty`, which spans statements).
+    edited_lines: Range<usize>,
 }
 
 impl Plan<'_> {
@@ -196,6 +205,18 @@ impl Plan<'_> {
         } else if range.start >= self.dirty.end && range.end > self.dirty.end {
             let shift = |offset: usize| (offset as isize + self.delta) as usize;
             Some(shift(range.start)..shift(range.end))
+        } else {
+            None
+        }
+    }
+
+    /// An old offset range in new coordinates, when it lies wholly outside the edited lines.
+    fn map_outside_edited_lines(&self, (start, end): (usize, usize)) -> Option<(usize, usize)> {
+        if end <= self.edited_lines.start {
+            Some((start, end))
+        } else if start >= self.edited_lines.end {
+            let shift = |offset: usize| (offset as isize + self.delta) as usize;
+            Some((shift(start), shift(end)))
         } else {
             None
         }
@@ -262,6 +283,44 @@ fn plan<'p>(
     } else {
         old_end
     };
+    // Whole lines inserted or deleted leave the lines around them as they were. The shortest
+    // diff may cut an inserted (or deleted) line in two (`    # x\n` inserted before `    y`
+    // reads as `# x\n    ` after the indent): slide a pure insertion or deletion back to the
+    // line start when the bytes allow.
+    let at_line_start = |offset: usize| offset == 0 || old_source.as_bytes()[offset - 1] == b'\n';
+    let (old_bytes, new_bytes) = (old_source.as_bytes(), source.as_bytes());
+    let (mut prefix_bytes, mut old_end) = (prefix_bytes, old_end);
+    let mut new_end = (old_end as isize + delta) as usize;
+    while prefix_bytes > 0 && !at_line_start(prefix_bytes) {
+        let slides = if old_end == prefix_bytes {
+            new_end > prefix_bytes && new_bytes[new_end - 1] == old_bytes[prefix_bytes - 1]
+        } else if new_end == prefix_bytes {
+            old_bytes[old_end - 1] == old_bytes[prefix_bytes - 1]
+        } else {
+            false
+        };
+        if !slides {
+            break;
+        }
+        prefix_bytes -= 1;
+        old_end -= 1;
+        new_end -= 1;
+    }
+    let inserted = &source[prefix_bytes..new_end];
+    let line_start = if at_line_start(prefix_bytes) {
+        prefix_bytes
+    } else {
+        old_source[..prefix_bytes]
+            .rfind('\n')
+            .map_or(0, |at| at + 1)
+    };
+    let line_end = if at_line_start(old_end) && (inserted.is_empty() || inserted.ends_with('\n')) {
+        old_end
+    } else {
+        old_source[old_end..]
+            .find('\n')
+            .map_or(old_source.len(), |at| old_end + at + 1)
+    };
     Plan {
         old,
         prefix,
@@ -269,6 +328,7 @@ fn plan<'p>(
         index_shift: olds.len() as isize - nodes.len() as isize,
         dirty: start..end,
         delta,
+        edited_lines: line_start..line_end,
     }
 }
 
@@ -460,10 +520,12 @@ pub fn check_with_policy(
                 prepass: 0,
                 questions: Vec::new(),
                 statements: Vec::new(),
+                summaries: Arc::default(),
             },
         };
     }
-    let mut semantic = new_model(source, tree, settings);
+    let caches: Vec<&SummaryCache> = previous.iter().map(|(_, old)| &*old.summaries).collect();
+    let (mut semantic, summary_cache) = new_model_reusing(source, tree, settings, &caches);
     // Offsets in the pre-pass (where functions first save) are compared by statement text and
     // offset inside it.
     let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
@@ -517,13 +579,35 @@ pub fn check_with_policy(
     let reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
         .map(|index| plan.as_ref()?.reused(old_of(index)?))
         .collect();
+    // When the edit changed one definition into one definition (typing in a function or a
+    // class): its index, so that what it binds taints later statements only if what it did to
+    // the index changed (see `finish_statement`).
+    let single_definition = plan.as_ref().and_then(|plan| {
+        let last_old = (plan.suffix as isize + plan.index_shift) as usize;
+        let definition = |kind: &str| {
+            matches!(
+                kind,
+                "function_definition" | "class_definition" | "decorated_definition"
+            )
+        };
+        (policy == ReusePolicy::Sound
+            && plan.suffix == plan.prefix + 1
+            && last_old == plan.prefix + 1
+            && definition(nodes[plan.prefix].kind_name())
+            && crate::syntax::PYTHON
+                .node_kind_for_id(plan.old.statements[plan.prefix].kind)
+                .is_some_and(definition))
+        .then_some(plan.prefix)
+    });
     // Names the dirty statements bound before the edit.
     let mut tainted: HashSet<u64> = HashSet::new();
     if let Some(plan) = &plan {
         let first_old = plan.prefix;
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
-        for old in &plan.old.statements[first_old..last_old] {
-            tainted.extend(old.binds.iter().copied());
+        for (old_index, old) in plan.old.statements[first_old..last_old].iter().enumerate() {
+            if single_definition != Some(first_old + old_index) {
+                tainted.extend(old.binds.iter().copied());
+            }
         }
     }
     // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
@@ -555,8 +639,6 @@ pub fn check_with_policy(
     let mut module_diagnostics = Vec::new();
     let mut records: Vec<Statement> = Vec::with_capacity(nodes.len());
     let mut suppressions = Suppressions::default();
-    let mut next = 0usize;
-    let mut mode = Mode::Check;
     // Whether the current statement may bind differently than before (changed, or it reads a
     // tainted name or a changed module scope): then what it binds is tainted. A statement
     // checked again only for a rule's sake (`READS_OTHER_STATEMENTS`, a moved fix) binds the
@@ -584,103 +666,157 @@ pub fn check_with_policy(
         }
         binds.sort_unstable();
         binds.dedup();
-        if plan.is_some() && propagates {
+        if let Some(plan) = &plan
+            && propagates
+        {
             let before = tainted.len();
-            tainted.extend(binds.iter().copied());
+            // A changed definition that binds the same names and did the same to the index
+            // (facts equal, their origins outside the edited lines and moved with the text)
+            // reads the same to every later statement.
+            let unchanged = single_definition == Some(index)
+                && plan.old.statements.get(index).is_some_and(|old| {
+                    old.binds == binds
+                        && match (&old.effects, &records[index].effects) {
+                            (Some(old_effects), Some(new_effects)) => old_effects
+                                .mapped(&|range| plan.map_outside_edited_lines(range))
+                                .is_some_and(|moved| moved == *new_effects),
+                            _ => false,
+                        }
+                });
+            if !unchanged {
+                tainted.extend(binds.iter().copied());
+                if single_definition == Some(index)
+                    && let Some(old) = plan.old.statements.get(index)
+                {
+                    tainted.extend(old.binds.iter().copied());
+                }
+            }
             if tainted.len() != before {
                 *needed = None;
             }
         }
         records[index].binds = binds;
     };
-    walk(tree, &mut semantic, |semantic, node, dispatchable| {
-        if next < nodes.len() && node.id() == nodes[next].id() {
-            finish_statement(
-                &mut records,
-                semantic,
-                binds_from,
-                propagates,
-                &mut tainted,
-                &mut needed,
-            );
-            binds_from = semantic.module_binds().len();
-            let index = next;
-            next += 1;
-            let root_guard = semantic.root_guard_digest();
-            let old = old_of(index);
-            let guard_changed =
-                old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
-            propagates = match &plan {
-                None => false,
-                Some(plan) if index < plan.prefix => false,
-                Some(plan) if index < plan.suffix => true,
-                Some(_) => {
-                    policy == ReusePolicy::Sound
-                        && (guard_changed || intersects(&mentions[index], &tainted))
-                }
-            };
-            mode = match &plan {
-                None => Mode::Check,
-                Some(plan) if index < plan.prefix => {
-                    if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
-                        Mode::Check
-                    } else {
-                        Mode::Reuse
-                    }
-                }
-                Some(plan) if index < plan.suffix => Mode::Check,
-                Some(_) if guard_changed => Mode::Check,
-                Some(_) => {
-                    let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
-                    if last.is_none_or(|last| last < index) {
-                        stop = index;
-                        return false;
-                    }
-                    if propagates
-                        || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
-                    {
-                        Mode::Check
-                    } else {
-                        Mode::Reuse
-                    }
-                }
-            };
-            if mode == Mode::Reuse && reusable[index].is_none() {
-                mode = Mode::Check;
+    // The module node, then each top-level statement: walked (rules running or not) or, when
+    // reused, its recorded effects on the index replayed.
+    let root_errors = usize::from(root.is_error());
+    semantic.enter(root);
+    if root_errors == 0 {
+        dispatcher.run(&semantic, root, &mut module_diagnostics);
+    }
+    let mut walked = 0usize;
+    for (index, &node) in nodes.iter().enumerate() {
+        finish_statement(
+            &mut records,
+            &semantic,
+            binds_from,
+            propagates,
+            &mut tainted,
+            &mut needed,
+        );
+        binds_from = semantic.module_binds().len();
+        let root_guard = semantic.root_guard_digest();
+        let old = old_of(index);
+        let guard_changed =
+            old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
+        propagates = match &plan {
+            None => false,
+            Some(plan) if index < plan.prefix => false,
+            Some(plan) if index < plan.suffix => true,
+            Some(_) => {
+                policy == ReusePolicy::Sound
+                    && (guard_changed || intersects(&mentions[index], &tainted))
             }
-            if mode == Mode::Check {
-                checked += 1;
+        };
+        let mut mode = match &plan {
+            None => Mode::Check,
+            Some(plan) if index < plan.prefix => {
+                if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
+                    Mode::Check
+                } else {
+                    Mode::Reuse
+                }
             }
-            records.push(Statement {
-                range: node.byte_range(),
-                kind: node.kind_id(),
-                has_error: node.has_error(),
-                hash: hashes[index],
-                root_guard,
-                binds: Vec::new(),
-                mentions: mentions[index].clone(),
-                diagnostics: match mode {
-                    Mode::Reuse => reusable[index].clone().unwrap_or_default(),
-                    Mode::Check => Vec::new(),
-                },
-                comments: Vec::new(),
+            Some(plan) if index < plan.suffix => Mode::Check,
+            Some(_) if guard_changed => Mode::Check,
+            Some(_) => {
+                let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
+                if last.is_none_or(|last| last < index) {
+                    stop = index;
+                    break;
+                }
+                if propagates
+                    || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
+                {
+                    Mode::Check
+                } else {
+                    Mode::Reuse
+                }
+            }
+        };
+        if mode == Mode::Reuse && reusable[index].is_none() {
+            mode = Mode::Check;
+        }
+        if mode == Mode::Check {
+            checked += 1;
+        }
+        let mark = semantic.mark();
+        // A reused statement does to the index what it did last time (it reads nothing that
+        // changed: see the module docs), shifted like its diagnostics.
+        let replayed = mode == Mode::Reuse
+            && plan.as_ref().is_some_and(|plan| {
+                old.and_then(|old| old.effects.as_ref())
+                    .is_some_and(|effects| {
+                        let map = |(start, end): (usize, usize)| {
+                            plan.map(&(start..end))
+                                .map(|range| (range.start, range.end))
+                        };
+                        semantic.replay(effects, &map)
+                    })
             });
-        }
-        if node.kind_name() == "comment" {
-            suppressions.add_comment(node, source);
-            if let Some(record) = records.last_mut() {
-                record.comments.push(node.byte_range());
+        let mut comments = Vec::new();
+        let mut diagnostics = match mode {
+            Mode::Reuse => reusable[index].clone().unwrap_or_default(),
+            Mode::Check => Vec::new(),
+        };
+        if replayed {
+            if let (Some(plan), Some(old)) = (&plan, old) {
+                for range in old.comments.iter().filter_map(|range| plan.map(range)) {
+                    suppressions.add_comment_text(range.start, &source[range.clone()]);
+                    comments.push(range);
+                }
             }
+        } else {
+            walked += 1;
+            walk_node(
+                node,
+                root_errors,
+                &mut semantic,
+                &mut |semantic, node, dispatchable| {
+                    if node.kind_name() == "comment" {
+                        suppressions.add_comment(node, source);
+                        comments.push(node.byte_range());
+                    }
+                    if dispatchable && mode == Mode::Check {
+                        dispatcher.run(semantic, node, &mut diagnostics);
+                    }
+                    true
+                },
+            );
         }
-        if dispatchable && (records.is_empty() || mode == Mode::Check) {
-            let sink = match records.last_mut() {
-                Some(record) => &mut record.diagnostics,
-                None => &mut module_diagnostics,
-            };
-            dispatcher.run(semantic, node, sink);
-        }
-        true
-    });
+        records.push(Statement {
+            range: node.byte_range(),
+            kind: node.kind_id(),
+            has_error: node.has_error(),
+            hash: hashes[index],
+            root_guard,
+            binds: Vec::new(),
+            mentions: mentions[index].clone(),
+            diagnostics,
+            comments,
+            effects: semantic.effects_since(mark),
+        });
+    }
     if stop == nodes.len() {
         finish_statement(
             &mut records,
@@ -690,8 +826,8 @@ pub fn check_with_policy(
             &mut tainted,
             &mut needed,
         );
+        semantic.leave(root);
     }
-    let walked = records.len();
     // Statements after the walk stopped: the previous records, shifted.
     if let Some(plan) = &plan {
         for index in stop..nodes.len() {
@@ -706,10 +842,18 @@ pub fn check_with_policy(
             for range in &comments {
                 suppressions.add_comment_text(range.start, &source[range.clone()]);
             }
+            let map = |(start, end): (usize, usize)| {
+                plan.map(&(start..end))
+                    .map(|range| (range.start, range.end))
+            };
             records.push(Statement {
                 range: nodes[index].byte_range(),
                 diagnostics: reusable[index].clone().unwrap_or_default(),
                 comments,
+                effects: old
+                    .effects
+                    .as_ref()
+                    .and_then(|effects| effects.mapped(&map)),
                 ..old.clone()
             });
         }
@@ -745,6 +889,7 @@ pub fn check_with_policy(
             prepass,
             questions,
             statements: records,
+            summaries: Arc::new(summary_cache),
         },
     }
 }

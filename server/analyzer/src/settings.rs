@@ -36,6 +36,36 @@ impl BackendSetting {
     }
 }
 
+/// The torch_xla release a project targets (`torch-xla-version = "2.5"`): a major and minor
+/// version. Unset, rules assume the current release (2.9, the last one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TorchXlaVersion {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl TorchXlaVersion {
+    /// `"2.5"`, `"2.5.1"`, `"2.10"`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<TorchXlaVersion> {
+        let mut parts = text.trim().split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        // A patch level is allowed and ignored; anything after it is not a version.
+        if let Some(patch) = parts.next()
+            && (patch.parse::<u32>().is_err() || parts.next().is_some())
+        {
+            return None;
+        }
+        Some(TorchXlaVersion { major, minor })
+    }
+}
+
+impl fmt::Display for TorchXlaVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// What is reported in test code (pytest and unittest tests, files under `tests/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum TestCodePolicy {
@@ -291,6 +321,8 @@ pub struct Settings {
     pub data_pipeline_path: bool,
     /// Whether the file's path says it is a checkpoint converter (see [`is_converter_path`]).
     pub converter_path: bool,
+    /// `torch-xla-version`: the torch_xla release the project targets; `None`: the current one.
+    pub torch_xla_version: Option<TorchXlaVersion>,
 }
 
 impl Default for Settings {
@@ -303,6 +335,7 @@ impl Default for Settings {
             test_path: false,
             data_pipeline_path: false,
             converter_path: false,
+            torch_xla_version: None,
         }
     }
 }
@@ -355,6 +388,8 @@ pub struct Configuration {
     /// `cache-dir`: where `tpulint check` keeps its content cache, relative to the project root
     /// (read by the CLI; the engine ignores it).
     pub cache_dir: Option<String>,
+    /// `torch-xla-version`: the torch_xla release the project targets.
+    pub torch_xla_version: Option<TorchXlaVersion>,
 }
 
 /// Paths every check skips, like ruff's default excludes.
@@ -397,6 +432,7 @@ impl Configuration {
             test_path: is_test_path(relative_path),
             data_pipeline_path: is_data_pipeline_path(relative_path),
             converter_path: is_converter_path(relative_path),
+            torch_xla_version: self.torch_xla_version,
         }
     }
 

@@ -445,3 +445,69 @@ fn typing_in_a_function_body_reuses_the_statements_before_it() {
         check_tree(&new_text, &new_tree, &settings)
     );
 }
+
+/// Checks `text`, applies `edit`, checks again reusing the first check; the second result.
+fn check_after_edit(
+    text: &str,
+    edit: Edit,
+) -> (
+    String,
+    tpulint_analyzer::incremental::IncrementalCheck,
+    Tree,
+) {
+    let settings = Settings::default();
+    let tree = syntax::parse(text, None).expect("parses");
+    let first = check_with_policy(text, &tree, &settings, &[], ReusePolicy::Sound);
+    let (new_text, new_tree) = apply(text, &tree, &edit);
+    let second = check_with_policy(
+        &new_text,
+        &new_tree,
+        &settings,
+        &[(text, &first.state)],
+        ReusePolicy::Sound,
+    );
+    (new_text, second, new_tree)
+}
+
+const MASK_MODULE: &str = "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n\n\ndef make_mask(n):\n    return torch.ones(n)\n\n\ndef unrelated(a):\n    return a * 2\n\n\ndef step(batch):\n    mask = make_mask(4)\n    out = batch.to(device) * mask\n    return out.nonzero()\n";
+
+#[test]
+fn a_definition_that_returns_something_else_rechecks_its_callers() {
+    // `make_mask` now returns a device tensor: `step`, which calls it, is checked again (its
+    // `.nonzero()` on a device tensor is reported now).
+    let at = MASK_MODULE.find("torch.ones(n)").expect("present") + "torch.ones(n".len();
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: ", device=device".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(MASK_MODULE, edit);
+    let full = check_tree(&new_text, &new_tree, &Settings::default());
+    assert!(
+        full.iter().any(|d| d.code == "TPU301"),
+        "the fixture no longer shows the dependency: {full:?}"
+    );
+    assert_eq!(second.diagnostics, full);
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+}
+
+#[test]
+fn a_definition_edited_without_changing_what_it_returns_rechecks_only_itself() {
+    // A comment line in `make_mask`: it binds the same name to a function returning the same
+    // fact (its origin moved with the text), so `step` is reused although it mentions it.
+    let at = MASK_MODULE
+        .find("    return torch.ones(n)")
+        .expect("present");
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: "    # see above\n".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(MASK_MODULE, edit);
+    assert_eq!(
+        second.diagnostics,
+        check_tree(&new_text, &new_tree, &Settings::default())
+    );
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert_eq!(second.reuse.checked, 1, "{:?}", second.reuse);
+}

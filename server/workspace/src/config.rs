@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tpulint_analyzer::settings::path_matches;
 use tpulint_analyzer::{
-    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy,
+    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy, TorchXlaVersion,
 };
 
 /// File names searched in each directory, in order of preference.
@@ -31,6 +31,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "unfixable",
     "test-code",
     "cache-dir",
+    "torch-xla-version",
 ];
 
 /// A configuration file that could not be read or understood.
@@ -108,6 +109,11 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
     };
 
     let mut configuration = Configuration::default();
+    if pyproject {
+        // Like ruff's `requires-python`: a pinned torch_xla dependency names the target release
+        // unless `torch-xla-version` says otherwise (read below, it wins).
+        configuration.torch_xla_version = pinned_torch_xla(&document);
+    }
     for (key, value) in table {
         match key.as_str() {
             "select" => {
@@ -179,6 +185,24 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                 };
                 configuration.cache_dir = Some(directory.to_string());
             }
+            "torch-xla-version" => {
+                let Some(text) = value.as_str() else {
+                    return Err(key_error(
+                        key,
+                        format!(
+                            "expected a version string such as \"2.5\", found {}",
+                            describe(value)
+                        ),
+                    ));
+                };
+                configuration.torch_xla_version =
+                    Some(TorchXlaVersion::parse(text).ok_or_else(|| {
+                        key_error(
+                            key,
+                            format!("`{text}` is not a torch_xla version (expected e.g. \"2.5\")"),
+                        )
+                    })?);
+            }
             "test-code" => {
                 let Some(name) = value.as_str() else {
                     return Err(key_error(
@@ -213,6 +237,42 @@ fn parse_selectors(codes: &[String]) -> Result<Vec<RuleSelector>, String> {
         .iter()
         .map(|code| RuleSelector::parse(code).map_err(|unknown| unknown.to_string()))
         .collect()
+}
+
+/// The torch_xla release `[project] dependencies` pins exactly (`torch_xla==2.5.1`,
+/// `torch-xla[tpu]~=2.5.0`); `None` for ranges, markers aside, or no such dependency.
+fn pinned_torch_xla(document: &toml::Table) -> Option<TorchXlaVersion> {
+    let dependencies = document.get("project")?.get("dependencies")?.as_array()?;
+    dependencies
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .find_map(|requirement| {
+            // PEP 508: name, optional [extras], specifiers, optional `; marker`.
+            let requirement = requirement.split(';').next().unwrap_or("").trim();
+            let name_end = requirement
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+                .unwrap_or(requirement.len());
+            let name = requirement[..name_end]
+                .to_ascii_lowercase()
+                .replace(['_', '.'], "-");
+            if name != "torch-xla" {
+                return None;
+            }
+            let mut rest = requirement[name_end..].trim_start();
+            if rest.starts_with('[') {
+                rest = rest[rest.find(']')? + 1..].trim_start();
+            }
+            // One specifier, exact or compatible-release.
+            let version = rest
+                .strip_prefix("==")
+                .or_else(|| rest.strip_prefix("~="))?
+                .trim();
+            if version.contains(',') {
+                return None;
+            }
+            let version = version.trim_end_matches(".*");
+            TorchXlaVersion::parse(version)
+        })
 }
 
 fn string_list(value: &toml::Value) -> Result<Vec<String>, String> {
@@ -626,6 +686,57 @@ backend = "torch_xla"
         assert!(
             error.contains("unknown value `some` (expected errors, all or off)"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn torch_xla_version() {
+        let configuration = parse("tpulint.toml", "torch-xla-version = \"2.5\"\n")
+            .unwrap()
+            .unwrap();
+        let version = configuration.settings_for("train.py").torch_xla_version;
+        assert_eq!(version.map(|v| v.to_string()).as_deref(), Some("2.5"));
+        let patch = parse("tpulint.toml", "torch-xla-version = \"2.10.1\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            patch.torch_xla_version.map(|v| (v.major, v.minor)),
+            Some((2, 10))
+        );
+        for bad in ["\"2\"", "\"two.five\"", "\"2.5.1.0\"", "2.5"] {
+            let error = parse("tpulint.toml", &format!("torch-xla-version = {bad}\n")).unwrap_err();
+            assert!(
+                error.contains("`torch-xla-version`") || error.contains("torch-xla-version"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pinned_torch_xla_dependency_names_the_target() {
+        let pinned = |dependency: &str, extra: &str| {
+            let text = format!(
+                "[project]\nname = \"p\"\ndependencies = [\"torch\", \"{dependency}\"]\n\n[tool.tpulint]\n{extra}"
+            );
+            parse("pyproject.toml", &text)
+                .unwrap()
+                .unwrap()
+                .torch_xla_version
+                .map(|v| v.to_string())
+        };
+        assert_eq!(pinned("torch_xla==2.5.1", "").as_deref(), Some("2.5"));
+        assert_eq!(pinned("torch-xla[tpu]~=2.6.0", "").as_deref(), Some("2.6"));
+        assert_eq!(
+            pinned("torch_xla==2.4.* ; sys_platform == 'linux'", "").as_deref(),
+            Some("2.4")
+        );
+        assert_eq!(pinned("torch_xla>=2.5", ""), None);
+        assert_eq!(pinned("torch_xla>=2.5,<2.7", ""), None);
+        assert_eq!(pinned("torch_xlax==2.5", ""), None);
+        // The key wins over the pin.
+        assert_eq!(
+            pinned("torch_xla==2.5.1", "torch-xla-version = \"2.9\"\n").as_deref(),
+            Some("2.9")
         );
     }
 

@@ -139,7 +139,8 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
         let site = self.site.start_byte();
         let mut visible: Vec<Visible<'_>> = Vec::new();
         for record in self.context.semantic().imports().records() {
-            if record.condition == ImportCondition::TypeChecking {
+            // At any depth: `if TYPE_CHECKING:` around a `try` never runs either.
+            if record.type_checking {
                 continue;
             }
             let start = record.statement.start;
@@ -368,6 +369,20 @@ mod tests {
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch_xla\n\n\
              def f():\n    import torch_xla.core.xla_model as xm\n    import torch_xla\n    torch_xla.sync()\n"
         );
+    }
+
+    #[test]
+    fn a_try_inside_a_type_checking_block_never_runs() {
+        // The innermost condition is the `try`, but the `if TYPE_CHECKING:` around it means the
+        // import never runs: no import may be added next to it, and with no run-time import of
+        // torch_xla the fix is display-only.
+        let source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    try:\n        import torch_xla.core.xla_model as xm\n    except ImportError:\n        pass\n\n\
+                      def f():\n    xm.mark_step()\n";
+        assert_eq!(
+            applicabilities("TPU601", source),
+            vec![Applicability::DisplayOnly]
+        );
+        assert_eq!(fixed("TPU601", source), source);
     }
 
     #[test]

@@ -11,7 +11,9 @@
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use super::SemanticModel;
+use super::guards::GuardFrame;
+use super::summaries::ReturnFacts;
+use super::{Binding, ClassInfo, Fact, FunctionReturns, SemanticModel};
 
 /// Maps a byte offset to a location that survives edits elsewhere: the text hash of the
 /// top-level statement holding it and the offset inside that statement.
@@ -57,15 +59,11 @@ impl SemanticModel<'_> {
             functions: _,
             file_memo: _,
             qualified_name_memo: _,
-            // Read by incremental checking, per statement (`module_binds`).
+            // Read by incremental checking, per statement (`module_binds`, `module_journal`).
             module_binds: _,
-            // Per statement, rebuilt as the traversal walks (reused statements included).
-            origin_nodes: _,
-            assignments: _,
-            binding_site: _,
-            bound_values: _,
             // From the settings, whose digest incremental checking compares first.
             converter: _,
+            module_journal: _,
         } = self;
         let mut state = DefaultHasher::new();
         backend.hash(&mut state);
@@ -148,5 +146,210 @@ impl SemanticModel<'_> {
     /// The whole-file questions rules asked so far ([`Self::file_memo`]) with their answers.
     pub(crate) fn file_memo_entries(&self) -> Vec<((&'static str, &'static str), bool)> {
         self.file_memo.borrow().clone()
+    }
+}
+
+/// One change to the module scope (see `SemanticModel::module_journal`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ModuleChange {
+    Bind(String, Binding),
+    /// A name assigned a value that does (or does not) need CUDA (`Scope::cuda_values`).
+    CudaValue(String, bool),
+}
+
+/// Where the index stood at the start of a top-level statement.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    classes: usize,
+    functions: usize,
+    journal: usize,
+}
+
+/// What a top-level statement did to the index, as seen by the statements after it: the classes
+/// and functions it defined (with what their bodies taught the index), its changes to the module
+/// scope, and the module's guard frame after it. Between top-level statements the traversal
+/// holds nothing else (no frame, scope or ancestor but the module's; the pre-pass is fixed), so
+/// replaying these equals walking the statement again when it would be walked the same way.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ModuleEffects {
+    first_class: usize,
+    classes: Vec<ClassInfo>,
+    first_function: usize,
+    functions: Vec<FunctionReturns>,
+    changes: Vec<ModuleChange>,
+    root: GuardFrame,
+}
+
+/// Maps an offset range of the text the effects were recorded on to the current text, or
+/// `None` when the range was edited.
+pub(crate) type MapRange<'a> = &'a dyn Fn((usize, usize)) -> Option<(usize, usize)>;
+
+fn map_fact(fact: &Fact, map: MapRange<'_>) -> Option<Fact> {
+    Some(Fact {
+        origin: match fact.origin {
+            Some(origin) => Some(map(origin)?),
+            None => None,
+        },
+        ..*fact
+    })
+}
+
+impl ReturnFacts {
+    fn map_origins(&self, map: MapRange<'_>) -> Option<ReturnFacts> {
+        let mut moved = self.clone();
+        let (single, tuple) = moved.facts_mut();
+        if let Some(fact) = single {
+            *fact = map_fact(fact, map)?;
+        }
+        for fact in tuple.into_iter().flatten() {
+            *fact = map_fact(fact, map)?;
+        }
+        Some(moved)
+    }
+}
+
+impl<'t> SemanticModel<'t> {
+    /// The index's position at the start of a top-level statement (see [`ModuleEffects`]).
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            classes: self.classes.len(),
+            functions: self.functions.len(),
+            journal: self.module_journal.len(),
+        }
+    }
+
+    /// Whether the traversal is between top-level statements (nothing open but the module).
+    pub(crate) fn at_module_level(&self) -> bool {
+        self.frames.is_empty()
+            && self.scopes.len() == 1
+            && self.guard_frames.len() == 1
+            && self.ancestors.len() == 1
+    }
+
+    /// What the statement since `mark` did (call at its end, back at module level).
+    pub(crate) fn effects_since(&self, mark: Mark) -> Option<ModuleEffects> {
+        if !self.at_module_level() {
+            return None;
+        }
+        Some(ModuleEffects {
+            first_class: mark.classes,
+            classes: self.classes[mark.classes..].to_vec(),
+            first_function: mark.functions,
+            functions: self.functions[mark.functions..].to_vec(),
+            changes: self.module_journal[mark.journal..].to_vec(),
+            // The root's node id differs between parses; `replay` keeps the current one.
+            root: GuardFrame {
+                node_id: 0,
+                ..self.guard_frames[0]
+            },
+        })
+    }
+
+    /// Applies a statement's recorded effects instead of walking it, with every recorded offset
+    /// mapped by `map`; `false` (and nothing changed) when an offset does not map or the index
+    /// is not between top-level statements.
+    pub(crate) fn replay(&mut self, effects: &ModuleEffects, map: MapRange<'_>) -> bool {
+        if !self.at_module_level() {
+            return false;
+        }
+        let Some(moved) = effects.mapped(map) else {
+            return false;
+        };
+        let ModuleEffects {
+            first_class,
+            classes,
+            first_function,
+            functions,
+            changes,
+            root,
+        } = moved;
+        let class_base = self.classes.len();
+        let function_base = self.functions.len();
+        let rebase_class = |index: usize| match index.checked_sub(first_class) {
+            Some(local) => local + class_base,
+            None => index,
+        };
+        let functions: Vec<FunctionReturns> = functions
+            .into_iter()
+            .map(|function| FunctionReturns {
+                class: function.class.map(rebase_class),
+                ..function
+            })
+            .collect();
+        let changes: Vec<ModuleChange> = changes
+            .into_iter()
+            .map(|change| match change {
+                ModuleChange::Bind(name, Binding::Class(index)) => {
+                    ModuleChange::Bind(name, Binding::Class(rebase_class(index)))
+                }
+                ModuleChange::Bind(name, Binding::Function(index)) if index >= first_function => {
+                    ModuleChange::Bind(
+                        name,
+                        Binding::Function(index - first_function + function_base),
+                    )
+                }
+                other => other,
+            })
+            .collect();
+        self.classes.extend(classes);
+        self.functions.extend(functions);
+        *self.qualified_name_memo.get_mut() = None;
+        for change in changes {
+            match change {
+                ModuleChange::Bind(name, binding) => self.bind(name, binding),
+                ModuleChange::CudaValue(name, cuda) => {
+                    self.module_journal
+                        .push(ModuleChange::CudaValue(name.clone(), cuda));
+                    let all = self.scopes[0].cuda_values.entry(name).or_insert(true);
+                    *all &= cuda;
+                }
+            }
+        }
+        let node_id = self.guard_frames[0].node_id;
+        self.guard_frames[0] = GuardFrame { node_id, ..root };
+        true
+    }
+}
+
+impl ModuleEffects {
+    /// The same effects with every recorded offset mapped by `map` (`None` if one does not map).
+    pub(crate) fn mapped(&self, map: MapRange<'_>) -> Option<ModuleEffects> {
+        let mut classes = Vec::with_capacity(self.classes.len());
+        for class in &self.classes {
+            let mut attributes = crate::hash::HashMap::default();
+            for (name, fact) in &class.attributes {
+                attributes.insert(name.clone(), map_fact(fact, map)?);
+            }
+            classes.push(ClassInfo {
+                attributes,
+                ..*class
+            });
+        }
+        let mut functions = Vec::with_capacity(self.functions.len());
+        for function in &self.functions {
+            functions.push(FunctionReturns {
+                class: function.class,
+                name: function.name.clone(),
+                returns: function.returns.map_origins(map)?,
+                complete: function.complete,
+            });
+        }
+        let mut changes = Vec::with_capacity(self.changes.len());
+        for change in &self.changes {
+            changes.push(match change {
+                ModuleChange::Bind(name, Binding::Value(fact)) => {
+                    ModuleChange::Bind(name.clone(), Binding::Value(map_fact(fact, map)?))
+                }
+                other => other.clone(),
+            });
+        }
+        Some(ModuleEffects {
+            first_class: self.first_class,
+            classes,
+            first_function: self.first_function,
+            functions,
+            changes,
+            root: self.root,
+        })
     }
 }

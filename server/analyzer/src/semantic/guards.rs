@@ -84,7 +84,7 @@ impl HardwareScope {
 }
 
 /// One frame of the guard stack: a block (or a definition) and the scope inside it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct GuardFrame {
     pub node_id: usize,
     pub scope: HardwareScope,
@@ -150,14 +150,15 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
 pub(crate) fn is_throttled_block(
     block: Node<'_>,
     parent: Node<'_>,
-    throttles: &crate::hash::HashSet<usize>,
+    throttles: &crate::hash::HashSet<u64>,
 ) -> bool {
     let body = match parent.kind_name() {
         "if_statement" => parent.field("consequence"),
         "elif_clause" => parent.field("consequence"),
         _ => None,
     };
-    body.is_some_and(|c| c.id() == block.id()) && throttles.contains(&parent.id())
+    body.is_some_and(|c| c.id() == block.id())
+        && throttles.contains(&crate::semantic::summaries::node_key(parent))
 }
 
 /// Whether `node` (an expression) only runs where no TPU is: on the right of

@@ -121,6 +121,51 @@ impl ModuleImports {
     }
 
     /// All records in source order.
+    /// The records of one top-level statement, offsets relative to its start: [`Self::build`]
+    /// is these, shifted, in statement order ([`Self::from_statements`]).
+    pub(crate) fn statement_records(statement: Node<'_>, source: &str) -> Vec<ImportRecord> {
+        let mut collector = Collector {
+            source,
+            records: Vec::new(),
+        };
+        let outer = Guard {
+            condition: ImportCondition::Unconditional,
+            in_function: false,
+            type_checking: false,
+            range: None,
+        };
+        collector.statement(statement, outer, 1);
+        let base = statement.start_byte();
+        for record in &mut collector.records {
+            record.statement = record.statement.start - base..record.statement.end - base;
+            record.guard = record
+                .guard
+                .take()
+                .map(|guard| guard.start - base..guard.end - base);
+        }
+        collector.records
+    }
+
+    /// The module's imports from its statements' [`Self::statement_records`] and starts.
+    pub(crate) fn from_statements<'a>(
+        statements: impl Iterator<Item = (usize, &'a [ImportRecord])>,
+    ) -> ModuleImports {
+        let mut records = Vec::new();
+        for (base, part) in statements {
+            records.extend(part.iter().map(|record| {
+                ImportRecord {
+                    statement: record.statement.start + base..record.statement.end + base,
+                    guard: record
+                        .guard
+                        .as_ref()
+                        .map(|guard| guard.start + base..guard.end + base),
+                    ..record.clone()
+                }
+            }));
+        }
+        ModuleImports { records }
+    }
+
     pub fn records(&self) -> &[ImportRecord] {
         &self.records
     }

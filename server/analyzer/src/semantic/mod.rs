@@ -9,6 +9,8 @@
 
 use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
@@ -24,11 +26,13 @@ mod imports;
 mod roles;
 pub(crate) mod summaries;
 
+pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
+pub(crate) use summaries::SummaryCache;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 
@@ -102,7 +106,7 @@ impl HotPath {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Binding {
     /// An imported module or object, by qualified name.
     Import(String),
@@ -114,7 +118,7 @@ enum Binding {
 }
 
 /// What one function of the file returns, collected while its body is walked.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 struct FunctionReturns {
     /// The class it is a method of (directly), by index into `classes`.
     class: Option<usize>,
@@ -133,7 +137,7 @@ struct Scope {
     cuda_values: HashMap<String, bool>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 struct ClassInfo {
     is_module: bool,
     /// An optimizer or scheduler subclass (its `step` is not a training step).
@@ -199,28 +203,69 @@ pub struct SemanticModel<'t> {
     /// Hashes of the names bound in module scope, in binding order (for incremental checking:
     /// which names a statement defines for the statements after it).
     module_binds: Vec<u64>,
-    /// The node each bound value's fact names as its origin (`Fact::origin`), with the function
-    /// around it: rules follow a binding to the expression it came from through this, not by
-    /// searching the tree.
-    origin_nodes: HashMap<(usize, usize), (Node<'t>, Option<Node<'t>>)>,
-    /// Plain assignments `name = value` met so far, by the function or class around them (its
-    /// node id; `None` at module level) and name: where each ends, and its value.
-    assignments: HashMap<AssignmentKey, Vec<(usize, Node<'t>)>>,
-    /// The statement (or definition, or loop) whose bindings `bind` is recording.
-    binding_site: Option<Node<'t>>,
     /// Whether the file is a checkpoint converter (its path says so): a one-off offline script.
     converter: bool,
-    /// The value of every assignment met so far, in document order: its range and the function
-    /// around it (for [`Self::function_around`] on nodes inside earlier values).
-    bound_values: Vec<(usize, usize, Option<Node<'t>>)>,
+    /// Every change to the module scope during the traversal, in order (for incremental
+    /// checking: what a top-level statement does to the index, replayed instead of walked).
+    module_journal: Vec<digest::ModuleChange>,
 }
 
-/// The function or class around an assignment (its node id; `None` at module level) and the name.
-type AssignmentKey = (Option<usize>, String);
+/// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
+/// assignments occur only in expression statements and on the right of other assignments.
+/// [`SemanticModel::last_assignment_before`] does not descend into them.
+const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
+    "call",
+    "argument_list",
+    "attribute",
+    "identifier",
+    "string",
+    "concatenated_string",
+    "integer",
+    "float",
+    "subscript",
+    "binary_operator",
+    "unary_operator",
+    "comparison_operator",
+    "boolean_operator",
+    "not_operator",
+    "list",
+    "tuple",
+    "dictionary",
+    "set",
+    "parenthesized_expression",
+    "conditional_expression",
+    "list_comprehension",
+    "dictionary_comprehension",
+    "set_comprehension",
+    "generator_expression",
+    "keyword_argument",
+];
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
+        Self::build(source, tree, backend_setting, None).0
+    }
+
+    /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
+    /// (earlier checks of the same document) and returning what the next check can reuse. The
+    /// index is the same as [`Self::new`]'s.
+    pub(crate) fn new_reusing(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: &[&SummaryCache],
+    ) -> (Self, SummaryCache) {
+        let (model, cache) = Self::build(source, tree, backend_setting, Some(caches));
+        (model, cache.unwrap_or_default())
+    }
+
+    fn build(
+        source: &'t str,
+        tree: &Tree,
+        backend_setting: BackendSetting,
+        caches: Option<&[&SummaryCache]>,
+    ) -> (Self, Option<SummaryCache>) {
         let mut model = SemanticModel {
             source,
             ancestors: Vec::new(),
@@ -246,23 +291,76 @@ impl<'t> SemanticModel<'t> {
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
-            origin_nodes: HashMap::default(),
-            assignments: HashMap::default(),
-            binding_site: None,
             converter: false,
-            bound_values: Vec::new(),
+            module_journal: Vec::new(),
         };
-        model.imports = ModuleImports::build(tree.root_node(), source);
+        let mut import_parts = crate::hash::HashMap::default();
+        model.imports = match caches {
+            None => ModuleImports::build(tree.root_node(), source),
+            Some(caches) => {
+                // By statement, reusing the records of statements of unchanged text.
+                let root = tree.root_node();
+                let mut cursor = root.walk();
+                let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
+                for statement in root.named_children(&mut cursor) {
+                    let key = (!statement.has_error()).then(|| {
+                        let mut hasher = std::hash::DefaultHasher::new();
+                        (statement.kind_id(), node_text(statement, source)).hash(&mut hasher);
+                        hasher.finish()
+                    });
+                    let part = key
+                        .and_then(|key| {
+                            caches
+                                .iter()
+                                .find_map(|cache| cache.import_parts.get(&key).cloned())
+                        })
+                        .unwrap_or_else(|| {
+                            Arc::new(ModuleImports::statement_records(statement, source))
+                        });
+                    if let Some(key) = key {
+                        import_parts.insert(key, part.clone());
+                    }
+                    parts.push((statement.start_byte(), part));
+                }
+                ModuleImports::from_statements(
+                    parts.iter().map(|(base, part)| (*base, part.as_slice())),
+                )
+            }
+        };
         model.bind_module_imports();
+        // The journal records the traversal's changes; the imports above belong to the pre-pass.
+        model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
-        model.summaries = summaries::build(tree, source, &model);
+        let cache = match caches {
+            None => {
+                model.summaries = summaries::build(tree, source, &model);
+                None
+            }
+            Some(caches) => {
+                // What the pre-pass resolves calls through: the module-level imports' bindings.
+                let mut hasher = std::hash::DefaultHasher::new();
+                for record in model.imports.records() {
+                    if !record.in_function {
+                        (&record.local, &record.qualified).hash(&mut hasher);
+                    }
+                }
+                let imports = hasher.finish();
+                let (built, cache) =
+                    summaries::build_reusing(tree, source, &model, imports, caches, true);
+                model.summaries = built;
+                cache.map(|mut cache| {
+                    cache.import_parts = import_parts;
+                    cache
+                })
+            }
+        };
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
-        model
+        (model, cache)
     }
 
     pub fn source(&self) -> &'t str {
@@ -415,119 +513,121 @@ impl<'t> SemanticModel<'t> {
     }
 
     fn bind(&mut self, name: String, binding: Binding) {
-        if let Binding::Value(fact) = &binding {
-            self.register_origin(fact.origin);
-        }
         if self.scopes.len() == 1 {
             self.module_binds.push(digest::name_hash(&name));
+            self.module_journal
+                .push(digest::ModuleChange::Bind(name.clone(), binding.clone()));
         }
         if let Some(scope) = self.scopes.last_mut() {
             scope.bindings.insert(name, binding);
         }
     }
 
-    /// Records the node at `origin` (inside the current binding site) for [`Self::origin_node`].
-    fn register_origin(&mut self, origin: Option<(usize, usize)>) {
-        let (Some((start, end)), Some(site)) = (origin, self.binding_site) else {
-            return;
-        };
-        if self.origin_nodes.contains_key(&(start, end))
-            || start < site.start_byte()
-            || site.end_byte() < end
-        {
-            return;
-        }
-        let Some(node) = site
-            .named_descendant_for_byte_range(start, end)
-            .filter(|n| n.start_byte() == start && n.end_byte() == end)
-        else {
-            return;
-        };
-        let function = self
-            .ancestors
-            .iter()
-            .rev()
-            .find(|a| a.kind_name() == "function_definition")
-            .copied()
-            .or((site.kind_name() == "function_definition").then_some(site));
-        self.origin_nodes.insert((start, end), (node, function));
+    /// The module node (the root of the traversal).
+    fn module_node(&self) -> Option<Node<'t>> {
+        self.ancestors.first().copied()
     }
 
-    /// The expression a bound value's fact came from (the node at [`Fact::origin`]), if the
-    /// traversal has bound it.
+    /// The named node spanning exactly `start..end`, and the innermost function definition
+    /// around it, found by descending from the module (one child per level).
+    fn node_at(&self, start: usize, end: usize) -> Option<(Node<'t>, Option<Node<'t>>)> {
+        let mut node = self.module_node()?;
+        let mut function = None;
+        for _ in 0..MAX_EXPR_DEPTH * 8 {
+            if node.start_byte() == start && node.end_byte() == end && node.is_named() {
+                // The outermost node of that range may wrap the expression (an
+                // `expression_statement`): prefer the innermost named node of the same span.
+                let inner = node
+                    .named_descendant_for_byte_range(start, end)
+                    .filter(|n| n.start_byte() == start && n.end_byte() == end)
+                    .unwrap_or(node);
+                return Some((inner, function));
+            }
+            let target = node.descendant_for_byte_range(start, end)?;
+            let next = node.child_with_descendant(target)?;
+            if next.kind_name() == "function_definition" {
+                function = Some(next);
+            }
+            node = next;
+        }
+        None
+    }
+
+    /// The expression a bound value's fact came from (the named node at [`Fact::origin`]).
     pub fn origin_node(&self, origin: (usize, usize)) -> Option<Node<'t>> {
-        if let Some((node, _)) = self.origin_nodes.get(&origin) {
-            return Some(*node);
-        }
-        // An expression of the current statement (`torch.cat([x, torch.zeros(4)])`).
-        let (start, end) = origin;
-        let current = self.ancestors.last()?;
-        if start < current.start_byte() || current.end_byte() < end {
-            return None;
-        }
-        current
-            .named_descendant_for_byte_range(start, end)
-            .filter(|n| n.start_byte() == start && n.end_byte() == end)
+        self.node_at(origin.0, origin.1).map(|(node, _)| node)
     }
 
     /// The function around the expression at `origin` (see [`Self::origin_node`]); `None` at
-    /// module level or when the origin is not known.
+    /// module level or when no node spans the origin.
     pub fn origin_function(&self, origin: (usize, usize)) -> Option<Node<'t>> {
-        if let Some((_, function)) = self.origin_nodes.get(&origin) {
-            return *function;
+        self.node_at(origin.0, origin.1)
+            .and_then(|(_, function)| function)
+    }
+
+    /// The function around `node` (`Some(None)` at module level).
+    pub fn function_around(&self, node: Node<'t>) -> Option<Option<Node<'t>>> {
+        if node.kind_name() == "function_definition" {
+            // The function around a definition is the one it is nested in.
+            return self
+                .node_at(node.start_byte(), node.end_byte())
+                .map(|(_, function)| function.filter(|f| f.id() != node.id()));
         }
-        self.ancestors
-            .iter()
-            .rev()
-            .find(|a| a.kind_name() == "function_definition")
-            .copied()
+        self.node_at(node.start_byte(), node.end_byte())
+            .map(|(_, function)| function)
     }
 
     /// The value of the last plain assignment `name = value` that ends before `before`, in the
-    /// body of `function` (module level when `None`; nested functions and classes excluded).
-    /// Branches are not distinguished.
+    /// body of `function` (the module when `None`), nested functions and classes excluded. A
+    /// cheap stand-in for a reaching definition: branches are not distinguished.
     pub fn last_assignment_before(
         &self,
         function: Option<Node<'t>>,
         name: &str,
         before: usize,
     ) -> Option<Node<'t>> {
-        let list = self
-            .assignments
-            .get(&(function.map(|f| f.id()), name.to_string()))?;
-        list.iter()
-            .rev()
-            .find(|(end, _)| *end <= before)
-            .map(|(_, value)| *value)
-    }
-
-    /// The function around `node` (`Some(None)` at module level): for a node under the current
-    /// one, from the traversal's ancestors; for a bound value's origin, as recorded. `None` when
-    /// the index cannot say.
-    pub fn function_around(&self, node: Node<'t>) -> Option<Option<Node<'t>>> {
-        if let Some((_, function)) = self.origin_nodes.get(&(node.start_byte(), node.end_byte())) {
-            return Some(*function);
+        let scope = match function {
+            Some(function) => function,
+            None => self.module_node()?,
+        };
+        // No mention of the name before `before` means no assignment to it: skip the walk.
+        let text = self
+            .source
+            .get(scope.start_byte()..before.max(scope.start_byte()))
+            .unwrap_or("");
+        if !text.contains(name) {
+            return None;
         }
-        let current = self.ancestors.last()?;
-        if current.start_byte() <= node.start_byte() && node.end_byte() <= current.end_byte() {
-            return Some(
-                self.ancestors
-                    .iter()
-                    .rev()
-                    .find(|a| a.kind_name() == "function_definition")
-                    .copied(),
-            );
+        let body = scope.field("body").unwrap_or(scope);
+        let mut best: Option<Node<'t>> = None;
+        let mut stack = vec![body];
+        let mut visited = 0usize;
+        while let Some(node) = stack.pop() {
+            visited += 1;
+            if visited > 20_000 || node.start_byte() >= before {
+                continue;
+            }
+            if node.kind_name() == "assignment"
+                && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && node_text(left, self.source) == name
+                && node.end_byte() <= before
+                && best.is_none_or(|b| b.start_byte() < right.start_byte())
+            {
+                best = Some(right);
+            }
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                let kind = child.kind_name();
+                if matches!(kind, "function_definition" | "class_definition" | "lambda")
+                    || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
+                {
+                    continue;
+                }
+                stack.push(child);
+            }
         }
-        // Inside the value of an earlier assignment (`n = idx.size(0)` → `idx`).
-        let index = self
-            .bound_values
-            .partition_point(|(start, _, _)| *start <= node.start_byte());
-        self.bound_values[..index]
-            .iter()
-            .rev()
-            .take(4)
-            .find(|(start, end, _)| *start <= node.start_byte() && node.end_byte() <= *end)
-            .map(|(_, _, function)| *function)
+        best
     }
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -545,7 +645,6 @@ impl<'t> SemanticModel<'t> {
     pub fn enter(&mut self, node: Node<'t>) {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
-        self.binding_site = Some(node);
         match node.kind_name() {
             "block" => self.enter_block(node),
             "lambda" => self.enter_lambda(node),
@@ -681,7 +780,6 @@ impl<'t> SemanticModel<'t> {
         {
             self.guard_frames.pop();
         }
-        self.binding_site = Some(node);
         match node.kind_name() {
             "if_statement" => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
@@ -690,7 +788,10 @@ impl<'t> SemanticModel<'t> {
                     guards::apply_exit(&mut frame.scope, test);
                 }
                 // `if step % n != 0: return`: the rest of the block runs once every N steps.
-                if self.summaries.throttle_exits.contains(&node.id())
+                if self
+                    .summaries
+                    .throttle_exits
+                    .contains(&summaries::node_key(node))
                     && let Some(frame) = self.guard_frames.last_mut()
                 {
                     frame.cold = true;
@@ -762,7 +863,7 @@ impl<'t> SemanticModel<'t> {
         );
         // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
         // CUDA GPU whenever it runs.
-        if self.summaries.cuda_library_scopes.contains(&block.id())
+        if self.summaries.needs_cuda_library(block)
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
         {
@@ -770,7 +871,11 @@ impl<'t> SemanticModel<'t> {
             scope.device_branch = true;
         }
         // A function that runs the same code on CUDA and on a TPU compares them on purpose.
-        if self.summaries.comparison_scopes.contains(&block.id()) {
+        if self
+            .summaries
+            .comparison_scopes
+            .contains(&summaries::node_key(block))
+        {
             scope.device_branch = true;
         }
         let error_branch = guards::is_error_branch(block, parent, self.source);
@@ -834,11 +939,7 @@ impl<'t> SemanticModel<'t> {
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
-        if self
-            .summaries
-            .cuda_library_scopes
-            .contains(&definition.id())
-        {
+        if self.summaries.needs_cuda_library(definition) {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
@@ -986,13 +1087,13 @@ impl<'t> SemanticModel<'t> {
     /// What a loop's body does (backward, optimizer step, syncs itself or through a function of
     /// this file, nested training loop, exits), from the pre-pass.
     pub fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
-        self.summaries.loops.get(&loop_node.id())
+        self.summaries.loop_summary(loop_node)
     }
 
     /// The summary of a function definition (what it does, whether a training loop reaches it).
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
-        let index = self.summaries.by_node.get(&definition.id())?;
-        self.summaries.functions.get(*index)
+        let index = self.summaries.function_index(definition)?;
+        self.summaries.functions.get(index)
     }
 
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
@@ -1065,9 +1166,8 @@ impl<'t> SemanticModel<'t> {
             Some(HotPath::StepFunction)
         } else if self
             .summaries
-            .by_node
-            .get(&node.id())
-            .is_some_and(|index| self.summaries.functions[*index].reached_from_loop)
+            .function_index(node)
+            .is_some_and(|index| self.summaries.functions[index].reached_from_loop)
         {
             Some(HotPath::CalledFromLoop)
         } else {
@@ -1102,9 +1202,8 @@ impl<'t> SemanticModel<'t> {
         self.compiled_names.contains(name)
             || self
                 .summaries
-                .by_node
-                .get(&node.id())
-                .is_some_and(|index| self.summaries.functions[*index].compiled)
+                .function_index(node)
+                .is_some_and(|index| self.summaries.functions[index].compiled)
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
@@ -1231,10 +1330,6 @@ impl<'t> SemanticModel<'t> {
         } else {
             (self.fact(value), None)
         };
-        self.register_origin(fact.origin);
-        for element in elements.iter().flatten() {
-            self.register_origin(element.origin);
-        }
         if let Some(function) = self.functions.get_mut(id) {
             function.returns.add(fact, elements);
         }
@@ -1326,6 +1421,10 @@ impl<'t> SemanticModel<'t> {
         if left.kind_name() == "identifier" && right.kind_name() != "none" {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
+            if self.scopes.len() == 1 {
+                self.module_journal
+                    .push(digest::ModuleChange::CudaValue(name.clone(), cuda));
+            }
             if let Some(scope) = self.scopes.last_mut() {
                 let all = scope.cuda_values.entry(name).or_insert(true);
                 *all &= cuda;
@@ -1336,26 +1435,6 @@ impl<'t> SemanticModel<'t> {
             fact.origin = Some((right.start_byte(), right.end_byte()));
         }
         self.bind_target(left, fact, 0);
-        let function = self
-            .ancestors
-            .iter()
-            .rev()
-            .find(|a| a.kind_name() == "function_definition")
-            .copied();
-        self.bound_values
-            .push((right.start_byte(), right.end_byte(), function));
-        if left.kind_name() == "identifier" {
-            let owner = self
-                .ancestors
-                .iter()
-                .rev()
-                .find(|a| matches!(a.kind_name(), "function_definition" | "class_definition"))
-                .map(|a| a.id());
-            self.assignments
-                .entry((owner, node_text(left, self.source).to_string()))
-                .or_default()
-                .push((node.end_byte(), right));
-        }
     }
 
     /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
@@ -1487,7 +1566,6 @@ impl<'t> SemanticModel<'t> {
                 {
                     info.attributes
                         .insert(node_text(attribute, source).to_string(), fact);
-                    self.register_origin(fact.origin);
                 }
             }
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
@@ -1581,7 +1659,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        self.summaries.loops.get(&node.id()).is_some_and(|summary| {
+        self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
                 && !summary.nested_training_loop
         })

@@ -4,6 +4,9 @@
 //! graph those calls form, and reach: which functions run on every step because a training loop
 //! or a step function calls them, directly or through other functions of the file.
 
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use crate::hash::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
@@ -13,7 +16,7 @@ use crate::semantic::{Fact, ValueKind};
 use crate::syntax::{self, NodeExt, node_text};
 
 /// The facts of a function's `return` statements, merged as the traversal meets them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ReturnFacts {
     /// The merged fact of every `return <value>` (None before the first).
     single: Option<Fact>,
@@ -57,6 +60,11 @@ impl ReturnFacts {
             (Some(_), _) => self.tuple = None,
             _ => {}
         }
+    }
+
+    /// The facts it holds, for moving their origins.
+    pub(crate) fn facts_mut(&mut self) -> (Option<&mut Fact>, Option<&mut Vec<Fact>>) {
+        (self.single.as_mut(), self.tuple.as_mut())
     }
 
     pub(crate) fn single(&self) -> Option<Fact> {
@@ -143,14 +151,17 @@ pub struct FileFacts {
     pub saving_functions: usize,
 }
 
-/// The pre-pass result: summaries by function definition and loop, and file facts.
-#[derive(Debug, Default)]
+/// The pre-pass result: summaries by function definition and loop, and file facts. Nodes are
+/// named by [`node_key`] (start and kind), which, unlike node ids, can be computed for a
+/// statement's part of the pre-pass once and shifted when edits elsewhere move it
+/// ([`build_reusing`]).
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Summaries {
     pub functions: Vec<FunctionSummary>,
-    /// Function definition node id → index into `functions`.
-    pub by_node: HashMap<usize, usize>,
-    /// Loop node id → its summary.
-    pub loops: HashMap<usize, LoopSummary>,
+    /// Function definition node key → index into `functions`.
+    pub by_node: HashMap<u64, usize>,
+    /// Loop node key → its summary.
+    pub loops: HashMap<u64, LoopSummary>,
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
     pub compiled_names: HashSet<String>,
@@ -159,49 +170,74 @@ pub(crate) struct Summaries {
     /// Blocks (and classes) that call or import a CUDA-only package (`torch_api::CUDA_ONLY_PACKAGES`)
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
     /// its `__init__` body does (no instance exists without CUDA).
-    pub cuda_library_scopes: HashSet<usize>,
+    pub cuda_library_scopes: HashSet<u64>,
     /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
     /// only by methods that place the model on CUDA devices unconditionally
     /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
     /// runs only with CUDA, and so do those methods.
     pub cuda_mode_flags: HashSet<String>,
-    /// Functions every call of which in this file runs only with CUDA (`if
-    /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
-    /// such a function): their bodies are CUDA-only scope (their block ids are in
-    /// `cuda_library_scopes`). Callers in other files are not seen.
-    pub cuda_only_callees: HashSet<String>,
-    /// `if` / `elif` statements whose condition is a throttle: a modulo (`step % 100 == 0`) or a
-    /// name bound to one in the same function (`skip = step % every != 0`).
-    pub throttles: HashSet<usize>,
-    /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
-    /// block runs once every N steps.
-    pub throttle_exits: HashSet<usize>,
-    /// Per call of a name (a possible function of this file): the callee, the calling function
-    /// (by index), whether the call runs only with CUDA, and whether it is throttled.
-    call_sites: Vec<CallSite>,
-    /// Names bound to a modulo, per function (by index; `None` at module level).
-    throttle_names: HashSet<(Option<usize>, String)>,
-    /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
-    /// literal passed to it (for `comparison_scopes`).
-    device_literal_calls: Vec<(usize, String, guards::Hardware)>,
-    /// Bodies (block ids) of functions that run the same callee on CUDA and on a TPU
-    /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
-    /// whose CUDA side is deliberate.
-    pub comparison_scopes: HashSet<usize>,
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
     cuda_device_functions: HashSet<usize>,
-    body_blocks: HashMap<usize, usize>,
+    body_blocks: HashMap<usize, u64>,
+    /// Functions every call of which in this file runs only with CUDA (`if
+    /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
+    /// such a function or from one whose body uses a CUDA-only package): their bodies are
+    /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
+    /// are not seen. Computed by `finish` over the whole file.
+    pub cuda_only_callees: HashSet<String>,
+    /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
+    /// (`step % 100 == 0`) or a name bound to one in the same function (`skip = step % every != 0`).
+    pub throttles: HashSet<u64>,
+    /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
+    /// block runs once every N steps.
+    pub throttle_exits: HashSet<u64>,
+    /// Bodies (block keys) of functions that run the same callee on CUDA and on a TPU
+    /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
+    /// whose CUDA side is deliberate. Computed by `finish`.
+    pub comparison_scopes: HashSet<u64>,
+    /// Per call of a name (a possible function of this file): the callee, the calling function
+    /// (by index), whether the call runs only with CUDA, and whether it is throttled.
+    call_sites: Vec<CallSite>,
+    /// Names bound to a modulo, per function (by index; `None` at module level); used while a
+    /// statement is walked.
+    throttle_names: HashSet<(Option<usize>, String)>,
+    /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
+    /// literal passed to it (for `comparison_scopes`).
+    device_literal_calls: Vec<(usize, String, guards::Hardware)>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CallSite {
     callee: String,
     caller: Option<usize>,
     cuda_only: bool,
     throttled: bool,
+}
+
+/// Names a node of the tree by its start and kind: unique among the nodes the summaries name
+/// (definitions, loops, blocks: two nodes that start at the same byte differ in kind), and
+/// shifted with the node's statement by adding `offset << 16`.
+pub(crate) fn node_key(node: Node<'_>) -> u64 {
+    ((node.start_byte() as u64) << 16) | u64::from(node.kind_id())
+}
+
+impl Summaries {
+    /// The summary index of a function definition.
+    pub(crate) fn function_index(&self, definition: Node<'_>) -> Option<usize> {
+        self.by_node.get(&node_key(definition)).copied()
+    }
+
+    pub(crate) fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
+        self.loops.get(&node_key(loop_node))
+    }
+
+    /// Whether a block or class needs CUDA whenever it runs (see `cuda_library_scopes`).
+    pub(crate) fn needs_cuda_library(&self, node: Node<'_>) -> bool {
+        self.cuda_library_scopes.contains(&node_key(node))
+    }
 }
 
 /// How the pre-pass names a call target: its qualified name through the module's imports.
@@ -219,7 +255,8 @@ const SYNC_CALLS: &[&str] = &[
 enum Frame {
     Function(usize),
     Loop {
-        id: usize,
+        /// The loop's [`node_key`].
+        id: u64,
         summary: LoopSummary,
         over_loader: bool,
     },
@@ -235,17 +272,120 @@ enum Frame {
 
 /// Walks the whole tree once (iteratively) and builds the summaries.
 pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summaries {
+    build_reusing(tree, source, resolver, 0, &[], false).0
+}
+
+/// One top-level statement's part of the pre-pass: its summaries, with node keys and offsets
+/// relative to the statement's start and function indices local to it, and the loop roots it
+/// adds. It follows from the statement's kind and text, the module's imports (calls are
+/// resolved through them) and [`StatementPart::compiled_decorator`] of the statement before.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StatementPart {
+    summaries: Summaries,
+    loop_roots: Vec<String>,
+    /// A compiling decorator that no function definition took yet (`@torch.compile` on a
+    /// class without methods): the next function definition takes it.
+    compiled_decorator: bool,
+}
+
+/// The statement parts of a pre-pass, for the next pre-pass of the same document to reuse
+/// (`crate::incremental`): by statement kind, text and incoming decorator flag, valid for one
+/// set of module imports.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SummaryCache {
+    imports: u64,
+    parts: HashMap<u64, Arc<StatementPart>>,
+    /// Each statement's import records (`ModuleImports::statement_records`), by kind and text.
+    pub(crate) import_parts: HashMap<u64, Arc<Vec<super::ImportRecord>>>,
+}
+
+/// [`build`], reusing the parts of `caches` built under the same `imports` digest (the
+/// resolver's module bindings) for statements of equal text; returns the parts for the next
+/// build when `keep`. The result equals [`build`]'s: a top-level statement's part of the walk
+/// depends on nothing outside it but the resolver and the decorator flag.
+pub(crate) fn build_reusing(
+    tree: &Tree,
+    source: &str,
+    resolver: &impl Resolver,
+    imports: u64,
+    caches: &[&SummaryCache],
+    keep: bool,
+) -> (Summaries, Option<SummaryCache>) {
+    let root = tree.root_node();
+    let mut summaries = Summaries::default();
+    let mut loop_roots: Vec<String> = Vec::new();
+    let mut compiled_decorator = false;
+    let mut kept = keep.then(|| SummaryCache {
+        imports,
+        parts: HashMap::default(),
+        import_parts: HashMap::default(),
+    });
+    let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
+    // The root itself is no function, loop or block: the walk of each statement starts empty.
+    let mut cursor = root.walk();
+    for statement in root.named_children(&mut cursor) {
+        let base = statement.start_byte();
+        // Statements with syntax errors are always walked again (their parse depends on more
+        // than their text).
+        let key = (keep && !statement.has_error()).then(|| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            (
+                statement.kind_id(),
+                node_text(statement, source),
+                compiled_decorator,
+            )
+                .hash(&mut hasher);
+            hasher.finish()
+        });
+        match key {
+            Some(key) => {
+                let part = caches
+                    .iter()
+                    .find_map(|cache| cache.parts.get(&key).cloned())
+                    .unwrap_or_else(|| {
+                        Arc::new(walk_statement(
+                            statement,
+                            source,
+                            resolver,
+                            compiled_decorator,
+                        ))
+                    });
+                compiled_decorator = part.compiled_decorator;
+                merge(&mut summaries, &mut loop_roots, (*part).clone(), base);
+                if let Some(kept) = &mut kept {
+                    kept.parts.insert(key, part);
+                }
+            }
+            None => {
+                let part = walk_statement(statement, source, resolver, compiled_decorator);
+                compiled_decorator = part.compiled_decorator;
+                merge(&mut summaries, &mut loop_roots, part, base);
+            }
+        }
+    }
+    finish(&mut summaries, loop_roots);
+    (summaries, kept)
+}
+
+/// The pre-pass over one top-level statement (iteratively), relative to its start.
+fn walk_statement(
+    statement: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+    mut compiled_decorator: bool,
+) -> StatementPart {
     let mut summaries = Summaries::default();
     // (node id, frame) for every function and loop around the cursor.
     let mut stack: Vec<(usize, Frame)> = Vec::new();
     let mut loop_roots: Vec<String> = Vec::new();
-    // Set by a `decorated_definition` whose decorators compile; taken by its definition.
-    let mut compiled_decorator = false;
     // The named ancestors of the cursor, and the hardware scope of each block and definition
     // around it (the same guards the traversal applies), to know which calls run only with CUDA.
+    // The statement starts at module level with no guard around it.
     let mut ancestors: Vec<Node<'_>> = Vec::new();
     let mut scopes: Vec<(usize, HardwareScope)> = Vec::new();
-    let mut cursor = tree.root_node().walk();
+    // `compiled_decorator`: set by a `decorated_definition` whose decorators compile; taken by
+    // its definition.
+    let mut cursor = statement.walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
@@ -323,11 +463,154 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
                 break;
             }
             if !cursor.goto_parent() {
-                finish(&mut summaries, loop_roots);
-                return summaries;
+                let mut part = StatementPart {
+                    summaries,
+                    loop_roots,
+                    compiled_decorator,
+                };
+                shift(&mut part.summaries, statement.start_byte(), false);
+                return part;
             }
         }
     }
+}
+
+/// Moves the node keys and offsets of `summaries` by `base` bytes (back when `forward` is
+/// false).
+fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
+    let offset = |value: usize| {
+        if forward { value + base } else { value - base }
+    };
+    let key = |value: u64| {
+        let moved = (base as u64) << 16;
+        if forward {
+            value + moved
+        } else {
+            value - moved
+        }
+    };
+    let Summaries {
+        functions,
+        by_node,
+        loops,
+        file,
+        compiled_names: _,
+        step_closures: _,
+        cuda_library_scopes,
+        cuda_mode_flags: _,
+        flag_sets: _,
+        cuda_device_functions: _,
+        body_blocks,
+        cuda_only_callees: _,
+        throttles,
+        throttle_exits,
+        comparison_scopes,
+        call_sites: _,
+        throttle_names: _,
+        device_literal_calls: _,
+    } = summaries;
+    for function in functions.iter_mut() {
+        function.first_save = function.first_save.map(offset);
+    }
+    *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
+    *loops = loops.drain().map(|(k, v)| (key(k), v)).collect();
+    *cuda_library_scopes = cuda_library_scopes.drain().map(key).collect();
+    *throttles = throttles.drain().map(key).collect();
+    *throttle_exits = throttle_exits.drain().map(key).collect();
+    *comparison_scopes = comparison_scopes.drain().map(key).collect();
+    for block in body_blocks.values_mut() {
+        *block = key(*block);
+    }
+    file.first_module_save = file.first_module_save.map(offset);
+}
+
+/// Appends a statement's part (starting at `base`) to the file's summaries, in statement order.
+fn merge(
+    summaries: &mut Summaries,
+    loop_roots: &mut Vec<String>,
+    part: StatementPart,
+    base: usize,
+) {
+    let first = summaries.functions.len();
+    let mut moved = part.summaries;
+    shift(&mut moved, base, true);
+    let Summaries {
+        functions,
+        by_node,
+        loops,
+        file,
+        compiled_names,
+        step_closures,
+        cuda_library_scopes,
+        cuda_mode_flags,
+        flag_sets,
+        cuda_device_functions,
+        body_blocks,
+        cuda_only_callees,
+        throttles,
+        throttle_exits,
+        comparison_scopes,
+        call_sites,
+        // Needed only while the statement is walked.
+        throttle_names: _,
+        device_literal_calls,
+    } = moved;
+    summaries.functions.extend(functions);
+    summaries
+        .by_node
+        .extend(by_node.into_iter().map(|(k, index)| (k, first + index)));
+    summaries.loops.extend(loops);
+    let FileFacts {
+        uses_syncing_loader,
+        eager_mode,
+        compiles,
+        xla_evidence,
+        // Computed by `finish` from the functions.
+        compiles_optimizer_step: _,
+        tpu_evidence,
+        first_module_save,
+        saving_functions: _,
+    } = file;
+    let into = &mut summaries.file;
+    into.uses_syncing_loader |= uses_syncing_loader;
+    into.eager_mode |= eager_mode;
+    into.compiles |= compiles;
+    into.xla_evidence |= xla_evidence;
+    into.tpu_evidence |= tpu_evidence;
+    into.first_module_save = into.first_module_save.or(first_module_save);
+    summaries.compiled_names.extend(compiled_names);
+    summaries.step_closures.extend(step_closures);
+    summaries.cuda_library_scopes.extend(cuda_library_scopes);
+    // Computed by `finish`.
+    debug_assert!(cuda_mode_flags.is_empty());
+    debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
+    summaries.throttles.extend(throttles);
+    summaries.throttle_exits.extend(throttle_exits);
+    summaries
+        .call_sites
+        .extend(call_sites.into_iter().map(|site| CallSite {
+            caller: site.caller.map(|caller| first + caller),
+            ..site
+        }));
+    summaries.device_literal_calls.extend(
+        device_literal_calls
+            .into_iter()
+            .map(|(caller, callee, hardware)| (first + caller, callee, hardware)),
+    );
+    summaries.flag_sets.extend(
+        flag_sets
+            .into_iter()
+            .map(|(index, flag)| (first + index, flag)),
+    );
+    summaries
+        .cuda_device_functions
+        .extend(cuda_device_functions.into_iter().map(|index| first + index));
+    summaries.body_blocks.extend(
+        body_blocks
+            .into_iter()
+            .map(|(index, block)| (first + index, block)),
+    );
+    loop_roots.extend(part.loop_roots);
 }
 
 fn enter(
@@ -350,7 +633,7 @@ fn enter(
                 parameters: parameter_names(node, source),
                 ..FunctionSummary::default()
             });
-            summaries.by_node.insert(node.id(), index);
+            summaries.by_node.insert(node_key(node), index);
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
@@ -361,7 +644,7 @@ fn enter(
             stack.push((
                 node.id(),
                 Frame::Loop {
-                    id: node.id(),
+                    id: node_key(node),
                     summary: LoopSummary::default(),
                     over_loader,
                 },
@@ -370,7 +653,7 @@ fn enter(
         "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
         "block" => {
             if let Some((_, Frame::Function(index))) = stack.last() {
-                summaries.body_blocks.insert(*index, node.id());
+                summaries.body_blocks.insert(*index, node_key(node));
             }
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
@@ -409,7 +692,7 @@ fn enter(
                     || mentions_throttle_name(c, source, innermost_function(stack), summaries)
             }) =>
         {
-            summaries.throttles.insert(node.id());
+            summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle))
         }
         "continue_statement" | "break_statement" | "return_statement" | "yield" => {
@@ -568,7 +851,6 @@ fn call(
         summaries.file.first_module_save = Some(node.start_byte());
     }
 }
-
 /// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`).
 fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware> {
     let value = syntax::keyword_arg(arguments, "device", source)?;
@@ -688,7 +970,6 @@ fn mark_cuda_library_use(
     else {
         return;
     };
-    summaries.cuda_library_scopes.insert(*block);
     // The block node itself, to find an `__init__` whose body it is.
     let mut ancestor = node.parent();
     while let Some(current) = ancestor {
@@ -697,8 +978,12 @@ fn mark_cuda_library_use(
         }
         ancestor = current.parent();
     }
-    let Some(function) = ancestor
-        .and_then(|b| b.parent())
+    let Some(block_node) = ancestor else {
+        return;
+    };
+    summaries.cuda_library_scopes.insert(node_key(block_node));
+    let Some(function) = block_node
+        .parent()
         .filter(|f| f.kind_name() == "function_definition")
     else {
         return;
@@ -718,7 +1003,7 @@ fn mark_cuda_library_use(
         .and_then(|b| b.parent())
         .filter(|c| c.kind_name() == "class_definition");
     if let Some(class) = class {
-        summaries.cuda_library_scopes.insert(class.id());
+        summaries.cuda_library_scopes.insert(node_key(class));
     }
 }
 
@@ -765,7 +1050,7 @@ fn leave(
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
     {
         *throttled = true;
-        summaries.throttle_exits.insert(node.id());
+        summaries.throttle_exits.insert(node_key(node));
     }
     if let Frame::Loop {
         id,

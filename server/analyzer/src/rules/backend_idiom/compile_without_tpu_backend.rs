@@ -47,10 +47,10 @@ declare_rule! {
     /// `torch_xla` only conditionally (they serve several devices).
     ///
     /// ## References
-    /// - pitfalls.md B.4 #46 and B.7 #79: PyTorch/XLA `docs/source/perf/dynamo.md`
-    /// - update-2026-12.md §0: TorchTPU `tests/compile/compile_api_test.py`
-    ///   (`test_compile_backend_defaults_to_tpu`, `test_compile_explicit_backend_is_respected`)
-    /// - torchtpu.md A.4: `torch.compile(model, backend="tpu", dynamic=False)`; A.10 migration table
+    /// - PyTorch/XLA, *Dynamo integration* (https://github.com/pytorch/xla/blob/master/docs/source/perf/dynamo.md): `backend="openxla"`
+    /// - TorchTPU `tests/compile/compile_api_test.py` (`test_compile_backend_defaults_to_tpu`,
+    ///   `test_compile_explicit_backend_is_respected`) and `docs/notebooks/advanced_compile.py`
+    ///   (`torch.compile(model, backend="tpu", dynamic=False)`), https://github.com/google-pytorch/torch_tpu
     pub(crate) static COMPILE_WITHOUT_TPU_BACKEND = {
         code: "TPU603",
         name: "compile-without-tpu-backend",

@@ -41,8 +41,9 @@ declare_rule! {
     /// release that deprecates `mark_step` does).
     ///
     /// ## References
-    /// - pitfalls.md B.7 #70: `torch_xla/core/xla_model.py` (`@deprecated("Use torch_xla.sync instead")`)
-    /// - torchtpu.md A.10: `torch_xla.sync()` / `xm.mark_step()` are not needed under TorchTPU
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/core/xla_model.py
+    ///   (`@deprecated("Use torch_xla.sync instead")` on `mark_step`)
+    /// - TorchTPU `docs/notebooks/eager_mode.py` (https://github.com/google-pytorch/torch_tpu): eager by default, no step marker
     pub(crate) static DEPRECATED_MARK_STEP = {
         code: "TPU601",
         name: "deprecated-mark-step",

@@ -36,8 +36,9 @@ declare_rule! {
     /// `torch_xla.device(index)` takes the same way); `devkind=` has no equivalent. It is safe.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #71: `torch_xla/core/xla_model.py` (`@deprecated("Use torch_xla.device instead")`)
-    /// - torchtpu.md A.10: `torch_xla.device()` / `xm.xla_device()` → `torch.device("tpu")`
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/core/xla_model.py
+    ///   (`@deprecated("Use torch_xla.device instead")` on `xla_device`)
+    /// - TorchTPU `docs/notebooks/get_started_tpu.py` (https://github.com/google-pytorch/torch_tpu): the device is `torch.device("tpu")`
     pub(crate) static DEPRECATED_XLA_DEVICE = {
         code: "TPU602",
         name: "deprecated-xla-device",

@@ -50,7 +50,7 @@ declare_rule! {
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/__init__.py (`_setup_xla_flags`,
     ///   `_setup_tpu_vm_library_path`, `XLA_REGISTER_INSTALLED_PLUGINS`,
-    ///   `XLA_USE_EAGER_DEBUG_MODE` at import); update-2026-12.md N2
+    ///   `XLA_USE_EAGER_DEBUG_MODE` at import)
     pub(crate) static ENV_VAR_AFTER_BACKEND_IMPORT = {
         code: "TPU612",
         name: "env-var-after-backend-import",

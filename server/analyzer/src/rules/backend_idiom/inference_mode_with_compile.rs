@@ -41,8 +41,9 @@ declare_rule! {
     /// inference mode would have rejected are now allowed.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #81: TorchTPU `docs/notebooks/error_glossary.py`
-    /// - torchtpu.md A.4: "`@torch.inference_mode()` + `torch.compile` crashes → use `@torch.no_grad()`"
+    /// - TorchTPU `docs/notebooks/error_glossary.py` (https://github.com/google-pytorch/torch_tpu): "`@torch.inference_mode()` +
+    ///   `torch.compile` crashes → use `@torch.no_grad()`"
+    /// - https://github.com/pytorch/pytorch/issues/169477
     pub(crate) static INFERENCE_MODE_WITH_COMPILE = {
         code: "TPU609",
         name: "inference-mode-with-compile",

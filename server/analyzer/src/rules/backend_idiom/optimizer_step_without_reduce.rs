@@ -51,9 +51,9 @@ declare_rule! {
     /// (`optimizer`, `opt`, `optim`); schedulers and scalers are never reported.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #72: PyTorch/XLA `docs/source/learn/pytorch-on-xla-devices.md`
-    ///   (`xm.optimizer_step` = all-reduce + step)
-    /// - torchtpu.md A.10: `xm.optimizer_step(opt)` → `optimizer.step()` under DDP with TorchTPU
+    /// - PyTorch/XLA, *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md):
+    ///   `xm.optimizer_step` all-reduces the gradients, then steps
+    /// - TorchTPU `docs/notebooks/distributed_training_101.py` (https://github.com/google-pytorch/torch_tpu): DDP and `optimizer.step()`
     pub(crate) static OPTIMIZER_STEP_WITHOUT_REDUCE = {
         code: "TPU606",
         name: "optimizer-step-without-reduce",

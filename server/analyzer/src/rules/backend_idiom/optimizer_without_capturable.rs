@@ -43,8 +43,8 @@ declare_rule! {
     /// and checkpoints of it change accordingly.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #80: TorchTPU `docs/notebooks/advanced_compile.py`
-    /// - torchtpu.md A.4: "Stateful optimizers need `capturable=True` when the step is compiled"
+    /// - TorchTPU `docs/notebooks/advanced_compile.py` (https://github.com/google-pytorch/torch_tpu): "Stateful optimizers need
+    ///   `capturable=True` when the step is compiled"
     pub(crate) static OPTIMIZER_WITHOUT_CAPTURABLE = {
         code: "TPU608",
         name: "optimizer-without-capturable",

@@ -47,11 +47,12 @@ declare_rule! {
     /// No fix: wrapping the loader changes where batches live and when the step syncs.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #73 and B.1 #10: PyTorch/XLA migration guide and *PyTorch on XLA devices*
-    ///   (`MpDeviceLoader` preloads batches onto the device)
+    /// - PyTorch/XLA, *Migration to XLA on TPUs* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md) and
+    ///   *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md): `MpDeviceLoader` preloads
+    ///   batches onto the device
     /// - https://github.com/pytorch/xla/blob/master/torch_xla/distributed/parallel_loader.py
     ///   (`ParallelLoader` worker threads and the per-device prefetch queue)
-    /// - torchtpu.md A.10: under TorchTPU a plain `DataLoader` + `.to("tpu")` is the idiom
+    /// - TorchTPU `docs/notebooks/get_started_tpu.py` (https://github.com/google-pytorch/torch_tpu): a plain `DataLoader` and `.to("tpu")`
     pub(crate) static PLAIN_LOADER_PER_STEP_COPY = {
         code: "TPU607",
         name: "plain-loader-per-step-copy",

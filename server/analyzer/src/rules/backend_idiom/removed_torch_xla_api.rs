@@ -5,9 +5,10 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::diagnostic::{Applicability, Edit, Fix, Severity};
 use crate::fix::importer::Importer;
 use crate::rules::helpers;
+use crate::settings::TorchXlaVersion;
 use crate::syntax::{self, NodeExt, node_text};
 
 declare_rule! {
@@ -48,13 +49,18 @@ declare_rule! {
     /// `torch_xla.device()` are unsafe (the old signatures took other arguments). The other APIs
     /// have no replacement to write.
     ///
+    /// ## Options
+    /// `torch-xla-version` (`[tool.tpulint]`): a project that targets a release before the
+    /// removal (`torch-xla-version = "2.5"`) gets a warning that upgrading will break the line
+    /// instead of an error; unset, the current release (2.9) is assumed.
+    ///
     /// ## Known problems
     /// Uses in a branch that tests the torch_xla version or `hasattr`, or inside a `try:` that
     /// catches `AttributeError`/`ImportError`, are compatibility code and are not reported.
     ///
     /// ## References
-    /// - update-2026-12.md §2.2: pytorch/xla commit f1fe8bc "Clean up deprecated APIs (#8927)"
-    ///   and PR #9608 (GradScaler removal); https://github.com/pytorch/xla/issues/8915
+    /// - pytorch/xla commit f1fe8bc "Clean up deprecated APIs (#8927)" and
+    ///   https://github.com/pytorch/xla/pull/9608 (GradScaler removal); https://github.com/pytorch/xla/issues/8915
     /// - https://github.com/huggingface/transformers/pull/37741 (`xr.world_size()`,
     ///   `xr.global_ordinal()` replace the removed calls)
     pub(crate) static REMOVED_TORCH_XLA_API = {
@@ -73,6 +79,39 @@ struct Removed {
     qualified: &'static str,
     since: &'static str,
     replacement: Replacement,
+}
+
+/// How a removal applies to the project: `None` when it targets a current torch_xla (the API is
+/// gone: an error); `Some(target)` when its `torch-xla-version` predates the removal (the API
+/// still works there: a warning that the upgrade will break it).
+fn older_target(context: &Context<'_, '_>, since: &str) -> Option<TorchXlaVersion> {
+    let target = context.settings().torch_xla_version?;
+    let removed_in = TorchXlaVersion::parse(since)?;
+    (target < removed_in).then_some(target)
+}
+
+/// Reports a removed API at `range`: an error, or a warning when the target predates `since`.
+fn report_removed<'c, 't>(
+    context: &'c mut Context<'t, '_>,
+    range: std::ops::Range<usize>,
+    since: &str,
+    gone: String,
+    advice: &str,
+) -> &'c mut crate::diagnostic::Diagnostic {
+    match older_target(context, since) {
+        Some(target) => {
+            let message = format!(
+                "{gone} will be removed in torch_xla {since} (this project targets {target}){advice}"
+            );
+            let diagnostic = context.report(range, message);
+            diagnostic.severity = Severity::Warning;
+            diagnostic
+        }
+        None => context.report(
+            range,
+            format!("{gone} was removed in torch_xla {since}{advice}"),
+        ),
+    }
 }
 
 enum Replacement {
@@ -187,12 +226,12 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let written = context.text(node).to_string();
     match &removed.replacement {
         Replacement::Advice(advice) => {
-            context.report(
+            report_removed(
+                context,
                 node.byte_range(),
-                format!(
-                    "`{written}` was removed in torch_xla {}; {advice}",
-                    removed.since
-                ),
+                removed.since,
+                format!("`{written}`"),
+                &format!("; {advice}"),
             );
         }
         Replacement::Call {
@@ -202,10 +241,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             safe,
         } => {
             let name = Importer::new(context, node).member(module, member, *alias);
-            let message = format!(
-                "`{written}` was removed in torch_xla {}; use `{}()`",
-                removed.since, name.expression
-            );
+
             let no_arguments = call
                 .and_then(|call| call.field("arguments"))
                 .is_some_and(|arguments| arguments.named_child_count() == 0);
@@ -223,7 +259,15 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                     edits,
                 )
             });
-            context.report(node.byte_range(), message).fix = fix;
+            let advice = format!("; use `{}()`", name.expression);
+            report_removed(
+                context,
+                node.byte_range(),
+                removed.since,
+                format!("`{written}`"),
+                &advice,
+            )
+            .fix = fix;
         }
     }
 }
@@ -254,12 +298,16 @@ fn check_import<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         let Some(imported) = imported else { continue };
         let qualified = format!("{module}.{}", node_text(imported, source));
         if let Some(removed) = REMOVED.iter().find(|r| r.qualified == qualified) {
-            context.report(
+            let advice = match older_target(context, removed.since) {
+                Some(_) => ": the import will raise `ImportError`",
+                None => ": this import raises `ImportError`",
+            };
+            report_removed(
+                context,
                 imported.byte_range(),
-                format!(
-                    "`{qualified}` was removed in torch_xla {}: this import raises `ImportError`",
-                    removed.since
-                ),
+                removed.since,
+                format!("`{qualified}`"),
+                advice,
             );
         }
     }
@@ -289,12 +337,22 @@ fn check_supported_devices<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     }
     let written = context.text(node).to_string();
-    context.report(
-        arguments.byte_range(),
-        format!(
-            "`{written}` takes `max_devices` since torch_xla 2.8, not a device kind; use `torch_xla.devices()`"
-        ),
-    );
+    match older_target(context, "2.8") {
+        Some(target) => {
+            let message = format!(
+                "`{written}` takes `max_devices` from torch_xla 2.8 on, not a device kind (this project targets {target}); use `torch_xla.devices()`"
+            );
+            context.report(arguments.byte_range(), message).severity = Severity::Warning;
+        }
+        None => {
+            context.report(
+                arguments.byte_range(),
+                format!(
+                    "`{written}` takes `max_devices` since torch_xla 2.8, not a device kind; use `torch_xla.devices()`"
+                ),
+            );
+        }
+    }
 }
 
 /// In a branch testing the version or `hasattr`, or in a `try:` catching the error the removal

@@ -37,8 +37,8 @@ declare_rule! {
     /// so inputs should be padded or bucketed to few shapes.
     ///
     /// ## References
-    /// - pitfalls.md B.4 #47: TorchTPU `tests/compile/ensure_no_dynamic_test.py`
-    /// - torchtpu.md A.4: "`dynamic=False` is mandatory"
+    /// - TorchTPU `tests/compile/ensure_no_dynamic_test.py` and `docs/notebooks/advanced_compile.py`
+    ///   (https://github.com/google-pytorch/torch_tpu): `dynamic=True` raises; `dynamic=False` recompiles on a new shape
     pub(crate) static TORCHTPU_DYNAMIC_COMPILE = {
         code: "TPU604",
         name: "torchtpu-dynamic-compile",

@@ -52,9 +52,9 @@ declare_rule! {
     /// internal manager the tests use is inferred (same implementation), not verified.
     ///
     /// ## References
-    /// - update-2026-12.md §1.3 and N5/N6: TorchTPU `tests/compile/context_manager_graph_break_test.py`
-    ///   (commit 4f4507a) and `tests/compile/random_ops_test.py::test_explicit_generator_compile`
-    ///   (commit 079d742), https://github.com/jonathan1920/torch_tpu
+    /// - TorchTPU `tests/compile/context_manager_graph_break_test.py` and
+    ///   `tests/compile/random_ops_test.py::test_explicit_generator_compile` (https://github.com/google-pytorch/torch_tpu; read in the
+    ///   mirror https://github.com/jonathan1920/torch_tpu at commits 4f4507a and 079d742)
     pub(crate) static TORCHTPU_GRAPH_BREAK = {
         code: "TPU613",
         name: "torchtpu-graph-break-in-compiled-fn",

@@ -30,8 +30,8 @@ declare_rule! {
     /// suppress the finding with `# noqa: TPU610` where the internal module is the only way.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #83: TorchTPU `docs/developers/api_policy.md`
-    /// - torchtpu.md A.2 ("API stability") and A.3 (execution-mode renames)
+    /// - TorchTPU `docs/developers/api_policy.md` (API stability) and `docs/notebooks/eager_mode.py`
+    ///   (execution-mode names), https://github.com/google-pytorch/torch_tpu
     pub(crate) static TORCHTPU_INTERNAL_API = {
         code: "TPU610",
         name: "torchtpu-internal-api",

@@ -58,8 +58,8 @@ declare_rule! {
     /// string or comment that mentions `torch_xla.sync()` does not, nor does `re.compile(...)`.
     ///
     /// ## References
-    /// - pitfalls.md B.4 #43: PyTorch/XLA `docs/source/learn/xla-advanced.md` ("Barriers", "Data Loading")
-    /// - torchtpu.md A.10: `torch_xla.sync()` / `xm.mark_step()` (not needed under TorchTPU)
+    /// - PyTorch/XLA, *XLA advanced* (https://github.com/pytorch/xla/blob/master/docs/source/learn/xla-advanced.md): "Barriers", "Data Loading"
+    /// - TorchTPU `docs/notebooks/eager_mode.py` (https://github.com/google-pytorch/torch_tpu): eager by default, so no sync is needed there
     pub(crate) static TRAINING_LOOP_WITHOUT_SYNC = {
         code: "TPU605",
         name: "training-loop-without-sync",

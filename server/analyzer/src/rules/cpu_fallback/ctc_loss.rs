@@ -35,7 +35,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `ctc_loss.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #22 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA, *Troubleshooting* (`aten::_ctc_loss` in the metrics report)
     /// - TorchTPU notes, A.5 (host round-trip ops include `ctc_loss`)
     pub(crate) static CTC_LOSS = {

@@ -47,7 +47,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `embedding_bag.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #33 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `_embedding_bag_forward_only`
     ///   (fallback for mode 1 = mean, `scale_grad_by_freq`, `sparse`, `padding_idx`) and
     ///   `codegen/xla_native_functions.yaml` (no `_embedding_bag`)

@@ -43,7 +43,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `grid_sample*`, `grid_sampler*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #20 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `torch_xla/csrc/autocast_mode.cpp` (`grid_sampler_2d/3d` "not lowered")
     /// - PyTorch/XLA issue #2405; roboflow/rf-detr issue #1058
     pub(crate) static GRID_SAMPLE = {

@@ -45,7 +45,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `multinomial.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.2 #17
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `multinomial` (fallback when
     ///   `!replacement && num_samples != 1`); pytorch/xla issue #4865
     pub(crate) static MULTINOMIAL_WITHOUT_REPLACEMENT = {

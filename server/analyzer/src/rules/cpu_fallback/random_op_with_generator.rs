@@ -55,7 +55,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `*.generator`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #26
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` (`bernoulli`, `normal`, `uniform_`,
     ///   `random_`, `exponential_`, `multinomial`: fallback whenever a generator is defined)
     pub(crate) static RANDOM_OP_WITH_GENERATOR = {

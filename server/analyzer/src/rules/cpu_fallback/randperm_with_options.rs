@@ -44,7 +44,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `randperm.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #27
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `randperm` ("Only support the basic
     ///   version of randperm(int64_t) to start")
     pub(crate) static RANDPERM_WITH_OPTIONS = {

@@ -43,7 +43,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `addmm.*`, `baddbmm.alpha`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #29
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `addmm` (fallback if `beta != 1 ||
     ///   alpha != 1`)
     pub(crate) static SCALED_ADDMM = {

@@ -49,7 +49,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `torchvision.*`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.2 #18 and B.3 #37
     /// - PyTorch/XLA `torch_xla/csrc/xla_manual_registration.cpp` (`nms` behind
     ///   `XLA_EXPERIMENTAL`); pytorch/xla issue #2487 (`roi_align`)
     pub(crate) static TORCHVISION_DETECTION_OP = {

@@ -60,7 +60,6 @@ declare_rule! {
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `interpolate.*`, `upsample*`; torch 2.9.0, torch_xla 2.9.0), produced by
     ///   `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #21 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `codegen/xla_native_functions.yaml` (only bilinear2d / nearest2d upsampling)
     ///   and `torch_xla/_internal/decomp_registration.py` (`upsample_trilinear3d` decomposed;
     ///   `test_trilinear_interpolate` asserts no fallback)

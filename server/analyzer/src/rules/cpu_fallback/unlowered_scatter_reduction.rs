@@ -51,7 +51,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `scatter*`, `index_reduce.*`, `index_add`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #30 and "Ops with known missing lowerings" (B.7)
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `scatter_reduce_helper`, `scatter_reduce`
     pub(crate) static UNLOWERED_SCATTER_REDUCTION = {
         code: "TPU211",

@@ -37,7 +37,6 @@ declare_rule! {
     /// ## References
     /// - tpulint's measured record `server/analyzer/data/torch_xla-2.9-fallbacks.json` (cases
     ///   `norm.*`, `linalg.vector_norm.ord0`, `count_nonzero`; torch 2.9.0, torch_xla 2.9.0), produced by `scripts/measure-fallbacks.py`
-    /// - tpulint TPU pitfall catalog B.3 #34
     /// - PyTorch/XLA `torch_xla/csrc/aten_xla_type.cpp` `norm` ("If p==0 it is a torch.nonzero()")
     pub(crate) static ZERO_NORM = {
         code: "TPU214",

@@ -57,9 +57,10 @@ declare_rule! {
     /// other arithmetic: as a per-step copy.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #53: PyTorch/XLA, *PyTorch on XLA devices* ("will throw an error since the
-    ///   torch.nn.Linear module is on the CPU"); pytorch/xla#3108, #2960, #899
-    /// - torchtpu.md A.2: tensors must be on the `"tpu"` device; A.10 migration table
+    /// - PyTorch/XLA, *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md): "will throw an
+    ///   error since the torch.nn.Linear module is on the CPU"; https://github.com/pytorch/xla/issues/3108,
+    ///   https://github.com/pytorch/xla/issues/2960, https://github.com/pytorch/xla/issues/899
+    /// - TorchTPU `docs/notebooks/get_started_tpu.py` (https://github.com/google-pytorch/torch_tpu): tensors must be on the `"tpu"` device
     pub(crate) static CPU_TENSOR_MEETS_DEVICE_TENSOR = {
         code: "TPU405",
         name: "cpu-tensor-meets-device-tensor",

@@ -50,9 +50,9 @@ declare_rule! {
     /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #50: PyTorch/XLA, *Migration to XLA on TPUs — Device handling*
-    ///   (`docs/source/learn/migration-to-xla-on-tpus.md`)
-    /// - torchtpu.md A.2: TorchTPU device `"tpu"` and `torch.accelerator`; A.10 migration table
+    /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
+    /// - TorchTPU `docs/notebooks/api_mapping.py` (https://github.com/google-pytorch/torch_tpu): the `"tpu"` device and
+    ///   `torch.accelerator.is_available()`
     pub(crate) static CUDA_AVAILABILITY_CHOICE = {
         code: "TPU402",
         name: "cuda-availability-choice",

@@ -48,8 +48,9 @@ declare_rule! {
     /// No fix: the TPU equivalent depends on what the code needs the guarantee for.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #52: TorchTPU `docs/gpu_to_tpu.md` (contrasts CUDA `allow_tf32`)
-    /// - torchtpu.md A.7: TPU matmul precision (`torch.tpu.precision`, `allow_excess_precision`)
+    /// - TorchTPU `docs/gpu_to_tpu.md` and `docs/notebooks/precision_management.py` (https://github.com/google-pytorch/torch_tpu): TPU
+    ///   matmul precision (`torch.tpu.precision`, `allow_excess_precision`), contrasted with CUDA's
+    ///   `allow_tf32`
     /// - https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
     ///   (the flags configure CUDA and cuDNN only)
     pub(crate) static CUDA_BACKEND_FLAG = {

@@ -46,9 +46,8 @@ declare_rule! {
     /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #49
-    /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (`docs/source/learn/migration-to-xla-on-tpus.md`)
-    /// - TorchTPU, `docs/notebooks/api_mapping.py` (`"cuda"` → `"tpu"`)
+    /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
+    /// - TorchTPU `docs/notebooks/api_mapping.py` (https://github.com/google-pytorch/torch_tpu): `"cuda"` → `"tpu"`
     pub(crate) static CUDA_DEVICE_STRING = {
         code: "TPU401",
         name: "cuda-device-string",

@@ -44,8 +44,8 @@ declare_rule! {
     /// function whose name mentions CUDA are not reported: the author already chose per device.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #49: PyTorch/XLA, *Migration to XLA on TPUs — Device handling*
-    /// - torchtpu.md A.2 (`tensor.to("tpu")`) and A.10 (device mapping from torch_xla)
+    /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
+    /// - TorchTPU `docs/notebooks/api_mapping.py` (https://github.com/google-pytorch/torch_tpu): `tensor.to("tpu")`
     pub(crate) static CUDA_METHOD_CALL = {
         code: "TPU403",
         name: "cuda-method-call",

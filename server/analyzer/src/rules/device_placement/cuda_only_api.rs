@@ -68,9 +68,9 @@ declare_rule! {
     /// function that also handles the TPU itself (mentions `xla` / `torch.tpu`).
     ///
     /// ## References
-    /// - pitfalls.md B.5 #51: PyTorch/XLA `torch_xla/core/xla_model.py` (`get_memory_info`,
+    /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/core/xla_model.py (`get_memory_info`,
     ///   `set_rng_state`), `torch_xla.sync(wait=True)`
-    /// - torchtpu.md A.2: TorchTPU `docs/notebooks/api_mapping.py` (`torch.cuda` → `torch.tpu`)
+    /// - TorchTPU `docs/notebooks/api_mapping.py` (https://github.com/google-pytorch/torch_tpu): `torch.cuda` → `torch.tpu`
     pub(crate) static CUDA_ONLY_API = {
         code: "TPU404",
         name: "cuda-only-api",

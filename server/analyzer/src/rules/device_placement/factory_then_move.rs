@@ -47,8 +47,8 @@ declare_rule! {
     /// `x.device`, `torch.device(...)`, a device string, `torch_xla.device()`), never a dtype.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #54: pytorch/xla#8861 (create then move)
-    /// - torchtpu.md A.4: allocate directly on the device
+    /// - https://github.com/pytorch/xla/issues/8861 (create on the CPU, then move)
+    /// - TorchTPU `docs/notebooks/advanced_compile.py` (https://github.com/google-pytorch/torch_tpu): allocate directly on the device
     /// - https://pytorch.org/docs/stable/generated/torch.tensor.html (`torch.tensor` always
     ///   copies `data`)
     pub(crate) static FACTORY_THEN_MOVE = {

@@ -51,7 +51,7 @@ declare_rule! {
     /// ## References
     /// - https://github.com/pytorch/xla/blob/master/docs/source/features/pallas.md
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/experimental/custom_kernel.py
-    ///   (imports jax inside functions after the guard); update-2026-12.md §2.4, N3
+    ///   (imports jax inside functions after the guard)
     pub(crate) static JAX_IMPORT_BEFORE_GUARD = {
         code: "TPU412",
         name: "jax-import-before-guard",

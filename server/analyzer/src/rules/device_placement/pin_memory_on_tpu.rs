@@ -43,9 +43,10 @@ declare_rule! {
     /// argument is right.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #61 (pytorch/pytorch PR #146821 warning text) and B.3 #28 (factory fallback)
-    /// - update-2026-12.md §0 (pitfalls #61 holds for torch_xla only): TorchTPU
-    ///   `tests/async_transfer_test.py` (pinned memory + `non_blocking=True` is asynchronous)
+    /// - https://github.com/pytorch/pytorch/pull/146821 (the pin-memory warning on devices without
+    ///   pinned memory)
+    /// - TorchTPU `tests/async_transfer_test.py` (https://github.com/google-pytorch/torch_tpu): on TorchTPU pinned memory and
+    ///   `non_blocking=True` are the asynchronous path, so the rule is torch_xla-only
     pub(crate) static PIN_MEMORY_ON_TPU = {
         code: "TPU410",
         name: "pin-memory-on-tpu",

@@ -48,9 +48,9 @@ declare_rule! {
     /// even when the loading one reads a foreign checkpoint.
     ///
     /// ## References
-    /// - pitfalls.md B.5 #58 and #57: PyTorch/XLA, *Troubleshooting — quirks* (saving and loading
-    ///   XLA tensors) and *PyTorch on XLA devices — Saving and Loading*
-    /// - torchtpu.md A.10: moving from torch_xla checkpoints to TorchTPU
+    /// - PyTorch/XLA, *Troubleshooting — quirks* (https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md): saving and loading
+    ///   XLA tensors; *PyTorch on XLA devices — Saving and Loading* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md)
+    /// - https://pytorch.org/docs/stable/generated/torch.load.html (`map_location`)
     pub(crate) static TORCH_LOAD_WITHOUT_MAP_LOCATION = {
         code: "TPU406",
         name: "torch-load-without-map-location",

@@ -31,8 +31,8 @@ declare_rule! {
     /// The fix removes the argument. It is unsafe: the same file no longer pins GPUs per rank.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #76: TorchTPU `docs/notebooks/distributed_training_101.py`
-    /// - torchtpu.md A.6: "do not pass `device_ids` to DDP"
+    /// - TorchTPU `docs/notebooks/distributed_training_101.py` (https://github.com/google-pytorch/torch_tpu): "do not pass `device_ids`
+    ///   to DDP"
     pub(crate) static DDP_DEVICE_IDS_ON_TPU = {
         code: "TPU702",
         name: "ddp-device-ids-on-tpu",

@@ -37,8 +37,9 @@ declare_rule! {
     /// enabled by whoever imports them.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #77: PyTorch/XLA `docs/source/perf/spmd_basic.md`
-    /// - torchtpu.md A.6 and A.10: TorchTPU has no `mark_sharding` (DTensor / device mesh instead)
+    /// - PyTorch/XLA, *SPMD basics* (https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md): `xr.use_spmd()` before `mark_sharding`
+    /// - TorchTPU `torch_tpu/_internal/distributed/device_mesh.py` (https://github.com/google-pytorch/torch_tpu): DTensor and device meshes,
+    ///   no `mark_sharding`
     pub(crate) static MARK_SHARDING_WITHOUT_SPMD = {
         code: "TPU703",
         name: "mark-sharding-without-spmd",

@@ -42,8 +42,9 @@ declare_rule! {
     /// CUDA check.
     ///
     /// ## References
-    /// - pitfalls.md B.7 #75: PyTorch/XLA `docs/source/features/torch_distributed.md`, `docs/source/perf/ddp.md`
-    /// - torchtpu.md A.6: `dist.init_process_group(backend="tpu_dist")`; A.10 migration table
+    /// - PyTorch/XLA `https://github.com/pytorch/xla/blob/master/docs/source/features/torch_distributed.md` and `https://github.com/pytorch/xla/blob/master/docs/source/perf/ddp.md`
+    /// - TorchTPU `docs/notebooks/distributed_training_101.py` (https://github.com/google-pytorch/torch_tpu):
+    ///   `dist.init_process_group(backend="tpu_dist")`
     pub(crate) static NCCL_BACKEND_ON_TPU = {
         code: "TPU701",
         name: "nccl-backend-on-tpu",

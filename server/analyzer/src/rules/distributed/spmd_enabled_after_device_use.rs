@@ -44,7 +44,7 @@ declare_rule! {
     ///
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/runtime.py (`use_spmd`, the
-    ///   replication warning); update-2026-12.md §2.4, N11
+    ///   replication warning)
     /// - https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md
     pub(crate) static SPMD_ENABLED_AFTER_DEVICE_USE = {
         code: "TPU704",

@@ -44,7 +44,7 @@ declare_rule! {
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/distributed/spmd/xla_sharding.py
     ///   (`Mesh.__init__` assertions)
     /// - https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md (mesh shape
-    ///   and device count); update-2026-12.md §2.4, N12
+    ///   and device count)
     pub(crate) static SPMD_MESH_MISMATCH = {
         code: "TPU705",
         name: "spmd-mesh-mismatch",

@@ -50,7 +50,6 @@ declare_rule! {
     ///   (`optimizer_step`: `reduce_gradients`, `optimizer.step()`, `torch_xla.sync()`)
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/distributed/xla_backend.py
     ///   (`ProcessGroupXla.barrier` returns `_ret_work([])`)
-    /// - pitfalls.md B.7 #72 (`xm.optimizer_step` = all-reduce + step + sync)
     pub(crate) static STEP_AROUND_OPTIMIZER_STEP = {
         code: "TPU708",
         name: "step-around-optimizer-step",

@@ -35,8 +35,8 @@ declare_rule! {
     /// unsafe: the launcher must provide the environment rendezvous (`torchrun`).
     ///
     /// ## References
-    /// - torchtpu.md A.10 (migration table: `xla` backend → `tpu_dist`)
-    /// - update-2026-12.md §1.6 (torch_xla → TorchTPU migration problems)
+    /// - TorchTPU `torch_tpu/api/__init__.py` (registers the `tpu_dist` backend) and
+    ///   `docs/notebooks/distributed_training_101.py` (`init_process_group(backend="tpu_dist")`), https://github.com/google-pytorch/torch_tpu
     pub(crate) static XLA_PROCESS_GROUP_ON_TORCHTPU = {
         code: "TPU707",
         name: "xla-process-group-on-torchtpu",

@@ -38,7 +38,7 @@ declare_rule! {
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/_internal/pjrt.py (`spawn`: the
     ///   `Unsupported nprocs` `ValueError`)
-    /// - update-2026-12.md §2.2 (`xmp.spawn` kept; `torch_xla.launch` preferred in the docs)
+    /// - PyTorch/XLA, *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md): `torch_xla.launch`
     pub(crate) static XMP_SPAWN_NPROCS = {
         code: "TPU706",
         name: "xmp-spawn-nprocs",

@@ -53,7 +53,6 @@ declare_rule! {
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 1 (masked indexing uses `nonzero`)
     /// - PyTorch pull request #62092 (`x[mask] = 1.` is a synchronizing operation)
     /// - TorchTPU, host round-trip ops ("`x[bool_mask]` is nonzero in disguise")
-    /// - tpulint pitfall catalog B.2 #13, #14
     pub(crate) static BOOLEAN_MASK_INDEXING = {
         code: "TPU302",
         name: "boolean-mask-indexing",

@@ -45,7 +45,6 @@ declare_rule! {
     /// - PyTorch/XLA pull request #1279 and issue #2020 (`drop_last=True` for TPU training)
     /// - PyTorch/XLA, *Source of recompilations* §1 (input shape changes recompile)
     /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
-    /// - tpulint pitfall catalog B.4 #39
     pub(crate) static DATALOADER_WITHOUT_DROP_LAST = {
         code: "TPU306",
         name: "dataloader-without-drop-last",

@@ -50,7 +50,6 @@ declare_rule! {
     /// - Hugging Face Accelerate, *TPU best practices* ("no dynamic padding")
     /// - PyTorch/XLA issue #1509 (bucketing advice)
     /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
-    /// - tpulint pitfall catalog B.4 #38
     pub(crate) static DYNAMIC_PADDING = {
         code: "TPU307",
         name: "dynamic-padding",

@@ -50,11 +50,11 @@ declare_rule! {
     /// information outside a training loop or step function.
     ///
     /// ## References
-    /// - tpulint pitfall catalog B.2 #45 (slicing by a per-step Python int, KV-cache growth: a new
-    ///   shape and graph per value)
-    /// - PyTorch/XLA, "Recompilations" (dynamic shapes trigger a compilation per shape)
-    /// - Hugging Face Transformers, static KV cache (`cache_implementation="static"`) for
-    ///   compiled generation
+    /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
+    ///   a new input shape compiles a new graph)
+    /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
+    /// - Hugging Face Transformers, *LLM inference optimization*: static KV cache
+    ///   (`cache_implementation="static"`) for compiled generation
     pub(crate) static GROWING_SHAPE_IN_LOOP = {
         code: "TPU310",
         name: "growing-shape-in-loop",

@@ -34,7 +34,6 @@ declare_rule! {
     /// - PyTorch/XLA, `torch_xla/csrc/aten_xla_type.cpp` (`masked_select` falls back unless experimental)
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 1 (masked indexing)
     /// - TorchTPU, host round-trip ops (`masked_select` learns its output size on the host)
-    /// - tpulint pitfall catalog B.2 #13
     pub(crate) static MASKED_SELECT = {
         code: "TPU303",
         name: "masked-select",

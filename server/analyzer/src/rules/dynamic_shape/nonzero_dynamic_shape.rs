@@ -43,7 +43,6 @@ declare_rule! {
     /// - PyTorch/XLA, *Dynamic shape* (`docs/source/learn/dynamic_shape.md`) and *Source of recompilations* §2
     /// - PyTorch documentation, `torch.where`: `torch.where(condition)` is `torch.nonzero(condition, as_tuple=True)`
     /// - TorchTPU, host round-trip ops (`nonzero` learns its output size on the host)
-    /// - tpulint pitfall catalog B.2 #11, #12
     pub(crate) static NONZERO_DYNAMIC_SHAPE = {
         code: "TPU301",
         name: "nonzero-dynamic-shape",

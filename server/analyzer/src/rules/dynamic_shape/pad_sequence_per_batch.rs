@@ -41,7 +41,6 @@ declare_rule! {
     /// - PyTorch/XLA, *Source of recompilations* §1 (`docs/source/notes/source_of_recompilation.md`)
     /// - PyTorch/XLA issue #1509 (bucketing advice)
     /// - Hugging Face Accelerate, *TPU best practices* ("no dynamic padding")
-    /// - tpulint pitfall catalog B.4 #38
     pub(crate) static PAD_SEQUENCE_PER_BATCH = {
         code: "TPU308",
         name: "pad-sequence-per-batch",

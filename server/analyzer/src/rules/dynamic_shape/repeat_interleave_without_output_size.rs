@@ -45,7 +45,6 @@ declare_rule! {
     /// - PyTorch documentation, `torch.repeat_interleave` (`output_size` avoids a synchronization)
     /// - PyTorch/XLA, `codegen/xla_native_functions.yaml` (no `repeat_interleave.Tensor`)
     /// - TorchTPU, host round-trip ops (`repeat_interleave.Tensor`)
-    /// - tpulint pitfall catalog B.2 #16
     pub(crate) static REPEAT_INTERLEAVE_WITHOUT_OUTPUT_SIZE = {
         code: "TPU305",
         name: "repeat-interleave-without-output-size",

@@ -42,7 +42,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* §2.2 (`docs/source/notes/source_of_recompilation.md`)
     /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
-    /// - tpulint pitfall catalog B.1 #5
     pub(crate) static SIZE_FROM_DYNAMIC_OP = {
         code: "TPU309",
         name: "size-from-dynamic-op",

@@ -40,7 +40,6 @@ declare_rule! {
     /// - PyTorch/XLA, `codegen/xla_native_functions.yaml` (no `_unique2`, `unique_consecutive`, `bincount`, `histc`)
     /// - PyTorch/XLA issue #4511 (maintainer on `unique` / `bincount`), #3297
     /// - TorchTPU, host round-trip ops (`unique`, `unique_consecutive`, `bincount`, `histc`)
-    /// - tpulint pitfall catalog B.2 #15
     pub(crate) static VALUE_DEPENDENT_OUTPUT_OP = {
         code: "TPU304",
         name: "value-dependent-output-op",

@@ -49,7 +49,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 2 (`docs/source/learn/troubleshoot.md`)
     /// - TorchTPU, *Deferred execution* notebook (reading a value materializes it)
-    /// - tpulint pitfall catalog B.1 #7
     pub(crate) static CLIP_GRAD_NORM_COMPARED = {
         code: "TPU108",
         name: "clip-grad-norm-compared",

@@ -46,7 +46,6 @@ declare_rule! {
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats*, caveat 1 (`docs/source/learn/troubleshoot.md`)
     /// - PyTorch/XLA, `docs/source/perf/fori_loop.md`
     /// - TorchTPU, *Deferred execution* notebook (reading a value materializes it)
-    /// - tpulint pitfall catalog B.1 #6
     pub(crate) static DATA_DEPENDENT_LOOP_COUNT = {
         code: "TPU109",
         name: "data-dependent-loop-count",

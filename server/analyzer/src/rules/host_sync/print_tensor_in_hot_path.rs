@@ -50,7 +50,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
     /// - TorchTPU, *Deferred execution* notebook: `print(tensor)` is a materialization
-    /// - tpulint pitfall catalog B.1 #3
     pub(crate) static PRINT_TENSOR_IN_HOT_PATH = {
         code: "TPU103",
         name: "print-tensor-in-hot-path",

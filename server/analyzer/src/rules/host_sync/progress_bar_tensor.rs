@@ -43,7 +43,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
     /// - TorchTPU, *Deferred execution* notebook (formatting a tensor materializes it)
-    /// - tpulint pitfall catalog B.1 #3
     pub(crate) static PROGRESS_BAR_TENSOR = {
         code: "TPU105",
         name: "progress-bar-tensor",

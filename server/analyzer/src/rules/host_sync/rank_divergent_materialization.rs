@@ -48,7 +48,6 @@ declare_rule! {
     /// ## References
     /// - TorchTPU, `docs/notebooks/distributed_training_101.py`, "Golden rules: Never diverge"
     /// - TorchTPU, *Deferred execution* notebook (what materializes)
-    /// - tpulint pitfall catalog B.1 #9
     pub(crate) static RANK_DIVERGENT_MATERIALIZATION = {
         code: "TPU110",
         name: "rank-divergent-materialization",

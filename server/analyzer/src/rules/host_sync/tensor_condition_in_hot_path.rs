@@ -50,7 +50,6 @@ declare_rule! {
     /// - PyTorch/XLA, *Source of recompilations* §3 (`docs/source/notes/source_of_recompilation.md`)
     /// - PyTorch/XLA, *PyTorch on XLA devices — Unexpected tensor materialization* (`docs/source/learn/pytorch-on-xla-devices.md`)
     /// - TorchTPU, *Deferred execution* notebook: data-dependent control flow materializes
-    /// - tpulint pitfall catalog B.1 #4
     pub(crate) static TENSOR_CONDITION_IN_HOT_PATH = {
         code: "TPU107",
         name: "tensor-condition-in-hot-path",

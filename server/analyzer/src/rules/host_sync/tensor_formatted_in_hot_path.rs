@@ -45,7 +45,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
     /// - TorchTPU, *Deferred execution* notebook (printing and logging tensors materialize them)
-    /// - tpulint pitfall catalog B.1 #3
     pub(crate) static TENSOR_FORMATTED_IN_HOT_PATH = {
         code: "TPU104",
         name: "tensor-formatted-in-hot-path",

@@ -44,7 +44,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time — Data access/transfer* (`docs/source/learn/trace-vs-execution-time.md`)
     /// - TorchTPU, *Deferred execution* notebook: `.tolist()`, `.numpy()`, `.cpu()` are materializations
-    /// - tpulint pitfall catalog B.1 #2
     pub(crate) static TENSOR_HOST_COPY_IN_HOT_PATH = {
         code: "TPU102",
         name: "tensor-host-copy-in-hot-path",

@@ -45,7 +45,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
     /// - TorchTPU, *Deferred execution* notebook: reading a value is a materialization
-    /// - tpulint pitfall catalog B.1 #1
     pub(crate) static TENSOR_TO_PYTHON_NUMBER = {
         code: "TPU106",
         name: "tensor-to-python-number",

@@ -47,7 +47,6 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time* (`docs/source/learn/trace-vs-execution-time.md`)
     /// - PyTorch/XLA, `torch_xla.sync(wait=...)` and `xm.wait_device_ops()` (`torch_xla/core/xla_model.py`)
-    /// - tpulint pitfall catalog B.1 #8
     pub(crate) static UNSYNCHRONIZED_TIMING = {
         code: "TPU111",
         name: "unsynchronized-timing",

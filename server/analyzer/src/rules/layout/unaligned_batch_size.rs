@@ -34,8 +34,9 @@ declare_rule! {
     /// of the large tensors (e.g. `[batch, seq, hidden]`), padding falls on another axis instead.
     ///
     /// ## References
-    /// - pitfalls.md B.4 #48: Google Cloud TPU performance guide ("batch size evenly divisible by 8 or 128")
-    /// - torchtpu.md A.8 (profiler red flags: dimensions not aligned to tiles)
+    /// - Google Cloud TPU performance guide ("batch size evenly divisible by 8 or 128"):
+    ///   https://cloud.google.com/tpu/docs/performance-guide
+    /// - TorchTPU `docs/notebooks/performance_profiling.py` (https://github.com/google-pytorch/torch_tpu): dimensions not aligned to tiles
     pub(crate) static UNALIGNED_BATCH_SIZE = {
         code: "TPU802",
         name: "unaligned-batch-size",

@@ -38,9 +38,9 @@ declare_rule! {
     /// sizes below 256 are never reported.
     ///
     /// ## References
-    /// - pitfalls.md B.4 #48: Google Cloud TPU performance guide; TorchTPU
-    ///   `docs/notebooks/performance_profiling.py` ("pad dimensions to multiples of 128")
-    /// - torchtpu.md A.8 (profiler red flags: low MXU utilisation → pad to 128)
+    /// - Google Cloud TPU performance guide: https://cloud.google.com/tpu/docs/performance-guide
+    /// - TorchTPU `docs/notebooks/performance_profiling.py` (https://github.com/google-pytorch/torch_tpu): low MXU utilisation →
+    ///   "pad dimensions to multiples of 128"
     pub(crate) static UNALIGNED_FEATURE_DIM = {
         code: "TPU801",
         name: "unaligned-feature-dim",

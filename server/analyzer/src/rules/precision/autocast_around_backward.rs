@@ -44,7 +44,6 @@ declare_rule! {
     /// searched.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #67
     /// - PyTorch/XLA *AMP*, best practices (`docs/source/perf/amp.md`); PyTorch *Automatic Mixed
     ///   Precision* (`torch.autocast` docs)
     pub(crate) static AUTOCAST_AROUND_BACKWARD = {

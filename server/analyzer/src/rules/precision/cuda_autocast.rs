@@ -49,7 +49,6 @@ declare_rule! {
     /// (`if device.type == "cuda":`) is not reported.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #65
     /// - pytorch/pytorch issue #115900; PyTorch/XLA *AMP* (`docs/source/perf/amp.md`)
     /// - TorchTPU `docs/notebooks/api_mapping.py` (`torch.amp.autocast("tpu")`), notes A.2
     pub(crate) static CUDA_AUTOCAST = {

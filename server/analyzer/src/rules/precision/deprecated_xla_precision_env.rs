@@ -43,10 +43,10 @@ declare_rule! {
     /// reported.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #68
     /// - PyTorch/XLA `torch_xla/csrc/dtype.cpp` (deprecation messages)
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/experimental/custom_kernel.py
-    ///   (`_XLA_USE_BF16` read at import; the Pallas `RuntimeError`); update-2026-12.md §0, N4
+    ///   (`_XLA_USE_BF16` read at import; the Pallas `RuntimeError`)
+    /// - https://github.com/pytorch/xla/issues/8915 (deprecation tracker)
     pub(crate) static DEPRECATED_XLA_PRECISION_ENV = {
         code: "TPU506",
         name: "deprecated-xla-precision-env",

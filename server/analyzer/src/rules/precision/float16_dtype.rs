@@ -49,7 +49,6 @@ declare_rule! {
     /// methods of tensors known to be on the CPU are not reported.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #64
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Mixed precision*
     ///   (`docs/source/learn/migration-to-xla-on-tpus.md`) and *AMP* (`docs/source/perf/amp.md`)
     /// - TorchTPU notes A.7 (MXU multiplies bfloat16, accumulates float32)

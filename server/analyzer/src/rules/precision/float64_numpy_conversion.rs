@@ -42,7 +42,6 @@ declare_rule! {
     /// returned by functions) are not reported.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.5 #62 and B.6 #63
     /// - pytorch/xla issues #2918 and #9014 (float64 on TPU)
     pub(crate) static FLOAT64_NUMPY_CONVERSION = {
         code: "TPU502",

@@ -48,7 +48,6 @@ declare_rule! {
     /// be tensors.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #63
     /// - pytorch/xla PR #1880, PR #7142, issues #2918 and #9014 (no float64 on TPU)
     /// - PyTorch/XLA `torch_xla/csrc/dtype.cpp` (F64 kept unless the deprecated env flags are set)
     pub(crate) static FLOAT64_TENSOR = {

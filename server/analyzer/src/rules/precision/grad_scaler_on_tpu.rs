@@ -46,7 +46,6 @@ declare_rule! {
     /// recognised only on a line that calls `autocast(` with `bfloat16`.
     ///
     /// ## References
-    /// - tpulint TPU pitfall catalog B.6 #66
     /// - PyTorch/XLA *AMP*, best practices (`docs/source/perf/amp.md`); pytorch/xla PR #4740
     pub(crate) static GRAD_SCALER_ON_TPU = {
         code: "TPU505",
