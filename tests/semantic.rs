@@ -354,6 +354,12 @@ fn guards_and_hardware_scope() {
     let never_called =
         "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n";
     assert!(!scope(never_called).never_on_tpu);
+    // A FlashAttention-only attention implementation is a CUDA-only branch.
+    assert!(
+        scope("if self.config._attn_implementation == \"flash_attention_2\":\n    ⟦x⟧ = 1\n")
+            .never_on_tpu
+    );
+    assert!(!scope("if self.config._attn_implementation == \"sdpa\":\n    ⟦x⟧ = 1\n").never_on_tpu);
     // TorchScript / ONNX export branches never run on a TPU.
     assert!(scope("if torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
     assert!(!scope("if not torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);

@@ -253,6 +253,13 @@ pub fn is_export_mode_query(name: &str) -> bool {
     )
 }
 
+/// Attention implementations that exist only on CUDA (Hugging Face's `attn_implementation`
+/// values backed by the FlashAttention kernels): `if config._attn_implementation ==
+/// "flash_attention_2":` is a CUDA-only branch.
+pub fn is_cuda_only_attention_implementation(text: &str) -> bool {
+    matches!(text, "flash_attention_2" | "flash_attention_3")
+}
+
 /// `torch.cuda` functions that initialise CUDA and so raise without it.
 pub const CUDA_RAISING: &[&str] = &[
     "synchronize",
