@@ -2161,6 +2161,16 @@ impl<'t> SemanticModel<'t> {
                     {
                         Fact::tensor(Device::Cpu, origin)
                     }
+                    // `x.argmax(-1).cpu()`: a tensor method's result copied to the host, whatever
+                    // `x` is (the method says it is a tensor).
+                    ValueKind::Unknown
+                        if method == "cpu"
+                            && syntax::method_call(object).is_some_and(|(_, inner)| {
+                                torch_api::TENSOR_ONLY_METHODS.contains(&node_text(inner, source))
+                            }) =>
+                    {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
                     _ => {
                         // `self.layer(x)` where `self.layer` is a submodule.
                         let callee = self.fact_at_depth(function, depth + 1);
