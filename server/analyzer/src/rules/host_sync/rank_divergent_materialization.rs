@@ -188,13 +188,52 @@ fn collect_materializations<'t>(
     }
 }
 
+/// Whether a saved value holds only host tensors: `x.cpu()`, a dict or list (comprehension) of
+/// them, or a name last bound to one (`state = {k: v.cpu() for k, v in sd.items()}`).
+fn holds_host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    let value = syntax::unparenthesize(value);
+    if helpers::is_on_host(context, value) {
+        return true;
+    }
+    match value.kind_name() {
+        "identifier" => tensor_values::last_assignment_value(context, context.text(value), value)
+            .is_some_and(|bound| {
+                bound.start_byte() != value.start_byte()
+                    && holds_host_values(context, bound, depth + 1)
+            }),
+        "dictionary_comprehension" => value
+            .field("body")
+            .and_then(|pair| pair.field("value"))
+            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
+        "list_comprehension" => value
+            .field("body")
+            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
+        "dictionary" => {
+            let mut cursor = value.walk();
+            let pairs: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
+            !pairs.is_empty()
+                && pairs.iter().all(|pair| {
+                    pair.field("value")
+                        .is_some_and(|element| holds_host_values(context, element, depth + 1))
+                })
+        }
+        _ => false,
+    }
+}
+
 fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let (function, arguments) = context.call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
         // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.
         let saves_host_copy = syntax::positional_args(arguments)
             .first()
-            .is_some_and(|saved| context.text(*saved).to_ascii_lowercase().contains("cpu"));
+            .is_some_and(|saved| {
+                context.text(*saved).to_ascii_lowercase().contains("cpu")
+                    || holds_host_values(context, *saved, 0)
+            });
         if qualified == "torch.save" && !saves_host_copy {
             return Some("`torch.save`".to_string());
         }
