@@ -15,7 +15,9 @@ declare_rule! {
     /// In TorchTPU code, checks for tensor materializations — `.item()`, `.tolist()`, `.cpu()`,
     /// `.numpy()`, `print(tensor)`, `torch.save(...)` — inside an `if` that only one rank takes:
     /// `if rank == 0:`, `if dist.get_rank() == 0:`, `if accelerator.is_main_process:`,
-    /// `if is_master:`.
+    /// `if is_master:` — and, in a training loop, a `return` or `break` such a branch takes
+    /// (`if rank == 0 and step >= max_steps: return`): one rank leaves the loop while the others
+    /// wait for it in the next step.
     ///
     /// ## Why is this bad?
     /// TorchTPU's distributed guide states the golden rule "Never diverge": in deferred
@@ -101,6 +103,21 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     };
     let mut found = Vec::new();
     collect_materializations(context, body, &mut found, 0);
+    // `if rank == 0 and step >= max_steps: return` in the training loop: one rank leaves the
+    // loop, the others wait for it in the next step's collectives.
+    if context.semantic().in_loop()
+        && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
+    {
+        let mut cursor = body.walk();
+        for statement in body.named_children(&mut cursor) {
+            let exit = match statement.kind_name() {
+                "return_statement" => "An early `return`",
+                "break_statement" => "A `break` out of the training loop",
+                _ => continue,
+            };
+            found.push((statement, exit.to_string()));
+        }
+    }
     for (node, what) in found {
         let message = format!("{what} on one rank only: under TorchTPU the other ranks deadlock");
         context
