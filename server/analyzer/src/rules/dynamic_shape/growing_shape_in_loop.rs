@@ -68,7 +68,7 @@ declare_rule! {
 
 /// TPU310
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if context.semantic().in_cold_code() {
+    if !context.semantic().in_loop() || context.semantic().in_cold_code() {
         return;
     }
     let Some(loop_node) = context.enclosing(node, &["for_statement", "while_statement"]) else {
