@@ -528,53 +528,59 @@ impl<'t> SemanticModel<'t> {
         self.ancestors.first().copied()
     }
 
-    /// The named node spanning exactly `start..end`, and the innermost function definition
-    /// around it, found by descending from the module (one child per level).
-    fn node_at(&self, start: usize, end: usize) -> Option<(Node<'t>, Option<Node<'t>>)> {
-        let mut node = self.module_node()?;
+    /// The innermost named node spanning exactly `start..end` (one descent from the module).
+    fn node_at(&self, start: usize, end: usize) -> Option<Node<'t>> {
+        self.module_node()?
+            .named_descendant_for_byte_range(start, end)
+            .filter(|n| n.start_byte() == start && n.end_byte() == end)
+    }
+
+    /// The innermost function definition strictly around `node`, walking down from the module
+    /// (one child per level).
+    fn function_containing(&self, node: Node<'t>) -> Option<Node<'t>> {
+        let mut current = self.module_node()?;
         let mut function = None;
-        for _ in 0..MAX_EXPR_DEPTH * 8 {
-            if node.start_byte() == start && node.end_byte() == end && node.is_named() {
-                // The outermost node of that range may wrap the expression (an
-                // `expression_statement`): prefer the innermost named node of the same span.
-                let inner = node
-                    .named_descendant_for_byte_range(start, end)
-                    .filter(|n| n.start_byte() == start && n.end_byte() == end)
-                    .unwrap_or(node);
-                return Some((inner, function));
+        for _ in 0..MAX_EXPR_DEPTH * 16 {
+            if current.id() == node.id() {
+                return function;
             }
-            let target = node.descendant_for_byte_range(start, end)?;
-            let next = node.child_with_descendant(target)?;
-            if next.kind_name() == "function_definition" {
+            let next = current.child_with_descendant(node)?;
+            if next.kind_name() == "function_definition" && next.id() != node.id() {
                 function = Some(next);
             }
-            node = next;
+            current = next;
         }
-        None
+        function
     }
 
     /// The expression a bound value's fact came from (the named node at [`Fact::origin`]).
     pub fn origin_node(&self, origin: (usize, usize)) -> Option<Node<'t>> {
-        self.node_at(origin.0, origin.1).map(|(node, _)| node)
+        self.node_at(origin.0, origin.1)
     }
 
     /// The function around the expression at `origin` (see [`Self::origin_node`]); `None` at
     /// module level or when no node spans the origin.
     pub fn origin_function(&self, origin: (usize, usize)) -> Option<Node<'t>> {
-        self.node_at(origin.0, origin.1)
-            .and_then(|(_, function)| function)
+        let node = self.node_at(origin.0, origin.1)?;
+        self.function_containing(node)
     }
 
     /// The function around `node` (`Some(None)` at module level).
     pub fn function_around(&self, node: Node<'t>) -> Option<Option<Node<'t>>> {
-        if node.kind_name() == "function_definition" {
-            // The function around a definition is the one it is nested in.
-            return self
-                .node_at(node.start_byte(), node.end_byte())
-                .map(|(_, function)| function.filter(|f| f.id() != node.id()));
+        // The current node and its ancestors: from the traversal's stack.
+        if self.ancestors.last().is_some_and(|current| {
+            current.start_byte() <= node.start_byte() && node.end_byte() <= current.end_byte()
+        }) {
+            return Some(
+                self.ancestors
+                    .iter()
+                    .rev()
+                    .find(|a| a.kind_name() == "function_definition" && a.id() != node.id())
+                    .copied(),
+            );
         }
-        self.node_at(node.start_byte(), node.end_byte())
-            .map(|(_, function)| function)
+        self.module_node()?;
+        Some(self.function_containing(node))
     }
 
     /// The value of the last plain assignment `name = value` that ends before `before`, in the
