@@ -155,11 +155,17 @@ if ! skip wasm; then
   # both sizes and fails the section. The rule docs are not in the module (rule-docs.json beside
   # it); see docs/benchmarks.md for where the bytes go.
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint bash server/wasm/build.sh --check-size
+  # The browser's language server (the `language-server` feature, off in the workspace build).
+  cargo test --locked -p tpulint_wasm --features language-server
   [[ -d node_modules/playwright-core && -d node_modules/vscode-languageserver ]] || npm ci --no-audit --no-fund
   TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint \
     node --test server/wasm/tests/fixtures.test.mjs server/wasm/tests/playground.test.mjs
   npm run --silent build:web
-  npm run --silent test:web
+  # The web worker's server over a MessageChannel, and the parity test: one LSP session replayed
+  # against `tpulint server` and the web worker's server, with identical answers required.
+  TPULINT_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/tpulint npm run --silent test:web
+  # The worker bundle itself in a browser worker (headless Chromium), as VS Code for the web runs it.
+  node --test server/wasm/tests/web-worker.test.mjs
 fi
 
 # ---- VS Code end to end: the VSIX installed in real VS Code (code-server 4.100.3 + chromium) ----

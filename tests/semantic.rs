@@ -172,6 +172,14 @@ fn hot_paths() {
     assert_eq!(at(decorated).hot_path, Some(HotPath::Compiled));
     let cold = "def evaluate(model):\n    return ⟦model⟧\n";
     assert_eq!(at(cold).hot_path, None);
+    // A per-batch hook's calls after an early exit on a throttle do not make the callee hot.
+    let throttled_exit = "class Saver:\n    def on_train_batch_end(self, trainer):\n        skip = trainer.global_step % self.every != 0\n        if skip:\n            return\n        self.save(trainer)\n    def save(self, trainer):\n        return ⟦trainer⟧\n";
+    assert_eq!(at(throttled_exit).hot_path, None);
+    let unthrottled = "class Saver:\n    def on_train_batch_end(self, trainer):\n        self.save(trainer)\n    def save(self, trainer):\n        return ⟦trainer⟧\n";
+    assert_ne!(at(unthrottled).hot_path, None);
+    // A modulo by the accumulation steps is the optimizer step, not a throttle.
+    let accumulation = "for step, batch in enumerate(loader):\n    loss = model(batch)\n    loss.backward()\n    if (step + 1) % accumulation_steps == 0:\n        ⟦optimizer⟧.step()\n";
+    assert_eq!(at(accumulation).hot_path, Some(HotPath::TrainingLoop));
 }
 
 /// The import records of `source`: `(local, qualified, condition, in_function)`.
@@ -338,6 +346,31 @@ fn guards_and_hardware_scope() {
     let after_function =
         "def f():\n    if not torch.cuda.is_available():\n        return\n    x = 1\n⟦y⟧ = 2\n";
     assert!(!scope(after_function).never_on_tpu);
+    // A function every call of which in the file runs only with CUDA is CUDA-only code.
+    let cuda_callers = "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n    return major >= 8\ndef check():\n    if not torch.cuda.is_available() or not ampere():\n        return\n";
+    assert!(scope(cuda_callers).never_on_tpu);
+    let one_caller_unguarded = "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n    return major >= 8\nif torch.cuda.is_available():\n    ampere()\nampere()\n";
+    assert!(!scope(one_caller_unguarded).never_on_tpu);
+    let never_called =
+        "import torch\ndef ampere():\n    ⟦major⟧ = torch.cuda.get_device_capability()[0]\n";
+    assert!(!scope(never_called).never_on_tpu);
+    // A FlashAttention-only attention implementation is a CUDA-only branch.
+    assert!(
+        scope("if self.config._attn_implementation == \"flash_attention_2\":\n    ⟦x⟧ = 1\n")
+            .never_on_tpu
+    );
+    assert!(!scope("if self.config._attn_implementation == \"sdpa\":\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // TorchScript / ONNX export branches never run on a TPU.
+    assert!(scope("if torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if not torch.jit.is_scripting():\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // A helper called only from a function that uses a CUDA-only package is CUDA-only too.
+    let library_caller = "import torch\nfrom flash_attn.bert_padding import index_first_axis\ndef unpad(mask):\n    ⟦seqlens⟧ = mask.sum(-1)\n    return seqlens\ndef upad_input(k, mask):\n    s = unpad(mask)\n    return index_first_axis(k, s)\n";
+    assert!(scope(library_caller).never_on_tpu);
+    // An option of the TPU path is no TPU test: its `else` still runs on a TPU.
+    let option = "if args.tpu_use_cluster:\n    pod()\nelse:\n    ⟦single⟧()\n";
+    assert!(!scope(option).never_on_tpu);
+    let flag = "if args.use_tpu:\n    tpu()\nelse:\n    ⟦gpu⟧()\n";
+    assert!(scope(flag).never_on_tpu);
     // Skip decorators and requirement markers.
     for decorator in [
         "@unittest.skipIf(not torch.cuda.is_available(), \"needs CUDA\")",
@@ -680,6 +713,30 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
     let collate = "import torch\nimport torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\nfor batch in loader:\n    loss = model(batch).sum()\n    loss.backward()\n";
     let lines = finding_lines(collate, &transforms);
     assert!(lines.iter().any(|(_, code)| *code == "TPU306"), "{lines:?}");
+}
+
+#[test]
+fn checkpoint_converters_report_errors_and_loads_only() {
+    // A converter runs once, offline: padding, float64 and per-op costs are moot there; a
+    // `.cuda()` (raises on a TPU host) and a load without `map_location` are not.
+    let source = "import torch\nfrom torch.utils.data import DataLoader\nstate = torch.load(path)\nw = state[\"w\"].double()\nref = model.cuda()\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n";
+    let workload = finding_lines(source, &Settings::default());
+    let codes =
+        |lines: &[(usize, &str)]| lines.iter().map(|(_, c)| c.to_string()).collect::<Vec<_>>();
+    let everywhere = codes(&workload);
+    assert!(everywhere.contains(&"TPU501".to_string()), "{everywhere:?}");
+    let converter = Settings {
+        converter_path: tpulint_analyzer::settings::is_converter_path(
+            "models/llama/convert_llama_weights_to_hf.py",
+        ),
+        ..Settings::default()
+    };
+    let lines = finding_lines(source, &converter);
+    let kept = codes(&lines);
+    assert!(kept.contains(&"TPU406".to_string()), "{kept:?}");
+    assert!(kept.contains(&"TPU403".to_string()), "{kept:?}");
+    assert!(!kept.contains(&"TPU501".to_string()), "{kept:?}");
+    assert!(!kept.contains(&"TPU402".to_string()), "{kept:?}");
 }
 
 #[test]

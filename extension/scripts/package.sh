@@ -22,7 +22,7 @@ install -m 755 "$binary" extension/bin/tpulint
 npm run --silent build
 # The web extension (the manifest's `browser` entry) runs the wasm build in a worker; build the
 # wasm package first when this checkout has none.
-[[ -f server/wasm/pkg/web/tpulint_wasm.js ]] || bash server/wasm/build.sh
+[[ -f server/wasm/pkg/web-lsp/tpulint_wasm.js ]] || bash server/wasm/build.sh
 npm run --silent build:web
 
 # The Marketplace README lives in extension/; its image links are relative to that folder in the

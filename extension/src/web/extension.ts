@@ -1,8 +1,9 @@
 /**
  * Entry of the extension in VS Code for the web (package.json `browser`). No process can be
- * started there, so the language server is a web worker running the WebAssembly build
- * (`worker.ts`): the same diagnostics and fixes as `tpulint server`, and no environment check
- * (its commands and walkthrough are hidden with `!isWeb` in package.json).
+ * started there, so the language server is a web worker running `tpulint server`'s own protocol
+ * logic compiled to WebAssembly (`worker.ts`): the same diagnostics, code actions, fixes and
+ * hovers, for files and notebooks, and no environment check (its commands and walkthrough are
+ * hidden with `!isWeb` in package.json).
  */
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, HoverRequest, LanguageClient, type LanguageClientOptions } from 'vscode-languageclient/browser';
@@ -24,7 +25,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const worker = new WorkerClass(workerUri.toString(true));
   const clientOptions: LanguageClientOptions = {
     // Any scheme: on the web, files live in virtual file systems (vscode-vfs, vscode-test-web, …).
-    documentSelector: [{ language: 'python' }],
+    // Notebook cells: the server advertises notebookDocumentSync, so the client sends whole
+    // notebooks; this filter routes the cells' requests to the server too (as on the desktop).
+    documentSelector: [{ language: 'python' }, { notebook: '*', language: 'python' }],
     diagnosticCollectionName: CLIENT_ID,
     initializationOptions: initializationOptions(readSettings(settingReader())),
   };

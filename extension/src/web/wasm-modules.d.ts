@@ -4,15 +4,20 @@
  * build; the shapes are those of server/wasm/src/lib.rs.
  */
 declare module 'tpulint-wasm-web' {
-  import type { CheckOptions, FixOutcome, JsonDiagnostic, RuleInfo } from './analysis';
+  import type { WasmLanguageServer } from './server';
   export function initSync(module: { module: Uint8Array }): unknown;
-  export function check(source: string, options: CheckOptions): JsonDiagnostic[];
-  export function applyFixes(source: string, options: CheckOptions, unsafe: boolean): FixOutcome;
-  export function rules(): RuleInfo[];
+  /** The language server: `new LanguageServer(JSON.stringify(ruleDocs))`. */
+  export class LanguageServer implements WasmLanguageServer {
+    constructor(ruleDocs: string);
+    handle(message: string): string;
+    idle(): string;
+    hasPendingWork(): boolean;
+    isShuttingDown(): boolean;
+  }
   export function version(): string;
 }
 
-/** `rule-docs.json`, written by build.sh beside the module (the `RuleDocs` of ./analysis). */
+/** `rule-docs.json`, written by build.sh beside the module: summary and documentation by code. */
 declare module 'tpulint-rule-docs' {
   const docs: Record<string, { summary: string; explanation: string }>;
   export default docs;

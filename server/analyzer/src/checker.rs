@@ -372,6 +372,7 @@ pub(crate) fn new_model<'t>(
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    semantic.set_converter_file(settings.converter_path);
     semantic
 }
 
@@ -538,6 +539,7 @@ pub fn inspect(
     let mut semantic = SemanticModel::new(source, tree, settings.backend);
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    semantic.set_converter_file(settings.converter_path);
     let mut found = None;
     walk(tree, &mut semantic, |semantic, node, _| {
         if node.id() == target.id() {

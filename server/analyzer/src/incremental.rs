@@ -161,18 +161,25 @@ fn hash_one(value: impl Hash) -> u64 {
 fn changed_bytes(old: &str, new: &str) -> (usize, usize, isize) {
     let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
     let limit = old_bytes.len().min(new_bytes.len());
-    let prefix = old_bytes
+    let mut prefix = old_bytes
         .iter()
         .zip(new_bytes)
         .take_while(|(a, b)| a == b)
         .count();
-    let suffix = old_bytes[prefix..]
+    // Whole characters only: `é` and `ü` share their first byte, `é` and `©` their last.
+    while !(old.is_char_boundary(prefix) && new.is_char_boundary(prefix)) {
+        prefix -= 1;
+    }
+    let mut suffix = old_bytes[prefix..]
         .iter()
         .rev()
         .zip(new_bytes[prefix..].iter().rev())
         .take_while(|(a, b)| a == b)
         .count()
         .min(limit - prefix);
+    while !(old.is_char_boundary(old.len() - suffix) && new.is_char_boundary(new.len() - suffix)) {
+        suffix -= 1;
+    }
     let delta = new_bytes.len() as isize - old_bytes.len() as isize;
     (prefix, old_bytes.len() - suffix, delta)
 }
@@ -314,6 +321,14 @@ fn plan<'p>(
     let (old_bytes, new_bytes) = (old_source.as_bytes(), source.as_bytes());
     let (mut prefix_bytes, mut old_end) = (prefix_bytes, old_end);
     let mut new_end = (old_end as isize + delta) as usize;
+    // The slide moves byte by byte; it may only stop between characters.
+    let on_boundaries = |prefix: usize, old_end: usize, new_end: usize| {
+        old_source.is_char_boundary(prefix)
+            && source.is_char_boundary(prefix)
+            && old_source.is_char_boundary(old_end)
+            && source.is_char_boundary(new_end)
+    };
+    let mut last_whole = (prefix_bytes, old_end, new_end);
     while prefix_bytes > 0 && !at_line_start(prefix_bytes) {
         let slides = if old_end == prefix_bytes {
             new_end > prefix_bytes && new_bytes[new_end - 1] == old_bytes[prefix_bytes - 1]
@@ -328,7 +343,11 @@ fn plan<'p>(
         prefix_bytes -= 1;
         old_end -= 1;
         new_end -= 1;
+        if on_boundaries(prefix_bytes, old_end, new_end) {
+            last_whole = (prefix_bytes, old_end, new_end);
+        }
     }
+    (prefix_bytes, old_end, new_end) = last_whole;
     let inserted = &source[prefix_bytes..new_end];
     let line_start = if at_line_start(prefix_bytes) {
         prefix_bytes

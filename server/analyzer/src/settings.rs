@@ -146,6 +146,15 @@ pub fn is_data_pipeline_path(path: &str) -> bool {
         )
 }
 
+/// Whether a path is a checkpoint converter by the convention of model repositories
+/// (`convert_llama_weights_to_hf.py`, `convert_from_ckpt.py`, `scripts/convert_*.py`): a script
+/// run once, offline, usually on the CPU, to rewrite a checkpoint.
+pub fn is_converter_path(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.strip_suffix(".py").unwrap_or(file);
+    stem.starts_with("convert_") || stem == "convert"
+}
+
 /// A rule selector: `ALL`, a family or code prefix (`TPU1`, `TPU10`), a code, or a rule name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RuleSelector {
@@ -310,6 +319,8 @@ pub struct Settings {
     /// Whether the file's path says it is host data-pipeline code (see
     /// [`is_data_pipeline_path`]).
     pub data_pipeline_path: bool,
+    /// Whether the file's path says it is a checkpoint converter (see [`is_converter_path`]).
+    pub converter_path: bool,
     /// `torch-xla-version`: the torch_xla release the project targets; `None`: the current one.
     pub torch_xla_version: Option<TorchXlaVersion>,
 }
@@ -323,6 +334,7 @@ impl Default for Settings {
             test_code: TestCodePolicy::default(),
             test_path: false,
             data_pipeline_path: false,
+            converter_path: false,
             torch_xla_version: None,
         }
     }
@@ -419,6 +431,7 @@ impl Configuration {
             test_code: self.test_code,
             test_path: is_test_path(relative_path),
             data_pipeline_path: is_data_pipeline_path(relative_path),
+            converter_path: is_converter_path(relative_path),
             torch_xla_version: self.torch_xla_version,
         }
     }
@@ -521,6 +534,16 @@ mod tests {
         assert!(!is_test_path("examples/train.py"));
         assert!(!is_test_path("src/contest.py"));
         assert!(!is_test_path("latest/train.py"));
+    }
+
+    #[test]
+    fn converter_paths() {
+        assert!(is_converter_path(
+            "models/llama/convert_llama_weights_to_hf.py"
+        ));
+        assert!(is_converter_path("scripts/convert_from_ckpt.py"));
+        assert!(!is_converter_path("models/llama/modeling_llama.py"));
+        assert!(!is_converter_path("utils/conversion.py"));
     }
 
     #[test]

@@ -243,6 +243,23 @@ pub const BOOLEAN_FUNCTIONS: &[&str] = &[
     "bernoulli",
 ];
 
+/// Queries that hold only while a model is exported rather than run: TorchScript scripting and
+/// tracing (`torch.jit.is_scripting()`, `torch.jit.is_tracing()`, torchvision's `_is_tracing()`)
+/// and ONNX export (`torch.onnx.is_in_onnx_export()`). Neither backend runs such a branch.
+pub fn is_export_mode_query(name: &str) -> bool {
+    matches!(
+        name,
+        "is_scripting" | "is_tracing" | "_is_tracing" | "is_in_onnx_export"
+    )
+}
+
+/// Attention implementations that exist only on CUDA (Hugging Face's `attn_implementation`
+/// values backed by the FlashAttention kernels): `if config._attn_implementation ==
+/// "flash_attention_2":` is a CUDA-only branch.
+pub fn is_cuda_only_attention_implementation(text: &str) -> bool {
+    matches!(text, "flash_attention_2" | "flash_attention_3")
+}
+
 /// `torch.cuda` functions that initialise CUDA and so raise without it.
 pub const CUDA_RAISING: &[&str] = &[
     "synchronize",
@@ -263,17 +280,16 @@ pub const CUDA_RAISING: &[&str] = &[
 ];
 
 /// `torch.cuda` functions that quietly do nothing without CUDA (memory statistics, which read as
-/// zeros harmlessly, are deliberately absent).
+/// zeros harmlessly, are deliberately absent, and so are the RNG-state round trips
+/// `get_rng_state_all()` / `set_rng_state_all(states)`: off CUDA the first returns `[]` and the
+/// second restores it, which is right on a TPU machine; the seeds are what leave the TPU's
+/// generator unseeded).
 pub const CUDA_SILENT: &[&str] = &[
     "manual_seed",
     "manual_seed_all",
     "seed",
     "seed_all",
     "device_count",
-    "get_rng_state",
-    "set_rng_state",
-    "get_rng_state_all",
-    "set_rng_state_all",
 ];
 
 /// Tensor attributes that describe a tensor rather than hold its values: reading them never

@@ -7,7 +7,6 @@ use ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, Hover, HoverContents, MarkupContent,
     MarkupKind, TextEdit, Uri, WorkspaceEdit,
 };
-use serde::{Deserialize, Serialize};
 use tpulint_analyzer::{Applicability, Edit, TextRange, rule_by_code_or_name};
 
 use crate::analysis::Analysis;
@@ -22,10 +21,30 @@ pub fn source_fix_all_tpulint() -> CodeActionKind {
 pub const FIX_ALL_TITLE: &str = "Fix all tpulint issues";
 
 /// What a lazily resolved action carries in its `data`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct ResolveData {
     pub uri: Uri,
     pub version: i32,
+}
+
+impl ResolveData {
+    /// The `data` JSON, built directly: serializing into a `serde_json::Value` would link a
+    /// second serializer into the WebAssembly module.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut data = serde_json::Map::new();
+        data.insert("uri".to_string(), self.uri.as_str().into());
+        data.insert("version".to_string(), self.version.into());
+        serde_json::Value::Object(data)
+    }
+
+    /// Reads the `data` JSON back.
+    pub fn from_json(data: &impl crate::server::json::JsonRead) -> Option<ResolveData> {
+        use std::str::FromStr;
+        Some(ResolveData {
+            uri: Uri::from_str(data.get("uri")?.as_str()?).ok()?,
+            version: i32::try_from(data.get("version")?.as_i64()?).ok()?,
+        })
+    }
 }
 
 /// Whether the client's `only` filter lets actions of `kind` through (`source.fixAll` admits
@@ -117,11 +136,13 @@ pub fn code_actions(
             ..CodeAction::default()
         };
         if resolve_lazily {
-            action.data = serde_json::to_value(ResolveData {
-                uri: uri.clone(),
-                version: analysis.version,
-            })
-            .ok();
+            action.data = Some(
+                ResolveData {
+                    uri: uri.clone(),
+                    version: analysis.version,
+                }
+                .to_json(),
+            );
         } else {
             action.edit = Some(fix_all_edit(uri, analysis, encoding).unwrap_or_default());
         }
@@ -173,8 +194,20 @@ pub fn fix_all_edit(
     ))
 }
 
-/// The documentation of every rule with a diagnostic at `offset`.
-pub fn hover(analysis: &Analysis, offset: usize, encoding: PositionEncoding) -> Option<Hover> {
+/// A rule's documentation (Markdown) from the engine itself; a build without it (the
+/// WebAssembly module) is given the documentation by its host instead.
+pub fn builtin_docs(code: &str) -> String {
+    rule_by_code_or_name(code).map_or_else(String::new, |id| id.meta().docs_markdown())
+}
+
+/// The documentation of every rule with a diagnostic at `offset`; `docs` gives a rule's
+/// Markdown by code ([`builtin_docs`] natively).
+pub fn hover(
+    analysis: &Analysis,
+    offset: usize,
+    encoding: PositionEncoding,
+    docs: &dyn Fn(&str) -> String,
+) -> Option<Hover> {
     let mut codes: Vec<&'static str> = Vec::new();
     let mut first_range = None;
     for diagnostic in &analysis.diagnostics {
@@ -194,7 +227,7 @@ pub fn hover(analysis: &Analysis, offset: usize, encoding: PositionEncoding) -> 
                 "# {} ({})\n\n{}\n[Rule documentation]({})",
                 meta.code,
                 meta.name,
-                meta.docs_markdown().trim_end(),
+                docs(meta.code).trim_end(),
                 meta.url()
             )
         })

@@ -8,8 +8,6 @@ use tpulint_analyzer::{
 };
 use tree_sitter::Tree;
 
-use crate::source_kind::SourceKind;
-
 /// The edit that suppresses `diagnostic` on its first line: a new `  # noqa: CODE` at the end
 /// of the line, or `, CODE` appended to the line's existing `# noqa: …` list. `None` when the
 /// line already has a bare `# noqa` or lists the code, and for diagnostics no rule reports
@@ -80,8 +78,8 @@ pub fn fix_all_edit(text: &str, settings: &Settings, unsafe_fixes: bool) -> Opti
     } else {
         Applicability::Safe
     };
-    let outcome = crate::fix::fix(&SourceKind::Python(text.to_string()), settings, threshold);
-    minimal_edit(text, outcome.output.python_text()?)
+    let fixed = crate::fix::fix_text(text, settings, threshold);
+    minimal_edit(text, &fixed)
 }
 
 /// The single replacement that turns `old` into `new`, trimmed to the changed middle.

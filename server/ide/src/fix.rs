@@ -127,6 +127,15 @@ pub fn fix_cells_of(
     }
 }
 
+/// The fix loop over one Python text, as an editor holds an open document: the fixed text.
+/// (Unlike [`fix`], it leaves the notebook model out of the WebAssembly module.)
+pub fn fix_text(text: &str, settings: &Settings, threshold: Applicability) -> String {
+    match fix_loop(Current::Python(text.to_string()), settings, threshold, None).0 {
+        Current::Python(text) => text,
+        Current::Cells(_) => text.to_string(),
+    }
+}
+
 /// The fix loop over cell texts (`None` for cells not checked), as an editor holds an open
 /// notebook: returns each cell's fixed text.
 pub fn fix_cells(

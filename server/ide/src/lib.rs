@@ -18,6 +18,7 @@ pub mod encoding;
 pub mod fix;
 pub mod from_proto;
 pub mod notebook;
+pub mod server;
 pub mod source_kind;
 pub mod to_proto;
 

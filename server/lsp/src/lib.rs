@@ -11,6 +11,7 @@
 
 pub mod backend_action;
 // The protocol data the server shares with every editor front end.
+pub use tpulint_ide::server::settings;
 pub use tpulint_ide::{actions, document, encoding, from_proto, to_proto};
 pub mod commands;
 pub mod notebook;
@@ -19,7 +20,6 @@ pub mod runtime;
 pub mod scheduler;
 pub mod server;
 pub mod session;
-pub mod settings;
 pub mod transport;
 
 use tokio::io::{AsyncRead, AsyncWrite};

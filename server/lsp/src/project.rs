@@ -56,7 +56,7 @@ impl Default for Projects {
 
 impl Projects {
     pub fn new(roots: &[PathBuf], client: &ClientSettings) -> Projects {
-        let overrides = client.to_overrides();
+        let overrides = overrides(client);
         let mut folders: Vec<(PathBuf, ProjectResolver)> = roots
             .iter()
             .filter_map(|root| {
@@ -125,9 +125,22 @@ impl Projects {
     }
 
     fn default_settings(&self) -> Settings {
+        // Equal to `ClientSettings::without_project`, which the browser's server uses.
         let mut configuration = Configuration::default();
         self.overrides.apply(&mut configuration);
         configuration.settings_for("untitled.py")
+    }
+}
+
+/// The editor's settings as overrides of the project's configuration, with the CLI's semantics
+/// (a `select` replaces the project's selection).
+fn overrides(client: &ClientSettings) -> Overrides {
+    Overrides {
+        select: client.select.clone(),
+        extend_select: client.extend_select.clone(),
+        ignore: client.ignore.clone(),
+        backend: client.backend,
+        ..Overrides::default()
     }
 }
 

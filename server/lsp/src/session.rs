@@ -9,7 +9,6 @@
 //! the lock is held, so publishes leave in the order their versions were applied.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -17,8 +16,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
-use tpulint_ide::analysis::check;
 use tpulint_ide::document::PreviousCheck;
+use tpulint_ide::server::analyze::CheckSettings;
 
 use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
@@ -26,20 +25,7 @@ use crate::project::{Projects, Resolved};
 use crate::scheduler::Scheduler;
 use crate::settings::ClientSettings;
 
-/// What the client can do, recorded once in `initialize`.
-#[derive(Debug, Clone, Default)]
-pub struct Negotiated {
-    pub encoding: PositionEncoding,
-    /// The client pulls diagnostics (`textDocument/diagnostic`); otherwise the server pushes.
-    pub pull_diagnostics: bool,
-    pub workspace_diagnostic_refresh: bool,
-    pub code_action_resolve: bool,
-    pub configuration_requests: bool,
-    pub watched_files_registration: bool,
-    pub apply_edit: bool,
-    /// Workspace edits may create files (`resourceOperations` includes `create`).
-    pub create_files: bool,
-}
+pub use tpulint_ide::server::capabilities::Negotiated;
 
 /// Everything that decides how a file is checked; replaced as a whole when anything changes.
 #[derive(Debug, Clone, Default)]
@@ -63,16 +49,7 @@ pub fn file_path(uri: &Uri) -> Option<PathBuf> {
 
 pub use tpulint_ide::analysis::Analysis;
 
-/// Why an analysis produced nothing.
-#[derive(Debug, Clone)]
-pub enum AnalysisError {
-    /// The request that wanted it was cancelled.
-    Cancelled,
-    /// A rule panicked; the message is logged and the server keeps serving.
-    Panicked(String),
-    /// The document was closed.
-    Closed,
-}
+pub use tpulint_ide::server::analyze::AnalysisError;
 
 /// The result of a worker's analysis task, or `None` after logging why there is none: a panic
 /// inside the engine or a failed task is logged as an error; a cancelled analysis or a closed
@@ -138,8 +115,9 @@ static FULL_CHECKS: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
         .is_some_and(|value| value != "0" && !value.is_empty())
 });
 
-/// Parses (incrementally when possible) and checks a snapshot. Never panics: a panic in a rule is
-/// caught and returned as an error.
+/// Parses (incrementally when possible) and checks a snapshot (see
+/// `tpulint_ide::server::analyze`). Never panics: a panic in a rule is caught and returned as an
+/// error.
 pub fn analyze(
     snapshot: DocumentSnapshot,
     resolved: Resolved,
@@ -147,61 +125,15 @@ pub fn analyze(
     unsafe_fixes: bool,
     token: &CancellationToken,
 ) -> Result<Analysis, AnalysisError> {
-    let Resolved {
-        settings,
-        config_file,
-        ..
-    } = resolved;
-    if token.is_cancelled() {
-        return Err(AnalysisError::Cancelled);
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let tree = snapshot.parse()?;
-        if token.is_cancelled() {
-            return None;
-        }
-        // Incremental: only the statements the edits touched (and what depends on them) are
-        // checked again; the result equals a full check (`tpulint_analyzer::incremental`).
-        let (diagnostics, incremental) = match &settings {
-            Some(settings) => {
-                let previous: &[PreviousCheck] = if *FULL_CHECKS {
-                    &[]
-                } else {
-                    &snapshot.previous
-                };
-                let (diagnostics, state, _reuse) = check(&snapshot.text, &tree, settings, previous);
-                (diagnostics, Some(state))
-            }
-            None => (Vec::new(), None),
-        };
-        Some((tree, diagnostics, incremental))
-    }));
-    match outcome {
-        Ok(Some((tree, diagnostics, incremental))) => Ok(Analysis {
-            version: snapshot.version,
-            generation,
-            text: snapshot.text,
-            line_index: snapshot.line_index,
-            tree,
-            diagnostics,
-            settings,
-            unsafe_fixes,
-            config_file,
-            incremental,
-        }),
-        Ok(None) => Err(AnalysisError::Cancelled),
-        Err(payload) => Err(AnalysisError::Panicked(panic_message(&*payload))),
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "unknown panic payload".to_string()
-    }
+    let check_settings = CheckSettings {
+        settings: resolved.settings,
+        config_file: resolved.config_file,
+        generation,
+        unsafe_fixes,
+    };
+    tpulint_ide::server::analyze::analyze(snapshot, check_settings, !*FULL_CHECKS, &|| {
+        token.is_cancelled()
+    })
 }
 
 /// One open document and what the server knows about it.

@@ -110,7 +110,10 @@ struct RuleEntry<'a> {
 /// (as `tpulint rule --all --output-format json` lists them, without [`DOCUMENTATION_KEYS`] when
 /// this build carries no documentation).
 pub fn rules_json() -> String {
-    let documented = |text: String| HAS_DOCS.then_some(text);
+    // Lazily: without the documentation, the summary's text processing is not linked at all.
+    fn documented(text: impl FnOnce() -> String) -> Option<String> {
+        HAS_DOCS.then(text)
+    }
     let list: Vec<RuleEntry<'_>> = rules()
         .iter()
         .map(|rule| RuleEntry {
@@ -120,9 +123,9 @@ pub fn rules_json() -> String {
             severity: rule.severity.as_str(),
             fix: rule.fix.as_str(),
             enabled_by_default: rule.enabled_by_default,
-            summary: documented(rule.summary()),
+            summary: documented(|| rule.summary()),
             url: rule.url(),
-            explanation: documented(rule.docs_markdown()),
+            explanation: documented(|| rule.docs_markdown()),
             confirms: None,
         })
         .chain(
@@ -135,9 +138,9 @@ pub fn rules_json() -> String {
                     severity: code.severity.as_str(),
                     fix: "none",
                     enabled_by_default: false,
-                    summary: documented(code.summary()),
+                    summary: documented(|| code.summary()),
                     url: code.url(),
-                    explanation: documented(code.docs.to_string()),
+                    explanation: documented(|| code.docs.to_string()),
                     confirms: Some(code.confirms),
                 }),
         )

@@ -11,7 +11,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::rules::helpers;
 use crate::semantic::ValueKind;
-use crate::syntax::{self, NodeExt, node_text};
+use crate::syntax::{self, NodeExt};
 use crate::torch_api;
 
 /// How deep the predicates below follow names and sub-expressions.
@@ -38,10 +38,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             let Some(origin) = fact.origin_range() else {
                 return false;
             };
-            let Some(node) = context
-                .root()
-                .descendant_for_byte_range(origin.start, origin.end)
-            else {
+            let Some(node) = context.semantic().origin_node((origin.start, origin.end)) else {
                 return false;
             };
             if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
@@ -286,107 +283,16 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 }
 
 /// The right-hand side of the last plain assignment `name = <value>` before `at` in the same
-/// function (or module) body, skipping nested functions and classes. A cheap stand-in for a
-/// reaching definition: branches are not distinguished.
+/// function (or module) body, nested functions and classes excluded, from the index's record of
+/// assignments. A cheap stand-in for a reaching definition: branches are not distinguished.
 pub fn last_assignment_value<'t>(
     context: &Context<'t, '_>,
     name: &str,
     at: Node<'t>,
 ) -> Option<Node<'t>> {
-    // `at` is usually under the current node (cheap, from the ancestor stack); a name met while
-    // following an earlier binding is not, and is located by descending from the root.
-    let scope = context
-        .enclosing(at, &["function_definition"])
-        .or_else(|| function_containing(context.root(), at.start_byte()))
-        .unwrap_or(context.root());
-    // No mention of the name before `at` means no assignment to it: skip the walk.
-    let before = context
-        .source()
-        .get(scope.start_byte()..at.start_byte())
-        .unwrap_or("");
-    if !before.contains(name) {
-        return None;
-    }
-    let body = scope.field("body").unwrap_or(scope);
-    let mut best: Option<Node<'t>> = None;
-    let mut stack = vec![body];
-    let mut visited = 0usize;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 20_000 || node.start_byte() >= at.start_byte() {
-            continue;
-        }
-        if node.kind_name() == "assignment"
-            && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-            && left.kind_name() == "identifier"
-            && node_text(left, context.source()) == name
-            && node.end_byte() <= at.start_byte()
-            && best.is_none_or(|b| b.start_byte() < right.start_byte())
-        {
-            best = Some(right);
-        }
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            let kind = child.kind_name();
-            if matches!(kind, "function_definition" | "class_definition" | "lambda")
-                || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
-            {
-                continue;
-            }
-            stack.push(child);
-        }
-    }
-    best
-}
-
-/// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
-/// assignments occur only in expression statements and on the right of other assignments.
-/// `last_assignment_value` does not descend into them (most of a function body's nodes).
-const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
-    "call",
-    "argument_list",
-    "attribute",
-    "identifier",
-    "string",
-    "concatenated_string",
-    "integer",
-    "float",
-    "subscript",
-    "binary_operator",
-    "unary_operator",
-    "comparison_operator",
-    "boolean_operator",
-    "not_operator",
-    "list",
-    "tuple",
-    "dictionary",
-    "set",
-    "parenthesized_expression",
-    "conditional_expression",
-    "list_comprehension",
-    "dictionary_comprehension",
-    "set_comprehension",
-    "generator_expression",
-    "keyword_argument",
-];
-
-/// The innermost function definition containing `offset`, found by descending from `root`.
-fn function_containing(root: Node<'_>, offset: usize) -> Option<Node<'_>> {
-    let mut cursor = root.walk();
-    let mut found = None;
-    for _ in 0..512 {
-        if cursor.goto_first_child_for_byte(offset).is_none() {
-            break;
-        }
-        let node = cursor.node();
-        if node.start_byte() > offset {
-            break;
-        }
-        if node.kind_name() == "function_definition" {
-            found = Some(node);
-        }
-    }
-    found
+    let semantic = context.semantic();
+    let function = semantic.function_around(at)?;
+    semantic.last_assignment_before(function, name, at.start_byte())
 }
 
 /// Whether the value is known not to be a tensor, or is a NumPy array.

@@ -61,6 +61,8 @@ impl SemanticModel<'_> {
             qualified_name_memo: _,
             // Read by incremental checking, per statement (`module_binds`, `module_journal`).
             module_binds: _,
+            // From the settings, whose digest incremental checking compares first.
+            converter: _,
             module_journal: _,
         } = self;
         let mut state = DefaultHasher::new();
@@ -84,6 +86,10 @@ impl SemanticModel<'_> {
             step_closures,
             cuda_library_scopes,
             cuda_mode_flags,
+            cuda_only_callees,
+            throttles,
+            throttle_exits,
+            comparison_scopes,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -112,6 +118,12 @@ impl SemanticModel<'_> {
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
         strings(cuda_mode_flags).hash(&mut state);
+        // Decided by calls in other statements (the callers' guards).
+        strings(cuda_only_callees).hash(&mut state);
+        // Each follows from its own statement (a condition and names bound in its function).
+        throttles.len().hash(&mut state);
+        throttle_exits.len().hash(&mut state);
+        comparison_scopes.len().hash(&mut state);
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);

@@ -17,6 +17,10 @@ pub enum Hardware {
     Cuda,
     /// A TPU, through either backend.
     Tpu,
+    /// TorchScript scripting or tracing, or ONNX export (`torch.jit.is_scripting()`,
+    /// `torch.jit.is_tracing()`, `torch.onnx.is_in_onnx_export()`): an export path, never taken
+    /// when a model runs eagerly or compiled on a TPU.
+    Export,
 }
 
 /// A condition that tests for hardware: `positive` when it is true on that hardware.
@@ -51,6 +55,10 @@ pub struct HardwareScope {
     pub tpu_only: bool,
     /// Under `if TYPE_CHECKING:`: never executes.
     pub type_checking: bool,
+    /// In a branch taken only for float16 precision (`if self.precision == "16-mixed":`,
+    /// `if args.fp16:`, `if dtype == torch.float16:`): CUDA's fp16 mixed precision, where loss
+    /// scaling is needed; a TPU run takes the bfloat16 path.
+    pub float16_only: bool,
 }
 
 impl HardwareScope {
@@ -64,9 +72,11 @@ impl HardwareScope {
         if let Some(test) = test {
             scope.device_branch = true;
             match (test.hardware, test.positive) {
-                (Hardware::Cuda, true) | (Hardware::Tpu, false) => scope.never_on_tpu = true,
+                (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false) => {
+                    scope.never_on_tpu = true
+                }
                 (Hardware::Tpu, true) => scope.tpu_only = true,
-                (Hardware::Cuda, false) => {}
+                (Hardware::Cuda | Hardware::Export, false) => {}
             }
         }
         scope
@@ -137,20 +147,23 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
 
 /// Whether `block` is the body of `if <throttle>:` or `elif <throttle>:` (a condition computing
 /// `a % b`).
-pub(crate) fn is_throttled_block(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
+pub(crate) fn is_throttled_block(
+    block: Node<'_>,
+    parent: Node<'_>,
+    throttles: &crate::hash::HashSet<u64>,
+) -> bool {
     let body = match parent.kind_name() {
         "if_statement" => parent.field("consequence"),
         "elif_clause" => parent.field("consequence"),
         _ => None,
     };
     body.is_some_and(|c| c.id() == block.id())
-        && parent
-            .field("condition")
-            .is_some_and(|c| crate::semantic::summaries::has_modulo(c, source))
+        && throttles.contains(&crate::semantic::summaries::node_key(parent))
 }
 
 /// Whether `node` (an expression) only runs where no TPU is: on the right of
-/// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16), or in the
+/// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16) or of
+/// `not <CUDA test> or …`, or in the
 /// branch of `… if <device test> else …` taken without a TPU. `ancestors` are the node's
 /// ancestors, innermost first, up to its statement.
 pub(crate) fn expression_never_on_tpu<'t>(
@@ -162,16 +175,24 @@ pub(crate) fn expression_never_on_tpu<'t>(
     for parent in ancestors {
         match parent.kind_name() {
             "boolean_operator" => {
-                let is_and = parent
-                    .field("operator")
-                    .is_some_and(|o| node_text(o, source) == "and");
-                if is_and
-                    && let Some(left) = parent.field("left")
+                let operator = parent.field("operator").map(|o| node_text(o, source));
+                if let Some(left) = parent.field("left")
                     && left.id() != child.id()
-                    && (is_float16_test(left, source)
-                        || device_test(left, source).is_some_and(never_on_tpu_when_true))
                 {
-                    return true;
+                    // `<CUDA test> and …` runs `…` when the test holds; `not <CUDA test> or …`
+                    // (`not torch.cuda.is_available() or not f()`) when it fails.
+                    let never = match operator {
+                        Some("and") => {
+                            is_float16_test(left, source)
+                                || device_test(left, source).is_some_and(never_on_tpu_when_true)
+                        }
+                        Some("or") => device_test(left, source)
+                            .is_some_and(|test| never_on_tpu_when_true(test.negate())),
+                        _ => false,
+                    };
+                    if never {
+                        return true;
+                    }
                 }
             }
             "conditional_expression" => {
@@ -206,8 +227,58 @@ pub(crate) fn expression_never_on_tpu<'t>(
 pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     matches!(
         (test.hardware, test.positive),
-        (Hardware::Cuda, true) | (Hardware::Tpu, false)
+        (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false)
     )
+}
+
+/// Whether a condition holds only for float16 precision: `precision == "16-mixed"`,
+/// `dtype == torch.float16`, `args.fp16`, `self.use_fp16 and …`.
+fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if depth > MAX_EXPR_DEPTH {
+        return false;
+    }
+    match condition.kind_name() {
+        "boolean_operator" => {
+            condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, source) == "and")
+                && [condition.field("left"), condition.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| float16_condition(side, source, depth + 1))
+        }
+        "comparison_operator" => {
+            let mut cursor = condition.walk();
+            let equality = condition
+                .children(&mut cursor)
+                .filter(|c| !c.is_named())
+                .all(|c| matches!(node_text(c, source), "==" | "is"));
+            let mut cursor = condition.walk();
+            let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
+            equality
+                && operands.len() == 2
+                && operands.iter().any(|operand| {
+                    matches!(node_text(*operand, source), "torch.float16" | "torch.half")
+                        || syntax::string_value(*operand, source).is_some_and(|text| {
+                            matches!(
+                                text.as_ref(),
+                                "16-mixed" | "16" | "fp16" | "float16" | "half" | "16-true"
+                            )
+                        })
+                })
+        }
+        "identifier" | "attribute" => syntax::dotted_parts(condition, source)
+            .and_then(|parts| parts.last().map(|last| last.to_ascii_lowercase()))
+            .is_some_and(|last| {
+                let words: Vec<&str> = last.split('_').collect();
+                words.iter().any(|w| matches!(*w, "fp16" | "float16"))
+                    && !words
+                        .iter()
+                        .any(|w| matches!(*w, "no" | "not" | "disable" | "without"))
+            }),
+        _ => false,
+    }
 }
 
 /// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
@@ -259,14 +330,20 @@ pub(crate) fn block_scope(
                     ..outer
                 };
             }
-            outer.branch(condition.and_then(|c| device_test(c, source)))
+            let mut scope = outer.branch(condition.and_then(|c| device_test(c, source)));
+            scope.float16_only |= condition.is_some_and(|c| float16_condition(c, source, 0));
+            scope
         }
         "elif_clause" => {
             let own = parent
                 .field("condition")
                 .and_then(|c| device_test(c, source));
             let earlier = grandparent.and_then(|g| earlier_branches(g, parent, source));
-            outer.branch(own.or(earlier))
+            let mut scope = outer.branch(own.or(earlier));
+            scope.float16_only |= parent
+                .field("condition")
+                .is_some_and(|c| float16_condition(c, source, 0));
+            scope
         }
         "else_clause" => match grandparent {
             Some(statement) if statement.kind_name() == "if_statement" => {
@@ -328,8 +405,7 @@ fn earlier_branches(if_statement: Node<'_>, branch: Node<'_>, source: &str) -> O
     conditions
         .into_iter()
         .flatten()
-        .find_map(|condition| device_test(condition, source))
-        .map(DeviceTest::negate)
+        .find_map(|condition| false_test(condition, source, 0))
 }
 
 /// After `if <test>: … return` (or `raise` / `continue`) without an `else`, the rest of the
@@ -350,8 +426,39 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     ) {
         return None;
     }
-    let test = device_test(if_statement.field("condition")?, source)?;
-    Some(test.negate())
+    false_test(if_statement.field("condition")?, source, 0)
+}
+
+/// What a condition being false says about the hardware: `not (a or b)` is `not a and not b`,
+/// so `if not torch.cuda.is_available() or not ampere(): return` leaves CUDA for the rest; but
+/// `not (a and b)` is `not a or not b`, which says nothing unless both sides agree
+/// (`if not torch.jit.is_tracing() and same_size: return` leaves eager code too).
+fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
+    let condition = syntax::unparenthesize(condition);
+    if depth >= MAX_EXPR_DEPTH {
+        return None;
+    }
+    match condition.kind_name() {
+        "boolean_operator" => {
+            let left = condition
+                .field("left")
+                .and_then(|l| false_test(l, source, depth + 1));
+            let right = condition
+                .field("right")
+                .and_then(|r| false_test(r, source, depth + 1));
+            match condition.field("operator").map(|o| node_text(o, source)) {
+                Some("or") => left.or(right),
+                _ => match (left, right) {
+                    (Some(l), Some(r)) if l == r => Some(l),
+                    _ => None,
+                },
+            }
+        }
+        "not_operator" => condition
+            .field("argument")
+            .and_then(|argument| device_test(argument, source)),
+        _ => device_test(condition, source).map(DeviceTest::negate),
+    }
 }
 
 /// Applies the implication of an early exit to the scope of the rest of its block.
@@ -384,7 +491,7 @@ pub(crate) fn definition_scope(
         {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
-                    Some(Hardware::Cuda) => {
+                    Some(Hardware::Cuda | Hardware::Export) => {
                         scope.never_on_tpu = true;
                         scope.device_branch = true;
                     }
@@ -524,6 +631,12 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
             let (function, arguments) = syntax::call_parts(condition)?;
             let parts = syntax::dotted_parts(function, source)?;
             let last = *parts.last()?;
+            if crate::torch_api::is_export_mode_query(last) {
+                return Some(DeviceTest {
+                    hardware: Hardware::Export,
+                    positive: true,
+                });
+            }
             // `str(device).startswith("cuda")`, `device.type.startswith("xla")`.
             if last == "startswith" {
                 let prefix = syntax::positional_args(arguments).first().copied()?;
@@ -575,7 +688,10 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     let negative = matches!(operator, "!=" | "not in" | "is not");
     for operand in &operands {
         if let Some(text) = syntax::string_value(*operand, source)
-            && let Some(hardware) = literal_hardware(&text)
+            && let Some(hardware) = literal_hardware(&text).or(
+                crate::torch_api::is_cuda_only_attention_implementation(&text)
+                    .then_some(Hardware::Cuda),
+            )
         {
             if !matches!(operator, "==" | "!=" | "in" | "not in" | "is" | "is not") {
                 return None;
@@ -628,7 +744,11 @@ fn name_test(parts: &[&str]) -> Option<DeviceTest> {
             .any(|w| matches!(w.as_str(), "no" | "not" | "disable" | "without" | "skip"));
         let hardware = if part_words.iter().any(|w| is_cuda_word(w)) {
             Some(Hardware::Cuda)
-        } else if part_words.iter().any(|w| is_tpu_word(w)) {
+        } else if part_words.iter().any(|w| is_tpu_word(w))
+            && part_words.iter().all(|w| is_tpu_word(w) || is_flag_word(w))
+        {
+            // `args.tpu`, `use_tpu`, `is_torch_xla_available`; not `tpu_use_cluster` or
+            // `xla_fsdp_v2`, options of the TPU path whose `else` still runs on a TPU.
             Some(Hardware::Tpu)
         } else {
             None
@@ -644,7 +764,7 @@ fn name_test(parts: &[&str]) -> Option<DeviceTest> {
 }
 
 /// `"cuda"`, `"cuda:0"`, `"gpu"`, `"nccl"` → CUDA; `"xla"`, `"tpu"`, `"xla:0"` → TPU.
-fn literal_hardware(text: &str) -> Option<Hardware> {
+pub(crate) fn literal_hardware(text: &str) -> Option<Hardware> {
     let kind = text
         .split(':')
         .next()
@@ -662,6 +782,47 @@ fn is_cuda_word(word: &str) -> bool {
     matches!(
         word,
         "cuda" | "gpu" | "gpus" | "nccl" | "cudnn" | "multigpu"
+    )
+}
+
+/// Words that make a name a flag or a query rather than an option (`use_tpu`, `is_on_xla`,
+/// `TEST_WITH_XLA`, `torch_xla_available`, `no_tpu`).
+fn is_flag_word(word: &str) -> bool {
+    matches!(
+        word,
+        "is" | "use"
+            | "using"
+            | "uses"
+            | "on"
+            | "run"
+            | "running"
+            | "runs"
+            | "has"
+            | "have"
+            | "enable"
+            | "enabled"
+            | "torch"
+            | "available"
+            | "device"
+            | "only"
+            | "with"
+            | "test"
+            | "require"
+            | "requires"
+            | "no"
+            | "not"
+            | "disable"
+            | "without"
+            | "skip"
+            | "in"
+            | "backend"
+            | "type"
+            | "distributed"
+            | "env"
+            | "runtime"
+            | "rt"
+            | "mode"
+            | "platform"
     )
 }
 

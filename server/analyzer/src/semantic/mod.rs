@@ -203,10 +203,43 @@ pub struct SemanticModel<'t> {
     /// Hashes of the names bound in module scope, in binding order (for incremental checking:
     /// which names a statement defines for the statements after it).
     module_binds: Vec<u64>,
+    /// Whether the file is a checkpoint converter (its path says so): a one-off offline script.
+    converter: bool,
     /// Every change to the module scope during the traversal, in order (for incremental
     /// checking: what a top-level statement does to the index, replayed instead of walked).
     module_journal: Vec<digest::ModuleChange>,
 }
+
+/// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
+/// assignments occur only in expression statements and on the right of other assignments.
+/// [`SemanticModel::last_assignment_before`] does not descend into them.
+const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
+    "call",
+    "argument_list",
+    "attribute",
+    "identifier",
+    "string",
+    "concatenated_string",
+    "integer",
+    "float",
+    "subscript",
+    "binary_operator",
+    "unary_operator",
+    "comparison_operator",
+    "boolean_operator",
+    "not_operator",
+    "list",
+    "tuple",
+    "dictionary",
+    "set",
+    "parenthesized_expression",
+    "conditional_expression",
+    "list_comprehension",
+    "dictionary_comprehension",
+    "set_comprehension",
+    "generator_expression",
+    "keyword_argument",
+];
 
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
@@ -258,6 +291,7 @@ impl<'t> SemanticModel<'t> {
             file_memo: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
+            converter: false,
             module_journal: Vec::new(),
         };
         let mut import_parts = crate::hash::HashMap::default();
@@ -491,6 +525,119 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
+    /// The module node (the root of the traversal).
+    fn module_node(&self) -> Option<Node<'t>> {
+        self.ancestors.first().copied()
+    }
+
+    /// The innermost named node spanning exactly `start..end` (one descent from the module).
+    fn node_at(&self, start: usize, end: usize) -> Option<Node<'t>> {
+        self.module_node()?
+            .named_descendant_for_byte_range(start, end)
+            .filter(|n| n.start_byte() == start && n.end_byte() == end)
+    }
+
+    /// The innermost function definition strictly around `node`, walking down from the module
+    /// (one child per level).
+    fn function_containing(&self, node: Node<'t>) -> Option<Node<'t>> {
+        let mut current = self.module_node()?;
+        let mut function = None;
+        for _ in 0..MAX_EXPR_DEPTH * 16 {
+            if current.id() == node.id() {
+                return function;
+            }
+            let next = current.child_with_descendant(node)?;
+            if next.kind_name() == "function_definition" && next.id() != node.id() {
+                function = Some(next);
+            }
+            current = next;
+        }
+        function
+    }
+
+    /// The expression a bound value's fact came from (the named node at [`Fact::origin`]).
+    pub fn origin_node(&self, origin: (usize, usize)) -> Option<Node<'t>> {
+        self.node_at(origin.0, origin.1)
+    }
+
+    /// The function around the expression at `origin` (see [`Self::origin_node`]); `None` at
+    /// module level or when no node spans the origin.
+    pub fn origin_function(&self, origin: (usize, usize)) -> Option<Node<'t>> {
+        let node = self.node_at(origin.0, origin.1)?;
+        self.function_containing(node)
+    }
+
+    /// The function around `node` (`Some(None)` at module level).
+    pub fn function_around(&self, node: Node<'t>) -> Option<Option<Node<'t>>> {
+        // The current node and its ancestors: from the traversal's stack.
+        if self.ancestors.last().is_some_and(|current| {
+            current.start_byte() <= node.start_byte() && node.end_byte() <= current.end_byte()
+        }) {
+            return Some(
+                self.ancestors
+                    .iter()
+                    .rev()
+                    .find(|a| a.kind_name() == "function_definition" && a.id() != node.id())
+                    .copied(),
+            );
+        }
+        self.module_node()?;
+        Some(self.function_containing(node))
+    }
+
+    /// The value of the last plain assignment `name = value` that ends before `before`, in the
+    /// body of `function` (the module when `None`), nested functions and classes excluded. A
+    /// cheap stand-in for a reaching definition: branches are not distinguished.
+    pub fn last_assignment_before(
+        &self,
+        function: Option<Node<'t>>,
+        name: &str,
+        before: usize,
+    ) -> Option<Node<'t>> {
+        let scope = match function {
+            Some(function) => function,
+            None => self.module_node()?,
+        };
+        // No mention of the name before `before` means no assignment to it: skip the walk.
+        let text = self
+            .source
+            .get(scope.start_byte()..before.max(scope.start_byte()))
+            .unwrap_or("");
+        if !text.contains(name) {
+            return None;
+        }
+        let body = scope.field("body").unwrap_or(scope);
+        let mut best: Option<Node<'t>> = None;
+        let mut stack = vec![body];
+        let mut visited = 0usize;
+        while let Some(node) = stack.pop() {
+            visited += 1;
+            if visited > 20_000 || node.start_byte() >= before {
+                continue;
+            }
+            if node.kind_name() == "assignment"
+                && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && node_text(left, self.source) == name
+                && node.end_byte() <= before
+                && best.is_none_or(|b| b.start_byte() < right.start_byte())
+            {
+                best = Some(right);
+            }
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                let kind = child.kind_name();
+                if matches!(kind, "function_definition" | "class_definition" | "lambda")
+                    || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
+                {
+                    continue;
+                }
+                stack.push(child);
+            }
+        }
+        best
+    }
+
     fn lookup(&self, name: &str) -> Option<&Binding> {
         // Class scopes are not visible from methods; the innermost function scope and the
         // module scope cover what rules need.
@@ -648,6 +795,15 @@ impl<'t> SemanticModel<'t> {
                 {
                     guards::apply_exit(&mut frame.scope, test);
                 }
+                // `if step % n != 0: return`: the rest of the block runs once every N steps.
+                if self
+                    .summaries
+                    .throttle_exits
+                    .contains(&summaries::node_key(node))
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    frame.cold = true;
+                }
             }
             "return_statement" => self.leave_return(node),
             "function_definition" => {
@@ -722,10 +878,18 @@ impl<'t> SemanticModel<'t> {
             scope.never_on_tpu = true;
             scope.device_branch = true;
         }
+        // A function that runs the same code on CUDA and on a TPU compares them on purpose.
+        if self
+            .summaries
+            .comparison_scopes
+            .contains(&summaries::node_key(block))
+        {
+            scope.device_branch = true;
+        }
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch
-            || guards::is_throttled_block(block, parent, self.source);
+            || guards::is_throttled_block(block, parent, &self.summaries.throttles);
         let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
             node_id: block.id(),
@@ -875,6 +1039,12 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
+    /// Marks the whole file as a checkpoint converter (its path says so: `convert_*.py`, see
+    /// [`crate::settings::is_converter_path`]).
+    pub fn set_converter_file(&mut self, converter: bool) {
+        self.converter = converter;
+    }
+
     /// The roles of the current node's code (error branch, load time, host data pipeline).
     pub fn code_roles(&self) -> CodeRoles {
         self.guard_frames
@@ -896,6 +1066,11 @@ impl<'t> SemanticModel<'t> {
             return true;
         };
         if frame.errors_only && severity != crate::diagnostic::Severity::Error {
+            return false;
+        }
+        // A converter runs once, offline, on the CPU: what it costs on a TPU does not matter;
+        // what raises there (CUDA calls) and a load without `map_location` still do.
+        if self.converter && severity != crate::diagnostic::Severity::Error && code != "TPU406" {
             return false;
         }
         if frame.load_time && roles::concerns_execution_cost(code) {
@@ -1220,7 +1395,7 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
-    fn leave_assignment(&mut self, node: Node<'_>) {
+    fn leave_assignment(&mut self, node: Node<'t>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
@@ -1680,6 +1855,16 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// The name of the innermost class around the current node.
+    pub fn enclosing_class_name(&self) -> Option<&'t str> {
+        let class = self
+            .ancestors
+            .iter()
+            .rev()
+            .find(|a| a.kind_name() == "class_definition")?;
+        class.field("name").map(|n| node_text(n, self.source))
+    }
+
     /// Whether the current node is inside an `nn.Module` subclass's body (any method).
     pub fn in_module_class(&self) -> bool {
         self.frames.iter().rev().any(|frame| match frame {
@@ -1981,6 +2166,16 @@ impl<'t> SemanticModel<'t> {
                     // `state.get("w")` / `state.pop("w")` of state loaded onto the host.
                     ValueKind::Container
                         if receiver.device == Device::Cpu && matches!(method, "get" | "pop") =>
+                    {
+                        Fact::tensor(Device::Cpu, origin)
+                    }
+                    // `x.argmax(-1).cpu()`: a tensor method's result copied to the host, whatever
+                    // `x` is (the method says it is a tensor).
+                    ValueKind::Unknown
+                        if method == "cpu"
+                            && syntax::method_call(object).is_some_and(|(_, inner)| {
+                                torch_api::TENSOR_ONLY_METHODS.contains(&node_text(inner, source))
+                            }) =>
                     {
                         Fact::tensor(Device::Cpu, origin)
                     }

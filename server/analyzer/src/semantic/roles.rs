@@ -135,16 +135,26 @@ pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
 
 /// Whether a function is a processing step around the model, by the convention of inference
 /// pipelines (Hugging Face `Pipeline.preprocess` / `postprocess`, image processors'
-/// `post_process_*`): it runs on the host, once per call, before or after the model.
+/// `post_process_*`), or a visualisation utility (`draw_segmentation_masks`, `plot_boxes`,
+/// `visualize_attention`): it runs on the host, once per call, before or after the model.
 pub(crate) fn is_processing_function(function: Node<'_>, source: &str) -> bool {
     let name = function
         .field("name")
         .map(|n| node_text(n, source))
         .unwrap_or("");
     let name = name.trim_start_matches('_');
-    ["preprocess", "postprocess", "pre_process", "post_process"]
-        .iter()
-        .any(|prefix| name.starts_with(prefix))
+    [
+        "preprocess",
+        "postprocess",
+        "pre_process",
+        "post_process",
+        "draw_",
+        "plot_",
+        "visualize",
+        "visualise",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
 }
 
 /// Whether rule `code` is about device tensors' values: host syncs (TPU1xx), CPU fallbacks

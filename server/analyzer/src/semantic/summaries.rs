@@ -10,6 +10,7 @@ use crate::hash::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
+use crate::semantic::guards::{self, HardwareScope};
 use crate::semantic::{Fact, ValueKind};
 use crate::syntax::{self, NodeExt, node_text};
 
@@ -179,6 +180,40 @@ pub(crate) struct Summaries {
     flag_sets: Vec<(usize, String)>,
     cuda_device_functions: HashSet<usize>,
     body_blocks: HashMap<usize, u64>,
+    /// Functions every call of which in this file runs only with CUDA (`if
+    /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
+    /// such a function or from one whose body uses a CUDA-only package): their bodies are
+    /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
+    /// are not seen. Computed by `finish` over the whole file.
+    pub cuda_only_callees: HashSet<String>,
+    /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
+    /// (`step % 100 == 0`) or a name bound to one in the same function (`skip = step % every != 0`).
+    pub throttles: HashSet<u64>,
+    /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
+    /// block runs once every N steps.
+    pub throttle_exits: HashSet<u64>,
+    /// Bodies (block keys) of functions that run the same callee on CUDA and on a TPU
+    /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
+    /// whose CUDA side is deliberate. Computed by `finish`.
+    pub comparison_scopes: HashSet<u64>,
+    /// Per call of a name (a possible function of this file): the callee, the calling function
+    /// (by index), whether the call runs only with CUDA, and whether it is throttled.
+    call_sites: Vec<CallSite>,
+    /// Names bound to a modulo, per function (by index; `None` at module level); used while a
+    /// statement is walked.
+    throttle_names: HashSet<(Option<usize>, String)>,
+    /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
+    /// literal passed to it (for `comparison_scopes`).
+    device_literal_calls: Vec<(usize, String, guards::Hardware)>,
+}
+
+/// One call of a name in the file (see `Summaries::call_sites`).
+#[derive(Debug, Clone)]
+struct CallSite {
+    callee: String,
+    caller: Option<usize>,
+    cuda_only: bool,
+    throttled: bool,
 }
 
 /// Names a node of the tree by its start and kind: unique among the nodes the summaries name
@@ -226,8 +261,11 @@ enum Frame {
     },
     /// The body of `if step % N == 0:`: calls there run once every N steps.
     Throttle,
-    /// A block (for the innermost block around a call of a CUDA-only package).
-    Block,
+    /// A block (for the innermost block around a call of a CUDA-only package); `throttled` once
+    /// an early exit on a throttle (`if step % n != 0: return`) has run in it.
+    Block {
+        throttled: bool,
+    },
     Other,
 }
 
@@ -335,22 +373,63 @@ fn walk_statement(
     // (node id, frame) for every function and loop around the cursor.
     let mut stack: Vec<(usize, Frame)> = Vec::new();
     let mut loop_roots: Vec<String> = Vec::new();
+    // The named ancestors of the cursor, and the hardware scope of each block and definition
+    // around it (the same guards the traversal applies), to know which calls run only with CUDA.
+    // The statement starts at module level with no guard around it.
+    let mut ancestors: Vec<Node<'_>> = Vec::new();
+    let mut scopes: Vec<(usize, HardwareScope)> = Vec::new();
     // `compiled_decorator`: set by a `decorated_definition` whose decorators compile; taken by
     // its definition.
     let mut cursor = statement.walk();
     loop {
         let node = cursor.node();
         if node.is_named() {
+            ancestors.push(node);
+            let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
+            match node.kind_name() {
+                "block" => {
+                    let count = ancestors.len();
+                    if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
+                        let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
+                        let scope = guards::block_scope(outer, node, parent, grandparent, source);
+                        scopes.push((node.id(), scope));
+                    }
+                }
+                "function_definition" | "class_definition" => {
+                    let decorated = ancestors
+                        .len()
+                        .checked_sub(2)
+                        .map(|i| ancestors[i])
+                        .filter(|p| p.kind_name() == "decorated_definition");
+                    let scope = guards::definition_scope(outer, node, decorated, source);
+                    scopes.push((node.id(), scope));
+                }
+                _ => {}
+            }
+            let cuda_only = node.kind_name() == "call"
+                && (outer.never_on_tpu
+                    || guards::expression_never_on_tpu(
+                        node,
+                        ancestors.iter().rev().skip(1).copied(),
+                        source,
+                    ));
             if node.kind_name() == "decorated_definition" {
                 compiled_decorator = compiles(node, resolver);
             } else if node.kind_name() == "function_definition" {
                 let compiled = std::mem::take(&mut compiled_decorator);
-                enter(node, source, resolver, &mut summaries, &mut stack);
+                enter(node, source, resolver, &mut summaries, &mut stack, false);
                 if let Some(function) = summaries.functions.last_mut() {
                     function.compiled = compiled;
                 }
             } else {
-                enter(node, source, resolver, &mut summaries, &mut stack);
+                enter(
+                    node,
+                    source,
+                    resolver,
+                    &mut summaries,
+                    &mut stack,
+                    cuda_only,
+                );
             }
         }
         if cursor.goto_first_child() {
@@ -358,8 +437,22 @@ fn walk_statement(
         }
         loop {
             let node = cursor.node();
+            if node.is_named() {
+                if ancestors.last().is_some_and(|a| a.id() == node.id()) {
+                    ancestors.pop();
+                }
+                if scopes.last().is_some_and(|(id, _)| *id == node.id()) {
+                    scopes.pop();
+                }
+                if node.kind_name() == "if_statement"
+                    && let Some(test) = guards::after_early_exit(node, source)
+                    && let Some((_, scope)) = scopes.last_mut()
+                {
+                    guards::apply_exit(scope, test);
+                }
+            }
             if node.is_named() && stack.last().is_some_and(|(id, _)| *id == node.id()) {
-                leave(&mut summaries, &mut stack, &mut loop_roots);
+                leave(&mut summaries, &mut stack, &mut loop_roots, node);
             }
             if cursor.goto_next_sibling() {
                 break;
@@ -404,6 +497,13 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         flag_sets: _,
         cuda_device_functions: _,
         body_blocks,
+        cuda_only_callees: _,
+        throttles,
+        throttle_exits,
+        comparison_scopes,
+        call_sites: _,
+        throttle_names: _,
+        device_literal_calls: _,
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
@@ -411,6 +511,9 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
     *loops = loops.drain().map(|(k, v)| (key(k), v)).collect();
     *cuda_library_scopes = cuda_library_scopes.drain().map(key).collect();
+    *throttles = throttles.drain().map(key).collect();
+    *throttle_exits = throttle_exits.drain().map(key).collect();
+    *comparison_scopes = comparison_scopes.drain().map(key).collect();
     for block in body_blocks.values_mut() {
         *block = key(*block);
     }
@@ -439,6 +542,14 @@ fn merge(
         flag_sets,
         cuda_device_functions,
         body_blocks,
+        cuda_only_callees,
+        throttles,
+        throttle_exits,
+        comparison_scopes,
+        call_sites,
+        // Needed only while the statement is walked.
+        throttle_names: _,
+        device_literal_calls,
     } = moved;
     summaries.functions.extend(functions);
     summaries
@@ -468,6 +579,20 @@ fn merge(
     summaries.cuda_library_scopes.extend(cuda_library_scopes);
     // Computed by `finish`.
     debug_assert!(cuda_mode_flags.is_empty());
+    debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
+    summaries.throttles.extend(throttles);
+    summaries.throttle_exits.extend(throttle_exits);
+    summaries
+        .call_sites
+        .extend(call_sites.into_iter().map(|site| CallSite {
+            caller: site.caller.map(|caller| first + caller),
+            ..site
+        }));
+    summaries.device_literal_calls.extend(
+        device_literal_calls
+            .into_iter()
+            .map(|(caller, callee, hardware)| (first + caller, callee, hardware)),
+    );
     summaries.flag_sets.extend(
         flag_sets
             .into_iter()
@@ -490,6 +615,7 @@ fn enter(
     resolver: &impl Resolver,
     summaries: &mut Summaries,
     stack: &mut Vec<(usize, Frame)>,
+    cuda_only: bool,
 ) {
     match node.kind_name() {
         "function_definition" => {
@@ -525,9 +651,19 @@ fn enter(
             if let Some((_, Frame::Function(index))) = stack.last() {
                 summaries.body_blocks.insert(*index, node_key(node));
             }
-            stack.push((node.id(), Frame::Block))
+            stack.push((node.id(), Frame::Block { throttled: false }))
         }
         "assignment" => {
+            // `skip = step % every != 0`: a throttle by name.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && has_modulo(right, source)
+            {
+                summaries.throttle_names.insert((
+                    innermost_function(stack),
+                    node_text(left, source).to_string(),
+                ));
+            }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
                 && right.kind_name() == "true"
@@ -547,22 +683,24 @@ fn enter(
             mark_cuda_library_use(node, source, summaries, stack)
         }
         "if_statement" | "elif_clause"
-            if node
-                .field("condition")
-                .is_some_and(|c| has_modulo(c, source)) =>
+            if node.field("condition").is_some_and(|c| {
+                has_modulo(c, source)
+                    || mentions_throttle_name(c, source, innermost_function(stack), summaries)
+            }) =>
         {
+            summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle))
         }
         "continue_statement" | "break_statement" | "return_statement" | "yield" => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
                 .iter_mut()
                 .rev()
-                .find(|(_, f)| !matches!(f, Frame::Other | Frame::Block))
+                .find(|(_, f)| !matches!(f, Frame::Other | Frame::Block { .. }))
             {
                 summary.exits = true;
             }
         }
-        "call" => call(node, source, resolver, summaries, stack),
+        "call" => call(node, source, resolver, summaries, stack, cuda_only),
         _ => {}
     }
 }
@@ -573,6 +711,7 @@ fn call(
     resolver: &impl Resolver,
     summaries: &mut Summaries,
     stack: &mut [(usize, Frame)],
+    cuda_only: bool,
 ) {
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
@@ -597,7 +736,7 @@ fn call(
     // A CUDA device API in a function's own body (its body block is the innermost block).
     if let Some(api) = q.strip_prefix("torch.cuda.")
         && (api == "device_count" || crate::torch_api::CUDA_RAISING.contains(&api))
-        && let [.., (_, Frame::Function(index)), (_, Frame::Block)] = &stack[..]
+        && let [.., (_, Frame::Function(index)), (_, Frame::Block { .. })] = &stack[..]
     {
         summaries.cuda_device_functions.insert(*index);
     }
@@ -650,6 +789,8 @@ fn call(
         _ => None,
     };
     let mut in_loop = true;
+    let mut throttled = false;
+    let mut caller = None;
     for (_, frame) in stack.iter_mut().rev() {
         match frame {
             Frame::Loop { summary, .. } => {
@@ -674,16 +815,96 @@ fn call(
                 if let Some(callee) = callee {
                     function.calls.push(callee.to_string());
                 }
-                return;
+                caller = Some(*index);
+                break;
             }
-            Frame::Throttle => in_loop = false,
-            Frame::Other | Frame::Block => {}
+            Frame::Throttle | Frame::Block { throttled: true } => {
+                in_loop = false;
+                throttled = true;
+            }
+            Frame::Other | Frame::Block { .. } => {}
         }
     }
+    if let Some(caller) = caller
+        && let Some(hardware) = device_literal(arguments, source)
+    {
+        summaries.device_literal_calls.push((
+            caller,
+            node_text(function, source).to_string(),
+            hardware,
+        ));
+    }
+    if let Some(callee) = callee {
+        summaries.call_sites.push(CallSite {
+            callee: callee.to_string(),
+            caller,
+            cuda_only,
+            throttled,
+        });
+    }
     // Module-level code (no function around the call).
-    if saves && summaries.file.first_module_save.is_none() {
+    if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
         summaries.file.first_module_save = Some(node.start_byte());
     }
+}
+/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`).
+fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware> {
+    let value = syntax::keyword_arg(arguments, "device", source)?;
+    guards::literal_hardware(&syntax::string_value(value, source)?)
+}
+
+/// Marks the functions that call one callee with both a CUDA and a TPU device literal.
+fn comparison_scopes(summaries: &mut Summaries) {
+    let mut seen: HashMap<(usize, &str), (bool, bool)> = HashMap::default();
+    for (caller, callee, hardware) in &summaries.device_literal_calls {
+        let entry = seen.entry((*caller, callee.as_str())).or_default();
+        match hardware {
+            guards::Hardware::Cuda => entry.0 = true,
+            guards::Hardware::Tpu => entry.1 = true,
+            guards::Hardware::Export => {}
+        }
+    }
+    let both: Vec<usize> = seen
+        .into_iter()
+        .filter(|(_, (cuda, tpu))| *cuda && *tpu)
+        .map(|((caller, _), _)| caller)
+        .collect();
+    for caller in both {
+        if let Some(block) = summaries.body_blocks.get(&caller) {
+            summaries.comparison_scopes.insert(*block);
+        }
+    }
+}
+
+/// Whether a condition mentions a name bound to a modulo in the same function
+/// (`skip_batch = step % every != 0` … `if skip_batch and skip_time: return`).
+fn mentions_throttle_name(
+    condition: Node<'_>,
+    source: &str,
+    function: Option<usize>,
+    summaries: &Summaries,
+) -> bool {
+    if summaries.throttle_names.is_empty() {
+        return false;
+    }
+    let mut stack = vec![condition];
+    let mut budget = 64;
+    while let Some(node) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return false;
+        }
+        if node.kind_name() == "identifier"
+            && summaries
+                .throttle_names
+                .contains(&(function, node_text(node, source).to_string()))
+        {
+            return true;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    false
 }
 
 /// The index of the innermost function around the current node.
@@ -741,7 +962,7 @@ fn mark_cuda_library_use(
     let Some((block, _)) = stack
         .iter()
         .rev()
-        .find(|(_, frame)| matches!(frame, Frame::Block))
+        .find(|(_, frame)| matches!(frame, Frame::Block { .. }))
     else {
         return;
     };
@@ -782,7 +1003,8 @@ fn mark_cuda_library_use(
     }
 }
 
-/// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`).
+/// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`; a modulo by the
+/// gradient-accumulation steps marks the optimizer step, which runs every step).
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
@@ -791,10 +1013,14 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
         if budget == 0 {
             return false;
         }
+        // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
         if node.kind_name() == "binary_operator"
             && node
                 .field("operator")
                 .is_some_and(|o| node_text(o, source) == "%")
+            && !node
+                .field("right")
+                .is_some_and(|r| node_text(r, source).to_ascii_lowercase().contains("accum"))
         {
             return true;
         }
@@ -804,10 +1030,24 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     false
 }
 
-fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots: &mut Vec<String>) {
+fn leave(
+    summaries: &mut Summaries,
+    stack: &mut Vec<(usize, Frame)>,
+    loop_roots: &mut Vec<String>,
+    node: Node<'_>,
+) {
     let Some((_, frame)) = stack.pop() else {
         return;
     };
+    // `if skip: return` on a throttle: the rest of the block runs once every N steps.
+    if matches!(frame, Frame::Throttle)
+        && node.kind_name() == "if_statement"
+        && exits_early(node)
+        && let Some((_, Frame::Block { throttled })) = stack.last_mut()
+    {
+        *throttled = true;
+        summaries.throttle_exits.insert(node_key(node));
+    }
     if let Frame::Loop {
         id,
         summary,
@@ -826,7 +1066,7 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
         let enclosing = stack
             .iter_mut()
             .rev()
-            .find(|(_, frame)| !matches!(frame, Frame::Block));
+            .find(|(_, frame)| !matches!(frame, Frame::Block { .. }));
         if let Some((_, Frame::Loop { summary: outer, .. })) = enclosing {
             outer.syncs |= summary.syncs;
             outer.calls_backward |= summary.calls_backward;
@@ -836,6 +1076,21 @@ fn leave(summaries: &mut Summaries, stack: &mut Vec<(usize, Frame)>, loop_roots:
         }
         summaries.loops.insert(id, summary);
     }
+}
+
+/// Whether an `if` without `else` ends its body with `return` / `continue` (an early exit).
+fn exits_early(if_statement: Node<'_>) -> bool {
+    if if_statement.field("alternative").is_some() {
+        return false;
+    }
+    let Some(body) = if_statement.field("consequence") else {
+        return false;
+    };
+    let mut cursor = body.walk();
+    body.named_children(&mut cursor)
+        .filter(|s| s.kind_name() != "comment")
+        .last()
+        .is_some_and(|last| matches!(last.kind_name(), "return_statement" | "continue_statement"))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
@@ -922,14 +1177,26 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .count();
     load_time(summaries, &by_name);
     cuda_mode_flags(summaries);
+    cuda_only_callees(summaries, &by_name);
+    comparison_scopes(summaries);
+    // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
+    // `if skip: return`) do not carry reach.
+    let mut hot_calls: Vec<Vec<String>> = vec![Vec::new(); count];
+    for site in &summaries.call_sites {
+        if let Some(caller) = site.caller
+            && !site.throttled
+        {
+            hot_calls[caller].push(site.callee.clone());
+        }
+    }
     // Reach: from the calls of training loops and step functions, through the call graph.
     let mut queue: Vec<String> = loop_roots;
-    for function in &summaries.functions {
+    for (index, function) in summaries.functions.iter().enumerate() {
         if is_step_function_name(&function.name)
             || is_per_step_hook(&function.name)
             || function.name == "forward"
         {
-            queue.extend(function.calls.iter().cloned());
+            queue.extend(hot_calls[index].iter().cloned());
         }
     }
     let mut seen: HashSet<String> = HashSet::default();
@@ -941,8 +1208,67 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             for id in ids {
                 summaries.functions[*id].reached_from_loop = true;
                 summaries.functions[*id].load_time = false;
-                queue.extend(summaries.functions[*id].calls.iter().cloned());
+                queue.extend(hot_calls[*id].iter().cloned());
             }
+        }
+    }
+}
+
+/// Marks the functions every call of which in this file runs only with CUDA (directly under a
+/// CUDA guard, or from another such function or one whose body calls a CUDA-only package, to a
+/// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
+fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+    let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
+    for site in &summaries.call_sites {
+        if by_name.contains_key(&site.callee) {
+            sites
+                .entry(site.callee.as_str())
+                .or_default()
+                .push((site.caller, site.cuda_only));
+        }
+    }
+    // Functions whose own body calls a CUDA-only package unconditionally (`index_first_axis` of
+    // FlashAttention in `_upad_input`) need CUDA whenever they run, like a guarded call.
+    let mut cuda_only: HashSet<usize> = (0..summaries.functions.len())
+        .filter(|index| {
+            summaries
+                .body_blocks
+                .get(index)
+                .is_some_and(|block| summaries.cuda_library_scopes.contains(block))
+        })
+        .collect();
+    let library_users = cuda_only.clone();
+    for _ in 0..summaries.functions.len().min(64) {
+        let mut changed = false;
+        for (name, calls) in &sites {
+            let all = calls
+                .iter()
+                .all(|(caller, direct)| *direct || caller.is_some_and(|c| cuda_only.contains(&c)));
+            if !all {
+                continue;
+            }
+            for id in by_name.get(*name).into_iter().flatten() {
+                // A recursive call alone does not make a function CUDA-only.
+                if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
+                    continue;
+                }
+                changed |= cuda_only.insert(*id);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for id in cuda_only
+        .difference(&library_users)
+        .copied()
+        .collect::<Vec<_>>()
+    {
+        summaries
+            .cuda_only_callees
+            .insert(summaries.functions[id].name.clone());
+        if let Some(block) = summaries.body_blocks.get(&id) {
+            summaries.cuda_library_scopes.insert(*block);
         }
     }
 }

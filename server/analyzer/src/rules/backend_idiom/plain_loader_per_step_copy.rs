@@ -144,8 +144,11 @@ fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
 }
 
 /// Whether the body calls `<name>.to(<device>)` (or `<name>[k].to(<device>)`) on a loop variable.
-fn moves_a_batch(context: &Context<'_, '_>, body: Node<'_>, names: &[&str]) -> bool {
+fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str]) -> bool {
     let source = context.source();
+    // Comprehensions over the batch move its parts: `[img.to(device) for img in images]`,
+    // `{k: v.to(device) for k, v in batch.items()}`; their variables join the batch's names.
+    let mut names: Vec<&str> = names.to_vec();
     let mut stack = vec![body];
     let mut visited = 0;
     while let Some(node) = stack.pop() {
@@ -182,8 +185,34 @@ fn moves_a_batch(context: &Context<'_, '_>, body: Node<'_>, names: &[&str]) -> b
         {
             continue;
         }
+        if node.kind_name() == "for_in_clause"
+            && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            && iterates_names(right, source, &names)
+        {
+            names.extend(target_names(left, source));
+        }
         let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        // The `for … in …` clauses first: they bind what the element expression moves.
+        stack.extend(children.iter().filter(|c| c.kind_name() != "for_in_clause"));
+        stack.extend(children.iter().filter(|c| c.kind_name() == "for_in_clause"));
     }
     false
+}
+
+/// Whether a comprehension iterates one of `names`, directly or through `.items()` /
+/// `.values()` (`images`, `batch.items()`).
+fn iterates_names(iterable: Node<'_>, source: &str, names: &[&str]) -> bool {
+    let mut expr = syntax::unparenthesize(iterable);
+    if let Some((function, arguments)) = syntax::call_parts(expr)
+        && arguments.named_child_count() == 0
+        && function.kind_name() == "attribute"
+        && function
+            .field("attribute")
+            .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
+        && let Some(object) = function.field("object")
+    {
+        expr = object;
+    }
+    expr.kind_name() == "identifier" && names.contains(&node_text(expr, source))
 }

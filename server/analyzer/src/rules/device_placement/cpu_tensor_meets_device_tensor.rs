@@ -280,25 +280,16 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
 }
 
 /// The torch factory call (without `device=`, not zero-dimensional) at `origin`, and the function
-/// that contains it. Found by descending from the root: the factory may lie outside the current
-/// node's ancestors (an `__init__` attribute), where parent links are not available cheaply.
+/// that contains it, as the index recorded them when the value was bound (the factory may lie
+/// outside the current node's ancestors: an `__init__` attribute).
 fn cpu_factory_at<'t>(
     context: &Context<'t, '_>,
     origin: TextRange,
 ) -> Option<(Node<'t>, Option<Node<'t>>)> {
-    let mut node = context.root();
-    let mut function = None;
-    for _ in 0..crate::syntax::MAX_EXPR_DEPTH * 4 {
-        if node.kind_name() == "call" && node.byte_range() == origin {
-            break;
-        }
-        if node.kind_name() == "function_definition" {
-            function = Some(node);
-        }
-        node =
-            node.child_with_descendant(node.descendant_for_byte_range(origin.start, origin.end)?)?;
-    }
-    if node.kind_name() != "call" || node.byte_range() != origin {
+    let semantic = context.semantic();
+    let node = semantic.origin_node((origin.start, origin.end))?;
+    let function = semantic.origin_function((origin.start, origin.end));
+    if node.kind_name() != "call" {
         return None;
     }
     let qualified = context.semantic().call_qualified_name(node)?;

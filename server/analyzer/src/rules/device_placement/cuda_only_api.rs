@@ -58,8 +58,10 @@ declare_rule! {
     /// `ipc_collect()`, resetting memory statistics) and memory statistics, which read as zeros
     /// without harm (`memory_allocated()`, `max_memory_allocated()`, `memory_stats()`,
     /// `memory_summary()`, `utilization()`; `xm.get_memory_info()` is the PyTorch/XLA
-    /// counterpart) are not reported, nor `device_count()` used
-    /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist). Calls after
+    /// counterpart) are not reported, nor the RNG-state round trip `get_rng_state_all()` /
+    /// `set_rng_state_all(states)` (`[]` off CUDA, restored as `[]`), nor `device_count()` used
+    /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist) or as the
+    /// bound of `for i in range(torch.cuda.device_count()):` (no iteration without CUDA). Calls after
     /// an early `if not torch.cuda.is_available(): return`, on the right of
     /// `torch.cuda.is_available() and …`, or in a branch after one that handles a TPU
     /// (`if is_torch_xla_available(): … else: …`) are not reported, nor silent calls in a
@@ -103,7 +105,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     // `if torch.cuda.device_count() > 1:` / `skipUnless(...device_count() > 1)` asks whether GPUs
     // exist, like `is_available()`.
-    if name == "device_count" && in_comparison(context, call) {
+    if name == "device_count" && (in_comparison(context, call) || bounds_for_loop(context, call)) {
         return;
     }
     // A silent call next to the TPU's own handling (`torch.cuda.manual_seed_all(s)` followed by
@@ -157,6 +159,33 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         current = context.parent(node);
     }
     false
+}
+
+/// Whether `call` is the bound of a `for` loop's `range(...)`
+/// (`for i in range(torch.cuda.device_count()):`): without CUDA the loop runs no iteration, which
+/// is the right count on a TPU machine (its body is CUDA-only scope already).
+fn bounds_for_loop<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some(arguments) = context
+        .parent(call)
+        .filter(|n| n.kind_name() == "argument_list")
+    else {
+        return false;
+    };
+    let Some(range) = context
+        .parent(arguments)
+        .filter(|n| n.kind_name() == "call")
+        .filter(|n| {
+            n.field("function")
+                .is_some_and(|f| context.text(f) == "range")
+        })
+    else {
+        return false;
+    };
+    context
+        .parent(range)
+        .filter(|n| n.kind_name() == "for_statement")
+        .and_then(|f| f.field("right"))
+        .is_some_and(|right| right.id() == range.id())
 }
 
 /// The backend's equivalent for the message (`"; use …"`) and, where documented, a fix.

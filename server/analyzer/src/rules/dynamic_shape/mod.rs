@@ -4,6 +4,7 @@
 mod boolean_mask_indexing;
 mod dataloader_without_drop_last;
 mod dynamic_padding;
+mod growing_shape_in_loop;
 mod masked_select;
 mod nonzero_dynamic_shape;
 mod pad_sequence_per_batch;
@@ -30,6 +31,7 @@ pub const RULES: &[&RuleMeta] = &[
     &dynamic_padding::DYNAMIC_PADDING,
     &pad_sequence_per_batch::PAD_SEQUENCE_PER_BATCH,
     &size_from_dynamic_op::SIZE_FROM_DYNAMIC_OP,
+    &growing_shape_in_loop::GROWING_SHAPE_IN_LOOP,
 ];
 
 /// `torch.<name>` functions whose output shape depends on the input's values.

@@ -4,11 +4,13 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::syntax::{self, NodeExt};
 
 declare_rule! {
     /// ## What it does
     /// Checks for `torch.nn.utils.rnn.pad_sequence(...)` inside a collate function (a function
-    /// whose name contains `collate`), a hot path, or a loop.
+    /// whose name contains `collate`), a hot path, or a loop, and for a collate function (or a
+    /// collator class's `__call__`) that sizes its batch by `max(len(x) for x in batch)`.
     ///
     /// ## Why is this bad?
     /// `pad_sequence` pads to the longest sequence it is given, so a per-batch call produces a
@@ -45,7 +47,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
-        tokens: ["pad_sequence"],
+        tokens: ["pad_sequence", "max"],
         check: check,
     }
 }
@@ -57,6 +59,14 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .call_qualified_name(call)
         .is_some_and(|name| name == "torch.nn.utils.rnn.pad_sequence");
     if !is_pad_sequence {
+        // `max_len = max(len(x["input_ids"]) for x in batch)` in a collator: the same padding
+        // to the batch's longest sequence, written by hand.
+        if batch_maximum_length(context, call) && in_collator(context) {
+            context.report(
+                call.byte_range(),
+                "Padding to `max(len(...))` of each batch pads to its longest sequence: a recompilation per length",
+            );
+        }
         return;
     }
     let in_collate = context
@@ -70,4 +80,55 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         call.byte_range(),
         "`pad_sequence` per batch pads to each batch's longest sequence: a recompilation per length",
     );
+}
+
+/// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`.
+fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some((function, arguments)) = context.call_parts(call) else {
+        return false;
+    };
+    if function.kind_name() != "identifier" || context.text(function) != "max" {
+        return false;
+    }
+    let iterable = match arguments.kind_name() {
+        // `max(len(x) for x in xs)`: the generator is the argument list itself.
+        "generator_expression" => Some(arguments),
+        _ => match syntax::positional_args(arguments).as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        },
+    };
+    let Some(iterable) = iterable.map(syntax::unparenthesize) else {
+        return false;
+    };
+    let is_len = |node: Option<Node<'t>>| {
+        node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
+            .is_some_and(|(f, _)| f.kind_name() == "identifier" && context.text(f) == "len")
+    };
+    match iterable.kind_name() {
+        "generator_expression" | "list_comprehension" => is_len(iterable.field("body")),
+        "call" => context.call_parts(iterable).is_some_and(|(f, a)| {
+            context.text(f) == "map"
+                && syntax::positional_args(a)
+                    .first()
+                    .is_some_and(|first| context.text(*first) == "len")
+        }),
+        _ => false,
+    }
+}
+
+/// Whether the current code is a collate function: a function whose name contains `collate`, or
+/// `__call__` of a class whose name contains `Collat` (`DataCollatorWithPadding`).
+fn in_collator(context: &Context<'_, '_>) -> bool {
+    let Some(function) = context.semantic().function() else {
+        return false;
+    };
+    if function.name.to_ascii_lowercase().contains("collate") {
+        return true;
+    }
+    function.name == "__call__"
+        && context
+            .semantic()
+            .enclosing_class_name()
+            .is_some_and(|class| class.to_ascii_lowercase().contains("collat"))
 }

@@ -4,7 +4,8 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::rules::tensor_values;
+use crate::rules::{helpers, tensor_values};
+use crate::syntax;
 
 declare_rule! {
     /// ## What it does
@@ -65,6 +66,17 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             None => return,
         },
     };
+    // On a host tensor (`best = logits.argmax(-1).cpu()`; `for seq in best:`) the op runs on
+    // the host: no device round trip, no compiled shape.
+    let input = match context.method_call(call) {
+        Some((receiver, _)) if operation.starts_with('.') => Some(receiver),
+        _ => context
+            .call_parts(call)
+            .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied()),
+    };
+    if input.is_some_and(|input| helpers::is_on_host(context, input)) {
+        return;
+    }
     let severity = context.hot_path_severity();
     let message =
         format!("`{operation}` has no static output shape: a CPU fallback or host sync on TPU");

@@ -15,7 +15,9 @@ declare_rule! {
     /// In TorchTPU code, checks for tensor materializations — `.item()`, `.tolist()`, `.cpu()`,
     /// `.numpy()`, `print(tensor)`, `torch.save(...)` — inside an `if` that only one rank takes:
     /// `if rank == 0:`, `if dist.get_rank() == 0:`, `if accelerator.is_main_process:`,
-    /// `if is_master:`.
+    /// `if is_master:` — and, in a training loop, a `return` or `break` such a branch takes
+    /// (`if rank == 0 and step >= max_steps: return`): one rank leaves the loop while the others
+    /// wait for it in the next step.
     ///
     /// ## Why is this bad?
     /// TorchTPU's distributed guide states the golden rule "Never diverge": in deferred
@@ -101,6 +103,21 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     };
     let mut found = Vec::new();
     collect_materializations(context, body, &mut found, 0);
+    // `if rank == 0 and step >= max_steps: return` in the training loop: one rank leaves the
+    // loop, the others wait for it in the next step's collectives.
+    if context.semantic().in_loop()
+        && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
+    {
+        let mut cursor = body.walk();
+        for statement in body.named_children(&mut cursor) {
+            let exit = match statement.kind_name() {
+                "return_statement" => "An early `return`",
+                "break_statement" => "A `break` out of the training loop",
+                _ => continue,
+            };
+            found.push((statement, exit.to_string()));
+        }
+    }
     for (node, what) in found {
         let message = format!("{what} on one rank only: under TorchTPU the other ranks deadlock");
         context
@@ -188,13 +205,52 @@ fn collect_materializations<'t>(
     }
 }
 
+/// Whether a saved value holds only host tensors: `x.cpu()`, a dict or list (comprehension) of
+/// them, or a name last bound to one (`state = {k: v.cpu() for k, v in sd.items()}`).
+fn holds_host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    let value = syntax::unparenthesize(value);
+    if helpers::is_on_host(context, value) {
+        return true;
+    }
+    match value.kind_name() {
+        "identifier" => tensor_values::last_assignment_value(context, context.text(value), value)
+            .is_some_and(|bound| {
+                bound.start_byte() != value.start_byte()
+                    && holds_host_values(context, bound, depth + 1)
+            }),
+        "dictionary_comprehension" => value
+            .field("body")
+            .and_then(|pair| pair.field("value"))
+            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
+        "list_comprehension" => value
+            .field("body")
+            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
+        "dictionary" => {
+            let mut cursor = value.walk();
+            let pairs: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
+            !pairs.is_empty()
+                && pairs.iter().all(|pair| {
+                    pair.field("value")
+                        .is_some_and(|element| holds_host_values(context, element, depth + 1))
+                })
+        }
+        _ => false,
+    }
+}
+
 fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let (function, arguments) = context.call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
         // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.
         let saves_host_copy = syntax::positional_args(arguments)
             .first()
-            .is_some_and(|saved| context.text(*saved).to_ascii_lowercase().contains("cpu"));
+            .is_some_and(|saved| {
+                context.text(*saved).to_ascii_lowercase().contains("cpu")
+                    || holds_host_values(context, *saved, 0)
+            });
         if qualified == "torch.save" && !saves_host_copy {
             return Some("`torch.save`".to_string());
         }

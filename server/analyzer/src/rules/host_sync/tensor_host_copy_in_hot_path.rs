@@ -80,7 +80,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     {
         return;
     }
-    if base_device(context, receiver) == Device::Cpu {
+    // Copied from the host, or from a value not known to be a tensor (`out.argmax(-1).cpu()` on
+    // an unknown `out`: the method makes the result a tensor, not the base a device tensor).
+    if base_device(context, receiver).is_none_or(|device| device == Device::Cpu) {
         return;
     }
     let message = format!(
@@ -126,7 +128,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
 
 /// The device of the value under any `.cpu()` / `.detach()` calls: where the data was before
 /// this chain started copying.
-fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Device {
+fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Option<Device> {
     let mut current = receiver;
     for _ in 0..syntax::MAX_EXPR_DEPTH {
         match context.method_call(current) {
@@ -136,5 +138,6 @@ fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Device {
             _ => break,
         }
     }
-    context.fact(current).device
+    let fact = context.fact(current);
+    fact.is_tensor().then_some(fact.device)
 }

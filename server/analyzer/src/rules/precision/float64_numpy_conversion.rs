@@ -177,12 +177,8 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
         "call" => array,
         "identifier" => {
             let (start, end) = context.fact(array).origin?;
-            // The origin is the right-hand side of the assignment that bound the name: the
-            // smallest named node spanning exactly that range.
-            let node = context
-                .root()
-                .named_descendant_for_byte_range(start, end)
-                .filter(|node| node.start_byte() == start && node.end_byte() == end)?;
+            // The origin is the right-hand side of the assignment that bound the name.
+            let node = context.semantic().origin_node((start, end))?;
             if node.kind_name() != "call" {
                 return None;
             }

@@ -91,6 +91,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     {
         return;
     }
+    // Made only for float16 precision (`if precision == "16-mixed":`): loss scaling is what
+    // float16 needs; a TPU run takes the bfloat16 branch.
+    if context.semantic().hardware_scope().float16_only {
+        return;
+    }
     let reason = if context.backend() != Backend::Unknown {
         "on TPU"
     } else if autocasts_to_bfloat16(source) {

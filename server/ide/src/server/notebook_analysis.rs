@@ -5,20 +5,18 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use tower_lsp_server::ls_types::{
-    self as lsp, CodeActionKind, CodeActionOrCommand, TextEdit, Uri, WorkspaceEdit,
-};
+use ls_types::{self as lsp, CodeActionKind, CodeActionOrCommand, TextEdit, Uri, WorkspaceEdit};
 use tpulint_analyzer::{
     Applicability, Diagnostic, LineIndex, Settings, TextRange, check_tree, syntax,
 };
-use tpulint_ide::edits::minimal_edit;
-use tpulint_ide::notebook::{concatenate, neutralise_ipython};
 
-use super::notebook_fix_all_kind;
+use super::analyze::{AnalysisError, CheckSettings, panic_message};
+use super::notebooks::notebook_fix_all_kind;
 use crate::actions;
+use crate::analysis::Analysis;
+use crate::edits::minimal_edit;
 use crate::encoding::PositionEncoding;
-use crate::project::Resolved;
-use crate::session::{Analysis, AnalysisError, CancellationToken};
+use crate::notebook::{concatenate, neutralise_ipython};
 use crate::to_proto;
 
 /// One cell as the analysis sees it.
@@ -134,25 +132,24 @@ impl NotebookAnalysis {
 /// returned as an error.
 pub fn analyze(
     snapshot: NotebookSnapshot,
-    resolved: Resolved,
-    generation: u64,
-    unsafe_fixes: bool,
-    token: &CancellationToken,
+    check_settings: CheckSettings,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<NotebookAnalysis, AnalysisError> {
-    if token.is_cancelled() {
+    if cancelled() {
         return Err(AnalysisError::Cancelled);
     }
-    let Resolved {
+    let CheckSettings {
         settings,
         config_file,
-        ..
-    } = resolved;
+        generation,
+        unsafe_fixes,
+    } = check_settings;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let concatenation = concatenate(snapshot.python_sources());
         let diagnostics = match &settings {
             Some(settings) => {
                 let tree = syntax::parse(&concatenation.text, None)?;
-                if token.is_cancelled() {
+                if cancelled() {
                     return None;
                 }
                 check_tree(&concatenation.text, &tree, settings)
@@ -194,7 +191,7 @@ pub fn analyze(
     let (views, elsewhere) = match outcome {
         Ok(Some(result)) => result,
         Ok(None) => return Err(AnalysisError::Cancelled),
-        Err(payload) => return Err(AnalysisError::Panicked(panic_text(&*payload))),
+        Err(payload) => return Err(AnalysisError::Panicked(panic_message(&*payload))),
     };
     let cells = snapshot
         .cells
@@ -222,16 +219,6 @@ pub fn analyze(
     })
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "unknown panic payload".to_string()
-    }
-}
-
 /// "Fix all" over a notebook: the fix loop of `tpulint_ide` on the cells (with `only_cell`, only
 /// that cell's fixes). Returns the new text of each changed cell.
 pub fn fix_all_cells(
@@ -249,7 +236,7 @@ pub fn fix_all_cells(
         .iter()
         .map(|source| source.as_deref().map(str::to_string))
         .collect();
-    tpulint_ide::fix_cells(cells, settings, threshold, only_cell)
+    crate::fix_cells(cells, settings, threshold, only_cell)
         .into_iter()
         .zip(sources)
         .enumerate()

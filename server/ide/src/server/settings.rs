@@ -4,9 +4,8 @@
 //! Settings are read leniently: an invalid value is reported (once, by the server) and ignored,
 //! never fatal.
 
-use serde_json::Value;
-use tpulint_analyzer::{BackendSetting, RuleSelector};
-use tpulint_workspace::Overrides;
+use super::json::JsonRead;
+use tpulint_analyzer::{BackendSetting, Configuration, RuleSelector, Settings};
 
 /// How much the server writes to the client's log (`window/logMessage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -50,20 +49,21 @@ impl ClientSettings {
     /// Reads settings from any of the shapes clients send: `{"tpulint": {...}}` (Neovim,
     /// Helix), `{"settings": {...}}` (the VS Code extension's initialization options), or the
     /// settings object itself. Returns the settings and one message per invalid value.
-    pub fn from_json(value: &Value) -> (ClientSettings, Vec<String>) {
+    pub fn from_json(value: &impl JsonRead) -> (ClientSettings, Vec<String>) {
         let object = unwrap_section(value);
         let mut settings = ClientSettings::default();
         let mut errors = Vec::new();
-        let Some(object) = object.as_object() else {
+        let Some(members) = object.members() else {
             if !object.is_null() {
                 errors.push(format!(
-                    "tpulint settings must be an object, got `{object}`"
+                    "tpulint settings must be an object, got `{}`",
+                    object.render()
                 ));
             }
             return (settings, errors);
         };
-        for (key, value) in object {
-            match key.as_str() {
+        for (key, value) in members {
+            match key {
                 "select" => settings.select = Some(selectors(key, value, &mut errors)),
                 "extendSelect" | "extend-select" | "extend_select" => {
                     settings.extend_select = selectors(key, value, &mut errors);
@@ -73,18 +73,23 @@ impl ClientSettings {
                     Some(backend) => settings.backend = Some(backend),
                     None if value.is_null() => {}
                     None => errors.push(format!(
-                        "invalid `backend` {value}: expected \"auto\", \"torch_xla\" or \"torchtpu\""
+                        "invalid `backend` {}: expected \"auto\", \"torch_xla\" or \"torchtpu\"",
+                        value.render()
                     )),
                 },
                 "unsafeFixes" | "unsafe-fixes" | "unsafe_fixes" => match value.as_bool() {
                     Some(flag) => settings.unsafe_fixes = flag,
-                    None => errors.push(format!("invalid `unsafeFixes` {value}: expected a boolean")),
+                    None => errors.push(format!(
+                        "invalid `unsafeFixes` {}: expected a boolean",
+                        value.render()
+                    )),
                 },
                 "logLevel" | "log-level" | "log_level" => {
                     match value.as_str().and_then(LogLevel::parse) {
                         Some(level) => settings.log_level = level,
                         None => errors.push(format!(
-                            "invalid `logLevel` {value}: expected \"error\", \"warn\", \"info\" or \"debug\""
+                            "invalid `logLevel` {}: expected \"error\", \"warn\", \"info\" or \"debug\"",
+                            value.render()
                         )),
                     }
                 }
@@ -95,20 +100,22 @@ impl ClientSettings {
         (settings, errors)
     }
 
-    /// The editor's settings as overrides of the project's configuration, with the CLI's
-    /// semantics (a `select` replaces the project's selection).
-    pub fn to_overrides(&self) -> Overrides {
-        Overrides {
+    /// The settings of a document no project configuration governs (an unsaved buffer, or a
+    /// host without files such as the browser): the editor's settings over the defaults, with
+    /// the CLI's semantics (as `--select` etc. over an empty configuration).
+    pub fn without_project(&self) -> Settings {
+        let configuration = Configuration {
             select: self.select.clone(),
             extend_select: self.extend_select.clone(),
             ignore: self.ignore.clone(),
-            backend: self.backend,
-            ..Overrides::default()
-        }
+            backend: self.backend.unwrap_or_default(),
+            ..Configuration::default()
+        };
+        configuration.settings_for("untitled.py")
     }
 }
 
-fn unwrap_section(value: &Value) -> &Value {
+fn unwrap_section<J: JsonRead>(value: &J) -> &J {
     let mut current = value;
     for key in ["settings", "tpulint"] {
         if let Some(inner) = current.get(key).filter(|inner| inner.is_object()) {
@@ -118,10 +125,11 @@ fn unwrap_section(value: &Value) -> &Value {
     current
 }
 
-fn selectors(key: &str, value: &Value, errors: &mut Vec<String>) -> Vec<RuleSelector> {
+fn selectors(key: &str, value: &impl JsonRead, errors: &mut Vec<String>) -> Vec<RuleSelector> {
     let Some(items) = value.as_array() else {
         errors.push(format!(
-            "invalid `{key}` {value}: expected a list of rule codes"
+            "invalid `{key}` {}: expected a list of rule codes",
+            value.render()
         ));
         return Vec::new();
     };
@@ -134,7 +142,10 @@ fn selectors(key: &str, value: &Value, errors: &mut Vec<String>) -> Vec<RuleSele
                 None
             }
             None => {
-                errors.push(format!("invalid `{key}` entry {item}: expected a string"));
+                errors.push(format!(
+                    "invalid `{key}` entry {}: expected a string",
+                    item.render()
+                ));
                 None
             }
         })

@@ -1,9 +1,12 @@
-//! A small JSON reader for the options object (`JSON.stringify` of what JavaScript passes).
+//! A small JSON reader and writer: the messages the browser's language server reads, and the
+//! options object of the WebAssembly exports.
 //!
-//! serde_json's deserializer, with `Value`'s visitor and serde's error formatting (which pulls in
-//! float printing), costs the WebAssembly module about 10 KB gzipped; the options need none of
-//! it. This reader accepts standard JSON (RFC 8259), keeps numbers as their text, bounds nesting
-//! ([`MAX_DEPTH`]) and never panics.
+//! serde_json's deserializer, with `Value`'s visitor, the derived readers of the protocol's
+//! types and serde's error formatting (which pulls in float printing), costs the WebAssembly
+//! module far more than its budget leaves; what the server reads needs none of it. This reader
+//! accepts standard JSON (RFC 8259), keeps numbers as their text, bounds nesting
+//! ([`MAX_DEPTH`]) and never panics. [`JsonRead`] lets the code that reads client JSON (settings,
+//! capabilities) take this or serde_json's `Value` (the native server's).
 
 /// A parsed JSON value. Objects keep their keys in order, duplicates included.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,7 +20,184 @@ pub enum JsonValue {
     Object(Vec<(String, JsonValue)>),
 }
 
-/// Nesting deeper than this is rejected (options are two levels deep).
+/// Read access to a JSON value, for code shared by hosts with different JSON types.
+pub trait JsonRead: Sized {
+    fn get(&self, key: &str) -> Option<&Self>;
+    fn as_str(&self) -> Option<&str>;
+    fn as_bool(&self) -> Option<bool>;
+    fn as_i64(&self) -> Option<i64>;
+    fn as_array(&self) -> Option<&[Self]>;
+    /// An object's members, in order.
+    fn members(&self) -> Option<Vec<(&str, &Self)>>;
+    fn is_null(&self) -> bool;
+    fn is_object(&self) -> bool {
+        self.members().is_some()
+    }
+    /// The value as compact JSON text (for messages naming it).
+    fn render(&self) -> String;
+
+    /// The value at a path of object keys.
+    fn at(&self, path: &[&str]) -> Option<&Self> {
+        path.iter().try_fold(self, |value, key| value.get(key))
+    }
+}
+
+impl JsonRead for JsonValue {
+    fn get(&self, key: &str) -> Option<&JsonValue> {
+        match self {
+            JsonValue::Object(members) => members
+                .iter()
+                .rev()
+                .find(|(name, _)| name == key)
+                .map(|(_, value)| value),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            JsonValue::String(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        match self {
+            JsonValue::Bool(flag) => Some(*flag),
+            _ => None,
+        }
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            JsonValue::Number(text) => text.parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn as_array(&self) -> Option<&[JsonValue]> {
+        match self {
+            JsonValue::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn members(&self) -> Option<Vec<(&str, &JsonValue)>> {
+        match self {
+            JsonValue::Object(members) => Some(
+                members
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self, JsonValue::Null)
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        write(self, &mut out);
+        out
+    }
+}
+
+impl JsonRead for serde_json::Value {
+    fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        serde_json::Value::get(self, key)
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        serde_json::Value::as_str(self)
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        serde_json::Value::as_bool(self)
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        serde_json::Value::as_i64(self)
+    }
+
+    fn as_array(&self) -> Option<&[serde_json::Value]> {
+        serde_json::Value::as_array(self).map(Vec::as_slice)
+    }
+
+    fn members(&self) -> Option<Vec<(&str, &serde_json::Value)>> {
+        self.as_object().map(|map| {
+            map.iter()
+                .map(|(key, value)| (key.as_str(), value))
+                .collect()
+        })
+    }
+
+    fn is_null(&self) -> bool {
+        serde_json::Value::is_null(self)
+    }
+
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Writes `value` as compact JSON.
+pub fn write(value: &JsonValue, out: &mut String) {
+    match value {
+        JsonValue::Null => out.push_str("null"),
+        JsonValue::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        JsonValue::Number(text) => out.push_str(text),
+        JsonValue::String(text) => write_string(text, out),
+        JsonValue::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write(item, out);
+            }
+            out.push(']');
+        }
+        JsonValue::Object(members) => {
+            out.push('{');
+            for (index, (name, item)) in members.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_string(name, out);
+                out.push(':');
+                write(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Writes `text` as a JSON string.
+pub fn write_string(text: &str, out: &mut String) {
+    out.push('"');
+    for character in text.chars() {
+        match character {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(c as usize) >> 4] as char);
+                out.push(HEX[(c as usize) & 15] as char);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Nesting deeper than this is rejected (LSP messages are a few levels deep).
 pub const MAX_DEPTH: usize = 64;
 
 /// Parses one JSON text; the error names the byte offset.

@@ -1,0 +1,203 @@
+//! TPU310: a tensor that grows or is sliced by the loop's counter on every iteration.
+
+use tree_sitter::Node;
+
+use crate::checker::Context;
+use crate::declare_rule;
+use crate::rules::helpers;
+use crate::syntax::{self, NodeExt, node_text};
+
+declare_rule! {
+    /// ## What it does
+    /// Checks loops whose tensors change shape on every iteration: a tensor concatenated onto
+    /// itself (`generated = torch.cat([generated, next_token], dim=-1)`) and a tensor sliced by
+    /// the loop's counter (`cache[:, :cur]` in `for cur in range(start, end):`).
+    ///
+    /// ## Why is this bad?
+    /// A TPU program is compiled for fixed shapes. A sequence that grows by a token per
+    /// iteration, or a slice whose bound is a new Python int each time, gives every iteration a
+    /// new shape: PyTorch/XLA traces and compiles a new graph per length, and TorchTPU's
+    /// compiled mode recompiles per length. An autoregressive decode loop written this way
+    /// compiles once per generated token.
+    ///
+    /// ## Example
+    /// ```python
+    /// for _ in range(max_new_tokens):
+    ///     next_token = model(generated).logits[:, -1].argmax(-1, keepdim=True)
+    ///     generated = torch.cat([generated, next_token], dim=-1)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// generated = torch.full((batch, max_len), pad_id, device=device)
+    /// for cur in range(prompt_len, max_len):
+    ///     logits = model(generated, attention_mask=positions < cur)
+    ///     generated[:, cur] = logits[:, cur - 1].argmax(-1)
+    /// ```
+    /// a buffer of the final size written in place (`index_copy_` / a masked write), with a mask
+    /// for the positions not yet filled, as static-cache generation does.
+    ///
+    /// ## Known problems
+    /// Only loops that run the device once per iteration are checked: the loop syncs
+    /// (`torch_xla.sync()`, `xm.mark_step()`) or runs a training step. A Python loop inside
+    /// `forward` (over layers, chunks or skip connections) is traced into one graph per call and
+    /// is not reported, nor is a decode loop that never cuts the graph itself.
+    /// A tensor rebound earlier in the same iteration before it is concatenated onto itself keeps
+    /// a fixed shape and is not reported.
+    /// Only the loop's own counter and a tensor concatenated onto itself are followed; a length
+    /// kept in another variable is not. A concatenation of host tensors (results of `.cpu()`,
+    /// factories without `device=`) is not reported: it never reaches the device. Reported as
+    /// information outside a training loop or step function.
+    ///
+    /// ## References
+    /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
+    ///   a new input shape compiles a new graph)
+    /// - TorchTPU, `advanced_compile.py` ("changes to shapes … require recompilations")
+    /// - Hugging Face Transformers, *LLM inference optimization*: static KV cache
+    ///   (`cache_implementation="static"`) for compiled generation
+    pub(crate) static GROWING_SHAPE_IN_LOOP = {
+        code: "TPU310",
+        name: "growing-shape-in-loop",
+        severity: Warning,
+        fix: None,
+        kinds: ["assignment", "subscript"],
+        tokens: ["cat", "concat", "concatenate", "range"],
+        check: check,
+    }
+}
+
+/// TPU310
+fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
+    if !context.semantic().in_loop() || context.semantic().in_cold_code() {
+        return;
+    }
+    let Some(loop_node) = context.enclosing(node, &["for_statement", "while_statement"]) else {
+        return;
+    };
+    // Only a loop that runs the device once per iteration (it syncs, or runs a training step)
+    // sees a new shape per iteration; a loop inside `forward` over layers is traced once into
+    // one graph, whatever shapes its iterations have.
+    let executes_per_iteration = context
+        .semantic()
+        .loop_summary(loop_node)
+        .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
+    if !executes_per_iteration {
+        return;
+    }
+    let message = match node.kind_name() {
+        "assignment" => grows_onto_itself(context, node, loop_node),
+        _ => sliced_by_counter(context, node, loop_node),
+    };
+    let Some(message) = message else {
+        return;
+    };
+    let severity = context.hot_path_severity();
+    let diagnostic = context.report(node.byte_range(), message);
+    diagnostic.severity = severity;
+}
+
+/// `x = torch.cat([x, y], …)`: the message when `x` grows onto itself.
+fn grows_onto_itself<'t>(
+    context: &Context<'t, '_>,
+    assignment: Node<'t>,
+    loop_node: Node<'t>,
+) -> Option<String> {
+    let source = context.source();
+    let (left, right) = (assignment.field("left")?, assignment.field("right")?);
+    if left.kind_name() != "identifier" {
+        return None;
+    }
+    let name = node_text(left, source);
+    let right = syntax::unparenthesize(right);
+    let qualified = context.semantic().call_qualified_name(right)?;
+    if !matches!(
+        qualified.as_str(),
+        "torch.cat" | "torch.concat" | "torch.concatenate"
+    ) {
+        return None;
+    }
+    let (_, arguments) = context.call_parts(right)?;
+    let tensors = syntax::unparenthesize(*syntax::positional_args(arguments).first()?);
+    if !matches!(tensors.kind_name(), "list" | "tuple") {
+        return None;
+    }
+    let mut cursor = tensors.walk();
+    let parts: Vec<Node<'t>> = tensors.named_children(&mut cursor).collect();
+    let onto_itself = parts
+        .iter()
+        .any(|part| part.kind_name() == "identifier" && node_text(*part, source) == name);
+    if !onto_itself || parts.iter().any(|part| helpers::is_on_host(context, *part)) {
+        return None;
+    }
+    // Carried from the last iteration, not rebound earlier in this one
+    // (`x = torch.cat([latents] * 2)` … `x = torch.cat([x, mask], dim=1)` has a fixed shape).
+    let semantic = context.semantic();
+    let body_start = loop_node.field("body")?.start_byte();
+    let rebound_in_iteration = semantic
+        .function_around(assignment)
+        .and_then(|function| {
+            semantic.last_assignment_before(function, name, assignment.start_byte())
+        })
+        .is_some_and(|value| value.start_byte() >= body_start);
+    if rebound_in_iteration {
+        return None;
+    }
+    Some(format!(
+        "`{name}` grows on every iteration (`torch.cat` onto itself): a new shape, and a compilation, per step; write into a buffer of the final size"
+    ))
+}
+
+/// `cache[:, :cur]` with `cur` the loop's counter: the message when a slice bound is the counter.
+fn sliced_by_counter<'t>(
+    context: &Context<'t, '_>,
+    subscript: Node<'t>,
+    loop_node: Node<'t>,
+) -> Option<String> {
+    let source = context.source();
+    if loop_node.kind_name() != "for_statement" {
+        return None;
+    }
+    let counter = loop_node
+        .field("left")
+        .filter(|l| l.kind_name() == "identifier")?;
+    let iterable = syntax::unparenthesize(loop_node.field("right")?);
+    let (function, _) = syntax::call_parts(iterable)?;
+    if node_text(function, source) != "range" {
+        return None;
+    }
+    let counter = node_text(counter, source);
+    let value = subscript.field("value")?;
+    if !context.fact(value).is_tensor() || helpers::is_on_host(context, value) {
+        return None;
+    }
+    let mut cursor = subscript.walk();
+    let indices: Vec<Node<'t>> = subscript
+        .children_by_field_name("subscript", &mut cursor)
+        .collect();
+    let sliced = indices.iter().any(|index| {
+        index.kind_name() == "slice" && {
+            let mut cursor = index.walk();
+            let bounds: Vec<Node<'t>> = index.named_children(&mut cursor).collect();
+            bounds.iter().any(|bound| mentions(*bound, counter, source))
+        }
+    });
+    sliced.then(|| {
+        format!(
+            "`{}` is sliced by the loop counter `{counter}`: a new shape, and a compilation, per iteration; slice a fixed size and mask instead",
+            helpers::short_code(context.text(value))
+        )
+    })
+}
+
+/// Whether `expr` is `name` or arithmetic on it (`cur`, `pos - 1`, `cur + 1`).
+fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
+    let expr = syntax::unparenthesize(expr);
+    match expr.kind_name() {
+        "identifier" => node_text(expr, source) == name,
+        "binary_operator" => [expr.field("left"), expr.field("right")]
+            .into_iter()
+            .flatten()
+            .any(|side| mentions(side, name, source)),
+        _ => false,
+    }
+}

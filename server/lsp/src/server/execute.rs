@@ -1,0 +1,167 @@
+//! `workspace/executeCommand`: fix-all through `workspace/applyEdit`, the environment check, the
+//! debug report.
+
+use super::*;
+
+impl Server {
+    pub(super) async fn apply_autofix(&self, arguments: Vec<Value>) -> Result<Option<Value>> {
+        let uri = handlers::autofix_target(&arguments).map_err(rpc_error)?;
+        let token = CancellationToken::default();
+        let guard = token.drop_guard();
+        let encoding = self.session.encoding();
+        // On a notebook cell the command fixes the whole notebook.
+        let fix: Box<dyn FnOnce() -> Option<WorkspaceEdit> + Send> =
+            if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
+                Box::new(move || notebook::fix_all_edit(&analysis, None, encoding))
+            } else {
+                let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
+                    return Err(rpc_error(handlers::not_open(&uri)));
+                };
+                let uri_for_fix = uri.clone();
+                Box::new(move || handlers::text_fix_all(&uri_for_fix, &analysis, encoding))
+            };
+        let edit = tokio::task::spawn_blocking(fix)
+            .await
+            .map_err(|error| Error {
+                code: ErrorCode::InternalError,
+                message: format!("fixing crashed: {error}").into(),
+                data: None,
+            })?;
+        guard.disarm();
+        if let Some(edit) = edit {
+            let applied = self.client.apply_edit(edit).await.map_err(|error| Error {
+                code: ErrorCode::InternalError,
+                message: format!("workspace/applyEdit failed: {error}").into(),
+                data: None,
+            })?;
+            if !applied.applied {
+                self.log(
+                    LogLevel::Warn,
+                    handlers::edit_not_applied(applied.failure_reason.as_deref()),
+                )
+                .await;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs the environment check (seconds: it imports torch in the chosen interpreter) off the
+    /// message loop. Arguments: `[{"interpreter": "/path/to/python"}]`, or none for discovery
+    /// from the first workspace folder.
+    pub(super) async fn check_environment(&self, arguments: Vec<Value>) -> Result<Option<Value>> {
+        let interpreter = arguments
+            .first()
+            .and_then(|argument| argument.get("interpreter"))
+            .and_then(Value::as_str)
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        let project_dir = self
+            .session
+            .config()
+            .roots
+            .first()
+            .cloned()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let report = tokio::task::spawn_blocking(move || {
+            let mut options = tpulint_doctor::DoctorOptions::from_process_env(project_dir);
+            options.python = interpreter;
+            environment_report(&tpulint_doctor::run(&options))
+        })
+        .await
+        .map_err(|error| Error {
+            code: ErrorCode::InternalError,
+            message: format!("the environment check crashed: {error}").into(),
+            data: None,
+        })?;
+        Ok(Some(report))
+    }
+
+    pub(super) fn debug_information(&self) -> String {
+        let config = self.session.config();
+        let negotiated = self.session.negotiated();
+        let documents = self.session.documents();
+        let mut out = String::new();
+        out.push_str(&format!("tpulint server {}\n", env!("CARGO_PKG_VERSION")));
+        out.push_str(&format!("position encoding: {:?}\n", negotiated.encoding));
+        out.push_str(&format!(
+            "diagnostics: {}\n",
+            if negotiated.pull_diagnostics {
+                "pull"
+            } else {
+                "push"
+            }
+        ));
+        out.push_str(&format!("settings generation: {}\n", config.generation));
+        out.push_str(&format!("editor settings: {:?}\n", config.client));
+        for root in &config.roots {
+            out.push_str(&format!("workspace folder: {}\n", root.display()));
+        }
+        out.push_str(&self.notebooks.describe());
+        out.push_str(&format!("open documents: {}\n", documents.len()));
+        let mut uris: Vec<_> = documents.iter().collect();
+        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        for (uri, entry) in uris {
+            let analysis = entry.analysis.as_ref();
+            out.push_str(&format!(
+                "  {} (version {}, {} diagnostics, configuration: {})\n",
+                uri.as_str(),
+                entry.document.version(),
+                analysis.map_or(0, |analysis| analysis.diagnostics.len()),
+                analysis
+                    .and_then(|analysis| analysis.config_file.as_ref())
+                    .map_or("defaults".to_string(), |path| path.display().to_string())
+            ));
+        }
+        out
+    }
+
+    pub(super) async fn on_execute_command(
+        &self,
+        params: ExecuteCommandParams,
+    ) -> Result<Option<Value>> {
+        let Some(command) = SupportedCommand::from_identifier(&params.command) else {
+            return Err(rpc_error(handlers::unknown_command(
+                &params.command,
+                &capabilities::commands(true),
+            )));
+        };
+        match command {
+            SupportedCommand::ApplyAutofix => self.apply_autofix(params.arguments).await,
+            SupportedCommand::CheckEnvironment => self.check_environment(params.arguments).await,
+            SupportedCommand::PrintDebugInformation => {
+                Ok(Some(Value::String(self.debug_information())))
+            }
+        }
+    }
+}
+
+/// The answer to `tpulint.checkEnvironment`: a verdict, a one-line summary, the Markdown report,
+/// the suggested shell commands, and the full JSON report.
+pub(super) fn environment_report(report: &tpulint_doctor::Report) -> Value {
+    use tpulint_doctor::{OutputFormat, render};
+    // The doctor's JSON spelling (`ready` / `degraded` / `not_ready`), which the extension reads.
+    let verdict = serde_json::to_value(report.verdict).unwrap_or(Value::Null);
+    // Each fix names its finding and the finding's page in docs/doctor.md.
+    let fixes: Vec<Value> = report
+        .findings
+        .iter()
+        .flat_map(|finding| finding.fixes.iter().map(move |fix| (finding, fix)))
+        .filter(|(_, fix)| !fix.commands.is_empty())
+        .map(|(finding, fix)| {
+            json!({
+                "title": fix.description,
+                "command": fix.commands.join(" && "),
+                "finding": finding.id,
+                "url": finding.url,
+            })
+        })
+        .collect();
+    json!({
+        "verdict": verdict,
+        "summary": report.summary_line(),
+        "markdown": render(report, OutputFormat::Markdown),
+        "fixes": fixes,
+        "report": serde_json::to_value(report).unwrap_or(Value::Null),
+    })
+}

@@ -1,0 +1,301 @@
+//! The `LanguageServer` implementation, an adapter over `tpulint_ide::server`: the trait's methods
+//! delegate to one module per concern (each answer is built by the shared handlers; what stays
+//! here is I/O: obtaining analyses off the message loop, scheduling, files).
+
+mod code_actions;
+mod configuration;
+mod diagnostics;
+mod documents;
+mod execute;
+mod hover;
+mod lifecycle;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+use crate::actions;
+use crate::backend_action;
+use crate::commands::SupportedCommand;
+use crate::document::TextDocument;
+use crate::from_proto;
+use crate::notebook::{self, Notebooks};
+use crate::project::Projects;
+use crate::session::{
+    AnalysisError, CancellationToken, DocumentEntry, Publish, Session, analysis_or_log, file_path,
+};
+use crate::settings::{ClientSettings, LogLevel};
+use tpulint_ide::server::{capabilities, handlers};
+
+/// Names of files whose change reloads the project configuration.
+const CONFIG_FILE_NAMES: [&str; 3] = ["pyproject.toml", "tpulint.toml", ".tpulint.toml"];
+
+pub struct Server {
+    client: Client,
+    session: Arc<Session>,
+    /// Open notebooks, whose cells are checked as one module (see [`notebook`]).
+    notebooks: Arc<Notebooks>,
+    /// Taken by `initialize`, which starts the task that sends queued publishes in order.
+    publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
+    /// Setting errors found before the client could be told (during `initialize`).
+    pending_errors: std::sync::Mutex<Vec<String>>,
+    /// Tickets of settings updates, taken in arrival order before a handler's first `.await`.
+    settings_tickets: AtomicU64,
+    /// The ticket of the settings in force: an update answered late (an older
+    /// `workspace/configuration` response) must not overwrite a newer one.
+    settings_applied: std::sync::Mutex<u64>,
+}
+
+impl Server {
+    pub fn new(client: Client) -> Server {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        Server {
+            session: Arc::new(Session::new(client.clone(), sender)),
+            notebooks: Arc::new(Notebooks::default()),
+            client,
+            publish_queue: std::sync::Mutex::new(Some(receiver)),
+            pending_errors: std::sync::Mutex::new(Vec::new()),
+            settings_tickets: AtomicU64::new(0),
+            settings_applied: std::sync::Mutex::new(0),
+        }
+    }
+
+    async fn log(&self, level: LogLevel, message: impl std::fmt::Display) {
+        if level > self.session.config().client.log_level {
+            return;
+        }
+        let kind = match level {
+            LogLevel::Error => MessageType::ERROR,
+            LogLevel::Warn => MessageType::WARNING,
+            LogLevel::Info => MessageType::INFO,
+            LogLevel::Debug => MessageType::LOG,
+        };
+        self.client.log_message(kind, message).await;
+    }
+
+    /// Shows each setting error once (`window/showMessage`); they are never fatal.
+    async fn report_setting_errors(&self, errors: Vec<String>) {
+        for error in errors {
+            if self.session.first_time_shown(&error) {
+                self.client
+                    .show_message(MessageType::WARNING, format!("tpulint: {error}"))
+                    .await;
+            }
+        }
+    }
+
+    /// Queues an analysis of `uri` in push mode: one worker per document, which re-runs while
+    /// edits keep arriving, so a burst of edits costs one analysis per completed run rather than
+    /// one per edit.
+    fn schedule(&self, uri: &Uri) {
+        if self.session.negotiated().pull_diagnostics {
+            return;
+        }
+        {
+            let mut documents = self.session.documents();
+            let Some(entry) = documents.get_mut(uri) else {
+                return;
+            };
+            entry.dirty = true;
+            if entry.worker_running {
+                return;
+            }
+            entry.worker_running = true;
+        }
+        let session = self.session.clone();
+        let client = self.client.clone();
+        let uri = uri.clone();
+        tokio::spawn(async move { documents::push_worker(session, client, uri).await });
+    }
+
+    fn schedule_notebook(&self, uri: &Uri) {
+        notebook::schedule(&self.session, &self.notebooks, &self.client, uri);
+    }
+
+    /// A change for something the client never opened (or already closed): logged, not fatal.
+    async fn warn_not_open(&self, what: &str, uri: &Uri) {
+        self.log(
+            LogLevel::Warn,
+            format!("didChange for a {what} that is not open: {}", uri.as_str()),
+        )
+        .await;
+    }
+
+    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
+    /// notebook cell.
+    async fn notebook_analysis(
+        &self,
+        cell: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
+        let Some(owner) = self.notebooks.owner(cell) else {
+            return Ok(None);
+        };
+        self.notebook_analysis_of(&owner, token).await
+    }
+
+    /// The current analysis of notebook `owner`, or `None` if it is not open.
+    async fn notebook_analysis_of(
+        &self,
+        owner: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
+        match notebook::analysis_for(&self.session, &self.notebooks, owner, token).await {
+            Ok(analysis) => Ok(Some(analysis)),
+            Err(AnalysisError::Closed) => Ok(None),
+            Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
+            Err(AnalysisError::Panicked(message)) => {
+                self.log(
+                    LogLevel::Error,
+                    format!(
+                        "tpulint crashed while checking {}: {message}",
+                        owner.as_str()
+                    ),
+                )
+                .await;
+                Err(Error {
+                    code: ErrorCode::InternalError,
+                    message: format!("tpulint crashed while checking this notebook: {message}")
+                        .into(),
+                    data: None,
+                })
+            }
+        }
+    }
+
+    async fn analysis_or_error(
+        &self,
+        uri: &Uri,
+        token: &CancellationToken,
+    ) -> Result<Option<Arc<crate::session::Analysis>>> {
+        match self.session.analysis_for(uri, token).await {
+            Ok(analysis) => Ok(Some(analysis)),
+            Err(AnalysisError::Closed) => Ok(None),
+            Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
+            Err(AnalysisError::Panicked(message)) => {
+                self.log(
+                    LogLevel::Error,
+                    format!("tpulint crashed while checking {}: {message}", uri.as_str()),
+                )
+                .await;
+                Err(Error {
+                    code: ErrorCode::InternalError,
+                    message: format!("tpulint crashed while checking this file: {message}").into(),
+                    data: None,
+                })
+            }
+        }
+    }
+}
+
+/// A shared handler's error as the transport's.
+fn rpc_error(error: handlers::RequestError) -> Error {
+    Error {
+        code: ErrorCode::from(error.code),
+        message: error.message.into(),
+        data: None,
+    }
+}
+
+fn is_config_file(uri: &Uri) -> bool {
+    file_path(uri)
+        .and_then(|path| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .is_some_and(|name| CONFIG_FILE_NAMES.contains(&name.as_str()))
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        self.on_initialize(params).await
+    }
+
+    async fn initialized(&self, params: InitializedParams) {
+        self.on_initialized(params).await
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.on_shutdown().await
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        self.on_did_open(params).await
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        self.on_did_change(params).await
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        self.on_did_save(params).await
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        self.on_did_close(params).await
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        self.on_did_change_configuration(params).await
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        self.on_did_change_workspace_folders(params).await
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        self.on_did_change_watched_files(params).await
+    }
+
+    async fn diagnostic(
+        &self,
+        params: DocumentDiagnosticParams,
+    ) -> Result<DocumentDiagnosticReportResult> {
+        self.on_diagnostic(params).await
+    }
+
+    async fn workspace_diagnostic(
+        &self,
+        params: WorkspaceDiagnosticParams,
+    ) -> Result<WorkspaceDiagnosticReportResult> {
+        self.on_workspace_diagnostic(params).await
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        self.on_code_action(params).await
+    }
+
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        self.on_code_action_resolve(action).await
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        self.on_hover(params).await
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        self.on_execute_command(params).await
+    }
+
+    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
+        self.on_notebook_did_open(params).await
+    }
+
+    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
+        self.on_notebook_did_change(params).await
+    }
+
+    async fn notebook_did_save(&self, params: DidSaveNotebookDocumentParams) {
+        self.on_notebook_did_save(params).await
+    }
+
+    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
+        self.on_notebook_did_close(params).await
+    }
+}
