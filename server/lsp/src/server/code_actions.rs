@@ -27,11 +27,7 @@ impl Server {
             handlers::cell_code_actions(&analysis, &cell, range, only.as_deref(), encoding)
         })
         .await
-        .map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("code actions crashed: {error}").into(),
-            data: None,
-        })?;
+        .map_err(|error| internal_error(format!("code actions crashed: {error}")))?;
         actions.extend(set_backend);
         Ok(Some(actions))
     }
@@ -81,11 +77,7 @@ impl Server {
             }
         })
         .await
-        .map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("code actions crashed: {error}").into(),
-            data: None,
-        })?;
+        .map_err(|error| internal_error(format!("code actions crashed: {error}")))?;
         actions.extend(set_backend);
         Ok(Some(actions))
     }
@@ -108,11 +100,7 @@ impl Server {
             handlers::resolve_fix_all(&data, &analysis, encoding)
         })
         .await
-        .map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("fixing crashed: {error}").into(),
-            data: None,
-        })?;
+        .map_err(|error| internal_error(format!("fixing crashed: {error}")))?;
         guard.disarm();
         action.edit = Some(edit.map_err(rpc_error)?);
         Ok(action)

@@ -22,18 +22,13 @@ impl Server {
             };
         let edit = tokio::task::spawn_blocking(fix)
             .await
-            .map_err(|error| Error {
-                code: ErrorCode::InternalError,
-                message: format!("fixing crashed: {error}").into(),
-                data: None,
-            })?;
+            .map_err(|error| internal_error(format!("fixing crashed: {error}")))?;
         guard.disarm();
         if let Some(edit) = edit {
-            let applied = self.client.apply_edit(edit).await.map_err(|error| Error {
-                code: ErrorCode::InternalError,
-                message: format!("workspace/applyEdit failed: {error}").into(),
-                data: None,
-            })?;
+            let applied =
+                self.client.apply_edit(edit).await.map_err(|error| {
+                    internal_error(format!("workspace/applyEdit failed: {error}"))
+                })?;
             if !applied.applied {
                 self.log(
                     LogLevel::Warn,
@@ -69,11 +64,7 @@ impl Server {
             environment_report(&tpulint_doctor::run(&options))
         })
         .await
-        .map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("the environment check crashed: {error}").into(),
-            data: None,
-        })?;
+        .map_err(|error| internal_error(format!("the environment check crashed: {error}")))?;
         Ok(Some(report))
     }
 

@@ -51,10 +51,8 @@ impl Server {
             "tpulint",
             env!("CARGO_PKG_VERSION"),
         );
-        serde_json::from_str(&result).map_err(|error| Error {
-            code: ErrorCode::InternalError,
-            message: format!("the server's capabilities do not parse: {error}").into(),
-            data: None,
+        serde_json::from_str(&result).map_err(|error| {
+            internal_error(format!("the server's capabilities do not parse: {error}"))
         })
     }
 

@@ -159,12 +159,9 @@ impl Server {
                     ),
                 )
                 .await;
-                Err(Error {
-                    code: ErrorCode::InternalError,
-                    message: format!("tpulint crashed while checking this notebook: {message}")
-                        .into(),
-                    data: None,
-                })
+                Err(internal_error(format!(
+                    "tpulint crashed while checking this notebook: {message}"
+                )))
             }
         }
     }
@@ -184,13 +181,20 @@ impl Server {
                     format!("tpulint crashed while checking {}: {message}", uri.as_str()),
                 )
                 .await;
-                Err(Error {
-                    code: ErrorCode::InternalError,
-                    message: format!("tpulint crashed while checking this file: {message}").into(),
-                    data: None,
-                })
+                Err(internal_error(format!(
+                    "tpulint crashed while checking this file: {message}"
+                )))
             }
         }
+    }
+}
+
+/// An internal error with `message` (a crash caught in a handler or a blocking task).
+fn internal_error(message: String) -> Error {
+    Error {
+        code: ErrorCode::InternalError,
+        message: message.into(),
+        data: None,
     }
 }
 
