@@ -53,7 +53,9 @@ fi
 if ! command -v clang >/dev/null; then
   step "installing clang"
   if [[ $(id -u) -eq 0 ]]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
+    # Wait for another apt (a parallel install) instead of failing on its lock.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq clang >/dev/null
   else
     echo "clang is missing: apt-get install clang" >&2; exit 1
   fi
