@@ -35,6 +35,11 @@ out_dir=$root/server/wasm/pkg
 step() { printf '[wasm] %s\n' "$*"; }
 
 # ---- toolchain -------------------------------------------------------------------------------
+# Two builds on one machine (worktrees, a CI clone beside a checkout) share the tool cache: the
+# installs below are serialised by a lock on it, so one never copies a half-built tool.
+mkdir -p "$tools_dir"
+exec 9>"$tools_dir/.install.lock"
+flock 9
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   step "installing the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
@@ -106,6 +111,7 @@ if [[ $optimize -eq 1 && ! -x $wasm_opt ]]; then
   mkdir -p "$binaryen_dir"
   npm install --prefix "$binaryen_dir" --no-audit --no-fund --silent "binaryen@$binaryen_version" >/dev/null
 fi
+flock -u 9
 
 # package FEATURES SUFFIX: builds the module with cargo FEATURES into pkg/node$SUFFIX and
 # pkg/web$SUFFIX.

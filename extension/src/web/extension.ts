@@ -15,14 +15,21 @@ import * as vscodeapi from '../vscodeapi';
 
 let client: LanguageClient | undefined;
 
-/** `new Worker(url)`: the extension's TypeScript settings have no DOM lib. */
-type WorkerConstructor = new (url: string) => ConstructorParameters<typeof LanguageClient>[3];
+/**
+ * The part of a DOM `Worker` the language client uses. The extension's TypeScript settings have no
+ * DOM lib, so the client's own `Worker` parameter is untyped: this names what is passed to it.
+ */
+interface ServerWorker {
+  postMessage(message: unknown): void;
+  addEventListener(type: 'error', listener: (event: unknown) => void): void;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  terminate(): void;
+}
+type WorkerConstructor = new (url: string) => ServerWorker;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const settingReader = () => vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder());
-  const workerUri = vscode.Uri.joinPath(context.extensionUri, 'extension', 'out', 'web', 'worker.js');
-  const WorkerClass = (globalThis as unknown as { Worker: WorkerConstructor }).Worker;
-  const worker = new WorkerClass(workerUri.toString(true));
+  const worker = await startWorker(vscode.Uri.joinPath(context.extensionUri, 'extension', 'out', 'web', 'worker.js'));
   const clientOptions: LanguageClientOptions = {
     // Any scheme: on the web, files live in virtual file systems (vscode-vfs, vscode-test-web, …).
     // Notebook cells: the server advertises notebookDocumentSync, so the client sends whole
@@ -31,7 +38,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     diagnosticCollectionName: CLIENT_ID,
     initializationOptions: initializationOptions(readSettings(settingReader())),
   };
-  const running = new LanguageClient(CLIENT_ID, CLIENT_NAME, clientOptions, worker);
+  // vscode-languageclient 11's browser client takes the server (the worker) before the options. The
+  // extension's TypeScript settings have no DOM lib, so `Worker` is untyped there and swapping
+  // the two type-checks: the web end-to-end test (tests/vscode-e2e/cs-web.js) is what guards it.
+  const running = new LanguageClient(CLIENT_ID, CLIENT_NAME, worker, clientOptions);
   client = running;
   const reportView = new ReportView();
   context.subscriptions.push(
@@ -45,6 +55,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(Commands.showRuleDocumentation, () => showRuleDocumentation(running, reportView)),
   );
   await running.start();
+}
+
+/**
+ * Starts the language server's worker from its script. VS Code's web worker extension host refuses
+ * `new Worker()` on an extension file served by a remote (`vscode-remote:` URIs: code-server,
+ * Codespaces, tunnels), but its `fetch` resolves those URIs; so the script is fetched and started
+ * from a blob URL, which works wherever the extension is served from (vscode.dev's CDN included).
+ * The script needs nothing beside it: the wasm module and the rule docs are bundled into it.
+ */
+async function startWorker(script: vscode.Uri): Promise<ServerWorker> {
+  const response = await fetch(script.toString(true));
+  if (!response.ok) throw new Error(`TPU Lint: could not load its language server (${script.toString(true)}: HTTP ${response.status})`);
+  const source = new Blob([await response.arrayBuffer()], { type: 'text/javascript' });
+  const WorkerClass = (globalThis as unknown as { Worker: WorkerConstructor }).Worker;
+  return new WorkerClass(URL.createObjectURL(source));
 }
 
 export async function deactivate(): Promise<void> {
