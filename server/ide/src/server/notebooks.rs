@@ -17,8 +17,9 @@
 //!
 //! Analyses are stored only if the notebook's revision (a counter of applied changes: VS Code does
 //! not bump the notebook version for cell text edits) and the settings generation are still the
-//! ones they were computed for. Sans-IO: the native server keeps this under a lock, the browser's
-//! server owns it.
+//! ones they were computed for. Sans-IO: the native server's document index holds each
+//! [`NotebookDocument`] beside its text documents, under one lock; the browser's server owns a
+//! [`NotebookDocuments`].
 
 use std::sync::Arc;
 
