@@ -3,7 +3,9 @@
  * started there, so the language server is a web worker running `tpulint server`'s own protocol
  * logic compiled to WebAssembly (`worker.ts`): the same diagnostics, code actions, fixes and
  * hovers, for files and notebooks, and no environment check (its commands and walkthrough are
- * hidden with `!isWeb` in package.json).
+ * hidden with `!isWeb` in package.json). If the worker's server crashes (a panic aborts the
+ * module), a new worker is started and the client replays the open documents to it: the user is
+ * told once, and after `MAX_RESTARTS` crashes the server stays stopped.
  */
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, HoverRequest, LanguageClient, type LanguageClientOptions } from 'vscode-languageclient/browser';
@@ -12,17 +14,35 @@ import { APPLY_AUTOFIX, type ApplyAutofixArguments } from '../lspExt';
 import { ReportView } from '../reportView';
 import { configurationImpact, initializationOptions, readSettings, toServerSettings } from '../settings';
 import * as vscodeapi from '../vscodeapi';
+import { SERVER_CRASHED } from './server';
+
+/** Crashes after which the server is started again; one more and it stays stopped (a document that
+ * crashes it on every check would otherwise restart it forever). */
+const MAX_RESTARTS = 3;
 
 let client: LanguageClient | undefined;
 
-/** `new Worker(url)`: the extension's TypeScript settings have no DOM lib. */
-type WorkerConstructor = new (url: string) => ConstructorParameters<typeof LanguageClient>[3];
+/** The part of a DOM `Worker` used here: the extension's TypeScript settings have no DOM lib. */
+interface ServerWorker {
+  terminate(): void;
+}
+
+/** `new Worker(url)`. */
+type WorkerConstructor = new (url: string) => ServerWorker;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const settingReader = () => vscodeapi.settingReader(vscodeapi.firstWorkspaceFolder());
   const workerUri = vscode.Uri.joinPath(context.extensionUri, 'extension', 'out', 'web', 'worker.js');
   const WorkerClass = (globalThis as unknown as { Worker: WorkerConstructor }).Worker;
-  const worker = new WorkerClass(workerUri.toString(true));
+  let worker: ServerWorker | undefined;
+  // The server options (version 11 takes them before the client options): a fresh worker on every
+  // start of the client, the first and each restart; the previous one ends. (The library's `Worker`
+  // type is unnamed without the DOM lib, so the compiler checks neither the order nor the type.)
+  const startWorker = () => {
+    worker?.terminate();
+    worker = new WorkerClass(workerUri.toString(true));
+    return Promise.resolve(worker);
+  };
   const clientOptions: LanguageClientOptions = {
     // Any scheme: on the web, files live in virtual file systems (vscode-vfs, vscode-test-web, …).
     // Notebook cells: the server advertises notebookDocumentSync, so the client sends whole
@@ -31,10 +51,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     diagnosticCollectionName: CLIENT_ID,
     initializationOptions: initializationOptions(readSettings(settingReader())),
   };
-  const running = new LanguageClient(CLIENT_ID, CLIENT_NAME, clientOptions, worker);
+  const running = new LanguageClient(CLIENT_ID, CLIENT_NAME, startWorker, clientOptions);
   client = running;
+  let crashes = 0;
+  running.onNotification(SERVER_CRASHED, (params: { message?: string }) => {
+    crashes += 1;
+    const reason = params.message ?? 'unknown error';
+    if (crashes > MAX_RESTARTS) {
+      void vscode.window.showErrorMessage(`TPU Lint: the language server crashed again (${reason}) and is stopped. Reload the window to start it.`);
+      void running.stop().finally(() => worker?.terminate());
+      return;
+    }
+    if (crashes === 1) void vscode.window.showWarningMessage(`TPU Lint: the language server crashed (${reason}) and was restarted.`);
+    // The crashed server answers nothing, so stopping waits for the shutdown request to time out.
+    void running.stop().then(() => running.start());
+  });
   const reportView = new ReportView();
   context.subscriptions.push(
+    { dispose: () => worker?.terminate() },
     reportView,
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (configurationImpact((section) => event.affectsConfiguration(section)) === 'none') return;
