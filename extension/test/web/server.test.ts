@@ -25,7 +25,7 @@ import {
   type WorkspaceEdit,
 } from 'vscode-languageserver/browser';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { startServer, type WasmLanguageServer } from '../../src/web/server';
+import { SERVER_CRASHED, startServer, type WasmLanguageServer } from '../../src/web/server';
 
 /** The web extension's module (pkg/node-lsp). */
 interface LanguageServerModule {
@@ -372,6 +372,44 @@ describe('web language server', () => {
       await waitFor(() => (session.exited() ? true : undefined), 'the pump to stop');
     } finally {
       session.close();
+    }
+  });
+
+  it('a server that throws (a trapped panic) is reported once and handed no further message', async () => {
+    const channel = new MessageChannel();
+    const handled: string[] = [];
+    // Throws like a trapped WebAssembly instance: on the second message and on every later one.
+    const trapping: WasmLanguageServer = {
+      handle(message: string): string {
+        handled.push((JSON.parse(message) as { method: string }).method);
+        if (handled.length >= 2) throw new Error('unreachable executed');
+        return '[]';
+      },
+      idle: () => '[]',
+      hasPendingWork: () => false,
+      isShuttingDown: () => false,
+    };
+    let exited = false;
+    startServer(new BrowserMessageReader(channel.port1), new BrowserMessageWriter(channel.port1), trapping, () => {
+      exited = true;
+    });
+    const client = createMessageConnection(new ClientReader(channel.port2), new ClientWriter(channel.port2));
+    const crashes: { message: string }[] = [];
+    client.onNotification(SERVER_CRASHED, (params: { message: string }) => {
+      crashes.push(params);
+    });
+    client.listen();
+    try {
+      for (const method of ['first', 'second', 'third']) await client.sendNotification(method, {});
+      await waitFor(() => crashes[0], 'the crash notification');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.deepEqual(crashes, [{ message: 'unreachable executed' }]);
+      assert.deepEqual(handled, ['first', 'second'], 'nothing is handed to a crashed server');
+      assert.equal(exited, false, 'the worker stays for the extension to replace');
+    } finally {
+      client.dispose();
+      channel.port1.close();
+      channel.port2.close();
     }
   });
 });

@@ -14,7 +14,7 @@ pub mod backend_action;
 pub use tpulint_ide::server::settings;
 pub use tpulint_ide::{actions, document, encoding, from_proto, to_proto};
 pub mod commands;
-pub mod notebook;
+pub mod index;
 pub mod project;
 pub mod runtime;
 pub mod scheduler;

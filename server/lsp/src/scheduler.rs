@@ -1,33 +1,52 @@
-//! One analysis in flight per document: every caller that needs document `uri` at (version,
-//! settings generation) awaits the same run — the push worker, a pull, a hover and a code action
-//! for one revision share one analysis — and a run whose revision has been superseded (the
-//! document changed, or the settings did) is cancelled instead of finishing for nothing.
+//! One analysis in flight per document, text document or notebook alike: every caller that needs
+//! document `uri` at (revision, settings generation) awaits the same run — the push worker, a
+//! pull, a hover and a code action for one revision share one analysis — and a run whose
+//! revision has been superseded (the document changed or closed, or the settings changed) is
+//! cancelled instead of finishing for nothing.
 //!
 //! The first caller of a revision starts the run (on the blocking pool); the rest await its
 //! result. If that first caller goes away (a cancelled request), the next waiter starts it again.
+//! The counts of runs started and of runs cancelled in flight are shown in the server's debug
+//! report (`tpulint.printDebugInformation`), which is how the protocol tests see the sharing.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::OnceCell;
 use tower_lsp_server::ls_types::Uri;
 
-use crate::session::{Analysis, AnalysisError, CancellationToken};
+use crate::index::DocumentAnalysis;
+use crate::session::{AnalysisError, CancellationToken};
 
-type Outcome = Result<Arc<Analysis>, AnalysisError>;
+type Outcome = Result<DocumentAnalysis, AnalysisError>;
 
 /// The run of one revision.
 struct Run {
-    version: i32,
+    revision: i32,
     generation: u64,
     result: Arc<OnceCell<Outcome>>,
     /// Cancelled when the revision is superseded.
     token: CancellationToken,
 }
 
+impl Run {
+    /// Cancels the run; counts it if it had not finished.
+    fn cancel(self, cancelled: &AtomicU64) {
+        if !self.result.initialized() {
+            cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        self.token.cancel();
+    }
+}
+
 #[derive(Default)]
 pub struct Scheduler {
     runs: Mutex<HashMap<Uri, Run>>,
+    /// Analyses started.
+    started: AtomicU64,
+    /// Runs superseded before they finished.
+    cancelled: AtomicU64,
 }
 
 impl Scheduler {
@@ -38,50 +57,51 @@ impl Scheduler {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The shared slot of `uri` at (`version`, `generation`); a run of another revision is
+    /// The shared slot of `uri` at (`revision`, `generation`); a run of another revision is
     /// cancelled and replaced.
     fn slot(
         &self,
         uri: &Uri,
-        version: i32,
+        revision: i32,
         generation: u64,
     ) -> (Arc<OnceCell<Outcome>>, CancellationToken) {
         let mut runs = self.lock();
         if let Some(run) = runs.get(uri)
-            && run.version == version
+            && run.revision == revision
             && run.generation == generation
         {
             return (run.result.clone(), run.token.clone());
         }
         let run = Run {
-            version,
+            revision,
             generation,
             result: Arc::new(OnceCell::new()),
             token: CancellationToken::default(),
         };
         let slot = (run.result.clone(), run.token.clone());
         if let Some(previous) = runs.insert(uri.clone(), run) {
-            previous.token.cancel();
+            previous.cancel(&self.cancelled);
         }
         slot
     }
 
-    /// The analysis of `uri` at (`version`, `generation`), computed by `analyze` (given the
-    /// run's cancellation token) unless a run of that revision is already in flight or done.
+    /// The analysis of document `uri` at (`revision`, `generation`), computed by `analyze`
+    /// (given the run's cancellation token) unless a run of that revision is already in flight
+    /// or done.
     pub async fn analysis(
         &self,
         uri: &Uri,
-        version: i32,
+        revision: i32,
         generation: u64,
-        analyze: impl FnOnce(CancellationToken) -> Result<Analysis, AnalysisError> + Send + 'static,
+        analyze: impl FnOnce(CancellationToken) -> Outcome + Send + 'static,
     ) -> Outcome {
-        let (result, token) = self.slot(uri, version, generation);
+        let (result, token) = self.slot(uri, revision, generation);
         result
             .get_or_init(|| async move {
+                self.started.fetch_add(1, Ordering::Relaxed);
                 tokio::task::spawn_blocking(move || analyze(token))
                     .await
                     .map_err(|error| AnalysisError::Panicked(error.to_string()))?
-                    .map(Arc::new)
             })
             .await
             .clone()
@@ -90,15 +110,23 @@ impl Scheduler {
     /// The document changed or closed: its run in flight, if any, is superseded.
     pub fn supersede(&self, uri: &Uri) {
         if let Some(run) = self.lock().remove(uri) {
-            run.token.cancel();
+            run.cancel(&self.cancelled);
         }
     }
 
     /// The settings changed: every run in flight is superseded.
     pub fn supersede_all(&self) {
         for (_, run) in self.lock().drain() {
-            run.token.cancel();
+            run.cancel(&self.cancelled);
         }
+    }
+
+    /// How many analyses were started, and how many of them were cancelled in flight.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.started.load(Ordering::Relaxed),
+            self.cancelled.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -109,31 +137,108 @@ mod tests {
 
     use super::*;
     use crate::document::TextDocument;
-    use crate::project::Resolved;
+    use crate::index::{Index, Snapshot};
     use crate::session::analyze;
+    use tpulint_ide::server::analyze::CheckSettings;
 
     fn uri() -> Uri {
         "file:///project/train.py".parse().expect("URI")
+    }
+
+    fn settings() -> CheckSettings {
+        CheckSettings {
+            settings: Some(Default::default()),
+            ..CheckSettings::default()
+        }
     }
 
     /// An analysis of a small document, counting how often it ran.
     fn counted(
         runs: &Arc<AtomicUsize>,
         version: i32,
-    ) -> impl FnOnce(CancellationToken) -> Result<Analysis, AnalysisError> + Send + 'static {
+    ) -> impl FnOnce(CancellationToken) -> Outcome + Send + 'static {
         let runs = runs.clone();
         move |token| {
             runs.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(50));
             let document =
                 TextDocument::new("import torch\nx = torch.ones(2).cuda()\n".into(), version);
-            let resolved = Resolved {
-                settings: Some(Default::default()),
-                config_file: None,
-                error: None,
+            let snapshot = Snapshot::Text {
+                snapshot: document.snapshot(),
+                language_id: "python".into(),
             };
-            analyze(document.snapshot(), resolved, 0, false, &token)
+            analyze(snapshot, settings(), &token)
         }
+    }
+
+    /// A notebook of one Python cell, opened in an index.
+    fn notebook_index(text: &str) -> (Index, Uri) {
+        let params = serde_json::from_value(serde_json::json!({
+            "notebookDocument": {
+                "uri": "file:///project/train.ipynb", "notebookType": "jupyter-notebook",
+                "version": 1, "cells": [{"kind": 2, "document": "cell:1"}]
+            },
+            "cellTextDocuments": [
+                {"uri": "cell:1", "languageId": "python", "version": 1, "text": text}
+            ]
+        }))
+        .expect("params");
+        let mut index = Index::default();
+        let uri = index.open_notebook(params);
+        (index, uri)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_notebook_revision_is_one_shared_run_and_a_change_cancels_it() {
+        let scheduler = Arc::new(Scheduler::default());
+        let (index, notebook) = notebook_index("import torch\nx = torch.ones(2).cuda()\n");
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                let scheduler = scheduler.clone();
+                let notebook = notebook.clone();
+                let snapshot = index.snapshot(&notebook).expect("open");
+                tokio::spawn(async move {
+                    scheduler
+                        .analysis(&notebook, snapshot.revision(), 0, move |token| {
+                            std::thread::sleep(Duration::from_millis(50));
+                            analyze(snapshot, settings(), &token)
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for caller in callers {
+            let outcome = caller.await.expect("joined").expect("analysed");
+            assert!(matches!(outcome, DocumentAnalysis::Notebook(_)));
+        }
+        assert_eq!(scheduler.counts(), (1, 0), "one run for three callers");
+
+        // A run of the next revision, superseded while it runs, is cancelled and counted.
+        let started = Arc::new(tokio::sync::Notify::new());
+        let slow = {
+            let scheduler = scheduler.clone();
+            let started = started.clone();
+            let notebook = notebook.clone();
+            tokio::spawn(async move {
+                scheduler
+                    .analysis(&notebook, 1, 0, move |token| {
+                        started.notify_one();
+                        for _ in 0..500 {
+                            if token.is_cancelled() {
+                                return Err(AnalysisError::Cancelled);
+                            }
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        Err(AnalysisError::Closed)
+                    })
+                    .await
+            })
+        };
+        started.notified().await;
+        scheduler.supersede(&notebook);
+        let outcome = slow.await.expect("joined");
+        assert!(matches!(outcome, Err(AnalysisError::Cancelled)));
+        assert_eq!(scheduler.counts(), (2, 1));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,11 +261,10 @@ mod tests {
             1,
             "one analysis for three callers"
         );
-        assert!(
-            results
-                .iter()
-                .all(|result| Arc::ptr_eq(result, &results[0]))
-        );
+        assert!(results.iter().all(|result| match (result, &results[0]) {
+            (DocumentAnalysis::Text(a), DocumentAnalysis::Text(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }));
         // A later caller of the same revision gets the finished result without a new run.
         scheduler
             .analysis(&uri(), 1, 0, counted(&runs, 1))

@@ -1,14 +1,15 @@
-//! The server's state: open documents, the negotiated client capabilities, and the settings in
-//! force; plus the analysis of a document on a snapshot, off the message loop.
+//! The server's state: the open documents (text documents and notebooks, one [`Index`]), the
+//! negotiated client capabilities, and the settings in force; plus the analysis of a document on
+//! a snapshot, off the message loop, through the [`Scheduler`].
 //!
-//! Ordering rule: every handler that changes a document does so synchronously, under the
-//! documents lock, before its first `.await` (tower-lsp-server runs up to four handlers
-//! concurrently, so anything after an `.await` may be overtaken). Analyses run on snapshots in
-//! `spawn_blocking`; a result is stored and published only if the document's version and the
-//! settings generation are still the ones it was computed for, and the publish is queued while
-//! the lock is held, so publishes leave in the order their versions were applied.
+//! Ordering rule: every handler that changes a document (a text document or a notebook) does so
+//! synchronously, under the index lock, before its first `.await` (tower-lsp-server runs up to
+//! four handlers concurrently, so anything after an `.await` may be overtaken). Analyses run on
+//! snapshots in `spawn_blocking`; a result is stored and published only if the document's
+//! revision (a text document's version, a notebook's change counter) and the settings generation
+//! are still the ones it was computed for, and the publish is queued while the lock is held, so
+//! publishes leave in the order their versions were applied.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -16,11 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{self as lsp, MessageType, Uri};
-use tpulint_ide::document::PreviousCheck;
 use tpulint_ide::server::analyze::CheckSettings;
+use tpulint_ide::server::notebook_analysis::{self, NotebookAnalysis};
 
-use crate::document::{DocumentSnapshot, TextDocument};
 use crate::encoding::PositionEncoding;
+use crate::index::{DocumentAnalysis, Index, Snapshot};
 use crate::project::{Projects, Resolved};
 use crate::scheduler::Scheduler;
 use crate::settings::ClientSettings;
@@ -115,37 +116,39 @@ static FULL_CHECKS: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
         .is_some_and(|value| value != "0" && !value.is_empty())
 });
 
-/// Parses (incrementally when possible) and checks a snapshot (see
-/// `tpulint_ide::server::analyze`). Never panics: a panic in a rule is caught and returned as an
-/// error.
+/// Checks a snapshot: a text document parsed incrementally when possible (see
+/// `tpulint_ide::server::analyze`), a notebook as one module of its code cells (see
+/// `tpulint_ide::server::notebook_analysis`). Never panics: a panic in a rule is caught and
+/// returned as an error.
 pub fn analyze(
-    snapshot: DocumentSnapshot,
-    resolved: Resolved,
-    generation: u64,
-    unsafe_fixes: bool,
+    snapshot: Snapshot,
+    check_settings: CheckSettings,
     token: &CancellationToken,
-) -> Result<Analysis, AnalysisError> {
-    let check_settings = CheckSettings {
-        settings: resolved.settings,
-        config_file: resolved.config_file,
-        generation,
-        unsafe_fixes,
-    };
-    tpulint_ide::server::analyze::analyze(snapshot, check_settings, !*FULL_CHECKS, &|| {
-        token.is_cancelled()
-    })
+) -> Result<DocumentAnalysis, AnalysisError> {
+    let cancelled = || token.is_cancelled();
+    match snapshot {
+        Snapshot::Text { snapshot, .. } => tpulint_ide::server::analyze::analyze(
+            snapshot,
+            check_settings,
+            !*FULL_CHECKS,
+            &cancelled,
+        )
+        .map(|analysis| DocumentAnalysis::Text(Arc::new(analysis))),
+        Snapshot::Notebook(snapshot) => {
+            notebook_analysis::analyze(snapshot, check_settings, &cancelled)
+                .map(|analysis| DocumentAnalysis::Notebook(Arc::new(analysis)))
+        }
+    }
 }
 
-/// One open document and what the server knows about it.
-pub struct DocumentEntry {
-    pub document: TextDocument,
-    pub language_id: String,
-    /// The latest analysis stored (possibly of an older version).
-    pub analysis: Option<Arc<Analysis>>,
-    /// A push worker is running for this document.
-    pub worker_running: bool,
-    /// Something changed since the running worker took its snapshot.
-    pub dirty: bool,
+/// How a document is checked under `config`, as `resolved` for it.
+pub fn check_settings(resolved: Resolved, config: &ConfigState) -> CheckSettings {
+    CheckSettings {
+        settings: resolved.settings,
+        config_file: resolved.config_file,
+        generation: config.generation,
+        unsafe_fixes: config.client.unsafe_fixes,
+    }
 }
 
 /// A `publishDiagnostics` to send, queued in version order.
@@ -157,14 +160,14 @@ pub struct Publish {
 
 pub struct Session {
     client: Client,
-    documents: Mutex<HashMap<Uri, DocumentEntry>>,
+    index: Mutex<Index>,
     config: RwLock<Arc<ConfigState>>,
     negotiated: RwLock<Negotiated>,
     publisher: mpsc::UnboundedSender<Publish>,
     /// Setting errors already shown, so each is shown once.
     shown_errors: Mutex<std::collections::HashSet<String>>,
     shutting_down: AtomicBool,
-    /// Analyses of text documents in flight, one per document, shared by every caller.
+    /// Analyses in flight, one per document (text document or notebook), shared by every caller.
     pub scheduler: Scheduler,
 }
 
@@ -172,7 +175,7 @@ impl Session {
     pub fn new(client: Client, publisher: mpsc::UnboundedSender<Publish>) -> Session {
         Session {
             client,
-            documents: Mutex::new(HashMap::new()),
+            index: Mutex::new(Index::default()),
             config: RwLock::new(Arc::new(ConfigState::default())),
             negotiated: RwLock::new(Negotiated::default()),
             publisher,
@@ -182,10 +185,10 @@ impl Session {
         }
     }
 
-    /// The documents map. A poisoned lock (a panic while it was held) is recovered: every
-    /// mutation under it is a single assignment or map operation, so the map stays consistent.
-    pub fn documents(&self) -> MutexGuard<'_, HashMap<Uri, DocumentEntry>> {
-        self.documents
+    /// The document index. A poisoned lock (a panic while it was held) is recovered: every
+    /// mutation under it is a single assignment or map operation, so the index stays consistent.
+    pub fn index(&self) -> MutexGuard<'_, Index> {
+        self.index
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -246,30 +249,28 @@ impl Session {
         self.shutting_down.load(Ordering::Relaxed)
     }
 
-    /// Queues a publish; called with the documents lock held so publishes keep version order.
+    /// Queues a publish; called with the index lock held so publishes keep version order.
     pub fn queue_publish(&self, publish: Publish) {
         // The receiver only goes away when the server stops; nothing is left to tell then.
         let _ = self.publisher.send(publish);
     }
 
-    /// The snapshot and settings an analysis of `uri` needs, or `None` if it is not open.
-    /// A configuration file that cannot be used is reported (once) to the user.
-    pub fn prepare(&self, uri: &Uri) -> Option<(DocumentSnapshot, Resolved, Arc<ConfigState>)> {
+    /// The snapshot and settings an analysis of document `uri` (a text document or a notebook)
+    /// needs, or `None` if it is not open. A configuration file that cannot be used is reported
+    /// (once) to the user.
+    pub fn prepare(&self, uri: &Uri) -> Option<(Snapshot, CheckSettings)> {
         let config = self.config();
-        let (snapshot, language_id) = {
-            let documents = self.documents();
-            let entry = documents.get(uri)?;
-            (entry.document.snapshot(), entry.language_id.clone())
-        };
-        // Resolving may read configuration files: done outside the documents lock.
-        let resolved = config.projects.resolve(uri, &language_id);
+        let snapshot = self.index().snapshot(uri)?;
+        // Resolving may read configuration files: done outside the index lock. A notebook's own
+        // path decides its project configuration.
+        let resolved = config.projects.resolve(uri, snapshot.language_id());
         if let Some(error) = &resolved.error {
             self.show_once(
                 MessageType::ERROR,
                 format!("tpulint: invalid configuration: {error}"),
             );
         }
-        Some((snapshot, resolved, config))
+        Some((snapshot, check_settings(resolved, &config)))
     }
 
     /// Shows `message` to the user unless it was shown before.
@@ -280,97 +281,116 @@ impl Session {
         }
     }
 
-    /// Stores `analysis` if it is still current (same version, same settings generation) and
-    /// keeps its tree for the next incremental parse. Returns whether it was current; when it
-    /// is and `publish` is set, its diagnostics are queued for publishing under the same lock.
+    /// The publishes of `analysis` of document `uri`: one for a text document (with its runtime
+    /// findings, which may read a trace file: call this outside the index lock), one per cell
+    /// for a notebook.
+    pub fn publishes(&self, uri: &Uri, analysis: &DocumentAnalysis) -> Vec<Publish> {
+        let encoding = self.encoding();
+        match analysis {
+            DocumentAnalysis::Text(analysis) => vec![Publish {
+                uri: uri.clone(),
+                diagnostics: crate::runtime::lsp_diagnostics(analysis, uri, encoding),
+                version: Some(analysis.version),
+            }],
+            DocumentAnalysis::Notebook(analysis) => analysis
+                .cells
+                .iter()
+                .map(|cell| Publish {
+                    uri: cell.uri.clone(),
+                    diagnostics: analysis.cell_diagnostics(&cell.uri, encoding),
+                    version: Some(cell.cell_version),
+                })
+                .collect(),
+        }
+    }
+
+    /// Stores `analysis` of document `uri` if it is still current (same revision, same
+    /// settings generation); when it is, `publishes` are queued under the same lock, so they
+    /// leave in revision order. Returns `None` for a stale result, else what
+    /// [`Index::store`] returns (a notebook worker's previous result).
     pub fn store(
         &self,
         uri: &Uri,
-        analysis: &Arc<Analysis>,
-        publish: Option<Vec<lsp::Diagnostic>>,
-    ) -> bool {
+        analysis: &DocumentAnalysis,
+        publishes: Vec<Publish>,
+        from_worker: bool,
+    ) -> Option<Option<Arc<NotebookAnalysis>>> {
         let generation = self.config().generation;
-        let mut documents = self.documents();
-        let Some(entry) = documents.get_mut(uri) else {
-            return false;
-        };
-        // Even a result that went stale is worth reusing: the next check compares its text
-        // with the current one.
-        if generation == analysis.generation
-            && let Some(state) = &analysis.incremental
-        {
-            entry.document.store_check(PreviousCheck {
-                text: analysis.text.clone(),
-                state: state.clone(),
-            });
+        let mut index = self.index();
+        let stored = index.store(uri, analysis, generation, from_worker)?;
+        for publish in publishes {
+            self.queue_publish(publish);
         }
-        if entry.document.version() != analysis.version || generation != analysis.generation {
-            return false;
-        }
-        entry
-            .document
-            .store_tree(analysis.version, analysis.tree.clone());
-        entry.analysis = Some(analysis.clone());
-        if let Some(diagnostics) = publish {
-            self.queue_publish(Publish {
-                uri: uri.clone(),
-                diagnostics,
-                version: Some(analysis.version),
-            });
-        }
-        true
+        Some(stored)
     }
 
-    /// The stored analysis of `uri` if it matches the current version and settings.
-    pub fn current_analysis(&self, uri: &Uri) -> Option<Arc<Analysis>> {
-        let generation = self.config().generation;
-        let documents = self.documents();
-        let entry = documents.get(uri)?;
-        entry.analysis.clone().filter(|analysis| {
-            analysis.version == entry.document.version() && analysis.generation == generation
-        })
-    }
-
-    /// The current analysis of `uri`, computing it off the message loop when the stored one is
-    /// stale.
+    /// The current analysis of document `uri` (a text document or a notebook), computed off the
+    /// message loop when the stored one is stale and shared with every other caller of the same
+    /// revision (see [`Scheduler`]).
     pub async fn analysis_for(
         self: &Arc<Self>,
         uri: &Uri,
         token: &CancellationToken,
-    ) -> Result<Arc<Analysis>, AnalysisError> {
-        if let Some(analysis) = self.current_analysis(uri) {
+    ) -> Result<DocumentAnalysis, AnalysisError> {
+        let current = self.index().current_analysis(uri, self.config().generation);
+        if let Some(analysis) = current {
             return Ok(analysis);
         }
         // The request's own token is not the run's: the run is shared with every other caller
         // of this revision and stops only when the revision is superseded.
         let _ = token;
-        let (snapshot, resolved, config) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
-        let analysis = self
-            .shared_analysis(uri, snapshot, resolved, &config)
-            .await?;
-        self.store(uri, &analysis, None);
+        let (snapshot, check_settings) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
+        let analysis = self.shared_analysis(uri, snapshot, check_settings).await?;
+        self.store(uri, &analysis, Vec::new(), false);
         Ok(analysis)
     }
 
-    /// The analysis of `snapshot`, shared with every other caller of the same revision (see
-    /// [`Scheduler`]).
+    /// The analysis of `snapshot` of document `uri`, shared with every other caller of the
+    /// same revision (see [`Scheduler`]).
     pub async fn shared_analysis(
         &self,
         uri: &Uri,
-        snapshot: DocumentSnapshot,
-        resolved: Resolved,
-        config: &ConfigState,
-    ) -> Result<Arc<Analysis>, AnalysisError> {
-        let generation = config.generation;
-        let unsafe_fixes = config.client.unsafe_fixes;
+        snapshot: Snapshot,
+        check_settings: CheckSettings,
+    ) -> Result<DocumentAnalysis, AnalysisError> {
         self.scheduler
-            .analysis(uri, snapshot.version, generation, move |token| {
-                analyze(snapshot, resolved, generation, unsafe_fixes, &token)
-            })
+            .analysis(
+                uri,
+                snapshot.revision(),
+                check_settings.generation,
+                move |token| analyze(snapshot, check_settings, &token),
+            )
             .await
     }
 
+    /// The open documents (text documents and notebooks), by URI.
     pub fn open_uris(&self) -> Vec<Uri> {
-        self.documents().keys().cloned().collect()
+        self.index().uris()
+    }
+
+    /// Closes document `uri` (with the cell documents the client closes with a notebook): its
+    /// run in flight is superseded and, in push mode, the diagnostics of the document (or of
+    /// every cell) are cleared, queued under the lock after any publish of its last revision.
+    pub fn close(&self, uri: &Uri, closed_cells: Vec<Uri>) {
+        let mut index = self.index();
+        self.scheduler.supersede(uri);
+        if let Some(cleared) = index.remove_closing(uri, closed_cells) {
+            self.clear(cleared);
+        }
+    }
+
+    /// Clears the diagnostics of `uris` (push mode only: a pull client drops what it pulled for
+    /// a closed document itself). Call it with the index lock held.
+    pub fn clear(&self, uris: Vec<Uri>) {
+        if self.negotiated().pull_diagnostics {
+            return;
+        }
+        for uri in uris {
+            self.queue_publish(Publish {
+                uri,
+                diagnostics: Vec::new(),
+                version: None,
+            });
+        }
     }
 }

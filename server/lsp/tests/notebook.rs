@@ -693,3 +693,165 @@ async fn workspace_diagnostic_reports_every_cell() {
     );
     client.shutdown().await;
 }
+
+/// The scheduler's counts from the debug report: (analyses started, runs cancelled in flight).
+async fn analysis_counts(client: &mut TestClient) -> (u64, u64) {
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.printDebugInformation"}),
+        )
+        .await;
+    let report = response["result"].as_str().expect("debug report");
+    let line = report
+        .lines()
+        .find_map(|line| line.strip_prefix("analyses: "))
+        .unwrap_or_else(|| panic!("no analyses line in {report}"));
+    let numbers: Vec<u64> = line
+        .split(' ')
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    (numbers[0], numbers[1])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_a_hover_and_a_code_action_on_a_cell_share_one_analysis() {
+    // A pull client without refresh: no worker runs, only the requests analyse.
+    let capabilities = json!({
+        "textDocument": {
+            "diagnostic": {"dynamicRegistration": false},
+            "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}},
+            "hover": {"contentFormat": ["markdown"]}
+        },
+        "workspace": {"diagnostics": {"refreshSupport": false}}
+    });
+    let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
+    open_notebook(&mut client).await;
+    for round in 1..=2u64 {
+        // Sent together, answered from one run of the notebook's revision.
+        let pull = client
+            .send_request(
+                "textDocument/diagnostic",
+                json!({"textDocument": {"uri": MODEL}}),
+            )
+            .await;
+        let hover = client
+            .send_request(
+                "textDocument/hover",
+                json!({"textDocument": {"uri": MODEL}, "position": {"line": 1, "character": 26}}),
+            )
+            .await;
+        let actions = client
+            .send_request(
+                "textDocument/codeAction",
+                json!({
+                    "textDocument": {"uri": MODEL},
+                    "range": {"start": {"line": 1, "character": 22}, "end": {"line": 1, "character": 28}},
+                    "context": {"diagnostics": []}
+                }),
+            )
+            .await;
+        let pull = client.response(json!(pull)).await;
+        let diagnostics = pull["result"]["items"].as_array().expect("a full report");
+        let hover = client.response(json!(hover)).await;
+        let actions = client.response(json!(actions)).await;
+        assert!(!diagnostics.is_empty(), "{pull}");
+        assert!(
+            hover["result"]["contents"]["value"]
+                .as_str()
+                .is_some_and(|text| text.contains("TPU401")),
+            "{hover}"
+        );
+        assert!(
+            actions["result"].as_array().is_some_and(|a| !a.is_empty()),
+            "{actions}"
+        );
+        assert_eq!(
+            analysis_counts(&mut client).await,
+            (round, 0),
+            "one analysis per revision"
+        );
+        // The next round is of the next revision.
+        edit_line(&mut client, IMPORTS, 2, 0, "import torch\n").await;
+    }
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_edit_cancels_the_run_it_supersedes() {
+    let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;
+    // A cell big enough that its check is still running when the edit arrives.
+    let mut big = String::from("import torch\n");
+    while big.len() < 1_500_000 {
+        big.push_str("x = torch.zeros(4, 128) + y * 2 - z / 3  # padding padding padding\n");
+    }
+    client
+        .notify(
+            "notebookDocument/didOpen",
+            json!({
+                "notebookDocument": {
+                    "uri": NOTEBOOK, "notebookType": "jupyter-notebook", "version": 1,
+                    "cells": [cell(CODE, IMPORTS), cell(CODE, MODEL)]
+                },
+                "cellTextDocuments": [
+                    cell_document(IMPORTS, "python", 1, &big),
+                    cell_document(MODEL, "python", 1, MODEL_TEXT),
+                ]
+            }),
+        )
+        .await;
+    // Wait until the worker's run of the opened notebook has started.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while analysis_counts(&mut client).await.0 == 0 {
+        assert!(std::time::Instant::now() < deadline, "no analysis started");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    edit_line(&mut client, MODEL, 2, 1, "device = torch.device(\"cpu\")\n").await;
+    // The first publishes are of the edit: the superseded run published nothing.
+    let published = batch(&mut client, &[IMPORTS, MODEL]).await;
+    assert_eq!(published[1]["version"], 2, "{published:?}");
+    assert_eq!(codes(&published[1]), Vec::<String>::new());
+    let (started, cancelled) = analysis_counts(&mut client).await;
+    assert_eq!(
+        (started, cancelled),
+        (2, 1),
+        "the superseded run was cancelled"
+    );
+
+    // Closing the notebook clears its cells through the same path as a text document.
+    client
+        .notify(
+            "notebookDocument/didClose",
+            json!({"notebookDocument": {"uri": NOTEBOOK},
+                   "cellTextDocuments": [{"uri": IMPORTS}, {"uri": MODEL}]}),
+        )
+        .await;
+    for uri in [IMPORTS, MODEL] {
+        let cleared = client.diagnostics(uri).await;
+        assert_eq!(cleared["diagnostics"], json!([]), "{cleared}");
+        assert!(
+            cleared.get("version").is_none_or(Value::is_null),
+            "{cleared}"
+        );
+    }
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_change_rechecks_open_notebooks() {
+    let (mut client, _) = TestClient::initialized(push_client(), json!({})).await;
+    open_notebook(&mut client).await;
+    let published = client.diagnostics_at(MODEL, 1).await;
+    assert_eq!(codes(&published), ["TPU603", "TPU401"]);
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"tpulint": {"ignore": ["TPU603"]}}}),
+        )
+        .await;
+    // The same cell version, published again under the new settings.
+    let published = client.diagnostics_at(MODEL, 1).await;
+    assert_eq!(codes(&published), ["TPU401"]);
+    client.shutdown().await;
+}

@@ -114,6 +114,33 @@ pub fn workspace_item(
     }
 }
 
+/// `workspace/diagnostic`'s entries for one notebook: one per cell, each with the cell's own URI
+/// and version, the diagnostics computed only for cells whose client holds an older result. The
+/// result id is the notebook's (an edit in one cell can change another cell's findings); each
+/// cell answered is told to `served` with it (see `NotebookDocument::note_served`).
+pub fn notebook_workspace_items<'p>(
+    analysis: &NotebookAnalysis,
+    previous_result_id: impl Fn(&Uri) -> Option<&'p str>,
+    encoding: PositionEncoding,
+    mut served: impl FnMut(&Uri, &str),
+) -> Vec<WorkspaceDocumentDiagnosticReport> {
+    let result_id = analysis.result_id();
+    analysis
+        .cells
+        .iter()
+        .map(|cell| {
+            served(&cell.uri, &result_id);
+            workspace_item(
+                &cell.uri,
+                cell.cell_version,
+                previous_result_id(&cell.uri),
+                result_id.clone(),
+                || analysis.cell_diagnostics(&cell.uri, encoding),
+            )
+        })
+        .collect()
+}
+
 /// `textDocument/codeAction` on a text document (without the native server's "Set the
 /// project's backend", which edits files).
 pub fn text_code_actions(

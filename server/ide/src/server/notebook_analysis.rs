@@ -34,7 +34,7 @@ pub struct CellSnapshot {
 #[derive(Clone)]
 pub struct NotebookSnapshot {
     pub uri: Uri,
-    /// The server's revision of the notebook (see `NotebookEntry::revision`).
+    /// The server's revision of the notebook (see `NotebookDocument::revision`).
     pub version: i32,
     pub cells: Vec<CellSnapshot>,
 }

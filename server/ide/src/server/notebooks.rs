@@ -17,8 +17,9 @@
 //!
 //! Analyses are stored only if the notebook's revision (a counter of applied changes: VS Code does
 //! not bump the notebook version for cell text edits) and the settings generation are still the
-//! ones they were computed for. Sans-IO: the native server keeps this under a lock, the browser's
-//! server owns it.
+//! ones they were computed for. Sans-IO: the native server's document index holds each
+//! [`NotebookDocument`] beside its text documents, under one lock; the browser's server owns a
+//! [`NotebookDocuments`].
 
 use std::sync::Arc;
 
@@ -68,8 +69,10 @@ struct CellDocument {
     language_id: String,
 }
 
-/// One open notebook.
-pub struct NotebookEntry {
+/// One open notebook: its cells in order, each cell's text, and what was last learnt about it.
+/// The container (the browser's [`NotebookDocuments`], the native server's document index) maps
+/// cell URIs to their notebook.
+pub struct NotebookDocument {
     /// The client's notebook version (reported in debug output).
     version: i32,
     /// Bumped by every change the server applies. Analyses are keyed by it, not by `version`:
@@ -88,14 +91,139 @@ pub struct NotebookEntry {
     /// client may pull an edited cell before the notebook change that edited it arrives (VS Code
     /// does); the worker compares these ids with its result to see who holds stale findings.
     served: UriMap<String>,
-    /// A worker (the native server's) is checking this notebook.
-    pub worker_running: bool,
-    /// Something changed since the running worker took its snapshot.
-    pub dirty: bool,
 }
 
-impl NotebookEntry {
-    fn snapshot(&self, uri: &Uri) -> NotebookSnapshot {
+/// What a `notebookDocument/didChange` did to the notebook's cells.
+pub struct CellChanges {
+    /// Cells that left the notebook: their diagnostics are cleared.
+    pub left: Vec<Uri>,
+    /// Cell documents the client closed that are no longer in the notebook: they no longer
+    /// belong to it. (A cell deleted but not closed still does: a move may arrive as a deletion
+    /// and a later insertion.)
+    pub disowned: Vec<Uri>,
+}
+
+impl NotebookDocument {
+    /// `notebookDocument/didOpen`: the notebook's URI and its document.
+    pub fn open(params: DidOpenNotebookDocumentParams) -> (Uri, NotebookDocument) {
+        let notebook = params.notebook_document;
+        let texts = params
+            .cell_text_documents
+            .into_iter()
+            .map(|item| (item.uri.clone(), cell_document(item)))
+            .collect();
+        let cells: Vec<(Uri, NotebookCellKind)> = notebook
+            .cells
+            .into_iter()
+            .map(|cell| (cell.document, cell.kind))
+            .collect();
+        let document = NotebookDocument {
+            version: notebook.version,
+            revision: 0,
+            cells,
+            texts,
+            analysis: None,
+            worker_baseline: None,
+            served: UriMap::new(),
+        };
+        (notebook.uri, document)
+    }
+
+    /// The cell URIs, in notebook order.
+    pub fn cell_uris(&self) -> impl Iterator<Item = &Uri> {
+        self.cells.iter().map(|(cell, _)| cell)
+    }
+
+    /// The server's revision: what analyses of this notebook are keyed by.
+    pub fn revision(&self) -> i32 {
+        self.revision
+    }
+
+    /// `notebookDocument/didChange`: metadata, cell structure (a splice of the cell array with
+    /// the opened and closed cell documents), cell data, and incremental text changes, applied
+    /// in that order.
+    pub fn change(
+        &mut self,
+        params: DidChangeNotebookDocumentParams,
+        encoding: PositionEncoding,
+    ) -> CellChanges {
+        self.version = params.notebook_document.version;
+        self.revision = self.revision.wrapping_add(1);
+        // Notebook metadata (kernel, language info) does not change what is checked: the cells'
+        // kinds and languages decide. Only the version moves.
+        let change = params.change;
+        let mut changes = CellChanges {
+            left: Vec::new(),
+            disowned: Vec::new(),
+        };
+        let Some(cells) = change.cells else {
+            return changes;
+        };
+        if let Some(structure) = cells.structure {
+            let array = structure.array;
+            let start = (array.start as usize).min(self.cells.len());
+            let end = (start + array.delete_count as usize).min(self.cells.len());
+            let inserted: Vec<(Uri, NotebookCellKind)> = array
+                .cells
+                .unwrap_or_default()
+                .into_iter()
+                .map(|cell| (cell.document, cell.kind))
+                .collect();
+            let deleted: Vec<(Uri, NotebookCellKind)> =
+                self.cells.splice(start..end, inserted).collect();
+            for item in structure.did_open.unwrap_or_default() {
+                self.texts.insert(item.uri.clone(), cell_document(item));
+            }
+            // A cell's document lives until the client closes it, not until the cell leaves
+            // the array: a move may arrive as a deletion and a later insertion.
+            let present: Vec<&Uri> = self.cells.iter().map(|(cell, _)| cell).collect();
+            for closed in structure.did_close.unwrap_or_default() {
+                self.texts.remove(&closed.uri);
+                self.served.remove(&closed.uri);
+                if !present.contains(&&closed.uri) {
+                    changes.disowned.push(closed.uri);
+                }
+            }
+            for (cell, _) in deleted {
+                if !present.contains(&&cell) {
+                    changes.left.push(cell);
+                }
+            }
+        }
+        for data in cells.data.unwrap_or_default() {
+            if let Some(cell) = self
+                .cells
+                .iter_mut()
+                .find(|(cell, _)| *cell == data.document)
+            {
+                cell.1 = data.kind;
+            }
+        }
+        for content in cells.text_content.unwrap_or_default() {
+            if let Some(cell) = self.texts.get_mut(&content.document.uri) {
+                cell.document
+                    .apply_changes(content.changes, content.document.version, encoding);
+            }
+        }
+        changes
+    }
+
+    /// `notebookDocument/didClose`: every cell the notebook had (its array, the cell documents
+    /// the client closes with it, and documents of cells that had left the array), to be
+    /// cleared and disowned.
+    pub fn close(self, closed_cells: impl IntoIterator<Item = Uri>) -> Vec<Uri> {
+        let mut cells: Vec<Uri> = self.cells.into_iter().map(|(cell, _)| cell).collect();
+        let detached = self.texts.into_keys();
+        for closed in closed_cells.into_iter().chain(detached) {
+            if !cells.contains(&closed) {
+                cells.push(closed);
+            }
+        }
+        cells
+    }
+
+    /// What an analysis of the notebook (at URI `uri`) needs, detached from the document.
+    pub fn snapshot(&self, uri: &Uri) -> NotebookSnapshot {
         let cells = self
             .cells
             .iter()
@@ -120,13 +248,88 @@ impl NotebookEntry {
             cells,
         }
     }
+
+    /// The stored analysis if it is of the current revision and settings `generation`.
+    pub fn current_analysis(&self, generation: u64) -> Option<Arc<NotebookAnalysis>> {
+        self.analysis.clone().filter(|analysis| {
+            analysis.version == self.revision && analysis.generation == generation
+        })
+    }
+
+    /// The latest analysis stored, possibly of an older revision.
+    pub fn latest_analysis(&self) -> Option<&Arc<NotebookAnalysis>> {
+        self.analysis.as_ref()
+    }
+
+    /// Records that a pull answered `cell` with `result_id`.
+    pub fn note_served(&mut self, cell: &Uri, result_id: &str) {
+        self.served.insert(cell.clone(), result_id.to_string());
+    }
+
+    /// Whether a cell whose findings changed between the worker's previous result and `next`
+    /// was last answered with an older result: that client shows stale findings until it pulls
+    /// again. Covers both an import edited in another cell and a pull that overtook its edit.
+    /// Without a previous result (the worker's first, or its earlier runs went stale) every cell
+    /// answered with an older result counts.
+    pub fn client_holds_stale(
+        &self,
+        previous: Option<&NotebookAnalysis>,
+        next: &NotebookAnalysis,
+        encoding: PositionEncoding,
+    ) -> bool {
+        let current = next.result_id();
+        next.cells.iter().any(|cell| {
+            self.served
+                .get(&cell.uri)
+                .is_some_and(|served| *served != current)
+                && previous.is_none_or(|previous| {
+                    previous.cell_diagnostics(&cell.uri, encoding)
+                        != next.cell_diagnostics(&cell.uri, encoding)
+                })
+        })
+    }
+
+    /// Stores `analysis` if the notebook is still at its revision and the settings at
+    /// `generation` (the current one). With `from_worker`, it becomes the worker's baseline and
+    /// the previous baseline is returned; `None` when the analysis was stale (the caller
+    /// publishes the cells of a stored analysis, in push mode).
+    pub fn store(
+        &mut self,
+        analysis: &Arc<NotebookAnalysis>,
+        generation: u64,
+        from_worker: bool,
+    ) -> Option<Option<Arc<NotebookAnalysis>>> {
+        if self.revision != analysis.version || generation != analysis.generation {
+            return None;
+        }
+        self.analysis = Some(analysis.clone());
+        Some(if from_worker {
+            self.worker_baseline.replace(analysis.clone())
+        } else {
+            None
+        })
+    }
+
+    /// The notebook's line in the debug report.
+    pub fn describe(&self, uri: &Uri) -> String {
+        format!(
+            "  {} (version {}, {} cells, {} diagnostics)\n",
+            uri.as_str(),
+            self.version,
+            self.cells.len(),
+            self.analysis
+                .as_ref()
+                .map_or(0, |analysis| analysis.diagnostic_count())
+        )
+    }
 }
 
-/// The open notebooks. Cells are not text documents of their own for the protocol (they arrive
-/// inside notebook notifications), so they live here, indexed by cell URI as well.
+/// The open notebooks of a server without a document index of its own (the browser's). Cells are
+/// not text documents of their own for the protocol (they arrive inside notebook notifications),
+/// so they live here, indexed by cell URI as well.
 #[derive(Default)]
 pub struct NotebookDocuments {
-    pub notebooks: UriMap<NotebookEntry>,
+    pub notebooks: UriMap<NotebookDocument>,
     /// Cell URI → notebook URI.
     owners: UriMap<Uri>,
 }
@@ -144,152 +347,55 @@ impl NotebookDocuments {
 
     /// Lines for the debug report.
     pub fn describe(&self) -> String {
-        let uris: Vec<_> = self.notebooks.iter().collect();
-        let mut out = format!("open notebooks: {}\n", uris.len());
-        for (uri, entry) in uris {
-            out.push_str(&format!(
-                "  {} (version {}, {} cells, {} diagnostics)\n",
-                uri.as_str(),
-                entry.version,
-                entry.cells.len(),
-                entry
-                    .analysis
-                    .as_ref()
-                    .map_or(0, |analysis| analysis.diagnostic_count())
-            ));
+        let mut out = format!("open notebooks: {}\n", self.notebooks.len());
+        for (uri, entry) in self.notebooks.iter() {
+            out.push_str(&entry.describe(uri));
         }
         out
     }
 
     /// `notebookDocument/didOpen`.
     pub fn open(&mut self, params: DidOpenNotebookDocumentParams) -> Uri {
-        let notebook = params.notebook_document;
-        let state = self;
-        let texts = params
-            .cell_text_documents
-            .into_iter()
-            .map(|item| (item.uri.clone(), cell_document(item)))
-            .collect();
-        let cells: Vec<(Uri, NotebookCellKind)> = notebook
-            .cells
-            .into_iter()
-            .map(|cell| (cell.document, cell.kind))
-            .collect();
-        for (cell, _) in &cells {
-            state.owners.insert(cell.clone(), notebook.uri.clone());
+        let (uri, document) = NotebookDocument::open(params);
+        for cell in document.cell_uris() {
+            self.owners.insert(cell.clone(), uri.clone());
         }
-        state.notebooks.insert(
-            notebook.uri.clone(),
-            NotebookEntry {
-                version: notebook.version,
-                revision: 0,
-                cells,
-                texts,
-                analysis: None,
-                worker_baseline: None,
-                served: UriMap::new(),
-                worker_running: false,
-                dirty: false,
-            },
-        );
-        notebook.uri
+        self.notebooks.insert(uri.clone(), document);
+        uri
     }
 
-    /// `notebookDocument/didChange`: metadata, cell structure (a splice of the cell array with
-    /// the opened and closed cell documents), cell data, and incremental text changes, applied
-    /// in that order. Returns the cell URIs that left the notebook (to be cleared), or `None` if
-    /// the notebook is not open.
+    /// `notebookDocument/didChange`. Returns the cell URIs that left the notebook (to be
+    /// cleared), or `None` if the notebook is not open.
     pub fn change(
         &mut self,
         params: DidChangeNotebookDocumentParams,
         encoding: PositionEncoding,
     ) -> Option<Vec<Uri>> {
-        let uri = params.notebook_document.uri;
-        let NotebookDocuments { notebooks, owners } = self;
-        let entry = notebooks.get_mut(&uri)?;
-        entry.version = params.notebook_document.version;
-        entry.revision = entry.revision.wrapping_add(1);
-        // Notebook metadata (kernel, language info) does not change what is checked: the cells'
-        // kinds and languages decide. Only the version moves.
-        let change = params.change;
-        let mut removed = Vec::new();
-        if let Some(cells) = change.cells {
-            if let Some(structure) = cells.structure {
-                let array = structure.array;
-                let start = (array.start as usize).min(entry.cells.len());
-                let end = (start + array.delete_count as usize).min(entry.cells.len());
-                let inserted: Vec<(Uri, NotebookCellKind)> = array
-                    .cells
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|cell| (cell.document, cell.kind))
-                    .collect();
-                let deleted: Vec<(Uri, NotebookCellKind)> =
-                    entry.cells.splice(start..end, inserted).collect();
-                for item in structure.did_open.unwrap_or_default() {
-                    entry.texts.insert(item.uri.clone(), cell_document(item));
-                }
-                // A cell's document lives until the client closes it, not until the cell leaves
-                // the array: a move may arrive as a deletion and a later insertion.
-                let present: Vec<&Uri> = entry.cells.iter().map(|(cell, _)| cell).collect();
-                for closed in structure.did_close.unwrap_or_default() {
-                    entry.texts.remove(&closed.uri);
-                    entry.served.remove(&closed.uri);
-                    if !present.contains(&&closed.uri) {
-                        owners.remove(&closed.uri);
-                    }
-                }
-                for (cell, _) in deleted {
-                    if !present.contains(&&cell) {
-                        removed.push(cell);
-                    }
-                }
-                for (cell, _) in &entry.cells {
-                    owners.insert(cell.clone(), uri.clone());
-                }
-            }
-            for data in cells.data.unwrap_or_default() {
-                if let Some(cell) = entry
-                    .cells
-                    .iter_mut()
-                    .find(|(cell, _)| *cell == data.document)
-                {
-                    cell.1 = data.kind;
-                }
-            }
-            for content in cells.text_content.unwrap_or_default() {
-                if let Some(cell) = entry.texts.get_mut(&content.document.uri) {
-                    cell.document.apply_changes(
-                        content.changes,
-                        content.document.version,
-                        encoding,
-                    );
-                }
-            }
+        let uri = params.notebook_document.uri.clone();
+        let document = self.notebooks.get_mut(&uri)?;
+        let changes = document.change(params, encoding);
+        for cell in &changes.disowned {
+            self.owners.remove(cell);
         }
-        Some(removed)
+        for cell in document.cell_uris() {
+            self.owners.insert(cell.clone(), uri.clone());
+        }
+        Some(changes.left)
     }
 
     /// `notebookDocument/didClose`: forgets the notebook; returns its cells (to be cleared).
     pub fn close(&mut self, params: DidCloseNotebookDocumentParams) -> Vec<Uri> {
-        let state = self;
-        let Some(entry) = state.notebooks.remove(&params.notebook_document.uri) else {
+        let Some(document) = self.notebooks.remove(&params.notebook_document.uri) else {
             return Vec::new();
         };
-        let mut cells: Vec<Uri> = entry.cells.into_iter().map(|(cell, _)| cell).collect();
-        let detached = entry.texts.into_keys();
-        for closed in params
-            .cell_text_documents
-            .into_iter()
-            .map(|document| document.uri)
-            .chain(detached)
-        {
-            if !cells.contains(&closed) {
-                cells.push(closed);
-            }
-        }
+        let cells = document.close(
+            params
+                .cell_text_documents
+                .into_iter()
+                .map(|document| document.uri),
+        );
         for cell in &cells {
-            state.owners.remove(cell);
+            self.owners.remove(cell);
         }
         cells
     }
@@ -305,28 +411,20 @@ impl NotebookDocuments {
         notebook: &Uri,
         generation: u64,
     ) -> Option<Arc<NotebookAnalysis>> {
-        let entry = self.notebooks.get(notebook)?;
-        entry.analysis.clone().filter(|analysis| {
-            analysis.version == entry.revision && analysis.generation == generation
-        })
+        self.notebooks.get(notebook)?.current_analysis(generation)
     }
 
     /// Records that a pull answered `cell` with `result_id`.
     pub fn note_served(&mut self, cell: &Uri, result_id: &str) {
-        let state = self;
-        let Some(notebook) = state.owners.get(cell).cloned() else {
+        let Some(notebook) = self.owners.get(cell).cloned() else {
             return;
         };
-        if let Some(entry) = state.notebooks.get_mut(&notebook) {
-            entry.served.insert(cell.clone(), result_id.to_string());
+        if let Some(entry) = self.notebooks.get_mut(&notebook) {
+            entry.note_served(cell, result_id);
         }
     }
 
-    /// Whether a cell whose findings changed between the worker's previous result and `next`
-    /// was last answered with an older result: that client shows stale findings until it pulls
-    /// again. Covers both an import edited in another cell and a pull that overtook its edit.
-    /// Without a previous result (the worker's first, or its earlier runs went stale) every cell
-    /// answered with an older result counts.
+    /// See [`NotebookDocument::client_holds_stale`].
     pub fn client_holds_stale(
         &self,
         notebook: &Uri,
@@ -334,26 +432,12 @@ impl NotebookDocuments {
         next: &NotebookAnalysis,
         encoding: PositionEncoding,
     ) -> bool {
-        let current = next.result_id();
-        let Some(entry) = self.notebooks.get(notebook) else {
-            return false;
-        };
-        next.cells.iter().any(|cell| {
-            entry
-                .served
-                .get(&cell.uri)
-                .is_some_and(|served| *served != current)
-                && previous.is_none_or(|previous| {
-                    previous.cell_diagnostics(&cell.uri, encoding)
-                        != next.cell_diagnostics(&cell.uri, encoding)
-                })
-        })
+        self.notebooks
+            .get(notebook)
+            .is_some_and(|entry| entry.client_holds_stale(previous, next, encoding))
     }
 
-    /// Stores `analysis` if the notebook is still at its revision and the settings at
-    /// `generation` (the current one). With `from_worker`, it becomes the worker's baseline and
-    /// the previous baseline is returned; `None` when the analysis was stale (the caller
-    /// publishes the cells of a stored analysis, in push mode).
+    /// See [`NotebookDocument::store`].
     pub fn store(
         &mut self,
         notebook: &Uri,
@@ -361,16 +445,9 @@ impl NotebookDocuments {
         generation: u64,
         from_worker: bool,
     ) -> Option<Option<Arc<NotebookAnalysis>>> {
-        let entry = self.notebooks.get_mut(notebook)?;
-        if entry.revision != analysis.version || generation != analysis.generation {
-            return None;
-        }
-        entry.analysis = Some(analysis.clone());
-        Some(if from_worker {
-            entry.worker_baseline.replace(analysis.clone())
-        } else {
-            None
-        })
+        self.notebooks
+            .get_mut(notebook)?
+            .store(analysis, generation, from_worker)
     }
 }
 

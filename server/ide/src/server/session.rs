@@ -375,17 +375,13 @@ impl Session {
             let Some(analysis) = self.notebook_analysis(&notebook) else {
                 continue;
             };
-            let result_id = analysis.result_id();
-            for cell in &analysis.cells {
-                self.notebooks.note_served(&cell.uri, &result_id);
-                items.push(handlers::workspace_item(
-                    &cell.uri,
-                    cell.cell_version,
-                    previous.get(&cell.uri).map(String::as_str),
-                    result_id.clone(),
-                    || analysis.cell_diagnostics(&cell.uri, encoding),
-                ));
-            }
+            let notebooks = &mut self.notebooks;
+            items.extend(handlers::notebook_workspace_items(
+                &analysis,
+                |cell| previous.get(cell).map(String::as_str),
+                encoding,
+                |cell, result_id| notebooks.note_served(cell, result_id),
+            ));
         }
         format!(r#"{{"items":{}}}"#, to_json(items))
     }

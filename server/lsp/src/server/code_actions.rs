@@ -5,7 +5,7 @@ use super::*;
 impl Server {
     pub(super) async fn notebook_code_actions(
         &self,
-        analysis: Arc<notebook::NotebookAnalysis>,
+        analysis: Arc<NotebookAnalysis>,
         cell: Uri,
         range: Range,
         only: Option<Vec<CodeActionKind>>,
@@ -39,16 +39,17 @@ impl Server {
         let token = CancellationToken::default();
         let guard = token.drop_guard();
         let uri = params.text_document.uri;
-        if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
-            guard.disarm();
-            return self
-                .notebook_code_actions(analysis, uri, params.range, params.context.only)
-                .await;
-        }
-        let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
-            return Ok(None);
-        };
+        let target = self.request_target(&uri, &token).await?;
         guard.disarm();
+        let analysis = match target {
+            None => return Ok(None),
+            Some(Target::Cell(analysis)) => {
+                return self
+                    .notebook_code_actions(analysis, uri, params.range, params.context.only)
+                    .await;
+            }
+            Some(Target::Text(analysis)) => analysis,
+        };
         let negotiated = self.session.negotiated();
         let only = params.context.only.as_deref();
         let resolve = negotiated.code_action_resolve;
@@ -91,7 +92,8 @@ impl Server {
         };
         let token = CancellationToken::default();
         let guard = token.drop_guard();
-        let Some(analysis) = self.analysis_or_error(&data.uri, &token).await? else {
+        // Only a text document's "Fix all" is resolved lazily (a cell's needs the notebook).
+        let Some(Target::Text(analysis)) = self.request_target(&data.uri, &token).await? else {
             return Err(Error::invalid_params("the document is no longer open"));
         };
         let encoding = self.session.encoding();

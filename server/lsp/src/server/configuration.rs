@@ -105,11 +105,9 @@ impl Server {
                 let _ = self.client.workspace_diagnostic_refresh().await;
             }
         } else {
+            // Text documents and notebooks alike.
             for uri in self.session.open_uris() {
                 self.schedule(&uri);
-            }
-            for uri in self.notebooks.uris() {
-                self.schedule_notebook(&uri);
             }
         }
     }

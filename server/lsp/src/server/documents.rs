@@ -1,44 +1,43 @@
 //! Document and notebook sync (`didOpen`, `didChange`, `didSave`, `didClose` of both), and the
-//! push worker that checks a changed document and publishes its diagnostics.
+//! push worker that checks a changed document (a text document or a notebook) and publishes its
+//! diagnostics. Both kinds go through the same index, scheduler, worker and close path.
 
 use super::*;
 
 impl Server {
     pub(super) async fn on_did_open(&self, params: DidOpenTextDocumentParams) {
         let document = params.text_document;
+        let uri = document.uri.clone();
         {
-            let mut documents = self.session.documents();
-            documents.insert(
-                document.uri.clone(),
-                DocumentEntry {
-                    document: TextDocument::new(document.text, document.version),
-                    language_id: document.language_id,
-                    analysis: None,
-                    worker_running: false,
-                    dirty: false,
-                },
+            let mut index = self.session.index();
+            index.open_text(
+                document.uri,
+                document.text,
+                document.version,
+                document.language_id,
             );
+            self.session.scheduler.supersede(&uri);
         }
-        self.schedule(&document.uri);
+        self.schedule(&uri);
     }
 
     pub(super) async fn on_did_change(&self, params: DidChangeTextDocumentParams) {
         let uri = params.text_document.uri;
         let encoding = self.session.encoding();
         let known = {
-            let mut documents = self.session.documents();
-            match documents.get_mut(&uri) {
-                Some(entry) => {
-                    entry.document.apply_changes(
-                        params.content_changes,
-                        params.text_document.version,
-                        encoding,
-                    );
-                    self.session.scheduler.supersede(&uri);
-                    true
-                }
-                None => false,
+            let mut index = self.session.index();
+            let known = index.change_text(
+                &uri,
+                params.content_changes,
+                params.text_document.version,
+                encoding,
+            );
+            // Under the lock: a worker that snapshots the new version after it is released
+            // starts the new run, which must not be the one superseded.
+            if known {
+                self.session.scheduler.supersede(&uri);
             }
+            known
         };
         if known {
             self.schedule(&uri);
@@ -56,38 +55,39 @@ impl Server {
     }
 
     pub(super) async fn on_did_close(&self, params: DidCloseTextDocumentParams) {
-        let uri = params.text_document.uri;
-        self.session.scheduler.supersede(&uri);
-        let mut documents = self.session.documents();
-        if documents.remove(&uri).is_some() && !self.session.negotiated().pull_diagnostics {
-            // Queued under the lock, after any publish of the document's last version.
-            self.session.queue_publish(Publish {
-                uri,
-                diagnostics: Vec::new(),
-                version: None,
-            });
-        }
+        self.session.close(&params.text_document.uri, Vec::new());
     }
 
     pub(super) async fn on_notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
-        let uri = self.notebooks.lock().open(params);
-        self.schedule_notebook(&uri);
+        let uri = {
+            let mut index = self.session.index();
+            let uri = index.open_notebook(params);
+            self.session.scheduler.supersede(&uri);
+            uri
+        };
+        self.schedule(&uri);
     }
 
     pub(super) async fn on_notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
         let uri = params.notebook_document.uri.clone();
-        let changed = self
-            .notebooks
-            .lock()
-            .change(params, self.session.encoding());
-        match changed {
-            Some(removed) => {
-                notebook::clear_cells(&self.session, removed);
-                self.schedule_notebook(&uri);
+        let encoding = self.session.encoding();
+        let known = {
+            let mut index = self.session.index();
+            match index.change_notebook(params, encoding) {
+                Some(left) => {
+                    // Under the lock, as for a text document.
+                    self.session.scheduler.supersede(&uri);
+                    // Queued under the lock, after any publish of the notebook's last revision.
+                    self.session.clear(left);
+                    true
+                }
+                None => false,
             }
-            None => {
-                self.warn_not_open("notebook", &uri).await;
-            }
+        };
+        if known {
+            self.schedule(&uri);
+        } else {
+            self.warn_not_open("notebook", &uri).await;
         }
     }
 
@@ -97,35 +97,63 @@ impl Server {
     }
 
     pub(super) async fn on_notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
-        let cells = self.notebooks.lock().close(params);
-        notebook::clear_cells(&self.session, cells);
+        let closed_cells = params
+            .cell_text_documents
+            .into_iter()
+            .map(|document| document.uri)
+            .collect();
+        self.session
+            .close(&params.notebook_document.uri, closed_cells);
     }
 }
 
-/// Analyses `uri` until it stops changing, publishing each result that is still current.
+/// Analyses document `uri` (a text document or a notebook) until it stops changing. In push mode
+/// each result still current is published (one publish per cell for a notebook); in pull mode
+/// (a notebook, for a client that takes refreshes) the result is stored and the client asked to
+/// pull again when a cell it was answered for holds stale findings.
 pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
     loop {
         // Cleared before the snapshot is taken: an edit in between sets it again and costs one
         // more run, but is never missed.
-        match session.documents().get_mut(&uri) {
+        match session.index().get_mut(&uri) {
             Some(entry) => entry.dirty = false,
             None => return,
         }
-        let Some((snapshot, resolved, config)) = session.prepare(&uri) else {
+        let Some((snapshot, check_settings)) = session.prepare(&uri) else {
             return;
         };
-        let encoding = session.negotiated().encoding;
-        let version = snapshot.version;
-        // Shared with any request for the same revision; cancelled if an edit supersedes it.
+        let revision = snapshot.revision();
+        // Shared with any request for the same revision; cancelled if a change supersedes it.
         let outcome = session
-            .shared_analysis(&uri, snapshot, resolved, &config)
+            .shared_analysis(&uri, snapshot, check_settings)
             .await;
-        if let Some(analysis) = analysis_or_log(&client, &uri, version, Ok(outcome)).await {
-            let diagnostics = crate::runtime::lsp_diagnostics(&analysis, &uri, encoding);
-            session.store(&uri, &analysis, Some(diagnostics));
+        if let Some(analysis) = analysis_or_log(&client, &uri, revision, Ok(outcome)).await {
+            let negotiated = session.negotiated();
+            if !negotiated.pull_diagnostics {
+                let publishes = session.publishes(&uri, &analysis);
+                session.store(&uri, &analysis, publishes, true);
+            } else {
+                let stored = session.store(&uri, &analysis, Vec::new(), true);
+                let holds_stale = match (&analysis, stored) {
+                    (DocumentAnalysis::Notebook(next), Some(previous)) => {
+                        negotiated.workspace_diagnostic_refresh
+                            && session.index().client_holds_stale(
+                                &uri,
+                                previous.as_deref(),
+                                next,
+                                negotiated.encoding,
+                            )
+                    }
+                    _ => false,
+                };
+                if holds_stale {
+                    // A client that refuses still pulls on its next edit.
+                    let _ = client.workspace_diagnostic_refresh().await;
+                }
+            }
         }
-        let mut documents = session.documents();
-        match documents.get_mut(&uri) {
+        let mut index = session.index();
+        match index.get_mut(&uri) {
             Some(entry) if entry.dirty => continue,
             Some(entry) => {
                 entry.worker_running = false;

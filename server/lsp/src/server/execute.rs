@@ -11,14 +11,15 @@ impl Server {
         let encoding = self.session.encoding();
         // On a notebook cell the command fixes the whole notebook.
         let fix: Box<dyn FnOnce() -> Option<WorkspaceEdit> + Send> =
-            if let Some(analysis) = self.notebook_analysis(&uri, &token).await? {
-                Box::new(move || notebook::fix_all_edit(&analysis, None, encoding))
-            } else {
-                let Some(analysis) = self.analysis_or_error(&uri, &token).await? else {
-                    return Err(rpc_error(handlers::not_open(&uri)));
-                };
-                let uri_for_fix = uri.clone();
-                Box::new(move || handlers::text_fix_all(&uri_for_fix, &analysis, encoding))
+            match self.request_target(&uri, &token).await? {
+                Some(Target::Cell(analysis)) => {
+                    Box::new(move || notebook_analysis::fix_all_edit(&analysis, None, encoding))
+                }
+                Some(Target::Text(analysis)) => {
+                    let uri_for_fix = uri.clone();
+                    Box::new(move || handlers::text_fix_all(&uri_for_fix, &analysis, encoding))
+                }
+                None => return Err(rpc_error(handlers::not_open(&uri))),
             };
         let edit = tokio::task::spawn_blocking(fix)
             .await
@@ -71,7 +72,8 @@ impl Server {
     pub(super) fn debug_information(&self) -> String {
         let config = self.session.config();
         let negotiated = self.session.negotiated();
-        let documents = self.session.documents();
+        let (started, cancelled) = self.session.scheduler.counts();
+        let index = self.session.index();
         let mut out = String::new();
         out.push_str(&format!("tpulint server {}\n", env!("CARGO_PKG_VERSION")));
         out.push_str(&format!("position encoding: {:?}\n", negotiated.encoding));
@@ -84,15 +86,32 @@ impl Server {
             }
         ));
         out.push_str(&format!("settings generation: {}\n", config.generation));
+        out.push_str(&format!(
+            "analyses: {started} started, {cancelled} cancelled in flight\n"
+        ));
         out.push_str(&format!("editor settings: {:?}\n", config.client));
         for root in &config.roots {
             out.push_str(&format!("workspace folder: {}\n", root.display()));
         }
-        out.push_str(&self.notebooks.describe());
-        out.push_str(&format!("open documents: {}\n", documents.len()));
-        let mut uris: Vec<_> = documents.iter().collect();
-        uris.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        for (uri, entry) in uris {
+        let entries = index.entries();
+        let notebooks: Vec<_> = entries
+            .iter()
+            .filter_map(|(uri, entry)| match &entry.document {
+                Document::Notebook(notebook) => Some(notebook.describe(uri)),
+                Document::Text(_) => None,
+            })
+            .collect();
+        out.push_str(&format!("open notebooks: {}\n", notebooks.len()));
+        out.extend(notebooks);
+        let texts: Vec<_> = entries
+            .iter()
+            .filter_map(|(uri, entry)| match &entry.document {
+                Document::Text(text) => Some((uri, text)),
+                Document::Notebook(_) => None,
+            })
+            .collect();
+        out.push_str(&format!("open documents: {}\n", texts.len()));
+        for (uri, entry) in texts {
             let analysis = entry.analysis.as_ref();
             out.push_str(&format!(
                 "  {} (version {}, {} diagnostics, configuration: {})\n",

@@ -9,26 +9,24 @@ impl Server {
         let position = params.text_document_position_params;
         let uri = &position.text_document.uri;
         let encoding = self.session.encoding();
-        if let Some(analysis) = self.notebook_analysis(uri, &token).await? {
-            return Ok(handlers::cell_hover(
+        Ok(match self.request_target(uri, &token).await? {
+            None => None,
+            Some(Target::Cell(analysis)) => handlers::cell_hover(
                 &analysis,
                 uri,
                 position.position,
                 encoding,
                 &actions::builtin_docs,
-            ));
-        }
-        let Some(analysis) = self.analysis_or_error(uri, &token).await? else {
-            return Ok(None);
-        };
-        let (offset, hover) = handlers::text_hover(
-            &analysis,
-            position.position,
-            encoding,
-            &actions::builtin_docs,
-        );
-        Ok(crate::runtime::with_runtime_hover(
-            hover, &analysis, uri, offset, encoding,
-        ))
+            ),
+            Some(Target::Text(analysis)) => {
+                let (offset, hover) = handlers::text_hover(
+                    &analysis,
+                    position.position,
+                    encoding,
+                    &actions::builtin_docs,
+                );
+                crate::runtime::with_runtime_hover(hover, &analysis, uri, offset, encoding)
+            }
+        })
     }
 }

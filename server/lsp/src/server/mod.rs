@@ -23,14 +23,14 @@ use tower_lsp_server::{Client, LanguageServer};
 use crate::actions;
 use crate::backend_action;
 use crate::commands::SupportedCommand;
-use crate::document::TextDocument;
 use crate::from_proto;
-use crate::notebook::{self, Notebooks};
+use crate::index::{Document, DocumentAnalysis, DocumentKey};
 use crate::project::Projects;
 use crate::session::{
-    AnalysisError, CancellationToken, DocumentEntry, Publish, Session, analysis_or_log, file_path,
+    Analysis, AnalysisError, CancellationToken, Publish, Session, analysis_or_log, file_path,
 };
 use crate::settings::{ClientSettings, LogLevel};
+use tpulint_ide::server::notebook_analysis::{self, NotebookAnalysis};
 use tpulint_ide::server::{capabilities, handlers};
 
 /// Names of files whose change reloads the project configuration.
@@ -39,8 +39,6 @@ const CONFIG_FILE_NAMES: [&str; 3] = ["pyproject.toml", "tpulint.toml", ".tpulin
 pub struct Server {
     client: Client,
     session: Arc<Session>,
-    /// Open notebooks, whose cells are checked as one module (see [`notebook`]).
-    notebooks: Arc<Notebooks>,
     /// Taken by `initialize`, which starts the task that sends queued publishes in order.
     publish_queue: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Publish>>>,
     /// Setting errors found before the client could be told (during `initialize`).
@@ -57,7 +55,6 @@ impl Server {
         let (sender, receiver) = mpsc::unbounded_channel();
         Server {
             session: Arc::new(Session::new(client.clone(), sender)),
-            notebooks: Arc::new(Notebooks::default()),
             client,
             publish_queue: std::sync::Mutex::new(Some(receiver)),
             pending_errors: std::sync::Mutex::new(Vec::new()),
@@ -90,18 +87,26 @@ impl Server {
         }
     }
 
-    /// Queues an analysis of `uri` in push mode: one worker per document, which re-runs while
-    /// edits keep arriving, so a burst of edits costs one analysis per completed run rather than
-    /// one per edit.
+    /// Queues a check of document `uri` (a text document or a notebook): one worker per
+    /// document, which re-runs while changes keep arriving, so a burst of edits costs one
+    /// analysis per completed run rather than one per edit. In push mode the worker publishes;
+    /// in pull mode a text document is analysed when pulled, and a notebook's worker runs only
+    /// for a client that takes refreshes, to ask it to pull again when a cell it was answered
+    /// for went stale (an import added in one cell changes the findings of another; a pull may
+    /// also overtake the edit it follows).
     fn schedule(&self, uri: &Uri) {
-        if self.session.negotiated().pull_diagnostics {
-            return;
-        }
+        let negotiated = self.session.negotiated();
         {
-            let mut documents = self.session.documents();
-            let Some(entry) = documents.get_mut(uri) else {
+            let mut index = self.session.index();
+            let Some(entry) = index.get_mut(uri) else {
                 return;
             };
+            let worker_needed = !negotiated.pull_diagnostics
+                || (negotiated.workspace_diagnostic_refresh
+                    && matches!(entry.document, Document::Notebook(_)));
+            if !worker_needed {
+                return;
+            }
             entry.dirty = true;
             if entry.worker_running {
                 return;
@@ -114,10 +119,6 @@ impl Server {
         tokio::spawn(async move { documents::push_worker(session, client, uri).await });
     }
 
-    fn schedule_notebook(&self, uri: &Uri) {
-        notebook::schedule(&self.session, &self.notebooks, &self.client, uri);
-    }
-
     /// A change for something the client never opened (or already closed): logged, not fatal.
     async fn warn_not_open(&self, what: &str, uri: &Uri) {
         self.log(
@@ -127,50 +128,13 @@ impl Server {
         .await;
     }
 
-    /// The current analysis of the notebook that owns `cell`, or `None` if `cell` is not a
-    /// notebook cell.
-    async fn notebook_analysis(
-        &self,
-        cell: &Uri,
-        token: &CancellationToken,
-    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
-        let Some(owner) = self.notebooks.owner(cell) else {
-            return Ok(None);
-        };
-        self.notebook_analysis_of(&owner, token).await
-    }
-
-    /// The current analysis of notebook `owner`, or `None` if it is not open.
-    async fn notebook_analysis_of(
-        &self,
-        owner: &Uri,
-        token: &CancellationToken,
-    ) -> Result<Option<Arc<notebook::NotebookAnalysis>>> {
-        match notebook::analysis_for(&self.session, &self.notebooks, owner, token).await {
-            Ok(analysis) => Ok(Some(analysis)),
-            Err(AnalysisError::Closed) => Ok(None),
-            Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
-            Err(AnalysisError::Panicked(message)) => {
-                self.log(
-                    LogLevel::Error,
-                    format!(
-                        "tpulint crashed while checking {}: {message}",
-                        owner.as_str()
-                    ),
-                )
-                .await;
-                Err(internal_error(format!(
-                    "tpulint crashed while checking this notebook: {message}"
-                )))
-            }
-        }
-    }
-
-    async fn analysis_or_error(
+    /// The current analysis of document `uri` (a text document or a notebook), shared with
+    /// every other request for the same revision; `None` if it is not open.
+    async fn document_analysis(
         &self,
         uri: &Uri,
         token: &CancellationToken,
-    ) -> Result<Option<Arc<crate::session::Analysis>>> {
+    ) -> Result<Option<DocumentAnalysis>> {
         match self.session.analysis_for(uri, token).await {
             Ok(analysis) => Ok(Some(analysis)),
             Err(AnalysisError::Closed) => Ok(None),
@@ -181,12 +145,42 @@ impl Server {
                     format!("tpulint crashed while checking {}: {message}", uri.as_str()),
                 )
                 .await;
+                let what = match self.session.index().key(uri) {
+                    Some(DocumentKey::Notebook(_)) => "notebook",
+                    _ => "file",
+                };
                 Err(internal_error(format!(
-                    "tpulint crashed while checking this file: {message}"
+                    "tpulint crashed while checking this {what}: {message}"
                 )))
             }
         }
     }
+
+    /// What a request on `uri` is answered from: a text document's analysis, or for a notebook
+    /// cell its notebook's; `None` when `uri` is neither (a notebook's own URI has no text).
+    async fn request_target(&self, uri: &Uri, token: &CancellationToken) -> Result<Option<Target>> {
+        let Some(key) = self.session.index().key(uri) else {
+            return Ok(None);
+        };
+        let analysis = self.document_analysis(key.document_uri(), token).await?;
+        Ok(match (key, analysis) {
+            (DocumentKey::Text(_), Some(DocumentAnalysis::Text(analysis))) => {
+                Some(Target::Text(analysis))
+            }
+            (DocumentKey::NotebookCell { .. }, Some(DocumentAnalysis::Notebook(analysis))) => {
+                Some(Target::Cell(analysis))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// The analysis a request on one URI is answered from.
+enum Target {
+    /// The URI is a text document's.
+    Text(Arc<Analysis>),
+    /// The URI is a notebook cell's: the analysis is its notebook's.
+    Cell(Arc<NotebookAnalysis>),
 }
 
 /// An internal error with `message` (a crash caught in a handler or a blocking task).
