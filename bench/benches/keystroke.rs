@@ -195,7 +195,7 @@ fn main() {
         "fresh parses (the incremental tree had a syntax error): {fresh_parses} of {} keystrokes",
         script.len()
     );
-    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_by_key(|keystroke| std::cmp::Reverse(keystroke.0));
     println!("slowest keystrokes (editor's path): total = parse + check, fresh parse, fallback");
     for (total, parse, check, fresh, full) in slowest.iter().take(8) {
         println!(

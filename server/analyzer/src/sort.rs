@@ -6,7 +6,7 @@
 pub type SortKey = (usize, usize, usize, &'static str);
 
 /// Sorts `items` by `key`, keeping the order of items with equal keys.
-pub fn sort_stably_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> SortKey) {
+pub fn sort_stably_by_key<T>(items: &mut [T], key: impl Fn(&T) -> SortKey) {
     if items.len() < 2 {
         return;
     }

@@ -222,16 +222,12 @@ pub fn has_splat(arguments: Node<'_>) -> bool {
 
 /// The `keyword_argument` node named `name` in an `argument_list`.
 pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
-    for child in named_children(arguments) {
-        if child.kind_name() == "keyword_argument"
+    named_children(arguments).into_iter().find(|child| {
+        child.kind_name() == "keyword_argument"
             && child
                 .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
-        {
-            return Some(child);
-        }
-    }
-    None
+    })
 }
 
 /// The value of keyword argument `name` in an `argument_list`.
