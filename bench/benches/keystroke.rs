@@ -7,7 +7,10 @@
 //! `cargo bench -p tpulint_bench --bench keystroke`; `TPULINT_BENCH_FILE=<file.py>` types into
 //! the first 5,000 lines of a real file instead of the generated module (`TPULINT_BENCH_SAVE=<path>`
 //! writes the module typed into). Prints percentiles of
-//! both, their ratio, and how many keystrokes fell back to a full check and why.
+//! both, their ratio, how many keystrokes fell back to a full check and why, the editor's parse
+//! (incremental, then afresh when that tree has a syntax error, as `tpulint_ide::document` does)
+//! and parse + incremental check per keystroke, and the slowest keystrokes split into the two
+//! (`TPULINT_BENCH_PARSE_DETAIL=1` prints each fresh parse's two parts).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -27,8 +30,10 @@ fn point_at(text: &str, offset: usize) -> Point {
     Point::new(row, column)
 }
 
-/// Applies a keystroke to the text and the tree, and re-parses incrementally.
-fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree) {
+/// Applies a keystroke to the text and the tree, and re-parses as the editor does
+/// (`tpulint_ide::document::DocumentSnapshot::parse`): incrementally, and afresh when that tree
+/// has a syntax error. Returns the time that took and whether the fresh parse ran.
+fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree, Duration, bool) {
     let mut new_text = text.to_string();
     documents::apply(&mut new_text, keystroke);
     let line_start: usize = text
@@ -48,8 +53,22 @@ fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree) {
         old_end_position: point_at(text, old_end),
         new_end_position: point_at(&new_text, new_end),
     });
-    let tree = syntax::parse(&new_text, Some(&edited)).expect("parses");
-    (new_text, tree)
+    let started = Instant::now();
+    let mut tree = syntax::parse(&new_text, Some(&edited)).expect("parses");
+    let fresh = tree.root_node().has_error();
+    if fresh {
+        let incremental = started.elapsed();
+        tree = syntax::parse(&new_text, None).expect("parses");
+        if std::env::var_os("TPULINT_BENCH_PARSE_DETAIL").is_some() {
+            println!(
+                "  fresh parse after an incremental one with errors: {} + {} ms (old tree had an error: {})",
+                millis(incremental),
+                millis(started.elapsed() - incremental),
+                edited.root_node().has_error()
+            );
+        }
+    }
+    (new_text, tree, started.elapsed(), fresh)
 }
 
 fn main() {
@@ -88,10 +107,18 @@ fn main() {
     let mut last: (String, IncrementalState) = (text.clone(), first.state);
     let mut clean: Option<(String, IncrementalState)> = None;
     let (mut full_times, mut incremental_times) = (Vec::new(), Vec::new());
+    // The editor's whole keystroke: its parse plus the incremental check.
+    let (mut parse_times, mut editor_times) = (Vec::new(), Vec::new());
+    let mut fresh_parses = 0usize;
+    // The slowest keystrokes of the editor's path: (time, parse, check, fresh parse, fallback).
+    let mut slowest: Vec<(Duration, Duration, Duration, bool, Option<&'static str>)> = Vec::new();
     let mut fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
     let (mut checked, mut walked, mut statements) = (0usize, 0usize, 0usize);
     for keystroke in &script {
-        (text, tree) = type_one(&text, &tree, keystroke);
+        let (parse_time, fresh);
+        (text, tree, parse_time, fresh) = type_one(&text, &tree, keystroke);
+        parse_times.push(parse_time);
+        fresh_parses += usize::from(fresh);
         let started = Instant::now();
         let full = check_tree(&text, &tree, &settings);
         full_times.push(started.elapsed());
@@ -101,7 +128,16 @@ fn main() {
         }
         let started = Instant::now();
         let outcome = check_tree_incremental(&text, &tree, &settings, &previous);
-        incremental_times.push(started.elapsed());
+        let check_time = started.elapsed();
+        incremental_times.push(check_time);
+        editor_times.push(parse_time + check_time);
+        slowest.push((
+            parse_time + check_time,
+            parse_time,
+            check_time,
+            fresh,
+            outcome.reuse.full,
+        ));
         assert_eq!(
             outcome.diagnostics, full,
             "incremental differs from full after {keystroke:?}"
@@ -122,12 +158,18 @@ fn main() {
         summarize(&full_times).expect("keystrokes"),
         summarize(&incremental_times).expect("keystrokes"),
     );
+    let (parse, editor) = (
+        summarize(&parse_times).expect("keystrokes"),
+        summarize(&editor_times).expect("keystrokes"),
+    );
     let mean = |times: &[Duration]| times.iter().sum::<Duration>() / times.len() as u32;
     println!("| check | p50 (ms) | p90 | p99 | max | mean |");
     println!("|---|---|---|---|---|---|");
     for (label, summary, times) in [
         ("full", full, &full_times),
         ("incremental", incremental, &incremental_times),
+        ("editor's parse", parse, &parse_times),
+        ("editor's parse + incremental", editor, &editor_times),
     ] {
         println!(
             "| {label} | {} | {} | {} | {} | {} |",
@@ -148,5 +190,20 @@ fn main() {
     );
     for (reason, count) in &fallbacks {
         println!("full check ({count} keystrokes): {reason}");
+    }
+    println!(
+        "fresh parses (the incremental tree had a syntax error): {fresh_parses} of {} keystrokes",
+        script.len()
+    );
+    slowest.sort_by_key(|keystroke| std::cmp::Reverse(keystroke.0));
+    println!("slowest keystrokes (editor's path): total = parse + check, fresh parse, fallback");
+    for (total, parse, check, fresh, full) in slowest.iter().take(8) {
+        println!(
+            "  {} = {} + {}, fresh {fresh}, {}",
+            millis(*total),
+            millis(*parse),
+            millis(*check),
+            full.unwrap_or("incremental")
+        );
     }
 }

@@ -386,6 +386,7 @@ pub(crate) fn new_model_reusing<'t>(
     let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
+    semantic.set_converter_file(settings.converter_path);
     (semantic, cache)
 }
 

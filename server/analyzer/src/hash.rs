@@ -75,6 +75,51 @@ pub(crate) fn text_key(kind: u16, text: &str, flag: bool) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A 64-bit digest of `value` for equality tests across checks (incremental checking compares
+/// pre-pass digests, statement texts and names by it): [`WordHasher`] with every byte string's
+/// length mixed in (so that `"ab"` and `"ab\0"` differ) and splitmix64's finaliser. Replaces
+/// SipHash (`DefaultHasher`) there: as good for texts nobody crafts against it, and SipHash's
+/// rounds cost the WebAssembly module room.
+pub(crate) fn digest(value: impl std::hash::Hash) -> u64 {
+    let mut hasher = DigestHasher::default();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The hasher of [`digest`]; usable to hash several values into one digest.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DigestHasher(WordHasher);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0.finish();
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+        self.0.write_usize(bytes.len());
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.0.write_u8(value);
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.0.write_u32(value);
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0.write_u64(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.0.write_usize(value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

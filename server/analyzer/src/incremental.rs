@@ -42,8 +42,8 @@
 //! - suppressions, unfixable fixes, syntax errors and ordering are applied to the whole result
 //!   every time, as `check_tree` does, so `# noqa` edits and TPU901 never depend on reuse.
 
-use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use crate::hash::HashSet;
+use std::hash::Hash;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -151,9 +151,7 @@ pub fn check_tree_incremental(
 }
 
 fn hash_one(value: impl Hash) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    value.hash(&mut hasher);
-    hasher.finish()
+    crate::hash::digest(value)
 }
 
 /// The changed bytes: `(prefix, old_end, delta)` where `old[..prefix]` and `old[old_end..]` are
@@ -673,7 +671,7 @@ pub fn check_with_policy(
         .then_some(plan.prefix)
     });
     // Names the dirty statements bound before the edit.
-    let mut tainted: HashSet<u64> = HashSet::new();
+    let mut tainted: HashSet<u64> = HashSet::default();
     if let Some(plan) = &plan {
         let first_old = plan.prefix;
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
@@ -684,7 +682,7 @@ pub fn check_with_policy(
         }
     }
     // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
-    let mut triggers: HashSet<u64> = HashSet::new();
+    let mut triggers: HashSet<u64> = HashSet::default();
     if plan.is_some() {
         for &trigger in READS_OTHER_STATEMENTS.iter().flat_map(|(_, names)| *names) {
             triggers.insert(name_hash(trigger));

@@ -6,23 +6,42 @@
 pub type SortKey = (usize, usize, usize, &'static str);
 
 /// Sorts `items` by `key`, keeping the order of items with equal keys.
-pub fn sort_stably_by_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> SortKey) {
+pub fn sort_stably_by_key<T>(items: &mut [T], key: impl Fn(&T) -> SortKey) {
     if items.len() < 2 {
         return;
     }
-    let mut keyed: Vec<(SortKey, usize)> = items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| (key(item), index))
-        .collect();
+    let mut keyed: Vec<(SortKey, usize)> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        keyed.push((key(item), index));
+    }
+    let order = sorted_order(keyed);
+    // Moves every item to its place by following the permutation's cycles (only swaps are
+    // generic over `T`: each caller's instance stays small).
+    let mut placed = vec![false; order.len()];
+    for start in 0..order.len() {
+        let mut current = start;
+        while !placed[current] {
+            placed[current] = true;
+            let next = order[current];
+            if next == start {
+                break;
+            }
+            items.swap(current, next);
+            current = next;
+        }
+    }
+}
+
+/// The indices of `keyed` in key order: `order[i]` is the index of the item that goes to `i`.
+#[inline(never)]
+fn sorted_order(mut keyed: Vec<(SortKey, usize)>) -> Vec<usize> {
     // The index makes every key unique, so the unstable sort is stable here.
     keyed.sort_unstable();
-    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
-    items.extend(
-        keyed
-            .into_iter()
-            .filter_map(|(_, index)| slots.get_mut(index).and_then(Option::take)),
-    );
+    let mut order = Vec::with_capacity(keyed.len());
+    for (_, index) in keyed {
+        order.push(index);
+    }
+    order
 }
 
 #[cfg(test)]

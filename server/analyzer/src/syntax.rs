@@ -189,39 +189,45 @@ pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     }
 }
 
+/// The named children of `node` (comments included), in order. One function for every caller:
+/// each `named_children(&mut cursor)` chain of adapters instantiates the cursor walk again,
+/// which costs the WebAssembly module room; a loop over this list does not.
+#[inline(never)]
+pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
 /// Positional arguments of an `argument_list` (skipping keywords, `*args`, `**kwargs` and comments).
 pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
-    let mut cursor = arguments.walk();
-    arguments
-        .named_children(&mut cursor)
-        .filter(|child| {
-            !matches!(
-                child.kind_name(),
-                "keyword_argument" | "list_splat" | "dictionary_splat" | "comment"
-            )
-        })
-        .collect()
+    let mut out = named_children(arguments);
+    out.retain(|child| {
+        !matches!(
+            child.kind_name(),
+            "keyword_argument" | "list_splat" | "dictionary_splat" | "comment"
+        )
+    });
+    out
 }
 
 /// Whether the argument list has `*args` or `**kwargs`, which may carry any keyword.
 pub fn has_splat(arguments: Node<'_>) -> bool {
-    let mut cursor = arguments.walk();
-    arguments
-        .named_children(&mut cursor)
-        .any(|child| matches!(child.kind_name(), "list_splat" | "dictionary_splat"))
+    for child in named_children(arguments) {
+        if matches!(child.kind_name(), "list_splat" | "dictionary_splat") {
+            return true;
+        }
+    }
+    false
 }
 
 /// The `keyword_argument` node named `name` in an `argument_list`.
 pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
-    let mut cursor = arguments.walk();
-    arguments
-        .named_children(&mut cursor)
-        .filter(|child| child.kind_name() == "keyword_argument")
-        .find(|child| {
-            child
+    named_children(arguments).into_iter().find(|child| {
+        child.kind_name() == "keyword_argument"
+            && child
                 .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
-        })
+    })
 }
 
 /// The value of keyword argument `name` in an `argument_list`.

@@ -9,11 +9,12 @@ use crate::syntax::{self, NodeExt};
 
 /// An edit inserting `keyword=value` text as the last argument of `arguments`.
 pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
-    let mut cursor = arguments.walk();
-    let last = arguments
-        .named_children(&mut cursor)
-        .filter(|child| child.kind_name() != "comment")
-        .last();
+    let mut last = None;
+    for child in syntax::named_children(arguments) {
+        if child.kind_name() != "comment" {
+            last = Some(child);
+        }
+    }
     match last {
         Some(last) => Edit::insert(last.end_byte(), format!(", {text}")),
         None => {
@@ -25,11 +26,8 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
 
 /// An edit deleting one argument together with the comma that separates it from its neighbour.
 pub fn remove_argument(source: &str, arguments: Node<'_>, argument: Node<'_>) -> Edit {
-    let mut cursor = arguments.walk();
-    let children: Vec<Node<'_>> = arguments
-        .named_children(&mut cursor)
-        .filter(|child| child.kind_name() != "comment")
-        .collect();
+    let mut children = syntax::named_children(arguments);
+    children.retain(|child| child.kind_name() != "comment");
     let position = children
         .iter()
         .position(|child| child.id() == argument.id());

@@ -8,8 +8,9 @@
 //! a field added to the index fails to compile there until its author decides whether it is a
 //! new channel between statements (then `incremental` must learn it).
 
-use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use crate::hash::DigestHasher;
 
 use super::guards::GuardFrame;
 use super::summaries::ReturnFacts;
@@ -25,9 +26,7 @@ pub(crate) fn name_hash(name: &str) -> u64 {
 }
 
 fn hash_one(value: impl Hash) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    value.hash(&mut hasher);
-    hasher.finish()
+    crate::hash::digest(value)
 }
 
 /// An order-independent digest of `items` (the sum of their hashes), for hash maps and sets.
@@ -35,7 +34,7 @@ fn unordered<T>(items: impl Iterator<Item = T>, hash: impl Fn(T) -> u64) -> u64 
     items.fold(0u64, |sum, item| sum.wrapping_add(hash(item)))
 }
 
-fn strings<S>(set: &HashSet<String, S>) -> u64 {
+fn strings<S>(set: &std::collections::HashSet<String, S>) -> u64 {
     unordered(set.iter(), hash_one)
 }
 
@@ -65,7 +64,7 @@ impl SemanticModel<'_> {
             converter: _,
             module_journal: _,
         } = self;
-        let mut state = DefaultHasher::new();
+        let mut state = DigestHasher::default();
         backend.hash(&mut state);
         test_framework.hash(&mut state);
         // Import statements' offsets are left out: rules and the importer compare them with
@@ -97,7 +96,8 @@ impl SemanticModel<'_> {
         // here); function indices are positional, and which node maps to which index follows from the texts.
         // `calls` only feeds the call graph, which matches callees by name against the file's
         // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
-        let defined: HashSet<&str> = functions.iter().map(|f| f.name.as_str()).collect();
+        let defined: crate::hash::HashSet<&str> =
+            functions.iter().map(|f| f.name.as_str()).collect();
         for function in functions {
             let mut copy = function.clone();
             copy.calls

@@ -394,11 +394,10 @@ impl Collector<'_> {
                 _ => ImportCondition::OtherIf,
             },
             "boolean_operator" => {
-                let mut cursor = condition.walk();
-                let parts: Vec<ImportCondition> = condition
-                    .named_children(&mut cursor)
-                    .map(|part| self.classify(part))
-                    .collect();
+                let mut parts: Vec<ImportCondition> = Vec::new();
+                for part in crate::syntax::named_children(condition) {
+                    parts.push(self.classify(part));
+                }
                 if parts.contains(&ImportCondition::TypeChecking) {
                     ImportCondition::TypeChecking
                 } else if parts.contains(&ImportCondition::Availability) {

@@ -241,10 +241,80 @@ const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
     "keyword_argument",
 ];
 
+/// How [`SemanticModel::build`] runs the whole-file pre-pass (imports, then summaries).
+trait Prepass {
+    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports;
+    fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries;
+}
+
+/// The pre-pass of a full check: built from the tree, nothing kept.
+struct FreshPrepass;
+
+impl Prepass for FreshPrepass {
+    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
+        ModuleImports::build(root, source)
+    }
+
+    fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
+        summaries::build(tree, source, model)
+    }
+}
+
+/// The pre-pass of an incremental check: each top-level statement's part reused from `caches`
+/// when its text is unchanged, and the parts kept in `cache` for the next check.
+struct ReusingPrepass<'c> {
+    caches: &'c [&'c SummaryCache],
+    import_parts: crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
+    cache: Option<SummaryCache>,
+}
+
+impl Prepass for ReusingPrepass<'_> {
+    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
+        // By statement, reusing the records of statements of unchanged text.
+        let mut cursor = root.walk();
+        let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
+        for statement in root.named_children(&mut cursor) {
+            let key = (!statement.has_error()).then(|| {
+                crate::hash::text_key(statement.kind_id(), node_text(statement, source), false)
+            });
+            let part = key
+                .and_then(|key| {
+                    self.caches
+                        .iter()
+                        .find_map(|cache| cache.import_parts.get(&key).cloned())
+                })
+                .unwrap_or_else(|| Arc::new(ModuleImports::statement_records(statement, source)));
+            if let Some(key) = key {
+                self.import_parts.insert(key, part.clone());
+            }
+            parts.push((statement.start_byte(), part));
+        }
+        ModuleImports::from_statements(parts.iter().map(|(base, part)| (*base, part.as_slice())))
+    }
+
+    fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
+        // What the pre-pass resolves calls through: the module-level imports' bindings.
+        let mut hasher = crate::hash::DigestHasher::default();
+        for record in model.imports.records() {
+            if !record.in_function {
+                (&record.local, &record.qualified).hash(&mut hasher);
+            }
+        }
+        let imports = hasher.finish();
+        let (built, cache) =
+            summaries::build_reusing(tree, source, model, imports, self.caches, true);
+        self.cache = cache.map(|mut cache| {
+            cache.import_parts = std::mem::take(&mut self.import_parts);
+            cache
+        });
+        built
+    }
+}
+
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
-        Self::build(source, tree, backend_setting, None).0
+        Self::build(source, tree, backend_setting, &mut FreshPrepass)
     }
 
     /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
@@ -256,16 +326,23 @@ impl<'t> SemanticModel<'t> {
         backend_setting: BackendSetting,
         caches: &[&SummaryCache],
     ) -> (Self, SummaryCache) {
-        let (model, cache) = Self::build(source, tree, backend_setting, Some(caches));
-        (model, cache.unwrap_or_default())
+        let mut prepass = ReusingPrepass {
+            caches,
+            import_parts: crate::hash::HashMap::default(),
+            cache: None,
+        };
+        let model = Self::build(source, tree, backend_setting, &mut prepass);
+        (model, prepass.cache.unwrap_or_default())
     }
 
+    /// Generic over the pre-pass so that a full check's code ([`FreshPrepass`]) does not link
+    /// the reusing one (the WebAssembly playground checks in full only: its size budget).
     fn build(
         source: &'t str,
         tree: &Tree,
         backend_setting: BackendSetting,
-        caches: Option<&[&SummaryCache]>,
-    ) -> (Self, Option<SummaryCache>) {
+        prepass: &mut impl Prepass,
+    ) -> Self {
         let mut model = SemanticModel {
             source,
             ancestors: Vec::new(),
@@ -294,75 +371,19 @@ impl<'t> SemanticModel<'t> {
             converter: false,
             module_journal: Vec::new(),
         };
-        let mut import_parts = crate::hash::HashMap::default();
-        model.imports = match caches {
-            None => ModuleImports::build(tree.root_node(), source),
-            Some(caches) => {
-                // By statement, reusing the records of statements of unchanged text.
-                let root = tree.root_node();
-                let mut cursor = root.walk();
-                let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
-                for statement in root.named_children(&mut cursor) {
-                    let key = (!statement.has_error()).then(|| {
-                        crate::hash::text_key(
-                            statement.kind_id(),
-                            node_text(statement, source),
-                            false,
-                        )
-                    });
-                    let part = key
-                        .and_then(|key| {
-                            caches
-                                .iter()
-                                .find_map(|cache| cache.import_parts.get(&key).cloned())
-                        })
-                        .unwrap_or_else(|| {
-                            Arc::new(ModuleImports::statement_records(statement, source))
-                        });
-                    if let Some(key) = key {
-                        import_parts.insert(key, part.clone());
-                    }
-                    parts.push((statement.start_byte(), part));
-                }
-                ModuleImports::from_statements(
-                    parts.iter().map(|(base, part)| (*base, part.as_slice())),
-                )
-            }
-        };
+        model.imports = prepass.imports(tree.root_node(), source);
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
-        let cache = match caches {
-            None => {
-                model.summaries = summaries::build(tree, source, &model);
-                None
-            }
-            Some(caches) => {
-                // What the pre-pass resolves calls through: the module-level imports' bindings.
-                let mut hasher = std::hash::DefaultHasher::new();
-                for record in model.imports.records() {
-                    if !record.in_function {
-                        (&record.local, &record.qualified).hash(&mut hasher);
-                    }
-                }
-                let imports = hasher.finish();
-                let (built, cache) =
-                    summaries::build_reusing(tree, source, &model, imports, caches, true);
-                model.summaries = built;
-                cache.map(|mut cache| {
-                    cache.import_parts = import_parts;
-                    cache
-                })
-            }
-        };
+        model.summaries = prepass.summaries(tree, source, &model);
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
             BackendSetting::TorchXla => Backend::TorchXla,
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
-        (model, cache)
+        model
     }
 
     pub fn source(&self) -> &'t str {
@@ -1273,10 +1294,14 @@ impl<'t> SemanticModel<'t> {
         let is_module = node
             .field("superclasses")
             .map(|superclasses| {
-                let mut cursor = superclasses.walk();
-                superclasses
-                    .named_children(&mut cursor)
-                    .any(|base| self.is_module_class_expr(base))
+                let mut module_class = false;
+                for base in syntax::named_children(superclasses) {
+                    if self.is_module_class_expr(base) {
+                        module_class = true;
+                        break;
+                    }
+                }
+                module_class
             })
             .unwrap_or(false);
         let is_optimizer_like = node.field("superclasses").is_some_and(|superclasses| {
@@ -1329,11 +1354,10 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         let (fact, elements) = if value.kind_name() == "expression_list" {
-            let mut cursor = value.walk();
-            let elements: Vec<Fact> = value
-                .named_children(&mut cursor)
-                .map(|element| self.fact(element))
-                .collect();
+            let mut elements: Vec<Fact> = Vec::new();
+            for element in syntax::named_children(value) {
+                elements.push(self.fact(element));
+            }
             (Fact::of(ValueKind::Container), Some(elements))
         } else {
             (self.fact(value), None)

@@ -271,7 +271,40 @@ enum Frame {
 
 /// Walks the whole tree once (iteratively) and builds the summaries.
 pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summaries {
-    build_reusing(tree, source, resolver, 0, &[], false).0
+    // `build_reusing` without a cache, written out so that a full check does not link the
+    // caches' code (the WebAssembly playground's size budget).
+    let mut summaries = Summaries::default();
+    let mut loop_roots: Vec<String> = Vec::new();
+    let mut compiled_decorator = false;
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    for statement in root.named_children(&mut cursor) {
+        compiled_decorator = walk_uncached(
+            statement,
+            source,
+            resolver,
+            compiled_decorator,
+            &mut summaries,
+            &mut loop_roots,
+        );
+    }
+    finish(&mut summaries, loop_roots);
+    summaries
+}
+
+/// Walks a statement whose part is not kept (keys and offsets stay absolute) and merges it;
+/// returns the decorator flag for the next statement.
+fn walk_uncached(
+    statement: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+    compiled_decorator: bool,
+    summaries: &mut Summaries,
+    loop_roots: &mut Vec<String>,
+) -> bool {
+    let part = walk_statement(statement, source, resolver, compiled_decorator);
+    append(summaries, loop_roots, part.summaries, part.loop_roots);
+    part.compiled_decorator
 }
 
 /// One top-level statement's part of the pre-pass: its summaries, with node keys and offsets
@@ -351,10 +384,14 @@ pub(crate) fn build_reusing(
                 }
             }
             None => {
-                // Not kept: its keys and offsets stay absolute.
-                let part = walk_statement(statement, source, resolver, compiled_decorator);
-                compiled_decorator = part.compiled_decorator;
-                merge(&mut summaries, &mut loop_roots, part, 0);
+                compiled_decorator = walk_uncached(
+                    statement,
+                    source,
+                    resolver,
+                    compiled_decorator,
+                    &mut summaries,
+                    &mut loop_roots,
+                );
             }
         }
     }
@@ -527,9 +564,19 @@ fn merge(
     part: StatementPart,
     base: usize,
 ) {
-    let first = summaries.functions.len();
     let mut moved = part.summaries;
     shift(&mut moved, base, true);
+    append(summaries, loop_roots, moved, part.loop_roots);
+}
+
+/// Appends a statement's summaries (keys and offsets already absolute) and loop roots.
+fn append(
+    summaries: &mut Summaries,
+    loop_roots: &mut Vec<String>,
+    moved: Summaries,
+    part_loop_roots: Vec<String>,
+) {
+    let first = summaries.functions.len();
     let Summaries {
         functions,
         by_node,
@@ -606,7 +653,7 @@ fn merge(
             .into_iter()
             .map(|(index, block)| (first + index, block)),
     );
-    loop_roots.extend(part.loop_roots);
+    loop_roots.extend(part_loop_roots);
 }
 
 fn enter(
@@ -1086,26 +1133,32 @@ fn exits_early(if_statement: Node<'_>) -> bool {
     let Some(body) = if_statement.field("consequence") else {
         return false;
     };
-    let mut cursor = body.walk();
-    body.named_children(&mut cursor)
-        .filter(|s| s.kind_name() != "comment")
-        .last()
-        .is_some_and(|last| matches!(last.kind_name(), "return_statement" | "continue_statement"))
+    let mut last = None;
+    for statement in syntax::named_children(body) {
+        if statement.kind_name() != "comment" {
+            last = Some(statement);
+        }
+    }
+    last.is_some_and(|last| matches!(last.kind_name(), "return_statement" | "continue_statement"))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
 /// `@torch.compile` and `@torch.compile(fullgraph=True)`.
 pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
-    let mut cursor = decorated.walk();
-    decorated
-        .named_children(&mut cursor)
-        .filter(|c| c.kind_name() == "decorator")
-        .filter_map(|d| d.named_child(0))
-        .filter_map(|expression| match expression.kind_name() {
-            "call" => expression.field("function"),
-            _ => Some(expression),
-        })
-        .collect()
+    let mut targets = Vec::new();
+    for decorator in syntax::named_children(decorated) {
+        if decorator.kind_name() != "decorator" {
+            continue;
+        }
+        let target = decorator
+            .named_child(0)
+            .and_then(|expression| match expression.kind_name() {
+                "call" => expression.field("function"),
+                _ => Some(expression),
+            });
+        targets.extend(target);
+    }
+    targets
 }
 
 /// Whether a `decorated_definition`'s decorators include `@torch.compile` / `@torch_xla.compile`.
@@ -1278,18 +1331,19 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
     let Some(parameters) = function.field("parameters") else {
         return Vec::new();
     };
-    let mut cursor = parameters.walk();
-    parameters
-        .named_children(&mut cursor)
-        .filter_map(|parameter| match parameter.kind_name() {
+    let mut names = Vec::new();
+    for parameter in syntax::named_children(parameters) {
+        let name = match parameter.kind_name() {
             "identifier" => Some(parameter),
             "typed_parameter" => parameter.named_child(0),
             "default_parameter" | "typed_default_parameter" => parameter.field("name"),
             _ => None,
-        })
-        .filter(|name| name.kind_name() == "identifier")
-        .map(|name| node_text(name, source).to_string())
-        .collect()
+        };
+        if let Some(name) = name.filter(|name| name.kind_name() == "identifier") {
+            names.push(node_text(name, source).to_string());
+        }
+    }
+    names
 }
 
 /// Whether a function is a load-time root: it takes a state dict to rewrite
