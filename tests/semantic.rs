@@ -684,6 +684,60 @@ fn load_time_functions_are_not_per_step() {
 }
 
 #[test]
+fn once_per_run_functions_are_not_per_step() {
+    // Called only from module-level code outside loops, with no loop of its own: once per run.
+    let tutorial = "import torch\ndef get_matrix():\n    ⟦m⟧ = torch.rand(4, 4, device='xla')\n    return m\nX = get_matrix()\nY = get_matrix()\n";
+    assert!(at(tutorial).roles.once_per_run);
+    // And so are the helpers only such functions call, outside loops.
+    let helper = "def inner():\n    ⟦x⟧ = 1\ndef outer():\n    return inner()\nif __name__ == '__main__':\n    outer()\n";
+    assert!(at(helper).roles.once_per_run);
+    // Not when a call runs in a module-level loop or comprehension, or in a lambda.
+    for source in [
+        "def f():\n    ⟦x⟧ = 1\nfor _ in range(10):\n    f()\n",
+        "def f(i):\n    ⟦x⟧ = i\nxs = [f(i) for i in range(10)]\n",
+        "def f(i):\n    ⟦x⟧ = i\ng = lambda i: f(i)\n",
+    ] {
+        assert!(!at(source).roles.once_per_run, "{source}");
+    }
+    // Not when the function has a loop (a `main` holding the training loop), nor for what it
+    // calls; not when it is passed as a value (a collate function), nor for `forward`; not when
+    // a training loop reaches it; not for a function the file never calls; not in a closure it
+    // defines.
+    for source in [
+        "def main():\n    for b in loader:\n        ⟦x⟧ = b\nmain()\n",
+        "def step(b):\n    ⟦x⟧ = b\ndef train():\n    for b in loader:\n        step(b)\ndef main():\n    train()\nmain()\n",
+        "def collate(batch):\n    ⟦x⟧ = batch\ncollate([1])\nloader = DataLoader(ds, collate_fn=collate)\n",
+        "class M:\n    def forward(self, x):\n        ⟦y⟧ = x\nM().forward(1)\n",
+        "def helper(b):\n    ⟦y⟧ = b\nhelper(0)\ndef train(loader, opt):\n    for b in loader:\n        helper(b).backward()\n        opt.step()\n",
+        "def lib(x):\n    ⟦y⟧ = x\n",
+        "def make():\n    def step(b):\n        ⟦y⟧ = b\n    return step\nrun = make()\n",
+    ] {
+        assert!(!at(source).roles.once_per_run, "{source}");
+    }
+    // Its cost findings are dropped there; errors and map_location still report.
+    let source = "import torch\n\ndef get_matrix():\n    m = torch.rand(8, 8, device='xla')\n    assert torch.nonzero(m).size(0) == 64\n    state = torch.load('w.pt')\n    return m.cuda()\n\nX = get_matrix()\n";
+    let codes: Vec<&str> = finding_lines(source, &Settings::default())
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect();
+    assert!(!codes.contains(&"TPU301"), "{codes:?}");
+    assert!(
+        codes.contains(&"TPU406") && codes.contains(&"TPU403"),
+        "{codes:?}"
+    );
+    // The same helper called in a loop keeps its finding.
+    let looped = source.replace(
+        "X = get_matrix()",
+        "for _ in range(100):\n    X = get_matrix()",
+    );
+    assert!(
+        finding_lines(&looped, &Settings::default())
+            .iter()
+            .any(|(_, code)| *code == "TPU301")
+    );
+}
+
+#[test]
 fn host_data_pipeline_code_reports_no_device_value_findings() {
     // Datasets build samples on the host.
     let dataset = "from torch.utils.data import Dataset\nclass Shapes(Dataset):\n    def __getitem__(self, i):\n        ⟦x⟧ = 1\n";

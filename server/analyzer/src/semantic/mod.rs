@@ -283,6 +283,7 @@ impl<'t> SemanticModel<'t> {
                 cold: false,
                 errors_only: false,
                 load_time: false,
+                once_per_run: false,
                 host_data: false,
             }],
             test_framework: false,
@@ -898,6 +899,7 @@ impl<'t> SemanticModel<'t> {
             cold,
             errors_only: error_branch || outer.is_some_and(|f| f.errors_only),
             load_time: outer.is_some_and(|f| f.load_time),
+            once_per_run: outer.is_some_and(|f| f.once_per_run),
             host_data: outer.is_some_and(|f| f.host_data),
         });
     }
@@ -956,6 +958,11 @@ impl<'t> SemanticModel<'t> {
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
+        // Not inherited by nested definitions and lambdas: a closure may run any number of times.
+        let once_per_run = definition.kind_name() == "function_definition"
+            && self
+                .function_summary(definition)
+                .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
             || match definition.kind_name() {
                 "class_definition" => roles::is_dataset_class(definition, self.source),
@@ -989,6 +996,7 @@ impl<'t> SemanticModel<'t> {
             cold,
             errors_only: outer.is_some_and(|f| f.errors_only),
             load_time: load_time || outer.is_some_and(|f| f.load_time),
+            once_per_run,
             host_data,
         });
     }
@@ -1013,6 +1021,7 @@ impl<'t> SemanticModel<'t> {
                 cold: true,
                 errors_only: outer.is_some_and(|f| f.errors_only),
                 load_time: outer.is_some_and(|f| f.load_time),
+                once_per_run: false,
                 host_data: outer.is_some_and(|f| f.host_data),
             };
             self.guard_frames.push(frame);
@@ -1052,6 +1061,7 @@ impl<'t> SemanticModel<'t> {
             .map(|frame| CodeRoles {
                 error_branch: frame.errors_only,
                 load_time: frame.load_time,
+                once_per_run: frame.once_per_run,
                 host_data: frame.host_data,
             })
             .unwrap_or_default()
@@ -1074,6 +1084,15 @@ impl<'t> SemanticModel<'t> {
             return false;
         }
         if frame.load_time && roles::concerns_execution_cost(code) {
+            return false;
+        }
+        // Once per run (a tutorial's helper, a table built at import): the cost is paid once;
+        // errors, and where a load puts its tensors (TPU406), still matter.
+        if frame.once_per_run
+            && severity != crate::diagnostic::Severity::Error
+            && code != "TPU406"
+            && roles::concerns_execution_cost(code)
+        {
             return false;
         }
         !(frame.host_data && roles::concerns_device_values(code))

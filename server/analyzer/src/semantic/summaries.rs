@@ -109,6 +109,15 @@ pub struct FunctionSummary {
     pub load_time: bool,
     /// Names of its parameters (for the load-time role).
     pub parameters: Vec<String>,
+    /// Whether its own body holds a loop: `for`, `while` or a comprehension (nested functions
+    /// excluded).
+    pub has_loop: bool,
+    /// Whether it runs a fixed few times per run: it holds no loop and every call of it in this
+    /// file is module-level code outside loops (`X = get_rand_matrix()` in a tutorial, a table
+    /// built at import) or straight-line code of another such function; it is never passed as
+    /// a value (a callback) and no training loop reaches it. What an op costs each time does
+    /// not matter there.
+    pub once_per_run: bool,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -205,6 +214,9 @@ pub(crate) struct Summaries {
     /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
     /// literal passed to it (for `comparison_scopes`).
     device_literal_calls: Vec<(usize, String, guards::Hardware)>,
+    /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
+    /// functions of this file by those names may run any number of times.
+    passed_names: HashSet<String>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -214,6 +226,9 @@ struct CallSite {
     caller: Option<usize>,
     cuda_only: bool,
     throttled: bool,
+    /// Under a loop, comprehension, lambda or class body between the call and its function
+    /// (or the module): it may run many times per run of its caller.
+    repeated: bool,
 }
 
 /// Names a node of the tree by its start and kind: unique among the nodes the summaries name
@@ -504,6 +519,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         call_sites: _,
         throttle_names: _,
         device_literal_calls: _,
+        passed_names: _,
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
@@ -550,6 +566,7 @@ fn merge(
         // Needed only while the statement is walked.
         throttle_names: _,
         device_literal_calls,
+        passed_names,
     } = moved;
     summaries.functions.extend(functions);
     summaries
@@ -582,6 +599,7 @@ fn merge(
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
+    summaries.passed_names.extend(passed_names);
     summaries
         .call_sites
         .extend(call_sites.into_iter().map(|site| CallSite {
@@ -633,6 +651,7 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
+            mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
                 .and_then(|iterable| loader_name(iterable, source))
@@ -647,6 +666,10 @@ fn enter(
             ));
         }
         "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
+        "list_comprehension"
+        | "set_comprehension"
+        | "dictionary_comprehension"
+        | "generator_expression" => mark_loop(summaries, stack),
         "block" => {
             if let Some((_, Frame::Function(index))) = stack.last() {
                 summaries.body_blocks.insert(*index, node_key(node));
@@ -840,7 +863,21 @@ fn call(
             caller,
             cuda_only,
             throttled,
+            repeated: runs_repeatedly(node),
         });
+    }
+    // Functions passed as values may run any number of times.
+    let mut cursor = arguments.walk();
+    for argument in arguments.named_children(&mut cursor) {
+        let value = match argument.kind_name() {
+            "keyword_argument" => argument.field("value"),
+            _ => Some(argument),
+        };
+        if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+            summaries
+                .passed_names
+                .insert(node_text(value, source).to_string());
+        }
     }
     // Module-level code (no function around the call).
     if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
@@ -908,6 +945,34 @@ fn mentions_throttle_name(
 }
 
 /// The index of the innermost function around the current node.
+/// Records a loop (statement or comprehension) in the innermost function's own body.
+fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
+    if let Some(index) = innermost_function(stack) {
+        summaries.functions[index].has_loop = true;
+    }
+}
+
+/// Whether a call sits under a loop, comprehension, lambda or class body before its function
+/// (or the module) is reached.
+fn runs_repeatedly(call: Node<'_>) -> bool {
+    let mut ancestor = call.parent();
+    while let Some(node) = ancestor {
+        match node.kind_name() {
+            "function_definition" | "module" => return false,
+            "for_statement"
+            | "while_statement"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression"
+            | "lambda"
+            | "class_definition" => return true,
+            _ => ancestor = node.parent(),
+        }
+    }
+    false
+}
+
 fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
     stack.iter().rev().find_map(|(_, frame)| match frame {
         Frame::Function(index) => Some(*index),
@@ -1176,6 +1241,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .filter(|f| f.first_save.is_some())
         .count();
     load_time(summaries, &by_name);
+    once_per_run(summaries, &by_name);
     cuda_mode_flags(summaries);
     cuda_only_callees(summaries, &by_name);
     comparison_scopes(summaries);
@@ -1208,6 +1274,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             for id in ids {
                 summaries.functions[*id].reached_from_loop = true;
                 summaries.functions[*id].load_time = false;
+                summaries.functions[*id].once_per_run = false;
                 queue.extend(hot_calls[*id].iter().cloned());
             }
         }
@@ -1336,6 +1403,61 @@ fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     }
     for (function, once) in summaries.functions.iter_mut().zip(once) {
         function.load_time = once;
+    }
+}
+
+/// Marks the functions that run a fixed few times per run (see
+/// [`FunctionSummary::once_per_run`]): to a fixpoint, a function with no loop of its own, not
+/// passed as a value, and not a per-step entry point (`forward`, step functions, per-step
+/// hooks), every call of which in this file is outside loops, comprehensions and lambdas, at
+/// module level or in another such function. A function the file never calls is left alone:
+/// its callers are elsewhere.
+fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+    let count = summaries.functions.len();
+    let mut sites: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+    for site in &summaries.call_sites {
+        if by_name.contains_key(&site.callee) {
+            sites.entry(site.callee.as_str()).or_default().push(site);
+        }
+    }
+    let eligible: Vec<bool> = summaries
+        .functions
+        .iter()
+        .map(|function| {
+            !function.has_loop
+                && function.name != "forward"
+                && !is_step_function_name(&function.name)
+                && !is_per_step_hook(&function.name)
+                && !summaries.passed_names.contains(&function.name)
+                && !summaries.step_closures.contains(&function.name)
+        })
+        .collect();
+    let mut once = vec![false; count];
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for (name, calls) in &sites {
+            for id in by_name.get(*name).into_iter().flatten() {
+                if once[*id] || !eligible[*id] {
+                    continue;
+                }
+                let all = calls.iter().all(|site| {
+                    !site.repeated
+                        && site
+                            .caller
+                            .is_none_or(|caller| caller != *id && once[caller])
+                });
+                if all {
+                    once[*id] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (function, once) in summaries.functions.iter_mut().zip(once) {
+        function.once_per_run = once;
     }
 }
 
