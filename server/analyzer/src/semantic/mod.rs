@@ -1123,6 +1123,36 @@ impl<'t> SemanticModel<'t> {
         self.summaries.functions.get(index)
     }
 
+    /// Whether a call of a function of this file (`prepare(batch)`, `self.training_step(batch)`)
+    /// sends its positional argument at `position` to a device in the callee's body (by the
+    /// callee's summary, [`FunctionSummary::moved_parameters`]; any function of that name).
+    pub fn call_moves_argument(&self, call: Node<'_>, position: usize) -> bool {
+        let Some((function, _)) = syntax::call_parts(call) else {
+            return false;
+        };
+        let (name, method) = match function.kind_name() {
+            "identifier" => (node_text(function, self.source), false),
+            "attribute"
+                if function
+                    .field("object")
+                    .is_some_and(|o| node_text(o, self.source) == "self") =>
+            {
+                match function.field("attribute") {
+                    Some(attribute) => (node_text(attribute, self.source), true),
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+        self.summaries.functions.iter().any(|summary| {
+            let bound = method && summary.parameters.first().is_some_and(|p| p == "self");
+            summary.name == name
+                && summary
+                    .moved_parameters
+                    .contains(&(position + usize::from(bound)))
+        })
+    }
+
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
     /// runs only where no TPU is (see [`guards`]: `cuda_test and …`,
     /// `x.dtype == torch.float16 and …`, a branch of a device choice), within its statement.

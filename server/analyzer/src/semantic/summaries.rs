@@ -118,6 +118,11 @@ pub struct FunctionSummary {
     /// a value (a callback) and no training loop reaches it. What an op costs each time does
     /// not matter there.
     pub once_per_run: bool,
+    /// Positions (into `parameters`, `self` included) of the parameters its body sends to a
+    /// device: `batch.to(device)`, `batch["x"].to(device)`,
+    /// `{k: v.to(device) for k, v in batch.items()}`. A loop that passes its batch there moves
+    /// the batch each step (TPU607).
+    pub moved_parameters: Vec<usize>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -763,6 +768,21 @@ fn call(
     {
         summaries.cuda_device_functions.insert(*index);
     }
+    if method == Some("to")
+        && let Some(receiver) = receiver
+        && let Some(index) = innermost_function(stack)
+        && sends_to_a_device(arguments, source, resolver)
+        && let Some(name) = moved_name(node, receiver, source)
+        && let Some(position) = summaries.functions[index]
+            .parameters
+            .iter()
+            .position(|p| p == name)
+        && !summaries.functions[index]
+            .moved_parameters
+            .contains(&position)
+    {
+        summaries.functions[index].moved_parameters.push(position);
+    }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
     let saves = matches!(
@@ -945,6 +965,93 @@ fn mentions_throttle_name(
 }
 
 /// The index of the innermost function around the current node.
+/// Whether `.to(...)` with these arguments targets a device: a positional argument or
+/// `device=` that is not a dtype (`torch.float16`, `x.dtype`, `dtype`).
+fn sends_to_a_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver) -> bool {
+    let target = syntax::keyword_arg(arguments, "device", source)
+        .or_else(|| syntax::positional_args(arguments).first().copied());
+    let Some(target) = target else {
+        return false;
+    };
+    if let Some(q) = resolver.resolve(target)
+        && let Some(name) = q.strip_prefix("torch.")
+        && crate::torch_api::canonical_dtype(name).is_some()
+    {
+        return false;
+    }
+    let last = syntax::dotted_parts(target, source)
+        .and_then(|parts| parts.last().copied())
+        .unwrap_or("");
+    !(last.contains("dtype") || crate::torch_api::canonical_dtype(last).is_some())
+}
+
+/// The name a `.to(...)` call moves: its receiver with subscripts removed (`batch["x"]` →
+/// `batch`), or, for a comprehension variable, what the comprehension iterates
+/// (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
+fn moved_name<'s>(call: Node<'_>, receiver: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let mut base = receiver;
+    while base.kind_name() == "subscript" {
+        base = base.field("value")?;
+    }
+    if base.kind_name() != "identifier" {
+        return None;
+    }
+    let name = node_text(base, source);
+    let mut ancestor = call.parent();
+    while let Some(node) = ancestor {
+        match node.kind_name() {
+            "function_definition" | "lambda" | "module" => break,
+            "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => {
+                let mut cursor = node.walk();
+                for clause in node.named_children(&mut cursor) {
+                    if clause.kind_name() == "for_in_clause"
+                        && let (Some(left), Some(right)) =
+                            (clause.field("left"), clause.field("right"))
+                        && binds_name(left, name, source)
+                    {
+                        return iterated_name(right, source);
+                    }
+                }
+            }
+            _ => {}
+        }
+        ancestor = node.parent();
+    }
+    Some(name)
+}
+
+/// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
+fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
+    match target.kind_name() {
+        "identifier" => node_text(target, source) == name,
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            let mut cursor = target.walk();
+            target
+                .named_children(&mut cursor)
+                .any(|child| binds_name(child, name, source))
+        }
+        _ => false,
+    }
+}
+
+/// The name a comprehension iterates: `batch`, `batch.items()`, `batch.values()`.
+fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let mut expr = syntax::unparenthesize(iterable);
+    if let Some((function, arguments)) = syntax::call_parts(expr)
+        && arguments.named_child_count() == 0
+        && function.kind_name() == "attribute"
+        && function
+            .field("attribute")
+            .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
+    {
+        expr = function.field("object")?;
+    }
+    (expr.kind_name() == "identifier").then(|| node_text(expr, source))
+}
+
 /// Records a loop (statement or comprehension) in the innermost function's own body.
 fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
     if let Some(index) = innermost_function(stack) {
