@@ -519,6 +519,21 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(throttled), None);
     let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    // A test of the innermost loop's counter against a constant runs once per loop; an early
+    // exit there leaves the rest of the loop hot, and an outer loop's counter proves nothing.
+    let first = "for i, batch in enumerate(loader):\n    if i == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(first), None);
+    let ranged = "for step in range(steps):\n    model(x).backward()\n    opt.step()\n    if 0 == step and log:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(ranged), None);
+    let every = "for step in range(steps):\n    model(x).backward()\n    opt.step()\n    if log:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(every), Some(HotPath::TrainingLoop));
+    let skip_first =
+        "for i, batch in enumerate(loader):\n    if i == 0:\n        continue\n    ⟦x⟧ = 1\n";
+    assert_eq!(hot(skip_first), Some(HotPath::TrainingLoop));
+    let outer = "for epoch in range(3):\n    for batch in loader:\n        if epoch == 0:\n            ⟦x⟧ = 1\n";
+    assert_eq!(hot(outer), Some(HotPath::TrainingLoop));
+    let not_counter = "for i, batch in enumerate(loader):\n    if n == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(not_counter), Some(HotPath::TrainingLoop));
     let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
     assert_eq!(hot(closure), None);
     let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";

@@ -162,6 +162,10 @@ pub struct FileFacts {
     /// How many functions of the file call `torch.save` / `xm.save`: a module that writes
     /// checkpoints in one function and reads them in another reads back its own files.
     pub saving_functions: usize,
+    /// The path expressions (source text) the file's `torch.save` / `xm.save` calls write to, in
+    /// order of first appearance: a `torch.load` of the same expression reads back the file's
+    /// own output (`if os.path.isfile(cache): x = torch.load(cache) else: ...; torch.save(x, cache)`).
+    pub saved_paths: Vec<String>,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts. Nodes are
@@ -201,7 +205,8 @@ pub(crate) struct Summaries {
     /// are not seen. Computed by `finish` over the whole file.
     pub cuda_only_callees: HashSet<String>,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
-    /// (`step % 100 == 0`) or a name bound to one in the same function (`skip = step % every != 0`).
+    /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
+    /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
     pub throttles: HashSet<u64>,
     /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
     /// block runs once every N steps.
@@ -279,8 +284,11 @@ enum Frame {
         summary: LoopSummary,
         over_loader: bool,
     },
-    /// The body of `if step % N == 0:`: calls there run once every N steps.
-    Throttle,
+    /// The body of `if step % N == 0:` (or of `if i == 0:`, `exits: false`): calls there run once
+    /// every N steps; when `exits`, an early exit there makes the rest of its block throttled.
+    Throttle {
+        exits: bool,
+    },
     /// A block (for the innermost block around a call of a CUDA-only package); `throttled` once
     /// an early exit on a throttle (`if step % n != 0: return`) has run in it.
     Block {
@@ -588,6 +596,7 @@ fn merge(
         tpu_evidence,
         first_module_save,
         saving_functions: _,
+        saved_paths,
     } = file;
     let into = &mut summaries.file;
     into.uses_syncing_loader |= uses_syncing_loader;
@@ -596,6 +605,11 @@ fn merge(
     into.xla_evidence |= xla_evidence;
     into.tpu_evidence |= tpu_evidence;
     into.first_module_save = into.first_module_save.or(first_module_save);
+    for path in saved_paths {
+        if !into.saved_paths.contains(&path) {
+            into.saved_paths.push(path);
+        }
+    }
     summaries.compiled_names.extend(compiled_names);
     summaries.step_closures.extend(step_closures);
     summaries.cuda_library_scopes.extend(cuda_library_scopes);
@@ -717,7 +731,17 @@ fn enter(
             }) =>
         {
             summaries.throttles.insert(node_key(node));
-            stack.push((node.id(), Frame::Throttle))
+            stack.push((node.id(), Frame::Throttle { exits: true }))
+        }
+        // `if i == 0:` runs once per loop; an early exit there (`if i == 0: continue`) leaves the
+        // rest of the loop hot.
+        "if_statement"
+            if node
+                .field("condition")
+                .is_some_and(|c| tests_one_iteration(node, c, source)) =>
+        {
+            summaries.throttles.insert(node_key(node));
+            stack.push((node.id(), Frame::Throttle { exits: false }))
         }
         "continue_statement" | "break_statement" | "return_statement" | "yield" => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
@@ -789,6 +813,17 @@ fn call(
         q,
         "torch.save" | "torch_xla.core.xla_model.save" | "torch_xla.utils.serialization.save"
     );
+    if saves
+        && let Some(path) = syntax::positional_args(arguments)
+            .get(1)
+            .copied()
+            .or_else(|| syntax::keyword_arg(arguments, "f", source))
+    {
+        let path = node_text(path, source).to_string();
+        if !summaries.file.saved_paths.contains(&path) {
+            summaries.file.saved_paths.push(path);
+        }
+    }
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
             && receiver.is_some_and(|r| {
@@ -861,7 +896,7 @@ fn call(
                 caller = Some(*index);
                 break;
             }
-            Frame::Throttle | Frame::Block { throttled: true } => {
+            Frame::Throttle { .. } | Frame::Block { throttled: true } => {
                 in_loop = false;
                 throttled = true;
             }
@@ -1177,6 +1212,80 @@ fn mark_cuda_library_use(
 
 /// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`; a modulo by the
 /// gradient-accumulation steps marks the optimizer step, which runs every step).
+/// Whether an `if` tests that the counter of its innermost loop equals a constant
+/// (`for i, batch in enumerate(loader): if i == 0:`, `for epoch in range(n): if epoch == 0:`, also
+/// as one side of `and`): its body runs once per loop, not every iteration.
+fn tests_one_iteration(statement: Node<'_>, condition: Node<'_>, source: &str) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if condition.kind_name() == "boolean_operator"
+        && condition
+            .field("operator")
+            .is_some_and(|o| node_text(o, source) == "and")
+    {
+        return [condition.field("left"), condition.field("right")]
+            .into_iter()
+            .flatten()
+            .any(|side| tests_one_iteration(statement, side, source));
+    }
+    if condition.kind_name() != "comparison_operator" || condition.named_child_count() != 2 {
+        return false;
+    }
+    let mut cursor = condition.walk();
+    let operators: Vec<&str> = condition
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .map(|c| node_text(c, source))
+        .collect();
+    if operators != ["=="] {
+        return false;
+    }
+    let (Some(left), Some(right)) = (condition.named_child(0), condition.named_child(1)) else {
+        return false;
+    };
+    let counter = match (left.kind_name(), right.kind_name()) {
+        ("identifier", "integer") => left,
+        ("integer", "identifier") => right,
+        _ => return false,
+    };
+    // The innermost loop around the `if`, within its function.
+    let mut ancestor = statement.parent();
+    while let Some(node) = ancestor {
+        match node.kind_name() {
+            "function_definition"
+            | "lambda"
+            | "class_definition"
+            | "module"
+            | "while_statement" => {
+                return false;
+            }
+            "for_statement" => {
+                return node.field("left").zip(node.field("right")).is_some_and(
+                    |(target, iterable)| {
+                        loop_counter(target, iterable, source) == Some(node_text(counter, source))
+                    },
+                );
+            }
+            _ => ancestor = node.parent(),
+        }
+    }
+    false
+}
+
+/// The counter a `for` binds: `i` of `for i in range(n)` and of `for i, x in enumerate(xs)`.
+fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let (function, _) = syntax::call_parts(syntax::unparenthesize(iterable))?;
+    let name = node_text(function, source);
+    let counter = match name {
+        "range" => target,
+        "enumerate" => match target.kind_name() {
+            "pattern_list" | "tuple_pattern" | "list_pattern" => target.named_child(0)?,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (counter.kind_name() == "identifier").then(|| node_text(counter, source))
+}
+
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
@@ -1212,7 +1321,7 @@ fn leave(
         return;
     };
     // `if skip: return` on a throttle: the rest of the block runs once every N steps.
-    if matches!(frame, Frame::Throttle)
+    if matches!(frame, Frame::Throttle { exits: true })
         && node.kind_name() == "if_statement"
         && exits_early(node)
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
