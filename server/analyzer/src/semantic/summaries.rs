@@ -445,7 +445,15 @@ fn walk_statement(
                 compiled_decorator = compiles(node, resolver);
             } else if node.kind_name() == "function_definition" {
                 let compiled = std::mem::take(&mut compiled_decorator);
-                enter(node, source, resolver, &mut summaries, &mut stack, false);
+                enter(
+                    node,
+                    source,
+                    resolver,
+                    &mut summaries,
+                    &mut stack,
+                    false,
+                    &ancestors,
+                );
                 if let Some(function) = summaries.functions.last_mut() {
                     function.compiled = compiled;
                 }
@@ -457,6 +465,7 @@ fn walk_statement(
                     &mut summaries,
                     &mut stack,
                     cuda_only,
+                    &ancestors,
                 );
             }
         }
@@ -646,6 +655,8 @@ fn merge(
     loop_roots.extend(part.loop_roots);
 }
 
+/// `ancestors`: the named nodes from the statement down to `node` (its last element); never
+/// `Node::parent`, which is linear in the depth.
 fn enter(
     node: Node<'_>,
     source: &str,
@@ -653,6 +664,7 @@ fn enter(
     summaries: &mut Summaries,
     stack: &mut Vec<(usize, Frame)>,
     cuda_only: bool,
+    ancestors: &[Node<'_>],
 ) {
     match node.kind_name() {
         "function_definition" => {
@@ -738,7 +750,7 @@ fn enter(
         "if_statement"
             if node
                 .field("condition")
-                .is_some_and(|c| tests_one_iteration(node, c, source)) =>
+                .is_some_and(|c| tests_one_iteration(c, source, ancestors)) =>
         {
             summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle { exits: false }))
@@ -752,7 +764,9 @@ fn enter(
                 summary.exits = true;
             }
         }
-        "call" => call(node, source, resolver, summaries, stack, cuda_only),
+        "call" => call(
+            node, source, resolver, summaries, stack, cuda_only, ancestors,
+        ),
         _ => {}
     }
 }
@@ -764,6 +778,7 @@ fn call(
     summaries: &mut Summaries,
     stack: &mut [(usize, Frame)],
     cuda_only: bool,
+    ancestors: &[Node<'_>],
 ) {
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
@@ -796,7 +811,7 @@ fn call(
         && let Some(receiver) = receiver
         && let Some(index) = innermost_function(stack)
         && sends_to_a_device(arguments, source, resolver)
-        && let Some(name) = moved_name(node, receiver, source)
+        && let Some(name) = moved_name(receiver, source, ancestors)
         && let Some(position) = summaries.functions[index]
             .parameters
             .iter()
@@ -918,7 +933,7 @@ fn call(
             caller,
             cuda_only,
             throttled,
-            repeated: runs_repeatedly(node),
+            repeated: runs_repeatedly(ancestors),
         });
     }
     // Functions passed as values may run any number of times.
@@ -1020,10 +1035,10 @@ fn sends_to_a_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver
     !(last.contains("dtype") || crate::torch_api::canonical_dtype(last).is_some())
 }
 
-/// The name a `.to(...)` call moves: its receiver with subscripts removed (`batch["x"]` →
-/// `batch`), or, for a comprehension variable, what the comprehension iterates
-/// (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
-fn moved_name<'s>(call: Node<'_>, receiver: Node<'_>, source: &'s str) -> Option<&'s str> {
+/// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
+/// removed (`batch["x"]` → `batch`), or, for a comprehension variable, what the comprehension
+/// iterates (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
+fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -> Option<&'s str> {
     let mut base = receiver;
     while base.kind_name() == "subscript" {
         base = base.field("value")?;
@@ -1032,10 +1047,9 @@ fn moved_name<'s>(call: Node<'_>, receiver: Node<'_>, source: &'s str) -> Option
         return None;
     }
     let name = node_text(base, source);
-    let mut ancestor = call.parent();
-    while let Some(node) = ancestor {
+    for node in ancestors.iter().rev().skip(1) {
         match node.kind_name() {
-            "function_definition" | "lambda" | "module" => break,
+            "function_definition" | "lambda" => break,
             "list_comprehension"
             | "set_comprehension"
             | "dictionary_comprehension"
@@ -1053,7 +1067,6 @@ fn moved_name<'s>(call: Node<'_>, receiver: Node<'_>, source: &'s str) -> Option
             }
             _ => {}
         }
-        ancestor = node.parent();
     }
     Some(name)
 }
@@ -1094,13 +1107,12 @@ fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
     }
 }
 
-/// Whether a call sits under a loop, comprehension, lambda or class body before its function
-/// (or the module) is reached.
-fn runs_repeatedly(call: Node<'_>) -> bool {
-    let mut ancestor = call.parent();
-    while let Some(node) = ancestor {
+/// Whether a call (the last of `ancestors`) sits under a loop, comprehension, lambda or class
+/// body before its function (or the statement's start) is reached.
+fn runs_repeatedly(ancestors: &[Node<'_>]) -> bool {
+    for node in ancestors.iter().rev().skip(1) {
         match node.kind_name() {
-            "function_definition" | "module" => return false,
+            "function_definition" => return false,
             "for_statement"
             | "while_statement"
             | "list_comprehension"
@@ -1109,7 +1121,7 @@ fn runs_repeatedly(call: Node<'_>) -> bool {
             | "generator_expression"
             | "lambda"
             | "class_definition" => return true,
-            _ => ancestor = node.parent(),
+            _ => {}
         }
     }
     false
@@ -1212,10 +1224,10 @@ fn mark_cuda_library_use(
 
 /// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`; a modulo by the
 /// gradient-accumulation steps marks the optimizer step, which runs every step).
-/// Whether an `if` tests that the counter of its innermost loop equals a constant
-/// (`for i, batch in enumerate(loader): if i == 0:`, `for epoch in range(n): if epoch == 0:`, also
-/// as one side of `and`): its body runs once per loop, not every iteration.
-fn tests_one_iteration(statement: Node<'_>, condition: Node<'_>, source: &str) -> bool {
+/// Whether an `if` (the last of `ancestors`) tests that the counter of its innermost loop equals
+/// a constant (`for i, batch in enumerate(loader): if i == 0:`, `for epoch in range(n): if
+/// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
+fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
     let condition = syntax::unparenthesize(condition);
     if condition.kind_name() == "boolean_operator"
         && condition
@@ -1225,7 +1237,7 @@ fn tests_one_iteration(statement: Node<'_>, condition: Node<'_>, source: &str) -
         return [condition.field("left"), condition.field("right")]
             .into_iter()
             .flatten()
-            .any(|side| tests_one_iteration(statement, side, source));
+            .any(|side| tests_one_iteration(side, source, ancestors));
     }
     if condition.kind_name() != "comparison_operator" || condition.named_child_count() != 2 {
         return false;
@@ -1248,14 +1260,9 @@ fn tests_one_iteration(statement: Node<'_>, condition: Node<'_>, source: &str) -
         _ => return false,
     };
     // The innermost loop around the `if`, within its function.
-    let mut ancestor = statement.parent();
-    while let Some(node) = ancestor {
+    for node in ancestors.iter().rev().skip(1) {
         match node.kind_name() {
-            "function_definition"
-            | "lambda"
-            | "class_definition"
-            | "module"
-            | "while_statement" => {
+            "function_definition" | "lambda" | "class_definition" | "while_statement" => {
                 return false;
             }
             "for_statement" => {
@@ -1265,7 +1272,7 @@ fn tests_one_iteration(statement: Node<'_>, condition: Node<'_>, source: &str) -
                     },
                 );
             }
-            _ => ancestor = node.parent(),
+            _ => {}
         }
     }
     false
