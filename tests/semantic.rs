@@ -519,6 +519,21 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(throttled), None);
     let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    // A test of the innermost loop's counter against a constant runs once per loop; an early
+    // exit there leaves the rest of the loop hot, and an outer loop's counter proves nothing.
+    let first = "for i, batch in enumerate(loader):\n    if i == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(first), None);
+    let ranged = "for step in range(steps):\n    model(x).backward()\n    opt.step()\n    if 0 == step and log:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(ranged), None);
+    let every = "for step in range(steps):\n    model(x).backward()\n    opt.step()\n    if log:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(every), Some(HotPath::TrainingLoop));
+    let skip_first =
+        "for i, batch in enumerate(loader):\n    if i == 0:\n        continue\n    ⟦x⟧ = 1\n";
+    assert_eq!(hot(skip_first), Some(HotPath::TrainingLoop));
+    let outer = "for epoch in range(3):\n    for batch in loader:\n        if epoch == 0:\n            ⟦x⟧ = 1\n";
+    assert_eq!(hot(outer), Some(HotPath::TrainingLoop));
+    let not_counter = "for i, batch in enumerate(loader):\n    if n == 0:\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(not_counter), Some(HotPath::TrainingLoop));
     let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
     assert_eq!(hot(closure), None);
     let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";
@@ -680,6 +695,60 @@ fn load_time_functions_are_not_per_step() {
     assert!(
         !lines.iter().any(|(_, code)| *code == "TPU202"),
         "{lines:?}"
+    );
+}
+
+#[test]
+fn once_per_run_functions_are_not_per_step() {
+    // Called only from module-level code outside loops, with no loop of its own: once per run.
+    let tutorial = "import torch\ndef get_matrix():\n    ⟦m⟧ = torch.rand(4, 4, device='xla')\n    return m\nX = get_matrix()\nY = get_matrix()\n";
+    assert!(at(tutorial).roles.once_per_run);
+    // And so are the helpers only such functions call, outside loops.
+    let helper = "def inner():\n    ⟦x⟧ = 1\ndef outer():\n    return inner()\nif __name__ == '__main__':\n    outer()\n";
+    assert!(at(helper).roles.once_per_run);
+    // Not when a call runs in a module-level loop or comprehension, or in a lambda.
+    for source in [
+        "def f():\n    ⟦x⟧ = 1\nfor _ in range(10):\n    f()\n",
+        "def f(i):\n    ⟦x⟧ = i\nxs = [f(i) for i in range(10)]\n",
+        "def f(i):\n    ⟦x⟧ = i\ng = lambda i: f(i)\n",
+    ] {
+        assert!(!at(source).roles.once_per_run, "{source}");
+    }
+    // Not when the function has a loop (a `main` holding the training loop), nor for what it
+    // calls; not when it is passed as a value (a collate function), nor for `forward`; not when
+    // a training loop reaches it; not for a function the file never calls; not in a closure it
+    // defines.
+    for source in [
+        "def main():\n    for b in loader:\n        ⟦x⟧ = b\nmain()\n",
+        "def step(b):\n    ⟦x⟧ = b\ndef train():\n    for b in loader:\n        step(b)\ndef main():\n    train()\nmain()\n",
+        "def collate(batch):\n    ⟦x⟧ = batch\ncollate([1])\nloader = DataLoader(ds, collate_fn=collate)\n",
+        "class M:\n    def forward(self, x):\n        ⟦y⟧ = x\nM().forward(1)\n",
+        "def helper(b):\n    ⟦y⟧ = b\nhelper(0)\ndef train(loader, opt):\n    for b in loader:\n        helper(b).backward()\n        opt.step()\n",
+        "def lib(x):\n    ⟦y⟧ = x\n",
+        "def make():\n    def step(b):\n        ⟦y⟧ = b\n    return step\nrun = make()\n",
+    ] {
+        assert!(!at(source).roles.once_per_run, "{source}");
+    }
+    // Its cost findings are dropped there; errors and map_location still report.
+    let source = "import torch\n\ndef get_matrix():\n    m = torch.rand(8, 8, device='xla')\n    assert torch.nonzero(m).size(0) == 64\n    state = torch.load('w.pt')\n    return m.cuda()\n\nX = get_matrix()\n";
+    let codes: Vec<&str> = finding_lines(source, &Settings::default())
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect();
+    assert!(!codes.contains(&"TPU301"), "{codes:?}");
+    assert!(
+        codes.contains(&"TPU406") && codes.contains(&"TPU403"),
+        "{codes:?}"
+    );
+    // The same helper called in a loop keeps its finding.
+    let looped = source.replace(
+        "X = get_matrix()",
+        "for _ in range(100):\n    X = get_matrix()",
+    );
+    assert!(
+        finding_lines(&looped, &Settings::default())
+            .iter()
+            .any(|(_, code)| *code == "TPU301")
     );
 }
 

@@ -98,6 +98,10 @@ pub(crate) struct GuardFrame {
     /// Whether the code runs once per checkpoint load (see `summaries`): what an op costs per
     /// execution does not matter there, choices (dtypes, APIs) still do.
     pub load_time: bool,
+    /// Whether the code is the straight-line body of a function that runs a fixed few times per
+    /// run (`summaries::FunctionSummary::once_per_run`): what an op costs per execution does not
+    /// matter there; errors and where loaded tensors land still do.
+    pub once_per_run: bool,
     /// Whether the code is host data-pipeline code (image processors, transforms, datasets): its
     /// tensors are host tensors, so host syncs, CPU fallbacks and data-dependent shapes are moot.
     pub host_data: bool,

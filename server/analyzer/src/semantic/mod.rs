@@ -360,6 +360,7 @@ impl<'t> SemanticModel<'t> {
                 cold: false,
                 errors_only: false,
                 load_time: false,
+                once_per_run: false,
                 host_data: false,
             }],
             test_framework: false,
@@ -919,6 +920,7 @@ impl<'t> SemanticModel<'t> {
             cold,
             errors_only: error_branch || outer.is_some_and(|f| f.errors_only),
             load_time: outer.is_some_and(|f| f.load_time),
+            once_per_run: outer.is_some_and(|f| f.once_per_run),
             host_data: outer.is_some_and(|f| f.host_data),
         });
     }
@@ -977,6 +979,11 @@ impl<'t> SemanticModel<'t> {
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
+        // Not inherited by nested definitions and lambdas: a closure may run any number of times.
+        let once_per_run = definition.kind_name() == "function_definition"
+            && self
+                .function_summary(definition)
+                .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
             || match definition.kind_name() {
                 "class_definition" => roles::is_dataset_class(definition, self.source),
@@ -1010,6 +1017,7 @@ impl<'t> SemanticModel<'t> {
             cold,
             errors_only: outer.is_some_and(|f| f.errors_only),
             load_time: load_time || outer.is_some_and(|f| f.load_time),
+            once_per_run,
             host_data,
         });
     }
@@ -1034,6 +1042,7 @@ impl<'t> SemanticModel<'t> {
                 cold: true,
                 errors_only: outer.is_some_and(|f| f.errors_only),
                 load_time: outer.is_some_and(|f| f.load_time),
+                once_per_run: false,
                 host_data: outer.is_some_and(|f| f.host_data),
             };
             self.guard_frames.push(frame);
@@ -1073,6 +1082,7 @@ impl<'t> SemanticModel<'t> {
             .map(|frame| CodeRoles {
                 error_branch: frame.errors_only,
                 load_time: frame.load_time,
+                once_per_run: frame.once_per_run,
                 host_data: frame.host_data,
             })
             .unwrap_or_default()
@@ -1095,6 +1105,15 @@ impl<'t> SemanticModel<'t> {
             return false;
         }
         if frame.load_time && roles::concerns_execution_cost(code) {
+            return false;
+        }
+        // Once per run (a tutorial's helper, a table built at import): the cost is paid once;
+        // errors, and where a load puts its tensors (TPU406), still matter.
+        if frame.once_per_run
+            && severity != crate::diagnostic::Severity::Error
+            && code != "TPU406"
+            && roles::concerns_execution_cost(code)
+        {
             return false;
         }
         !(frame.host_data && roles::concerns_device_values(code))
@@ -1123,6 +1142,36 @@ impl<'t> SemanticModel<'t> {
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
         let index = self.summaries.function_index(definition)?;
         self.summaries.functions.get(index)
+    }
+
+    /// Whether a call of a function of this file (`prepare(batch)`, `self.training_step(batch)`)
+    /// sends its positional argument at `position` to a device in the callee's body (by the
+    /// callee's summary, [`FunctionSummary::moved_parameters`]; any function of that name).
+    pub fn call_moves_argument(&self, call: Node<'_>, position: usize) -> bool {
+        let Some((function, _)) = syntax::call_parts(call) else {
+            return false;
+        };
+        let (name, method) = match function.kind_name() {
+            "identifier" => (node_text(function, self.source), false),
+            "attribute"
+                if function
+                    .field("object")
+                    .is_some_and(|o| node_text(o, self.source) == "self") =>
+            {
+                match function.field("attribute") {
+                    Some(attribute) => (node_text(attribute, self.source), true),
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+        self.summaries.functions.iter().any(|summary| {
+            let bound = method && summary.parameters.first().is_some_and(|p| p == "self");
+            summary.name == name
+                && summary
+                    .moved_parameters
+                    .contains(&(position + usize::from(bound)))
+        })
     }
 
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)

@@ -20,6 +20,10 @@ pub struct CodeRoles {
     /// Once per checkpoint load (state-dict filters and the helpers only they call): nothing
     /// about an op's per-execution cost is reported.
     pub load_time: bool,
+    /// The straight-line body of a function that runs a fixed few times per run (called only
+    /// from module-level code outside loops, see `summaries`): nothing about an op's
+    /// per-execution cost is reported below error severity.
+    pub once_per_run: bool,
     /// Host data-pipeline code (datasets, transforms, image processors): nothing about device
     /// tensors' values is reported.
     pub host_data: bool,

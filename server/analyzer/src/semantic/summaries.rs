@@ -109,6 +109,20 @@ pub struct FunctionSummary {
     pub load_time: bool,
     /// Names of its parameters (for the load-time role).
     pub parameters: Vec<String>,
+    /// Whether its own body holds a loop: `for`, `while` or a comprehension (nested functions
+    /// excluded).
+    pub has_loop: bool,
+    /// Whether it runs a fixed few times per run: it holds no loop and every call of it in this
+    /// file is module-level code outside loops (`X = get_rand_matrix()` in a tutorial, a table
+    /// built at import) or straight-line code of another such function; it is never passed as
+    /// a value (a callback) and no training loop reaches it. What an op costs each time does
+    /// not matter there.
+    pub once_per_run: bool,
+    /// Positions (into `parameters`, `self` included) of the parameters its body sends to a
+    /// device: `batch.to(device)`, `batch["x"].to(device)`,
+    /// `{k: v.to(device) for k, v in batch.items()}`. A loop that passes its batch there moves
+    /// the batch each step (TPU607).
+    pub moved_parameters: Vec<usize>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -148,6 +162,10 @@ pub struct FileFacts {
     /// How many functions of the file call `torch.save` / `xm.save`: a module that writes
     /// checkpoints in one function and reads them in another reads back its own files.
     pub saving_functions: usize,
+    /// The path expressions (source text) the file's `torch.save` / `xm.save` calls write to, in
+    /// order of first appearance: a `torch.load` of the same expression reads back the file's
+    /// own output (`if os.path.isfile(cache): x = torch.load(cache) else: ...; torch.save(x, cache)`).
+    pub saved_paths: Vec<String>,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts. Nodes are
@@ -187,7 +205,8 @@ pub(crate) struct Summaries {
     /// are not seen. Computed by `finish` over the whole file.
     pub cuda_only_callees: HashSet<String>,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
-    /// (`step % 100 == 0`) or a name bound to one in the same function (`skip = step % every != 0`).
+    /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
+    /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
     pub throttles: HashSet<u64>,
     /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
     /// block runs once every N steps.
@@ -205,6 +224,9 @@ pub(crate) struct Summaries {
     /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
     /// literal passed to it (for `comparison_scopes`).
     device_literal_calls: Vec<(usize, String, guards::Hardware)>,
+    /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
+    /// functions of this file by those names may run any number of times.
+    passed_names: HashSet<String>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -214,6 +236,9 @@ struct CallSite {
     caller: Option<usize>,
     cuda_only: bool,
     throttled: bool,
+    /// Under a loop, comprehension, lambda or class body between the call and its function
+    /// (or the module): it may run many times per run of its caller.
+    repeated: bool,
 }
 
 /// Names a node of the tree by its start and kind: unique among the nodes the summaries name
@@ -259,8 +284,11 @@ enum Frame {
         summary: LoopSummary,
         over_loader: bool,
     },
-    /// The body of `if step % N == 0:`: calls there run once every N steps.
-    Throttle,
+    /// The body of `if step % N == 0:` (or of `if i == 0:`, `exits: false`): calls there run once
+    /// every N steps; when `exits`, an early exit there makes the rest of its block throttled.
+    Throttle {
+        exits: bool,
+    },
     /// A block (for the innermost block around a call of a CUDA-only package); `throttled` once
     /// an early exit on a throttle (`if step % n != 0: return`) has run in it.
     Block {
@@ -454,7 +482,15 @@ fn walk_statement(
                 compiled_decorator = compiles(node, resolver);
             } else if node.kind_name() == "function_definition" {
                 let compiled = std::mem::take(&mut compiled_decorator);
-                enter(node, source, resolver, &mut summaries, &mut stack, false);
+                enter(
+                    node,
+                    source,
+                    resolver,
+                    &mut summaries,
+                    &mut stack,
+                    false,
+                    &ancestors,
+                );
                 if let Some(function) = summaries.functions.last_mut() {
                     function.compiled = compiled;
                 }
@@ -466,6 +502,7 @@ fn walk_statement(
                     &mut summaries,
                     &mut stack,
                     cuda_only,
+                    &ancestors,
                 );
             }
         }
@@ -541,6 +578,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         call_sites: _,
         throttle_names: _,
         device_literal_calls: _,
+        passed_names: _,
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
@@ -597,6 +635,7 @@ fn append(
         // Needed only while the statement is walked.
         throttle_names: _,
         device_literal_calls,
+        passed_names,
     } = moved;
     summaries.functions.extend(functions);
     summaries
@@ -613,6 +652,7 @@ fn append(
         tpu_evidence,
         first_module_save,
         saving_functions: _,
+        saved_paths,
     } = file;
     let into = &mut summaries.file;
     into.uses_syncing_loader |= uses_syncing_loader;
@@ -621,6 +661,11 @@ fn append(
     into.xla_evidence |= xla_evidence;
     into.tpu_evidence |= tpu_evidence;
     into.first_module_save = into.first_module_save.or(first_module_save);
+    for path in saved_paths {
+        if !into.saved_paths.contains(&path) {
+            into.saved_paths.push(path);
+        }
+    }
     summaries.compiled_names.extend(compiled_names);
     summaries.step_closures.extend(step_closures);
     summaries.cuda_library_scopes.extend(cuda_library_scopes);
@@ -629,6 +674,7 @@ fn append(
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
+    summaries.passed_names.extend(passed_names);
     summaries
         .call_sites
         .extend(call_sites.into_iter().map(|site| CallSite {
@@ -656,6 +702,8 @@ fn append(
     loop_roots.extend(part_loop_roots);
 }
 
+/// `ancestors`: the named nodes from the statement down to `node` (its last element); never
+/// `Node::parent`, which is linear in the depth.
 fn enter(
     node: Node<'_>,
     source: &str,
@@ -663,6 +711,7 @@ fn enter(
     summaries: &mut Summaries,
     stack: &mut Vec<(usize, Frame)>,
     cuda_only: bool,
+    ancestors: &[Node<'_>],
 ) {
     match node.kind_name() {
         "function_definition" => {
@@ -680,6 +729,7 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
+            mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
                 .and_then(|iterable| loader_name(iterable, source))
@@ -694,6 +744,10 @@ fn enter(
             ));
         }
         "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
+        "list_comprehension"
+        | "set_comprehension"
+        | "dictionary_comprehension"
+        | "generator_expression" => mark_loop(summaries, stack),
         "block" => {
             if let Some((_, Frame::Function(index))) = stack.last() {
                 summaries.body_blocks.insert(*index, node_key(node));
@@ -736,7 +790,17 @@ fn enter(
             }) =>
         {
             summaries.throttles.insert(node_key(node));
-            stack.push((node.id(), Frame::Throttle))
+            stack.push((node.id(), Frame::Throttle { exits: true }))
+        }
+        // `if i == 0:` runs once per loop; an early exit there (`if i == 0: continue`) leaves the
+        // rest of the loop hot.
+        "if_statement"
+            if node
+                .field("condition")
+                .is_some_and(|c| tests_one_iteration(c, source, ancestors)) =>
+        {
+            summaries.throttles.insert(node_key(node));
+            stack.push((node.id(), Frame::Throttle { exits: false }))
         }
         "continue_statement" | "break_statement" | "return_statement" | "yield" => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
@@ -747,7 +811,9 @@ fn enter(
                 summary.exits = true;
             }
         }
-        "call" => call(node, source, resolver, summaries, stack, cuda_only),
+        "call" => call(
+            node, source, resolver, summaries, stack, cuda_only, ancestors,
+        ),
         _ => {}
     }
 }
@@ -759,6 +825,7 @@ fn call(
     summaries: &mut Summaries,
     stack: &mut [(usize, Frame)],
     cuda_only: bool,
+    ancestors: &[Node<'_>],
 ) {
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
@@ -787,12 +854,38 @@ fn call(
     {
         summaries.cuda_device_functions.insert(*index);
     }
+    if method == Some("to")
+        && let Some(receiver) = receiver
+        && let Some(index) = innermost_function(stack)
+        && sends_to_a_device(arguments, source, resolver)
+        && let Some(name) = moved_name(receiver, source, ancestors)
+        && let Some(position) = summaries.functions[index]
+            .parameters
+            .iter()
+            .position(|p| p == name)
+        && !summaries.functions[index]
+            .moved_parameters
+            .contains(&position)
+    {
+        summaries.functions[index].moved_parameters.push(position);
+    }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
     let saves = matches!(
         q,
         "torch.save" | "torch_xla.core.xla_model.save" | "torch_xla.utils.serialization.save"
     );
+    if saves
+        && let Some(path) = syntax::positional_args(arguments)
+            .get(1)
+            .copied()
+            .or_else(|| syntax::keyword_arg(arguments, "f", source))
+    {
+        let path = node_text(path, source).to_string();
+        if !summaries.file.saved_paths.contains(&path) {
+            summaries.file.saved_paths.push(path);
+        }
+    }
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
             && receiver.is_some_and(|r| {
@@ -865,7 +958,7 @@ fn call(
                 caller = Some(*index);
                 break;
             }
-            Frame::Throttle | Frame::Block { throttled: true } => {
+            Frame::Throttle { .. } | Frame::Block { throttled: true } => {
                 in_loop = false;
                 throttled = true;
             }
@@ -887,7 +980,21 @@ fn call(
             caller,
             cuda_only,
             throttled,
+            repeated: runs_repeatedly(ancestors),
         });
+    }
+    // Functions passed as values may run any number of times.
+    let mut cursor = arguments.walk();
+    for argument in arguments.named_children(&mut cursor) {
+        let value = match argument.kind_name() {
+            "keyword_argument" => argument.field("value"),
+            _ => Some(argument),
+        };
+        if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+            summaries
+                .passed_names
+                .insert(node_text(value, source).to_string());
+        }
     }
     // Module-level code (no function around the call).
     if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
@@ -955,6 +1062,118 @@ fn mentions_throttle_name(
 }
 
 /// The index of the innermost function around the current node.
+/// Whether `.to(...)` with these arguments targets a device: a positional argument or
+/// `device=` that is not a dtype (`torch.float16`, `x.dtype`, `dtype`).
+fn sends_to_a_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver) -> bool {
+    let target = syntax::keyword_arg(arguments, "device", source)
+        .or_else(|| syntax::positional_args(arguments).first().copied());
+    let Some(target) = target else {
+        return false;
+    };
+    if let Some(q) = resolver.resolve(target)
+        && let Some(name) = q.strip_prefix("torch.")
+        && crate::torch_api::canonical_dtype(name).is_some()
+    {
+        return false;
+    }
+    let last = syntax::dotted_parts(target, source)
+        .and_then(|parts| parts.last().copied())
+        .unwrap_or("");
+    !(last.contains("dtype") || crate::torch_api::canonical_dtype(last).is_some())
+}
+
+/// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
+/// removed (`batch["x"]` → `batch`), or, for a comprehension variable, what the comprehension
+/// iterates (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
+fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -> Option<&'s str> {
+    let mut base = receiver;
+    while base.kind_name() == "subscript" {
+        base = base.field("value")?;
+    }
+    if base.kind_name() != "identifier" {
+        return None;
+    }
+    let name = node_text(base, source);
+    for node in ancestors.iter().rev().skip(1) {
+        match node.kind_name() {
+            "function_definition" | "lambda" => break,
+            "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => {
+                let mut cursor = node.walk();
+                for clause in node.named_children(&mut cursor) {
+                    if clause.kind_name() == "for_in_clause"
+                        && let (Some(left), Some(right)) =
+                            (clause.field("left"), clause.field("right"))
+                        && binds_name(left, name, source)
+                    {
+                        return iterated_name(right, source);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(name)
+}
+
+/// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
+fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
+    match target.kind_name() {
+        "identifier" => node_text(target, source) == name,
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            let mut cursor = target.walk();
+            target
+                .named_children(&mut cursor)
+                .any(|child| binds_name(child, name, source))
+        }
+        _ => false,
+    }
+}
+
+/// The name a comprehension iterates: `batch`, `batch.items()`, `batch.values()`.
+fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let mut expr = syntax::unparenthesize(iterable);
+    if let Some((function, arguments)) = syntax::call_parts(expr)
+        && arguments.named_child_count() == 0
+        && function.kind_name() == "attribute"
+        && function
+            .field("attribute")
+            .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
+    {
+        expr = function.field("object")?;
+    }
+    (expr.kind_name() == "identifier").then(|| node_text(expr, source))
+}
+
+/// Records a loop (statement or comprehension) in the innermost function's own body.
+fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
+    if let Some(index) = innermost_function(stack) {
+        summaries.functions[index].has_loop = true;
+    }
+}
+
+/// Whether a call (the last of `ancestors`) sits under a loop, comprehension, lambda or class
+/// body before its function (or the statement's start) is reached.
+fn runs_repeatedly(ancestors: &[Node<'_>]) -> bool {
+    for node in ancestors.iter().rev().skip(1) {
+        match node.kind_name() {
+            "function_definition" => return false,
+            "for_statement"
+            | "while_statement"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression"
+            | "lambda"
+            | "class_definition" => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
     stack.iter().rev().find_map(|(_, frame)| match frame {
         Frame::Function(index) => Some(*index),
@@ -1052,6 +1271,75 @@ fn mark_cuda_library_use(
 
 /// Whether a condition computes `a % b` (a throttle such as `step % 100 == 0`; a modulo by the
 /// gradient-accumulation steps marks the optimizer step, which runs every step).
+/// Whether an `if` (the last of `ancestors`) tests that the counter of its innermost loop equals
+/// a constant (`for i, batch in enumerate(loader): if i == 0:`, `for epoch in range(n): if
+/// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
+fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if condition.kind_name() == "boolean_operator"
+        && condition
+            .field("operator")
+            .is_some_and(|o| node_text(o, source) == "and")
+    {
+        return [condition.field("left"), condition.field("right")]
+            .into_iter()
+            .flatten()
+            .any(|side| tests_one_iteration(side, source, ancestors));
+    }
+    if condition.kind_name() != "comparison_operator" || condition.named_child_count() != 2 {
+        return false;
+    }
+    let mut cursor = condition.walk();
+    let operators: Vec<&str> = condition
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .map(|c| node_text(c, source))
+        .collect();
+    if operators != ["=="] {
+        return false;
+    }
+    let (Some(left), Some(right)) = (condition.named_child(0), condition.named_child(1)) else {
+        return false;
+    };
+    let counter = match (left.kind_name(), right.kind_name()) {
+        ("identifier", "integer") => left,
+        ("integer", "identifier") => right,
+        _ => return false,
+    };
+    // The innermost loop around the `if`, within its function.
+    for node in ancestors.iter().rev().skip(1) {
+        match node.kind_name() {
+            "function_definition" | "lambda" | "class_definition" | "while_statement" => {
+                return false;
+            }
+            "for_statement" => {
+                return node.field("left").zip(node.field("right")).is_some_and(
+                    |(target, iterable)| {
+                        loop_counter(target, iterable, source) == Some(node_text(counter, source))
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The counter a `for` binds: `i` of `for i in range(n)` and of `for i, x in enumerate(xs)`.
+fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let (function, _) = syntax::call_parts(syntax::unparenthesize(iterable))?;
+    let name = node_text(function, source);
+    let counter = match name {
+        "range" => target,
+        "enumerate" => match target.kind_name() {
+            "pattern_list" | "tuple_pattern" | "list_pattern" => target.named_child(0)?,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (counter.kind_name() == "identifier").then(|| node_text(counter, source))
+}
+
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     let mut stack = vec![condition];
     let mut budget = 64;
@@ -1087,7 +1375,7 @@ fn leave(
         return;
     };
     // `if skip: return` on a throttle: the rest of the block runs once every N steps.
-    if matches!(frame, Frame::Throttle)
+    if matches!(frame, Frame::Throttle { exits: true })
         && node.kind_name() == "if_statement"
         && exits_early(node)
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
@@ -1229,6 +1517,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .filter(|f| f.first_save.is_some())
         .count();
     load_time(summaries, &by_name);
+    once_per_run(summaries, &by_name);
     cuda_mode_flags(summaries);
     cuda_only_callees(summaries, &by_name);
     comparison_scopes(summaries);
@@ -1261,6 +1550,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             for id in ids {
                 summaries.functions[*id].reached_from_loop = true;
                 summaries.functions[*id].load_time = false;
+                summaries.functions[*id].once_per_run = false;
                 queue.extend(hot_calls[*id].iter().cloned());
             }
         }
@@ -1390,6 +1680,61 @@ fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     }
     for (function, once) in summaries.functions.iter_mut().zip(once) {
         function.load_time = once;
+    }
+}
+
+/// Marks the functions that run a fixed few times per run (see
+/// [`FunctionSummary::once_per_run`]): to a fixpoint, a function with no loop of its own, not
+/// passed as a value, and not a per-step entry point (`forward`, step functions, per-step
+/// hooks), every call of which in this file is outside loops, comprehensions and lambdas, at
+/// module level or in another such function. A function the file never calls is left alone:
+/// its callers are elsewhere.
+fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+    let count = summaries.functions.len();
+    let mut sites: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+    for site in &summaries.call_sites {
+        if by_name.contains_key(&site.callee) {
+            sites.entry(site.callee.as_str()).or_default().push(site);
+        }
+    }
+    let eligible: Vec<bool> = summaries
+        .functions
+        .iter()
+        .map(|function| {
+            !function.has_loop
+                && function.name != "forward"
+                && !is_step_function_name(&function.name)
+                && !is_per_step_hook(&function.name)
+                && !summaries.passed_names.contains(&function.name)
+                && !summaries.step_closures.contains(&function.name)
+        })
+        .collect();
+    let mut once = vec![false; count];
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for (name, calls) in &sites {
+            for id in by_name.get(*name).into_iter().flatten() {
+                if once[*id] || !eligible[*id] {
+                    continue;
+                }
+                let all = calls.iter().all(|site| {
+                    !site.repeated
+                        && site
+                            .caller
+                            .is_none_or(|caller| caller != *id && once[caller])
+                });
+                if all {
+                    once[*id] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (function, once) in summaries.functions.iter_mut().zip(once) {
+        function.once_per_run = once;
     }
 }
 

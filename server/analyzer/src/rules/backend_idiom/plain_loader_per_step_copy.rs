@@ -13,7 +13,8 @@ use crate::syntax::{self, node_text};
 declare_rule! {
     /// ## What it does
     /// Checks, in PyTorch/XLA files, for a loop over a plain `DataLoader` whose body moves the
-    /// batch to the device with `.to(device)`.
+    /// batch to the device with `.to(device)`, itself or through a function or method of the
+    /// same file that moves the batch it is passed (`loss = self.training_step(batch)`).
     ///
     /// ## Why is this bad?
     /// The `.to(device)` copy itself is asynchronous on PyTorch/XLA, but the step still starts
@@ -177,6 +178,21 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
             {
                 return true;
             }
+        }
+        // A function or method of this file that moves the batch it is passed
+        // (`loss = self.training_step(batch)`), by its summary.
+        if node.kind_name() == "call"
+            && let Some((_, arguments)) = context.call_parts(node)
+            && syntax::positional_args(arguments)
+                .iter()
+                .enumerate()
+                .any(|(position, argument)| {
+                    argument.kind_name() == "identifier"
+                        && names.contains(&node_text(*argument, source))
+                        && context.semantic().call_moves_argument(node, position)
+                })
+        {
+            return true;
         }
         if matches!(
             node.kind_name(),

@@ -69,6 +69,22 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     if !is_cuda_or_cpu_choice(context, choice) {
         return;
     }
+    // Part of a longer f-string (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`, a profiler
+    // key): a name built from the device's name, not a device.
+    if context
+        .parent(choice)
+        .filter(|p| p.kind_name() == "interpolation")
+        .and_then(|interpolation| context.parent(interpolation))
+        .is_some_and(|string| {
+            let mut cursor = string.walk();
+            string.named_children(&mut cursor).any(|part| {
+                part.kind_name() == "string_content"
+                    && !syntax::node_text(part, context.source()).trim().is_empty()
+            })
+        })
+    {
+        return;
+    }
     // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
     if context.parent(choice).is_some_and(|p| {
         p.kind_name() == "conditional_expression" && is_cuda_or_cpu_choice(context, p)

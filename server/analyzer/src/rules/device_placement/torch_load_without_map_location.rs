@@ -41,7 +41,8 @@ declare_rule! {
     /// Checkpoints saved from the CPU load fine without `map_location`; the rule cannot see
     /// where a file was written. Calls passing `**kwargs` are not reported, nor loads that read
     /// back what the same function (or module-level code) saved earlier with `torch.save` /
-    /// `xm.save` or what another function of the module saves (a save/load pair), loads of an
+    /// `xm.save` or what another function of the module saves (a save/load pair), loads of a
+    /// path expression the file also saves to (a cache built on the first run), loads of an
     /// in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
     /// loads in host data-pipeline code (datasets, tokenizers), which read the files they wrote.
     /// A module with a saving function and a loading one is taken to read back its own files,
@@ -113,6 +114,14 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     let first = context
         .call_parts(call)
         .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+    // The file writes this very path itself (a cache: load it if present, else build and save).
+    if first.is_some_and(|first| {
+        file.saved_paths
+            .iter()
+            .any(|path| path.as_str() == context.text(first))
+    }) {
+        return true;
+    }
     let in_memory = first.is_some_and(|first| {
         context
             .call_parts(first)
