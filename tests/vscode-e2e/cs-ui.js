@@ -4,47 +4,13 @@
 // usage: node cs-ui.js URL
 const path = require('path');
 const { launch } = require('./browser');
+const { editorText, goTo, problems, quickOpen, runCommand, waitFor } = require('./workbench');
 
 const URL = process.argv[2];
 const SCREENSHOTS = process.env.SCREENSHOTS || '.';
 const FAILSHOT = process.env.FAILSHOT || 'failure.png';
 const started = Date.now();
 const log = (...parts) => console.log(`[ui ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...parts);
-
-async function problems(page) {
-  return page
-    .locator('.markers-panel .monaco-list-row')
-    .evaluateAll((rows) => rows.map((row) => `${row.innerText} | ${row.getAttribute('aria-label') || ''}`.replace(/\s+/g, ' ')));
-}
-
-async function waitFor(what, probe, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-async function editorText(page) {
-  return (await page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
-}
-
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(title);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10000 });
-  await page.keyboard.press('Enter');
-}
-
-async function goTo(page, line, column) {
-  await page.keyboard.press('Control+G');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(`${line}:${column}`);
-  await page.keyboard.press('Enter');
-}
 
 (async () => {
   const browser = await launch();
@@ -60,11 +26,7 @@ async function goTo(page, line, column) {
     await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
     await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 30000 });
     log('workbench loaded');
-    await page.keyboard.press('Control+P');
-    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-    await page.keyboard.type('model.py');
-    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 15000 });
-    await page.keyboard.press('Enter');
+    await quickOpen(page, 'model.py');
     await page.waitForSelector('.editor-instance .view-lines:has-text("mark_step")', { timeout: 30000 });
     log('model.py open');
 

@@ -4,55 +4,12 @@
 // fix from the Ctrl+. menu, runs Fix All, hovers a finding, and opens notebook.ipynb.
 // usage: node cs-web.js URL
 const { launch } = require('./browser');
+const { editorText, goTo, problems, quickOpen, runCommand, waitFor } = require('./workbench');
 
 const URL = process.argv[2];
 const FAILSHOT = process.env.FAILSHOT || 'failure.png';
 const started = Date.now();
 const log = (...parts) => console.log(`[web ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...parts);
-
-async function problems(page) {
-  return page
-    .locator('.markers-panel .monaco-list-row')
-    .evaluateAll((rows) => rows.map((row) => `${row.innerText} | ${row.getAttribute('aria-label') || ''}`.replace(/\s+/g, ' ')));
-}
-
-async function waitFor(what, probe, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-async function editorText(page) {
-  return (await page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
-}
-
-async function quickOpen(page, name) {
-  await page.keyboard.press('Control+P');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(name);
-  // Wait for the file's own row: an earlier picker's rows may still be in the list.
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15000 });
-  await page.keyboard.press('Enter');
-}
-
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(title);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10000 });
-  await page.keyboard.press('Enter');
-}
-
-async function goTo(page, line, column) {
-  await page.keyboard.press('Control+G');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type(`${line}:${column}`);
-  await page.keyboard.press('Enter');
-}
 
 (async () => {
   const browser = await launch();

@@ -152,6 +152,17 @@ mod tests {
         }
     }
 
+    /// A slow analysis that runs until it is cancelled (bounded at 5 s, so a failing test ends).
+    fn until_cancelled(token: &CancellationToken) -> Outcome {
+        for _ in 0..500 {
+            if token.is_cancelled() {
+                return Err(AnalysisError::Cancelled);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(AnalysisError::Closed)
+    }
+
     /// An analysis of a small document, counting how often it ran.
     fn counted(
         runs: &Arc<AtomicUsize>,
@@ -223,13 +234,7 @@ mod tests {
                 scheduler
                     .analysis(&notebook, 1, 0, move |token| {
                         started.notify_one();
-                        for _ in 0..500 {
-                            if token.is_cancelled() {
-                                return Err(AnalysisError::Cancelled);
-                            }
-                            std::thread::sleep(Duration::from_millis(10));
-                        }
-                        Err(AnalysisError::Closed)
+                        until_cancelled(&token)
                     })
                     .await
             })
@@ -290,14 +295,7 @@ mod tests {
                 scheduler
                     .analysis(&uri(), 1, 0, move |token| {
                         started.notify_one();
-                        // Runs until cancelled (bounded, so a failing test still ends).
-                        for _ in 0..500 {
-                            if token.is_cancelled() {
-                                return Err(AnalysisError::Cancelled);
-                            }
-                            std::thread::sleep(Duration::from_millis(10));
-                        }
-                        Err(AnalysisError::Closed)
+                        until_cancelled(&token)
                     })
                     .await
             })
