@@ -1133,7 +1133,7 @@ fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
 }
 
 /// The name a comprehension iterates: `batch`, `batch.items()`, `batch.values()`.
-fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
+pub(crate) fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
     let mut expr = syntax::unparenthesize(iterable);
     if let Some((function, arguments)) = syntax::call_parts(expr)
         && arguments.named_child_count() == 0

@@ -219,16 +219,6 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
 /// Whether a comprehension iterates one of `names`, directly or through `.items()` /
 /// `.values()` (`images`, `batch.items()`).
 fn iterates_names(iterable: Node<'_>, source: &str, names: &[&str]) -> bool {
-    let mut expr = syntax::unparenthesize(iterable);
-    if let Some((function, arguments)) = syntax::call_parts(expr)
-        && arguments.named_child_count() == 0
-        && function.kind_name() == "attribute"
-        && function
-            .field("attribute")
-            .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
-        && let Some(object) = function.field("object")
-    {
-        expr = object;
-    }
-    expr.kind_name() == "identifier" && names.contains(&node_text(expr, source))
+    crate::semantic::summaries::iterated_name(iterable, source)
+        .is_some_and(|name| names.contains(&name))
 }
