@@ -261,6 +261,30 @@ impl Session {
     pub fn prepare(&self, uri: &Uri) -> Option<(Snapshot, CheckSettings)> {
         let config = self.config();
         let snapshot = self.index().snapshot(uri)?;
+        Some(self.with_settings(uri, snapshot, config))
+    }
+
+    /// As [`Session::prepare`], for document `uri`'s push worker: its mark (`dirty`) is cleared
+    /// under the same lock the snapshot is taken under. Cleared earlier, a change landing in
+    /// between would be both in this snapshot and marked, and the worker would check and publish
+    /// the same revision twice; cleared later, a change could be lost.
+    pub fn prepare_for_worker(&self, uri: &Uri) -> Option<(Snapshot, CheckSettings)> {
+        let config = self.config();
+        let snapshot = {
+            let mut index = self.index();
+            index.get_mut(uri)?.dirty = false;
+            index.snapshot(uri)?
+        };
+        Some(self.with_settings(uri, snapshot, config))
+    }
+
+    /// `snapshot` with the settings of its project under `config`.
+    fn with_settings(
+        &self,
+        uri: &Uri,
+        snapshot: Snapshot,
+        config: Arc<ConfigState>,
+    ) -> (Snapshot, CheckSettings) {
         // Resolving may read configuration files: done outside the index lock. A notebook's own
         // path decides its project configuration.
         let resolved = config.projects.resolve(uri, snapshot.language_id());
@@ -270,7 +294,7 @@ impl Session {
                 format!("tpulint: invalid configuration: {error}"),
             );
         }
-        Some((snapshot, check_settings(resolved, &config)))
+        (snapshot, check_settings(resolved, &config))
     }
 
     /// Shows `message` to the user unless it was shown before.

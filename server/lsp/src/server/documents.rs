@@ -8,7 +8,7 @@ impl Server {
     pub(super) async fn on_did_open(&self, params: DidOpenTextDocumentParams) {
         let document = params.text_document;
         let uri = document.uri.clone();
-        {
+        let start = {
             let mut index = self.session.index();
             index.open_text(
                 document.uri,
@@ -17,8 +17,11 @@ impl Server {
                 document.language_id,
             );
             self.session.scheduler.supersede(&uri);
+            self.mark_stale(&mut index, &uri)
+        };
+        if start {
+            self.start_worker(&uri);
         }
-        self.schedule(&uri);
     }
 
     pub(super) async fn on_did_change(&self, params: DidChangeTextDocumentParams) {
@@ -34,15 +37,15 @@ impl Server {
             );
             // Under the lock: a worker that snapshots the new version after it is released
             // starts the new run, which must not be the one superseded.
-            if known {
+            known.then(|| {
                 self.session.scheduler.supersede(&uri);
-            }
-            known
+                self.mark_stale(&mut index, &uri)
+            })
         };
-        if known {
-            self.schedule(&uri);
-        } else {
-            self.warn_not_open("document", &uri).await;
+        match known {
+            Some(true) => self.start_worker(&uri),
+            Some(false) => {}
+            None => self.warn_not_open("document", &uri).await,
         }
     }
 
@@ -59,13 +62,16 @@ impl Server {
     }
 
     pub(super) async fn on_notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
-        let uri = {
+        let (uri, start) = {
             let mut index = self.session.index();
             let uri = index.open_notebook(params);
             self.session.scheduler.supersede(&uri);
-            uri
+            let start = self.mark_stale(&mut index, &uri);
+            (uri, start)
         };
-        self.schedule(&uri);
+        if start {
+            self.start_worker(&uri);
+        }
     }
 
     pub(super) async fn on_notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
@@ -73,21 +79,18 @@ impl Server {
         let encoding = self.session.encoding();
         let known = {
             let mut index = self.session.index();
-            match index.change_notebook(params, encoding) {
-                Some(left) => {
-                    // Under the lock, as for a text document.
-                    self.session.scheduler.supersede(&uri);
-                    // Queued under the lock, after any publish of the notebook's last revision.
-                    self.session.clear(left);
-                    true
-                }
-                None => false,
-            }
+            index.change_notebook(params, encoding).map(|left| {
+                // Under the lock, as for a text document.
+                self.session.scheduler.supersede(&uri);
+                // Queued under the lock, after any publish of the notebook's last revision.
+                self.session.clear(left);
+                self.mark_stale(&mut index, &uri)
+            })
         };
-        if known {
-            self.schedule(&uri);
-        } else {
-            self.warn_not_open("notebook", &uri).await;
+        match known {
+            Some(true) => self.start_worker(&uri),
+            Some(false) => {}
+            None => self.warn_not_open("notebook", &uri).await,
         }
     }
 
@@ -113,13 +116,9 @@ impl Server {
 /// pull again when a cell it was answered for holds stale findings.
 pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
     loop {
-        // Cleared before the snapshot is taken: an edit in between sets it again and costs one
-        // more run, but is never missed.
-        match session.index().get_mut(&uri) {
-            Some(entry) => entry.dirty = false,
-            None => return,
-        }
-        let Some((snapshot, check_settings)) = session.prepare(&uri) else {
+        // The mark is cleared under the lock the snapshot is taken under: an edit after it marks
+        // the document again and costs one more run, and no revision is checked twice.
+        let Some((snapshot, check_settings)) = session.prepare_for_worker(&uri) else {
             return;
         };
         let revision = snapshot.revision();

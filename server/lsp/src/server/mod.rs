@@ -87,32 +87,47 @@ impl Server {
         }
     }
 
-    /// Queues a check of document `uri` (a text document or a notebook): one worker per
-    /// document, which re-runs while changes keep arriving, so a burst of edits costs one
-    /// analysis per completed run rather than one per edit. In push mode the worker publishes;
-    /// in pull mode a text document is analysed when pulled, and a notebook's worker runs only
-    /// for a client that takes refreshes, to ask it to pull again when a cell it was answered
-    /// for went stale (an import added in one cell changes the findings of another; a pull may
-    /// also overtake the edit it follows).
+    /// Queues a check of document `uri` (a text document or a notebook) whose state did not
+    /// change under this call (a settings change): see [`Server::mark_stale`].
     fn schedule(&self, uri: &Uri) {
-        let negotiated = self.session.negotiated();
-        {
-            let mut index = self.session.index();
-            let Some(entry) = index.get_mut(uri) else {
-                return;
-            };
-            let worker_needed = !negotiated.pull_diagnostics
-                || (negotiated.workspace_diagnostic_refresh
-                    && matches!(entry.document, Document::Notebook(_)));
-            if !worker_needed {
-                return;
-            }
-            entry.dirty = true;
-            if entry.worker_running {
-                return;
-            }
-            entry.worker_running = true;
+        let start = self.mark_stale(&mut self.session.index(), uri);
+        if start {
+            self.start_worker(uri);
         }
+    }
+
+    /// Marks document `uri` for its worker: one worker per document, which re-runs while changes
+    /// keep arriving, so a burst of edits costs one analysis per completed run rather than one
+    /// per edit. In push mode the worker publishes; in pull mode a text document is analysed
+    /// when pulled, and a notebook's worker runs only for a client that takes refreshes, to ask
+    /// it to pull again when a cell it was answered for went stale (an import added in one cell
+    /// changes the findings of another; a pull may also overtake the edit it follows).
+    ///
+    /// A change calls this under the same index lock that applied it. Marking it after the lock
+    /// was released let a running worker snapshot the new revision and publish it, then find the
+    /// late mark and publish the same revision a second time. Returns whether a worker must be
+    /// started ([`Server::start_worker`], once the lock is released).
+    fn mark_stale(&self, index: &mut crate::index::Index, uri: &Uri) -> bool {
+        let negotiated = self.session.negotiated();
+        let Some(entry) = index.get_mut(uri) else {
+            return false;
+        };
+        let worker_needed = !negotiated.pull_diagnostics
+            || (negotiated.workspace_diagnostic_refresh
+                && matches!(entry.document, Document::Notebook(_)));
+        if !worker_needed {
+            return false;
+        }
+        entry.dirty = true;
+        if entry.worker_running {
+            return false;
+        }
+        entry.worker_running = true;
+        true
+    }
+
+    /// Starts the worker of document `uri` that [`Server::mark_stale`] asked for.
+    fn start_worker(&self, uri: &Uri) {
         let session = self.session.clone();
         let client = self.client.clone();
         let uri = uri.clone();
