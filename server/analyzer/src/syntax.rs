@@ -128,20 +128,33 @@ impl<'t> NodeExt<'t> for Node<'t> {
     #[inline]
     fn field(&self, name: &str) -> Option<Node<'t>> {
         match known_field_index(name) {
-            Some(index) => match FIELD_IDS[index] {
-                0 => None,
-                id => self.child_by_field_id(id),
-            },
+            Some(index) => field_at(*self, index),
             None => self.child_by_field_name(name),
         }
     }
 
-    #[inline]
+    // One shared body in the WebAssembly module (this accessor has ~400 call sites, and copies
+    // inlined into the largest functions carried the table's lazy initialisation and the
+    // `kind()` fallback); inlined natively, where it is hot.
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn kind_name(&self) -> &'t str {
         match KIND_NAMES.get(self.kind_id() as usize) {
             Some(&name) => name,
             None => self.kind(),
         }
+    }
+}
+
+/// The child of `node` in the field [`FIELD_NAMES`]`[index]`. Out of line in the WebAssembly
+/// module for the reason given at `kind_name` (~270 call sites); the index is still folded to a
+/// constant at each site.
+#[cfg_attr(target_arch = "wasm32", inline(never))]
+#[cfg_attr(not(target_arch = "wasm32"), inline)]
+fn field_at(node: Node<'_>, index: usize) -> Option<Node<'_>> {
+    match FIELD_IDS[index] {
+        0 => None,
+        id => node.child_by_field_id(id),
     }
 }
 
