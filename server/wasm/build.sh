@@ -177,17 +177,20 @@ printf '[wasm] size: %s bytes raw (%s KiB), %s bytes gzipped (%s KiB); JS glue %
 printf '[wasm] with the language server (pkg/web-lsp, VS Code for the web): %s bytes raw, %s bytes gzipped (%s%% of the gzipped budget)\n' \
   "$lsp_raw" "$lsp_gzipped" $((lsp_gzipped / 3000))
 if [[ $check_size -eq 1 ]]; then
-  # TEMPORARY (2026-12-02, end of session 6, issue 14): the gzipped budget is read as 300 KiB
-  # (307,200 B), not 300,000 B. The speed branch brought the module back to 297,626 B; the
-  # precision branch merged after it added 3.8 KB, and the merged engine is 301,437 B. No cut was
-  # found in time; see "Over again after the merges" in docs/benchmarks.md.
-  if ((raw > 1000 * 1000 || gzipped > 300 * 1024)); then
-    echo "error: the wasm module is over budget: $raw bytes raw (budget 1,000,000), $gzipped bytes gzipped (budget 307,200, temporarily; the target is 300,000); see docs/benchmarks.md" >&2
+  if ((raw > 1000 * 1000 || gzipped > 300 * 1000)); then
+    echo "error: the wasm module is over budget: $raw bytes raw (budget 1,000,000), $gzipped bytes gzipped (budget 300,000); see docs/benchmarks.md" >&2
     exit 1
   fi
-  printf '[wasm] within budget: %s%% of 1,000,000 B raw, %s%% of 300,000 B gzipped (temporarily allowed: 307,200 B)\n' $((raw / 10000)) $((gzipped / 3000))
-  if ((lsp_raw > 1000 * 1000 || lsp_gzipped > 300 * 1000)); then
-    # Not enforced: see "The language server's module" in docs/benchmarks.md.
-    echo "[wasm] note: the language server's module is over the budget (not enforced for it; see docs/benchmarks.md)"
+  printf '[wasm] within budget: %s%% of 1,000,000 B raw, %s%% of 300,000 B gzipped\n' $((raw / 10000)) $((gzipped / 3000))
+  # The language server's module (VS Code for the web) does not meet the 300,000 B target yet
+  # (issue 14; "The language server's module" in docs/benchmarks.md). Its own limits are a
+  # regression guard at what it measured on 2026-12-03 plus about 1%: they may only come down.
+  lsp_raw_limit=1057000
+  lsp_gzipped_limit=343500
+  if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
+    echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
+    exit 1
   fi
+  printf '[wasm] the language server'"'"'s module is within its guard (%s B raw, %s B gzipped); still %s B over the 300,000 B target\n' \
+    "$lsp_raw_limit" "$lsp_gzipped_limit" $((lsp_gzipped - 300 * 1000))
 fi

@@ -9,6 +9,7 @@
 //! async runtimes or JSON. It builds for `wasm32-unknown-unknown`.
 
 pub mod checker;
+pub(crate) mod decimal;
 pub mod diagnostic;
 pub mod fix;
 pub(crate) mod hash;

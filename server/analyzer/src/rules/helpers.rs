@@ -141,7 +141,7 @@ pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
     let node = syntax::unparenthesize(node);
     match node.kind_name() {
         "integer" => syntax::integer_value(node, source).map(|v| v as f64),
-        "float" => node_text(node, source).replace('_', "").parse().ok(),
+        "float" => crate::decimal::parse_f64(&node_text(node, source).replace('_', "")),
         "unary_operator" => {
             let operand = node.field("argument")?;
             let value = literal_number(operand, source)?;
