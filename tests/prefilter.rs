@@ -2,7 +2,9 @@
 //! file, (1) each rule's declared tokens are necessary — with every whole-word occurrence of
 //! them rewritten, the rule reports nothing — and (2) checking with and without the prefilter
 //! gives identical diagnostics, under the fixture's own settings, the default settings, every
-//! rule on each backend, and each family alone (where whole files are skipped).
+//! rule on each backend, and each family alone (where whole files are skipped); and (3) the
+//! callee filter (a `call` rule sees only the calls its `calls:` declares) changes no result:
+//! the check with it equals the check where every call rule sees every call.
 
 use std::path::{Path, PathBuf};
 
@@ -225,4 +227,88 @@ fn a_file_without_any_token_gets_only_its_syntax_errors() {
         check(broken, &settings_without_meta, Prefilter::Off)
     );
     assert!(check("x = 1\n", &settings_without_meta, Prefilter::On).is_empty());
+}
+
+/// The settings every corpus file is checked under: its own (fixtures), the defaults, every
+/// rule on each backend.
+fn variants(path: &Path, source: &str) -> Vec<(String, Settings)> {
+    let name = relative(path);
+    let mut variants: Vec<(String, Settings)> = vec![(
+        "default".into(),
+        Configuration::default().settings_for(&name),
+    )];
+    if path.starts_with(repo_root().join("tests/fixtures")) {
+        variants.push(("fixture".into(), fixture_settings(path, source)));
+    }
+    for backend in BACKENDS {
+        variants.push((format!("all rules, {backend:?}"), everything(backend)));
+    }
+    variants
+}
+
+#[test]
+fn the_callee_filter_changes_no_result() {
+    let mut failures = Vec::new();
+    let mut declared_findings = 0usize;
+    for path in corpus() {
+        let source = std::fs::read_to_string(&path).expect("corpus file is UTF-8");
+        for (label, settings) in variants(&path, &source) {
+            let filtered = check(&source, &settings, Prefilter::On);
+            let every_call = check(&source, &settings, Prefilter::TokensOnly);
+            declared_findings += filtered
+                .iter()
+                .filter(|d| {
+                    rules()
+                        .iter()
+                        .any(|r| r.code == d.code && !r.calls.is_empty())
+                })
+                .count();
+            if filtered != every_call {
+                let missing: Vec<String> = every_call
+                    .iter()
+                    .filter(|d| !filtered.contains(d))
+                    .map(|d| {
+                        format!(
+                            "{} at {}..{}: {}",
+                            d.code, d.range.start, d.range.end, d.message
+                        )
+                    })
+                    .collect();
+                failures.push(format!(
+                    "{} ({label}): only without the callee filter: {}",
+                    relative(&path),
+                    missing.join("; ")
+                ));
+            }
+        }
+    }
+    assert!(
+        declared_findings > 200,
+        "only {declared_findings} findings of rules with `calls:` were compared"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn declared_callees_are_names_of_call_rules() {
+    for rule in rules() {
+        if rule.calls.is_empty() {
+            continue;
+        }
+        assert!(
+            rule.kinds.contains(&"call"),
+            "{} declares callees but no `call` kind",
+            rule.code
+        );
+        for entry in rule.calls {
+            let last = entry.rsplit('.').next().unwrap_or(entry);
+            assert!(
+                !last.is_empty()
+                    && !last.starts_with(|c: char| c.is_ascii_digit())
+                    && last.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{}: callee {entry:?} does not end in a Python name",
+                rule.code
+            );
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::hash::HashMap;
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache};
@@ -36,6 +37,58 @@ static DISPATCH: LazyLock<Vec<Vec<RuleId>>> = LazyLock::new(|| {
     }
     table
 });
+
+/// For every callee name a `call` rule declares ([`RuleMeta::calls`], final segments), the
+/// rules that declare it, in id order.
+static CALL_DISPATCH: LazyLock<HashMap<&'static str, Vec<RuleId>>> = LazyLock::new(|| {
+    let mut table: HashMap<&'static str, Vec<RuleId>> = HashMap::default();
+    for (index, rule) in rules().iter().enumerate() {
+        if !rule.kinds.contains(&"call") {
+            continue;
+        }
+        for entry in rule.calls {
+            let ids = table.entry(final_segment(entry)).or_default();
+            if !ids.contains(&RuleId(index as u16)) {
+                ids.push(RuleId(index as u16));
+            }
+        }
+    }
+    table
+});
+
+/// `nonzero` of `torch.nonzero`; the whole text when it has no `.`.
+fn final_segment(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// The ids in `a` or `b` (each sorted), sorted, into `out`.
+fn merge_ids(a: &[RuleId], b: &[RuleId], out: &mut Vec<RuleId>) {
+    out.clear();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x == y => {
+                i += 1;
+                j += 1;
+                *x
+            }
+            (Some(x), Some(y)) if x < y => {
+                i += 1;
+                *x
+            }
+            (Some(x), None) => {
+                i += 1;
+                *x
+            }
+            (_, Some(y)) => {
+                j += 1;
+                *y
+            }
+            (None, None) => break,
+        };
+        out.push(next);
+    }
+}
 
 /// Whether every node kind a rule registered for exists in the grammar (checked by the meta-tests).
 pub fn unknown_kinds(rule: &RuleMeta) -> Vec<&'static str> {
@@ -71,6 +124,8 @@ struct CallParts<'t> {
     method: Option<(Node<'t>, Node<'t>)>,
     /// The `keyword_argument`s of `arguments` with their names, in order.
     keywords: Vec<(&'t str, Node<'t>)>,
+    /// The written callee's final segment, as [`Context::callee_name`] gives it.
+    name: Option<&'t str>,
 }
 
 impl<'t> CallParts<'t> {
@@ -84,6 +139,13 @@ impl<'t> CallParts<'t> {
             }
             Some((function.field("object")?, function.field("attribute")?))
         });
+        self.name = match (self.parts, self.method) {
+            (_, Some((_, attribute))) => Some(syntax::node_text(attribute, source)),
+            (Some((function, _)), None) if function.kind_name() == "identifier" => {
+                Some(syntax::node_text(function, source))
+            }
+            _ => None,
+        };
         self.keywords.clear();
         if let Some((_, arguments)) = self.parts {
             let mut cursor = arguments.walk();
@@ -172,6 +234,11 @@ impl<'t> Context<'t, '_> {
 
     /// Name of the called method or function ([`syntax::callee_name`]).
     pub fn callee_name(&self, call: Node<'t>) -> Option<&'t str> {
+        if let Some(memo) = self.current_call
+            && memo.id == call.id()
+        {
+            return memo.name;
+        }
         if call.kind_name() != "call" {
             return None;
         }
@@ -332,12 +399,13 @@ pub fn check_tree_with(
     finish(diagnostics, suppressions, source, tree, settings)
 }
 
-/// Which rules run on a file: enabled, and (with the prefilter) with their words in the file.
-pub(crate) struct RunningRules(Vec<bool>);
+/// Which rules run on a file: enabled, and (with the prefilter) with their words in the file;
+/// and whether a call rule sees only the calls it declares ([`RuleMeta::calls`]).
+pub(crate) struct RunningRules(Vec<bool>, bool);
 
 impl RunningRules {
     pub(crate) fn of(source: &str, settings: &Settings, prefilter: Prefilter) -> RunningRules {
-        let present = (prefilter == Prefilter::On).then(|| PresentTokens::of(source));
+        let present = (prefilter != Prefilter::Off).then(|| PresentTokens::of(source));
         RunningRules(
             (0..rules().len())
                 .map(|index| {
@@ -346,6 +414,7 @@ impl RunningRules {
                         && present.as_ref().is_none_or(|p| p.may_report(id))
                 })
                 .collect(),
+            prefilter == Prefilter::On,
         )
     }
 
@@ -398,6 +467,13 @@ pub(crate) struct Dispatcher<'t, 's> {
     dispatch: Vec<Vec<RuleId>>,
     call_kind: u16,
     call_parts: CallParts<'t>,
+    /// The running `call` rules that declare no callee (every running `call` rule when the
+    /// callee filter is off): what a call with no declared name runs.
+    call_any: Vec<RuleId>,
+    /// For each declared callee name with a running rule: those rules and [`Self::call_any`].
+    call_named: HashMap<&'static str, Vec<RuleId>>,
+    /// The rules of a call with two names (written and imported), merged.
+    call_both: Vec<RuleId>,
 }
 
 impl<'t, 's> Dispatcher<'t, 's> {
@@ -407,17 +483,44 @@ impl<'t, 's> Dispatcher<'t, 's> {
         settings: &'s Settings,
         running: &RunningRules,
     ) -> Self {
-        let dispatch = DISPATCH
+        let dispatch: Vec<Vec<RuleId>> = DISPATCH
             .iter()
             .map(|ids| ids.iter().copied().filter(|id| running.runs(*id)).collect())
             .collect();
+        let call_kind = PYTHON.id_for_node_kind("call", true);
+        let call_rules = dispatch
+            .get(call_kind as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let filter_callees = running.1;
+        let call_any: Vec<RuleId> = call_rules
+            .iter()
+            .copied()
+            .filter(|id| !filter_callees || id.meta().calls.is_empty())
+            .collect();
+        let mut call_named = HashMap::default();
+        if filter_callees {
+            let mut declared = Vec::new();
+            for (name, ids) in CALL_DISPATCH.iter() {
+                declared.clear();
+                declared.extend(ids.iter().copied().filter(|id| running.runs(*id)));
+                if !declared.is_empty() {
+                    let mut merged = Vec::new();
+                    merge_ids(&call_any, &declared, &mut merged);
+                    call_named.insert(*name, merged);
+                }
+            }
+        }
         Dispatcher {
             source,
             root: tree.root_node(),
             settings,
             dispatch,
-            call_kind: PYTHON.id_for_node_kind("call", true),
+            call_kind,
             call_parts: CallParts::default(),
+            call_any,
+            call_named,
+            call_both: Vec::new(),
         }
     }
 
@@ -429,18 +532,42 @@ impl<'t, 's> Dispatcher<'t, 's> {
         diagnostics: &mut Vec<Diagnostic>,
     ) {
         let source = self.source;
-        let rules_for_kind = self
-            .dispatch
-            .get(node.kind_id() as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let is_call = node.kind_id() == self.call_kind;
+        let rules_for_kind: &[RuleId] = if is_call {
+            if self.call_any.is_empty() && self.call_named.is_empty() {
+                return;
+            }
+            self.call_parts.fill(node, source);
+            // The call's names (see `RuleMeta::calls`): the written final segment, and for a
+            // bare name an import bound, the final segment of what it imports.
+            let written = self.call_parts.name;
+            let imported = match self.call_parts.parts {
+                Some((function, _)) if function.kind_name() == "identifier" => written
+                    .and_then(|name| semantic.import_of(name))
+                    .map(final_segment)
+                    .filter(|segment| Some(*segment) != written),
+                _ => None,
+            };
+            let by_written = written.and_then(|name| self.call_named.get(name));
+            let by_import = imported.and_then(|name| self.call_named.get(name));
+            match (by_written, by_import) {
+                (Some(a), Some(b)) => {
+                    merge_ids(a, b, &mut self.call_both);
+                    &self.call_both
+                }
+                (Some(ids), None) | (None, Some(ids)) => ids,
+                (None, None) => &self.call_any,
+            }
+        } else {
+            self.dispatch
+                .get(node.kind_id() as usize)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        };
         if rules_for_kind.is_empty() {
             return;
         }
-        let current_call = (node.kind_id() == self.call_kind).then(|| {
-            self.call_parts.fill(node, source);
-            &self.call_parts
-        });
+        let current_call = is_call.then_some(&self.call_parts);
         let before = diagnostics.len();
         for id in rules_for_kind {
             let rule = id.meta();

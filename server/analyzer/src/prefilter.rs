@@ -16,12 +16,17 @@ use std::sync::LazyLock;
 use crate::hash::HashMap;
 use crate::registry::{RuleId, rules};
 
-/// Whether the checker consults the prefilter (off only to compare against it in tests and
-/// benchmarks).
+/// Whether the checker consults the prefilter and the callee filter ([`RuleMeta::calls`]: a
+/// `call` rule runs only on the calls it declares). Anything but `On` only to compare against
+/// them in tests and benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prefilter {
+    /// Both filters.
     On,
+    /// Neither: every enabled rule sees every node of its kinds.
     Off,
+    /// The token prefilter only: every running `call` rule sees every call.
+    TokensOnly,
 }
 
 /// Every declared word, lowercased, numbered; and each rule's words by number.

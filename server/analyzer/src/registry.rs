@@ -123,6 +123,19 @@ pub struct RuleMeta {
     /// letters, digits and `_`, compared ignoring ASCII case). Empty: the rule always runs.
     /// `tests/prefilter.rs` checks on every fixture and realistic file that each is necessary.
     pub tokens: &'static [&'static str],
+    /// The callees the rule is about, for its `call` nodes (other kinds are dispatched as
+    /// before). The checker names each `call` once: the final segment of the written callee
+    /// (`item` in `x.item()`, `f` in `f()`, `pad` in `F.pad()`) and, when the callee is a bare
+    /// name an import bound, the final segment of what it imports (`nonzero` for `nz(x)` after
+    /// `from torch import nonzero as nz`). Those are the final segments of every name
+    /// `Context::callee_name`, `Context::method_call` and `Context::qualified_name` can give for
+    /// the callee. The rule runs on a call only when one of its names equals the final segment
+    /// (after the last `.`) of an entry here, compared exactly, so an entry may be written
+    /// qualified (`torch.nonzero`) for the reader. A call whose callee is neither a name nor an
+    /// attribute (`f()()`, `fs[0]()`, `(f)()`) has no name. Empty: the rule sees every call.
+    /// `tests/prefilter.rs` checks on every fixture and realistic file that the filter changes no
+    /// result.
+    pub calls: &'static [&'static str],
     /// Markdown: What it does / Why is this bad? / Example / Use instead / Fix safety / References.
     pub docs: &'static str,
     pub check: CheckFn,
@@ -189,7 +202,8 @@ pub const fn documentation(text: &'static str) -> &'static str {
 /// Base address of the generated rule pages (`docs/rules/` in the repository).
 pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/docs/rules/";
 
-/// Declares a rule: its doc comment becomes [`RuleMeta::docs`].
+/// Declares a rule: its doc comment becomes [`RuleMeta::docs`]. `calls:` ([`RuleMeta::calls`])
+/// is a list of string literals or the name of a `&[&str]` constant.
 ///
 /// ```ignore
 /// declare_rule! {
@@ -202,6 +216,7 @@ pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/do
 ///         fix: None,
 ///         kinds: ["call"],
 ///         tokens: ["item"],
+///         calls: ["item"],
 ///         check: check,
 ///     }
 /// }
@@ -217,6 +232,7 @@ macro_rules! declare_rule {
             fix: $fix:ident,
             kinds: [$($kind:literal),* $(,)?],
             $(tokens: [$($token:literal),* $(,)?],)?
+            $(calls: $calls:expr,)?
             check: $check:path
             $(, enabled_by_default: $enabled:literal)?
             $(,)?
@@ -229,11 +245,14 @@ macro_rules! declare_rule {
             fix: $crate::registry::FixAvailability::$fix,
             kinds: &[$($kind),*],
             tokens: &[$($($token),*)?],
+            calls: $crate::declare_rule!(@calls $($calls)?),
             docs: $crate::registry::documentation(concat!($($doc, "\n"),*)),
             check: $check,
             enabled_by_default: $crate::declare_rule!(@enabled $($enabled)?),
         };
     };
+    (@calls) => { &[] };
+    (@calls $calls:expr) => { &$calls };
     (@enabled) => { true };
     (@enabled $enabled:literal) => { $enabled };
 }

@@ -51,6 +51,7 @@ declare_rule! {
         fix: Always,
         kinds: ["call"],
         tokens: ["mark_step"],
+        calls: ["mark_step"],
         check: check,
     }
 }

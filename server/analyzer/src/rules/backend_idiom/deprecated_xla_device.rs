@@ -46,6 +46,7 @@ declare_rule! {
         fix: Sometimes,
         kinds: ["call"],
         tokens: ["xla_device"],
+        calls: ["xla_device"],
         check: check,
     }
 }

@@ -58,6 +58,7 @@ declare_rule! {
         fix: None,
         kinds: ["assignment", "call"],
         tokens: ["torch_xla"],
+        calls: ["os.environ.setdefault"],
         check: check,
     }
 }

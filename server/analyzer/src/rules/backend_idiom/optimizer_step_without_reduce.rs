@@ -61,6 +61,7 @@ declare_rule! {
         fix: Sometimes,
         kinds: ["call"],
         tokens: ["torch_xla"],
+        calls: ["step"],
         check: check,
     }
 }

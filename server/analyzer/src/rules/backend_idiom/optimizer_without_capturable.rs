@@ -52,6 +52,7 @@ declare_rule! {
         fix: Always,
         kinds: ["call"],
         tokens: ["optim"],
+        calls: STATEFUL,
         check: check,
     }
 }

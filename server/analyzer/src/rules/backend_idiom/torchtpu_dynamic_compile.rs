@@ -46,6 +46,7 @@ declare_rule! {
         fix: Always,
         kinds: ["call", "decorator"],
         tokens: ["compile"],
+        calls: ["torch.compile"],
         check: check,
     }
 }

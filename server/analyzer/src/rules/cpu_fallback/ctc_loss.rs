@@ -44,6 +44,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["ctc_loss", "CTCLoss"],
+        calls: ["ctc_loss", "CTCLoss"],
         check: check,
     }
 }

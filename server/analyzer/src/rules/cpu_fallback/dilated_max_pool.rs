@@ -52,6 +52,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["max_pool1d", "max_pool2d", "max_pool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "max_pool2d_with_indices", "max_pool3d_with_indices"],
+        calls: ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices", "MaxPool1d", "MaxPool2d", "MaxPool3d"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["EmbeddingBag", "embedding_bag"],
+        calls: ["EmbeddingBag", "embedding_bag", "from_pretrained"],
         check: check,
     }
 }

@@ -54,6 +54,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["fft", "stft", "istft", "polar", "complex"],
+        calls: ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "stft", "istft", "polar", "complex"],
         check: check,
     }
 }

@@ -52,6 +52,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["grid_sample", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d"],
+        calls: GRID_SAMPLE_NAMES,
         check: check,
     }
 }

@@ -54,6 +54,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["multinomial"],
+        calls: ["multinomial"],
         check: check,
     }
 }

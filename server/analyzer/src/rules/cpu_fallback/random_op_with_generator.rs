@@ -64,6 +64,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["generator"],
+        calls: ["rand", "randn", "randint", "randperm", "bernoulli", "normal", "poisson", "multinomial", "bernoulli_", "normal_", "uniform_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_"],
         check: check,
     }
 }

@@ -53,6 +53,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["randperm"],
+        calls: ["randperm"],
         check: check,
     }
 }

@@ -52,6 +52,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["addmm", "addmm_"],
+        calls: ["addmm", "addmm_"],
         check: check,
     }
 }

@@ -51,6 +51,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["median", "nanmedian", "mode"],
+        calls: ["median", "nanmedian", "mode"],
         check: check,
     }
 }

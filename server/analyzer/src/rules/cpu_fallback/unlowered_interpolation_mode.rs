@@ -71,6 +71,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["interpolate", "upsample", "Upsample"],
+        calls: ["interpolate", "upsample", "Upsample"],
         check: check,
     }
 }

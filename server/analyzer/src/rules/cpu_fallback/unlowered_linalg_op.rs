@@ -55,6 +55,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: ["eig", "eigvals", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "orgqr", "ormqr", "householder_product", "qr", "cholesky", "cholesky_ex", "det", "solve", "inv_ex"],
         check: check,
     }
 }

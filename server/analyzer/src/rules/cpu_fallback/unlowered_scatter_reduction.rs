@@ -59,6 +59,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["scatter", "scatter_", "scatter_reduce", "scatter_reduce_", "index_reduce", "index_reduce_"],
+        calls: ["scatter", "scatter_", "scatter_reduce", "scatter_reduce_", "index_reduce", "index_reduce_"],
         check: check,
     }
 }

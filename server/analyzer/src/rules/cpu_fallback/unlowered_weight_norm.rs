@@ -56,6 +56,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["weight_norm"],
+        calls: WEIGHT_NORMS,
         check: check,
     }
 }

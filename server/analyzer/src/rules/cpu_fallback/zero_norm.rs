@@ -45,6 +45,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["norm"],
+        calls: ["norm"],
         check: check,
     }
 }

@@ -67,6 +67,7 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["binary_operator", "call"],
+        calls: COMBINING_FUNCTIONS,
         check: check,
     }
 }

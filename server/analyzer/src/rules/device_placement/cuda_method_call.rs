@@ -53,6 +53,7 @@ declare_rule! {
         fix: Always,
         kinds: ["call"],
         tokens: ["cuda"],
+        calls: ["cuda"],
         check: check,
     }
 }

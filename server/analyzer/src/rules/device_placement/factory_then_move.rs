@@ -57,6 +57,7 @@ declare_rule! {
         severity: Warning,
         fix: Always,
         kinds: ["call"],
+        calls: ["to"],
         check: check,
     }
 }

@@ -59,6 +59,7 @@ declare_rule! {
         fix: Always,
         kinds: ["call"],
         tokens: ["load"],
+        calls: ["torch.load"],
         check: check,
     }
 }

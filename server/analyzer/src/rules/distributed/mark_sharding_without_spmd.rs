@@ -47,6 +47,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["mark_sharding"],
+        calls: ["mark_sharding"],
         check: check,
     }
 }

@@ -52,6 +52,7 @@ declare_rule! {
         fix: Sometimes,
         kinds: ["call"],
         tokens: ["init_process_group"],
+        calls: ["torch.distributed.init_process_group"],
         check: check,
     }
 }

@@ -53,6 +53,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["use_spmd"],
+        calls: ["torch_xla.runtime.use_spmd"],
         check: check,
     }
 }

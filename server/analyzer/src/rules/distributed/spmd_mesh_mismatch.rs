@@ -52,6 +52,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["Mesh"],
+        calls: ["Mesh"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["optimizer_step"],
+        calls: ["optimizer_step"],
         check: check,
     }
 }

@@ -46,6 +46,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["spawn"],
+        calls: ["spawn"],
         check: check,
     }
 }

@@ -41,6 +41,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["masked_select"],
+        calls: ["masked_select"],
         check: check,
     }
 }

@@ -50,6 +50,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["nonzero", "argwhere", "where"],
+        calls: ["nonzero", "argwhere", "where"],
         check: check,
     }
 }

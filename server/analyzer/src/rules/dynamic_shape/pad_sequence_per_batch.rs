@@ -48,6 +48,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["pad_sequence", "max"],
+        calls: ["pad_sequence", "max"],
         check: check,
     }
 }

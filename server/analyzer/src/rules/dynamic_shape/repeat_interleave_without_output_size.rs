@@ -52,6 +52,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["repeat_interleave"],
+        calls: ["repeat_interleave"],
         check: check,
     }
 }

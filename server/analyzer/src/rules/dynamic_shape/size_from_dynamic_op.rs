@@ -48,6 +48,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: FACTORIES,
         check: check,
     }
 }

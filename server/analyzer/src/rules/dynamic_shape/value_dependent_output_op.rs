@@ -48,6 +48,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["unique", "unique_consecutive", "bincount", "histc"],
+        calls: OPERATIONS,
         check: check,
     }
 }

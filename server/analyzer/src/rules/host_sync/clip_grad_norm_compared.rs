@@ -56,6 +56,7 @@ declare_rule! {
         fix: None,
         kinds: ["comparison_operator", "call"],
         tokens: ["clip_grad_norm_", "clip_grad_norm"],
+        calls: ["float", "bool", "int", "math.isfinite", "math.isnan", "math.isinf"],
         check: check,
     }
 }

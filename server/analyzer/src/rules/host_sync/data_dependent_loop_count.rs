@@ -52,6 +52,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: ["range"],
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["print", "master_print"],
+        calls: ["print", "master_print"],
         check: check,
     }
 }

@@ -50,6 +50,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["set_postfix", "set_postfix_str", "set_description", "set_description_str"],
+        calls: PROGRESS_METHODS,
         check: check,
     }
 }

@@ -51,6 +51,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["tolist", "numpy", "cpu"],
+        calls: HOST_COPY_METHODS,
         check: check,
     }
 }

@@ -57,6 +57,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["item"],
+        calls: ["item"],
         check: check,
     }
 }

@@ -44,6 +44,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["DataLoader"],
+        calls: ["DataLoader"],
         check: check,
         enabled_by_default: false,
     }

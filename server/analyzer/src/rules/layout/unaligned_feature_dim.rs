@@ -48,6 +48,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["Linear", "Embedding"],
+        calls: ["torch.nn.Linear", "torch.nn.Embedding"],
         check: check,
         enabled_by_default: false,
     }

@@ -58,6 +58,7 @@ declare_rule! {
         fix: Sometimes,
         kinds: ["call"],
         tokens: ["autocast"],
+        calls: ["autocast"],
         check: check,
     }
 }

@@ -49,6 +49,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: ["from_numpy", "tensor", "as_tensor"],
         check: check,
     }
 }

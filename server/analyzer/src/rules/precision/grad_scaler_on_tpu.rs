@@ -54,6 +54,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["GradScaler"],
+        calls: ["GradScaler"],
         check: check,
     }
 }
