@@ -16,7 +16,7 @@ class DistillationLoss(nn.Module):
         hard = F.cross_entropy(student_logits, labels)
         ignore = labels == -100
         hard_masked = F.cross_entropy(student_logits[~ignore], labels[~ignore])  # expect: TPU302
-        class_weights = torch.ones(student_logits.size(-1))  # expect: TPU405
+        class_weights = torch.ones(student_logits.size(-1))  # ok (used only through .type_as, which moves it like .to(x.device))
         weighted = F.cross_entropy(student_logits, labels, weight=class_weights.type_as(student_logits))  # ok
         return self.alpha * soft * self.temperature ** 2 + (1 - self.alpha) * (hard + hard_masked + weighted) / 3
 
