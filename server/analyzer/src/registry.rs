@@ -202,8 +202,29 @@ pub const fn documentation(text: &'static str) -> &'static str {
 /// Base address of the generated rule pages (`docs/rules/` in the repository).
 pub const DOCS_BASE_URL: &str = "https://github.com/tpulint/tpulint/blob/main/docs/rules/";
 
+/// The entries of `tables` one after another, for a rule whose callees ([`RuleMeta::calls`])
+/// are the union of several tables:
+/// `const CALLEES: [&str; A.len() + B.len()] = joined(&[A, B]);`. A wrong `N` fails to compile.
+pub const fn joined<const N: usize>(tables: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut at = 0;
+    let mut table = 0;
+    while table < tables.len() {
+        let mut entry = 0;
+        while entry < tables[table].len() {
+            out[at] = tables[table][entry];
+            at += 1;
+            entry += 1;
+        }
+        table += 1;
+    }
+    assert!(at == N, "joined: N is not the sum of the tables' lengths");
+    out
+}
+
 /// Declares a rule: its doc comment becomes [`RuleMeta::docs`]. `calls:` ([`RuleMeta::calls`])
-/// is a list of string literals or the name of a `&[&str]` constant.
+/// is a list of string literals or the name of a `&[&str]` constant (or a `[&str; N]` one, e.g.
+/// built by [`joined`]).
 ///
 /// ```ignore
 /// declare_rule! {

@@ -292,6 +292,10 @@ pub const CUDA_SILENT: &[&str] = &[
     "device_count",
 ];
 
+/// The names of [`CUDA_RAISING`] and [`CUDA_SILENT`]: the callees TPU404 declares.
+pub const CUDA_RAISING_OR_SILENT: [&str; CUDA_RAISING.len() + CUDA_SILENT.len()] =
+    crate::registry::joined(&[CUDA_RAISING, CUDA_SILENT]);
+
 /// Tensor attributes that describe a tensor rather than hold its values: reading them never
 /// syncs, and they are no tensors (`x.dtype == torch.float16`, `x.ndim == 4`). A model output's
 /// other fields (`out.logits`) are tensors; these never are.

@@ -52,6 +52,17 @@ pub(crate) struct UnloweredOp {
     pub advice: &'static str,
 }
 
+/// The names of [`UNLOWERED_OPS`] (qualified; their final segments are what TPU217 declares).
+pub(crate) const UNLOWERED_OP_NAMES: [&str; UNLOWERED_OPS.len()] = {
+    let mut names = [""; UNLOWERED_OPS.len()];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = UNLOWERED_OPS[index].name;
+        index += 1;
+    }
+    names
+};
+
 /// Ops without a lowering that no argument-specific rule covers (TPU217). Argument-dependent
 /// fallbacks have rules of their own (TPU202 interpolation modes, TPU211 scatter reductions …).
 pub(crate) const UNLOWERED_OPS: &[UnloweredOp] = &[

@@ -58,6 +58,7 @@ declare_rule! {
         fix: None,
         kinds: ["call"],
         tokens: ["torchvision"],
+        calls: CALLEES,
         check: check,
     }
 }
@@ -80,6 +81,10 @@ const MODULES: &[&str] = &[
     "MultiScaleRoIAlign",
     "DeformConv2d",
 ];
+
+/// [`FUNCTIONS`] and [`MODULES`]: the final segment of every callee the rule reports.
+const CALLEES: [&str; FUNCTIONS.len() + MODULES.len()] =
+    crate::registry::joined(&[FUNCTIONS, MODULES]);
 
 /// TPU215
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {

@@ -49,6 +49,7 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: super::UNLOWERED_OP_NAMES,
         check: check,
     }
 }

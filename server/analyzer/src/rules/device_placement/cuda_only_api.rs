@@ -78,6 +78,7 @@ declare_rule! {
         fix: Sometimes,
         kinds: ["call"],
         tokens: ["cuda"],
+        calls: torch_api::CUDA_RAISING_OR_SILENT,
         check: check,
     }
 }

@@ -51,9 +51,17 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
+        calls: CALLEES,
         check: check,
     }
 }
+
+/// The builtins that turn their argument into a Python number (or compare it with one).
+const CONVERTERS: &[&str] = &["float", "int", "bool", "complex", "max", "min"];
+
+/// [`CONVERTERS`] and [`MATH_FUNCTIONS`]: the callee of every call the rule reports.
+const CALLEES: [&str; CONVERTERS.len() + MATH_FUNCTIONS.len()] =
+    crate::registry::joined(&[CONVERTERS, MATH_FUNCTIONS]);
 
 const MATH_FUNCTIONS: &[&str] = &[
     "isfinite", "isnan", "isinf", "sqrt", "log", "exp", "floor", "ceil", "fabs", "pow", "log2",
@@ -68,9 +76,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let converter = match function.kind_name() {
         "identifier" => {
             let name = context.text(function);
-            if !matches!(name, "float" | "int" | "bool" | "complex" | "max" | "min")
-                || context.fact(function).kind != ValueKind::Unknown
-            {
+            if !CONVERTERS.contains(&name) || context.fact(function).kind != ValueKind::Unknown {
                 return;
             }
             name.to_string()
