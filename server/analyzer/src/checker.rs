@@ -9,7 +9,9 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::hash::HashMap;
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
-use crate::semantic::{Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache};
+use crate::semantic::{
+    Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache, WalkStep,
+};
 use crate::settings::{Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -383,20 +385,79 @@ pub fn check_tree_with(
     if !running.any() {
         return finish_syntax(Vec::new(), source, tree);
     }
-    let mut semantic = new_model(source, tree, settings);
+    let (mut semantic, steps) = SemanticModel::new_recording(source, tree, settings.backend);
+    configure_model(&mut semantic, settings);
     let mut dispatcher = Dispatcher::new(source, tree, settings, &running);
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
-    walk(tree, &mut semantic, |semantic, node, dispatchable| {
-        if node.kind_name() == "comment" {
-            suppressions.add_comment(node, source);
-        }
-        if dispatchable {
-            dispatcher.run(semantic, node, &mut diagnostics);
-        }
-        true
-    });
+    replay(
+        tree,
+        &steps,
+        &mut semantic,
+        |semantic, node, kind, dispatchable| {
+            if syntax::kind_name_with_id(node, kind) == "comment" {
+                suppressions.add_comment(node, source);
+            }
+            if dispatchable {
+                dispatcher.run_kind(semantic, node, kind, &mut diagnostics);
+            }
+        },
+    );
     finish(diagnostics, suppressions, source, tree, settings)
+}
+
+/// [`walk`] over the named nodes the pre-pass recorded (`steps`, see
+/// [`SemanticModel::new_recording`]) instead of a second cursor walk: the same nodes, in the same
+/// order, with the same `enter` / `leave` calls and the same `dispatchable` flags; `visit` also
+/// gets the node's `kind_id()`, recorded with it.
+fn replay<'t>(
+    tree: &'t Tree,
+    steps: &[WalkStep<'t>],
+    semantic: &mut SemanticModel<'t>,
+    mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, u16, bool),
+) {
+    // `Node::is_error` is `kind_id() == ts_builtin_sym_error`.
+    const ERROR: u16 = u16::MAX;
+    let mut enter = |step: WalkStep<'t>, semantic: &mut SemanticModel<'t>, errors: &mut usize| {
+        let WalkStep { node, kind, .. } = step;
+        if kind == ERROR {
+            *errors += 1;
+        }
+        let name = syntax::kind_name_with_id(node, kind);
+        semantic.enter_kind(node, name);
+        let dispatchable = *errors == 0 && (!node.has_error() || name == "module");
+        visit(semantic, node, kind, dispatchable);
+    };
+    let leave = |step: WalkStep<'t>, semantic: &mut SemanticModel<'t>, errors: &mut usize| {
+        semantic.leave_kind(step.node, syntax::kind_name_with_id(step.node, step.kind));
+        if step.kind == ERROR {
+            *errors = errors.saturating_sub(1);
+        }
+    };
+    // The entered nodes not yet left, root first; a step at depth `d` follows the leaving of
+    // every open node at depth `d` or deeper.
+    let mut open: Vec<WalkStep<'t>> = Vec::with_capacity(64);
+    let mut errors = 0usize;
+    let root = tree.root_node();
+    let root = WalkStep {
+        node: root,
+        depth: 0,
+        kind: root.kind_id(),
+    };
+    enter(root, semantic, &mut errors);
+    open.push(root);
+    for &step in steps {
+        while open.len() > step.depth as usize {
+            if let Some(done) = open.pop() {
+                leave(done, semantic, &mut errors);
+            }
+        }
+        enter(step, semantic, &mut errors);
+        open.push(step);
+    }
+    while let Some(done) = open.pop() {
+        leave(done, semantic, &mut errors);
+    }
 }
 
 /// Which rules run on a file: enabled, and (with the prefilter) with their words in the file;
@@ -432,20 +493,15 @@ impl RunningRules {
     }
 }
 
-/// The semantic index of `tree` as the checker starts it.
-pub(crate) fn new_model<'t>(
-    source: &'t str,
-    tree: &'t Tree,
-    settings: &Settings,
-) -> SemanticModel<'t> {
-    let mut semantic = SemanticModel::new(source, tree, settings.backend);
+/// The file's roles from its settings (test file, data pipeline, converter).
+fn configure_model(semantic: &mut SemanticModel<'_>, settings: &Settings) {
     semantic.set_test_file(settings.test_path);
     semantic.set_data_pipeline_file(settings.data_pipeline_path);
     semantic.set_converter_file(settings.converter_path);
-    semantic
 }
 
-/// [`new_model`], reusing the pre-pass of unchanged statements from earlier checks' caches.
+/// The semantic index of `tree` as the checker starts it, reusing the pre-pass of unchanged
+/// statements from earlier checks' caches.
 pub(crate) fn new_model_reusing<'t>(
     source: &'t str,
     tree: &'t Tree,
@@ -453,9 +509,7 @@ pub(crate) fn new_model_reusing<'t>(
     caches: &[&SummaryCache],
 ) -> (SemanticModel<'t>, SummaryCache) {
     let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
-    semantic.set_test_file(settings.test_path);
-    semantic.set_data_pipeline_file(settings.data_pipeline_path);
-    semantic.set_converter_file(settings.converter_path);
+    configure_model(&mut semantic, settings);
     (semantic, cache)
 }
 
@@ -531,8 +585,19 @@ impl<'t, 's> Dispatcher<'t, 's> {
         node: Node<'t>,
         diagnostics: &mut Vec<Diagnostic>,
     ) {
+        self.run_kind(semantic, node, node.kind_id(), diagnostics);
+    }
+
+    /// [`Self::run`] with `kind` = `node.kind_id()`, known already.
+    pub(crate) fn run_kind(
+        &mut self,
+        semantic: &SemanticModel<'t>,
+        node: Node<'t>,
+        kind: u16,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
         let source = self.source;
-        let is_call = node.kind_id() == self.call_kind;
+        let is_call = kind == self.call_kind;
         let rules_for_kind: &[RuleId] = if is_call {
             if self.call_any.is_empty() && self.call_named.is_empty() {
                 return;
@@ -560,7 +625,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
             }
         } else {
             self.dispatch
-                .get(node.kind_id() as usize)
+                .get(kind as usize)
                 .map(Vec::as_slice)
                 .unwrap_or(&[])
         };
@@ -693,5 +758,88 @@ pub fn check_source(source: &str, settings: &Settings) -> Vec<Diagnostic> {
     match syntax::parse(source, None) {
         Some(tree) => check_tree(source, &tree, settings),
         None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::BackendSetting;
+
+    /// Every visit of a traversal: the node, whether it is dispatchable, and its parent as the
+    /// index sees it then (which `leave` keeps right only if it ran at the right times).
+    fn visits(source: &str, tree: &Tree, replayed: bool) -> Vec<(usize, bool, Option<usize>)> {
+        let mut seen = Vec::new();
+        let mut record = |semantic: &SemanticModel<'_>, node: Node<'_>, dispatchable: bool| {
+            seen.push((
+                node.id(),
+                dispatchable,
+                semantic.parent(node).map(|p| p.id()),
+            ));
+        };
+        if replayed {
+            let (mut semantic, steps) =
+                SemanticModel::new_recording(source, tree, BackendSetting::Auto);
+            replay(
+                tree,
+                &steps,
+                &mut semantic,
+                |semantic, node, kind, dispatchable| {
+                    assert_eq!(kind, node.kind_id());
+                    record(semantic, node, dispatchable);
+                },
+            );
+        } else {
+            let mut semantic = SemanticModel::new(source, tree, BackendSetting::Auto);
+            walk(tree, &mut semantic, |semantic, node, dispatchable| {
+                record(semantic, node, dispatchable);
+                true
+            });
+        }
+        seen
+    }
+
+    #[test]
+    fn the_replayed_traversal_is_the_walk() {
+        let mut sources: Vec<String> = [
+            "",
+            "\n\n# only a comment\n",
+            "a = 1; b = 2;\nc = 3 ; # trailing\n",
+            "@torch.compile\n@other(1)\ndef f(x):\n    # inside\n    return [y for y in x if y]\n",
+            "class A(B):\n    def f(self, a: int = 1) -> None:\n        g = lambda z: z % 2\n        return f\"{a!r}\"\n",
+            "def g(:\n    exec x\nfor i in range(3):\n    if i: continue\n    else:\n        break\n",
+            "x = (\n  1 +\n  )\n)) ]] def\n\tclass ::\n",
+            "if a:\n    pass\nelif b:\n  pass\n else:\n    pass\nwhile True:\n    with open(p) as f, g() as h:\n        try:\n            yield\n        except E as e:\n            raise\n",
+            "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
+            "\u{0}\u{1}\u{feff}é = '\\\n'\nb'\\xff'\n",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every rule fixture and realistic file of the tests crate, read at test time.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+        let mut directories = vec![root.join("fixtures"), root.join("realistic")];
+        while let Some(directory) = directories.pop() {
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    directories.push(path);
+                } else if path.extension().is_some_and(|e| e == "py")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    sources.push(text);
+                }
+            }
+        }
+        assert!(sources.len() > 100, "only {} sources", sources.len());
+        for source in &sources {
+            let tree = syntax::parse(source, None).expect("parses");
+            let walked = visits(source, &tree, false);
+            assert!(!walked.is_empty());
+            assert_eq!(walked, visits(source, &tree, true), "on {source:?}");
+        }
     }
 }

@@ -146,6 +146,16 @@ impl<'t> NodeExt<'t> for Node<'t> {
     }
 }
 
+/// [`NodeExt::kind_name`] of `node` whose `kind_id()` is `id` (known already: no call into
+/// tree-sitter).
+#[inline]
+pub(crate) fn kind_name_with_id(node: Node<'_>, id: u16) -> &str {
+    match KIND_NAMES.get(id as usize) {
+        Some(&name) => name,
+        None => node.kind(),
+    }
+}
+
 /// The child of `node` in the field [`FIELD_NAMES`]`[index]`. Out of line in the WebAssembly
 /// module for the reason given at `kind_name` (~270 call sites); the index is still folded to a
 /// constant at each site.

@@ -32,9 +32,9 @@ pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
-pub(crate) use summaries::SummaryCache;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
+pub(crate) use summaries::{SummaryCache, WalkStep};
 
 use imports::compact_dotted;
 pub use imports::{ImportCondition, ImportRecord, ModuleImports};
@@ -260,6 +260,22 @@ impl Prepass for FreshPrepass {
     }
 }
 
+/// [`FreshPrepass`], also recording the tree's named nodes in walk order for the traversal.
+struct RecordingPrepass<'t> {
+    tree: &'t Tree,
+    steps: Vec<summaries::WalkStep<'t>>,
+}
+
+impl Prepass for RecordingPrepass<'_> {
+    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
+        ModuleImports::build(root, source)
+    }
+
+    fn summaries(&mut self, _tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
+        summaries::build_recording(self.tree, source, model, Some(&mut self.steps))
+    }
+}
+
 /// The pre-pass of an incremental check: each top-level statement's part reused from `caches`
 /// when its text is unchanged, and the parts kept in `cache` for the next check.
 struct ReusingPrepass<'c> {
@@ -315,6 +331,22 @@ impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
         Self::build(source, tree, backend_setting, &mut FreshPrepass)
+    }
+
+    /// [`Self::new`], also returning every named node of `tree` below the root in the order of
+    /// a cursor walk, each with its depth among named nodes (top-level statements at 1), as the
+    /// pre-pass met them: the checker replays them instead of walking the tree a second time.
+    pub(crate) fn new_recording(
+        source: &'t str,
+        tree: &'t Tree,
+        backend_setting: BackendSetting,
+    ) -> (Self, Vec<summaries::WalkStep<'t>>) {
+        let mut prepass = RecordingPrepass {
+            tree,
+            steps: Vec::new(),
+        };
+        let model = Self::build(source, tree, backend_setting, &mut prepass);
+        (model, prepass.steps)
     }
 
     /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
@@ -673,9 +705,14 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker before the rules of `node` run.
     pub fn enter(&mut self, node: Node<'t>) {
+        self.enter_kind(node, node.kind_name());
+    }
+
+    /// [`Self::enter`] with `kind` = `node.kind_name()`, known already.
+    pub(crate) fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
-        match node.kind_name() {
+        match kind {
             "block" => self.enter_block(node),
             "lambda" => self.enter_lambda(node),
             "function_definition" => {
@@ -791,6 +828,11 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker after the subtree of `node` was visited.
     pub fn leave(&mut self, node: Node<'t>) {
+        self.leave_kind(node, node.kind_name());
+    }
+
+    /// [`Self::leave`] with `kind` = `node.kind_name()`, known already.
+    pub(crate) fn leave_kind(&mut self, node: Node<'t>, kind: &str) {
         *self.qualified_name_memo.get_mut() = None;
         if self
             .ancestors
@@ -800,7 +842,7 @@ impl<'t> SemanticModel<'t> {
             self.ancestors.pop();
         }
         if matches!(
-            node.kind_name(),
+            kind,
             "block" | "function_definition" | "class_definition" | "lambda"
         ) && self.guard_frames.len() > 1
             && self
@@ -810,7 +852,7 @@ impl<'t> SemanticModel<'t> {
         {
             self.guard_frames.pop();
         }
-        match node.kind_name() {
+        match kind {
             "if_statement" => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
                     && let Some(frame) = self.guard_frames.last_mut()

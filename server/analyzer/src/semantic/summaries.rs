@@ -299,6 +299,27 @@ enum Frame {
 
 /// Walks the whole tree once (iteratively) and builds the summaries.
 pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summaries {
+    build_recording(tree, source, resolver, None)
+}
+
+/// A named node of the tree below the root, in the pre-order of a cursor walk.
+#[derive(Clone, Copy)]
+pub(crate) struct WalkStep<'t> {
+    pub(crate) node: Node<'t>,
+    /// The depth among named nodes (a top-level statement is at 1, the root at 0).
+    pub(crate) depth: u32,
+    /// `node.kind_id()`.
+    pub(crate) kind: u16,
+}
+
+/// [`build`]; with `record`, also every named node below the root in walk order (see
+/// [`WalkStep`]), which the checker's traversal replays instead of walking the tree again.
+pub(crate) fn build_recording<'t>(
+    tree: &'t Tree,
+    source: &str,
+    resolver: &impl Resolver,
+    mut record: Option<&mut Vec<WalkStep<'t>>>,
+) -> Summaries {
     // `build_reusing` without a cache, written out so that a full check does not link the
     // caches' code (the WebAssembly playground's size budget).
     let mut summaries = Summaries::default();
@@ -314,6 +335,7 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
             compiled_decorator,
             &mut summaries,
             &mut loop_roots,
+            record.as_deref_mut(),
         );
     }
     finish(&mut summaries, loop_roots);
@@ -322,15 +344,16 @@ pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summ
 
 /// Walks a statement whose part is not kept (keys and offsets stay absolute) and merges it;
 /// returns the decorator flag for the next statement.
-fn walk_uncached(
-    statement: Node<'_>,
+fn walk_uncached<'t>(
+    statement: Node<'t>,
     source: &str,
     resolver: &impl Resolver,
     compiled_decorator: bool,
     summaries: &mut Summaries,
     loop_roots: &mut Vec<String>,
+    record: Option<&mut Vec<WalkStep<'t>>>,
 ) -> bool {
-    let part = walk_statement(statement, source, resolver, compiled_decorator);
+    let part = walk_statement(statement, source, resolver, compiled_decorator, record);
     append(summaries, loop_roots, part.summaries, part.loop_roots);
     part.compiled_decorator
 }
@@ -401,7 +424,7 @@ pub(crate) fn build_reusing(
                     .find_map(|cache| cache.parts.get(&key).cloned())
                     .unwrap_or_else(|| {
                         let mut part =
-                            walk_statement(statement, source, resolver, compiled_decorator);
+                            walk_statement(statement, source, resolver, compiled_decorator, None);
                         shift(&mut part.summaries, base, false);
                         Arc::new(part)
                     });
@@ -419,6 +442,7 @@ pub(crate) fn build_reusing(
                     compiled_decorator,
                     &mut summaries,
                     &mut loop_roots,
+                    None,
                 );
             }
         }
@@ -428,11 +452,13 @@ pub(crate) fn build_reusing(
 }
 
 /// The pre-pass over one top-level statement (iteratively); keys and offsets are absolute.
-fn walk_statement(
-    statement: Node<'_>,
+/// With `record`, appends each named node of the statement with its depth ([`WalkStep`]).
+fn walk_statement<'t>(
+    statement: Node<'t>,
     source: &str,
     resolver: &impl Resolver,
     mut compiled_decorator: bool,
+    mut record: Option<&mut Vec<WalkStep<'t>>>,
 ) -> StatementPart {
     let mut summaries = Summaries::default();
     // (node id, frame) for every function and loop around the cursor.
@@ -450,8 +476,18 @@ fn walk_statement(
         let node = cursor.node();
         if node.is_named() {
             ancestors.push(node);
+            // Asked of tree-sitter once per node (each `kind_name` is a call into it).
+            let kind_id = node.kind_id();
+            let kind = syntax::kind_name_with_id(node, kind_id);
+            if let Some(record) = record.as_deref_mut() {
+                record.push(WalkStep {
+                    node,
+                    depth: ancestors.len() as u32,
+                    kind: kind_id,
+                });
+            }
             let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
-            match node.kind_name() {
+            match kind {
                 "block" => {
                     let count = ancestors.len();
                     if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
@@ -471,19 +507,20 @@ fn walk_statement(
                 }
                 _ => {}
             }
-            let cuda_only = node.kind_name() == "call"
+            let cuda_only = kind == "call"
                 && (outer.never_on_tpu
                     || guards::expression_never_on_tpu(
                         node,
                         ancestors.iter().rev().skip(1).copied(),
                         source,
                     ));
-            if node.kind_name() == "decorated_definition" {
+            if kind == "decorated_definition" {
                 compiled_decorator = compiles(node, resolver);
-            } else if node.kind_name() == "function_definition" {
+            } else if kind == "function_definition" {
                 let compiled = std::mem::take(&mut compiled_decorator);
                 enter(
                     node,
+                    kind,
                     source,
                     resolver,
                     &mut summaries,
@@ -497,6 +534,7 @@ fn walk_statement(
             } else {
                 enter(
                     node,
+                    kind,
                     source,
                     resolver,
                     &mut summaries,
@@ -704,8 +742,11 @@ fn append(
 
 /// `ancestors`: the named nodes from the statement down to `node` (its last element); never
 /// `Node::parent`, which is linear in the depth.
+/// `kind`: `node.kind_name()`.
+#[allow(clippy::too_many_arguments)]
 fn enter(
     node: Node<'_>,
+    kind: &str,
     source: &str,
     resolver: &impl Resolver,
     summaries: &mut Summaries,
@@ -713,7 +754,7 @@ fn enter(
     cuda_only: bool,
     ancestors: &[Node<'_>],
 ) {
-    match node.kind_name() {
+    match kind {
         "function_definition" => {
             let name = node
                 .field("name")
@@ -1341,6 +1382,11 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
+    // A `%` operator lies within the condition's text: without one there, nothing to walk
+    // (this runs on every assignment's right-hand side).
+    if !node_text(condition, source).contains('%') {
+        return false;
+    }
     let mut stack = vec![condition];
     let mut budget = 64;
     while let Some(node) = stack.pop() {
