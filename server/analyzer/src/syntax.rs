@@ -245,7 +245,9 @@ pub fn has_splat(arguments: Node<'_>) -> bool {
 
 /// The `keyword_argument` node named `name` in an `argument_list`.
 pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
-    named_children(arguments).into_iter().find(|child| {
+    // Over the children in place: no `Vec` per question (the pre-pass asks at every call).
+    let mut cursor = arguments.walk();
+    arguments.named_children(&mut cursor).find(|child| {
         child.kind_name() == "keyword_argument"
             && child
                 .field("name")

@@ -742,6 +742,10 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
 fn name_test(parts: &[&str]) -> Option<DeviceTest> {
     let mut found: Option<DeviceTest> = None;
     for part in parts {
+        // Most parts name no hardware: skip splitting them into words.
+        if !may_name_hardware(part) {
+            continue;
+        }
         let part_words = words(part);
         let negated = part_words
             .iter()
@@ -828,6 +832,18 @@ fn is_flag_word(word: &str) -> bool {
             | "mode"
             | "platform"
     )
+}
+
+/// Whether `part` may hold a word of [`is_cuda_word`] or [`is_tpu_word`]: each of those words
+/// contains one of these, and a word is a piece of the part, lower-cased (ASCII).
+fn may_name_hardware(part: &str) -> bool {
+    const CORES: [&[u8]; 6] = [b"cuda", b"cudnn", b"gpu", b"nccl", b"xla", b"tpu"];
+    let bytes = part.as_bytes();
+    CORES.iter().any(|core| {
+        bytes
+            .windows(core.len())
+            .any(|window| window.eq_ignore_ascii_case(core))
+    })
 }
 
 fn is_tpu_word(word: &str) -> bool {
