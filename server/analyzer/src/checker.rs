@@ -385,24 +385,44 @@ pub fn check_tree_with(
     if !running.any() {
         return finish_syntax(Vec::new(), source, tree);
     }
-    let (mut semantic, steps) = SemanticModel::new_recording(source, tree, settings.backend);
-    configure_model(&mut semantic, settings);
     let mut dispatcher = Dispatcher::new(source, tree, settings, &running);
     let mut diagnostics = Vec::new();
     let mut suppressions = Suppressions::default();
-    replay(
-        tree,
-        &steps,
-        &mut semantic,
-        |semantic, node, kind, dispatchable| {
-            if syntax::kind_name_with_id(node, kind) == "comment" {
+    // Natively the traversal replays the named nodes the pre-pass's walk recorded ([`replay`]).
+    // The WebAssembly module walks the tree again instead, as before: the same visits, and the
+    // replay's code would take its language-server build over its size guard.
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let (mut semantic, steps) = SemanticModel::new_recording(source, tree, settings.backend);
+        configure_model(&mut semantic, settings);
+        replay(
+            tree,
+            &steps,
+            &mut semantic,
+            |semantic, node, kind, dispatchable| {
+                if syntax::kind_name_with_id(node, kind) == "comment" {
+                    suppressions.add_comment(node, source);
+                }
+                if dispatchable {
+                    dispatcher.run_kind(semantic, node, kind, &mut diagnostics);
+                }
+            },
+        );
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let mut semantic = SemanticModel::new(source, tree, settings.backend);
+        configure_model(&mut semantic, settings);
+        walk(tree, &mut semantic, |semantic, node, dispatchable| {
+            if node.kind_name() == "comment" {
                 suppressions.add_comment(node, source);
             }
             if dispatchable {
-                dispatcher.run_kind(semantic, node, kind, &mut diagnostics);
+                dispatcher.run(semantic, node, &mut diagnostics);
             }
-        },
-    );
+            true
+        });
+    }
     finish(diagnostics, suppressions, source, tree, settings)
 }
 
@@ -410,6 +430,7 @@ pub fn check_tree_with(
 /// [`SemanticModel::new_recording`]) instead of a second cursor walk: the same nodes, in the same
 /// order, with the same `enter` / `leave` calls and the same `dispatchable` flags; `visit` also
 /// gets the node's `kind_id()`, recorded with it.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 fn replay<'t>(
     tree: &'t Tree,
     steps: &[WalkStep<'t>],

@@ -247,32 +247,21 @@ trait Prepass {
     fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries;
 }
 
-/// The pre-pass of a full check: built from the tree, nothing kept.
-struct FreshPrepass;
-
-impl Prepass for FreshPrepass {
-    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
-        ModuleImports::build(root, source)
-    }
-
-    fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
-        summaries::build(tree, source, model)
-    }
-}
-
-/// [`FreshPrepass`], also recording the tree's named nodes in walk order for the traversal.
-struct RecordingPrepass<'t> {
+/// The pre-pass of a full check: built from the tree, nothing kept; with `steps`, also every
+/// named node in walk order for the traversal ([`SemanticModel::new_recording`]). One type for
+/// both, so that the WebAssembly module carries one copy of [`SemanticModel::build`].
+struct FreshPrepass<'t> {
     tree: &'t Tree,
-    steps: Vec<summaries::WalkStep<'t>>,
+    steps: Option<Vec<summaries::WalkStep<'t>>>,
 }
 
-impl Prepass for RecordingPrepass<'_> {
+impl Prepass for FreshPrepass<'_> {
     fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
         ModuleImports::build(root, source)
     }
 
     fn summaries(&mut self, _tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
-        summaries::build_recording(self.tree, source, model, Some(&mut self.steps))
+        summaries::build(self.tree, source, model, self.steps.as_mut())
     }
 }
 
@@ -330,23 +319,25 @@ impl Prepass for ReusingPrepass<'_> {
 impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
-        Self::build(source, tree, backend_setting, &mut FreshPrepass)
+        let mut prepass = FreshPrepass { tree, steps: None };
+        Self::build(source, tree, backend_setting, &mut prepass)
     }
 
     /// [`Self::new`], also returning every named node of `tree` below the root in the order of
     /// a cursor walk, each with its depth among named nodes (top-level statements at 1), as the
     /// pre-pass met them: the checker replays them instead of walking the tree a second time.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn new_recording(
         source: &'t str,
         tree: &'t Tree,
         backend_setting: BackendSetting,
     ) -> (Self, Vec<summaries::WalkStep<'t>>) {
-        let mut prepass = RecordingPrepass {
+        let mut prepass = FreshPrepass {
             tree,
-            steps: Vec::new(),
+            steps: Some(Vec::new()),
         };
         let model = Self::build(source, tree, backend_setting, &mut prepass);
-        (model, prepass.steps)
+        (model, prepass.steps.unwrap_or_default())
     }
 
     /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`

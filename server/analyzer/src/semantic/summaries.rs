@@ -297,11 +297,6 @@ enum Frame {
     Other,
 }
 
-/// Walks the whole tree once (iteratively) and builds the summaries.
-pub(crate) fn build(tree: &Tree, source: &str, resolver: &impl Resolver) -> Summaries {
-    build_recording(tree, source, resolver, None)
-}
-
 /// A named node of the tree below the root, in the pre-order of a cursor walk.
 #[derive(Clone, Copy)]
 pub(crate) struct WalkStep<'t> {
@@ -312,9 +307,10 @@ pub(crate) struct WalkStep<'t> {
     pub(crate) kind: u16,
 }
 
-/// [`build`]; with `record`, also every named node below the root in walk order (see
-/// [`WalkStep`]), which the checker's traversal replays instead of walking the tree again.
-pub(crate) fn build_recording<'t>(
+/// Walks the whole tree once (iteratively) and builds the summaries. With `record`, also every
+/// named node below the root in walk order (see [`WalkStep`]), which the checker's traversal
+/// replays instead of walking the tree again.
+pub(crate) fn build<'t>(
     tree: &'t Tree,
     source: &str,
     resolver: &impl Resolver,
