@@ -868,6 +868,58 @@ fn names_holding_cuda_values_scope_their_tests() {
 }
 
 #[test]
+fn attributes_holding_cuda_values_scope_their_tests() {
+    // transformers' offloaded static cache: the prefetch stream exists only on CUDA, set in
+    // `__init__` and tested in another method.
+    let cache = "import torch\nclass Cache:\n    def __init__(self, device):\n        self.device = device\n        self._prefetch_stream = torch.cuda.Stream() if self.device.type == \"cuda\" else None\n    def update(self, k):\n        if self._prefetch_stream is not None:\n            ⟦torch.cuda.default_stream(self.device).wait_stream(self._prefetch_stream)⟧\n";
+    assert!(scope(cache).never_on_tpu);
+    // Truthiness and `… and …` count too; a value assigned in CUDA-only code counts.
+    let guarded = "import torch\nclass L:\n    def __init__(self, cuda):\n        self.stream = None\n        if torch.cuda.is_available():\n            self.stream = make_stream()\n    def run(self, x):\n        if self.stream and x:\n            ⟦y⟧ = 1\n";
+    assert!(scope(guarded).never_on_tpu);
+    // An attribute that also holds a value made without CUDA anywhere in the file is no test.
+    let mixed = cache.replace(
+        "    def update(self, k):\n",
+        "    def reset(self):\n        self._prefetch_stream = make_stream()\n    def update(self, k):\n",
+    );
+    assert!(!scope(&mixed).never_on_tpu);
+    // Only `None` ever: nothing says CUDA. A plain attribute: no test.
+    let plain = "class L:\n    def __init__(self, stream):\n        self.stream = stream\n    def run(self):\n        if self.stream is not None:\n            ⟦y⟧ = 1\n";
+    assert!(!scope(plain).never_on_tpu);
+    // Another object's attribute of that name is not `self`'s.
+    let other = cache.replace(
+        "if self._prefetch_stream is not None:",
+        "if other._prefetch_stream is not None:",
+    );
+    assert!(!scope(&other).never_on_tpu);
+}
+
+#[test]
+fn classes_whose_initialiser_raises_without_cuda_are_cuda_only() {
+    // transformers' `OffloadedCache`: no instance exists without CUDA, so its methods run only
+    // with CUDA.
+    let cache = "import torch\nclass OffloadedCache(DynamicCache):\n    def __init__(self):\n        if not torch.cuda.is_available():\n            raise RuntimeError(\"OffloadedCache can only be used with a GPU\")\n        super().__init__()\n    def __getitem__(self, i):\n        ⟦torch.cuda.current_stream().synchronize()⟧\n";
+    assert!(scope(cache).never_on_tpu);
+    assert!(finding_lines(&cache.replace(['⟦', '⟧'], ""), &Settings::default()).is_empty());
+    // An early `return` leaves an instance; a check in another method says nothing of the
+    // class; a raise when CUDA *is* there leaves the class to the TPU.
+    let returns = cache.replace(
+        "raise RuntimeError(\"OffloadedCache can only be used with a GPU\")",
+        "return",
+    );
+    assert!(!scope(&returns).never_on_tpu);
+    let elsewhere = cache.replace("def __init__(self):", "def setup(self):");
+    assert!(!scope(&elsewhere).never_on_tpu);
+    let opposite = cache.replace(
+        "if not torch.cuda.is_available():",
+        "if torch.cuda.is_available():",
+    );
+    assert!(!scope(&opposite).never_on_tpu);
+    // A function's raise is not a class's.
+    let function = "import torch\ndef make():\n    if not torch.cuda.is_available():\n        raise RuntimeError(\"GPU\")\n    return 1\ndef other():\n    ⟦x⟧ = 1\n";
+    assert!(!scope(function).never_on_tpu);
+}
+
+#[test]
 fn state_loaded_onto_the_host_holds_host_tensors() {
     let device = |marked: &str| at(marked).fact.device;
     let load =
