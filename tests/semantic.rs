@@ -920,6 +920,32 @@ fn classes_whose_initialiser_raises_without_cuda_are_cuda_only() {
 }
 
 #[test]
+fn device_counts_that_are_only_compared_are_harmless() {
+    let tpu404 = |source: &str| {
+        finding_lines(source, &Settings::default())
+            .into_iter()
+            .filter(|(_, code)| *code == "TPU404")
+            .count()
+    };
+    // accelerate's memory-map check: the count of a vendor dispatch, compared and bounding a
+    // `range` in a message: 0 devices is the right answer on a TPU machine.
+    let compared = "import torch\ndef check(gpu_devices, xpu):\n    if xpu:\n        n = torch.xpu.device_count()\n    else:\n        n = torch.cuda.device_count()\n    for d in gpu_devices:\n        if d >= n:\n            print(list(range(n)))\n";
+    assert_eq!(tpu404(compared), 0);
+    // Returned, passed, in arithmetic, reassigned from something else, or never used: reported.
+    for use_ in [
+        "    return n\n",
+        "    spawn(nprocs=n)\n",
+        "    per_node = world // n\n",
+        "    n = n or 1\n",
+        "    pass\n",
+    ] {
+        let source =
+            format!("import torch\ndef f(world):\n    n = torch.cuda.device_count()\n{use_}");
+        assert_eq!(tpu404(&source), 1, "{use_}");
+    }
+}
+
+#[test]
 fn state_loaded_onto_the_host_holds_host_tensors() {
     let device = |marked: &str| at(marked).fact.device;
     let load =

@@ -86,6 +86,7 @@ impl SemanticModel<'_> {
             cuda_library_scopes,
             cuda_mode_flags,
             cuda_attributes,
+            compared_counts,
             cuda_only_callees,
             throttles,
             throttle_exits,
@@ -130,6 +131,8 @@ impl SemanticModel<'_> {
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);
+        // Each follows from its own function.
+        compared_counts.len().hash(&mut state);
         state.finish()
     }
 

@@ -1174,6 +1174,14 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// Whether a `torch.cuda.device_count()` call is bound to a name its function only compares
+    /// (see `Summaries::compared_counts`).
+    pub fn count_only_compared(&self, call: Node<'_>) -> bool {
+        self.summaries
+            .compared_counts
+            .contains(&summaries::node_key(call))
+    }
+
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
     /// runs only where no TPU is (see [`guards`]: `cuda_test and …`,
     /// `x.dtype == torch.float16 and …`, a branch of a device choice), within its statement.

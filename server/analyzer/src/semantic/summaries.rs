@@ -195,6 +195,10 @@ pub(crate) struct Summaries {
     /// assigns in CUDA-only code. `if self.<name> is not None:` runs only with CUDA. Values
     /// assigned in other files are not seen. Computed by `finish`.
     pub cuda_attributes: HashSet<String>,
+    /// `torch.cuda.device_count()` calls (node keys) bound to a name of a function that is only
+    /// ever compared (`n = torch.cuda.device_count()` … `if device >= n:`): the count only asks
+    /// whether (or how many) GPUs exist, and 0 is the right answer on a TPU machine.
+    pub compared_counts: HashSet<u64>,
     /// Per `self.<name> = value` (value not `None`): the name and whether the value needs CUDA.
     attribute_values: Vec<(String, bool)>,
     /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
@@ -584,6 +588,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         cuda_library_scopes,
         cuda_mode_flags: _,
         cuda_attributes: _,
+        compared_counts,
         attribute_values: _,
         flag_sets: _,
         cuda_device_functions: _,
@@ -606,6 +611,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *throttles = throttles.drain().map(key).collect();
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
+    *compared_counts = compared_counts.drain().map(key).collect();
     for block in body_blocks.values_mut() {
         *block = key(*block);
     }
@@ -642,6 +648,7 @@ fn append(
         cuda_library_scopes,
         cuda_mode_flags,
         cuda_attributes,
+        compared_counts,
         attribute_values,
         flag_sets,
         cuda_device_functions,
@@ -691,6 +698,7 @@ fn append(
     // Computed by `finish`.
     debug_assert!(cuda_mode_flags.is_empty() && cuda_attributes.is_empty());
     summaries.attribute_values.extend(attribute_values);
+    summaries.compared_counts.extend(compared_counts);
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
@@ -789,6 +797,21 @@ fn enter(
                     innermost_function(stack),
                     node_text(left, source).to_string(),
                 ));
+            }
+            // `n = torch.cuda.device_count()` in a function that only compares `n`.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && right.kind_name() == "call"
+                && syntax::call_parts(right)
+                    .and_then(|(function, _)| resolver.resolve(function))
+                    .is_some_and(|q| q == "torch.cuda.device_count")
+                && let Some(function) = ancestors
+                    .iter()
+                    .rev()
+                    .find(|a| a.kind_name() == "function_definition")
+                && only_compared(*function, left, source)
+            {
+                summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
@@ -1250,6 +1273,73 @@ fn cuda_attributes(summaries: &mut Summaries) {
         .filter(|(_, cuda)| *cuda)
         .map(|(name, _)| name.to_string())
         .collect();
+}
+
+/// Whether every other occurrence of the name `target` in `function` only asks how many
+/// devices exist (see [`counts_devices`]), and there is one: the name is never passed, returned
+/// or used in arithmetic. Walks the function once, only for the rare
+/// `n = torch.cuda.device_count()`.
+fn only_compared(function: Node<'_>, target: Node<'_>, source: &str) -> bool {
+    let name = node_text(target, source);
+    let mut uses = 0usize;
+    let mut cursor = function.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind_name() == "identifier"
+            && node.id() != target.id()
+            && node_text(node, source) == name
+        {
+            if !counts_devices(node, source) {
+                return false;
+            }
+            uses += 1;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node().id() == function.id() {
+                return uses > 0;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return uses > 0;
+            }
+        }
+    }
+}
+
+/// Whether an occurrence of a device count's name keeps it a count, for which 0 is the right
+/// answer without GPUs: an operand of a comparison (`device >= n`, `n > 1`), the bound of
+/// `range(n)` (empty), or the target of another backend's count in a vendor dispatch
+/// (`n = torch.xpu.device_count()`).
+fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
+    let Some(parent) = occurrence.parent() else {
+        return false;
+    };
+    match parent.kind_name() {
+        "comparison_operator" => true,
+        "argument_list" => {
+            parent.named_child_count() == 1
+                && parent
+                    .parent()
+                    .and_then(|call| call.field("function"))
+                    .is_some_and(|f| node_text(f, source) == "range")
+        }
+        "assignment" => {
+            parent
+                .field("left")
+                .is_some_and(|l| l.id() == occurrence.id())
+                && parent
+                    .field("right")
+                    .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
+                    .and_then(|(function, _)| function.field("attribute"))
+                    .is_some_and(|a| node_text(a, source) == "device_count")
+        }
+        _ => false,
+    }
 }
 
 /// The attribute name of `self.<name>`.
