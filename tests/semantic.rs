@@ -946,6 +946,18 @@ fn device_counts_that_are_only_compared_are_harmless() {
 }
 
 #[test]
+fn lengths_of_device_names_are_device_counts() {
+    // transformers' Reformer seeds CUDA's generator when there is one per device.
+    let generators = "import torch\nif hasattr(torch.cuda, \"default_generators\") and len(torch.cuda.default_generators) > 0:\n    ⟦x⟧ = 1\n";
+    assert!(scope(generators).never_on_tpu);
+    assert!(scope("if len(gpu_ids) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if len(gpu_ids) == 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // The length of anything else, or of a call's result, is no device test.
+    assert!(!scope("if len(seeds) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if len(get_gpus()) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+}
+
+#[test]
 fn state_loaded_onto_the_host_holds_host_tensors() {
     let device = |marked: &str| at(marked).fact.device;
     let load =
