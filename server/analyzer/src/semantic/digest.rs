@@ -85,6 +85,8 @@ impl SemanticModel<'_> {
             step_closures,
             cuda_library_scopes,
             cuda_mode_flags,
+            cuda_attributes,
+            compared_counts,
             cuda_only_callees,
             throttles,
             throttle_exits,
@@ -118,6 +120,8 @@ impl SemanticModel<'_> {
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
         strings(cuda_mode_flags).hash(&mut state);
+        // Decided by assignments in any statement (`self.stream = torch.cuda.Stream()`).
+        strings(cuda_attributes).hash(&mut state);
         // Decided by calls in other statements (the callers' guards).
         strings(cuda_only_callees).hash(&mut state);
         // Each follows from its own statement (a condition and names bound in its function).
@@ -127,6 +131,8 @@ impl SemanticModel<'_> {
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);
+        // Each follows from its own function.
+        compared_counts.len().hash(&mut state);
         state.finish()
     }
 
