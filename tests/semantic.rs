@@ -91,6 +91,20 @@ fn backend_detection() {
         at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
         Backend::Unknown
     );
+    // Nor is a device that is only compared: a test for the device, not a use of it.
+    for test in [
+        "d == torch.device(\"xla\")",
+        "d in (torch.device(\"tpu\"), torch.device(\"cpu\"))",
+        "(torch.device(\"xla\")) != d",
+    ] {
+        let source = format!("import torch\nif {test}:\n    pass\n⟦x⟧ = 1\n");
+        assert_eq!(at(&source).backend, Backend::Unknown, "{test}");
+    }
+    // A device made inside the comparison's operand is still used there.
+    assert_eq!(
+        at("import torch\nif x.to(torch.device(\"xla\")).sum() == 0:\n    pass\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
 }
 
 #[test]

@@ -899,7 +899,10 @@ fn call(
     {
         summaries.file.uses_syncing_loader = true;
     }
-    device_evidence(q, method, arguments, source, &mut summaries.file);
+    // `device == torch.device("xla")` tests for a device; it is no evidence of running on it.
+    if !syntax::is_comparison_operand(node) {
+        device_evidence(q, method, arguments, source, &mut summaries.file);
+    }
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
