@@ -799,6 +799,40 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
 }
 
 #[test]
+fn modules_only_a_host_transform_uses_are_host_code() {
+    // An `nn.Module` built only by a plain class whose `__call__` takes a PIL image (or a NumPy
+    // array) is a component of that host-side transform: its `forward` runs on host tensors.
+    let transform = |annotation: &str| {
+        format!(
+            "import torch\nimport numpy as np\nfrom PIL import Image\nclass _Core(torch.nn.Module):\n    def forward(self, size):\n        ⟦h⟧, w = size.tolist()\n        return h\nclass Transform:\n    def __init__(self):\n        self.core = _Core()\n    def __call__(self, *, image: {annotation}):\n        return self.core(torch.tensor(image.size))\n"
+        )
+    };
+    assert!(at(&transform("Image.Image")).roles.host_data);
+    assert!(at(&transform("np.ndarray")).roles.host_data);
+    // Not for another annotation, nor when the module is also built elsewhere in the file (a
+    // model), nor for the transform class's own `__call__` beyond what datasets already get.
+    assert!(!at(&transform("torch.Tensor")).roles.host_data);
+    let shared = transform("Image.Image").replace(
+        "class Transform:",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.core = _Core()\nclass Transform:",
+    );
+    assert!(!at(&shared).roles.host_data);
+    // An unresolved `Image` (no import) is no evidence.
+    let unresolved = transform("Image.Image").replace("from PIL import Image\n", "");
+    assert!(!at(&unresolved).roles.host_data);
+    // And the `.tolist()` of its `forward` is not reported there; it is in a model.
+    let source = transform("Image.Image").replace(['⟦', '⟧'], "");
+    let lines = finding_lines(&source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU102"),
+        "{lines:?}"
+    );
+    let model = source.replace("image: Image.Image", "image: torch.Tensor");
+    let lines = finding_lines(&model, &Settings::default());
+    assert!(lines.iter().any(|(_, code)| *code == "TPU102"), "{lines:?}");
+}
+
+#[test]
 fn checkpoint_converters_report_errors_and_loads_only() {
     // A converter runs once, offline: padding, float64 and per-op costs are moot there; a
     // `.cuda()` (raises on a TPU host) and a load without `map_location` are not.
