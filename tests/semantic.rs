@@ -91,6 +91,20 @@ fn backend_detection() {
         at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
         Backend::Unknown
     );
+    // Nor is a device that is only compared: a test for the device, not a use of it.
+    for test in [
+        "d == torch.device(\"xla\")",
+        "d in (torch.device(\"tpu\"), torch.device(\"cpu\"))",
+        "(torch.device(\"xla\")) != d",
+    ] {
+        let source = format!("import torch\nif {test}:\n    pass\n⟦x⟧ = 1\n");
+        assert_eq!(at(&source).backend, Backend::Unknown, "{test}");
+    }
+    // A device made inside the comparison's operand is still used there.
+    assert_eq!(
+        at("import torch\nif x.to(torch.device(\"xla\")).sum() == 0:\n    pass\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
 }
 
 #[test]
@@ -782,6 +796,40 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
     let collate = "import torch\nimport torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True)\nfor batch in loader:\n    loss = model(batch).sum()\n    loss.backward()\n";
     let lines = finding_lines(collate, &transforms);
     assert!(lines.iter().any(|(_, code)| *code == "TPU306"), "{lines:?}");
+}
+
+#[test]
+fn modules_only_a_host_transform_uses_are_host_code() {
+    // An `nn.Module` built only by a plain class whose `__call__` takes a PIL image (or a NumPy
+    // array) is a component of that host-side transform: its `forward` runs on host tensors.
+    let transform = |annotation: &str| {
+        format!(
+            "import torch\nimport numpy as np\nfrom PIL import Image\nclass _Core(torch.nn.Module):\n    def forward(self, size):\n        ⟦h⟧, w = size.tolist()\n        return h\nclass Transform:\n    def __init__(self):\n        self.core = _Core()\n    def __call__(self, *, image: {annotation}):\n        return self.core(torch.tensor(image.size))\n"
+        )
+    };
+    assert!(at(&transform("Image.Image")).roles.host_data);
+    assert!(at(&transform("np.ndarray")).roles.host_data);
+    // Not for another annotation, nor when the module is also built elsewhere in the file (a
+    // model), nor for the transform class's own `__call__` beyond what datasets already get.
+    assert!(!at(&transform("torch.Tensor")).roles.host_data);
+    let shared = transform("Image.Image").replace(
+        "class Transform:",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.core = _Core()\nclass Transform:",
+    );
+    assert!(!at(&shared).roles.host_data);
+    // An unresolved `Image` (no import) is no evidence.
+    let unresolved = transform("Image.Image").replace("from PIL import Image\n", "");
+    assert!(!at(&unresolved).roles.host_data);
+    // And the `.tolist()` of its `forward` is not reported there; it is in a model.
+    let source = transform("Image.Image").replace(['⟦', '⟧'], "");
+    let lines = finding_lines(&source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU102"),
+        "{lines:?}"
+    );
+    let model = source.replace("image: Image.Image", "image: torch.Tensor");
+    let lines = finding_lines(&model, &Settings::default());
+    assert!(lines.iter().any(|(_, code)| *code == "TPU102"), "{lines:?}");
 }
 
 #[test]

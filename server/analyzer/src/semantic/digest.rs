@@ -91,6 +91,7 @@ impl SemanticModel<'_> {
             throttles,
             throttle_exits,
             comparison_scopes,
+            host_transform_components,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -124,6 +125,8 @@ impl SemanticModel<'_> {
         strings(cuda_attributes).hash(&mut state);
         // Decided by calls in other statements (the callers' guards).
         strings(cuda_only_callees).hash(&mut state);
+        // Decided by calls in other statements (the transform's methods).
+        strings(host_transform_components).hash(&mut state);
         // Each follows from its own statement (a condition and names bound in its function).
         throttles.len().hash(&mut state);
         throttle_exits.len().hash(&mut state);

@@ -986,7 +986,14 @@ impl<'t> SemanticModel<'t> {
                 .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
             || match definition.kind_name() {
-                "class_definition" => roles::is_dataset_class(definition, self.source),
+                "class_definition" => {
+                    roles::is_dataset_class(definition, self.source)
+                        || definition.field("name").is_some_and(|name| {
+                            self.summaries
+                                .host_transform_components
+                                .contains(node_text(name, self.source))
+                        })
+                }
                 // Reach wins: torchvision's `postprocess_detections`, called from `forward`,
                 // runs on the device.
                 _ => {

@@ -109,6 +109,11 @@ pub struct FunctionSummary {
     pub load_time: bool,
     /// Names of its parameters (for the load-time role).
     pub parameters: Vec<String>,
+    /// The class whose body defines it (a method), by name.
+    pub class_name: Option<String>,
+    /// Whether it is a method `__call__` with a parameter annotated as a host image or array
+    /// (`image: PIL.Image.Image`, `x: np.ndarray`): its class is a host data transform.
+    pub takes_host_input: bool,
     /// Whether its own body holds a loop: `for`, `while` or a comprehension (nested functions
     /// excluded).
     pub has_loop: bool,
@@ -228,6 +233,11 @@ pub(crate) struct Summaries {
     /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
     /// whose CUDA side is deliberate. Computed by `finish`.
     pub comparison_scopes: HashSet<u64>,
+    /// Names called only from methods of host data transforms (classes whose `__call__` takes a
+    /// `PIL.Image.Image` / `numpy.ndarray`), at least once: a class of this file by such a name
+    /// (`self.core = _ResizeModule(...)` in the transform's `__init__`) is a component of the
+    /// transform and runs on the host, even when it is an `nn.Module`. Computed by `finish`.
+    pub host_transform_components: HashSet<String>,
     /// Per call of a name (a possible function of this file): the callee, the calling function
     /// (by index), whether the call runs only with CUDA, and whether it is throttled.
     call_sites: Vec<CallSite>,
@@ -597,6 +607,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         throttles,
         throttle_exits,
         comparison_scopes,
+        host_transform_components: _,
         call_sites: _,
         throttle_names: _,
         device_literal_calls: _,
@@ -657,6 +668,8 @@ fn append(
         throttles,
         throttle_exits,
         comparison_scopes,
+        // Computed by `finish` over the whole file.
+        host_transform_components: _,
         call_sites,
         // Needed only while the statement is walked.
         throttle_names: _,
@@ -753,9 +766,14 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
+            let class_name = defining_class_name(node, source);
+            let takes_host_input =
+                name == "__call__" && class_name.is_some() && takes_host_input(node, resolver);
             summaries.functions.push(FunctionSummary {
                 name: name.to_string(),
                 parameters: parameter_names(node, source),
+                class_name,
+                takes_host_input,
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
@@ -957,7 +975,10 @@ fn call(
     {
         summaries.file.uses_syncing_loader = true;
     }
-    device_evidence(q, method, arguments, source, &mut summaries.file);
+    // `device == torch.device("xla")` tests for a device; it is no evidence of running on it.
+    if !syntax::is_comparison_operand(node) {
+        device_evidence(q, method, arguments, source, &mut summaries.file);
+    }
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
@@ -1757,6 +1778,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .count();
     load_time(summaries, &by_name);
     once_per_run(summaries, &by_name);
+    host_transform_components(summaries);
     cuda_mode_flags(summaries);
     cuda_attributes(summaries);
     cuda_only_callees(summaries, &by_name);
@@ -1856,6 +1878,47 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     }
 }
 
+/// The name of the class whose body defines `function` (through a decorator), if any. Two
+/// `Node::parent` steps per function definition.
+fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
+    let mut definition = function;
+    if let Some(parent) = definition
+        .parent()
+        .filter(|p| p.kind_name() == "decorated_definition")
+    {
+        definition = parent;
+    }
+    let block = definition.parent().filter(|p| p.kind_name() == "block")?;
+    let class = block
+        .parent()
+        .filter(|p| p.kind_name() == "class_definition")?;
+    class
+        .field("name")
+        .map(|name| node_text(name, source).to_string())
+}
+
+/// Whether a parameter of `function` is annotated as a host image or array: `PIL.Image.Image`
+/// or `numpy.ndarray`, resolved through the file's imports.
+fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
+    let Some(parameters) = function.field("parameters") else {
+        return false;
+    };
+    syntax::named_children(parameters)
+        .into_iter()
+        .any(|parameter| {
+            matches!(
+                parameter.kind_name(),
+                "typed_parameter" | "typed_default_parameter"
+            ) && parameter
+                .field("type")
+                .and_then(|annotation| annotation.named_child(0))
+                .and_then(|annotation| resolver.resolve(annotation))
+                .is_some_and(|qualified| {
+                    matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
+                })
+        })
+}
+
 /// The names of a function's parameters (`self` included), with annotations and defaults removed.
 fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
     let Some(parameters) = function.field("parameters") else {
@@ -1921,6 +1984,37 @@ fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     for (function, once) in summaries.functions.iter_mut().zip(once) {
         function.load_time = once;
     }
+}
+
+/// Fills [`Summaries::host_transform_components`]: the names every call of which in this file is
+/// in a method of a host data transform (a class one of whose `__call__` methods takes a host image
+/// or array).
+fn host_transform_components(summaries: &mut Summaries) {
+    let transforms: HashSet<&str> = summaries
+        .functions
+        .iter()
+        .filter(|function| function.takes_host_input)
+        .filter_map(|function| function.class_name.as_deref())
+        .collect();
+    if transforms.is_empty() {
+        return;
+    }
+    let mut all_in_transforms: HashMap<&str, bool> = HashMap::default();
+    for site in &summaries.call_sites {
+        let in_transform = site
+            .caller
+            .and_then(|caller| summaries.functions[caller].class_name.as_deref())
+            .is_some_and(|class| transforms.contains(class));
+        *all_in_transforms
+            .entry(site.callee.as_str())
+            .or_insert(true) &= in_transform;
+    }
+    let components: Vec<String> = all_in_transforms
+        .into_iter()
+        .filter(|(name, all)| *all && !transforms.contains(name))
+        .map(|(name, _)| name.to_string())
+        .collect();
+    summaries.host_transform_components.extend(components);
 }
 
 /// Marks the functions that run a fixed few times per run (see
