@@ -27,6 +27,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import realcode_corpus  # noqa: E402
 
 CODE_BASES = list(realcode_corpus.RELEASES) + list(realcode_corpus.REPOSITORIES)
+# The held-out pass: `--bases held-out` (or any names from HELD_OUT_RELEASES).
+HELD_OUT = list(realcode_corpus.HELD_OUT_RELEASES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -120,7 +122,7 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    bases = args.bases.split(",")
+    bases = HELD_OUT if args.bases == "held-out" else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 
     pool: dict[str, list[dict]] = {}

@@ -34,6 +34,23 @@ RELEASES: dict[str, tuple[str, list[str]]] = {
     "timm": ("timm==1.0.11", []),
 }
 
+# Held-out code bases for blind precision passes (docs/precision.md, sixth pass): never used by the
+# real-code harness or CI, only selected by name with `precision-sample.py --bases`. Pure-Python
+# wheels, so every machine downloads the same file.
+HELD_OUT_RELEASES: dict[str, tuple[str, list[str]]] = {
+    name: (requirement, ["--only-binary", ":all:"])
+    for name, requirement in {
+        "peft": "peft==0.13.2",
+        "trl": "trl==0.12.1",
+        "sentence-transformers": "sentence-transformers==3.3.1",
+        "torchmetrics": "torchmetrics==1.6.0",
+        "open_clip_torch": "open_clip_torch==2.29.0",
+        "pytorch-ignite": "pytorch-ignite==0.5.1",
+        "kornia": "kornia==0.7.4",
+        "torchtune": "torchtune==0.4.0",
+    }.items()
+}
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -48,7 +65,7 @@ def log(message: str) -> None:
 
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
-    requirement, extra = RELEASES[name]
+    requirement, extra = RELEASES[name] if name in RELEASES else HELD_OUT_RELEASES[name]
     distribution, version = requirement.split("==")
     prefix = f"{distribution.replace('-', '_')}-{version}"
     cache.mkdir(parents=True, exist_ok=True)
@@ -153,7 +170,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        if name in RELEASES:
+        if name in RELEASES or name in HELD_OUT_RELEASES:
             count = unpack_release(download_release(name, cache), dest)
         elif name in REPOSITORIES:
             count = unpack_repository(name, cache, dest)

@@ -91,6 +91,20 @@ fn backend_detection() {
         at("import torch\nprint(\"runs on 'tpu' too\")\nif args.device == \"tpu\":\n    pass\n⟦x⟧ = 1\n").backend,
         Backend::Unknown
     );
+    // Nor is a device that is only compared: a test for the device, not a use of it.
+    for test in [
+        "d == torch.device(\"xla\")",
+        "d in (torch.device(\"tpu\"), torch.device(\"cpu\"))",
+        "(torch.device(\"xla\")) != d",
+    ] {
+        let source = format!("import torch\nif {test}:\n    pass\n⟦x⟧ = 1\n");
+        assert_eq!(at(&source).backend, Backend::Unknown, "{test}");
+    }
+    // A device made inside the comparison's operand is still used there.
+    assert_eq!(
+        at("import torch\nif x.to(torch.device(\"xla\")).sum() == 0:\n    pass\n⟦y⟧ = 1\n").backend,
+        Backend::TorchXla
+    );
 }
 
 #[test]
@@ -785,6 +799,40 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
 }
 
 #[test]
+fn modules_only_a_host_transform_uses_are_host_code() {
+    // An `nn.Module` built only by a plain class whose `__call__` takes a PIL image (or a NumPy
+    // array) is a component of that host-side transform: its `forward` runs on host tensors.
+    let transform = |annotation: &str| {
+        format!(
+            "import torch\nimport numpy as np\nfrom PIL import Image\nclass _Core(torch.nn.Module):\n    def forward(self, size):\n        ⟦h⟧, w = size.tolist()\n        return h\nclass Transform:\n    def __init__(self):\n        self.core = _Core()\n    def __call__(self, *, image: {annotation}):\n        return self.core(torch.tensor(image.size))\n"
+        )
+    };
+    assert!(at(&transform("Image.Image")).roles.host_data);
+    assert!(at(&transform("np.ndarray")).roles.host_data);
+    // Not for another annotation, nor when the module is also built elsewhere in the file (a
+    // model), nor for the transform class's own `__call__` beyond what datasets already get.
+    assert!(!at(&transform("torch.Tensor")).roles.host_data);
+    let shared = transform("Image.Image").replace(
+        "class Transform:",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.core = _Core()\nclass Transform:",
+    );
+    assert!(!at(&shared).roles.host_data);
+    // An unresolved `Image` (no import) is no evidence.
+    let unresolved = transform("Image.Image").replace("from PIL import Image\n", "");
+    assert!(!at(&unresolved).roles.host_data);
+    // And the `.tolist()` of its `forward` is not reported there; it is in a model.
+    let source = transform("Image.Image").replace(['⟦', '⟧'], "");
+    let lines = finding_lines(&source, &Settings::default());
+    assert!(
+        !lines.iter().any(|(_, code)| *code == "TPU102"),
+        "{lines:?}"
+    );
+    let model = source.replace("image: Image.Image", "image: torch.Tensor");
+    let lines = finding_lines(&model, &Settings::default());
+    assert!(lines.iter().any(|(_, code)| *code == "TPU102"), "{lines:?}");
+}
+
+#[test]
 fn checkpoint_converters_report_errors_and_loads_only() {
     // A converter runs once, offline: padding, float64 and per-op costs are moot there; a
     // `.cuda()` (raises on a TPU host) and a load without `map_location` are not.
@@ -865,6 +913,96 @@ fn names_holding_cuda_values_scope_their_tests() {
     assert!(!scope(mixed).never_on_tpu);
     let plain = "def f(x):\n    y = x\n    if y is not None:\n        ⟦z⟧ = 1\n";
     assert!(!scope(plain).never_on_tpu);
+}
+
+#[test]
+fn attributes_holding_cuda_values_scope_their_tests() {
+    // transformers' offloaded static cache: the prefetch stream exists only on CUDA, set in
+    // `__init__` and tested in another method.
+    let cache = "import torch\nclass Cache:\n    def __init__(self, device):\n        self.device = device\n        self._prefetch_stream = torch.cuda.Stream() if self.device.type == \"cuda\" else None\n    def update(self, k):\n        if self._prefetch_stream is not None:\n            ⟦torch.cuda.default_stream(self.device).wait_stream(self._prefetch_stream)⟧\n";
+    assert!(scope(cache).never_on_tpu);
+    // Truthiness and `… and …` count too; a value assigned in CUDA-only code counts.
+    let guarded = "import torch\nclass L:\n    def __init__(self, cuda):\n        self.stream = None\n        if torch.cuda.is_available():\n            self.stream = make_stream()\n    def run(self, x):\n        if self.stream and x:\n            ⟦y⟧ = 1\n";
+    assert!(scope(guarded).never_on_tpu);
+    // An attribute that also holds a value made without CUDA anywhere in the file is no test.
+    let mixed = cache.replace(
+        "    def update(self, k):\n",
+        "    def reset(self):\n        self._prefetch_stream = make_stream()\n    def update(self, k):\n",
+    );
+    assert!(!scope(&mixed).never_on_tpu);
+    // Only `None` ever: nothing says CUDA. A plain attribute: no test.
+    let plain = "class L:\n    def __init__(self, stream):\n        self.stream = stream\n    def run(self):\n        if self.stream is not None:\n            ⟦y⟧ = 1\n";
+    assert!(!scope(plain).never_on_tpu);
+    // Another object's attribute of that name is not `self`'s.
+    let other = cache.replace(
+        "if self._prefetch_stream is not None:",
+        "if other._prefetch_stream is not None:",
+    );
+    assert!(!scope(&other).never_on_tpu);
+}
+
+#[test]
+fn classes_whose_initialiser_raises_without_cuda_are_cuda_only() {
+    // transformers' `OffloadedCache`: no instance exists without CUDA, so its methods run only
+    // with CUDA.
+    let cache = "import torch\nclass OffloadedCache(DynamicCache):\n    def __init__(self):\n        if not torch.cuda.is_available():\n            raise RuntimeError(\"OffloadedCache can only be used with a GPU\")\n        super().__init__()\n    def __getitem__(self, i):\n        ⟦torch.cuda.current_stream().synchronize()⟧\n";
+    assert!(scope(cache).never_on_tpu);
+    assert!(finding_lines(&cache.replace(['⟦', '⟧'], ""), &Settings::default()).is_empty());
+    // An early `return` leaves an instance; a check in another method says nothing of the
+    // class; a raise when CUDA *is* there leaves the class to the TPU.
+    let returns = cache.replace(
+        "raise RuntimeError(\"OffloadedCache can only be used with a GPU\")",
+        "return",
+    );
+    assert!(!scope(&returns).never_on_tpu);
+    let elsewhere = cache.replace("def __init__(self):", "def setup(self):");
+    assert!(!scope(&elsewhere).never_on_tpu);
+    let opposite = cache.replace(
+        "if not torch.cuda.is_available():",
+        "if torch.cuda.is_available():",
+    );
+    assert!(!scope(&opposite).never_on_tpu);
+    // A function's raise is not a class's.
+    let function = "import torch\ndef make():\n    if not torch.cuda.is_available():\n        raise RuntimeError(\"GPU\")\n    return 1\ndef other():\n    ⟦x⟧ = 1\n";
+    assert!(!scope(function).never_on_tpu);
+}
+
+#[test]
+fn device_counts_that_are_only_compared_are_harmless() {
+    let tpu404 = |source: &str| {
+        finding_lines(source, &Settings::default())
+            .into_iter()
+            .filter(|(_, code)| *code == "TPU404")
+            .count()
+    };
+    // accelerate's memory-map check: the count of a vendor dispatch, compared and bounding a
+    // `range` in a message: 0 devices is the right answer on a TPU machine.
+    let compared = "import torch\ndef check(gpu_devices, xpu):\n    if xpu:\n        n = torch.xpu.device_count()\n    else:\n        n = torch.cuda.device_count()\n    for d in gpu_devices:\n        if d >= n:\n            print(list(range(n)))\n";
+    assert_eq!(tpu404(compared), 0);
+    // Returned, passed, in arithmetic, reassigned from something else, or never used: reported.
+    for use_ in [
+        "    return n\n",
+        "    spawn(nprocs=n)\n",
+        "    per_node = world // n\n",
+        "    n = n or 1\n",
+        "    pass\n",
+    ] {
+        let source =
+            format!("import torch\ndef f(world):\n    n = torch.cuda.device_count()\n{use_}");
+        assert_eq!(tpu404(&source), 1, "{use_}");
+    }
+}
+
+#[test]
+fn lengths_of_device_names_are_device_counts() {
+    // transformers' Reformer seeds CUDA's generator when there is one per device.
+    let generators = "import torch\nif hasattr(torch.cuda, \"default_generators\") and len(torch.cuda.default_generators) > 0:\n    ⟦x⟧ = 1\n";
+    assert!(scope(generators).never_on_tpu);
+    assert!(scope("if len(gpu_ids) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if len(gpu_ids) == 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    // The length of anything else, or of a call's result, is no device test.
+    assert!(!scope("if len(seeds) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
+    assert!(!scope("if len(get_gpus()) > 0:\n    ⟦x⟧ = 1\n").never_on_tpu);
 }
 
 #[test]

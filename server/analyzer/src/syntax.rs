@@ -348,6 +348,24 @@ pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     node
 }
 
+/// Whether `node` is an operand of a comparison, directly, in parentheses, or as an element of a
+/// tuple, list or set that is one (`x == torch.device("cuda")`, `d in (torch.device("cuda"), cpu)`):
+/// a value that is tested there, not used.
+pub fn is_comparison_operand(node: Node<'_>) -> bool {
+    let mut current = node;
+    for _ in 0..MAX_EXPR_DEPTH {
+        let Some(parent) = current.parent() else {
+            return false;
+        };
+        match parent.kind_name() {
+            "comparison_operator" => return true,
+            "parenthesized_expression" | "tuple" | "list" | "set" => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether `node` or any descendant is a syntax error or a missing token.
 pub fn has_error(node: Node<'_>) -> bool {
     node.has_error()

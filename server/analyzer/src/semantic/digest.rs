@@ -85,10 +85,13 @@ impl SemanticModel<'_> {
             step_closures,
             cuda_library_scopes,
             cuda_mode_flags,
+            cuda_attributes,
+            compared_counts,
             cuda_only_callees,
             throttles,
             throttle_exits,
             comparison_scopes,
+            host_transform_components,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -118,8 +121,12 @@ impl SemanticModel<'_> {
         strings(compiled_names).hash(&mut state);
         strings(step_closures).hash(&mut state);
         strings(cuda_mode_flags).hash(&mut state);
+        // Decided by assignments in any statement (`self.stream = torch.cuda.Stream()`).
+        strings(cuda_attributes).hash(&mut state);
         // Decided by calls in other statements (the callers' guards).
         strings(cuda_only_callees).hash(&mut state);
+        // Decided by calls in other statements (the transform's methods).
+        strings(host_transform_components).hash(&mut state);
         // Each follows from its own statement (a condition and names bound in its function).
         throttles.len().hash(&mut state);
         throttle_exits.len().hash(&mut state);
@@ -127,6 +134,8 @@ impl SemanticModel<'_> {
         // Node ids of blocks that need CUDA: each follows from its own statement's text (and
         // the imports); how many there are is what can be compared across parses.
         cuda_library_scopes.len().hash(&mut state);
+        // Each follows from its own function.
+        compared_counts.len().hash(&mut state);
         state.finish()
     }
 

@@ -720,8 +720,11 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
             }
         }
     }
-    // A count compared with a number: `device_count() > 0` (positive), `< 1` / `== 0` (negative).
-    let count = test_at_depth(operands[0], source, depth + 1)?;
+    // A count compared with a number: `device_count() > 0` (positive), `< 1` / `== 0` (negative);
+    // also the length of a named collection (`len(torch.cuda.default_generators) > 0`, one
+    // generator per CUDA device; `len(gpu_ids) > 0`, read like `if gpu_ids:`).
+    let count = length_test(operands[0], source)
+        .or_else(|| test_at_depth(operands[0], source, depth + 1))?;
     let bound = syntax::integer_value(operands[1], source)?;
     let positive = match operator {
         ">" => bound >= 0,
@@ -735,6 +738,21 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
         positive: count.positive == positive,
         ..count
     })
+}
+
+/// `len(<name>)` of a name that reads as a device test (`len(torch.cuda.default_generators)`).
+fn length_test(operand: Node<'_>, source: &str) -> Option<DeviceTest> {
+    let (function, arguments) = syntax::call_parts(syntax::unparenthesize(operand))?;
+    if node_text(function, source) != "len" {
+        return None;
+    }
+    let [argument] = syntax::positional_args(arguments)[..] else {
+        return None;
+    };
+    if !matches!(argument.kind_name(), "identifier" | "attribute") {
+        return None;
+    }
+    name_test(&syntax::dotted_parts(argument, source)?)
 }
 
 /// A tested name: `torch.cuda.is_available` / `x.is_cuda` / `args.use_gpu` / `TEST_CUDA` are

@@ -1019,7 +1019,14 @@ impl<'t> SemanticModel<'t> {
                 .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
             || match definition.kind_name() {
-                "class_definition" => roles::is_dataset_class(definition, self.source),
+                "class_definition" => {
+                    roles::is_dataset_class(definition, self.source)
+                        || definition.field("name").is_some_and(|name| {
+                            self.summaries
+                                .host_transform_components
+                                .contains(node_text(name, self.source))
+                        })
+                }
                 // Reach wins: torchvision's `postprocess_detections`, called from `forward`,
                 // runs on the device.
                 _ => {
@@ -1205,6 +1212,14 @@ impl<'t> SemanticModel<'t> {
                     .moved_parameters
                     .contains(&(position + usize::from(bound)))
         })
+    }
+
+    /// Whether a `torch.cuda.device_count()` call is bound to a name its function only compares
+    /// (see `Summaries::compared_counts`).
+    pub fn count_only_compared(&self, call: Node<'_>) -> bool {
+        self.summaries
+            .compared_counts
+            .contains(&summaries::node_key(call))
     }
 
     /// Whether the code at `range` (a finding's range, within or at the current node `node`)
@@ -1551,51 +1566,15 @@ impl<'t> SemanticModel<'t> {
         self.bind_target(left, fact, 0);
     }
 
-    /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
-    /// such objects and `None` (`torch.cuda.Stream() if flag else None`).
+    /// Whether a value is a `torch.cuda.*` object (see `summaries::value_needs_cuda`).
     fn value_needs_cuda(&self, value: Node<'_>, depth: usize) -> bool {
-        let value = syntax::unparenthesize(value);
-        match value.kind_name() {
-            "call" => self
-                .call_qualified_name(value)
-                .is_some_and(|q| q.starts_with("torch.cuda.")),
-            "conditional_expression" if depth < 4 => {
-                let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2))
-                else {
-                    return false;
-                };
-                // `index if device.type == "cuda" else None`: that branch is taken only with CUDA.
-                let test = value
-                    .named_child(1)
-                    .and_then(|c| guards::device_test(c, self.source));
-                let taken_only_with_cuda = |consequence: bool| {
-                    test.is_some_and(|test| {
-                        let test = if consequence {
-                            test
-                        } else {
-                            guards::DeviceTest {
-                                positive: !test.positive,
-                                ..test
-                            }
-                        };
-                        guards::never_on_tpu_when_true(test)
-                    })
-                };
-                let branches: Vec<(Node<'_>, bool)> = [(first, true), (second, false)]
-                    .into_iter()
-                    .filter(|(b, _)| b.kind_name() != "none")
-                    .collect();
-                !branches.is_empty()
-                    && branches.into_iter().all(|(b, consequence)| {
-                        taken_only_with_cuda(consequence) || self.value_needs_cuda(b, depth + 1)
-                    })
-            }
-            _ => false,
-        }
+        summaries::value_needs_cuda(value, self.source, self, depth)
     }
 
     /// `if stream is not None:` / `if stream:` where every non-`None` value of `stream` in this
-    /// scope needs CUDA (see `Scope::cuda_values`): the branch runs only with CUDA.
+    /// scope needs CUDA (see `Scope::cuda_values`), or `if self.stream is not None:` where every
+    /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
+    /// branch runs only with CUDA.
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
         if parent.kind_name() != "if_statement"
             || parent
@@ -1641,17 +1620,22 @@ impl<'t> SemanticModel<'t> {
                 (operator == "is not" && right_is_none)
                     .then(|| condition.named_child(0))
                     .flatten()
-                    .filter(|n| n.kind_name() == "identifier")
+                    .filter(|n| matches!(n.kind_name(), "identifier" | "attribute"))
             }
+            "attribute" => Some(condition),
             _ => None,
         };
-        name.is_some_and(|name| {
-            self.scopes
-                .last()
-                .and_then(|scope| scope.cuda_values.get(node_text(name, self.source)))
-                .copied()
-                .unwrap_or(false)
-        })
+        if let Some(attribute) = name.and_then(|n| summaries::self_attribute(n, self.source)) {
+            return self.summaries.cuda_attributes.contains(attribute);
+        }
+        name.filter(|n| n.kind_name() == "identifier")
+            .is_some_and(|name| {
+                self.scopes
+                    .last()
+                    .and_then(|scope| scope.cuda_values.get(node_text(name, self.source)))
+                    .copied()
+                    .unwrap_or(false)
+            })
     }
 
     fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {

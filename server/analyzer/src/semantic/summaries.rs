@@ -109,6 +109,11 @@ pub struct FunctionSummary {
     pub load_time: bool,
     /// Names of its parameters (for the load-time role).
     pub parameters: Vec<String>,
+    /// The class whose body defines it (a method), by name.
+    pub class_name: Option<String>,
+    /// Whether it is a method `__call__` with a parameter annotated as a host image or array
+    /// (`image: PIL.Image.Image`, `x: np.ndarray`): its class is a host data transform.
+    pub takes_host_input: bool,
     /// Whether its own body holds a loop: `for`, `while` or a comprehension (nested functions
     /// excluded).
     pub has_loop: bool,
@@ -186,8 +191,21 @@ pub(crate) struct Summaries {
     pub step_closures: HashSet<String>,
     /// Blocks (and classes) that call or import a CUDA-only package (`torch_api::CUDA_ONLY_PACKAGES`)
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
-    /// its `__init__` body does (no instance exists without CUDA).
+    /// its `__init__` body does, or when that body raises without CUDA
+    /// (`if not torch.cuda.is_available(): raise …`): no instance exists without CUDA.
     pub cuda_library_scopes: HashSet<u64>,
+    /// Attributes every non-`None` value of which needs CUDA: each `self.<name> = value` in the
+    /// file assigns a `torch.cuda.*` object (`torch.cuda.Stream()`), a choice between such an
+    /// object and `None` (`torch.cuda.Stream() if self.device.type == "cuda" else None`), or
+    /// assigns in CUDA-only code. `if self.<name> is not None:` runs only with CUDA. Values
+    /// assigned in other files are not seen. Computed by `finish`.
+    pub cuda_attributes: HashSet<String>,
+    /// `torch.cuda.device_count()` calls (node keys) bound to a name of a function that is only
+    /// ever compared (`n = torch.cuda.device_count()` … `if device >= n:`): the count only asks
+    /// whether (or how many) GPUs exist, and 0 is the right answer on a TPU machine.
+    pub compared_counts: HashSet<u64>,
+    /// Per `self.<name> = value` (value not `None`): the name and whether the value needs CUDA.
+    attribute_values: Vec<(String, bool)>,
     /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
     /// only by methods that place the model on CUDA devices unconditionally
     /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
@@ -215,6 +233,11 @@ pub(crate) struct Summaries {
     /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
     /// whose CUDA side is deliberate. Computed by `finish`.
     pub comparison_scopes: HashSet<u64>,
+    /// Names called only from methods of host data transforms (classes whose `__call__` takes a
+    /// `PIL.Image.Image` / `numpy.ndarray`), at least once: a class of this file by such a name
+    /// (`self.core = _ResizeModule(...)` in the transform's `__init__`) is a component of the
+    /// transform and runs on the host, even when it is an `nn.Module`. Computed by `finish`.
+    pub host_transform_components: HashSet<String>,
     /// Per call of a name (a possible function of this file): the callee, the calling function
     /// (by index), whether the call runs only with CUDA, and whether it is throttled.
     call_sites: Vec<CallSite>,
@@ -503,13 +526,19 @@ fn walk_statement<'t>(
                 }
                 _ => {}
             }
-            let cuda_only = kind == "call"
-                && (outer.never_on_tpu
-                    || guards::expression_never_on_tpu(
-                        node,
-                        ancestors.iter().rev().skip(1).copied(),
-                        source,
-                    ));
+            // For a call: whether it runs only with CUDA; for an assignment: whether its block does.
+            let cuda_only = match kind {
+                "call" => {
+                    outer.never_on_tpu
+                        || guards::expression_never_on_tpu(
+                            node,
+                            ancestors.iter().rev().skip(1).copied(),
+                            source,
+                        )
+                }
+                "assignment" => outer.never_on_tpu,
+                _ => false,
+            };
             if kind == "decorated_definition" {
                 compiled_decorator = compiles(node, resolver);
             } else if kind == "function_definition" {
@@ -602,6 +631,9 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         step_closures: _,
         cuda_library_scopes,
         cuda_mode_flags: _,
+        cuda_attributes: _,
+        compared_counts,
+        attribute_values: _,
         flag_sets: _,
         cuda_device_functions: _,
         body_blocks,
@@ -609,6 +641,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         throttles,
         throttle_exits,
         comparison_scopes,
+        host_transform_components: _,
         call_sites: _,
         throttle_names: _,
         device_literal_calls: _,
@@ -623,6 +656,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *throttles = throttles.drain().map(key).collect();
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
+    *compared_counts = compared_counts.drain().map(key).collect();
     for block in body_blocks.values_mut() {
         *block = key(*block);
     }
@@ -658,6 +692,9 @@ fn append(
         step_closures,
         cuda_library_scopes,
         cuda_mode_flags,
+        cuda_attributes,
+        compared_counts,
+        attribute_values,
         flag_sets,
         cuda_device_functions,
         body_blocks,
@@ -665,6 +702,8 @@ fn append(
         throttles,
         throttle_exits,
         comparison_scopes,
+        // Computed by `finish` over the whole file.
+        host_transform_components: _,
         call_sites,
         // Needed only while the statement is walked.
         throttle_names: _,
@@ -704,7 +743,9 @@ fn append(
     summaries.step_closures.extend(step_closures);
     summaries.cuda_library_scopes.extend(cuda_library_scopes);
     // Computed by `finish`.
-    debug_assert!(cuda_mode_flags.is_empty());
+    debug_assert!(cuda_mode_flags.is_empty() && cuda_attributes.is_empty());
+    summaries.attribute_values.extend(attribute_values);
+    summaries.compared_counts.extend(compared_counts);
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
@@ -750,6 +791,11 @@ fn enter(
     cuda_only: bool,
     ancestors: &[Node<'_>],
 ) {
+    if kind == "if_statement"
+        && let Some(class) = class_requiring_cuda(node, source, ancestors)
+    {
+        summaries.cuda_library_scopes.insert(node_key(class));
+    }
     match kind {
         "function_definition" => {
             let name = node
@@ -757,9 +803,14 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
+            let class_name = defining_class_name(node, source);
+            let takes_host_input =
+                name == "__call__" && class_name.is_some() && takes_host_input(node, resolver);
             summaries.functions.push(FunctionSummary {
                 name: name.to_string(),
                 parameters: parameter_names(node, source),
+                class_name,
+                takes_host_input,
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
@@ -801,6 +852,31 @@ fn enter(
                     innermost_function(stack),
                     node_text(left, source).to_string(),
                 ));
+            }
+            // `n = torch.cuda.device_count()` in a function that only compares `n`.
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.kind_name() == "identifier"
+                && right.kind_name() == "call"
+                && syntax::call_parts(right)
+                    .and_then(|(function, _)| resolver.resolve(function))
+                    .is_some_and(|q| q == "torch.cuda.device_count")
+                && let Some(function) = ancestors
+                    .iter()
+                    .rev()
+                    .find(|a| a.kind_name() == "function_definition")
+                && only_compared(*function, left, source)
+            {
+                summaries.compared_counts.insert(node_key(right));
+            }
+            // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
+            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && right.kind_name() != "none"
+                && let Some(attribute) = self_attribute(left, source)
+            {
+                let cuda = cuda_only || value_needs_cuda(right, source, resolver, 0);
+                summaries
+                    .attribute_values
+                    .push((attribute.to_string(), cuda));
             }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
@@ -936,7 +1012,10 @@ fn call(
     {
         summaries.file.uses_syncing_loader = true;
     }
-    device_evidence(q, method, arguments, source, &mut summaries.file);
+    // `device == torch.device("xla")` tests for a device; it is no evidence of running on it.
+    if !syntax::is_comparison_operand(node) {
+        device_evidence(q, method, arguments, source, &mut summaries.file);
+    }
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
     }
@@ -1239,6 +1318,187 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
         }
     }
     summaries.cuda_mode_flags = flags;
+}
+
+/// Finds the attributes whose every value needs CUDA (see [`Summaries::cuda_attributes`]).
+fn cuda_attributes(summaries: &mut Summaries) {
+    let mut all: HashMap<&str, bool> = HashMap::default();
+    for (name, cuda) in &summaries.attribute_values {
+        *all.entry(name.as_str()).or_insert(true) &= *cuda;
+    }
+    summaries.cuda_attributes = all
+        .into_iter()
+        .filter(|(_, cuda)| *cuda)
+        .map(|(name, _)| name.to_string())
+        .collect();
+}
+
+/// Whether every other occurrence of the name `target` in `function` only asks how many
+/// devices exist (see [`counts_devices`]), and there is one: the name is never passed, returned
+/// or used in arithmetic. Walks the function once, only for the rare
+/// `n = torch.cuda.device_count()`.
+fn only_compared(function: Node<'_>, target: Node<'_>, source: &str) -> bool {
+    let name = node_text(target, source);
+    let mut uses = 0usize;
+    let mut cursor = function.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind_name() == "identifier"
+            && node.id() != target.id()
+            && node_text(node, source) == name
+        {
+            if !counts_devices(node, source) {
+                return false;
+            }
+            uses += 1;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node().id() == function.id() {
+                return uses > 0;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return uses > 0;
+            }
+        }
+    }
+}
+
+/// Whether an occurrence of a device count's name keeps it a count, for which 0 is the right
+/// answer without GPUs: an operand of a comparison (`device >= n`, `n > 1`), the bound of
+/// `range(n)` (empty), or the target of another backend's count in a vendor dispatch
+/// (`n = torch.xpu.device_count()`).
+fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
+    let Some(parent) = occurrence.parent() else {
+        return false;
+    };
+    match parent.kind_name() {
+        "comparison_operator" => true,
+        "argument_list" => {
+            parent.named_child_count() == 1
+                && parent
+                    .parent()
+                    .and_then(|call| call.field("function"))
+                    .is_some_and(|f| node_text(f, source) == "range")
+        }
+        "assignment" => {
+            parent
+                .field("left")
+                .is_some_and(|l| l.id() == occurrence.id())
+                && parent
+                    .field("right")
+                    .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
+                    .and_then(|(function, _)| function.field("attribute"))
+                    .is_some_and(|a| node_text(a, source) == "device_count")
+        }
+        _ => false,
+    }
+}
+
+/// The attribute name of `self.<name>`.
+pub(crate) fn self_attribute<'s>(target: Node<'_>, source: &'s str) -> Option<&'s str> {
+    (target.kind_name() == "attribute"
+        && target
+            .field("object")
+            .is_some_and(|o| node_text(o, source) == "self"))
+    .then(|| target.field("attribute"))
+    .flatten()
+    .map(|a| node_text(a, source))
+}
+
+/// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
+/// such objects and `None` (`torch.cuda.Stream() if flag else None`), or a choice whose
+/// non-`None` branches are taken only with CUDA (`index if device.type == "cuda" else None`).
+pub(crate) fn value_needs_cuda(
+    value: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+    depth: usize,
+) -> bool {
+    let value = syntax::unparenthesize(value);
+    match value.kind_name() {
+        "call" => syntax::call_parts(value)
+            .and_then(|(function, _)| resolver.resolve(function))
+            .is_some_and(|q| q.starts_with("torch.cuda.")),
+        "conditional_expression" if depth < 4 => {
+            let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2)) else {
+                return false;
+            };
+            let test = value
+                .named_child(1)
+                .and_then(|c| guards::device_test(c, source));
+            let taken_only_with_cuda = |consequence: bool| {
+                test.is_some_and(|test| {
+                    let test = if consequence {
+                        test
+                    } else {
+                        guards::DeviceTest {
+                            positive: !test.positive,
+                            ..test
+                        }
+                    };
+                    guards::never_on_tpu_when_true(test)
+                })
+            };
+            let branches: Vec<(Node<'_>, bool)> = [(first, true), (second, false)]
+                .into_iter()
+                .filter(|(b, _)| b.kind_name() != "none")
+                .collect();
+            !branches.is_empty()
+                && branches.into_iter().all(|(b, consequence)| {
+                    taken_only_with_cuda(consequence)
+                        || value_needs_cuda(b, source, resolver, depth + 1)
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The class of an `__init__` whose body contains `if_statement` as an early raise that leaves
+/// the rest of the body to CUDA (`if not torch.cuda.is_available(): raise RuntimeError(…)`): the
+/// class has no instance without CUDA. `ancestors` ends with `if_statement`.
+fn class_requiring_cuda<'t>(
+    if_statement: Node<'t>,
+    source: &str,
+    ancestors: &[Node<'t>],
+) -> Option<Node<'t>> {
+    let body = if_statement.field("consequence")?;
+    let mut cursor = body.walk();
+    let last = body
+        .named_children(&mut cursor)
+        .filter(|s| s.kind_name() != "comment")
+        .last()?;
+    if last.kind_name() != "raise_statement" {
+        return None;
+    }
+    let test = guards::after_early_exit(if_statement, source)?;
+    if !guards::never_on_tpu_when_true(test) {
+        return None;
+    }
+    // … block, function_definition `__init__`, block, if_statement.
+    let mut up = ancestors.iter().rev().skip(1);
+    up.next().filter(|b| b.kind_name() == "block")?;
+    up.next()
+        .filter(|f| f.kind_name() == "function_definition")
+        .filter(|f| {
+            f.field("name")
+                .is_some_and(|n| node_text(n, source) == "__init__")
+        })?;
+    let mut next = up.next()?;
+    if next.kind_name() == "decorated_definition" {
+        next = up.next()?;
+    }
+    if next.kind_name() != "block" {
+        return None;
+    }
+    up.next()
+        .filter(|c| c.kind_name() == "class_definition")
+        .copied()
 }
 
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
@@ -1560,7 +1820,9 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .count();
     load_time(summaries, &by_name);
     once_per_run(summaries, &by_name);
+    host_transform_components(summaries);
     cuda_mode_flags(summaries);
+    cuda_attributes(summaries);
     cuda_only_callees(summaries, &by_name);
     comparison_scopes(summaries);
     // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
@@ -1658,6 +1920,47 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     }
 }
 
+/// The name of the class whose body defines `function` (through a decorator), if any. Two
+/// `Node::parent` steps per function definition.
+fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
+    let mut definition = function;
+    if let Some(parent) = definition
+        .parent()
+        .filter(|p| p.kind_name() == "decorated_definition")
+    {
+        definition = parent;
+    }
+    let block = definition.parent().filter(|p| p.kind_name() == "block")?;
+    let class = block
+        .parent()
+        .filter(|p| p.kind_name() == "class_definition")?;
+    class
+        .field("name")
+        .map(|name| node_text(name, source).to_string())
+}
+
+/// Whether a parameter of `function` is annotated as a host image or array: `PIL.Image.Image`
+/// or `numpy.ndarray`, resolved through the file's imports.
+fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
+    let Some(parameters) = function.field("parameters") else {
+        return false;
+    };
+    syntax::named_children(parameters)
+        .into_iter()
+        .any(|parameter| {
+            matches!(
+                parameter.kind_name(),
+                "typed_parameter" | "typed_default_parameter"
+            ) && parameter
+                .field("type")
+                .and_then(|annotation| annotation.named_child(0))
+                .and_then(|annotation| resolver.resolve(annotation))
+                .is_some_and(|qualified| {
+                    matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
+                })
+        })
+}
+
 /// The names of a function's parameters (`self` included), with annotations and defaults removed.
 fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
     let Some(parameters) = function.field("parameters") else {
@@ -1723,6 +2026,37 @@ fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     for (function, once) in summaries.functions.iter_mut().zip(once) {
         function.load_time = once;
     }
+}
+
+/// Fills [`Summaries::host_transform_components`]: the names every call of which in this file is
+/// in a method of a host data transform (a class one of whose `__call__` methods takes a host image
+/// or array).
+fn host_transform_components(summaries: &mut Summaries) {
+    let transforms: HashSet<&str> = summaries
+        .functions
+        .iter()
+        .filter(|function| function.takes_host_input)
+        .filter_map(|function| function.class_name.as_deref())
+        .collect();
+    if transforms.is_empty() {
+        return;
+    }
+    let mut all_in_transforms: HashMap<&str, bool> = HashMap::default();
+    for site in &summaries.call_sites {
+        let in_transform = site
+            .caller
+            .and_then(|caller| summaries.functions[caller].class_name.as_deref())
+            .is_some_and(|class| transforms.contains(class));
+        *all_in_transforms
+            .entry(site.callee.as_str())
+            .or_insert(true) &= in_transform;
+    }
+    let components: Vec<String> = all_in_transforms
+        .into_iter()
+        .filter(|(name, all)| *all && !transforms.contains(name))
+        .map(|(name, _)| name.to_string())
+        .collect();
+    summaries.host_transform_components.extend(components);
 }
 
 /// Marks the functions that run a fixed few times per run (see

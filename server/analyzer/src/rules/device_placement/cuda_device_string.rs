@@ -42,7 +42,9 @@ declare_rule! {
     /// `"xla"` for PyTorch/XLA.
     ///
     /// ## Known problems
-    /// Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
+    /// A device compared rather than used (`device == torch.device("cuda")`,
+    /// `device.type == "cuda"`, `device in ("cuda", "cuda:0")`) is a test, not a placement, and is
+    /// not reported. Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
     /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported.
     ///
     /// ## References
@@ -127,7 +129,8 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
                 return false;
             }
             if context.semantic().call_qualified_name(call).as_deref() == Some("torch.device") {
-                return true;
+                // `self.device == torch.device("cuda")` tests the device; it places nothing.
+                return !syntax::is_comparison_operand(call);
             }
             context
                 .method_call(call)

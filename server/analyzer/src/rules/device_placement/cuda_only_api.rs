@@ -61,7 +61,9 @@ declare_rule! {
     /// counterpart) are not reported, nor the RNG-state round trip `get_rng_state_all()` /
     /// `set_rng_state_all(states)` (`[]` off CUDA, restored as `[]`), nor `device_count()` used
     /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist) or as the
-    /// bound of `for i in range(torch.cuda.device_count()):` (no iteration without CUDA). Calls after
+    /// bound of `for i in range(torch.cuda.device_count()):` (no iteration without CUDA), nor a
+    /// count bound to a name its function only compares or bounds a `range` with
+    /// (`n = torch.cuda.device_count()` … `if device >= n:`). Calls after
     /// an early `if not torch.cuda.is_available(): return`, on the right of
     /// `torch.cuda.is_available() and …`, or in a branch after one that handles a TPU
     /// (`if is_torch_xla_available(): … else: …`) are not reported, nor silent calls in a
@@ -106,7 +108,13 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     // `if torch.cuda.device_count() > 1:` / `skipUnless(...device_count() > 1)` asks whether GPUs
     // exist, like `is_available()`.
-    if name == "device_count" && (in_comparison(context, call) || bounds_for_loop(context, call)) {
+    // So does a count bound to a name that is only compared (`n = torch.cuda.device_count()` …
+    // `if device >= n:`).
+    if name == "device_count"
+        && (in_comparison(context, call)
+            || bounds_for_loop(context, call)
+            || context.semantic().count_only_compared(call))
+    {
         return;
     }
     // A silent call next to the TPU's own handling (`torch.cuda.manual_seed_all(s)` followed by

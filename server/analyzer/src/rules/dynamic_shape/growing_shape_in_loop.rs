@@ -4,6 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::diagnostic::Severity;
 use crate::rules::helpers;
 use crate::syntax::{self, NodeExt, node_text};
 
@@ -48,6 +49,9 @@ declare_rule! {
     /// kept in another variable is not. A concatenation of host tensors (results of `.cpu()`,
     /// factories without `device=`) is not reported: it never reaches the device. Reported as
     /// information outside a training loop or step function.
+    /// A slice of a fixed size at an offset that moves with the counter (`idx[i : i + k]` with `k`
+    /// loop-invariant, `x[:, cur - 1 : cur]`) keeps its shape: it is reported, as information,
+    /// for its offset, a constant of the traced graph that compiles once per distinct value.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
@@ -84,14 +88,24 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if !executes_per_iteration {
         return;
     }
-    let message = match node.kind_name() {
-        "assignment" => grows_onto_itself(context, node, loop_node),
-        _ => sliced_by_counter(context, node, loop_node),
+    let (message, moving_offset) = match node.kind_name() {
+        "assignment" => (grows_onto_itself(context, node, loop_node), false),
+        _ => match sliced_by_counter(context, node, loop_node) {
+            Some(SliceFinding::NewShape(message)) => (Some(message), false),
+            Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
+            None => (None, false),
+        },
     };
     let Some(message) = message else {
         return;
     };
-    let severity = context.hot_path_severity();
+    // A fixed-size slice at a moving offset compiles once per distinct offset, and the graphs
+    // are cached: information, whatever the loop.
+    let severity = if moving_offset {
+        Severity::Info
+    } else {
+        context.hot_path_severity()
+    };
     let diagnostic = context.report(node.byte_range(), message);
     diagnostic.severity = severity;
 }
@@ -147,12 +161,13 @@ fn grows_onto_itself<'t>(
     ))
 }
 
-/// `cache[:, :cur]` with `cur` the loop's counter: the message when a slice bound is the counter.
+/// `cache[:, :cur]` with `cur` the loop's counter: what the slice changes when a bound is the
+/// counter.
 fn sliced_by_counter<'t>(
     context: &Context<'t, '_>,
     subscript: Node<'t>,
     loop_node: Node<'t>,
-) -> Option<String> {
+) -> Option<SliceFinding> {
     let source = context.source();
     if loop_node.kind_name() != "for_statement" {
         return None;
@@ -174,19 +189,149 @@ fn sliced_by_counter<'t>(
     let indices: Vec<Node<'t>> = subscript
         .children_by_field_name("subscript", &mut cursor)
         .collect();
-    let sliced = indices.iter().any(|index| {
-        index.kind_name() == "slice" && {
-            let mut cursor = index.walk();
-            let bounds: Vec<Node<'t>> = index.named_children(&mut cursor).collect();
-            bounds.iter().any(|bound| mentions(*bound, counter, source))
+    let slices: Vec<Node<'t>> = indices
+        .iter()
+        .copied()
+        .filter(|index| {
+            index.kind_name() == "slice" && {
+                let mut cursor = index.walk();
+                let bounds: Vec<Node<'t>> = index.named_children(&mut cursor).collect();
+                bounds.iter().any(|bound| mentions(*bound, counter, source))
+            }
+        })
+        .collect();
+    if slices.is_empty() {
+        return None;
+    }
+    let name = helpers::short_code(context.text(value));
+    let invariant = |expr: Node<'t>| loop_invariant(context, expr, counter, loop_node);
+    if slices
+        .iter()
+        .all(|slice| fixed_size_slice(*slice, counter, source, &invariant))
+    {
+        // `batch_idxs[i : i + k]`: the same size every iteration, only the offset moves.
+        return Some(SliceFinding::MovingOffset(format!(
+            "`{name}` is sliced at an offset that moves with the loop counter `{counter}` (its size stays fixed): the offset is a constant of the traced graph, so each distinct offset compiles once; index with a device tensor of positions (`index_select`) to keep one graph"
+        )));
+    }
+    Some(SliceFinding::NewShape(format!(
+        "`{name}` is sliced by the loop counter `{counter}`: a new shape, and a compilation, per iteration; slice a fixed size and mask instead"
+    )))
+}
+
+/// What a slice by the loop counter changes per iteration.
+enum SliceFinding {
+    /// A bound moves with the counter and the other does not: a new shape per iteration.
+    NewShape(String),
+    /// Both bounds move with the counter by loop-invariant amounts (`x[i : i + k]`,
+    /// `x[cur - 1 : cur]`): a fixed shape at a new offset.
+    MovingOffset(String),
+}
+
+/// Whether a slice's bounds are both `counter + c` with loop-invariant `c` (`i : i + k`,
+/// `cur - 1 : cur`), so that its size is the same on every iteration. A step must be
+/// loop-invariant too.
+fn fixed_size_slice<'t>(
+    slice: Node<'t>,
+    counter: &str,
+    source: &str,
+    invariant: &impl Fn(Node<'t>) -> bool,
+) -> bool {
+    // `start:stop:step` — tree-sitter keeps the colons as anonymous children, so read the bound
+    // in each position.
+    let mut positions: [Option<Node<'t>>; 3] = [None; 3];
+    let mut position = 0usize;
+    let mut cursor = slice.walk();
+    for child in slice.children(&mut cursor) {
+        if !child.is_named() {
+            if node_text(child, source) == ":" {
+                position += 1;
+            }
+            continue;
         }
-    });
-    sliced.then(|| {
-        format!(
-            "`{}` is sliced by the loop counter `{counter}`: a new shape, and a compilation, per iteration; slice a fixed size and mask instead",
-            helpers::short_code(context.text(value))
-        )
-    })
+        if child.kind_name() == "comment" || position > 2 {
+            continue;
+        }
+        positions[position] = Some(child);
+    }
+    let (Some(start), Some(stop)) = (positions[0], positions[1]) else {
+        return false;
+    };
+    positions[2].is_none_or(invariant)
+        && counter_plus_invariant(start, counter, source, invariant)
+        && counter_plus_invariant(stop, counter, source, invariant)
+}
+
+/// Whether `expr` is the counter plus or minus loop-invariant terms (`i`, `i + k`, `cur - 1`,
+/// `k + i`), with the counter once and with a plus sign.
+fn counter_plus_invariant<'t>(
+    expr: Node<'t>,
+    counter: &str,
+    source: &str,
+    invariant: &impl Fn(Node<'t>) -> bool,
+) -> bool {
+    let expr = syntax::unparenthesize(expr);
+    match expr.kind_name() {
+        "identifier" => node_text(expr, source) == counter,
+        "binary_operator" => {
+            let (Some(left), Some(right), Some(operator)) = (
+                expr.field("left"),
+                expr.field("right"),
+                expr.field("operator"),
+            ) else {
+                return false;
+            };
+            match node_text(operator, source) {
+                "+" => {
+                    (counter_plus_invariant(left, counter, source, invariant) && invariant(right))
+                        || (invariant(left)
+                            && counter_plus_invariant(right, counter, source, invariant))
+                }
+                "-" => counter_plus_invariant(left, counter, source, invariant) && invariant(right),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Whether `expr` has the same value on every iteration of `loop_node`: integers, names not
+/// assigned in the loop's body, `self.<attr>`, and arithmetic on them; never the counter.
+fn loop_invariant<'t>(
+    context: &Context<'t, '_>,
+    expr: Node<'t>,
+    counter: &str,
+    loop_node: Node<'t>,
+) -> bool {
+    let source = context.source();
+    let expr = syntax::unparenthesize(expr);
+    match expr.kind_name() {
+        "integer" => true,
+        "identifier" => {
+            let name = node_text(expr, source);
+            if name == counter {
+                return false;
+            }
+            let Some(body) = loop_node.field("body") else {
+                return false;
+            };
+            let semantic = context.semantic();
+            let rebound = semantic
+                .function_around(expr)
+                .and_then(|function| {
+                    semantic.last_assignment_before(function, name, body.end_byte())
+                })
+                .is_some_and(|value| value.start_byte() >= body.start_byte());
+            !rebound && !mentions(expr, counter, source)
+        }
+        "attribute" => expr
+            .field("object")
+            .is_some_and(|object| node_text(object, source) == "self"),
+        "binary_operator" => [expr.field("left"), expr.field("right")]
+            .into_iter()
+            .all(|side| side.is_some_and(|side| loop_invariant(context, side, counter, loop_node))),
+        _ => false,
+    }
 }
 
 /// Whether `expr` is `name` or arithmetic on it (`cur`, `pos - 1`, `cur + 1`).
