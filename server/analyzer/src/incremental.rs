@@ -549,8 +549,7 @@ pub fn check_with_policy(
     policy: ReusePolicy,
 ) -> IncrementalCheck {
     let root = tree.root_node();
-    let mut cursor = root.walk();
-    let nodes: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
+    let nodes: Vec<Node<'_>> = root.named_nodes().collect();
     let settings_digest = hash_one(settings);
     let running = RunningRules::of(source, settings, Prefilter::On);
     let running_digest = hash_one(running.flags());

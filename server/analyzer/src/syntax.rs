@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::LazyLock;
 
-use tree_sitter::{Language, Node, Parser, Tree};
+use tree_sitter::{Language, Node, Parser, Tree, TreeCursor};
 
 /// The pinned Python grammar; dereferences to a [`Language`].
 pub static PYTHON: PythonGrammar = PythonGrammar;
@@ -122,6 +122,10 @@ fn known_field_index(name: &str) -> Option<usize> {
 pub trait NodeExt<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>>;
     fn kind_name(&self) -> &'t str;
+    /// The named children (comments included), in order: what tree-sitter's
+    /// `named_children(&mut cursor)` yields, by one iterator type whose step is out of line in
+    /// the WebAssembly module (see [`NamedNodes`]).
+    fn named_nodes(&self) -> NamedNodes<'t>;
 }
 
 impl<'t> NodeExt<'t> for Node<'t> {
@@ -142,6 +146,48 @@ impl<'t> NodeExt<'t> for Node<'t> {
         match KIND_NAMES.get(self.kind_id() as usize) {
             Some(&name) => name,
             None => self.kind(),
+        }
+    }
+
+    #[inline]
+    fn named_nodes(&self) -> NamedNodes<'t> {
+        NamedNodes {
+            cursor: self.walk(),
+            started: false,
+        }
+    }
+}
+
+/// Iterator over a node's named children ([`NodeExt::named_nodes`]). tree-sitter's
+/// `Node::named_children` is a closure over the cursor, so each chain of adapters over it
+/// (`any`, `find`, `filter`, `collect`, ...) carried its own copy of the cursor walk; here the
+/// walk is one function in the WebAssembly module (inlined natively), and the chains share it.
+pub struct NamedNodes<'t> {
+    cursor: TreeCursor<'t>,
+    /// Whether the cursor is on a child yet (else on the parent).
+    started: bool,
+}
+
+impl<'t> Iterator for NamedNodes<'t> {
+    type Item = Node<'t>;
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn next(&mut self) -> Option<Node<'t>> {
+        loop {
+            let moved = if self.started {
+                self.cursor.goto_next_sibling()
+            } else {
+                self.started = true;
+                self.cursor.goto_first_child()
+            };
+            if !moved {
+                return None;
+            }
+            let node = self.cursor.node();
+            if node.is_named() {
+                return Some(node);
+            }
         }
     }
 }
@@ -217,8 +263,7 @@ pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
 /// which costs the WebAssembly module room; a loop over this list does not.
 #[inline(never)]
 pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
+    node.named_nodes().collect()
 }
 
 /// Positional arguments of an `argument_list` (skipping keywords, `*args`, `**kwargs` and comments).
@@ -276,9 +321,8 @@ pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>>
     if node.kind_name() != "string" {
         return None;
     }
-    let mut cursor = node.walk();
     let mut content = None;
-    for child in node.named_children(&mut cursor) {
+    for child in node.named_nodes() {
         match child.kind_name() {
             "string_start" | "string_end" => {}
             "string_content" if content.is_none() => content = Some(child),

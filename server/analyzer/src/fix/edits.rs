@@ -76,9 +76,8 @@ pub fn insert_line_after(source: &str, statement: Node<'_>, line: &str) -> Optio
 /// An edit adding `line` (an import) at module level: after the file's leading imports, or
 /// after its docstring, or at the very top.
 pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
-    let mut cursor = root.walk();
     let mut insert_after: Option<Node<'_>> = None;
-    for statement in root.named_children(&mut cursor) {
+    for statement in root.named_nodes() {
         match statement.kind_name() {
             "import_statement" | "import_from_statement" | "future_import_statement" => {
                 insert_after = Some(statement)
@@ -123,8 +122,7 @@ mod tests {
             if node.kind_name() == kind {
                 return node;
             }
-            let mut cursor = node.walk();
-            let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+            let children: Vec<Node<'t>> = node.named_nodes().collect();
             stack.extend(children.into_iter().rev());
         }
         panic!("no {kind}");

@@ -169,13 +169,11 @@ pub fn literal_bool(node: Node<'_>) -> Option<bool> {
 pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     let node = syntax::unparenthesize(node);
     match node.kind_name() {
-        "tuple" | "list" => {
-            let mut cursor = node.walk();
-            node.named_children(&mut cursor)
-                .filter(|child| child.kind_name() != "comment")
-                .map(|child| literal_number(child, source))
-                .collect()
-        }
+        "tuple" | "list" => node
+            .named_nodes()
+            .filter(|child| child.kind_name() != "comment")
+            .map(|child| literal_number(child, source))
+            .collect(),
         _ => literal_number(node, source).map(|value| vec![value]),
     }
 }

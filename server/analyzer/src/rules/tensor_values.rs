@@ -79,8 +79,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             .field("value")
             .is_some_and(|value| confident(context, value, depth + 1)),
         "binary_operator" | "comparison_operator" => {
-            let mut cursor = expr.walk();
-            let operands: Vec<Node<'_>> = expr.named_children(&mut cursor).collect();
+            let operands: Vec<Node<'_>> = expr.named_nodes().collect();
             operands
                 .into_iter()
                 .any(|operand| confident(context, operand, depth + 1))
@@ -118,8 +117,7 @@ fn enclosing_parameter<'t>(
             && parameters.start_byte() <= origin.start
             && origin.end <= parameters.end_byte()
         {
-            let mut cursor = parameters.walk();
-            let found = parameters.named_children(&mut cursor).find(|parameter| {
+            let found = parameters.named_nodes().find(|parameter| {
                 parameter.start_byte() <= origin.start && origin.end <= parameter.end_byte()
             });
             return found;
@@ -185,8 +183,7 @@ pub fn is_value_comparison<'t>(context: &Context<'t, '_>, comparison: Node<'t>) 
 /// Whether any operand of a comparison is a string, `None` or a container literal: then it is
 /// a Python-level comparison, whatever the index guessed about the other side.
 fn compares_with_python_literal(comparison: Node<'_>) -> bool {
-    let mut cursor = comparison.walk();
-    comparison.named_children(&mut cursor).any(|operand| {
+    comparison.named_nodes().any(|operand| {
         matches!(
             operand.kind_name(),
             "string" | "concatenated_string" | "none" | "list" | "tuple" | "dictionary"
@@ -322,8 +319,7 @@ pub fn tensor_method_call<'t>(
 /// The interpolated expressions of an f-string.
 pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
-    let mut cursor = string.walk();
-    for child in string.named_children(&mut cursor) {
+    for child in string.named_nodes() {
         if child.kind_name() == "interpolation"
             && let Some(expression) = child.field("expression")
         {

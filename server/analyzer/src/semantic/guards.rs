@@ -124,9 +124,8 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     {
         return false;
     }
-    let mut cursor = block.walk();
     let Some(last) = block
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|s| s.kind_name() != "comment")
         .last()
     else {
@@ -258,8 +257,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
                 .children(&mut cursor)
                 .filter(|c| !c.is_named())
                 .all(|c| matches!(node_text(c, source), "==" | "is"));
-            let mut cursor = condition.walk();
-            let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
+            let operands: Vec<Node<'_>> = condition.named_nodes().collect();
             equality
                 && operands.len() == 2
                 && operands.iter().any(|operand| {
@@ -291,9 +289,8 @@ fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
     if condition.kind_name() != "comparison_operator" {
         return false;
     }
-    let mut cursor = condition.walk();
     let operands: Vec<&str> = condition
-        .named_children(&mut cursor)
+        .named_nodes()
         .map(|operand| node_text(operand, source))
         .collect();
     let mut cursor = condition.walk();
@@ -419,9 +416,8 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
         return None;
     }
     let body = if_statement.field("consequence")?;
-    let mut cursor = body.walk();
     let last = body
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|s| s.kind_name() != "comment")
         .last()?;
     if !matches!(
@@ -488,9 +484,8 @@ pub(crate) fn definition_scope(
         scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
-        let mut cursor = decorated.walk();
         for decorator in decorated
-            .named_children(&mut cursor)
+            .named_nodes()
             .filter(|c| c.kind_name() == "decorator")
         {
             if let Some(expression) = decorator.named_child(0) {
@@ -533,9 +528,8 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
             }
             "skipunless" => return required_by(device_test(first?, source)?),
             "runif" => {
-                let mut cursor = arguments.walk();
                 for keyword in arguments
-                    .named_children(&mut cursor)
+                    .named_nodes()
                     .filter(|c| c.kind_name() == "keyword_argument")
                 {
                     let name = keyword
@@ -672,8 +666,7 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
 /// `device.type == "cuda"`, `"cuda" in str(device)`, `backend != "nccl"`,
 /// `torch.cuda.device_count() > 0`, `torch.cuda.device_count() < 2`.
 fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
-    let mut cursor = comparison.walk();
-    let operands: Vec<Node<'_>> = comparison.named_children(&mut cursor).collect();
+    let operands: Vec<Node<'_>> = comparison.named_nodes().collect();
     let mut cursor = comparison.walk();
     let operators: Vec<String> = comparison
         .children(&mut cursor)

@@ -266,8 +266,7 @@ impl Collector<'_> {
         if depth > MAX_EXPR_DEPTH {
             return;
         }
-        let mut cursor = block.walk();
-        for statement in block.named_children(&mut cursor) {
+        for statement in block.named_nodes() {
             self.statement(statement, guard, depth + 1);
         }
     }
@@ -298,8 +297,7 @@ impl Collector<'_> {
                 }
             }
             "try_statement" => {
-                let mut cursor = statement.walk();
-                let clauses: Vec<Node<'_>> = statement.named_children(&mut cursor).collect();
+                let clauses: Vec<Node<'_>> = statement.named_nodes().collect();
                 let has_handler = clauses
                     .iter()
                     .any(|c| matches!(c.kind_name(), "except_clause" | "except_group_clause"));
@@ -318,16 +316,14 @@ impl Collector<'_> {
                         }
                         "except_clause" | "except_group_clause" => {
                             let handler = guard.under(ImportCondition::ExceptHandler, statement);
-                            let mut inner = clause.walk();
-                            for part in clause.named_children(&mut inner) {
+                            for part in clause.named_nodes() {
                                 if part.kind_name() == "block" {
                                     self.block(part, handler, depth);
                                 }
                             }
                         }
                         "finally_clause" => {
-                            let mut inner = clause.walk();
-                            for part in clause.named_children(&mut inner) {
+                            for part in clause.named_nodes() {
                                 if part.kind_name() == "block" {
                                     self.block(part, guard, depth);
                                 }

@@ -669,8 +669,7 @@ impl<'t> SemanticModel<'t> {
             {
                 best = Some(right);
             }
-            let mut cursor = node.walk();
-            for child in node.named_children(&mut cursor) {
+            for child in node.named_nodes() {
                 let kind = child.kind_name();
                 if matches!(kind, "function_definition" | "class_definition" | "lambda")
                     || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
@@ -807,8 +806,7 @@ impl<'t> SemanticModel<'t> {
                 Binding::Value(batch),
             ),
             "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
-                let mut cursor = target.walk();
-                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                let children: Vec<Node<'_>> = target.named_nodes().collect();
                 for child in children {
                     self.bind_batch(child, batch, depth + 1);
                 }
@@ -1336,8 +1334,7 @@ impl<'t> SemanticModel<'t> {
     /// without a literal default are taken to be tensors on the model's device.
     fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool) {
         let source = self.source;
-        let mut cursor = parameters.walk();
-        let children: Vec<Node<'_>> = parameters.named_children(&mut cursor).collect();
+        let children: Vec<Node<'_>> = parameters.named_nodes().collect();
         for (index, parameter) in children.into_iter().enumerate() {
             let (name_node, annotation, default) = match parameter.kind_name() {
                 "identifier" => (Some(parameter), None, None),
@@ -1674,8 +1671,7 @@ impl<'t> SemanticModel<'t> {
                 } else {
                     Fact::UNKNOWN
                 };
-                let mut cursor = target.walk();
-                let children: Vec<Node<'_>> = target.named_children(&mut cursor).collect();
+                let children: Vec<Node<'_>> = target.named_nodes().collect();
                 for child in children {
                     self.bind_target(child, element, depth + 1);
                 }
@@ -2015,10 +2011,9 @@ impl<'t> SemanticModel<'t> {
                 Fact::of(ValueKind::Scalar)
             }
             "binary_operator" | "comparison_operator" => {
-                let mut cursor = expr.walk();
                 let mut result: Option<Fact> = None;
                 let mut numpy = false;
-                for operand in expr.named_children(&mut cursor) {
+                for operand in expr.named_nodes() {
                     let fact = self.fact_at_depth(operand, depth + 1);
                     if fact.is_tensor() {
                         result = Some(match result {
@@ -2042,8 +2037,7 @@ impl<'t> SemanticModel<'t> {
                 .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
             "not_operator" | "boolean_operator" => Fact::UNKNOWN,
             "conditional_expression" => {
-                let mut cursor = expr.walk();
-                let branches: Vec<Node<'_>> = expr.named_children(&mut cursor).collect();
+                let branches: Vec<Node<'_>> = expr.named_nodes().collect();
                 match (branches.first(), branches.get(2)) {
                     (Some(a), Some(b)) => {
                         let (a, b) = (
@@ -2452,8 +2446,7 @@ impl<'t> SemanticModel<'t> {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
             if matches!(argument.kind_name(), "list" | "tuple") {
-                let mut cursor = argument.walk();
-                candidates.extend(argument.named_children(&mut cursor));
+                candidates.extend(argument.named_nodes());
             } else {
                 candidates.push(argument);
             }

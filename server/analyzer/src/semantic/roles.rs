@@ -49,9 +49,8 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     if imported {
         return true;
     }
-    let mut cursor = root.walk();
     let tests = root
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter_map(|statement| match statement.kind_name() {
             "decorated_definition" => statement.field("definition"),
             "function_definition" | "class_definition" => Some(statement),
@@ -91,8 +90,7 @@ fn has_base_named(class: Node<'_>, source: &str, name: impl Fn(&str) -> bool) ->
     let Some(superclasses) = class.field("superclasses") else {
         return false;
     };
-    let mut cursor = superclasses.walk();
-    superclasses.named_children(&mut cursor).any(|base| {
+    superclasses.named_nodes().any(|base| {
         syntax::dotted_parts(base, source)
             .and_then(|parts| parts.last().copied())
             .is_some_and(&name)

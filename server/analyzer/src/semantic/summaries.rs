@@ -345,8 +345,7 @@ pub(crate) fn build<'t>(
     let mut loop_roots: Vec<String> = Vec::new();
     let mut compiled_decorator = false;
     let root = tree.root_node();
-    let mut cursor = root.walk();
-    for statement in root.named_children(&mut cursor) {
+    for statement in root.named_nodes() {
         compiled_decorator = walk_uncached(
             statement,
             source,
@@ -424,8 +423,7 @@ pub(crate) fn build_reusing(
     });
     let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
     // The root itself is no function, loop or block: the walk of each statement starts empty.
-    let mut cursor = root.walk();
-    for statement in root.named_children(&mut cursor) {
+    for statement in root.named_nodes() {
         let base = statement.start_byte();
         // Statements with syntax errors are always walked again (their parse depends on more
         // than their text).
@@ -1100,8 +1098,7 @@ fn call(
         });
     }
     // Functions passed as values may run any number of times.
-    let mut cursor = arguments.walk();
-    for argument in arguments.named_children(&mut cursor) {
+    for argument in arguments.named_nodes() {
         let value = match argument.kind_name() {
             "keyword_argument" => argument.field("value"),
             _ => Some(argument),
@@ -1171,8 +1168,7 @@ fn mentions_throttle_name(
         {
             return true;
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        stack.extend(node.named_nodes());
     }
     false
 }
@@ -1217,8 +1213,7 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
             | "set_comprehension"
             | "dictionary_comprehension"
             | "generator_expression" => {
-                let mut cursor = node.walk();
-                for clause in node.named_children(&mut cursor) {
+                for clause in node.named_nodes() {
                     if clause.kind_name() == "for_in_clause"
                         && let (Some(left), Some(right)) =
                             (clause.field("left"), clause.field("right"))
@@ -1238,12 +1233,9 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
 fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
     match target.kind_name() {
         "identifier" => node_text(target, source) == name,
-        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
-            let mut cursor = target.walk();
-            target
-                .named_children(&mut cursor)
-                .any(|child| binds_name(child, name, source))
-        }
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => target
+            .named_nodes()
+            .any(|child| binds_name(child, name, source)),
         _ => false,
     }
 }
@@ -1322,15 +1314,20 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
 
 /// Finds the attributes whose every value needs CUDA (see [`Summaries::cuda_attributes`]).
 fn cuda_attributes(summaries: &mut Summaries) {
-    let mut all: HashMap<&str, bool> = HashMap::default();
+    // The names with a value that does not need CUDA; then every other name assigned.
+    let mut not_cuda: HashSet<&str> = HashSet::default();
     for (name, cuda) in &summaries.attribute_values {
-        *all.entry(name.as_str()).or_insert(true) &= *cuda;
+        if !*cuda {
+            not_cuda.insert(name.as_str());
+        }
     }
-    summaries.cuda_attributes = all
-        .into_iter()
-        .filter(|(_, cuda)| *cuda)
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let mut attributes: HashSet<String> = HashSet::default();
+    for (name, _) in &summaries.attribute_values {
+        if !not_cuda.contains(name.as_str()) {
+            attributes.insert(name.clone());
+        }
+    }
+    summaries.cuda_attributes = attributes;
 }
 
 /// Whether every other occurrence of the name `target` in `function` only asks how many
@@ -1445,15 +1442,20 @@ pub(crate) fn value_needs_cuda(
                     guards::never_on_tpu_when_true(test)
                 })
             };
-            let branches: Vec<(Node<'_>, bool)> = [(first, true), (second, false)]
-                .into_iter()
-                .filter(|(b, _)| b.kind_name() != "none")
-                .collect();
-            !branches.is_empty()
-                && branches.into_iter().all(|(b, consequence)| {
-                    taken_only_with_cuda(consequence)
-                        || value_needs_cuda(b, source, resolver, depth + 1)
-                })
+            // Some branch is not `None`, and each such branch needs CUDA.
+            let mut any = false;
+            for (branch, consequence) in [(first, true), (second, false)] {
+                if branch.kind_name() == "none" {
+                    continue;
+                }
+                if !(taken_only_with_cuda(consequence)
+                    || value_needs_cuda(branch, source, resolver, depth + 1))
+                {
+                    return false;
+                }
+                any = true;
+            }
+            any
         }
         _ => false,
     }
@@ -1468,9 +1470,8 @@ fn class_requiring_cuda<'t>(
     ancestors: &[Node<'t>],
 ) -> Option<Node<'t>> {
     let body = if_statement.field("consequence")?;
-    let mut cursor = body.walk();
     let last = body
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|s| s.kind_name() != "comment")
         .last()?;
     if last.kind_name() != "raise_statement" {
@@ -1661,8 +1662,7 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
         {
             return true;
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        stack.extend(node.named_nodes());
     }
     false
 }
@@ -1945,20 +1945,22 @@ fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
     let Some(parameters) = function.field("parameters") else {
         return false;
     };
-    syntax::named_children(parameters)
-        .into_iter()
-        .any(|parameter| {
-            matches!(
-                parameter.kind_name(),
-                "typed_parameter" | "typed_default_parameter"
-            ) && parameter
-                .field("type")
-                .and_then(|annotation| annotation.named_child(0))
-                .and_then(|annotation| resolver.resolve(annotation))
-                .is_some_and(|qualified| {
-                    matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
-                })
-        })
+    for parameter in syntax::named_children(parameters) {
+        if matches!(
+            parameter.kind_name(),
+            "typed_parameter" | "typed_default_parameter"
+        ) && parameter
+            .field("type")
+            .and_then(|annotation| annotation.named_child(0))
+            .and_then(|annotation| resolver.resolve(annotation))
+            .is_some_and(|qualified| {
+                matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
+            })
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// The names of a function's parameters (`self` included), with annotations and defaults removed.
@@ -2041,21 +2043,25 @@ fn host_transform_components(summaries: &mut Summaries) {
     if transforms.is_empty() {
         return;
     }
-    let mut all_in_transforms: HashMap<&str, bool> = HashMap::default();
-    for site in &summaries.call_sites {
-        let in_transform = site
-            .caller
+    let in_transform = |site: &CallSite| {
+        site.caller
             .and_then(|caller| summaries.functions[caller].class_name.as_deref())
-            .is_some_and(|class| transforms.contains(class));
-        *all_in_transforms
-            .entry(site.callee.as_str())
-            .or_insert(true) &= in_transform;
+            .is_some_and(|class| transforms.contains(class))
+    };
+    // The names called at least once outside a transform; then every other name called.
+    let mut outside: HashSet<&str> = HashSet::default();
+    for site in &summaries.call_sites {
+        if !in_transform(site) {
+            outside.insert(site.callee.as_str());
+        }
     }
-    let components: Vec<String> = all_in_transforms
-        .into_iter()
-        .filter(|(name, all)| *all && !transforms.contains(name))
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let mut components: HashSet<String> = HashSet::default();
+    for site in &summaries.call_sites {
+        let name = site.callee.as_str();
+        if !outside.contains(name) && !transforms.contains(name) {
+            components.insert(name.to_string());
+        }
+    }
     summaries.host_transform_components.extend(components);
 }
 
@@ -2193,8 +2199,7 @@ fn device_evidence(
         }
     };
     let positional_device = qualified == "torch.device" || method == Some("to");
-    let mut cursor = arguments.walk();
-    for (index, argument) in arguments.named_children(&mut cursor).enumerate() {
+    for (index, argument) in arguments.named_nodes().enumerate() {
         match argument.kind_name() {
             "keyword_argument" => {
                 let name = argument

@@ -137,8 +137,7 @@ fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
                 | "list"
                 | "parenthesized_expression"
         ) {
-            let mut cursor = node.walk();
-            stack.extend(node.named_children(&mut cursor));
+            stack.extend(node.named_nodes());
         }
     }
     names
@@ -207,8 +206,7 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         {
             names.extend(target_names(left, source));
         }
-        let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        let children: Vec<Node<'_>> = node.named_nodes().collect();
         // The `for … in …` clauses first: they bind what the element expression moves.
         stack.extend(children.iter().filter(|c| c.kind_name() != "for_in_clause"));
         stack.extend(children.iter().filter(|c| c.kind_name() == "for_in_clause"));

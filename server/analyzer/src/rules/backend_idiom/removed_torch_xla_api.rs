@@ -366,9 +366,8 @@ fn is_compatibility_code<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool 
         match ancestor.kind_name() {
             "function_definition" | "class_definition" | "module" => return false,
             "try_statement" => {
-                let mut cursor = ancestor.walk();
                 let catches = ancestor
-                    .named_children(&mut cursor)
+                    .named_nodes()
                     .filter(|clause| clause.kind_name() == "except_clause")
                     .any(|clause| {
                         let text = context.text(clause);

@@ -88,8 +88,7 @@ fn check_with<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
     else {
         return;
     };
-    let mut cursor = clause.walk();
-    let items: Vec<Node<'t>> = clause.named_children(&mut cursor).collect();
+    let items: Vec<Node<'t>> = clause.named_nodes().collect();
     for item in items {
         let Some(value) = item.field("value") else {
             continue;
@@ -183,9 +182,8 @@ fn in_compiled_function<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
             else {
                 return false;
             };
-            let mut cursor = decorated.walk();
             return decorated
-                .named_children(&mut cursor)
+                .named_nodes()
                 .filter(|child| child.kind_name() == "decorator")
                 .filter_map(|decorator| decorator.named_child(0))
                 .any(|expression| {

@@ -122,9 +122,8 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         let sync = tpu_api::torch_xla_expression(context, loop_node, "sync");
         let expression = sync.expression.clone();
         let mut edits = sync.edits();
-        let mut cursor = body.walk();
         let last = body
-            .named_children(&mut cursor)
+            .named_nodes()
             .filter(|child| child.kind_name() != "comment")
             .last();
         let first = body.named_child(0);

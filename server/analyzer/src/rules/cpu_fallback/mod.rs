@@ -157,14 +157,10 @@ fn under_no_grad<'t>(
             }
             "class_definition" | "lambda" => return false,
             "with_statement" => {
-                let mut cursor = ancestor.walk();
                 let disables_grad = ancestor
-                    .named_children(&mut cursor)
+                    .named_nodes()
                     .filter(|child| child.kind_name() == "with_clause")
-                    .flat_map(|clause| {
-                        let mut inner = clause.walk();
-                        clause.named_children(&mut inner).collect::<Vec<_>>()
-                    })
+                    .flat_map(|clause| clause.named_nodes().collect::<Vec<_>>())
                     .filter_map(|item| item.field("value"))
                     .filter(|value| value.kind_name() == "call")
                     .filter_map(|call| call.field("function"))

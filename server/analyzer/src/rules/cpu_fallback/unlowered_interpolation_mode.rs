@@ -186,9 +186,8 @@ fn sequence_length(node: Node<'_>) -> Option<usize> {
     if !matches!(node.kind_name(), "tuple" | "list") {
         return None;
     }
-    let mut cursor = node.walk();
     Some(
-        node.named_children(&mut cursor)
+        node.named_nodes()
             .filter(|child| child.kind_name() != "comment")
             .count(),
     )

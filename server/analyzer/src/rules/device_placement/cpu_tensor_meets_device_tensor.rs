@@ -117,8 +117,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             let mut operands = Vec::new();
             for argument in positional {
                 if matches!(argument.kind_name(), "list" | "tuple") {
-                    let mut cursor = argument.walk();
-                    operands.extend(argument.named_children(&mut cursor));
+                    operands.extend(argument.named_nodes());
                 } else {
                     operands.push(argument);
                 }

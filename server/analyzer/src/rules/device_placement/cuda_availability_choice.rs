@@ -76,8 +76,7 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         .filter(|p| p.kind_name() == "interpolation")
         .and_then(|interpolation| context.parent(interpolation))
         .is_some_and(|string| {
-            let mut cursor = string.walk();
-            string.named_children(&mut cursor).any(|part| {
+            string.named_nodes().any(|part| {
                 part.kind_name() == "string_content"
                     && !syntax::node_text(part, context.source()).trim().is_empty()
             })
@@ -164,8 +163,7 @@ fn condition_inspects_device_string<'t>(context: &Context<'t, '_>, condition: No
         {
             return true;
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        stack.extend(node.named_nodes());
     }
     false
 }

@@ -95,9 +95,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     // `.to(device, dtype)` / `.to(device, copy=True)`: more than a move.
-    let mut cursor = to_arguments.walk();
     let extra = to_arguments
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|child| child.kind_name() != "comment" && child.id() != device.id())
         .any(|child| {
             let allowed_keyword = child.kind_name() == "keyword_argument"

@@ -83,8 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     let mut current = context.parent(statement);
     while let Some(block) = current {
         if matches!(block.kind_name(), "block" | "module") {
-            let mut cursor = block.walk();
-            for sibling in block.named_children(&mut cursor) {
+            for sibling in block.named_nodes() {
                 if sibling.start_byte() >= child.start_byte() {
                     break;
                 }
@@ -144,9 +143,8 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
 
 /// A definition decorated with `@requires_jax` or `@jax_import_guard`-like decorators.
 fn decorated_with_guard(decorated: Node<'_>, source: &str) -> bool {
-    let mut cursor = decorated.walk();
     decorated
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|child| child.kind_name() == "decorator")
         .any(|decorator| {
             let text = node_text(decorator, source);

@@ -158,8 +158,7 @@ fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<
     else {
         return false;
     };
-    let mut cursor = parameters.walk();
-    for parameter in parameters.named_children(&mut cursor) {
+    for parameter in parameters.named_nodes() {
         let (named, annotation) = match parameter.kind_name() {
             "typed_parameter" => (parameter.named_child(0), parameter.field("type")),
             "typed_default_parameter" => (parameter.field("name"), parameter.field("type")),

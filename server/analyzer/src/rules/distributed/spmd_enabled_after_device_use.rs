@@ -82,9 +82,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(block) = block else {
         return;
     };
-    let mut cursor = block.walk();
     let earlier: Vec<Node<'t>> = block
-        .named_children(&mut cursor)
+        .named_nodes()
         .take_while(|sibling| sibling.id() != statement.id())
         .collect();
     // A device handle alone (`torch_xla.device()`) places nothing: a tensor or module must
@@ -135,8 +134,7 @@ fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool 
             }
             _ => {}
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
+        stack.extend(node.named_nodes());
     }
     false
 }
@@ -178,8 +176,7 @@ pub(crate) fn first_device_use<'t>(
         ) {
             continue;
         }
-        let mut cursor = node.walk();
-        let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        let children: Vec<Node<'t>> = node.named_nodes().collect();
         stack.extend(children.into_iter().rev());
     }
     None

@@ -113,9 +113,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !matches!(names.kind_name(), "tuple" | "list") {
         return;
     }
-    let mut cursor = names.walk();
     let literal: Option<Vec<String>> = names
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|child| child.kind_name() != "comment")
         .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
         .collect();

@@ -83,9 +83,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(block) = context.parent(statement) else {
         return;
     };
-    let mut cursor = block.walk();
     let siblings: Vec<Node<'t>> = block
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|sibling| sibling.id() != statement.id())
         .collect();
     let related = Related {

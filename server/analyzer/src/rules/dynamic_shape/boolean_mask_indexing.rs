@@ -145,8 +145,7 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
     let mask = syntax::unparenthesize(mask);
     match mask.kind_name() {
         "comparison_operator" => {
-            let mut cursor = mask.walk();
-            let operands: Vec<Node<'t>> = mask.named_children(&mut cursor).collect();
+            let operands: Vec<Node<'t>> = mask.named_nodes().collect();
             // A chained comparison `0 < x < 1` is still elementwise over `x`.
             operands.iter().any(|operand| same(*operand))
         }

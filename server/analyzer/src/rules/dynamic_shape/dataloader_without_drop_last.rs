@@ -123,9 +123,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 }
 
 fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
-    let mut cursor = arguments.walk();
     arguments
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|child| child.kind_name() != "comment")
         .last()
 }

@@ -135,8 +135,7 @@ fn grows_onto_itself<'t>(
     if !matches!(tensors.kind_name(), "list" | "tuple") {
         return None;
     }
-    let mut cursor = tensors.walk();
-    let parts: Vec<Node<'t>> = tensors.named_children(&mut cursor).collect();
+    let parts: Vec<Node<'t>> = tensors.named_nodes().collect();
     let onto_itself = parts
         .iter()
         .any(|part| part.kind_name() == "identifier" && node_text(*part, source) == name);
@@ -194,8 +193,7 @@ fn sliced_by_counter<'t>(
         .copied()
         .filter(|index| {
             index.kind_name() == "slice" && {
-                let mut cursor = index.walk();
-                let bounds: Vec<Node<'t>> = index.named_children(&mut cursor).collect();
+                let bounds: Vec<Node<'t>> = index.named_nodes().collect();
                 bounds.iter().any(|bound| mentions(*bound, counter, source))
             }
         })

@@ -112,8 +112,7 @@ fn dynamic_size_source<'t>(
             shape_read(context, value)
         }
         "binary_operator" | "tuple" | "list" => {
-            let mut cursor = size.walk();
-            let parts: Vec<Node<'_>> = size.named_children(&mut cursor).collect();
+            let parts: Vec<Node<'_>> = size.named_nodes().collect();
             parts
                 .into_iter()
                 .find_map(|part| dynamic_size_source(context, part, depth + 1))

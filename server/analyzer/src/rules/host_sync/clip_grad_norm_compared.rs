@@ -71,8 +71,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             if !tensor_values::is_value_comparison(context, node) || !is_condition(context, node) {
                 return;
             }
-            let mut cursor = node.walk();
-            let operands: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+            let operands: Vec<Node<'_>> = node.named_nodes().collect();
             operands
                 .into_iter()
                 .find(|operand| is_grad_norm(context, *operand))

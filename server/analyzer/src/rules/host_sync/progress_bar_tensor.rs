@@ -77,15 +77,13 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     let mut values = Vec::new();
-    let mut cursor = arguments.walk();
-    for argument in arguments.named_children(&mut cursor) {
+    for argument in arguments.named_nodes() {
         match argument.kind_name() {
             "keyword_argument" => values.extend(argument.field("value")),
             "dictionary" => {
-                let mut pairs = argument.walk();
                 values.extend(
                     argument
-                        .named_children(&mut pairs)
+                        .named_nodes()
                         .filter(|pair| pair.kind_name() == "pair")
                         .filter_map(|pair| pair.field("value")),
                 );

@@ -108,8 +108,7 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     if context.semantic().in_loop()
         && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
     {
-        let mut cursor = body.walk();
-        for statement in body.named_children(&mut cursor) {
+        for statement in body.named_nodes() {
             let exit = match statement.kind_name() {
                 "return_statement" => "An early `return`",
                 "break_statement" => "A `break` out of the training loop",
@@ -149,8 +148,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
             if operators != ["=="] {
                 return false;
             }
-            let mut cursor = condition.walk();
-            let operands: Vec<Node<'_>> = condition.named_children(&mut cursor).collect();
+            let operands: Vec<Node<'_>> = condition.named_nodes().collect();
             let has_number = operands.iter().any(|o| o.kind_name() == "integer");
             has_number
                 && operands
@@ -198,8 +196,7 @@ fn collect_materializations<'t>(
         found.push((node, what));
         return;
     }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+    let children: Vec<Node<'t>> = node.named_nodes().collect();
     for child in children {
         collect_materializations(context, child, found, depth + 1);
     }
@@ -229,8 +226,7 @@ fn holds_host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usiz
             .field("body")
             .is_some_and(|element| holds_host_values(context, element, depth + 1)),
         "dictionary" => {
-            let mut cursor = value.walk();
-            let pairs: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
+            let pairs: Vec<Node<'t>> = value.named_nodes().collect();
             !pairs.is_empty()
                 && pairs.iter().all(|pair| {
                     pair.field("value")

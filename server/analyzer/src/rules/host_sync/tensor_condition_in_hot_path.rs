@@ -134,8 +134,7 @@ fn tensor_condition<'t>(
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {
-    let mut cursor = comparison.walk();
     comparison
-        .named_children(&mut cursor)
+        .named_nodes()
         .any(|operand| matches!(operand.kind_name(), "string" | "none" | "list" | "tuple"))
 }

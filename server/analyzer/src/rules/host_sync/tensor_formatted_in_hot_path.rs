@@ -152,8 +152,7 @@ fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: &st
     };
     let right = syntax::unparenthesize(right);
     let values: Vec<Node<'_>> = if right.kind_name() == "tuple" {
-        let mut cursor = right.walk();
-        right.named_children(&mut cursor).collect()
+        right.named_nodes().collect()
     } else {
         vec![right]
     };
@@ -241,9 +240,8 @@ fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
     if dictionary.kind_name() != "dictionary" {
         return Vec::new();
     }
-    let mut cursor = dictionary.walk();
     dictionary
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|child| child.kind_name() == "pair")
         .filter_map(|pair| pair.field("value"))
         .collect()

@@ -91,8 +91,7 @@ fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
     else {
         return false;
     };
-    let mut cursor = clause.walk();
-    clause.named_children(&mut cursor).any(|item| {
+    clause.named_nodes().any(|item| {
         let Some(value) = item.field("value") else {
             return false;
         };
@@ -133,8 +132,7 @@ fn collect_steps(
     {
         found.push((node.byte_range(), what));
     }
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
+    for child in node.named_nodes() {
         collect_steps(context, child, depth + 1, found);
     }
 }

@@ -260,9 +260,8 @@ fn is_float_literal_sequence(node: Node<'_>) -> bool {
                 .field("argument")
                 .is_some_and(|a| walk(a, depth + 1, any_float)),
             "list" | "tuple" => {
-                let mut cursor = node.walk();
                 let children: Vec<Node<'_>> = node
-                    .named_children(&mut cursor)
+                    .named_nodes()
                     .filter(|c| c.kind_name() != "comment")
                     .collect();
                 !children.is_empty() && children.into_iter().all(|c| walk(c, depth + 1, any_float))

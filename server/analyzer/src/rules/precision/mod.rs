@@ -64,9 +64,8 @@ pub(crate) fn dtype_is_deliberate<'t>(
     let Some(block) = context.parent(statement) else {
         return false;
     };
-    let mut cursor = block.walk();
     block
-        .named_children(&mut cursor)
+        .named_nodes()
         .filter(|sibling| sibling.kind_name() == "assert_statement")
         .any(|assertion| {
             let text = crate::syntax::node_text(assertion, source);
