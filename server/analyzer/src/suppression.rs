@@ -102,10 +102,12 @@ impl Suppressions {
             return Vec::new();
         }
         let index = LineIndex::new(source);
-        let mut directive_by_line: crate::hash::HashMap<usize, usize> =
+        // Lines as u64: the map type is then one the engine already has (node keys to indices),
+        // which keeps the WebAssembly module within its size guard.
+        let mut directive_by_line: crate::hash::HashMap<u64, usize> =
             crate::hash::HashMap::default();
         for (position, directive) in self.lines.iter().enumerate() {
-            directive_by_line.insert(index.line_of(directive.comment_start), position);
+            directive_by_line.insert(index.line_of(directive.comment_start) as u64, position);
         }
         let mut kept = Vec::with_capacity(diagnostics.len());
         for diagnostic in diagnostics {
@@ -118,7 +120,7 @@ impl Suppressions {
             let end_line = index.line_of(diagnostic.range.end.max(diagnostic.range.start));
             let mut suppressed = false;
             for line in [start_line, end_line] {
-                let Some(&position) = directive_by_line.get(&line) else {
+                let Some(&position) = directive_by_line.get(&(line as u64)) else {
                     continue;
                 };
                 let directive = &mut self.lines[position];

@@ -2,8 +2,6 @@
 //! `tpulint_ide::server::session`, which holds all of the protocol logic (shared with the native
 //! server). Plain Rust, so the native tests drive it as the web worker does.
 
-use std::collections::HashMap;
-
 use tpulint_ide::server::json::{self, JsonRead};
 use tpulint_ide::server::session::Session;
 
@@ -19,16 +17,16 @@ impl Server {
     /// rules' documentation the hovers show. Unreadable docs leave hovers empty, never fail.
     pub fn new(rule_docs: &str) -> Server {
         let parsed = json::parse(rule_docs).ok();
-        let docs: HashMap<String, String> = parsed
+        let mut docs: Vec<(String, String)> = Vec::new();
+        for (code, entry) in parsed
             .as_ref()
             .and_then(JsonRead::members)
             .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(code, entry)| {
-                let explanation = entry.get("explanation")?.as_str()?;
-                Some((code.to_string(), explanation.to_string()))
-            })
-            .collect();
+        {
+            if let Some(explanation) = entry.get("explanation").and_then(JsonRead::as_str) {
+                docs.push((code.to_string(), explanation.to_string()));
+            }
+        }
         Server {
             session: Session::new(SERVER_NAME, env!("CARGO_PKG_VERSION"), docs),
         }

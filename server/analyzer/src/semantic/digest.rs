@@ -309,8 +309,7 @@ impl<'t> SemanticModel<'t> {
                 ModuleChange::CudaValue(name, cuda) => {
                     self.module_journal
                         .push(ModuleChange::CudaValue(name.clone(), cuda));
-                    let all = self.scopes[0].cuda_values.entry(name).or_insert(true);
-                    *all &= cuda;
+                    self.scopes[0].cuda_values.record(name, cuda);
                 }
             }
         }

@@ -134,7 +134,33 @@ struct Scope {
     /// For each name assigned something other than `None` in this scope: whether every such
     /// value so far needs CUDA (a `torch.cuda.*` object such as `torch.cuda.Stream()`, or any
     /// value assigned in CUDA-only code). `if stream is not None:` then runs only with CUDA.
-    cuda_values: HashMap<String, bool>,
+    cuda_values: CudaValues,
+}
+
+/// Names by whether the values assigned to them need CUDA ([`Scope::cuda_values`]). Two sets of
+/// names rather than a map to a flag: the set type is one the engine already has, so the
+/// WebAssembly module carries one hash-table type fewer.
+#[derive(Debug, Default)]
+struct CudaValues {
+    /// Names assigned at least one value that needs CUDA.
+    needing: HashSet<String>,
+    /// Names assigned at least one value that does not.
+    not_needing: HashSet<String>,
+}
+
+impl CudaValues {
+    fn record(&mut self, name: String, cuda: bool) {
+        if cuda {
+            self.needing.insert(name);
+        } else {
+            self.not_needing.insert(name);
+        }
+    }
+
+    /// Whether `name` was assigned values and every one of them needs CUDA.
+    fn all_need_cuda(&self, name: &str) -> bool {
+        self.needing.contains(name) && !self.not_needing.contains(name)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1552,8 +1578,7 @@ impl<'t> SemanticModel<'t> {
                     .push(digest::ModuleChange::CudaValue(name.clone(), cuda));
             }
             if let Some(scope) = self.scopes.last_mut() {
-                let all = scope.cuda_values.entry(name).or_insert(true);
-                *all &= cuda;
+                scope.cuda_values.record(name, cuda);
             }
         }
         let mut fact = self.fact(right);
@@ -1627,11 +1652,11 @@ impl<'t> SemanticModel<'t> {
         }
         name.filter(|n| n.kind_name() == "identifier")
             .is_some_and(|name| {
-                self.scopes
-                    .last()
-                    .and_then(|scope| scope.cuda_values.get(node_text(name, self.source)))
-                    .copied()
-                    .unwrap_or(false)
+                self.scopes.last().is_some_and(|scope| {
+                    scope
+                        .cuda_values
+                        .all_need_cuda(node_text(name, self.source))
+                })
             })
     }
 

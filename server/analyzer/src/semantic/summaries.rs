@@ -214,7 +214,9 @@ pub(crate) struct Summaries {
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
-    cuda_device_functions: HashSet<usize>,
+    /// A list, not a set: few functions call device APIs, and one hash-set type fewer keeps the
+    /// WebAssembly module within its size guard.
+    cuda_device_functions: Vec<usize>,
     body_blocks: HashMap<usize, u64>,
     /// Functions every call of which in this file runs only with CUDA (`if
     /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
@@ -963,7 +965,7 @@ fn call(
         && (api == "device_count" || crate::torch_api::CUDA_RAISING.contains(&api))
         && let [.., (_, Frame::Function(index)), (_, Frame::Block { .. })] = &stack[..]
     {
-        summaries.cuda_device_functions.insert(*index);
+        summaries.cuda_device_functions.push(*index);
     }
     if method == Some("to")
         && let Some(receiver) = receiver
@@ -1122,20 +1124,28 @@ fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware>
 
 /// Marks the functions that call one callee with both a CUDA and a TPU device literal.
 fn comparison_scopes(summaries: &mut Summaries) {
-    let mut seen: HashMap<(usize, &str), (bool, bool)> = HashMap::default();
+    // Per callee, its callers with whether the literal was CUDA's (else a TPU's). The map type
+    // is the one `cuda_only_callees` uses: one hash-map type fewer in the WebAssembly module.
+    let mut by_callee: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
     for (caller, callee, hardware) in &summaries.device_literal_calls {
-        let entry = seen.entry((*caller, callee.as_str())).or_default();
-        match hardware {
-            guards::Hardware::Cuda => entry.0 = true,
-            guards::Hardware::Tpu => entry.1 = true,
-            guards::Hardware::Export => {}
+        let cuda = match hardware {
+            guards::Hardware::Cuda => true,
+            guards::Hardware::Tpu => false,
+            guards::Hardware::Export => continue,
+        };
+        by_callee
+            .entry(callee.as_str())
+            .or_default()
+            .push((Some(*caller), cuda));
+    }
+    let mut both: Vec<usize> = Vec::new();
+    for calls in by_callee.values() {
+        for (caller, cuda) in calls {
+            if *cuda && calls.iter().any(|(other, c)| other == caller && !c) {
+                both.extend(*caller);
+            }
         }
     }
-    let both: Vec<usize> = seen
-        .into_iter()
-        .filter(|(_, (cuda, tpu))| *cuda && *tpu)
-        .map(|((caller, _), _)| caller)
-        .collect();
     for caller in both {
         if let Some(block) = summaries.body_blocks.get(&caller) {
             summaries.comparison_scopes.insert(*block);
@@ -1876,11 +1886,13 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     }
     // Functions whose own body calls a CUDA-only package unconditionally (`index_first_axis` of
     // FlashAttention in `_upad_input`) need CUDA whenever they run, like a guarded call.
-    let mut cuda_only: HashSet<usize> = (0..summaries.functions.len())
-        .filter(|index| {
+    // By function index (a flag per function rather than a set of indices: one hash-set type
+    // fewer in the WebAssembly module).
+    let mut cuda_only: Vec<bool> = (0..summaries.functions.len())
+        .map(|index| {
             summaries
                 .body_blocks
-                .get(index)
+                .get(&index)
                 .is_some_and(|block| summaries.cuda_library_scopes.contains(block))
         })
         .collect();
@@ -1888,9 +1900,9 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     for _ in 0..summaries.functions.len().min(64) {
         let mut changed = false;
         for (name, calls) in &sites {
-            let all = calls
-                .iter()
-                .all(|(caller, direct)| *direct || caller.is_some_and(|c| cuda_only.contains(&c)));
+            let all = calls.iter().all(|(caller, direct)| {
+                *direct || caller.is_some_and(|c| cuda_only.get(c).copied().unwrap_or(false))
+            });
             if !all {
                 continue;
             }
@@ -1899,18 +1911,14 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
                 if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
                     continue;
                 }
-                changed |= cuda_only.insert(*id);
+                changed |= !std::mem::replace(&mut cuda_only[*id], true);
             }
         }
         if !changed {
             break;
         }
     }
-    for id in cuda_only
-        .difference(&library_users)
-        .copied()
-        .collect::<Vec<_>>()
-    {
+    for id in (0..cuda_only.len()).filter(|&id| cuda_only[id] && !library_users[id]) {
         summaries
             .cuda_only_callees
             .insert(summaries.functions[id].name.clone());

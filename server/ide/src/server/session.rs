@@ -18,7 +18,6 @@
 //! written straight to text; serde's derived readers and `serde_json::Value` stay out of the
 //! WebAssembly module.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ls_types::{CodeActionKind, Position, Uri, WorkspaceEdit};
@@ -63,8 +62,9 @@ pub struct Session {
     server_name: String,
     version: String,
     /// Each rule's documentation (Markdown) by code, for hovers: the WebAssembly module carries
-    /// none of its own.
-    docs: HashMap<String, String>,
+    /// none of its own. A list searched from the end (a later entry for a code wins), not a hash
+    /// map: a hover looks up one of ~100 codes, and the map's code cost the module room.
+    docs: Vec<(String, String)>,
     negotiated: Negotiated,
     initialized: bool,
     shutting_down: bool,
@@ -100,8 +100,8 @@ fn is_python(uri: &Uri, language_id: &str) -> bool {
 
 impl Session {
     /// A server that names itself `server_name` in `initialize` and shows `docs` (Markdown by
-    /// rule code) in hovers.
-    pub fn new(server_name: &str, version: &str, docs: HashMap<String, String>) -> Session {
+    /// rule code, a later entry for a code winning) in hovers.
+    pub fn new(server_name: &str, version: &str, docs: Vec<(String, String)>) -> Session {
         Session {
             server_name: server_name.to_string(),
             version: version.to_string(),
@@ -458,7 +458,13 @@ impl Session {
             .ok_or_else(invalid_params)?;
         let encoding = self.negotiated.encoding;
         let docs = std::mem::take(&mut self.docs);
-        let lookup = |code: &str| docs.get(code).cloned().unwrap_or_default();
+        let lookup = |code: &str| {
+            docs.iter()
+                .rev()
+                .find(|(known, _)| known == code)
+                .map(|(_, markdown)| markdown.clone())
+                .unwrap_or_default()
+        };
         let hover = if let Some(owner) = self.notebooks.owner(&uri) {
             self.notebook_analysis(&owner).and_then(|analysis| {
                 handlers::cell_hover(&analysis, &uri, position, encoding, &lookup)
@@ -886,7 +892,7 @@ mod tests {
 
     #[test]
     fn settings_come_from_workspace_configuration_with_the_notification_as_fallback() {
-        let mut session = Session::new("test", "0", HashMap::new());
+        let mut session = Session::new("test", "0", Vec::new());
         session.handle(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"workspace":{"configuration":true}}}}"#,
         );
@@ -931,7 +937,7 @@ mod tests {
 
     #[test]
     fn pull_mode_answers_with_result_ids_and_closed_cells_are_cleared_in_push_mode() {
-        let mut session = Session::new("test", "0", HashMap::new());
+        let mut session = Session::new("test", "0", Vec::new());
         session.handle(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"textDocument":{"diagnostic":{}}}}}"#,
         );
@@ -954,7 +960,7 @@ mod tests {
         ));
         assert_eq!(messages(&mut session)[0]["result"]["kind"], "unchanged");
 
-        let mut push = Session::new("test", "0", HashMap::new());
+        let mut push = Session::new("test", "0", Vec::new());
         push.handle(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}"#,
         );

@@ -188,16 +188,17 @@ fn sliced_by_counter<'t>(
     let indices: Vec<Node<'t>> = subscript
         .children_by_field_name("subscript", &mut cursor)
         .collect();
-    let slices: Vec<Node<'t>> = indices
-        .iter()
-        .copied()
-        .filter(|index| {
-            index.kind_name() == "slice" && {
-                let bounds: Vec<Node<'t>> = index.named_nodes().collect();
-                bounds.iter().any(|bound| mentions(*bound, counter, source))
-            }
-        })
-        .collect();
+    // The slices with a bound that mentions the counter.
+    let mut slices: Vec<Node<'t>> = Vec::new();
+    for index in indices {
+        if index.kind_name() == "slice"
+            && syntax::named_children(index)
+                .into_iter()
+                .any(|bound| mentions(bound, counter, source))
+        {
+            slices.push(index);
+        }
+    }
     if slices.is_empty() {
         return None;
     }
@@ -325,9 +326,13 @@ fn loop_invariant<'t>(
         "attribute" => expr
             .field("object")
             .is_some_and(|object| node_text(object, source) == "self"),
-        "binary_operator" => [expr.field("left"), expr.field("right")]
-            .into_iter()
-            .all(|side| side.is_some_and(|side| loop_invariant(context, side, counter, loop_node))),
+        "binary_operator" => match (expr.field("left"), expr.field("right")) {
+            (Some(left), Some(right)) => {
+                loop_invariant(context, left, counter, loop_node)
+                    && loop_invariant(context, right, counter, loop_node)
+            }
+            _ => false,
+        },
         _ => false,
     }
 }
