@@ -673,6 +673,41 @@ fn cuda_only_libraries_scope_the_code_that_calls_them() {
 }
 
 #[test]
+fn vendor_dispatch_else_is_the_cuda_arm() {
+    // Every test probes another accelerator and the `else` calls `torch.cuda.*`: CUDA's arm.
+    let dispatch = "import torch\ndef seed(s):\n    if is_torch_xpu_available():\n        torch.xpu.manual_seed_all(s)\n    elif is_torch_npu_available():\n        torch.npu.manual_seed_all(s)\n    else:\n        torch.cuda.manual_seed_all(s)\n        ⟦x⟧ = s\n";
+    let arm = scope(dispatch);
+    assert!(arm.never_on_tpu && arm.device_branch);
+    // The probes' own arms are not CUDA's.
+    let probe_arm = "import torch\ndef seed(s):\n    if is_torch_npu_available():\n        ⟦x⟧ = s\n    else:\n        torch.cuda.manual_seed_all(s)\n";
+    assert!(!scope(probe_arm).never_on_tpu);
+    // An `else` without CUDA calls is the CPU's (or anyone's).
+    let cpu = "import torch\ndef seed(s):\n    if is_torch_npu_available():\n        torch.npu.manual_seed_all(s)\n    else:\n        ⟦x⟧ = s\n";
+    assert!(!scope(cpu).never_on_tpu);
+    // A raising CUDA call: with no TPU arm a TPU takes this `else` and crashes there.
+    let raising = "import torch\ndef sync():\n    if torch.backends.mps.is_available():\n        torch.mps.synchronize()\n    else:\n        torch.cuda.synchronize()\n        ⟦x⟧ = 1\n";
+    assert!(!scope(raising).never_on_tpu);
+    // A test that is no probe (an option, a value) makes no dispatch.
+    let option = "import torch\ndef seed(s, use_npu):\n    if use_npu:\n        torch.npu.manual_seed_all(s)\n    else:\n        torch.cuda.manual_seed_all(s)\n        ⟦x⟧ = s\n";
+    assert!(!scope(option).never_on_tpu);
+    // A CUDA call only in a nested definition does not make the arm CUDA's.
+    let nested = "import torch\ndef seed(s):\n    if is_torch_npu_available():\n        pass\n    else:\n        def later():\n            torch.cuda.manual_seed_all(s)\n        ⟦x⟧ = s\n";
+    assert!(!scope(nested).never_on_tpu);
+    // A single `if is_torch_xla_available():` already leaves the TPU out of its `else`, CUDA
+    // calls or not, raising ones included.
+    let single = "import torch\ndef sync():\n    if is_torch_xla_available():\n        xm.wait_device_ops()\n    else:\n        torch.cuda.synchronize()\n        ⟦x⟧ = 1\n";
+    assert!(scope(single).never_on_tpu);
+    // Findings in the CUDA arm are dropped.
+    let source = "import torch\n\ndef seed(s):\n    if is_torch_npu_available():\n        torch.npu.manual_seed_all(s)\n    else:\n        torch.cuda.manual_seed_all(s)\n";
+    assert!(finding_lines(source, &Settings::default()).is_empty());
+    let unguarded = "import torch\n\ndef seed(s):\n    torch.cuda.manual_seed_all(s)\n";
+    assert_eq!(
+        finding_lines(unguarded, &Settings::default()),
+        vec![(4, "TPU404")]
+    );
+}
+
+#[test]
 fn error_branches_report_errors_only() {
     let raise = "def f(x):\n    if x.sum() < 0:\n        ⟦bad⟧ = x.tolist()\n        raise ValueError(bad)\n";
     assert!(at(raise).roles.error_branch);

@@ -260,6 +260,48 @@ pub fn is_cuda_only_attention_implementation(text: &str) -> bool {
     matches!(text, "flash_attention_2" | "flash_attention_3")
 }
 
+/// Availability probes of one accelerator each, as libraries that serve several vendors write
+/// them: Hugging Face's `is_torch_xpu_available()` / `is_torch_npu_available()` /
+/// `is_torch_mlu_available()` / `is_torch_xla_available()` (transformers, trl, peft),
+/// Accelerate's `is_xpu_available()` / `is_npu_available()` / `is_mps_available()`, and torch's own
+/// `torch.xpu.is_available()` / `torch.backends.mps.is_available()`. An `if`/`elif` chain of these
+/// dispatches by vendor (see `semantic::guards`); the last name part is compared, so
+/// `accelerate.utils.is_npu_available()` counts too.
+pub const ACCELERATOR_PROBES: &[&str] = &[
+    "is_torch_xpu_available",
+    "is_torch_npu_available",
+    "is_torch_mlu_available",
+    "is_torch_musa_available",
+    "is_torch_hpu_available",
+    "is_torch_mps_available",
+    "is_torch_xla_available",
+    "is_torch_tpu_available",
+    "is_xpu_available",
+    "is_npu_available",
+    "is_mlu_available",
+    "is_musa_available",
+    "is_hpu_available",
+    "is_mps_available",
+    "is_xla_available",
+    "is_tpu_available",
+];
+
+/// The `torch` namespaces of non-CUDA accelerators whose `is_available()` is a probe like
+/// [`ACCELERATOR_PROBES`]: `torch.xpu.is_available()`, `torch.backends.mps.is_available()`.
+pub const ACCELERATOR_NAMESPACES: &[&str] = &["xpu", "npu", "mlu", "musa", "hpu", "mps"];
+
+/// Whether a called dotted name (`is_torch_npu_available`, `utils.is_xpu_available`,
+/// `torch.xpu.is_available`, `torch.backends.mps.is_available`) probes for one accelerator.
+pub fn is_accelerator_probe(parts: &[&str]) -> bool {
+    match parts {
+        [.., last] if ACCELERATOR_PROBES.contains(last) => true,
+        ["torch", namespace, "is_available"] | ["torch", "backends", namespace, "is_available"] => {
+            ACCELERATOR_NAMESPACES.contains(namespace)
+        }
+        _ => false,
+    }
+}
+
 /// `torch.cuda` functions that initialise CUDA and so raise without it.
 pub const CUDA_RAISING: &[&str] = &[
     "synchronize",

@@ -68,6 +68,17 @@ pub fn arguments<'t>(node: Node<'t>) -> Option<Node<'t>> {
     syntax::call_parts(node).map(|(_, arguments)| arguments)
 }
 
+/// The end of a host-sync message when the synced value only feeds a check that raises
+/// (`SemanticModel::in_raising_check`): the cost is the same, the fix is not a device-side form
+/// of the computation but moving the check out of the step.
+pub fn raising_check_hint<'t>(context: &Context<'t, '_>, node: Node<'t>) -> &'static str {
+    if context.semantic().in_raising_check(node) {
+        ", only for a check that raises: drop the check or make it opt-in"
+    } else {
+        ""
+    }
+}
+
 /// Source text for a message: its first line, at most 40 characters.
 pub fn short_code(text: &str) -> String {
     let first_line = text.lines().next().unwrap_or("");

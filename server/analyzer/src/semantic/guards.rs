@@ -348,7 +348,14 @@ pub(crate) fn block_scope(
         }
         "else_clause" => match grandparent {
             Some(statement) if statement.kind_name() == "if_statement" => {
-                outer.branch(earlier_branches(statement, parent, source))
+                let earlier = earlier_branches(statement, parent, source);
+                if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
+                    return outer.branch(Some(DeviceTest {
+                        hardware: Hardware::Cuda,
+                        positive: true,
+                    }));
+                }
+                outer.branch(earlier)
             }
             _ => outer,
         },
@@ -366,6 +373,85 @@ pub(crate) fn block_scope(
         ),
         _ => outer,
     }
+}
+
+/// Whether `block`, the `else` of `if_statement`, is the CUDA arm of a vendor dispatch that does
+/// nothing on a TPU: every `if`/`elif` test probes for another accelerator
+/// (`torch_api::is_accelerator_probe`: `is_torch_xpu_available()`, `is_torch_npu_available()`,
+/// `torch.backends.mps.is_available()`, …), and the `else` calls `torch.cuda.*`, none of which
+/// raises without CUDA (`torch.cuda.manual_seed_all(seed)` in trl's `set_seed`). Such a branch is
+/// read as if under `torch.cuda.is_available()`: the author chose per vendor and this arm is
+/// CUDA's. A chain with a TPU arm (`elif is_torch_xla_available():`) never gets here: its `else`
+/// already follows a TPU test, which a TPU takes. Without a TPU arm a TPU does take the `else`,
+/// so an arm that calls a raising API (`torch.cuda.synchronize()`, `torch.cuda.set_device(…)`)
+/// keeps the scope around it: there the finding is the crash.
+fn is_quiet_cuda_arm(if_statement: Node<'_>, block: Node<'_>, source: &str) -> bool {
+    let mut conditions = vec![if_statement.field("condition")];
+    let mut cursor = if_statement.walk();
+    for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
+        if clause.kind_name() == "elif_clause" {
+            conditions.push(clause.field("condition"));
+        }
+    }
+    let dispatch = conditions
+        .iter()
+        .all(|condition| condition.is_some_and(|c| is_accelerator_probe(c, source, 0)));
+    if !dispatch {
+        return false;
+    }
+    let (calls_cuda, raises) = cuda_calls(block, source);
+    calls_cuda && !raises
+}
+
+/// `is_torch_npu_available()`, or `hasattr(torch, "xpu") and torch.xpu.is_available()`: a test
+/// that holds only with one accelerator.
+fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool {
+    let condition = syntax::unparenthesize(condition);
+    if depth > MAX_EXPR_DEPTH {
+        return false;
+    }
+    match condition.kind_name() {
+        "call" => syntax::call_parts(condition)
+            .and_then(|(function, _)| syntax::dotted_parts(function, source))
+            .is_some_and(|parts| crate::torch_api::is_accelerator_probe(&parts)),
+        "boolean_operator"
+            if condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, source) == "and") =>
+        {
+            [condition.field("left"), condition.field("right")]
+                .into_iter()
+                .flatten()
+                .any(|side| is_accelerator_probe(side, source, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `block` calls `torch.cuda.*` (outside nested definitions and lambdas, which run
+/// elsewhere), and whether one of those calls raises without CUDA (`torch_api::CUDA_RAISING`).
+fn cuda_calls(block: Node<'_>, source: &str) -> (bool, bool) {
+    let (mut calls_cuda, mut raises) = (false, false);
+    let mut cursor = block.walk();
+    // An explicit stack: no recursion on deeply nested code.
+    let mut pending = vec![block];
+    while let Some(node) = pending.pop() {
+        match node.kind_name() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "call" => {
+                if let Some(parts) = syntax::call_parts(node)
+                    .and_then(|(function, _)| syntax::dotted_parts(function, source))
+                    && let ["torch", "cuda", .., last] = parts[..]
+                {
+                    calls_cuda = true;
+                    raises |= crate::torch_api::CUDA_RAISING.contains(&last);
+                }
+            }
+            _ => {}
+        }
+        pending.extend(node.named_children(&mut cursor));
+    }
+    (calls_cuda, raises)
 }
 
 /// Whether a `for` loop iterates over the CUDA devices: `range(torch.cuda.device_count())` (or

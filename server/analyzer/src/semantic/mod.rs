@@ -1876,6 +1876,49 @@ impl<'t> SemanticModel<'t> {
         None
     }
 
+    /// Whether `node` (an expression) only feeds a check that raises, an input check mostly: it
+    /// sits in the test of an `assert`, or in the condition of an `if`/`elif` whose branch ends
+    /// by raising (`if labels.max() >= vocab_size: raise ValueError(…)`). The test still runs every time its
+    /// statement does (only the branch is an error branch), so a sync there costs as much as
+    /// anywhere; what differs is the fix: dropping the check, or making it opt-in.
+    pub fn in_raising_check(&self, node: Node<'t>) -> bool {
+        let mut child = node;
+        let mut current = self.parent(node);
+        for _ in 0..MAX_EXPR_DEPTH * 4 {
+            let Some(parent) = current else {
+                return false;
+            };
+            match parent.kind_name() {
+                "assert_statement" => {
+                    // The test, not the message (`assert ok, f"{x.item()}"`).
+                    return parent
+                        .named_child(0)
+                        .is_some_and(|test| test.id() == child.id());
+                }
+                "if_statement" | "elif_clause" => {
+                    let is_condition = parent
+                        .field("condition")
+                        .is_some_and(|condition| condition.id() == child.id());
+                    return is_condition
+                        && parent.field("consequence").is_some_and(|body| {
+                            guards::is_error_branch(body, parent, self.source)
+                        });
+                }
+                "block"
+                | "module"
+                | "function_definition"
+                | "class_definition"
+                | "lambda"
+                | "expression_statement"
+                | "return_statement" => return false,
+                _ => {}
+            }
+            child = parent;
+            current = self.parent(parent);
+        }
+        false
+    }
+
     /// The qualified name an expression refers to through imports: `T.zeros` → `torch.zeros`,
     /// `F.interpolate` → `torch.nn.functional.interpolate`, `xm.mark_step` →
     /// `torch_xla.core.xla_model.mark_step`. `None` if the root name is not an import.

@@ -67,7 +67,12 @@ declare_rule! {
     /// an early `if not torch.cuda.is_available(): return`, on the right of
     /// `torch.cuda.is_available() and …`, or in a branch after one that handles a TPU
     /// (`if is_torch_xla_available(): … else: …`) are not reported, nor silent calls in a
-    /// function that also handles the TPU itself (mentions `xla` / `torch.tpu`).
+    /// function that also handles the TPU itself (mentions `xla` / `torch.tpu`), nor the CUDA arm
+    /// of a vendor dispatch: the `else` of an `if`/`elif` chain that probes only for other
+    /// accelerators (`if is_torch_xpu_available(): … elif is_torch_npu_available(): … else:
+    /// torch.cuda.manual_seed_all(seed)`), read as if under `torch.cuda.is_available()`. Such a
+    /// chain without a TPU arm does send a TPU to its `else`, so an arm that calls a raising API
+    /// (`torch.cuda.synchronize()`) is still reported.
     ///
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/core/xla_model.py (`get_memory_info`,

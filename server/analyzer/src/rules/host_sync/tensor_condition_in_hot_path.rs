@@ -39,7 +39,10 @@ declare_rule! {
     ///         return torch.where(h < 0, torch.zeros_like(h), h)
     /// ```
     /// Flags that never change during training belong in `__init__` (`self.use_bias`), not in
-    /// tensors.
+    /// tensors. An input check (`if labels.max() >= vocab_size: raise ValueError(…)`,
+    /// `assert (x >= 0).all()`) is still a wait on every step, whether or not it raises, and is
+    /// reported as a warning too; its message says it only feeds a check that raises, since the fix is to drop the check from
+    /// the step, check the host data before it moves, or make the check opt-in.
     ///
     /// ## Known problems
     /// Conditions count as tensors only on solid evidence: `if mask:` on an unannotated
@@ -85,9 +88,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         _ => "Conditional expression",
     };
     let message = format!(
-        "{statement} on tensor `{}` {} waits for the device",
+        "{statement} on tensor `{}` {} waits for the device{}",
         helpers::short_code(context.text(tensor)),
-        hot.describe()
+        hot.describe(),
+        helpers::raising_check_hint(context, tensor)
     );
     context.report(tensor.byte_range(), message);
 }

@@ -41,6 +41,13 @@ declare_rule! {
     /// With PyTorch/XLA, `xm.add_step_closure(log_fn, args=(loss,))` runs the logging after the
     /// step's graph has executed.
     ///
+    /// An input check (`if task_ids.max().item() >= n_tasks: raise ValueError(…)`,
+    /// `assert lengths.max().item() <= slen`) is reported the same way, as a warning: its test
+    /// runs on every step whether or not it raises, so the host waits just as long. The message
+    /// says the sync only feeds a check that raises, since the fix there is to drop the check from the
+    /// step, run it once on the host data before moving it, or make it opt-in (torchmetrics'
+    /// `validate_args=False`; `python -O` drops `assert`s).
+    ///
     /// ## Known problems
     /// A receiver whose type the index cannot see is taken to be a tensor when the file imports
     /// torch; NumPy arrays and scalars that the index recognises are never flagged. Calls outside
@@ -84,9 +91,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     let receiver_text = context.text(receiver);
     let message = format!(
-        "`{}.item()` {} waits for the device every step",
+        "`{}.item()` {} waits for the device every step{}",
         helpers::short_code(receiver_text),
-        hot.describe()
+        hot.describe(),
+        helpers::raising_check_hint(context, call)
     );
     context.report(call.byte_range(), message);
 }
