@@ -244,8 +244,9 @@ pub(crate) struct Summaries {
     /// (by index), whether the call runs only with CUDA, and whether it is throttled.
     call_sites: Vec<CallSite>,
     /// Names bound to a modulo, per function (by index; `None` at module level); used while a
-    /// statement is walked.
-    throttle_names: HashSet<(Option<usize>, String)>,
+    /// statement is walked. A list: such names are few (searching it is cheap), and a hash set of
+    /// this key type would cost the WebAssembly module room.
+    throttle_names: Vec<(Option<usize>, String)>,
     /// Per function (by index), callee text and hardware of a `device="cuda"` / `device="xla"`
     /// literal passed to it (for `comparison_scopes`).
     device_literal_calls: Vec<(usize, String, guards::Hardware)>,
@@ -848,7 +849,7 @@ fn enter(
                 && left.kind_name() == "identifier"
                 && has_modulo(right, source)
             {
-                summaries.throttle_names.insert((
+                summaries.throttle_names.push((
                     innermost_function(stack),
                     node_text(left, source).to_string(),
                 ));
@@ -1171,11 +1172,13 @@ fn mentions_throttle_name(
         if budget == 0 {
             return false;
         }
-        if node.kind_name() == "identifier"
-            && summaries
+        if node.kind_name() == "identifier" && {
+            let text = node_text(node, source);
+            summaries
                 .throttle_names
-                .contains(&(function, node_text(node, source).to_string()))
-        {
+                .iter()
+                .any(|(scope, name)| *scope == function && name == text)
+        } {
             return true;
         }
         stack.extend(node.named_nodes());
@@ -2081,10 +2084,15 @@ fn host_transform_components(summaries: &mut Summaries) {
 /// its callers are elsewhere.
 fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
     let count = summaries.functions.len();
-    let mut sites: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+    // Per callee, its call sites' callers and whether each may repeat (the map type
+    // `cuda_only_callees` uses: one hash-map type fewer in the WebAssembly module).
+    let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
     for site in &summaries.call_sites {
         if by_name.contains_key(&site.callee) {
-            sites.entry(site.callee.as_str()).or_default().push(site);
+            sites
+                .entry(site.callee.as_str())
+                .or_default()
+                .push((site.caller, site.repeated));
         }
     }
     let eligible: Vec<bool> = summaries
@@ -2107,11 +2115,8 @@ fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>
                 if once[*id] || !eligible[*id] {
                     continue;
                 }
-                let all = calls.iter().all(|site| {
-                    !site.repeated
-                        && site
-                            .caller
-                            .is_none_or(|caller| caller != *id && once[caller])
+                let all = calls.iter().all(|(caller, repeated)| {
+                    !repeated && caller.is_none_or(|caller| caller != *id && once[caller])
                 });
                 if all {
                     once[*id] = true;
