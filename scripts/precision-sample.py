@@ -29,6 +29,8 @@ import realcode_corpus  # noqa: E402
 CODE_BASES = list(realcode_corpus.RELEASES) + list(realcode_corpus.REPOSITORIES)
 # The held-out pass: `--bases held-out` (or any names from HELD_OUT_RELEASES).
 HELD_OUT = list(realcode_corpus.HELD_OUT_RELEASES)
+# The seventh pass: `--bases held-out-2` (a second held-out set, HELD_OUT_2_RELEASES).
+HELD_OUT_2 = list(realcode_corpus.HELD_OUT_2_RELEASES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -122,7 +124,8 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    bases = HELD_OUT if args.bases == "held-out" else args.bases.split(",")
+    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
+    bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 
     pool: dict[str, list[dict]] = {}

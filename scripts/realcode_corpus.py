@@ -51,6 +51,21 @@ HELD_OUT_RELEASES: dict[str, tuple[str, list[str]]] = {
     }.items()
 }
 
+# The seventh pass's held-out code bases (docs/precision.md, seed 9606): a second set no session had
+# looked at, selected with `precision-sample.py --bases held-out-2`; like HELD_OUT_RELEASES, never
+# used by the real-code harness or CI. Pure-Python wheels.
+HELD_OUT_2_RELEASES: dict[str, tuple[str, list[str]]] = {
+    name: (requirement, ["--only-binary", ":all:"])
+    for name, requirement in {
+        "monai": "monai==1.4.0",
+        "speechbrain": "speechbrain==1.0.2",
+        "pyannote.audio": "pyannote.audio==3.3.2",
+        "mmengine": "mmengine==0.10.5",
+        "torch_geometric": "torch_geometric==2.6.1",
+        "pyro-ppl": "pyro-ppl==1.9.1",
+    }.items()
+}
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -65,9 +80,11 @@ def log(message: str) -> None:
 
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
-    requirement, extra = RELEASES[name] if name in RELEASES else HELD_OUT_RELEASES[name]
+    requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES}[name]
     distribution, version = requirement.split("==")
-    prefix = f"{distribution.replace('-', '_')}-{version}"
+    # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
+    # pyannote_audio-3.3.2-...whl).
+    prefix = f"{distribution.replace('-', '_').replace('.', '_')}-{version}"
     cache.mkdir(parents=True, exist_ok=True)
 
     def cached() -> list[pathlib.Path]:
@@ -170,7 +187,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        if name in RELEASES or name in HELD_OUT_RELEASES:
+        if name in RELEASES or name in HELD_OUT_RELEASES or name in HELD_OUT_2_RELEASES:
             count = unpack_release(download_release(name, cache), dest)
         elif name in REPOSITORIES:
             count = unpack_repository(name, cache, dest)
