@@ -37,34 +37,34 @@ RELEASES: dict[str, tuple[str, list[str]]] = {
 # Held-out code bases for blind precision passes (docs/precision.md, sixth pass): never used by the
 # real-code harness or CI, only selected by name with `precision-sample.py --bases`. Pure-Python
 # wheels, so every machine downloads the same file.
-HELD_OUT_RELEASES: dict[str, tuple[str, list[str]]] = {
-    name: (requirement, ["--only-binary", ":all:"])
-    for name, requirement in {
-        "peft": "peft==0.13.2",
-        "trl": "trl==0.12.1",
-        "sentence-transformers": "sentence-transformers==3.3.1",
-        "torchmetrics": "torchmetrics==1.6.0",
-        "open_clip_torch": "open_clip_torch==2.29.0",
-        "pytorch-ignite": "pytorch-ignite==0.5.1",
-        "kornia": "kornia==0.7.4",
-        "torchtune": "torchtune==0.4.0",
-    }.items()
-}
+def pure_python_wheels(requirements: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """name -> (requirement, pip options) for pinned releases named by their distribution,
+    downloaded as wheels only."""
+    return {requirement.split("==")[0]: (requirement, ["--only-binary", ":all:"]) for requirement in requirements}
+
+
+HELD_OUT_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "peft==0.13.2",
+    "trl==0.12.1",
+    "sentence-transformers==3.3.1",
+    "torchmetrics==1.6.0",
+    "open_clip_torch==2.29.0",
+    "pytorch-ignite==0.5.1",
+    "kornia==0.7.4",
+    "torchtune==0.4.0",
+])
 
 # The seventh pass's held-out code bases (docs/precision.md, seed 9606): a second set no session had
 # looked at, selected with `precision-sample.py --bases held-out-2`; like HELD_OUT_RELEASES, never
 # used by the real-code harness or CI. Pure-Python wheels.
-HELD_OUT_2_RELEASES: dict[str, tuple[str, list[str]]] = {
-    name: (requirement, ["--only-binary", ":all:"])
-    for name, requirement in {
-        "monai": "monai==1.4.0",
-        "speechbrain": "speechbrain==1.0.2",
-        "pyannote.audio": "pyannote.audio==3.3.2",
-        "mmengine": "mmengine==0.10.5",
-        "torch_geometric": "torch_geometric==2.6.1",
-        "pyro-ppl": "pyro-ppl==1.9.1",
-    }.items()
-}
+HELD_OUT_2_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "monai==1.4.0",
+    "speechbrain==1.0.2",
+    "pyannote.audio==3.3.2",
+    "mmengine==0.10.5",
+    "torch_geometric==2.6.1",
+    "pyro-ppl==1.9.1",
+])
 
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
