@@ -6,8 +6,8 @@ pub mod docs;
 use std::path::{Path, PathBuf};
 
 use tpulint_analyzer::{
-    Applicability, BackendSetting, FixAvailability, Settings, check_source, fix_source,
-    rule_by_code_or_name,
+    Applicability, BackendSetting, FixAvailability, LibraryCodePolicy, Settings, check_source,
+    fix_source, rule_by_code_or_name,
 };
 use tpulint_report::SourceFile;
 use tpulint_report::text::{TextOptions, render_text};
@@ -55,6 +55,11 @@ pub fn fixture_settings(path: &Path, source: &str) -> Settings {
     let id = rule_by_code_or_name(&code)
         .unwrap_or_else(|| panic!("fixture {} names no rule", path.display()));
     let mut settings = Settings::only(id);
+    // A fixture exercises its rule's own logic, including what it demotes to information off
+    // hot paths; the checker's policy for library modules is tested on its own
+    // (`library_code_policy` in the analyzer's checker tests), and `library-code=hot-paths`
+    // asks for it here.
+    settings.library_code = LibraryCodePolicy::All;
     for line in source.lines().take(5) {
         if let Some(options) = line.strip_prefix("# fixture:") {
             for option in options.split_whitespace() {
@@ -64,6 +69,10 @@ pub fn fixture_settings(path: &Path, source: &str) -> Settings {
                             .unwrap_or_else(|| panic!("unknown code {code} in {}", path.display()));
                         settings.rules.set(also, true);
                     }
+                }
+                if let Some(policy) = option.strip_prefix("library-code=") {
+                    settings.library_code = LibraryCodePolicy::parse(policy)
+                        .unwrap_or_else(|| panic!("bad library-code in {}", path.display()));
                 }
                 if let Some(backend) = option.strip_prefix("backend=") {
                     settings.backend = BackendSetting::parse(backend)

@@ -12,7 +12,7 @@ use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{
     Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache, WalkStep,
 };
-use crate::settings::{Settings, TestCodePolicy};
+use crate::settings::{LibraryCodePolicy, Settings, TestCodePolicy};
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
 use crate::syntax::NodeExt;
@@ -655,8 +655,16 @@ impl<'t, 's> Dispatcher<'t, 's> {
         }
         let current_call = is_call.then_some(&self.call_parts);
         let before = diagnostics.len();
+        // A library module's function that no hot path of the file reaches: a cost finding its
+        // rule demoted to information for that reason says nothing the user can weigh (how often
+        // the code runs is up to callers elsewhere), so it is left out unless
+        // `library-code = "all"`. Dtype and API choices (TPU5xx, TPU6xx) persist beyond the line
+        // and are kept, as in once-per-run and load-time code.
+        let drop_demoted = self.settings.library_code == LibraryCodePolicy::HotPaths
+            && semantic.in_unreached_library_code();
         for id in rules_for_kind {
             let rule = id.meta();
+            let first = diagnostics.len();
             let mut context = Context {
                 source,
                 root: self.root,
@@ -667,6 +675,19 @@ impl<'t, 's> Dispatcher<'t, 's> {
                 current_call,
             };
             (rule.check)(&mut context, node);
+            if drop_demoted
+                && rule.severity != Severity::Info
+                && crate::semantic::concerns_execution_cost(rule.code)
+            {
+                let mut index = first;
+                while index < diagnostics.len() {
+                    if diagnostics[index].severity == Severity::Info {
+                        diagnostics.remove(index);
+                    } else {
+                        index += 1;
+                    }
+                }
+            }
         }
         // Code that never runs on a TPU (a CUDA-only branch, a test skipped without CUDA,
         // `if TYPE_CHECKING:`, `cuda_test and …` within a statement) has no TPU problems;

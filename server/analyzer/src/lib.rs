@@ -35,7 +35,8 @@ pub use registry::{Family, FixAvailability, RuleId, RuleMeta, rule_by_code_or_na
 pub use runtime_codes::{RUNTIME_CODES, RuntimeCode, runtime_code};
 pub use semantic::Backend;
 pub use settings::{
-    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy, TorchXlaVersion,
+    BackendSetting, Configuration, LibraryCodePolicy, RuleSelector, RuleSet, Settings,
+    TestCodePolicy, TorchXlaVersion,
 };
 pub use source::{LineIndex, TextRange};
 pub use syntax_errors::INVALID_SYNTAX;

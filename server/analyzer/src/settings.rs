@@ -98,6 +98,37 @@ impl TestCodePolicy {
     }
 }
 
+/// What is reported in the functions of a library module that no hot path of the file reaches
+/// (`library-code`). A rule that reports a cost (a sync, a fallback, a dynamic shape, a float64
+/// tensor) off every hot path demotes the finding to information; in a library module such a
+/// function's callers are elsewhere, so the finding says nothing the user can weigh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum LibraryCodePolicy {
+    /// Findings a rule demoted to information because no hot path reaches the code are left
+    /// out (the default); everything else is reported as in other code.
+    #[default]
+    HotPaths,
+    /// Those findings too, as information.
+    All,
+}
+
+impl LibraryCodePolicy {
+    pub fn parse(text: &str) -> Option<LibraryCodePolicy> {
+        match text.to_ascii_lowercase().as_str() {
+            "hot-paths" => Some(LibraryCodePolicy::HotPaths),
+            "all" => Some(LibraryCodePolicy::All),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibraryCodePolicy::HotPaths => "hot-paths",
+            LibraryCodePolicy::All => "all",
+        }
+    }
+}
+
 /// Whether a path names test code: a `test`, `tests` or `testing` directory, `test_*.py`,
 /// `*_test.py`, `tests.py` or `conftest.py`, and test-helper modules (`test_utils`,
 /// `testing_utils`) (forward slashes).
@@ -313,6 +344,8 @@ pub struct Settings {
     pub fixable: RuleSet,
     /// What is reported in test code.
     pub test_code: TestCodePolicy,
+    /// What is reported in library modules' functions that no hot path reaches.
+    pub library_code: LibraryCodePolicy,
     /// Whether the file's path says it is test code (see [`is_test_path`]); code inside test
     /// functions and classes counts as test code in any file.
     pub test_path: bool,
@@ -332,6 +365,7 @@ impl Default for Settings {
             backend: BackendSetting::Auto,
             fixable: RuleSet::all(),
             test_code: TestCodePolicy::default(),
+            library_code: LibraryCodePolicy::default(),
             test_path: false,
             data_pipeline_path: false,
             converter_path: false,
@@ -385,6 +419,8 @@ pub struct Configuration {
     pub unfixable: Vec<RuleSelector>,
     /// `test-code`: what is reported in test code.
     pub test_code: TestCodePolicy,
+    /// `library-code`: what is reported in library modules' functions that no hot path reaches.
+    pub library_code: LibraryCodePolicy,
     /// `cache-dir`: where `tpulint check` keeps its content cache, relative to the project root
     /// (read by the CLI; the engine ignores it).
     pub cache_dir: Option<String>,
@@ -429,6 +465,7 @@ impl Configuration {
             backend: self.backend,
             fixable,
             test_code: self.test_code,
+            library_code: self.library_code,
             test_path: is_test_path(relative_path),
             data_pipeline_path: is_data_pipeline_path(relative_path),
             converter_path: is_converter_path(relative_path),

@@ -89,6 +89,8 @@ pub fn show_settings(
             "config_file": config_file,
             "project_root": project.root.display().to_string(),
             "backend": settings.backend.as_str(),
+            "test_code": settings.test_code.as_str(),
+            "library_code": settings.library_code.as_str(),
             "enabled_rules": enabled,
             "unfixable_rules": unfixable,
             "exclude": configuration.exclude,
@@ -113,6 +115,11 @@ pub fn show_settings(
             out.push_str(&format!(
                 "Backend: {}{backend_note}\n",
                 settings.backend.as_str()
+            ));
+            out.push_str(&format!(
+                "Test code: {}\nLibrary code: {}\n",
+                settings.test_code.as_str(),
+                settings.library_code.as_str()
             ));
             out.push_str(&format!("Enabled rules ({}):\n", enabled.len()));
             for code in &enabled {

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use tpulint_analyzer::settings::path_matches;
 use tpulint_analyzer::{
-    BackendSetting, Configuration, RuleSelector, RuleSet, Settings, TestCodePolicy, TorchXlaVersion,
+    BackendSetting, Configuration, LibraryCodePolicy, RuleSelector, RuleSet, Settings,
+    TestCodePolicy, TorchXlaVersion,
 };
 
 /// File names searched in each directory, in order of preference.
@@ -30,6 +31,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "fixable",
     "unfixable",
     "test-code",
+    "library-code",
     "cache-dir",
     "torch-xla-version",
 ];
@@ -202,6 +204,20 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                             format!("`{text}` is not a torch_xla version (expected e.g. \"2.5\")"),
                         )
                     })?);
+            }
+            "library-code" => {
+                let Some(name) = value.as_str() else {
+                    return Err(key_error(
+                        key,
+                        format!("expected a string, found {}", describe(value)),
+                    ));
+                };
+                configuration.library_code = LibraryCodePolicy::parse(name).ok_or_else(|| {
+                    key_error(
+                        key,
+                        format!("unknown value `{name}` (expected hot-paths or all)"),
+                    )
+                })?;
             }
             "test-code" => {
                 let Some(name) = value.as_str() else {
@@ -668,6 +684,27 @@ backend = "torch_xla"
         assert_eq!(configuration.backend, BackendSetting::TorchXla);
         assert_eq!(configuration.exclude, vec!["vendor".to_string()]);
         assert_eq!(configuration.per_file_ignores.len(), 1);
+    }
+
+    #[test]
+    fn library_code_policy() {
+        let configuration = parse("tpulint.toml", "library-code = \"all\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(configuration.library_code, LibraryCodePolicy::All);
+        assert_eq!(
+            configuration.settings_for("pkg/losses.py").library_code,
+            LibraryCodePolicy::All
+        );
+        let default = parse("tpulint.toml", "backend = \"auto\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(default.library_code, LibraryCodePolicy::HotPaths);
+        let error = parse("tpulint.toml", "library-code = \"cold\"\n").unwrap_err();
+        assert!(
+            error.contains("unknown value `cold` (expected hot-paths or all)"),
+            "{error}"
+        );
     }
 
     #[test]

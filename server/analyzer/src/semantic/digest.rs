@@ -54,6 +54,7 @@ impl SemanticModel<'_> {
             imports,
             guard_frames: _,
             test_framework,
+            library_module,
             summaries,
             functions: _,
             file_memo: _,
@@ -67,6 +68,7 @@ impl SemanticModel<'_> {
         let mut state = DigestHasher::default();
         backend.hash(&mut state);
         test_framework.hash(&mut state);
+        library_module.hash(&mut state);
         // Import statements' offsets are left out: rules and the importer compare them with
         // other positions (order, containment), which edits elsewhere preserve, and a fix or
         // related range that points into edited text is never reused (`incremental`).

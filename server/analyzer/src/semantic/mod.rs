@@ -32,6 +32,7 @@ pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
+pub(crate) use roles::concerns_execution_cost;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
 pub(crate) use summaries::{SummaryCache, WalkStep};
@@ -217,6 +218,8 @@ pub struct SemanticModel<'t> {
     guard_frames: Vec<GuardFrame>,
     /// Whether the file uses a test framework (so `test_*` functions are tests).
     test_framework: bool,
+    /// Whether the file is a library module (see [`roles::is_library_module`]).
+    library_module: bool,
     /// Function and loop summaries and file facts from the pre-pass.
     summaries: Summaries,
     /// What each function met so far returns, by the id its binding carries.
@@ -413,6 +416,7 @@ impl<'t> SemanticModel<'t> {
                 host_data: false,
             }],
             test_framework: false,
+            library_module: false,
             summaries: Summaries::default(),
             functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
@@ -426,6 +430,7 @@ impl<'t> SemanticModel<'t> {
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
+        model.library_module = roles::is_library_module(tree.root_node(), source);
         model.summaries = prepass.summaries(tree, source, &model);
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
@@ -1181,6 +1186,17 @@ impl<'t> SemanticModel<'t> {
             return false;
         }
         !(frame.host_data && roles::concerns_device_values(code))
+    }
+
+    /// Whether the current node is in a function of a library module that no hot path of the
+    /// file reaches: how often it runs is decided by callers elsewhere.
+    pub fn in_unreached_library_code(&self) -> bool {
+        self.library_module
+            && self.hot_path().is_none()
+            && self
+                .frames
+                .iter()
+                .any(|frame| matches!(frame, Frame::Function { .. }))
     }
 
     /// Whether the current node is test code: in a test function, fixture or test class (in a

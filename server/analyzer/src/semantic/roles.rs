@@ -70,6 +70,110 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     tests >= 2
 }
 
+/// Whether the file is a library module: it defines functions or classes and, at module level,
+/// only imports, defines and assigns. A module that runs something when executed is a workload
+/// (a script, a notebook, a bug report's reproducer): an `if __name__ == "__main__":` block, a
+/// module-level loop or `with`, or module-level code that calls a function or class the file
+/// defines (`main()`, `model = Net()`, `out = step(x)`) or prints. In a library module nothing
+/// in the file says how often a function runs unless a hot path of the file reaches it; the
+/// checker's policy ([`crate::settings::LibraryCodePolicy`]) reads this.
+pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
+    let mut defined = Vec::new();
+    collect_definitions(root, source, &mut defined);
+    !defined.is_empty() && !runs_something(root, source, &defined)
+}
+
+/// The names of the functions and classes defined at module level (in conditional blocks too).
+fn collect_definitions<'s>(root: Node<'_>, source: &'s str, defined: &mut Vec<&'s str>) {
+    // An explicit stack: nesting depth is the input's to choose.
+    let mut blocks = vec![root];
+    while let Some(block) = blocks.pop() {
+        for statement in block.named_nodes() {
+            let definition = match statement.kind_name() {
+                "decorated_definition" => statement.field("definition"),
+                "function_definition" | "class_definition" => Some(statement),
+                kind if is_compound_part(kind) => {
+                    blocks.push(statement);
+                    None
+                }
+                _ => None,
+            };
+            if let Some(name) = definition.and_then(|d| d.field("name")) {
+                defined.push(node_text(name, source));
+            }
+        }
+    }
+}
+
+/// Statements and clauses whose bodies are module-level code when they are.
+fn is_compound_part(kind: &str) -> bool {
+    matches!(
+        kind,
+        "if_statement"
+            | "try_statement"
+            | "block"
+            | "else_clause"
+            | "elif_clause"
+            | "except_clause"
+            | "finally_clause"
+    )
+}
+
+/// Whether module-level code of `root` (outside definitions) runs a workload.
+fn runs_something(root: Node<'_>, source: &str, defined: &[&str]) -> bool {
+    let mut blocks = vec![root];
+    while let Some(block) = blocks.pop() {
+        for statement in block.named_nodes() {
+            let runs = match statement.kind_name() {
+                "function_definition"
+                | "class_definition"
+                | "decorated_definition"
+                | "comment"
+                | "import_statement"
+                | "import_from_statement"
+                | "future_import_statement" => false,
+                "for_statement" | "while_statement" | "with_statement" => true,
+                "if_statement" => {
+                    let condition = statement.field("condition");
+                    let text = condition.map(|c| node_text(c, source)).unwrap_or("");
+                    blocks.push(statement);
+                    (text.contains("__name__") && text.contains("__main__"))
+                        || calls_defined(condition, source, defined)
+                }
+                kind if is_compound_part(kind) => {
+                    blocks.push(statement);
+                    false
+                }
+                _ => calls_defined(Some(statement), source, defined),
+            };
+            if runs {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether `node` (module-level code) calls `print` or a function or class the file defines.
+fn calls_defined(node: Option<Node<'_>>, source: &str, defined: &[&str]) -> bool {
+    let mut pending: Vec<Node<'_>> = node.into_iter().collect();
+    while let Some(node) = pending.pop() {
+        match node.kind_name() {
+            // A lambda's body runs only when called.
+            "lambda" => continue,
+            "call" => {
+                let callee = node.field("function").map(|f| node_text(f, source));
+                if callee.is_some_and(|name| name == "print" || defined.contains(&name)) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        pending.extend(node.named_nodes());
+    }
+    false
+}
+
 /// Whether a class is a test class: a `…TestCase` subclass anywhere, or a `Test…` class in a file
 /// that uses a test framework.
 pub(crate) fn is_test_class(class: Node<'_>, framework: bool, source: &str) -> bool {
@@ -179,4 +283,66 @@ pub(crate) fn concerns_device_values(code: &str) -> bool {
 /// that cost is paid once; a dtype or API choice made there (TPU5xx, TPU6xx) still matters.
 pub(crate) fn concerns_execution_cost(code: &str) -> bool {
     concerns_device_values(code) || code == "TPU407"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_library_module;
+
+    fn library(source: &str) -> bool {
+        let tree = crate::syntax::parse(source, None).expect("parses");
+        is_library_module(tree.root_node(), source)
+    }
+
+    #[test]
+    fn a_module_that_only_imports_defines_and_assigns_is_a_library() {
+        let source = r#""""Losses."""
+import torch
+try:
+    import apex
+except ImportError:
+    apex = None
+if torch.cuda.is_available():
+    def fused(x):
+        return x
+EPS = torch.finfo(torch.float32).eps
+logger = logging.getLogger(__name__)
+__all__ = ["dice"]
+
+@torch.jit.script
+def dice(a, b):
+    return a
+
+class Dice(torch.nn.Module):
+    scale = dice(1, 2)
+"#;
+        assert!(library(source));
+    }
+
+    #[test]
+    fn a_module_that_runs_something_is_a_workload() {
+        let runs = [
+            "def main():\n    pass\n\nif __name__ == \"__main__\":\n    main()\n",
+            "def f(x):\n    return x\n\nfor x in range(3):\n    pass\n",
+            "def f(x):\n    return x\n\nwith open('a') as h:\n    pass\n",
+            "def f(x):\n    return x\n\ny = f(3)\n",
+            "class Net:\n    pass\n\nmodel = Net()\n",
+            "def f(x):\n    return x\n\nprint(f)\n",
+            "def f(x):\n    return x\n\nif flag:\n    out = [f(1)]\n",
+            "def f(x):\n    return x\n\ntry:\n    f(1)\nexcept ValueError:\n    pass\n",
+        ];
+        for source in runs {
+            assert!(!library(source), "{source}");
+        }
+    }
+
+    #[test]
+    fn a_module_without_definitions_or_with_deferred_calls_only() {
+        // Nothing defined: a script or a configuration, not a library.
+        assert!(!library("import torch\nx = torch.zeros(3)\n"));
+        // A lambda's body runs only when it is called.
+        assert!(library("def f(x):\n    return x\n\ng = lambda y: f(y)\n"));
+        // Broken input is classified without panicking (whatever the recovered tree says).
+        let _ = library("def f(:\n    pass\nf(\n");
+    }
 }
