@@ -221,7 +221,108 @@ pub const MAX_EXPR_DEPTH: usize = 48;
 pub fn parse(text: &str, old_tree: Option<&Tree>) -> Option<Tree> {
     let mut parser = Parser::new();
     parser.set_language(&PYTHON).ok()?;
-    parser.parse(text, old_tree)
+    parse_with(&mut parser, text, old_tree)
+}
+
+/// [`parse`] with a parser the caller keeps (set to [`PYTHON`]). A fresh parse that finds a
+/// syntax error is tried once more with the comment-only lines inside brackets blanked: the
+/// grammar's indentation scanner reads a comment less indented than its block, after a line
+/// that ends in an operator (`x = (a +` / `# b +` / `c)`), as the block's end and reports valid
+/// Python as broken (tree-sitter-python issue 256). Such comments have no syntax, and blanking
+/// keeps every byte offset, so that tree is used when it has no error at all. Incremental
+/// re-parses are left as tree-sitter gives them; callers re-parse afresh on an error.
+pub fn parse_with(parser: &mut Parser, text: &str, old_tree: Option<&Tree>) -> Option<Tree> {
+    let tree = parser.parse(text, old_tree)?;
+    if old_tree.is_some() || !tree.root_node().has_error() {
+        return Some(tree);
+    }
+    let Some(blanked) = blank_bracketed_comment_lines(text) else {
+        return Some(tree);
+    };
+    match parser.parse(&blanked, None) {
+        Some(retry) if !retry.root_node().has_error() => Some(retry),
+        _ => Some(tree),
+    }
+}
+
+/// `text` with every comment that is alone on its line inside brackets replaced by spaces (same
+/// length), or `None` when there is none. A lexical scan: strings (single, triple, with escapes)
+/// are skipped; a nested quote in an f-string may desynchronise it, which costs at most a
+/// comment left in place or blanked needlessly — the parse that uses the result must be free
+/// of errors, and node text is always read from the original.
+fn blank_bracketed_comment_lines(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut blanks: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut depth = 0usize;
+    let mut line_is_blank_so_far = true;
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        match byte {
+            b'\n' | b'\r' => line_is_blank_so_far = true,
+            b' ' | b'\t' | b'\x0c' => {}
+            b'#' => {
+                let end = bytes[index..]
+                    .iter()
+                    .position(|b| *b == b'\n' || *b == b'\r')
+                    .map_or(bytes.len(), |at| index + at);
+                if depth > 0 && line_is_blank_so_far {
+                    blanks.push(index..end);
+                }
+                index = end;
+                continue;
+            }
+            b'\'' | b'"' => {
+                line_is_blank_so_far = false;
+                index = string_end(bytes, index);
+                continue;
+            }
+            _ => {
+                line_is_blank_so_far = false;
+                match byte {
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+        }
+        index += 1;
+    }
+    if blanks.is_empty() {
+        return None;
+    }
+    let mut blanked = bytes.to_vec();
+    for range in blanks {
+        blanked[range].fill(b' ');
+    }
+    // Only ASCII bytes were written, over whole comments (which end at a line break or the end).
+    String::from_utf8(blanked).ok()
+}
+
+/// The offset just past the string literal whose opening quote is at `start`.
+pub(crate) fn string_end(bytes: &[u8], start: usize) -> usize {
+    let quote = bytes[start];
+    let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
+    let mut index = start + if triple { 3 } else { 1 };
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if byte == b'\\' {
+            index += 2;
+            continue;
+        }
+        if byte == quote
+            && (!triple
+                || (bytes.get(index + 1) == Some(&quote) && bytes.get(index + 2) == Some(&quote)))
+        {
+            return index + if triple { 3 } else { 1 };
+        }
+        // An unterminated one-line string ends at the line break.
+        if !triple && (byte == b'\n' || byte == b'\r') {
+            return index;
+        }
+        index += 1;
+    }
+    bytes.len()
 }
 
 /// Source text of `node`; empty when the range is not on char boundaries.
@@ -453,6 +554,52 @@ pub fn line_indent(source: &str, offset: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comment_less_indented_than_its_block_inside_brackets_parses() {
+        // tree-sitter-python issue 256: fastai's `torch_core.py` has this shape.
+        let source = "def f():\n    x = (1 +\n# c\n         2)\n    return x\n";
+        let tree = parse(source, None).expect("parses");
+        assert!(
+            !tree.root_node().has_error(),
+            "{}",
+            tree.root_node().to_sexp()
+        );
+        let body = tree
+            .root_node()
+            .child(0)
+            .and_then(|f| f.field("body"))
+            .expect("body");
+        assert_eq!(
+            body.named_child_count(),
+            2,
+            "{}",
+            tree.root_node().to_sexp()
+        );
+        // A multi-byte comment is blanked byte for byte; offsets keep their meaning.
+        let source = "def f():\n    y = [1 -\n# é – ü\n        2]\n    return y\n";
+        let tree = parse(source, None).expect("parses");
+        assert!(!tree.root_node().has_error());
+        let last = tree.root_node().child(0).expect("def");
+        assert_eq!(last.end_byte(), source.trim_end().len());
+    }
+
+    #[test]
+    fn blanking_skips_strings_and_keeps_real_errors() {
+        let source = "x = (\"(\" +\n# one\n  '#)' +\n  \"\"\"\n# in a string\n\"\"\")\n# outside\n";
+        let blanked = blank_bracketed_comment_lines(source).expect("one comment inside brackets");
+        assert_eq!(blanked.len(), source.len());
+        assert!(!blanked.contains("# one"));
+        assert!(blanked.contains("'#)'") && blanked.contains("# in a string"));
+        assert!(blanked.contains("# outside"));
+        assert_eq!(
+            blank_bracketed_comment_lines("x = 1  # no brackets\n"),
+            None
+        );
+        // Broken code stays broken: the retry is used only when it has no error at all.
+        let broken = "def f():\n    x = (1 +\n# c\n    return x\n";
+        assert!(parse(broken, None).expect("parses").root_node().has_error());
+    }
 
     #[test]
     fn kind_name_is_kind_for_every_node() {

@@ -142,20 +142,16 @@ fn unexpected(node: Node<'_>, source: &str) -> Diagnostic {
 }
 
 /// The offset of the first opening bracket of `text` that no closing bracket matches, skipping
-/// strings and comments (simply: quotes pair on one line, `#` ends the line).
+/// strings ([`crate::syntax::string_end`]) and comments (`#` ends the line).
 fn unclosed_bracket(text: &str) -> Option<usize> {
     let mut open: Vec<(u8, usize)> = Vec::new();
     let bytes = text.as_bytes();
     let mut index = 0;
     while index < bytes.len() {
         match bytes[index] {
-            quote @ (b'"' | b'\'') => {
-                let rest = &bytes[index + 1..];
-                let close = rest
-                    .iter()
-                    .position(|b| *b == quote || *b == b'\n')
-                    .unwrap_or(rest.len());
-                index += close + 1;
+            b'"' | b'\'' => {
+                index = crate::syntax::string_end(bytes, index);
+                continue;
             }
             b'#' => {
                 let rest = &bytes[index..];

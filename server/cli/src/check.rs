@@ -490,7 +490,7 @@ pub(crate) fn parse(text: &str) -> Option<tree_sitter::Tree> {
             parser.set_language(&PYTHON).ok()?;
             *slot = Some(parser);
         }
-        slot.as_mut()?.parse(text, None)
+        tpulint_analyzer::syntax::parse_with(slot.as_mut()?, text, None)
     })
 }
 

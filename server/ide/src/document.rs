@@ -245,6 +245,41 @@ mod tests {
         );
     }
 
+    /// A comment less indented than its block inside brackets (tree-sitter-python issue 256):
+    /// a fresh parse blanks it and retries (`syntax::parse_with`); edits before, on and after it
+    /// keep the editor's tree equal to what `tpulint check` parses.
+    #[test]
+    fn edits_around_a_blanked_comment_keep_the_tree_equal_to_a_fresh_parse() {
+        let text = "def f():\n    x = (1 +\n# c\n         2)\n    return x\n";
+        let mut document = TextDocument::new(text.to_string(), 1);
+        let tree = document.snapshot().parse().expect("parses");
+        assert!(!tree.root_node().has_error());
+        document.store_tree(1, tree);
+        let edits = [
+            ((4, 12, 4, 12), " + 1"),
+            ((2, 3, 2, 3), "omment"),
+            ((1, 4, 1, 4), "y = 0\n    "),
+            ((0, 4, 0, 5), "g"),
+        ];
+        for (version, (range, inserted)) in (2..).zip(edits) {
+            document.apply_changes(
+                vec![change(range, inserted)],
+                version,
+                PositionEncoding::Utf16,
+            );
+            let snapshot = document.snapshot();
+            let incremental = snapshot.parse().expect("parses");
+            let fresh = syntax::parse(&snapshot.text, None).expect("parses");
+            assert_eq!(
+                incremental.root_node().to_sexp(),
+                fresh.root_node().to_sexp(),
+                "{}",
+                snapshot.text
+            );
+            document.store_tree(version, incremental);
+        }
+    }
+
     /// Found by the `lsp_edits` fuzz target (`fuzz/regressions/lsp_edits/error-recovery`): after
     /// these edits, tree-sitter's incremental re-parse recovered from the unclosed `(` otherwise
     /// than a fresh parse (three "cannot parse" errors and no TPU101, against "`(` is never
