@@ -106,6 +106,9 @@ impl SemanticModel<'_> {
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
             copy.first_save.take().map(locate).hash(&mut state);
+            for (name, from, until) in std::mem::take(&mut copy.host_until_moved) {
+                (name, locate(from), locate(until)).hash(&mut state);
+            }
             copy.hash(&mut state);
         }
         let mut file = file.clone();

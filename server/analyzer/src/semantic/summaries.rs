@@ -128,6 +128,13 @@ pub struct FunctionSummary {
     /// `{k: v.to(device) for k, v in batch.items()}`. A loop that passes its batch there moves
     /// the batch each step (TPU607).
     pub moved_parameters: Vec<usize>,
+    /// Per binding of a local name that the body later sends to a device (`x.to(device)`,
+    /// `x.cuda()`, `x = x.to(device)`), its first such move: the name and the byte range
+    /// `[from, until)` over which that binding is still on the host (from the end of the
+    /// binding to the move; parameters are left out; cut at a loop around the move that starts
+    /// after the binding, whose next iteration sees the moved value). Empty when the binding
+    /// itself places the value on a device (`x = y.to(device)`, `device=` other than the CPU).
+    pub host_until_moved: Vec<(String, usize, usize)>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -253,6 +260,11 @@ pub(crate) struct Summaries {
     /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
     /// functions of this file by those names may run any number of times.
     passed_names: HashSet<String>,
+    /// Per name binding met in a function (assignments, `for` targets), while a statement is
+    /// walked: the function (by index), the name's range, where the binding takes effect, and
+    /// whether the value is visibly placed on a device. A list: it is searched only at device
+    /// moves of a plain name.
+    bound_names: Vec<(usize, usize, usize, usize, bool)>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -647,9 +659,13 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         throttle_names: _,
         device_literal_calls: _,
         passed_names: _,
+        bound_names: _,
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
+        for (_, from, until) in function.host_until_moved.iter_mut() {
+            (*from, *until) = (offset(*from), offset(*until));
+        }
     }
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
     *loops = loops.drain().map(|(k, v)| (key(k), v)).collect();
@@ -710,6 +726,8 @@ fn append(
         throttle_names: _,
         device_literal_calls,
         passed_names,
+        // Needed only while the statement is walked.
+        bound_names: _,
     } = moved;
     summaries.functions.extend(functions);
     summaries
@@ -818,6 +836,9 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
+            if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
+                bind_names(summaries, index, target, target.end_byte(), false);
+            }
             mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
@@ -844,6 +865,14 @@ fn enter(
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
         "assignment" => {
+            if let (Some(left), Some(right), Some(index)) = (
+                node.field("left"),
+                node.field("right"),
+                innermost_function(stack),
+            ) {
+                let on_device = placed_on_device(right, source, resolver);
+                bind_names(summaries, index, left, node.end_byte(), on_device);
+            }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
                 && left.kind_name() == "identifier"
@@ -982,6 +1011,19 @@ fn call(
             .contains(&position)
     {
         summaries.functions[index].moved_parameters.push(position);
+    }
+    if let Some(receiver) = receiver.filter(|r| r.kind_name() == "identifier")
+        && let Some(index) = innermost_function(stack)
+        && moves_to_device(method, arguments, source, resolver)
+    {
+        record_move(
+            summaries,
+            index,
+            receiver,
+            node.start_byte(),
+            source,
+            ancestors,
+        );
     }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
@@ -1205,6 +1247,132 @@ fn sends_to_a_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver
         .and_then(|parts| parts.last().copied())
         .unwrap_or("");
     !(last.contains("dtype") || crate::torch_api::canonical_dtype(last).is_some())
+}
+
+/// Whether a method call sends its receiver to a device: `.cuda()`, or `.to(...)` of a device
+/// other than the CPU (not a dtype).
+fn moves_to_device(
+    method: Option<&str>,
+    arguments: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+) -> bool {
+    match method {
+        Some("cuda") => true,
+        Some("to") => {
+            sends_to_a_device(arguments, source, resolver)
+                && !node_text(arguments, source).contains("cpu")
+        }
+        _ => false,
+    }
+}
+
+/// Whether a bound value is visibly placed on a device: a move (`y.to(device)`, `y.cuda()`) or
+/// a call with a `device=` other than the CPU (`torch.zeros(n, device=device)`).
+fn placed_on_device(value: Node<'_>, source: &str, resolver: &impl Resolver) -> bool {
+    let Some((function, arguments)) = syntax::call_parts(syntax::unparenthesize(value)) else {
+        return false;
+    };
+    let method = function.field("attribute").map(|a| node_text(a, source));
+    moves_to_device(method, arguments, source, resolver)
+        || syntax::keyword_arg(arguments, "device", source)
+            .is_some_and(|device| !node_text(device, source).contains("cpu"))
+}
+
+/// Records the names a binding target (`x`, `a, b`, `(k, v)`) binds in function `index`.
+fn bind_names(
+    summaries: &mut Summaries,
+    index: usize,
+    target: Node<'_>,
+    at: usize,
+    on_device: bool,
+) {
+    let mut pending = vec![target];
+    while let Some(node) = pending.pop() {
+        match node.kind_name() {
+            "identifier" => summaries.bound_names.push((
+                index,
+                node.start_byte(),
+                node.end_byte(),
+                at,
+                on_device,
+            )),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+                pending.extend(node.named_nodes())
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Records where the local binding that a device move of `receiver` (a plain name; the call
+/// starts at `at`) moves is still on the host, unless an earlier move of the same binding was
+/// recorded (see `FunctionSummary::host_until_moved`). Moves in lambdas, comprehensions and class bodies
+/// are left out: their names may be other bindings.
+fn record_move(
+    summaries: &mut Summaries,
+    index: usize,
+    receiver: Node<'_>,
+    at: usize,
+    source: &str,
+    ancestors: &[Node<'_>],
+) {
+    let Some(position) = ancestors
+        .iter()
+        .rposition(|a| a.kind_name() == "function_definition")
+    else {
+        return;
+    };
+    let inner = &ancestors[position + 1..];
+    if inner.iter().any(|a| {
+        matches!(
+            a.kind_name(),
+            "lambda"
+                | "class_definition"
+                | "list_comprehension"
+                | "set_comprehension"
+                | "dictionary_comprehension"
+                | "generator_expression"
+        )
+    }) {
+        return;
+    }
+    let name = node_text(receiver, source);
+    // The binding the move moves: the last one that takes effect before the call.
+    let binding = summaries
+        .bound_names
+        .iter()
+        .filter(|(function, start, end, effect, _)| {
+            *function == index && *effect <= at && source.get(*start..*end) == Some(name)
+        })
+        .max_by_key(|(_, _, _, effect, _)| *effect);
+    // A parameter (or a name of an outer scope) is whatever the caller passes, which may be on
+    // the device already: the move is then defensive (`ids.to(self.weight.device)`).
+    let Some(&(_, _, _, from, on_device)) = binding else {
+        return;
+    };
+    let summary = &mut summaries.functions[index];
+    if summary
+        .host_until_moved
+        .iter()
+        .any(|(moved, start, _)| moved == name && *start == from)
+    {
+        return;
+    }
+    let until = if on_device {
+        from
+    } else {
+        inner
+            .iter()
+            .find(|a| {
+                matches!(a.kind_name(), "for_statement" | "while_statement")
+                    && a.start_byte() > from
+            })
+            .map_or(at, |looped| looped.start_byte().min(at))
+    };
+    summary
+        .host_until_moved
+        .push((name.to_string(), from, until));
 }
 
 /// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
