@@ -2162,7 +2162,7 @@ impl<'t> SemanticModel<'t> {
         if summary
             .host_until_moved
             .iter()
-            .any(|(moved, from, until)| moved == text && (*from..*until).contains(&at))
+            .any(|(moved, range)| moved == text && range.contains(&at))
         {
             return Fact {
                 device: Device::Cpu,

@@ -12,6 +12,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::semantic::guards::{self, HardwareScope};
 use crate::semantic::{Fact, ValueKind};
+use crate::source::TextRange;
 use crate::syntax::{self, NodeExt, node_text};
 
 /// The facts of a function's `return` statements, merged as the traversal meets them.
@@ -134,7 +135,9 @@ pub struct FunctionSummary {
     /// binding to the move; parameters are left out; cut at a loop around the move that starts
     /// after the binding, whose next iteration sees the moved value). Empty when the binding
     /// itself places the value on a device (`x = y.to(device)`, `device=` other than the CPU).
-    pub host_until_moved: Vec<(String, usize, usize)>,
+    /// (A range, not two offsets: `(String, TextRange)` is a list type the suppressions already
+    /// use, one instantiation fewer in the WebAssembly module.)
+    pub host_until_moved: Vec<(String, TextRange)>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -663,8 +666,8 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
-        for (_, from, until) in function.host_until_moved.iter_mut() {
-            (*from, *until) = (offset(*from), offset(*until));
+        for (_, range) in function.host_until_moved.iter_mut() {
+            *range = offset(range.start)..offset(range.end);
         }
     }
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
@@ -1355,7 +1358,7 @@ fn record_move(
     if summary
         .host_until_moved
         .iter()
-        .any(|(moved, start, _)| moved == name && *start == from)
+        .any(|(moved, range)| moved == name && range.start == from)
     {
         return;
     }
@@ -1372,7 +1375,7 @@ fn record_move(
     };
     summary
         .host_until_moved
-        .push((name.to_string(), from, until));
+        .push((name.to_string(), from..until));
 }
 
 /// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
