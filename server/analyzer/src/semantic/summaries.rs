@@ -227,7 +227,10 @@ pub(crate) struct Summaries {
     /// A list, not a set: few functions call device APIs, and one hash-set type fewer keeps the
     /// WebAssembly module within its size guard.
     cuda_device_functions: Vec<usize>,
-    body_blocks: HashMap<usize, u64>,
+    /// Per function (by index), the key of its body block (0 before it is met: a key always has
+    /// a kind). A list beside `functions` rather than a map: one hash-map type fewer in the
+    /// WebAssembly module.
+    body_blocks: Vec<u64>,
     /// Functions every call of which in this file runs only with CUDA (`if
     /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
     /// such a function or from one whose body uses a CUDA-only package): their bodies are
@@ -297,6 +300,14 @@ impl Summaries {
 
     pub(crate) fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
         self.loops.get(&node_key(loop_node))
+    }
+
+    /// The key of a function's body block (see `body_blocks`).
+    fn body_block(&self, index: usize) -> Option<u64> {
+        self.body_blocks
+            .get(index)
+            .copied()
+            .filter(|block| *block != 0)
     }
 
     /// Whether a block or class needs CUDA whenever it runs (see `cuda_library_scopes`).
@@ -677,7 +688,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
     *compared_counts = compared_counts.drain().map(key).collect();
-    for block in body_blocks.values_mut() {
+    for block in body_blocks.iter_mut().filter(|block| **block != 0) {
         *block = key(*block);
     }
     file.first_module_save = file.first_module_save.map(offset);
@@ -791,11 +802,8 @@ fn append(
     summaries
         .cuda_device_functions
         .extend(cuda_device_functions.into_iter().map(|index| first + index));
-    summaries.body_blocks.extend(
-        body_blocks
-            .into_iter()
-            .map(|(index, block)| (first + index, block)),
-    );
+    // One per function, in the order of `functions`.
+    summaries.body_blocks.extend(body_blocks);
     loop_roots.extend(part_loop_roots);
 }
 
@@ -836,6 +844,7 @@ fn enter(
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
+            summaries.body_blocks.push(0);
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
@@ -862,8 +871,10 @@ fn enter(
         | "dictionary_comprehension"
         | "generator_expression" => mark_loop(summaries, stack),
         "block" => {
-            if let Some((_, Frame::Function(index))) = stack.last() {
-                summaries.body_blocks.insert(*index, node_key(node));
+            if let Some((_, Frame::Function(index))) = stack.last()
+                && let Some(block) = summaries.body_blocks.get_mut(*index)
+            {
+                *block = node_key(node);
             }
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
@@ -1193,8 +1204,8 @@ fn comparison_scopes(summaries: &mut Summaries) {
         }
     }
     for caller in both {
-        if let Some(block) = summaries.body_blocks.get(&caller) {
-            summaries.comparison_scopes.insert(*block);
+        if let Some(block) = summaries.body_block(caller) {
+            summaries.comparison_scopes.insert(block);
         }
     }
 }
@@ -1320,62 +1331,46 @@ fn record_move(
     source: &str,
     ancestors: &[Node<'_>],
 ) {
-    let Some(position) = ancestors
-        .iter()
-        .rposition(|a| a.kind_name() == "function_definition")
-    else {
-        return;
-    };
-    let inner = &ancestors[position + 1..];
-    if inner.iter().any(|a| {
-        matches!(
-            a.kind_name(),
-            "lambda"
-                | "class_definition"
-                | "list_comprehension"
-                | "set_comprehension"
-                | "dictionary_comprehension"
-                | "generator_expression"
-        )
-    }) {
-        return;
-    }
     let name = node_text(receiver, source);
-    // The binding the move moves: the last one that takes effect before the call.
-    let binding = summaries
-        .bound_names
-        .iter()
-        .filter(|(function, start, end, effect, _)| {
-            *function == index && *effect <= at && source.get(*start..*end) == Some(name)
-        })
-        .max_by_key(|(_, _, _, effect, _)| *effect);
-    // A parameter (or a name of an outer scope) is whatever the caller passes, which may be on
-    // the device already: the move is then defensive (`ids.to(self.weight.device)`).
-    let Some(&(_, _, _, from, on_device)) = binding else {
+    // The binding the move moves: the last one that takes effect before the call. A parameter
+    // (or a name of an outer scope) is whatever the caller passes, which may be on the device
+    // already: the move is then defensive (`ids.to(self.weight.device)`).
+    let mut binding = None;
+    for &(function, start, end, effect, on_device) in &summaries.bound_names {
+        if function == index
+            && effect <= at
+            && binding.is_none_or(|(from, _)| from < effect)
+            && source.get(start..end) == Some(name)
+        {
+            binding = Some((effect, on_device));
+        }
+    }
+    let Some((from, on_device)) = binding else {
         return;
     };
-    let summary = &mut summaries.functions[index];
-    if summary
-        .host_until_moved
+    let mut until = if on_device { from } else { at };
+    for ancestor in ancestors.iter().rev().skip(1) {
+        match ancestor.kind_name() {
+            "function_definition" => break,
+            "lambda"
+            | "class_definition"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => return,
+            "for_statement" | "while_statement" if ancestor.start_byte() > from => {
+                until = until.min(ancestor.start_byte())
+            }
+            _ => {}
+        }
+    }
+    let moves = &mut summaries.functions[index].host_until_moved;
+    if !moves
         .iter()
         .any(|(moved, range)| moved == name && range.start == from)
     {
-        return;
+        moves.push((name.to_string(), from..until));
     }
-    let until = if on_device {
-        from
-    } else {
-        inner
-            .iter()
-            .find(|a| {
-                matches!(a.kind_name(), "for_statement" | "while_statement")
-                    && a.start_byte() > from
-            })
-            .map_or(at, |looped| looped.start_byte().min(at))
-    };
-    summary
-        .host_until_moved
-        .push((name.to_string(), from..until));
 }
 
 /// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
@@ -1488,9 +1483,9 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
     flags.retain(|flag| !enabled_elsewhere.contains(flag.as_str()));
     for (index, flag) in &summaries.flag_sets {
         if flags.contains(flag)
-            && let Some(block) = summaries.body_blocks.get(index)
+            && let Some(block) = summaries.body_block(*index)
         {
-            summaries.cuda_library_scopes.insert(*block);
+            summaries.cuda_library_scopes.insert(block);
         }
     }
     summaries.cuda_mode_flags = flags;
@@ -2065,9 +2060,8 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     let mut cuda_only: Vec<bool> = (0..summaries.functions.len())
         .map(|index| {
             summaries
-                .body_blocks
-                .get(&index)
-                .is_some_and(|block| summaries.cuda_library_scopes.contains(block))
+                .body_block(index)
+                .is_some_and(|block| summaries.cuda_library_scopes.contains(&block))
         })
         .collect();
     let library_users = cuda_only.clone();
@@ -2096,8 +2090,8 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
         summaries
             .cuda_only_callees
             .insert(summaries.functions[id].name.clone());
-        if let Some(block) = summaries.body_blocks.get(&id) {
-            summaries.cuda_library_scopes.insert(*block);
+        if let Some(block) = summaries.body_block(id) {
+            summaries.cuda_library_scopes.insert(block);
         }
     }
 }
