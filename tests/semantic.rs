@@ -1086,3 +1086,77 @@ fn elif_throttles_are_cold() {
     let hot = "import torch\nfor step, batch in enumerate(loader):\n    loss = model(batch).sum()\n    loss.backward()\n    if step == 0:\n        pass\n    elif flag:\n        ⟦x⟧ = loss.item()\n";
     assert!(at(hot).hot_path.is_some());
 }
+
+#[test]
+fn names_moved_to_the_device_later_are_on_the_host_until_then() {
+    let device = |marked: &str| {
+        let fact = at(marked).fact;
+        assert_eq!(fact.kind, ValueKind::Tensor, "{marked}");
+        fact.device
+    };
+    // Built from an annotated parameter (a guess) and moved two lines later: a host tensor.
+    let head =
+        "import torch\nclass P:\n    def __call__(self, w: torch.Tensor, masks: torch.Tensor):\n";
+    let later = format!(
+        "{head}        if masks is None:\n            lens = torch.ones(3)\n        else:\n            lens = masks.sum(dim=1)\n        short = ⟦lens⟧ < 2\n        lens[short] = 1\n        return self.m(w, lens.to(self.device))\n"
+    );
+    assert_eq!(device(&later), Device::Cpu);
+    // `name = name.to(...)` and `.cuda()` move too; the mask built from it is a host mask.
+    let rebound = format!(
+        "{head}        lens = masks.sum(dim=1)\n        short = lens < 2\n        ⟦short⟧\n        lens = lens.cuda()\n"
+    );
+    assert_eq!(device(&rebound), Device::Cpu);
+    // After the move it is on the device.
+    let after = format!(
+        "{head}        x = masks * 2\n        x = x.to(self.device)\n        ⟦x⟧[x > 0] = 0\n"
+    );
+    assert_eq!(device(&after), Device::Accelerator);
+    // The move is of another binding of the name.
+    let other = format!(
+        "{head}        x = masks * 2\n        ⟦x⟧[x > 0] = 0\n        x = masks + 1\n        x.to(self.device)\n"
+    );
+    assert_eq!(device(&other), Device::Accelerator);
+    // The definition already places it: a model's output, a move, `device=`, hard-coded CUDA.
+    let output = "import torch\nclass P:\n    def __call__(self, model, masks: torch.Tensor):\n        x = model(masks)\n        ⟦x⟧[x > 0] = 0\n        x.to(self.device)\n";
+    assert_eq!(device(output), Device::Accelerator);
+    let moved = format!(
+        "{head}        x = (masks * 2).to(self.device)\n        ⟦x⟧[x > 0] = 0\n        x.to(self.device)\n"
+    );
+    assert_eq!(device(&moved), Device::Accelerator);
+    let cuda = format!(
+        "{head}        x = torch.zeros(3, device=\"cuda\")\n        ⟦x⟧[x > 0] = 0\n        x.to(self.device)\n"
+    );
+    assert_eq!(device(&cuda), Device::Cuda);
+    // A dtype conversion or a copy to the CPU is no move to the device.
+    let dtype = format!(
+        "{head}        x = masks * 2\n        ⟦x⟧[x > 0] = 0\n        x = x.to(torch.float32)\n        y = x.to(\"cpu\")\n"
+    );
+    assert_eq!(device(&dtype), Device::Accelerator);
+    // In a loop whose next iteration sees the moved value, the earlier line is not host code.
+    let looped = format!(
+        "{head}        x = masks * 2\n        for _ in range(3):\n            ⟦x⟧[x > 0] = 0\n            x = x.to(self.device)\n"
+    );
+    assert_eq!(device(&looped), Device::Accelerator);
+    // Bound afresh in the loop's body, each iteration's value is on the host until it moves.
+    let fresh = format!(
+        "{head}        for _ in range(3):\n            x = masks * 2\n            ⟦x⟧[x > 0] = 0\n            x = x.to(self.device)\n"
+    );
+    assert_eq!(device(&fresh), Device::Cpu);
+    // A nested function's own name is not the outer function's.
+    let nested = format!(
+        "{head}        x = masks * 2\n        def inner(x: torch.Tensor):\n            return ⟦x⟧ + 1\n        return inner(x.to(self.device))\n"
+    );
+    assert_eq!(device(&nested), Device::Accelerator);
+    // A parameter is whatever the caller passes: the move may be defensive.
+    let parameter =
+        format!("{head}        ⟦masks⟧[masks > 0] = 0\n        masks.to(self.device)\n");
+    assert_eq!(device(&parameter), Device::Accelerator);
+    // So are `forward`'s inputs and what is computed from them (`ids.to(self.weight.device)`).
+    let forward = "import torch\nclass M(torch.nn.Module):\n    def forward(self, ids):\n        x = ids * 2\n        ⟦x⟧[x > 0] = 0\n        x = x.to(self.weight.device)\n";
+    assert_eq!(device(forward), Device::Accelerator);
+    // The masked write before the move is not reported.
+    let source = format!(
+        "{head}        lens = masks.sum(dim=1)\n        lens[lens < 2] = 1\n        return self.m(w, lens.to(self.device))\n"
+    );
+    assert!(finding_lines(&source, &Settings::default()).is_empty());
+}

@@ -108,6 +108,9 @@ impl SemanticModel<'_> {
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
             copy.first_save.take().map(locate).hash(&mut state);
+            for (name, range) in std::mem::take(&mut copy.host_until_moved) {
+                (name, locate(range.start), locate(range.end)).hash(&mut state);
+            }
             copy.hash(&mut state);
         }
         let mut file = file.clone();

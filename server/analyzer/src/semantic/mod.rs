@@ -183,6 +183,8 @@ enum Frame {
         node_id: usize,
         /// The index into `functions`.
         id: usize,
+        /// The index of its summary (`Summaries::functions`).
+        summary: Option<usize>,
     },
     Class(usize),
     Loop {
@@ -1353,6 +1355,7 @@ impl<'t> SemanticModel<'t> {
             class: if directly_in_class { class } else { None },
             node_id: node.id(),
             id,
+            summary: self.summaries.function_index(node),
         });
         self.scopes.push(Scope::default());
         if let Some(parameters) = node.field("parameters") {
@@ -2056,7 +2059,7 @@ impl<'t> SemanticModel<'t> {
         let origin = Some((expr.start_byte(), expr.end_byte()));
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
-                Some(Binding::Value(fact)) => *fact,
+                Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
                 }
@@ -2144,6 +2147,45 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         }
+    }
+
+    /// A tensor name the current function sends to a device later (`x.to(device)`,
+    /// `x = x.cuda()`) is still on the host before that move, unless what the index knows says
+    /// it is on a device already: hard-coded CUDA, a model's output, a factory with `device=`
+    /// (see `FunctionSummary::host_until_moved`; an annotated parameter, or an operation on one,
+    /// is no such evidence outside `forward`, step and compiled functions).
+    fn before_its_move(&self, fact: Fact, name: Node<'_>) -> Fact {
+        if fact.kind != ValueKind::Tensor
+            || matches!(fact.device, Device::Cpu | Device::Cuda)
+            || matches!(fact.evidence, Evidence::ModuleCall | Evidence::Factory)
+        {
+            return fact;
+        }
+        let frame = self.frames.iter().rev().find_map(|frame| match frame {
+            Frame::Function { summary, hot, .. } => Some((*summary, *hot)),
+            _ => None,
+        });
+        // `forward`'s and a step function's inputs are the device's: a move there is defensive
+        // (`lengths.to(x.device)` for a model split over devices), not from the host.
+        let Some(summary) = frame
+            .filter(|(_, hot)| hot.is_none() || *hot == Some(HotPath::CalledFromLoop))
+            .and_then(|(summary, _)| summary)
+            .and_then(|i| self.summaries.functions.get(i))
+        else {
+            return fact;
+        };
+        let (text, at) = (node_text(name, self.source), name.start_byte());
+        if summary
+            .host_until_moved
+            .iter()
+            .any(|(moved, range)| moved == text && range.contains(&at))
+        {
+            return Fact {
+                device: Device::Cpu,
+                ..fact
+            };
+        }
+        fact
     }
 
     fn attribute_fact(&self, expr: Node<'_>, depth: usize) -> Fact {

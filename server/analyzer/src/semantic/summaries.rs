@@ -12,6 +12,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::semantic::guards::{self, HardwareScope};
 use crate::semantic::{Fact, ValueKind};
+use crate::source::TextRange;
 use crate::syntax::{self, NodeExt, node_text};
 
 /// The facts of a function's `return` statements, merged as the traversal meets them.
@@ -128,6 +129,15 @@ pub struct FunctionSummary {
     /// `{k: v.to(device) for k, v in batch.items()}`. A loop that passes its batch there moves
     /// the batch each step (TPU607).
     pub moved_parameters: Vec<usize>,
+    /// Per binding of a local name that the body later sends to a device (`x.to(device)`,
+    /// `x.cuda()`, `x = x.to(device)`), its first such move: the name and the byte range
+    /// `[from, until)` over which that binding is still on the host (from the end of the
+    /// binding to the move; parameters are left out; cut at a loop around the move that starts
+    /// after the binding, whose next iteration sees the moved value). Empty when the binding
+    /// itself places the value on a device (`x = y.to(device)`, `device=` other than the CPU).
+    /// (A range, not two offsets: `(String, TextRange)` is a list type the suppressions already
+    /// use, one instantiation fewer in the WebAssembly module.)
+    pub host_until_moved: Vec<(String, TextRange)>,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -217,7 +227,10 @@ pub(crate) struct Summaries {
     /// A list, not a set: few functions call device APIs, and one hash-set type fewer keeps the
     /// WebAssembly module within its size guard.
     cuda_device_functions: Vec<usize>,
-    body_blocks: HashMap<usize, u64>,
+    /// Per function (by index), the key of its body block (0 before it is met: a key always has
+    /// a kind). A list beside `functions` rather than a map: one hash-map type fewer in the
+    /// WebAssembly module.
+    body_blocks: Vec<u64>,
     /// Functions every call of which in this file runs only with CUDA (`if
     /// torch.cuda.is_available(): f()`, `not torch.cuda.is_available() or not f()`, or a call from
     /// such a function or from one whose body uses a CUDA-only package): their bodies are
@@ -253,6 +266,11 @@ pub(crate) struct Summaries {
     /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
     /// functions of this file by those names may run any number of times.
     passed_names: HashSet<String>,
+    /// Per name binding met in a function (assignments, `for` targets), while a statement is
+    /// walked: the function (by index), the name's range, where the binding takes effect, and
+    /// whether the value is visibly placed on a device. A list: it is searched only at device
+    /// moves of a plain name.
+    bound_names: Vec<(usize, usize, usize, usize, bool)>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -282,6 +300,14 @@ impl Summaries {
 
     pub(crate) fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
         self.loops.get(&node_key(loop_node))
+    }
+
+    /// The key of a function's body block (see `body_blocks`).
+    fn body_block(&self, index: usize) -> Option<u64> {
+        self.body_blocks
+            .get(index)
+            .copied()
+            .filter(|block| *block != 0)
     }
 
     /// Whether a block or class needs CUDA whenever it runs (see `cuda_library_scopes`).
@@ -647,9 +673,13 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         throttle_names: _,
         device_literal_calls: _,
         passed_names: _,
+        bound_names: _,
     } = summaries;
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
+        for (_, range) in function.host_until_moved.iter_mut() {
+            *range = offset(range.start)..offset(range.end);
+        }
     }
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
     *loops = loops.drain().map(|(k, v)| (key(k), v)).collect();
@@ -658,7 +688,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
     *compared_counts = compared_counts.drain().map(key).collect();
-    for block in body_blocks.values_mut() {
+    for block in body_blocks.iter_mut().filter(|block| **block != 0) {
         *block = key(*block);
     }
     file.first_module_save = file.first_module_save.map(offset);
@@ -710,6 +740,8 @@ fn append(
         throttle_names: _,
         device_literal_calls,
         passed_names,
+        // Needed only while the statement is walked.
+        bound_names: _,
     } = moved;
     summaries.functions.extend(functions);
     summaries
@@ -770,11 +802,8 @@ fn append(
     summaries
         .cuda_device_functions
         .extend(cuda_device_functions.into_iter().map(|index| first + index));
-    summaries.body_blocks.extend(
-        body_blocks
-            .into_iter()
-            .map(|(index, block)| (first + index, block)),
-    );
+    // One per function, in the order of `functions`.
+    summaries.body_blocks.extend(body_blocks);
     loop_roots.extend(part_loop_roots);
 }
 
@@ -815,9 +844,13 @@ fn enter(
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
+            summaries.body_blocks.push(0);
             stack.push((node.id(), Frame::Function(index)));
         }
         "for_statement" | "while_statement" => {
+            if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
+                bind_names(summaries, index, target, target.end_byte(), false);
+            }
             mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
@@ -838,12 +871,22 @@ fn enter(
         | "dictionary_comprehension"
         | "generator_expression" => mark_loop(summaries, stack),
         "block" => {
-            if let Some((_, Frame::Function(index))) = stack.last() {
-                summaries.body_blocks.insert(*index, node_key(node));
+            if let Some((_, Frame::Function(index))) = stack.last()
+                && let Some(block) = summaries.body_blocks.get_mut(*index)
+            {
+                *block = node_key(node);
             }
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
         "assignment" => {
+            if let (Some(left), Some(right), Some(index)) = (
+                node.field("left"),
+                node.field("right"),
+                innermost_function(stack),
+            ) {
+                let on_device = placed_on_device(right, source, resolver);
+                bind_names(summaries, index, left, node.end_byte(), on_device);
+            }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
                 && left.kind_name() == "identifier"
@@ -982,6 +1025,19 @@ fn call(
             .contains(&position)
     {
         summaries.functions[index].moved_parameters.push(position);
+    }
+    if let Some(receiver) = receiver.filter(|r| r.kind_name() == "identifier")
+        && let Some(index) = innermost_function(stack)
+        && moves_to_device(method, arguments, source, resolver)
+    {
+        record_move(
+            summaries,
+            index,
+            receiver,
+            node.start_byte(),
+            source,
+            ancestors,
+        );
     }
     let syncs = SYNC_CALLS.contains(&q);
     let backward = name == Some("backward");
@@ -1148,8 +1204,8 @@ fn comparison_scopes(summaries: &mut Summaries) {
         }
     }
     for caller in both {
-        if let Some(block) = summaries.body_blocks.get(&caller) {
-            summaries.comparison_scopes.insert(*block);
+        if let Some(block) = summaries.body_block(caller) {
+            summaries.comparison_scopes.insert(block);
         }
     }
 }
@@ -1205,6 +1261,116 @@ fn sends_to_a_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver
         .and_then(|parts| parts.last().copied())
         .unwrap_or("");
     !(last.contains("dtype") || crate::torch_api::canonical_dtype(last).is_some())
+}
+
+/// Whether a method call sends its receiver to a device: `.cuda()`, or `.to(...)` of a device
+/// other than the CPU (not a dtype).
+fn moves_to_device(
+    method: Option<&str>,
+    arguments: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+) -> bool {
+    match method {
+        Some("cuda") => true,
+        Some("to") => {
+            sends_to_a_device(arguments, source, resolver)
+                && !node_text(arguments, source).contains("cpu")
+        }
+        _ => false,
+    }
+}
+
+/// Whether a bound value is visibly placed on a device: a move (`y.to(device)`, `y.cuda()`) or
+/// a call with a `device=` other than the CPU (`torch.zeros(n, device=device)`).
+fn placed_on_device(value: Node<'_>, source: &str, resolver: &impl Resolver) -> bool {
+    let Some((function, arguments)) = syntax::call_parts(syntax::unparenthesize(value)) else {
+        return false;
+    };
+    let method = function.field("attribute").map(|a| node_text(a, source));
+    moves_to_device(method, arguments, source, resolver)
+        || syntax::keyword_arg(arguments, "device", source)
+            .is_some_and(|device| !node_text(device, source).contains("cpu"))
+}
+
+/// Records the names a binding target (`x`, `a, b`, `(k, v)`) binds in function `index`.
+fn bind_names(
+    summaries: &mut Summaries,
+    index: usize,
+    target: Node<'_>,
+    at: usize,
+    on_device: bool,
+) {
+    let mut pending = vec![target];
+    while let Some(node) = pending.pop() {
+        match node.kind_name() {
+            "identifier" => summaries.bound_names.push((
+                index,
+                node.start_byte(),
+                node.end_byte(),
+                at,
+                on_device,
+            )),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+                pending.extend(node.named_nodes())
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Records where the local binding that a device move of `receiver` (a plain name; the call
+/// starts at `at`) moves is still on the host, unless an earlier move of the same binding was
+/// recorded (see `FunctionSummary::host_until_moved`). Moves in lambdas, comprehensions and class bodies
+/// are left out: their names may be other bindings.
+fn record_move(
+    summaries: &mut Summaries,
+    index: usize,
+    receiver: Node<'_>,
+    at: usize,
+    source: &str,
+    ancestors: &[Node<'_>],
+) {
+    let name = node_text(receiver, source);
+    // The binding the move moves: the last one that takes effect before the call. A parameter
+    // (or a name of an outer scope) is whatever the caller passes, which may be on the device
+    // already: the move is then defensive (`ids.to(self.weight.device)`).
+    let mut binding = None;
+    for &(function, start, end, effect, on_device) in &summaries.bound_names {
+        if function == index
+            && effect <= at
+            && binding.is_none_or(|(from, _)| from < effect)
+            && source.get(start..end) == Some(name)
+        {
+            binding = Some((effect, on_device));
+        }
+    }
+    let Some((from, on_device)) = binding else {
+        return;
+    };
+    let mut until = if on_device { from } else { at };
+    for ancestor in ancestors.iter().rev().skip(1) {
+        match ancestor.kind_name() {
+            "function_definition" => break,
+            "lambda"
+            | "class_definition"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => return,
+            "for_statement" | "while_statement" if ancestor.start_byte() > from => {
+                until = until.min(ancestor.start_byte())
+            }
+            _ => {}
+        }
+    }
+    let moves = &mut summaries.functions[index].host_until_moved;
+    if !moves
+        .iter()
+        .any(|(moved, range)| moved == name && range.start == from)
+    {
+        moves.push((name.to_string(), from..until));
+    }
 }
 
 /// The name a `.to(...)` call (the last of `ancestors`) moves: its receiver with subscripts
@@ -1317,9 +1483,9 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
     flags.retain(|flag| !enabled_elsewhere.contains(flag.as_str()));
     for (index, flag) in &summaries.flag_sets {
         if flags.contains(flag)
-            && let Some(block) = summaries.body_blocks.get(index)
+            && let Some(block) = summaries.body_block(*index)
         {
-            summaries.cuda_library_scopes.insert(*block);
+            summaries.cuda_library_scopes.insert(block);
         }
     }
     summaries.cuda_mode_flags = flags;
@@ -1894,9 +2060,8 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     let mut cuda_only: Vec<bool> = (0..summaries.functions.len())
         .map(|index| {
             summaries
-                .body_blocks
-                .get(&index)
-                .is_some_and(|block| summaries.cuda_library_scopes.contains(block))
+                .body_block(index)
+                .is_some_and(|block| summaries.cuda_library_scopes.contains(&block))
         })
         .collect();
     let library_users = cuda_only.clone();
@@ -1925,8 +2090,8 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
         summaries
             .cuda_only_callees
             .insert(summaries.functions[id].name.clone());
-        if let Some(block) = summaries.body_blocks.get(&id) {
-            summaries.cuda_library_scopes.insert(*block);
+        if let Some(block) = summaries.body_block(id) {
+            summaries.cuda_library_scopes.insert(block);
         }
     }
 }
