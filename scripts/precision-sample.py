@@ -31,6 +31,8 @@ CODE_BASES = list(realcode_corpus.RELEASES) + list(realcode_corpus.REPOSITORIES)
 HELD_OUT = list(realcode_corpus.HELD_OUT_RELEASES)
 # The seventh pass: `--bases held-out-2` (a second held-out set, HELD_OUT_2_RELEASES).
 HELD_OUT_2 = list(realcode_corpus.HELD_OUT_2_RELEASES)
+# The eighth pass: `--bases held-out-3` (a third held-out set, HELD_OUT_3_RELEASES).
+HELD_OUT_3 = list(realcode_corpus.HELD_OUT_3_RELEASES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -124,7 +126,7 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
+    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 
