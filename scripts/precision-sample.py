@@ -31,6 +31,8 @@ CODE_BASES = list(realcode_corpus.RELEASES) + list(realcode_corpus.REPOSITORIES)
 HELD_OUT = list(realcode_corpus.HELD_OUT_RELEASES)
 # The seventh pass: `--bases held-out-2` (a second held-out set, HELD_OUT_2_RELEASES).
 HELD_OUT_2 = list(realcode_corpus.HELD_OUT_2_RELEASES)
+# The eighth pass: `--bases held-out-3` (a third held-out set, HELD_OUT_3_RELEASES).
+HELD_OUT_3 = list(realcode_corpus.HELD_OUT_3_RELEASES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -59,6 +61,13 @@ def context(path: pathlib.Path, row: int, radius: int = 3) -> list[str]:
 VERDICTS = {"W": "wanted", "D": "debatable", "U": "unwanted"}
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a share k/n."""
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z * (k * (n - k) / n + z * z / 4) ** 0.5 / (n + z * z)
+    return centre - half, centre + half
+
+
 def render(sample_path: str, verdicts_path: str) -> int:
     data = json.loads(pathlib.Path(sample_path).read_text())
     verdicts = {}
@@ -67,6 +76,9 @@ def render(sample_path: str, verdicts_path: str) -> int:
             index, verdict, reason = line.split("\t", 2)
             verdicts[int(index)] = (verdict, reason)
     sample = data["sample"]
+    for f in sample:
+        # A parse error has no rule code; name it by its kind so the rule table can sort it.
+        f["code"] = f["code"] or f["name"]
     missing = [f["id"] for f in sample if f["id"] not in verdicts]
     if missing:
         raise SystemExit(f"error: no verdict for findings {missing}")
@@ -82,6 +94,16 @@ def render(sample_path: str, verdicts_path: str) -> int:
         if drawn:
             weighted += n * sum(verdicts[f["id"]][0] == "W" for f in drawn) / len(drawn)
     print(f"Pool-weighted estimate of the wanted share: {100 * weighted / sum(totals.values()):.0f}%.")
+    low, high = wilson(counts["W"], total)
+    low2, high2 = wilson(counts["W"] + counts["D"], total)
+    print(f"Wilson 95% interval: wanted {100 * low:.0f}%-{100 * high:.0f}%, "
+          f"wanted or debatable {100 * low2:.0f}%-{100 * high2:.0f}%.")
+    print()
+    print("| Severity | Drawn | Wanted | Debatable | Unwanted |")
+    print("|---|---|---|---|---|")
+    for severity in ("error", "warning", "info"):
+        c = collections.Counter(verdicts[f["id"]][0] for f in sample if f["severity"] == severity)
+        print(f"| {severity} | {sum(c.values())} | {c['W']} | {c['D']} | {c['U']} |")
     print()
     print("| Code base | Findings | Drawn | Wanted | Debatable | Unwanted |")
     print("|---|---|---|---|---|---|")
@@ -124,7 +146,7 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
+    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

@@ -66,6 +66,20 @@ HELD_OUT_2_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "pyro-ppl==1.9.1",
 ])
 
+# The eighth pass's held-out code bases (docs/precision.md, seed 10707): a third set no session had
+# looked at, selected with `precision-sample.py --bases held-out-3`; never used by the real-code
+# harness or CI. Pure-Python wheels; their wheel files are named by the distribution
+# (pytorch_metric_learning-2.7.0-..., stable_baselines3-..., mosaicml-...), the import packages
+# inside are pytorch_metric_learning, stable_baselines3 and composer.
+HELD_OUT_3_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "ultralytics==8.3.40",
+    "fastai==2.7.18",
+    "mosaicml==0.27.0",
+    "gpytorch==1.13",
+    "pytorch-metric-learning==2.7.0",
+    "stable-baselines3==2.4.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -80,7 +94,7 @@ def log(message: str) -> None:
 
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
-    requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES}[name]
+    requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -88,8 +102,10 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     cache.mkdir(parents=True, exist_ok=True)
 
     def cached() -> list[pathlib.Path]:
+        # The version must end at the prefix: gpytorch-1.13 is not gpytorch-1.13.1.
         return sorted(p for p in cache.iterdir()
-                      if p.name.startswith(prefix) and p.suffix in (".whl", ".gz", ".zip"))
+                      if p.name.startswith(prefix) and p.suffix in (".whl", ".gz", ".zip")
+                      and (p.name[len(prefix):][:1] == "-" or p.name[len(prefix):] in (".tar.gz", ".zip")))
 
     found = cached()
     if not found:
@@ -187,7 +203,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        if name in RELEASES or name in HELD_OUT_RELEASES or name in HELD_OUT_2_RELEASES:
+        if name in RELEASES or name in HELD_OUT_RELEASES or name in HELD_OUT_2_RELEASES or name in HELD_OUT_3_RELEASES:
             count = unpack_release(download_release(name, cache), dest)
         elif name in REPOSITORIES:
             count = unpack_repository(name, cache, dest)
