@@ -239,7 +239,7 @@ pub fn parse_with(parser: &mut Parser, text: &str, old_tree: Option<&Tree>) -> O
     let Some(blanked) = blank_bracketed_comment_lines(text) else {
         return Some(tree);
     };
-    match parser.parse(&blanked, None) {
+    match parser.parse(blanked.as_str(), None) {
         Some(retry) if !retry.root_node().has_error() => Some(retry),
         _ => Some(tree),
     }
