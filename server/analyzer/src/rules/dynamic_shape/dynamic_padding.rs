@@ -111,7 +111,7 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     {
         return;
     }
-    if only_measures_length(context, call) {
+    if only_measures_length(context, call) || configures_other_object(context, call) {
         return;
     }
     let has_max_length = context
@@ -130,6 +130,21 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
             vec![Edit::replace(value.byte_range(), "\"max_length\"")],
         ));
     }
+}
+
+/// `RandomLoadText(..., padding=True)`: a class constructed with `padding=True` is configured
+/// by it; only a tokenizer, processor, feature extractor or collator pads a batch to its longest
+/// sequence that way (Hugging Face's meaning of the keyword). Calls of instances and functions
+/// (`tokenizer(texts, padding=True)`) are reported whatever their name.
+fn configures_other_object<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some(function) = call.field("function") else {
+        return false;
+    };
+    let name = context.text(function).rsplit('.').next().unwrap_or("");
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && !["Token", "Processor", "Extractor", "Collator"]
+            .iter()
+            .any(|part| name.contains(part))
 }
 
 /// `untruncated_ids = tokenizer(prompt, padding="longest", ...).input_ids`: diffusers pipelines
