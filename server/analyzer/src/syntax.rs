@@ -252,7 +252,8 @@ pub fn parse_with(parser: &mut Parser, text: &str, old_tree: Option<&Tree>) -> O
 /// of errors, and node text is always read from the original.
 fn blank_bracketed_comment_lines(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let mut blanks: Vec<std::ops::Range<usize>> = Vec::new();
+    // A copy is made only when there is something to blank.
+    let mut blanked: Option<Vec<u8>> = None;
     let mut depth = 0usize;
     let mut line_is_blank_so_far = true;
     let mut index = 0;
@@ -267,7 +268,7 @@ fn blank_bracketed_comment_lines(text: &str) -> Option<String> {
                     .position(|b| *b == b'\n' || *b == b'\r')
                     .map_or(bytes.len(), |at| index + at);
                 if depth > 0 && line_is_blank_so_far {
-                    blanks.push(index..end);
+                    blanked.get_or_insert_with(|| bytes.to_vec())[index..end].fill(b' ');
                 }
                 index = end;
                 continue;
@@ -288,15 +289,8 @@ fn blank_bracketed_comment_lines(text: &str) -> Option<String> {
         }
         index += 1;
     }
-    if blanks.is_empty() {
-        return None;
-    }
-    let mut blanked = bytes.to_vec();
-    for range in blanks {
-        blanked[range].fill(b' ');
-    }
     // Only ASCII bytes were written, over whole comments (which end at a line break or the end).
-    String::from_utf8(blanked).ok()
+    String::from_utf8(blanked?).ok()
 }
 
 /// The offset just past the string literal whose opening quote is at `start`.

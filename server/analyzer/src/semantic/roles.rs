@@ -78,85 +78,62 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
 /// in the file says how often a function runs unless a hot path of the file reaches it; the
 /// checker's policy ([`crate::settings::LibraryCodePolicy`]) reads this.
 pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
-    let mut defined = Vec::new();
-    collect_definitions(root, source, &mut defined);
-    !defined.is_empty() && !runs_something(root, source, &defined)
-}
-
-/// The names of the functions and classes defined at module level (in conditional blocks too).
-fn collect_definitions<'s>(root: Node<'_>, source: &'s str, defined: &mut Vec<&'s str>) {
-    // An explicit stack: nesting depth is the input's to choose.
+    // One walk over module-level code (an explicit stack: nesting depth is the input's to
+    // choose), collecting the names defined and the statements that might call them.
+    let mut defined: Vec<&str> = Vec::new();
+    let mut module_code: Vec<Node<'_>> = Vec::new();
     let mut blocks = vec![root];
     while let Some(block) = blocks.pop() {
         for statement in block.named_nodes() {
-            let definition = match statement.kind_name() {
-                "decorated_definition" => statement.field("definition"),
-                "function_definition" | "class_definition" => Some(statement),
-                kind if is_compound_part(kind) => {
-                    blocks.push(statement);
-                    None
+            match statement.kind_name() {
+                "decorated_definition" | "function_definition" | "class_definition" => {
+                    let definition = statement.field("definition").unwrap_or(statement);
+                    if let Some(name) = definition.field("name") {
+                        defined.push(node_text(name, source));
+                    }
                 }
-                _ => None,
-            };
-            if let Some(name) = definition.and_then(|d| d.field("name")) {
-                defined.push(node_text(name, source));
-            }
-        }
-    }
-}
-
-/// Statements and clauses whose bodies are module-level code when they are.
-fn is_compound_part(kind: &str) -> bool {
-    matches!(
-        kind,
-        "if_statement"
-            | "try_statement"
-            | "block"
-            | "else_clause"
-            | "elif_clause"
-            | "except_clause"
-            | "finally_clause"
-    )
-}
-
-/// Whether module-level code of `root` (outside definitions) runs a workload.
-fn runs_something(root: Node<'_>, source: &str, defined: &[&str]) -> bool {
-    let mut blocks = vec![root];
-    while let Some(block) = blocks.pop() {
-        for statement in block.named_nodes() {
-            let runs = match statement.kind_name() {
-                "function_definition"
-                | "class_definition"
-                | "decorated_definition"
-                | "comment"
+                "comment"
                 | "import_statement"
                 | "import_from_statement"
-                | "future_import_statement" => false,
-                "for_statement" | "while_statement" | "with_statement" => true,
-                "if_statement" => {
-                    let condition = statement.field("condition");
-                    let text = condition.map(|c| node_text(c, source)).unwrap_or("");
-                    blocks.push(statement);
-                    (text.contains("__name__") && text.contains("__main__"))
-                        || calls_defined(condition, source, defined)
+                | "future_import_statement" => {}
+                "for_statement" | "while_statement" | "with_statement" => return false,
+                kind => {
+                    let compound = matches!(
+                        kind,
+                        "if_statement"
+                            | "try_statement"
+                            | "block"
+                            | "else_clause"
+                            | "elif_clause"
+                            | "except_clause"
+                            | "finally_clause"
+                    );
+                    // The condition is a child like the blocks; it is module code below.
+                    if kind == "if_statement" {
+                        let condition = statement.field("condition");
+                        let text = condition.map(|c| node_text(c, source)).unwrap_or("");
+                        if text.contains("__name__") && text.contains("__main__") {
+                            return false;
+                        }
+                    }
+                    if compound {
+                        blocks.push(statement);
+                    } else {
+                        module_code.push(statement);
+                    }
                 }
-                kind if is_compound_part(kind) => {
-                    blocks.push(statement);
-                    false
-                }
-                _ => calls_defined(Some(statement), source, defined),
-            };
-            if runs {
-                return true;
             }
         }
     }
-    false
+    !defined.is_empty()
+        && !module_code
+            .iter()
+            .any(|code| calls_defined(*code, source, &defined))
 }
 
 /// Whether `node` (module-level code) calls `print` or a function or class the file defines.
-fn calls_defined(node: Option<Node<'_>>, source: &str, defined: &[&str]) -> bool {
-    let mut pending: Vec<Node<'_>> = node.into_iter().collect();
+fn calls_defined(node: Node<'_>, source: &str, defined: &[&str]) -> bool {
+    let mut pending = vec![node];
     while let Some(node) = pending.pop() {
         match node.kind_name() {
             // A lambda's body runs only when called.

@@ -129,15 +129,13 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
                 return false;
             }
             if context.semantic().call_qualified_name(call).as_deref() == Some("torch.device") {
-                // `self.device == torch.device("cuda")` tests the device, and
-                // `torch.device("cuda").type` is only the string `"cuda"`: neither places anything.
-                let reads_its_type = context.parent(call).is_some_and(|parent| {
-                    parent.kind_name() == "attribute"
-                        && parent
-                            .field("attribute")
-                            .is_some_and(|name| node_text(name, source) == "type")
-                });
-                return !syntax::is_comparison_operand(call) && !reads_its_type;
+                // `self.device == torch.device("cuda")` tests the device, and an attribute of
+                // it (`torch.device("cuda").type`, the string `"cuda"`) reads it: neither
+                // places anything.
+                let read = context
+                    .parent(call)
+                    .is_some_and(|parent| parent.kind_name() == "attribute");
+                return !syntax::is_comparison_operand(call) && !read;
             }
             context
                 .method_call(call)
