@@ -66,7 +66,7 @@ declare_rule! {
         name: "cpu-tensor-meets-device-tensor",
         severity: Error,
         fix: Sometimes,
-        kinds: ["binary_operator", "call"],
+        kinds: ["binary_operator", "augmented_assignment", "call"],
         calls: COMBINING_FUNCTIONS,
         check: check,
     }
@@ -97,7 +97,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     }
     let operands: Vec<Node<'_>> = match node.kind_name() {
-        "binary_operator" => {
+        // `x * scale` and `x *= scale`.
+        "binary_operator" | "augmented_assignment" => {
             let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
                 return;
             };

@@ -74,14 +74,14 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     let converter = match function.kind_name() {
-        "identifier" => {
-            let name = context.text(function);
-            if !CONVERTERS.contains(&name) || context.fact(function).kind != ValueKind::Unknown {
+        "identifier" if CONVERTERS.contains(&context.text(function)) => {
+            if context.fact(function).kind != ValueKind::Unknown {
                 return;
             }
-            name.to_string()
+            context.text(function).to_string()
         }
-        "attribute" => match context.qualified_name(function) {
+        // `math.sqrt(t)`, and `sqrt(t)` after `from math import sqrt`.
+        "attribute" | "identifier" => match context.qualified_name(function) {
             Some(name)
                 if name
                     .strip_prefix("math.")
