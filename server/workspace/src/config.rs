@@ -165,18 +165,10 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                 }
             }
             "backend" => {
-                let Some(name) = value.as_str() else {
-                    return Err(key_error(
-                        key,
-                        format!("expected a string, found {}", describe(value)),
-                    ));
-                };
-                configuration.backend = BackendSetting::parse(name).ok_or_else(|| {
-                    key_error(
-                        key,
-                        format!("unknown backend `{name}` (expected auto, torch_xla or torchtpu)"),
-                    )
-                })?;
+                configuration.backend = choice(value, BackendSetting::parse, |name| {
+                    format!("unknown backend `{name}` (expected auto, torch_xla or torchtpu)")
+                })
+                .map_err(|m| key_error(key, m))?;
             }
             "cache-dir" => {
                 let Some(directory) = value.as_str().filter(|d| !d.trim().is_empty()) else {
@@ -206,32 +198,16 @@ pub fn parse_config(path: &Path, text: &str) -> Result<Option<Configuration>, Co
                     })?);
             }
             "library-code" => {
-                let Some(name) = value.as_str() else {
-                    return Err(key_error(
-                        key,
-                        format!("expected a string, found {}", describe(value)),
-                    ));
-                };
-                configuration.library_code = LibraryCodePolicy::parse(name).ok_or_else(|| {
-                    key_error(
-                        key,
-                        format!("unknown value `{name}` (expected hot-paths or all)"),
-                    )
-                })?;
+                configuration.library_code = choice(value, LibraryCodePolicy::parse, |name| {
+                    format!("unknown value `{name}` (expected hot-paths or all)")
+                })
+                .map_err(|m| key_error(key, m))?;
             }
             "test-code" => {
-                let Some(name) = value.as_str() else {
-                    return Err(key_error(
-                        key,
-                        format!("expected a string, found {}", describe(value)),
-                    ));
-                };
-                configuration.test_code = TestCodePolicy::parse(name).ok_or_else(|| {
-                    key_error(
-                        key,
-                        format!("unknown value `{name}` (expected errors, all or off)"),
-                    )
-                })?;
+                configuration.test_code = choice(value, TestCodePolicy::parse, |name| {
+                    format!("unknown value `{name}` (expected errors, all or off)")
+                })
+                .map_err(|m| key_error(key, m))?;
             }
             other => {
                 let hint = match KNOWN_KEYS
@@ -289,6 +265,18 @@ fn pinned_torch_xla(document: &toml::Table) -> Option<TorchXlaVersion> {
             let version = version.trim_end_matches(".*");
             TorchXlaVersion::parse(version)
         })
+}
+
+/// A string naming one of a setting's values: `parse` reads it; `unknown` says what was expected.
+fn choice<T>(
+    value: &toml::Value,
+    parse: fn(&str) -> Option<T>,
+    unknown: impl Fn(&str) -> String,
+) -> Result<T, String> {
+    let Some(name) = value.as_str() else {
+        return Err(format!("expected a string, found {}", describe(value)));
+    };
+    parse(name).ok_or_else(|| unknown(name))
 }
 
 fn string_list(value: &toml::Value) -> Result<Vec<String>, String> {
