@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tpulint_analyzer::syntax;
-use tpulint_analyzer::{Diagnostic, LineIndex, Settings, check_tree};
+use tpulint_analyzer::{Diagnostic, LibraryCodePolicy, LineIndex, Settings, check_tree};
 use tpulint_workspace::{Overrides, ProjectResolver, discover_files, read_source};
 
 /// One Python file of the project.
@@ -24,13 +24,19 @@ pub struct ProjectFile {
 }
 
 impl ProjectFile {
-    /// Analyses `text` with `settings`.
+    /// Analyses `text` with `settings`, reporting library code in full: the trace says how
+    /// often code ran, so a finding that `library-code = "hot-paths"` leaves out (a library
+    /// module's function whose callers are elsewhere) is one a runtime event can confirm.
     pub fn new(relative: String, absolute: PathBuf, text: String, settings: &Settings) -> Self {
         let index = LineIndex::new(&text);
         let tree = syntax::parse(&text, None);
+        let settings = Settings {
+            library_code: LibraryCodePolicy::All,
+            ..settings.clone()
+        };
         let (diagnostics, calls) = match &tree {
             Some(tree) => (
-                check_tree(&text, tree, settings),
+                check_tree(&text, tree, &settings),
                 calls_of(&text, tree, &index),
             ),
             None => (Vec::new(), Vec::new()),
