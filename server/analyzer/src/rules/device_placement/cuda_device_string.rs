@@ -44,7 +44,8 @@ declare_rule! {
     /// ## Known problems
     /// A device compared rather than used (`device == torch.device("cuda")`,
     /// `device.type == "cuda"`, `device in ("cuda", "cuda:0")`) is a test, not a placement, and is
-    /// not reported. Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
+    /// not reported, and neither is the type read off a literal device (`torch.device("cuda").type`
+    /// is the string `"cuda"`). Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
     /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported.
     ///
     /// ## References

@@ -42,8 +42,11 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Any call with `padding=True` / `padding="longest"` outside `torch` is taken for a
-    /// tokenizer or processor call. Results assigned to an `untruncated*` name (the diffusers
-    /// idiom that tokenizes a prompt only to detect truncation) are skipped.
+    /// tokenizer or processor call, except the construction of a class not named like a
+    /// tokenizer, processor, feature extractor or collator (`RandomLoadText(..., padding=True)`
+    /// is configured by the keyword; it pads nothing per batch). Results assigned to an
+    /// `untruncated*` name (the diffusers idiom that tokenizes a prompt only to detect
+    /// truncation) are skipped.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* §1 (`docs/source/notes/source_of_recompilation.md`)
