@@ -385,6 +385,23 @@ fn guards_and_hardware_scope() {
     assert!(!scope(option).never_on_tpu);
     let flag = "if args.use_tpu:\n    tpu()\nelse:\n    ⟦gpu⟧()\n";
     assert!(scope(flag).never_on_tpu);
+    // A predicate of the file that is true only off a TPU guards like the test it hides.
+    let predicate = "class T:\n    def _use_closures(self):\n        \"\"\"Doc.\"\"\"\n        if self.deepspeed:\n            return False\n        if self.backend == \"xla\":\n            return False\n        return True\n    def fit(self):\n        if self._use_closures():\n            ⟦x⟧ = 1\n";
+    assert!(scope(predicate).never_on_tpu);
+    let returns_test =
+        "def on_gpu(d):\n    return d.type == \"cuda\"\nif on_gpu(d) and verbose:\n    ⟦x⟧ = 1\n";
+    assert!(scope(returns_test).never_on_tpu);
+    // Negated, or after a `return True` that may come first, it says nothing.
+    let negated = predicate.replace("if self._use_closures():", "if not self._use_closures():");
+    assert!(!scope(&negated).never_on_tpu);
+    let true_first = predicate.replace(
+        "if self.deepspeed:\n            return False",
+        "if self.deepspeed:\n            return True",
+    );
+    assert!(!scope(&true_first).never_on_tpu);
+    // A method predicate is not a module function of the same name.
+    let bare = predicate.replace("if self._use_closures():", "if _use_closures():");
+    assert!(!scope(&bare).never_on_tpu);
     // Skip decorators and requirement markers.
     for decorator in [
         "@unittest.skipIf(not torch.cuda.is_available(), \"needs CUDA\")",

@@ -960,6 +960,7 @@ impl<'t> SemanticModel<'t> {
         if self.summaries.needs_cuda_library(block)
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
+            || self.is_off_tpu_predicate_branch(block, parent)
         {
             scope.never_on_tpu = true;
             scope.device_branch = true;
@@ -1024,6 +1025,67 @@ impl<'t> SemanticModel<'t> {
                         .cuda_mode_flags
                         .contains(node_text(a, self.source))
                 })
+        })
+    }
+
+    /// `if self._use_closures():` (or `if use_cuda_graphs() and x:`) where the file's function
+    /// of that name returns a true value only off a TPU
+    /// ([`summaries::FunctionSummary::true_only_off_tpu`]): the branch never runs on a TPU.
+    /// A method call asks the file's methods of that name, a bare call its module-level
+    /// functions; every one of them must say so.
+    fn is_off_tpu_predicate_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
+        let condition = match parent.kind_name() {
+            "if_statement"
+                if parent
+                    .field("consequence")
+                    .is_some_and(|c| c.id() == block.id()) =>
+            {
+                parent.field("condition")
+            }
+            "elif_clause" => parent.field("condition"),
+            _ => None,
+        };
+        let Some(condition) = condition.map(syntax::unparenthesize) else {
+            return false;
+        };
+        let is_and = condition.kind_name() == "boolean_operator"
+            && condition
+                .field("operator")
+                .is_some_and(|o| node_text(o, self.source) == "and");
+        let tested: Vec<Node<'_>> = if is_and {
+            [condition.field("left"), condition.field("right")]
+                .into_iter()
+                .flatten()
+                .map(syntax::unparenthesize)
+                .collect()
+        } else {
+            vec![condition]
+        };
+        tested.into_iter().any(|tested| {
+            let Some((function, _)) = syntax::call_parts(tested) else {
+                return false;
+            };
+            let (name, method) = match function.kind_name() {
+                "identifier" => (node_text(function, self.source), false),
+                "attribute"
+                    if function
+                        .field("object")
+                        .is_some_and(|o| node_text(o, self.source) == "self") =>
+                {
+                    match function.field("attribute") {
+                        Some(attribute) => (node_text(attribute, self.source), true),
+                        None => return false,
+                    }
+                }
+                _ => return false,
+            };
+            let mut candidates = self
+                .summaries
+                .functions
+                .iter()
+                .filter(|f| f.name == name && f.class_name.is_some() == method)
+                .peekable();
+            candidates.peek().is_some() && candidates.all(|f| f.true_only_off_tpu)
         })
     }
 

@@ -138,6 +138,13 @@ pub struct FunctionSummary {
     /// (A range, not two offsets: `(String, TextRange)` is a list type the suppressions already
     /// use, one instantiation fewer in the WebAssembly module.)
     pub host_until_moved: Vec<(String, TextRange)>,
+    /// Whether it returns a true value only where no TPU is, read from its own body: it returns
+    /// `False` early under a test that holds on a TPU (`if self.device.dist_backend == "xla":
+    /// return False`, `if not torch.cuda.is_available(): return False`), or it returns a CUDA
+    /// test (`return self.device.type == "cuda"`). Code under `if self.<it>():` then never runs
+    /// on a TPU. Only that positive use is sound: a false result says nothing about the
+    /// hardware (`return False` may have other causes).
+    pub true_only_off_tpu: bool,
 }
 
 /// What a loop's body does (nested loops included), from the pre-pass.
@@ -841,6 +848,7 @@ fn enter(
                 parameters: parameter_names(node, source),
                 class_name,
                 takes_host_input,
+                true_only_off_tpu: true_only_off_tpu(node, source),
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
@@ -2117,6 +2125,66 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
 
 /// Whether a parameter of `function` is annotated as a host image or array: `PIL.Image.Image`
 /// or `numpy.ndarray`, resolved through the file's imports.
+/// See [`FunctionSummary::true_only_off_tpu`]. The body is read statement by statement from
+/// the top: a docstring, expression statements (assignments, calls) and `if <anything>:` blocks
+/// that only return `False` or raise are passed over; the first `if <test>: return False` whose
+/// test holds on a TPU, or a `return <CUDA test>`, decides. Any other statement (a loop, an `if`
+/// with another body, a return of something else) means the body says nothing.
+fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
+    let Some(body) = function.field("body") else {
+        return false;
+    };
+    for statement in body.named_nodes() {
+        match statement.kind_name() {
+            "comment" | "expression_statement" | "pass_statement" => {}
+            "if_statement" => {
+                let has_alternative = statement
+                    .named_nodes()
+                    .any(|c| matches!(c.kind_name(), "elif_clause" | "else_clause"));
+                let Some(consequence) = statement.field("consequence") else {
+                    return false;
+                };
+                let mut body = consequence
+                    .named_nodes()
+                    .filter(|c| c.kind_name() != "comment");
+                let only = match (body.next(), body.next()) {
+                    (Some(only), None) => only,
+                    _ => return false,
+                };
+                let returns_false = only.kind_name() == "return_statement"
+                    && only
+                        .named_child(0)
+                        .is_some_and(|value| value.kind_name() == "false");
+                if has_alternative || !(returns_false || only.kind_name() == "raise_statement") {
+                    return false;
+                }
+                // After `if <test>: return False`, a true result means the test was false.
+                if returns_false
+                    && statement
+                        .field("condition")
+                        .and_then(|c| guards::device_test(c, source))
+                        .is_some_and(|test| {
+                            guards::never_on_tpu_when_true(guards::DeviceTest {
+                                positive: !test.positive,
+                                ..test
+                            })
+                        })
+                {
+                    return true;
+                }
+            }
+            "return_statement" => {
+                return statement
+                    .named_child(0)
+                    .and_then(|value| guards::device_test(value, source))
+                    .is_some_and(guards::never_on_tpu_when_true);
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
 fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
     let Some(parameters) = function.field("parameters") else {
         return false;
