@@ -137,6 +137,33 @@ fn tensor_and_device_facts_flow_through_assignments() {
     // Tuple assignments bind element by element.
     let tuple = at("import torch\na, b = torch.ones(1), 2\n⟦b⟧\n").fact;
     assert_eq!(tuple.kind, ValueKind::Scalar);
+    // A tensor's dimensions are Python ints, and torch arithmetic on Python numbers makes a
+    // CPU scalar tensor.
+    let forward = "import torch\nclass M:\n    def forward(self, x):\n";
+    for (line, name) in [
+        ("_, _, h, w = x.shape", "h"),
+        ("b, n = x.size()", "n"),
+        ("h = x.shape[-1]", "h"),
+    ] {
+        let dimension = at(&format!(
+            "{forward}        {line}\n        return ⟦{name}⟧\n"
+        ))
+        .fact;
+        assert_eq!(dimension.kind, ValueKind::Scalar, "{line}");
+    }
+    let halved = at(&format!(
+        "{forward}        _, _, h, w = x.shape\n        q = torch.div(h, 2)\n        return ⟦q⟧\n"
+    ))
+    .fact;
+    assert_eq!(
+        (halved.kind, halved.device),
+        (ValueKind::Tensor, Device::Cpu)
+    );
+    let of_tensor = at(&format!(
+        "{forward}        q = torch.div(x, 2)\n        return ⟦q⟧\n"
+    ))
+    .fact;
+    assert_eq!(of_tensor.device, Device::Accelerator);
 }
 
 #[test]

@@ -1620,6 +1620,28 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// `x.shape` or `x.size()` of a tensor: a `torch.Size`, whose elements are Python ints.
+    fn is_tensor_shape(&self, expr: Node<'_>, depth: usize) -> bool {
+        let expr = syntax::unparenthesize(expr);
+        let object = match expr.kind_name() {
+            "attribute"
+                if expr
+                    .field("attribute")
+                    .is_some_and(|a| node_text(a, self.source) == "shape") =>
+            {
+                expr.field("object")
+            }
+            "call" => syntax::method_call(expr).and_then(|(receiver, method)| {
+                let no_arguments = expr
+                    .field("arguments")
+                    .is_some_and(|a| a.named_child_count() == 0);
+                (node_text(method, self.source) == "size" && no_arguments).then_some(receiver)
+            }),
+            _ => None,
+        };
+        object.is_some_and(|object| self.fact_at_depth(object, depth + 1).is_tensor())
+    }
+
     fn leave_assignment(&mut self, node: Node<'t>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
@@ -1636,6 +1658,18 @@ impl<'t> SemanticModel<'t> {
             let facts: Vec<Fact> = values.iter().map(|v| self.fact(*v)).collect();
             for (target, fact) in targets.into_iter().zip(facts) {
                 self.bind_target(target, fact, 1);
+            }
+            return;
+        }
+        // `_, _, h, w = x.shape` / `b, n = x.size()`: the dimensions are Python ints.
+        if matches!(
+            left.kind_name(),
+            "pattern_list" | "tuple_pattern" | "list_pattern"
+        ) && self.is_tensor_shape(right, 0)
+        {
+            let children: Vec<Node<'_>> = left.named_nodes().collect();
+            for target in children {
+                self.bind_target(target, Fact::of(ValueKind::Scalar), 1);
             }
             return;
         }
@@ -2149,6 +2183,14 @@ impl<'t> SemanticModel<'t> {
                 match value.kind {
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
                     ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
+                    // `x.shape[-1]`: a Python int (`x.shape[1:]`, a `torch.Size`, is no tensor).
+                    ValueKind::Container
+                        if expr
+                            .field("value")
+                            .is_some_and(|v| self.is_tensor_shape(v, depth + 1)) =>
+                    {
+                        Fact::of(ValueKind::Scalar)
+                    }
                     // `state["w"]` of state loaded onto the host.
                     ValueKind::Container if value.device == Device::Cpu => {
                         Fact::tensor(Device::Cpu, origin)
@@ -2560,6 +2602,11 @@ impl<'t> SemanticModel<'t> {
                 && torch_api::in_tensor_namespace(function)
                 && !function.starts_with('_')
             {
+                // `torch.div(h, 2)` of Python numbers makes a CPU scalar tensor (the ops that
+                // take numbers for tensors: arithmetic and comparisons).
+                if self.only_python_numbers(arguments, depth) {
+                    return Fact::tensor(Device::Cpu, origin);
+                }
                 let device = self.first_tensor_device(arguments, depth);
                 return Fact::tensor(device, origin);
             }
@@ -2630,6 +2677,20 @@ impl<'t> SemanticModel<'t> {
 
     /// The device of the first tensor argument, looking into a list or tuple argument
     /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
+    /// Whether a call's arguments are only Python numbers (literals or values the index knows
+    /// to be scalars; strings excluded), with no `device=` or `out=`: at least one positional.
+    fn only_python_numbers(&self, arguments: Node<'_>, depth: usize) -> bool {
+        let positional = syntax::positional_args(arguments);
+        !positional.is_empty()
+            && syntax::keyword_arg(arguments, "device", self.source).is_none()
+            && syntax::keyword_arg(arguments, "out", self.source).is_none()
+            && positional.iter().all(|argument| {
+                let argument = syntax::unparenthesize(*argument);
+                !matches!(argument.kind_name(), "string" | "concatenated_string")
+                    && self.fact_at_depth(argument, depth + 1).kind == ValueKind::Scalar
+            })
+    }
+
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
