@@ -1052,33 +1052,23 @@ impl<'t> SemanticModel<'t> {
             && condition
                 .field("operator")
                 .is_some_and(|o| node_text(o, self.source) == "and");
-        let tested: Vec<Node<'_>> = if is_and {
+        let tested = if is_and {
             [condition.field("left"), condition.field("right")]
-                .into_iter()
-                .flatten()
-                .map(syntax::unparenthesize)
-                .collect()
         } else {
-            vec![condition]
+            [Some(condition), None]
         };
-        tested.into_iter().any(|tested| {
-            let Some((function, _)) = syntax::call_parts(tested) else {
+        tested.into_iter().flatten().any(|tested| {
+            let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(tested)) else {
                 return false;
             };
-            let (name, method) = match function.kind_name() {
-                "identifier" => (node_text(function, self.source), false),
-                "attribute"
-                    if function
-                        .field("object")
-                        .is_some_and(|o| node_text(o, self.source) == "self") =>
-                {
-                    match function.field("attribute") {
-                        Some(attribute) => (node_text(attribute, self.source), true),
-                        None => return false,
-                    }
-                }
-                _ => return false,
+            let text = node_text(function, self.source);
+            let (name, method) = match text.strip_prefix("self.") {
+                Some(name) => (name, true),
+                None => (text, false),
             };
+            if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return false;
+            }
             let mut candidates = self
                 .summaries
                 .functions
@@ -1667,8 +1657,7 @@ impl<'t> SemanticModel<'t> {
             "pattern_list" | "tuple_pattern" | "list_pattern"
         ) && self.is_tensor_shape(right, 0)
         {
-            let children: Vec<Node<'_>> = left.named_nodes().collect();
-            for target in children {
+            for target in left.named_nodes() {
                 self.bind_target(target, Fact::of(ValueKind::Scalar), 1);
             }
             return;

@@ -2137,25 +2137,19 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
     for statement in body.named_nodes() {
         match statement.kind_name() {
             "comment" | "expression_statement" | "pass_statement" => {}
-            "if_statement" => {
-                let has_alternative = statement
-                    .named_nodes()
-                    .any(|c| matches!(c.kind_name(), "elif_clause" | "else_clause"));
-                let Some(consequence) = statement.field("consequence") else {
+            "if_statement" if statement.field("alternative").is_none() => {
+                let Some(only) = statement
+                    .field("consequence")
+                    .filter(|c| c.named_child_count() == 1)
+                    .and_then(|c| c.named_child(0))
+                else {
                     return false;
-                };
-                let mut body = consequence
-                    .named_nodes()
-                    .filter(|c| c.kind_name() != "comment");
-                let only = match (body.next(), body.next()) {
-                    (Some(only), None) => only,
-                    _ => return false,
                 };
                 let returns_false = only.kind_name() == "return_statement"
                     && only
                         .named_child(0)
                         .is_some_and(|value| value.kind_name() == "false");
-                if has_alternative || !(returns_false || only.kind_name() == "raise_statement") {
+                if !returns_false && only.kind_name() != "raise_statement" {
                     return false;
                 }
                 // After `if <test>: return False`, a true result means the test was false.
