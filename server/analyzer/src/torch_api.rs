@@ -218,6 +218,32 @@ pub const BOOLEAN_METHODS: &[&str] = &[
     "signbit",
 ];
 
+/// Tensor methods whose result has the receiver's dtype and elements, rearranged or
+/// re-viewed: a boolean mask stays a boolean mask through them (`~m.transpose(0, 1)`,
+/// `m.view(-1)`, `m.unsqueeze(-1).expand_as(x)`).
+pub const DTYPE_PRESERVING_METHODS: &[&str] = &[
+    "transpose",
+    "permute",
+    "view",
+    "reshape",
+    "view_as",
+    "reshape_as",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "t",
+    "contiguous",
+    "expand",
+    "expand_as",
+    "repeat",
+    "detach",
+    "clone",
+    "flip",
+    "roll",
+    "movedim",
+    "narrow",
+];
+
 /// `torch.<name>` functions returning a boolean tensor.
 pub const BOOLEAN_FUNCTIONS: &[&str] = &[
     "eq",
