@@ -221,6 +221,11 @@ pub const XLA_COLLECTIVES: &[&str] = &[
     "broadcast_master_param",
 ];
 
+/// The collectives of [`XLA_COLLECTIVES`] whose first parameter is a tag naming the meeting
+/// point (`xm.rendezvous(tag)`, `xm.mesh_reduce(tag, data, reduce_fn)`): two calls with the same
+/// tag are the same meeting, whichever branch each sits in.
+pub const XLA_TAGGED_COLLECTIVES: &[&str] = &["rendezvous", "mesh_reduce"];
+
 /// Whether a qualified name is one of [`XLA_COLLECTIVES`] (`torch_xla.core.xla_model.all_reduce`).
 pub fn is_xla_collective(qualified: &str) -> bool {
     qualified

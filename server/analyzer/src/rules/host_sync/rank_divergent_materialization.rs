@@ -180,7 +180,7 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
 /// PyTorch/XLA: a collective (`xm.rendezvous`, `xm.all_reduce`, `xm.optimizer_step`, ...) that
 /// only the rank-test branch calls. Not reported when the `else`/`elif` branches of the same `if`
 /// make the same call (same callee, same first argument), nor when a tagged collective
-/// (`xm.rendezvous("tag")`, a string first argument) with that tag is called elsewhere in the
+/// (`xm.rendezvous(tag)`, `xm.mesh_reduce(tag, ...)`) with that tag is called elsewhere in the
 /// file too: the paired idiom `if not xm.is_master_ordinal(): xm.rendezvous(tag)` ... `if
 /// xm.is_master_ordinal(): xm.rendezvous(tag)`.
 fn check_xla_collectives<'t>(
@@ -236,16 +236,20 @@ fn check_xla_collectives<'t>(
 }
 
 /// For a call of a PyTorch/XLA collective, `name(first argument)` as the index records it, and
-/// whether that argument is a string (a rendezvous tag).
+/// whether that argument is a tag ([`torch_api::XLA_TAGGED_COLLECTIVES`]).
 fn collective_key<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<(String, bool)> {
     let (function, arguments) = context.call_parts(call)?;
     let qualified = context.qualified_name(function)?;
     if !torch_api::is_xla_collective(&qualified) {
         return None;
     }
-    let first = syntax::positional_args(arguments).first().copied();
-    let text = first.map_or("", |first| context.text(first));
-    let tagged = first.is_some_and(|first| first.kind_name() == "string");
+    let text = syntax::positional_args(arguments)
+        .first()
+        .map_or("", |first| context.text(*first));
+    let tagged = qualified
+        .rsplit('.')
+        .next()
+        .is_some_and(|name| torch_api::XLA_TAGGED_COLLECTIVES.contains(&name));
     Some((format!("{qualified}({text})"), tagged))
 }
 
