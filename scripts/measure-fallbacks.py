@@ -13,7 +13,7 @@ rule's claim disagrees with the record.
 Run by hand on a machine with torch_xla (no TPU needed; the XLA CPU device lowers the same ops):
 
     python3 -m venv v && v/bin/pip install torch==2.9.0 torch-xla==2.9.0
-    v/bin/pip install --no-deps torchvision==0.24.0      # for the torchvision cases
+    v/bin/pip install --no-deps torchvision==0.24.0 && v/bin/pip install pillow  # torchvision cases
     PJRT_DEVICE=CPU v/bin/python scripts/measure-fallbacks.py
 
 Options: `--out PATH` (default: the record for the installed torch_xla), `--only SUBSTRING`
@@ -391,6 +391,19 @@ def cases() -> list[Case]:
     add("glu.no_grad", "torch.nn.functional.glu", [], x2.replace(", requires_grad=True", ""),
         "with torch.no_grad():\n    out = F.glu(x, dim=1)")
     add("logcumsumexp.method", "torch.Tensor.logcumsumexp", [], x2, "out = x.logcumsumexp(dim=1)")
+    # pytorch/xla#5695: `nn.PReLU` in training reported `aten::_prelu_kernel_backward` (2023).
+    w = "\nw = torch.full((1,), 0.25, device=device, requires_grad=True)"
+    add("prelu", "torch.nn.functional.prelu", [], x2 + w, "out = F.prelu(x, w)")
+    add("prelu.no_grad", "torch.nn.functional.prelu", [], x2.replace(", requires_grad=True", "") + w,
+        "with torch.no_grad():\n    out = F.prelu(x, w)")
+    add("prelu.channels", "torch.nn.functional.prelu", [],
+        "x = torch.randn(4, 3, 8, 8, device=device, requires_grad=True)\n"
+        "w = torch.full((3,), 0.25, device=device, requires_grad=True)", "out = F.prelu(x, w)")
+    add("PReLU.module", "torch.nn.PReLU", [], x2 + "\nm = torch.nn.PReLU().to(device)", "out = m(x)",
+        grad=True)
+    add("PReLU.module.channels", "torch.nn.PReLU", [],
+        "x = torch.randn(4, 3, 8, 8, device=device, requires_grad=True)\n"
+        "m = torch.nn.PReLU(num_parameters=3).to(device)", "out = m(x)", grad=True)
     add("gelu", "torch.nn.functional.gelu", [], x2, "out = F.gelu(x)")
     add("silu", "torch.nn.functional.silu", [], x2, "out = F.silu(x)")
 

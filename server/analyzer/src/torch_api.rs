@@ -196,6 +196,43 @@ pub const TENSOR_ONLY_METHODS: &[&str] = &[
     "transpose",
 ];
 
+/// PyTorch/XLA functions (`torch_xla.core.xla_model.<name>`) that run a collective operation
+/// across the replicas, or trace one into the pending graph: every process must call them, in
+/// the same order, because "XLA does not permit collective operations to run on a subset of
+/// workers" (PyTorch/XLA 2.9, `docs/source/learn/_pjrt.md`, "Changes to xm.rendezvous").
+/// `rendezvous`, `mesh_reduce` and `do_on_ordinals` join a rendezvous; `optimizer_step` and
+/// `reduce_gradients` all-reduce the gradients (`xla_model.py`, `reduce_gradients`), and
+/// `broadcast_master_param` all-reduces the parameters. `xm.save` is absent: its rendezvous
+/// was removed in pytorch/xla#4926 (torch_xla 2.1), and `mark_step` / `torch_xla.sync()` cut the
+/// graph on the calling process alone.
+pub const XLA_COLLECTIVES: &[&str] = &[
+    "all_reduce",
+    "all_gather",
+    "all_to_all",
+    "reduce_scatter",
+    "collective_permute",
+    "collective_broadcast",
+    "reduce_gradients",
+    "optimizer_step",
+    "rendezvous",
+    "xla_rendezvous",
+    "mesh_reduce",
+    "do_on_ordinals",
+    "broadcast_master_param",
+];
+
+/// The collectives of [`XLA_COLLECTIVES`] whose first parameter is a tag naming the meeting
+/// point (`xm.rendezvous(tag)`, `xm.mesh_reduce(tag, data, reduce_fn)`): two calls with the same
+/// tag are the same meeting, whichever branch each sits in.
+pub const XLA_TAGGED_COLLECTIVES: &[&str] = &["rendezvous", "mesh_reduce"];
+
+/// Whether a qualified name is one of [`XLA_COLLECTIVES`] (`torch_xla.core.xla_model.all_reduce`).
+pub fn is_xla_collective(qualified: &str) -> bool {
+    qualified
+        .strip_prefix("torch_xla.core.xla_model.")
+        .is_some_and(|name| XLA_COLLECTIVES.contains(&name))
+}
+
 /// Methods returning a boolean tensor when called on a tensor.
 pub const BOOLEAN_METHODS: &[&str] = &[
     "eq",
@@ -216,6 +253,32 @@ pub const BOOLEAN_METHODS: &[&str] = &[
     "bool",
     "isclose",
     "signbit",
+];
+
+/// Tensor methods whose result has the receiver's dtype and elements, rearranged or
+/// re-viewed: a boolean mask stays a boolean mask through them (`~m.transpose(0, 1)`,
+/// `m.view(-1)`, `m.unsqueeze(-1).expand_as(x)`).
+pub const DTYPE_PRESERVING_METHODS: &[&str] = &[
+    "transpose",
+    "permute",
+    "view",
+    "reshape",
+    "view_as",
+    "reshape_as",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "t",
+    "contiguous",
+    "expand",
+    "expand_as",
+    "repeat",
+    "detach",
+    "clone",
+    "flip",
+    "roll",
+    "movedim",
+    "narrow",
 ];
 
 /// `torch.<name>` functions returning a boolean tensor.

@@ -202,6 +202,47 @@ pub fn is_probably_device_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) 
     is_probably_tensor(context, expr) && !is_on_host(context, expr)
 }
 
+/// Whether a saved value holds only host tensors: `x.cpu()`, a dict or list (comprehension) of
+/// them, or a name last bound to one (`state = {k: v.cpu() for k, v in sd.items()}`).
+pub fn holds_host_values<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
+    host_values(context, value, 0)
+}
+
+fn host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    let value = syntax::unparenthesize(value);
+    if is_on_host(context, value) {
+        return true;
+    }
+    match value.kind_name() {
+        "identifier" => {
+            crate::rules::tensor_values::last_assignment_value(context, context.text(value), value)
+                .is_some_and(|bound| {
+                    bound.start_byte() != value.start_byte()
+                        && host_values(context, bound, depth + 1)
+                })
+        }
+        "dictionary_comprehension" => value
+            .field("body")
+            .and_then(|pair| pair.field("value"))
+            .is_some_and(|element| host_values(context, element, depth + 1)),
+        "list_comprehension" => value
+            .field("body")
+            .is_some_and(|element| host_values(context, element, depth + 1)),
+        "dictionary" => {
+            let pairs: Vec<Node<'t>> = value.named_nodes().collect();
+            !pairs.is_empty()
+                && pairs.iter().all(|pair| {
+                    pair.field("value")
+                        .is_some_and(|element| host_values(context, element, depth + 1))
+                })
+        }
+        _ => false,
+    }
+}
+
 /// Whether `expr` is visibly on the host: a tensor the index places on the CPU (a factory
 /// without `device=`, `torch.from_numpy`), or an explicit `.cpu()` / `.to("cpu")`. An op on such
 /// a value is not a TPU CPU fallback.

@@ -192,7 +192,8 @@ fn compares_with_python_literal(comparison: Node<'_>) -> bool {
 }
 
 /// Whether `expr` is a boolean tensor: a comparison of tensors, `~mask`, `m1 & m2`,
-/// `torch.isnan(x)`, `x.eq(y)`, `t.bool()`, a bool factory, or a local name bound to one.
+/// `torch.isnan(x)`, `x.eq(y)`, `t.bool()`, a bool factory, a rearranged view or element of one
+/// (`m.transpose(0, 1)`, `m.view(-1)`, `m[:, 0]`), or a local name bound to one.
 pub fn is_boolean_tensor<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     boolean(context, expr, 0)
 }
@@ -229,7 +230,11 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
                     .flatten()
                     .any(|side| boolean(context, side, depth + 1))
         }
-        "call" => boolean_call(context, expr),
+        "call" => boolean_call(context, expr, depth),
+        // `m[:, 0]`, `m[idx]`: elements of a boolean tensor are booleans.
+        "subscript" => expr.field("value").is_some_and(|value| {
+            context.fact(value).is_tensor() && boolean(context, value, depth + 1)
+        }),
         "identifier" => {
             let name = context.text(expr);
             last_assignment_value(context, name, expr).is_some_and(|value| {
@@ -240,7 +245,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
     }
 }
 
-fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>, depth: usize) -> bool {
     let Some((function, arguments)) = context.call_parts(call) else {
         return false;
     };
@@ -269,6 +274,10 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let method = context.text(method);
     if torch_api::BOOLEAN_METHODS.contains(&method) {
         return true;
+    }
+    // `~m.transpose(0, 1)`, `m.view(-1)`: the receiver's booleanness carries through.
+    if torch_api::DTYPE_PRESERVING_METHODS.contains(&method) {
+        return boolean(context, receiver, depth + 1);
     }
     if method == "to" {
         return syntax::positional_args(arguments)

@@ -188,6 +188,12 @@ pub struct FileFacts {
     /// order of first appearance: a `torch.load` of the same expression reads back the file's
     /// own output (`if os.path.isfile(cache): x = torch.load(cache) else: ...; torch.save(x, cache)`).
     pub saved_paths: Vec<String>,
+    /// One entry per call of a PyTorch/XLA collective ([`crate::torch_api::XLA_COLLECTIVES`]):
+    /// its qualified name and the source text of its first argument, `name(first)`
+    /// (`torch_xla.core.xla_model.rendezvous('download_only_once')`). The same entry twice is
+    /// the paired idiom `if not xm.is_master_ordinal(): xm.rendezvous(tag)` ... `if
+    /// xm.is_master_ordinal(): xm.rendezvous(tag)`: every process reaches one of them.
+    pub collective_calls: Vec<String>,
 }
 
 /// The pre-pass result: summaries by function definition and loop, and file facts. Nodes are
@@ -766,6 +772,7 @@ fn append(
         first_module_save,
         saving_functions: _,
         saved_paths,
+        collective_calls,
     } = file;
     let into = &mut summaries.file;
     into.uses_syncing_loader |= uses_syncing_loader;
@@ -779,6 +786,7 @@ fn append(
             into.saved_paths.push(path);
         }
     }
+    into.collective_calls.extend(collective_calls);
     summaries.compiled_names.extend(compiled_names);
     summaries.step_closures.extend(step_closures);
     summaries.cuda_library_scopes.extend(cuda_library_scopes);
@@ -1063,6 +1071,15 @@ fn call(
         if !summaries.file.saved_paths.contains(&path) {
             summaries.file.saved_paths.push(path);
         }
+    }
+    if crate::torch_api::is_xla_collective(q) {
+        let first = syntax::positional_args(arguments)
+            .first()
+            .map_or("", |first| node_text(*first, source));
+        summaries
+            .file
+            .collective_calls
+            .push(format!("{q}({first})"));
     }
     let steps = q == "torch_xla.core.xla_model.optimizer_step"
         || (method == Some("step")
@@ -2459,5 +2476,37 @@ fn device_evidence(
             _ if index == 0 && positional_device => record(argument, "device"),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::semantic::SemanticModel;
+    use crate::settings::BackendSetting;
+
+    fn collective_calls(source: &str) -> Vec<String> {
+        let tree = crate::syntax::parse(source, None).expect("parses");
+        let model = SemanticModel::new(source, &tree, BackendSetting::Auto);
+        model.file_facts().collective_calls.clone()
+    }
+
+    #[test]
+    fn collective_calls_are_recorded_with_their_first_argument() {
+        let source = "import torch_xla.core.xla_model as xm\n\
+            if not xm.is_master_ordinal():\n    xm.rendezvous('once')\n\
+            def step(loss, optimizer):\n    xm.all_reduce(xm.REDUCE_SUM, loss)\n    \
+            xm.optimizer_step(optimizer)\n    xm.mark_step()\n    xm.save(loss, 'p')\n\
+            xm.rendezvous('once')\n";
+        assert_eq!(
+            collective_calls(source),
+            [
+                "torch_xla.core.xla_model.rendezvous('once')",
+                "torch_xla.core.xla_model.all_reduce(xm.REDUCE_SUM)",
+                "torch_xla.core.xla_model.optimizer_step(optimizer)",
+                "torch_xla.core.xla_model.rendezvous('once')",
+            ]
+        );
+        // Another module's `rendezvous` is no PyTorch/XLA collective.
+        assert!(collective_calls("import mylib\nmylib.rendezvous('x')\n").is_empty());
     }
 }

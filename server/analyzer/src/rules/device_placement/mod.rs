@@ -10,6 +10,7 @@ pub(crate) mod factory_then_move;
 mod jax_import_before_guard;
 mod pin_memory_on_tpu;
 mod torch_load_without_map_location;
+mod torch_save_device_tensors;
 
 use crate::registry::RuleMeta;
 
@@ -21,6 +22,7 @@ pub const RULES: &[&RuleMeta] = &[
     &cuda_only_api::CUDA_ONLY_API,
     &cpu_tensor_meets_device_tensor::CPU_TENSOR_MEETS_DEVICE_TENSOR,
     &torch_load_without_map_location::TORCH_LOAD_WITHOUT_MAP_LOCATION,
+    &torch_save_device_tensors::TORCH_SAVE_DEVICE_TENSORS,
     &factory_then_move::FACTORY_THEN_MOVE,
     &pin_memory_on_tpu::PIN_MEMORY_ON_TPU,
     &cuda_backend_flag::CUDA_BACKEND_FLAG,

@@ -1,4 +1,5 @@
-//! TPU110: a tensor materialized on one rank only (`if rank == 0: loss.item()`) under TorchTPU.
+//! TPU110: a tensor materialized on one rank only (`if rank == 0: loss.item()`) under TorchTPU,
+//! or a PyTorch/XLA collective called on one rank only (`if xm.is_master_ordinal(): xm.rendezvous(...)`).
 
 use tree_sitter::Node;
 
@@ -9,6 +10,7 @@ use crate::rules::{helpers, tensor_values};
 use crate::semantic::Backend;
 use crate::syntax;
 use crate::syntax::NodeExt;
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
@@ -19,11 +21,24 @@ declare_rule! {
     /// (`if rank == 0 and step >= max_steps: return`): one rank leaves the loop while the others
     /// wait for it in the next step.
     ///
+    /// In PyTorch/XLA code, checks for collectives inside such a branch: `xm.rendezvous`,
+    /// `xm.all_reduce`, `xm.all_gather`, `xm.reduce_scatter`, `xm.mesh_reduce`,
+    /// `xm.optimizer_step`, `xm.reduce_gradients`, `xm.all_to_all`, `xm.collective_permute`,
+    /// `xm.broadcast_master_param`, under `if xm.is_master_ordinal():`, `if xr.global_ordinal() == 0:`, ...
+    ///
     /// ## Why is this bad?
     /// TorchTPU's distributed guide states the golden rule "Never diverge": in deferred
     /// execution every rank must materialize the same tensors at the same points, because a
     /// materialization flushes pending work that includes collectives. "If one rank runs ahead,
     /// the mesh deadlocks." A `torch.save` or `.item()` run by rank 0 alone hangs the job.
+    ///
+    /// PyTorch/XLA's PJRT runtime implements `xm.rendezvous` with XLA collectives, and "XLA
+    /// does not permit collective operations to run on a subset of workers, all workers must
+    /// participate". A rendezvous, an all-reduce or an `xm.optimizer_step` (which all-reduces
+    /// the gradients) that only the master process reaches waits for the others forever, or
+    /// traces an all-reduce into the master's graph alone. Under PyTorch/XLA a `.item()` or a
+    /// `torch.save` on the master is not reported: it executes that process's own graph and
+    /// joins no collective (and `xm.save` has had no rendezvous since torch_xla 2.1).
     ///
     /// ## Example
     /// ```python
@@ -41,15 +56,41 @@ declare_rule! {
     ///     torch.save(state, "ckpt.pt")
     /// ```
     ///
+    /// PyTorch/XLA:
+    /// ```python
+    /// if xm.is_master_ordinal():
+    ///     xm.rendezvous("checkpoint")
+    ///     total = xm.mesh_reduce("acc", acc, sum)
+    /// ```
+    ///
+    /// Use instead:
+    /// ```python
+    /// total = xm.mesh_reduce("acc", acc, sum)  # every process joins
+    /// xm.save(model.state_dict(), path)  # every process calls it; only the master writes
+    /// ```
+    ///
+    /// ## Fix safety
+    /// No fix: which work should move out of the branch is the author's decision.
+    ///
     /// ## Known problems
-    /// Only files whose backend is TorchTPU are checked (configured, or detected from
-    /// `torch_tpu` imports / `"tpu"` device strings). Rank tests are recognised by name
+    /// Only files whose backend is TorchTPU or PyTorch/XLA are checked (configured, or
+    /// detected from imports and device strings). Rank tests are recognised by name
     /// (`rank`, `local_rank`, `get_rank()`, `is_main_process`, `is_master`, `master_process`,
-    /// `is_master_ordinal()`, `process_index`), and only the `if` branch is inspected.
+    /// `is_master_ordinal()`, `process_index`, `global_ordinal()`), and only the `if` branch is
+    /// inspected. A PyTorch/XLA collective is not reported when the `else` branch makes the same
+    /// call, nor a tagged one (`xm.rendezvous(tag)`) when the file calls it with the same tag
+    /// elsewhere (the paired `if not xm.is_master_ordinal(): xm.rendezvous(tag)` idiom), even
+    /// when both calls sit under the same rank test.
+    /// `xm.mark_step()` / `torch_xla.sync()` on one rank are not reported: they hang only when
+    /// the pending graph holds a collective, which the rule cannot see.
     ///
     /// ## References
     /// - TorchTPU, `docs/notebooks/distributed_training_101.py`, "Golden rules: Never diverge"
     /// - TorchTPU, *Deferred execution* notebook (what materializes)
+    /// - PyTorch/XLA, *PJRT Runtime*, "Changes to xm.rendezvous"
+    ///   (https://github.com/pytorch/xla/blob/master/docs/source/learn/_pjrt.md)
+    /// - https://github.com/pytorch/xla/issues/2224 (`xm.save` under `is_master_ordinal()`
+    ///   hung while `xm.save` held a rendezvous; removed in https://github.com/pytorch/xla/pull/4926)
     pub(crate) static RANK_DIVERGENT_MATERIALIZATION = {
         code: "TPU110",
         name: "rank-divergent-materialization",
@@ -85,11 +126,14 @@ const RANK_NAMES: &[&str] = &[
     "local_process_index",
     "get_ordinal",
     "get_local_ordinal",
+    "global_ordinal",
+    "local_ordinal",
 ];
 
 /// TPU110
 fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
-    if context.backend() != Backend::TorchTpu {
+    let backend = context.backend();
+    if !matches!(backend, Backend::TorchTpu | Backend::TorchXla) {
         return;
     }
     let Some(condition) = if_statement.field("condition") else {
@@ -101,6 +145,10 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     let Some(body) = if_statement.field("consequence") else {
         return;
     };
+    if backend == Backend::TorchXla {
+        check_xla_collectives(context, if_statement, condition, body);
+        return;
+    }
     let mut found = Vec::new();
     collect_materializations(context, body, &mut found, 0);
     // `if rank == 0 and step >= max_steps: return` in the training loop: one rank leaves the
@@ -126,6 +174,102 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
                 range: condition.byte_range(),
                 message: "the branch only one rank takes".to_string(),
             });
+    }
+}
+
+/// PyTorch/XLA: a collective (`xm.rendezvous`, `xm.all_reduce`, `xm.optimizer_step`, ...) that
+/// only the rank-test branch calls. Not reported when the `else`/`elif` branches of the same `if`
+/// make the same call (same callee, same first argument), nor when a tagged collective
+/// (`xm.rendezvous(tag)`, `xm.mesh_reduce(tag, ...)`) with that tag is called elsewhere in the
+/// file too: the paired idiom `if not xm.is_master_ordinal(): xm.rendezvous(tag)` ... `if
+/// xm.is_master_ordinal(): xm.rendezvous(tag)`.
+fn check_xla_collectives<'t>(
+    context: &mut Context<'t, '_>,
+    if_statement: Node<'t>,
+    condition: Node<'t>,
+    body: Node<'t>,
+) {
+    let mut calls = Vec::new();
+    collect_calls(body, &mut calls, 0);
+    let mut other_branches = Vec::new();
+    for branch in if_statement.named_nodes() {
+        if matches!(branch.kind_name(), "else_clause" | "elif_clause") {
+            collect_calls(branch, &mut other_branches, 0);
+        }
+    }
+    let other_keys: Vec<String> = other_branches
+        .into_iter()
+        .filter_map(|call| collective_key(context, call).map(|(key, _)| key))
+        .collect();
+    for call in calls {
+        let Some((key, tagged)) = collective_key(context, call) else {
+            continue;
+        };
+        if other_keys.contains(&key) {
+            continue;
+        }
+        let sites = context
+            .semantic()
+            .file_facts()
+            .collective_calls
+            .iter()
+            .filter(|site| **site == key)
+            .count();
+        if tagged && sites >= 2 {
+            continue;
+        }
+        let Some((function, _)) = context.call_parts(call) else {
+            continue;
+        };
+        let message = format!(
+            "`{}` on one rank only: every PyTorch/XLA process must join a collective, the others hang",
+            context.text(function)
+        );
+        context
+            .report(call.byte_range(), message)
+            .related
+            .push(Related {
+                range: condition.byte_range(),
+                message: "the branch only one rank takes".to_string(),
+            });
+    }
+}
+
+/// For a call of a PyTorch/XLA collective, `name(first argument)` as the index records it, and
+/// whether that argument is a tag ([`torch_api::XLA_TAGGED_COLLECTIVES`]).
+fn collective_key<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<(String, bool)> {
+    let (function, arguments) = context.call_parts(call)?;
+    let qualified = context.qualified_name(function)?;
+    if !torch_api::is_xla_collective(&qualified) {
+        return None;
+    }
+    let text = syntax::positional_args(arguments)
+        .first()
+        .map_or("", |first| context.text(*first));
+    let tagged = qualified
+        .rsplit('.')
+        .next()
+        .is_some_and(|name| torch_api::XLA_TAGGED_COLLECTIVES.contains(&name));
+    Some((format!("{qualified}({text})"), tagged))
+}
+
+/// The calls under `node`, outside nested functions, classes and lambdas.
+fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
+    if depth > 40 || found.len() > 64 {
+        return;
+    }
+    if matches!(
+        node.kind_name(),
+        "function_definition" | "class_definition" | "lambda"
+    ) {
+        return;
+    }
+    if node.kind_name() == "call" {
+        found.push(node);
+    }
+    let children: Vec<Node<'t>> = node.named_nodes().collect();
+    for child in children {
+        collect_calls(child, found, depth + 1);
     }
 }
 
@@ -202,41 +346,6 @@ fn collect_materializations<'t>(
     }
 }
 
-/// Whether a saved value holds only host tensors: `x.cpu()`, a dict or list (comprehension) of
-/// them, or a name last bound to one (`state = {k: v.cpu() for k, v in sd.items()}`).
-fn holds_host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
-    if depth > 4 {
-        return false;
-    }
-    let value = syntax::unparenthesize(value);
-    if helpers::is_on_host(context, value) {
-        return true;
-    }
-    match value.kind_name() {
-        "identifier" => tensor_values::last_assignment_value(context, context.text(value), value)
-            .is_some_and(|bound| {
-                bound.start_byte() != value.start_byte()
-                    && holds_host_values(context, bound, depth + 1)
-            }),
-        "dictionary_comprehension" => value
-            .field("body")
-            .and_then(|pair| pair.field("value"))
-            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
-        "list_comprehension" => value
-            .field("body")
-            .is_some_and(|element| holds_host_values(context, element, depth + 1)),
-        "dictionary" => {
-            let pairs: Vec<Node<'t>> = value.named_nodes().collect();
-            !pairs.is_empty()
-                && pairs.iter().all(|pair| {
-                    pair.field("value")
-                        .is_some_and(|element| holds_host_values(context, element, depth + 1))
-                })
-        }
-        _ => false,
-    }
-}
-
 fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let (function, arguments) = context.call_parts(call)?;
     if let Some(qualified) = context.qualified_name(function) {
@@ -245,7 +354,7 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
             .first()
             .is_some_and(|saved| {
                 context.text(*saved).to_ascii_lowercase().contains("cpu")
-                    || holds_host_values(context, *saved, 0)
+                    || helpers::holds_host_values(context, *saved)
             });
         if qualified == "torch.save" && !saves_host_copy {
             return Some("`torch.save`".to_string());
