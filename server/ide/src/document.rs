@@ -47,7 +47,13 @@ impl DocumentSnapshot {
     /// that one has syntax errors: tree-sitter's incremental re-parse can recover from an error
     /// differently from a fresh parse of the same text (found by the `lsp_edits` fuzz target).
     pub fn parse(&self) -> Option<Tree> {
-        self.parse_as(true).map(|(tree, _)| tree)
+        self.parse_as(true, &|| false).map(|(tree, _)| tree)
+    }
+
+    /// [`DocumentSnapshot::parse`], stopping (`None`) once `cancelled` returns true: its fresh
+    /// parse polls it ([`syntax::parse_cancellable`]).
+    pub fn parse_cancellable(&self, cancelled: &dyn Fn() -> bool) -> Option<Tree> {
+        self.parse_as(true, cancelled).map(|(tree, _)| tree)
     }
 
     /// The tree for `text` without the fresh parse: an incremental re-parse that has a syntax
@@ -56,21 +62,23 @@ impl DocumentSnapshot {
     /// The language server shows diagnostics of such a tree at once and replaces them by those
     /// of the exact tree when the document stays unchanged (`tpulint_lsp`'s push worker).
     pub fn parse_quick(&self) -> Option<(Tree, bool)> {
-        self.parse_as(false)
+        self.parse_as(false, &|| false)
     }
 
-    fn parse_as(&self, exact: bool) -> Option<(Tree, bool)> {
+    fn parse_as(&self, exact: bool, cancelled: &dyn Fn() -> bool) -> Option<(Tree, bool)> {
         match (&self.tree, self.tree_is_current) {
             (Some(tree), true) if self.tree_is_exact || !exact => {
                 Some((tree.clone(), self.tree_is_exact))
             }
-            (Some(_), true) | (None, _) => Some((syntax::parse(&self.text, None)?, true)),
+            (Some(_), true) | (None, _) => {
+                Some((syntax::parse_cancellable(&self.text, cancelled)?, true))
+            }
             (Some(old), false) => {
                 let tree = syntax::parse(&self.text, Some(old))?;
                 if !tree.root_node().has_error() {
                     Some((tree, true))
                 } else if exact {
-                    Some((syntax::parse(&self.text, None)?, true))
+                    Some((syntax::parse_cancellable(&self.text, cancelled)?, true))
                 } else {
                     Some((tree, false))
                 }

@@ -97,7 +97,7 @@ fn analyze_with(
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let (tree, tree_is_exact) = if exact {
-            (snapshot.parse()?, true)
+            (snapshot.parse_cancellable(cancelled)?, true)
         } else {
             snapshot.parse_quick()?
         };
