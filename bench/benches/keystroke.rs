@@ -11,6 +11,13 @@
 //! (incremental, then afresh when that tree has a syntax error, as `tpulint_ide::document` does)
 //! and parse + incremental check per keystroke, and the slowest keystrokes split into the two
 //! (`TPULINT_BENCH_PARSE_DETAIL=1` prints each fresh parse's two parts).
+//!
+//! Since session 13 the language server publishes first from the incremental tree even when it
+//! has a syntax error, and settles afterwards (fresh parse, exact check, published only where it
+//! differs): the "quick" rows are that first publish's parse + check (the latency path), the
+//! "settle" row the work done after it for the keystrokes whose tree had an error. The quick check
+//! is asserted equal to a full check of the same (incremental) tree, the settled one to a full
+//! check of the fresh tree; the states are kept as the server keeps them.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -30,10 +37,9 @@ fn point_at(text: &str, offset: usize) -> Point {
     Point::new(row, column)
 }
 
-/// Applies a keystroke to the text and the tree, and re-parses as the editor does
-/// (`tpulint_ide::document::DocumentSnapshot::parse`): incrementally, and afresh when that tree
-/// has a syntax error. Returns the time that took and whether the fresh parse ran.
-fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree, Duration, bool) {
+/// Applies a keystroke to the text and the tree, and re-parses incrementally. Returns the new
+/// text, the tree and the time the re-parse took.
+fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree, Duration) {
     let mut new_text = text.to_string();
     documents::apply(&mut new_text, keystroke);
     let line_start: usize = text
@@ -54,21 +60,39 @@ fn type_one(text: &str, tree: &Tree, keystroke: &Keystroke) -> (String, Tree, Du
         new_end_position: point_at(&new_text, new_end),
     });
     let started = Instant::now();
-    let mut tree = syntax::parse(&new_text, Some(&edited)).expect("parses");
-    let fresh = tree.root_node().has_error();
-    if fresh {
-        let incremental = started.elapsed();
-        tree = syntax::parse(&new_text, None).expect("parses");
-        if std::env::var_os("TPULINT_BENCH_PARSE_DETAIL").is_some() {
-            println!(
-                "  fresh parse after an incremental one with errors: {} + {} ms (old tree had an error: {})",
-                millis(incremental),
-                millis(started.elapsed() - incremental),
-                edited.root_node().has_error()
-            );
-        }
+    let tree = syntax::parse(&new_text, Some(&edited)).expect("parses");
+    (new_text, tree, started.elapsed())
+}
+
+/// The editor's kept checks (`tpulint_ide::document::TextDocument::store_check`): the last one,
+/// and the last one without a syntax error while the last has one.
+#[derive(Default)]
+struct Kept {
+    last: Option<(String, IncrementalState)>,
+    clean: Option<(String, IncrementalState)>,
+}
+
+impl Kept {
+    fn previous(&self) -> Vec<(&str, &IncrementalState)> {
+        self.last
+            .iter()
+            .chain(&self.clean)
+            .map(|(text, state)| (text.as_str(), state))
+            .collect()
     }
-    (new_text, tree, started.elapsed(), fresh)
+
+    fn store(&mut self, text: &str, state: IncrementalState) {
+        if state.has_syntax_error() {
+            if let Some(last) = self.last.take()
+                && !last.1.has_syntax_error()
+            {
+                self.clean = Some(last);
+            }
+        } else {
+            self.clean = None;
+        }
+        self.last = Some((text.to_string(), state));
+    }
 }
 
 fn main() {
@@ -104,33 +128,90 @@ fn main() {
         script.len()
     );
     let mut text = text;
-    let mut last: (String, IncrementalState) = (text.clone(), first.state);
-    let mut clean: Option<(String, IncrementalState)> = None;
+    let mut kept = Kept::default();
+    kept.store(&text, first.state);
     let (mut full_times, mut incremental_times) = (Vec::new(), Vec::new());
-    // The editor's whole keystroke: its parse plus the incremental check.
+    // The editor's whole keystroke before session 13: incremental parse, a fresh parse when that
+    // tree has an error, the incremental check of the fresh tree.
     let (mut parse_times, mut editor_times) = (Vec::new(), Vec::new());
+    // Its first publish since: incremental parse + incremental check of that tree.
+    let (mut quick_parse_times, mut quick_times) = (Vec::new(), Vec::new());
+    // What follows it when the tree had an error: fresh parse + incremental check.
+    let mut settle_times = Vec::new();
     let mut fresh_parses = 0usize;
     // The slowest keystrokes of the editor's path: (time, parse, check, fresh parse, fallback).
     let mut slowest: Vec<(Duration, Duration, Duration, bool, Option<&'static str>)> = Vec::new();
+    let mut slowest_quick: Vec<(Duration, Duration, Duration, bool, Option<&'static str>)> =
+        Vec::new();
     let mut fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
     let (mut checked, mut walked, mut statements) = (0usize, 0usize, 0usize);
     for keystroke in &script {
-        let (parse_time, fresh);
-        (text, tree, parse_time, fresh) = type_one(&text, &tree, keystroke);
+        let incremental_parse;
+        (text, tree, incremental_parse) = type_one(&text, &tree, keystroke);
+        let fresh = tree.root_node().has_error();
+        quick_parse_times.push(incremental_parse);
+        // The first publish: the incremental tree as it is.
+        let quick_check = if fresh {
+            let started = Instant::now();
+            let outcome = check_tree_incremental(&text, &tree, &settings, &kept.previous());
+            let time = started.elapsed();
+            assert_eq!(
+                outcome.diagnostics,
+                check_tree(&text, &tree, &settings),
+                "the quick check differs from a full check of its tree after {keystroke:?}"
+            );
+            kept.store(&text, outcome.state);
+            slowest_quick.push((
+                incremental_parse + time,
+                incremental_parse,
+                time,
+                true,
+                outcome.reuse.full,
+            ));
+            Some(time)
+        } else {
+            None
+        };
+        let mut parse_time = incremental_parse;
+        if fresh {
+            fresh_parses += 1;
+            let started = Instant::now();
+            tree = syntax::parse(&text, None).expect("parses");
+            let fresh_time = started.elapsed();
+            if std::env::var_os("TPULINT_BENCH_PARSE_DETAIL").is_some() {
+                println!(
+                    "  fresh parse after an incremental one with errors: {} + {} ms",
+                    millis(incremental_parse),
+                    millis(fresh_time),
+                );
+            }
+            parse_time += fresh_time;
+        }
         parse_times.push(parse_time);
-        fresh_parses += usize::from(fresh);
         let started = Instant::now();
         let full = check_tree(&text, &tree, &settings);
         full_times.push(started.elapsed());
-        let mut previous: Vec<(&str, &IncrementalState)> = vec![(&last.0, &last.1)];
-        if let Some((clean_text, clean_state)) = &clean {
-            previous.push((clean_text, clean_state));
-        }
         let started = Instant::now();
-        let outcome = check_tree_incremental(&text, &tree, &settings, &previous);
+        let outcome = check_tree_incremental(&text, &tree, &settings, &kept.previous());
         let check_time = started.elapsed();
         incremental_times.push(check_time);
         editor_times.push(parse_time + check_time);
+        match quick_check {
+            Some(quick) => {
+                quick_times.push(incremental_parse + quick);
+                settle_times.push(parse_time - incremental_parse + check_time);
+            }
+            None => {
+                quick_times.push(parse_time + check_time);
+                slowest_quick.push((
+                    parse_time + check_time,
+                    parse_time,
+                    check_time,
+                    false,
+                    outcome.reuse.full,
+                ));
+            }
+        }
         slowest.push((
             parse_time + check_time,
             parse_time,
@@ -148,11 +229,7 @@ fn main() {
         checked += outcome.reuse.checked;
         walked += outcome.reuse.walked;
         statements += outcome.reuse.statements;
-        if !last.1.has_syntax_error() {
-            clean = Some(std::mem::replace(&mut last, (text.clone(), outcome.state)));
-        } else {
-            last = (text.clone(), outcome.state);
-        }
+        kept.store(&text, outcome.state);
     }
     let (full, incremental) = (
         summarize(&full_times).expect("keystrokes"),
@@ -162,7 +239,13 @@ fn main() {
         summarize(&parse_times).expect("keystrokes"),
         summarize(&editor_times).expect("keystrokes"),
     );
-    let mean = |times: &[Duration]| times.iter().sum::<Duration>() / times.len() as u32;
+    let (quick_parse, quick) = (
+        summarize(&quick_parse_times).expect("keystrokes"),
+        summarize(&quick_times).expect("keystrokes"),
+    );
+    let mean = |times: &[Duration]| {
+        times.iter().sum::<Duration>() / u32::try_from(times.len().max(1)).expect("few")
+    };
     println!("| check | p50 (ms) | p90 | p99 | max | mean |");
     println!("|---|---|---|---|---|---|");
     for (label, summary, times) in [
@@ -170,6 +253,12 @@ fn main() {
         ("incremental", incremental, &incremental_times),
         ("editor's parse", parse, &parse_times),
         ("editor's parse + incremental", editor, &editor_times),
+        ("quick: incremental parse", quick_parse, &quick_parse_times),
+        (
+            "quick: incremental parse + check (first publish)",
+            quick,
+            &quick_times,
+        ),
     ] {
         println!(
             "| {label} | {} | {} | {} | {} | {} |",
@@ -195,6 +284,33 @@ fn main() {
         "fresh parses (the incremental tree had a syntax error): {fresh_parses} of {} keystrokes",
         script.len()
     );
+    if let Some(settle) = summarize(&settle_times) {
+        println!(
+            "settle after the first publish ({} keystrokes): p50 {} ms, p99 {} ms, max {} ms",
+            settle.count,
+            millis(settle.p50),
+            millis(settle.p99),
+            millis(settle.max)
+        );
+    }
+    println!(
+        "quick / full: p50 {:.3}, mean {:.3}",
+        quick.p50.as_secs_f64() / full.p50.as_secs_f64(),
+        mean(&quick_times).as_secs_f64() / mean(&full_times).as_secs_f64(),
+    );
+    slowest_quick.sort_by_key(|keystroke| std::cmp::Reverse(keystroke.0));
+    println!(
+        "slowest keystrokes (first publish): total = parse + check, tree had an error, fallback"
+    );
+    for (total, parse, check, error, full) in slowest_quick.iter().take(8) {
+        println!(
+            "  {} = {} + {}, error {error}, {}",
+            millis(*total),
+            millis(*parse),
+            millis(*check),
+            full.unwrap_or("incremental")
+        );
+    }
     slowest.sort_by_key(|keystroke| std::cmp::Reverse(keystroke.0));
     println!("slowest keystrokes (editor's path): total = parse + check, fresh parse, fallback");
     for (total, parse, check, fresh, full) in slowest.iter().take(8) {

@@ -2,6 +2,9 @@
 //! UTF-16 or UTF-8 positions, possibly out of bounds or inside a character), the document's text
 //! is valid, the incrementally re-parsed tree gives exactly the diagnostics of a fresh parse, and
 //! the editor's incremental check (reusing the document's earlier checks) equals a full check.
+//! The server's quick analysis (the incremental tree as it is, even with a syntax error) is
+//! checked too: its incremental check equals a full check of that tree, and its state is kept
+//! for the next check as the server keeps it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -26,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     // Parse once so that later edits go through the incremental path.
     let snapshot = document.snapshot();
     if let Some(tree) = snapshot.parse() {
-        document.store_tree(0, tree);
+        document.store_tree(0, tree, true);
     }
     let mut version = 0;
     while let (Some(a), Some(b), Some(c), Some(d), Some(len)) =
@@ -57,6 +60,22 @@ fuzz_target!(|data: &[u8]| {
         };
         document.apply_changes(vec![change], version, encoding);
         let snapshot = document.snapshot();
+        if let Some((quick, exact)) = snapshot.parse_quick() {
+            let (reused, state, _) =
+                analysis::check(&snapshot.text, &quick, &settings, &snapshot.previous);
+            assert_eq!(
+                reused,
+                check_tree(&snapshot.text, &quick, &settings),
+                "the incremental check of the quick tree differs from a full one for {:?}",
+                snapshot.text
+            );
+            document.store_check(PreviousCheck {
+                text: snapshot.text.clone(),
+                state,
+            });
+            document.store_tree(version, quick, exact);
+        }
+        let snapshot = document.snapshot();
         let incremental = snapshot.parse().expect("incremental parse");
         let fresh = syntax::parse(&snapshot.text, None).expect("fresh parse");
         let full = check_tree(&snapshot.text, &fresh, &settings);
@@ -78,6 +97,6 @@ fuzz_target!(|data: &[u8]| {
             text: snapshot.text.clone(),
             state,
         });
-        document.store_tree(version, incremental);
+        document.store_tree(version, incremental, true);
     }
 });

@@ -4,10 +4,10 @@
 //! rather than walking raw children, so a grammar upgrade touches few places.
 
 use std::borrow::Cow;
-use std::ops::Deref;
+use std::ops::{ControlFlow, Deref};
 use std::sync::LazyLock;
 
-use tree_sitter::{Language, Node, Parser, Tree, TreeCursor};
+use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser, Point, Tree, TreeCursor};
 
 /// The pinned Python grammar; dereferences to a [`Language`].
 pub static PYTHON: PythonGrammar = PythonGrammar;
@@ -242,6 +242,43 @@ pub fn parse_with(parser: &mut Parser, text: &str, old_tree: Option<&Tree>) -> O
     match parser.parse(blanked.as_str(), None) {
         Some(retry) if !retry.root_node().has_error() => Some(retry),
         _ => Some(tree),
+    }
+}
+
+/// A fresh [`parse`] (`parse(text, None)`, the same tree) that stops early, returning `None`,
+/// once `cancelled` returns true: tree-sitter polls it as it parses. For an editor's parse in the
+/// background, which an edit makes useless (a fresh parse of a large module with a syntax error
+/// takes as long as checking it).
+pub fn parse_cancellable(text: &str, cancelled: &dyn Fn() -> bool) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&PYTHON).ok()?;
+    let mut once = |source: &str| {
+        let bytes = source.as_bytes();
+        let mut progress = |_: &ParseState| {
+            if cancelled() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let options = ParseOptions::new().progress_callback(&mut progress);
+        parser.parse_with_options(
+            &mut |offset: usize, _: Point| &bytes[offset.min(bytes.len())..],
+            None,
+            Some(options),
+        )
+    };
+    let tree = once(text)?;
+    if !tree.root_node().has_error() {
+        return Some(tree);
+    }
+    let Some(blanked) = blank_bracketed_comment_lines(text) else {
+        return Some(tree);
+    };
+    match once(blanked.as_str()) {
+        Some(retry) if !retry.root_node().has_error() => Some(retry),
+        Some(_) => Some(tree),
+        None => None,
     }
 }
 
@@ -548,6 +585,25 @@ pub fn line_indent(source: &str, offset: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancellable_parse_gives_the_fresh_parse_or_stops() {
+        let texts = [
+            "import torch\nx = torch.ones(3)\n",
+            "def f():\n    x = (1 +\n# c\n         2)\n    return x\n",
+            "x = f(\nfor b in loader:\n    loss = model(b\n",
+        ];
+        for text in texts {
+            let fresh = parse(text, None).expect("parses");
+            let cancellable = parse_cancellable(text, &|| false).expect("parses");
+            assert_eq!(
+                cancellable.root_node().to_sexp(),
+                fresh.root_node().to_sexp()
+            );
+        }
+        let large = "x = f(\n".repeat(20_000);
+        assert!(parse_cancellable(&large, &|| true).is_none());
+    }
 
     #[test]
     fn a_comment_less_indented_than_its_block_inside_brackets_parses() {

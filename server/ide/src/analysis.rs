@@ -20,6 +20,11 @@ pub struct Analysis {
     pub text: Arc<str>,
     pub line_index: Arc<LineIndex>,
     pub tree: Tree,
+    /// `tree` is what a fresh parse of `text` gives, so `diagnostics` are what `tpulint check`
+    /// reports. `false`: an incremental re-parse with a syntax error, whose recovery may differ
+    /// from a fresh parse's ([`crate::document::DocumentSnapshot::parse_quick`]); such an
+    /// analysis is only published at once, and replaced by an exact one of the same version.
+    pub exact: bool,
     pub diagnostics: Vec<Diagnostic>,
     /// `None` when the document is not checked (so it has no fixes either).
     pub settings: Option<Settings>,

@@ -25,6 +25,9 @@ pub struct DocumentSnapshot {
     /// which the analysis re-parses incrementally.
     pub tree: Option<Tree>,
     pub tree_is_current: bool,
+    /// `tree` is what a fresh parse of its text gives (it has no syntax error, or it was parsed
+    /// afresh); see [`DocumentSnapshot::parse_quick`].
+    pub tree_is_exact: bool,
     /// The last check stored for this document (of this or an earlier version) and the last
     /// one of a text without syntax errors, which the next check reuses where that is sound
     /// ([`crate::analysis::check`]).
@@ -39,20 +42,45 @@ pub struct PreviousCheck {
 }
 
 impl DocumentSnapshot {
-    /// The tree for `text`: the stored one when current, else an incremental re-parse — and
-    /// a fresh parse when that one has syntax errors: tree-sitter's incremental re-parse can
-    /// recover from an error differently from a fresh parse of the same text (found by the
-    /// `lsp_edits` fuzz target), and the editor must show what `tpulint check` shows.
+    /// The tree for `text`, equal to a fresh parse of it (what `tpulint check` parses): the
+    /// stored one when current and exact, else an incremental re-parse — and a fresh parse when
+    /// that one has syntax errors: tree-sitter's incremental re-parse can recover from an error
+    /// differently from a fresh parse of the same text (found by the `lsp_edits` fuzz target).
     pub fn parse(&self) -> Option<Tree> {
+        self.parse_as(true, &|| false).map(|(tree, _)| tree)
+    }
+
+    /// [`DocumentSnapshot::parse`], stopping (`None`) once `cancelled` returns true: its fresh
+    /// parse polls it ([`syntax::parse_cancellable`]).
+    pub fn parse_cancellable(&self, cancelled: &dyn Fn() -> bool) -> Option<Tree> {
+        self.parse_as(true, cancelled).map(|(tree, _)| tree)
+    }
+
+    /// The tree for `text` without the fresh parse: an incremental re-parse that has a syntax
+    /// error is returned as it is, with `false` (it may have recovered from the error otherwise
+    /// than a fresh parse would). `true`: the tree is what [`DocumentSnapshot::parse`] gives.
+    /// The language server shows diagnostics of such a tree at once and replaces them by those
+    /// of the exact tree when the document stays unchanged (`tpulint_lsp`'s push worker).
+    pub fn parse_quick(&self) -> Option<(Tree, bool)> {
+        self.parse_as(false, &|| false)
+    }
+
+    fn parse_as(&self, exact: bool, cancelled: &dyn Fn() -> bool) -> Option<(Tree, bool)> {
         match (&self.tree, self.tree_is_current) {
-            (Some(tree), true) => Some(tree.clone()),
-            (None, _) => syntax::parse(&self.text, None),
+            (Some(tree), true) if self.tree_is_exact || !exact => {
+                Some((tree.clone(), self.tree_is_exact))
+            }
+            (Some(_), true) | (None, _) => {
+                Some((syntax::parse_cancellable(&self.text, cancelled)?, true))
+            }
             (Some(old), false) => {
                 let tree = syntax::parse(&self.text, Some(old))?;
-                if tree.root_node().has_error() {
-                    syntax::parse(&self.text, None)
+                if !tree.root_node().has_error() {
+                    Some((tree, true))
+                } else if exact {
+                    Some((syntax::parse_cancellable(&self.text, cancelled)?, true))
                 } else {
-                    Some(tree)
+                    Some((tree, false))
                 }
             }
         }
@@ -65,6 +93,7 @@ pub struct TextDocument {
     version: i32,
     tree: Option<Tree>,
     tree_is_current: bool,
+    tree_is_exact: bool,
     previous: Option<PreviousCheck>,
     previous_clean: Option<PreviousCheck>,
 }
@@ -79,6 +108,7 @@ impl TextDocument {
             version,
             tree: None,
             tree_is_current: false,
+            tree_is_exact: false,
             previous: None,
             previous_clean: None,
         }
@@ -103,6 +133,7 @@ impl TextDocument {
             version: self.version,
             tree: self.tree.clone(),
             tree_is_current: self.tree_is_current,
+            tree_is_exact: self.tree_is_exact,
             previous: self
                 .previous
                 .iter()
@@ -126,6 +157,7 @@ impl TextDocument {
                     self.text = change.text.into();
                     self.tree = None;
                     self.tree_is_current = false;
+                    self.tree_is_exact = false;
                 }
                 Some(range) => {
                     let byte_range =
@@ -157,6 +189,7 @@ impl TextDocument {
                 new_end_position,
             });
             self.tree_is_current = false;
+            self.tree_is_exact = false;
         }
         self.text = new_text.into();
     }
@@ -177,11 +210,14 @@ impl TextDocument {
         self.previous = Some(check);
     }
 
-    /// Stores the tree an analysis parsed for `version`, if the document has not moved on since.
-    pub fn store_tree(&mut self, version: i32, tree: Tree) {
-        if self.version == version && !self.tree_is_current {
+    /// Stores the tree an analysis parsed for `version` (`exact`: equal to a fresh parse, see
+    /// [`DocumentSnapshot::parse_quick`]), if the document has not moved on since; an exact tree
+    /// replaces one that was not.
+    pub fn store_tree(&mut self, version: i32, tree: Tree, exact: bool) {
+        if self.version == version && (!self.tree_is_current || (exact && !self.tree_is_exact)) {
             self.tree = Some(tree);
             self.tree_is_current = true;
+            self.tree_is_exact = exact;
         }
     }
 }
@@ -225,7 +261,7 @@ mod tests {
     fn incremental_edits_keep_the_tree_equal_to_a_fresh_parse() {
         let mut document = TextDocument::new("import torch\nx = 1\n".to_string(), 1);
         let tree = document.snapshot().parse().expect("parses");
-        document.store_tree(1, tree);
+        document.store_tree(1, tree, true);
         document.apply_changes(
             vec![change((1, 4, 1, 5), "torch.ones(3)\ny = x.item()")],
             2,
@@ -254,7 +290,7 @@ mod tests {
         let mut document = TextDocument::new(text.to_string(), 1);
         let tree = document.snapshot().parse().expect("parses");
         assert!(!tree.root_node().has_error());
-        document.store_tree(1, tree);
+        document.store_tree(1, tree, true);
         let edits = [
             ((4, 12, 4, 12), " + 1"),
             ((2, 3, 2, 3), "omment"),
@@ -276,7 +312,7 @@ mod tests {
                 "{}",
                 snapshot.text
             );
-            document.store_tree(version, incremental);
+            document.store_tree(version, incremental, true);
         }
     }
 
@@ -289,7 +325,7 @@ mod tests {
         let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
         let mut document = TextDocument::new(initial.to_string(), 0);
         let tree = document.snapshot().parse().expect("parses");
-        document.store_tree(0, tree);
+        document.store_tree(0, tree, true);
         let settings = tpulint_analyzer::Settings::default();
         let edits = [
             ((5, 24, 5, 35), "i"),
@@ -307,8 +343,49 @@ mod tests {
                 "after edit {version}: {:?}",
                 snapshot.text
             );
-            document.store_tree(version, tree);
+            document.store_tree(version, tree, true);
         }
+    }
+
+    /// The language server's order on the same edits: the quick tree is stored first (not
+    /// exact when it has a syntax error), then the exact one replaces it; the exact tree is always
+    /// a fresh parse's, and on this sequence the quick one once is not (which is why it says so).
+    #[test]
+    fn a_quick_parse_says_when_it_may_differ_and_the_exact_tree_replaces_it() {
+        let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+        let mut document = TextDocument::new(initial.to_string(), 0);
+        let (tree, exact) = document.snapshot().parse_quick().expect("parses");
+        assert!(exact, "a first parse is a fresh one");
+        document.store_tree(0, tree, exact);
+        let edits = [
+            ((5, 24, 5, 35), "i"),
+            ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
+            ((0, 24, 0, 24), "\n😀\n"),
+        ];
+        let mut differed = 0;
+        for (version, (range, text)) in (1..).zip(edits) {
+            document.apply_changes(vec![change(range, text)], version, PositionEncoding::Utf8);
+            let (quick, exact) = document.snapshot().parse_quick().expect("parses");
+            let fresh = syntax::parse(document.text(), None).expect("parses");
+            assert_eq!(exact, !quick.root_node().has_error());
+            if exact {
+                assert_eq!(quick.root_node().to_sexp(), fresh.root_node().to_sexp());
+            }
+            differed += usize::from(quick.root_node().to_sexp() != fresh.root_node().to_sexp());
+            document.store_tree(version, quick, exact);
+            let snapshot = document.snapshot();
+            assert!(snapshot.tree_is_current);
+            let tree = snapshot.parse().expect("parses");
+            assert_eq!(tree.root_node().to_sexp(), fresh.root_node().to_sexp());
+            document.store_tree(version, tree, true);
+            let (stored, exact) = document.snapshot().parse_quick().expect("parses");
+            assert!(exact, "the exact tree replaced the quick one");
+            assert_eq!(stored.root_node().to_sexp(), fresh.root_node().to_sexp());
+        }
+        assert_eq!(
+            differed, 1,
+            "the fuzz-found recovery difference is exercised"
+        );
     }
 
     fn checked(text: &str) -> PreviousCheck {

@@ -37,7 +37,7 @@ fn check_equals_full(document: &mut TextDocument) {
         generation: 1,
         unsafe_fixes: true,
     };
-    let analysis = analyze(document.snapshot(), check_settings, true, &|| false)
+    let analysis = analyze(document.snapshot(), check_settings, true, true, &|| false)
         .unwrap_or_else(|error| panic!("{error:?}"));
     let tree = syntax::parse(&analysis.text, None).expect("parse");
     let full = check_tree(&analysis.text, &tree, &Settings::default());
@@ -48,7 +48,7 @@ fn check_equals_full(document: &mut TextDocument) {
             state: state.clone(),
         });
     }
-    document.store_tree(analysis.version, analysis.tree.clone());
+    document.store_tree(analysis.version, analysis.tree.clone(), analysis.exact);
 }
 
 #[test]

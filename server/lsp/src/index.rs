@@ -129,6 +129,15 @@ impl DocumentAnalysis {
             DocumentAnalysis::Notebook(analysis) => analysis.generation,
         }
     }
+
+    /// Whether the analysis is of a tree equal to a fresh parse (a notebook's always is): see
+    /// [`Analysis::exact`].
+    pub fn is_exact(&self) -> bool {
+        match self {
+            DocumentAnalysis::Text(analysis) => analysis.exact,
+            DocumentAnalysis::Notebook(_) => true,
+        }
+    }
 }
 
 /// The open documents, and the notebook that owns each cell.
@@ -341,9 +350,22 @@ impl Index {
                 {
                     return None;
                 }
-                text.document
-                    .store_tree(analysis.version, analysis.tree.clone());
-                text.analysis = Some(analysis.clone());
+                // A quick analysis (not exact) never replaces an exact one of its version: the
+                // exact one is what requests are answered from.
+                let replaces_exact = !analysis.exact
+                    && text.analysis.as_ref().is_some_and(|stored| {
+                        stored.exact
+                            && stored.version == analysis.version
+                            && stored.generation == analysis.generation
+                    });
+                if !replaces_exact {
+                    text.document.store_tree(
+                        analysis.version,
+                        analysis.tree.clone(),
+                        analysis.exact,
+                    );
+                    text.analysis = Some(analysis.clone());
+                }
                 Some(None)
             }
             (Document::Notebook(notebook), DocumentAnalysis::Notebook(analysis)) => {

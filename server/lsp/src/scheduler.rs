@@ -4,6 +4,12 @@
 //! revision has been superseded (the document changed or closed, or the settings changed) is
 //! cancelled instead of finishing for nothing.
 //!
+//! A text document's revision has two runs: the quick one, which checks an incremental re-parse
+//! even when it has a syntax error (what the push worker publishes at once), and the exact one,
+//! which parses such a text afresh (what requests are answered from, and what the push worker
+//! publishes next if it differs); see `Session::analysis_for` and `documents::push_worker`. They
+//! are separate slots, superseded together.
+//!
 //! The first caller of a revision starts the run (on the blocking pool); the rest await its
 //! result. If that first caller goes away (a cancelled request), the next waiter starts it again.
 //! The counts of runs started and of runs cancelled in flight are shown in the server's debug
@@ -42,7 +48,8 @@ impl Run {
 
 #[derive(Default)]
 pub struct Scheduler {
-    runs: Mutex<HashMap<Uri, Run>>,
+    /// Keyed by document and exactness (`true`: the exact run).
+    runs: Mutex<HashMap<(Uri, bool), Run>>,
     /// Analyses started.
     started: AtomicU64,
     /// Runs superseded before they finished.
@@ -50,23 +57,25 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Uri, Run>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<(Uri, bool), Run>> {
         // A poisoned lock is recovered: every mutation under it is one map operation.
         self.runs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The shared slot of `uri` at (`revision`, `generation`); a run of another revision is
-    /// cancelled and replaced.
+    /// The shared slot of `uri` at (`revision`, `generation`), exact or not; a run of another
+    /// revision is cancelled and replaced.
     fn slot(
         &self,
         uri: &Uri,
         revision: i32,
         generation: u64,
+        exact: bool,
     ) -> (Arc<OnceCell<Outcome>>, CancellationToken) {
         let mut runs = self.lock();
-        if let Some(run) = runs.get(uri)
+        let key = (uri.clone(), exact);
+        if let Some(run) = runs.get(&key)
             && run.revision == revision
             && run.generation == generation
         {
@@ -79,23 +88,24 @@ impl Scheduler {
             token: CancellationToken::default(),
         };
         let slot = (run.result.clone(), run.token.clone());
-        if let Some(previous) = runs.insert(uri.clone(), run) {
+        if let Some(previous) = runs.insert(key, run) {
             previous.cancel(&self.cancelled);
         }
         slot
     }
 
-    /// The analysis of document `uri` at (`revision`, `generation`), computed by `analyze`
-    /// (given the run's cancellation token) unless a run of that revision is already in flight
-    /// or done.
+    /// The analysis of document `uri` at (`revision`, `generation`), exact or quick, computed by
+    /// `analyze` (given the run's cancellation token) unless such a run of that revision is
+    /// already in flight or done.
     pub async fn analysis(
         &self,
         uri: &Uri,
         revision: i32,
         generation: u64,
+        exact: bool,
         analyze: impl FnOnce(CancellationToken) -> Outcome + Send + 'static,
     ) -> Outcome {
-        let (result, token) = self.slot(uri, revision, generation);
+        let (result, token) = self.slot(uri, revision, generation, exact);
         result
             .get_or_init(|| async move {
                 self.started.fetch_add(1, Ordering::Relaxed);
@@ -107,10 +117,13 @@ impl Scheduler {
             .clone()
     }
 
-    /// The document changed or closed: its run in flight, if any, is superseded.
+    /// The document changed or closed: its runs in flight, if any, are superseded.
     pub fn supersede(&self, uri: &Uri) {
-        if let Some(run) = self.lock().remove(uri) {
-            run.cancel(&self.cancelled);
+        let mut runs = self.lock();
+        for exact in [false, true] {
+            if let Some(run) = runs.remove(&(uri.clone(), exact)) {
+                run.cancel(&self.cancelled);
+            }
         }
     }
 
@@ -178,7 +191,7 @@ mod tests {
                 snapshot: document.snapshot(),
                 language_id: "python".into(),
             };
-            analyze(snapshot, settings(), &token)
+            analyze(snapshot, settings(), false, &token)
         }
     }
 
@@ -210,9 +223,9 @@ mod tests {
                 let snapshot = index.snapshot(&notebook).expect("open");
                 tokio::spawn(async move {
                     scheduler
-                        .analysis(&notebook, snapshot.revision(), 0, move |token| {
+                        .analysis(&notebook, snapshot.revision(), 0, false, move |token| {
                             std::thread::sleep(Duration::from_millis(50));
-                            analyze(snapshot, settings(), &token)
+                            analyze(snapshot, settings(), false, &token)
                         })
                         .await
                 })
@@ -232,7 +245,7 @@ mod tests {
             let notebook = notebook.clone();
             tokio::spawn(async move {
                 scheduler
-                    .analysis(&notebook, 1, 0, move |token| {
+                    .analysis(&notebook, 1, 0, false, move |token| {
                         started.notify_one();
                         until_cancelled(&token)
                     })
@@ -254,7 +267,7 @@ mod tests {
             .map(|_| {
                 let scheduler = scheduler.clone();
                 let work = counted(&runs, 1);
-                tokio::spawn(async move { scheduler.analysis(&uri(), 1, 0, work).await })
+                tokio::spawn(async move { scheduler.analysis(&uri(), 1, 0, false, work).await })
             })
             .collect();
         let mut results = Vec::new();
@@ -272,13 +285,13 @@ mod tests {
         }));
         // A later caller of the same revision gets the finished result without a new run.
         scheduler
-            .analysis(&uri(), 1, 0, counted(&runs, 1))
+            .analysis(&uri(), 1, 0, false, counted(&runs, 1))
             .await
             .expect("analysed");
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         // A new revision runs again.
         scheduler
-            .analysis(&uri(), 2, 0, counted(&runs, 2))
+            .analysis(&uri(), 2, 0, false, counted(&runs, 2))
             .await
             .expect("analysed");
         assert_eq!(runs.load(Ordering::SeqCst), 2);
@@ -293,7 +306,7 @@ mod tests {
             let started = started.clone();
             tokio::spawn(async move {
                 scheduler
-                    .analysis(&uri(), 1, 0, move |token| {
+                    .analysis(&uri(), 1, 0, false, move |token| {
                         started.notify_one();
                         until_cancelled(&token)
                     })

@@ -117,12 +117,14 @@ static FULL_CHECKS: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
 });
 
 /// Checks a snapshot: a text document parsed incrementally when possible (see
-/// `tpulint_ide::server::analyze`), a notebook as one module of its code cells (see
-/// `tpulint_ide::server::notebook_analysis`). Never panics: a panic in a rule is caught and
-/// returned as an error.
+/// `tpulint_ide::server::analyze`; without `exact`, an incremental tree with a syntax error is
+/// checked as it is instead of parsed afresh), a notebook as one module of its code cells (see
+/// `tpulint_ide::server::notebook_analysis`; always exact). Never panics: a panic in a rule is
+/// caught and returned as an error.
 pub fn analyze(
     snapshot: Snapshot,
     check_settings: CheckSettings,
+    exact: bool,
     token: &CancellationToken,
 ) -> Result<DocumentAnalysis, AnalysisError> {
     let cancelled = || token.is_cancelled();
@@ -131,6 +133,7 @@ pub fn analyze(
             snapshot,
             check_settings,
             !*FULL_CHECKS,
+            exact,
             &cancelled,
         )
         .map(|analysis| DocumentAnalysis::Text(Arc::new(analysis))),
@@ -348,41 +351,57 @@ impl Session {
         Some(stored)
     }
 
-    /// The current analysis of document `uri` (a text document or a notebook), computed off the
-    /// message loop when the stored one is stale and shared with every other caller of the same
-    /// revision (see [`Scheduler`]).
+    /// The current exact analysis of document `uri` (a text document or a notebook): what
+    /// requests (pulls, code actions and their fixes, hover, commands) are answered from, so
+    /// that they see what `tpulint check` sees. Computed off the message loop when the stored
+    /// one is stale or not exact, and shared with every other caller of the same revision (see
+    /// [`Scheduler`]): first the quick run the push worker shares, which is exact unless its
+    /// tree has a syntax error, then, only in that case, the exact run.
     pub async fn analysis_for(
         self: &Arc<Self>,
         uri: &Uri,
         token: &CancellationToken,
     ) -> Result<DocumentAnalysis, AnalysisError> {
-        let current = self.index().current_analysis(uri, self.config().generation);
-        if let Some(analysis) = current {
-            return Ok(analysis);
-        }
         // The request's own token is not the run's: the run is shared with every other caller
         // of this revision and stops only when the revision is superseded.
         let _ = token;
-        let (snapshot, check_settings) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
-        let analysis = self.shared_analysis(uri, snapshot, check_settings).await?;
-        self.store(uri, &analysis, Vec::new(), false);
-        Ok(analysis)
+        let mut exact = false;
+        loop {
+            let current = self.index().current_analysis(uri, self.config().generation);
+            if let Some(analysis) = current {
+                if analysis.is_exact() {
+                    return Ok(analysis);
+                }
+                exact = true;
+            }
+            let (snapshot, check_settings) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
+            let analysis = self
+                .shared_analysis(uri, snapshot, check_settings, exact)
+                .await?;
+            self.store(uri, &analysis, Vec::new(), false);
+            if analysis.is_exact() {
+                return Ok(analysis);
+            }
+            exact = true;
+        }
     }
 
-    /// The analysis of `snapshot` of document `uri`, shared with every other caller of the
-    /// same revision (see [`Scheduler`]).
+    /// The analysis of `snapshot` of document `uri`, exact or quick (see [`analyze`]), shared
+    /// with every other caller of the same revision (see [`Scheduler`]).
     pub async fn shared_analysis(
         &self,
         uri: &Uri,
         snapshot: Snapshot,
         check_settings: CheckSettings,
+        exact: bool,
     ) -> Result<DocumentAnalysis, AnalysisError> {
         self.scheduler
             .analysis(
                 uri,
                 snapshot.revision(),
                 check_settings.generation,
-                move |token| analyze(snapshot, check_settings, &token),
+                exact,
+                move |token| analyze(snapshot, check_settings, exact, &token),
             )
             .await
     }

@@ -1,6 +1,11 @@
 //! Ordering stress test: hundreds of rapid incremental edits, sent without waiting, must be
 //! applied in order; the last published diagnostics must equal a fresh check of the final text,
 //! and published versions must never go backwards.
+//!
+//! The server publishes the diagnostics of an incremental re-parse with a syntax error at once and
+//! those of a fresh parse next, if they differ (`documents::push_worker`): so "the last published
+//! diagnostics" are the ones published once the server has settled the document (its stored
+//! analysis exact and its worker idle, read from the debug report).
 
 mod common;
 
@@ -126,7 +131,7 @@ async fn rapid_incremental_edits_are_applied_in_order() {
     }
     let last_version = EDITS + 1;
     let mut seen_versions = Vec::new();
-    let final_params = loop {
+    let first_of_last = loop {
         let params = client.diagnostics(URI).await;
         let version = params["version"]
             .as_i64()
@@ -140,6 +145,7 @@ async fn rapid_incremental_edits_are_applied_in_order() {
         seen_versions.windows(2).all(|pair| pair[0] < pair[1]),
         "published versions went backwards: {seen_versions:?}"
     );
+    let final_params = settled(&mut client, URI, last_version, first_of_last).await;
     let expected = expected_diagnostics(&text);
     assert!(
         !expected.is_empty(),
@@ -159,6 +165,230 @@ async fn rapid_incremental_edits_are_applied_in_order() {
         )
         .await;
     let params = client.diagnostics_at(URI, last_version + 1).await;
+    let params = settled(&mut client, URI, last_version + 1, params).await;
     assert_eq!(published_summary(&params), expected_diagnostics(START));
+    client.shutdown().await;
+}
+
+/// The server's state of text document `uri` from its debug report: (version, its stored
+/// analysis is exact, its push worker is running).
+async fn document_state(client: &mut TestClient, uri: &str) -> Option<(i64, bool, bool)> {
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.printDebugInformation"}),
+        )
+        .await;
+    let report = response["result"]
+        .as_str()
+        .expect("debug report")
+        .to_string();
+    let line = report
+        .lines()
+        .find(|line| line.trim_start().starts_with(uri))?;
+    let field = |name: &str| {
+        line.split([',', '(', ')'])
+            .map(str::trim)
+            .find_map(|part| part.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name:?} in {line}"))
+            .to_string()
+    };
+    let version = field("version ").parse().expect("a version");
+    Some((
+        version,
+        field("analysis: ") == "exact",
+        field("worker: ") == "running",
+    ))
+}
+
+/// The last diagnostics the server publishes for `uri` at `version` (`first`: its first publish
+/// of that version), once it has settled the document: its stored analysis of `version` is exact
+/// and its worker idle, so nothing more is queued; a publish queued just before is collected.
+async fn settled(client: &mut TestClient, uri: &str, version: i64, first: Value) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if document_state(client, uri).await == Some((version, true, false)) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never settled");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The publish queue and the responses are separate channels: give a publish queued before
+    // the worker went idle time to arrive.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut last = first;
+    for message in client.drain() {
+        if message["method"] == "textDocument/publishDiagnostics" && message["params"]["uri"] == uri
+        {
+            assert_eq!(message["params"]["version"], version, "{message}");
+            last = message["params"].clone();
+        }
+    }
+    last
+}
+
+/// Sends one incremental change to the server and applies it to `document` (the test's copy,
+/// through the server's own document type, so out-of-range and inverted ranges are clamped as
+/// the server clamps them).
+async fn change(
+    client: &mut TestClient,
+    document: &mut tpulint_lsp::document::TextDocument,
+    version: i32,
+    range: (u32, u32, u32, u32),
+    text: &str,
+) {
+    let lsp_range = json!({
+        "start": {"line": range.0, "character": range.1},
+        "end": {"line": range.2, "character": range.3}
+    });
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": URI, "version": version},
+                "contentChanges": [{"range": lsp_range, "text": text}]
+            }),
+        )
+        .await;
+    let change: tower_lsp_server::ls_types::TextDocumentContentChangeEvent =
+        serde_json::from_value(json!({"range": lsp_range, "text": text})).expect("change");
+    document.apply_changes(vec![change], version, PositionEncoding::Utf16);
+}
+
+/// A code action request over the whole of `document` sent right after its last edit (before the
+/// worker has settled it) is answered from the analysis of the fresh parse: its TPU101 (which the
+/// incremental tree's analysis lacks), and no code a fresh check does not report.
+async fn code_actions_are_of_the_fresh_parse(
+    client: &mut TestClient,
+    document: &tpulint_lsp::document::TextDocument,
+) {
+    let expected = expected_diagnostics(document.text());
+    let expected_codes: std::collections::BTreeSet<&str> =
+        expected.iter().filter_map(|d| d["code"].as_str()).collect();
+    assert!(expected_codes.contains("TPU101"), "{expected:?}");
+    let line_count = document.text().lines().count() as u32 + 1;
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": URI},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": line_count, "character": 0}},
+                "context": {"diagnostics": []}
+            }),
+        )
+        .await;
+    let actions = actions["result"].as_array().expect("actions").clone();
+    let codes: Vec<&str> = actions
+        .iter()
+        .flat_map(|action| action["diagnostics"].as_array().into_iter().flatten())
+        .filter_map(|diagnostic| diagnostic["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"TPU101"), "{actions:?}");
+    assert!(
+        codes.iter().all(|code| expected_codes.contains(code)),
+        "{codes:?} against {expected_codes:?}"
+    );
+}
+
+/// Edits that leave syntax errors (unclosed brackets, stray colons, dedents), sent in bursts;
+/// after each burst the server settles, and what it published last equals a fresh check of the
+/// text (the server's first publish of a revision may come from an incremental re-parse whose
+/// error recovery differs). It starts with the `lsp_edits` fuzz regression, whose incremental
+/// re-parse recovers otherwise than a fresh parse: right after it, before any settling, a code
+/// action request is answered from the fresh parse's analysis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_with_syntax_errors_settle_on_what_a_fresh_check_reports() {
+    let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+    let (mut client, _) = TestClient::initialized(push_client(), Value::Null).await;
+    client.open(URI, initial).await;
+    let mut document = tpulint_lsp::document::TextDocument::new(initial.to_string(), 1);
+    let first = client.diagnostics_at(URI, 1).await;
+    settled(&mut client, URI, 1, first).await;
+    let regression = [
+        ((5, 24, 5, 35), "i"),
+        ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
+        ((0, 24, 0, 24), "\n😀\n"),
+    ];
+    let mut version = 1;
+    for (range, text) in regression {
+        version += 1;
+        change(&mut client, &mut document, version, range, text).await;
+        if version == 4 {
+            code_actions_are_of_the_fresh_parse(&mut client, &document).await;
+        }
+        // Each edit is parsed incrementally from the last one's tree.
+        let first = client.diagnostics_at(URI, i64::from(version)).await;
+        let params = settled(&mut client, URI, i64::from(version), first).await;
+        assert_eq!(
+            published_summary(&params),
+            expected_diagnostics(document.text()),
+            "after edit {version}: {:?}",
+            document.text()
+        );
+    }
+
+    // Random bursts of edits that open and close brackets and blocks.
+    let mut rng = Rng(0x0dd_ba11_5eed_cafe);
+    const TYPED: &[&str] = &[
+        "(",
+        ")",
+        ":",
+        "\n",
+        "\n    ",
+        "x",
+        " ",
+        ".",
+        "[",
+        "]",
+        "😀",
+        "def f(",
+        "\"",
+        "if a:\n",
+        ".cuda()",
+        "torch.ones(2)",
+    ];
+    for _round in 0..40 {
+        for _ in 0..1 + rng.below(4) {
+            let text = document.text().to_string();
+            let index = LineIndex::new(&text);
+            let line = rng.below(index.line_count());
+            let line_range = index.line_range(line, &text);
+            let boundaries: Vec<usize> = (line_range.start..=line_range.end)
+                .filter(|offset| text.is_char_boundary(*offset))
+                .collect();
+            let at = boundaries[rng.below(boundaries.len())];
+            let (range, typed) = if rng.below(4) == 0 && at < line_range.end {
+                let end = (at + 1..=line_range.end)
+                    .find(|offset| text.is_char_boundary(*offset))
+                    .unwrap_or(at);
+                (at..end, "")
+            } else {
+                (at..at, TYPED[rng.below(TYPED.len())])
+            };
+            let lsp_range = to_proto::range(&text, &index, range, PositionEncoding::Utf16);
+            version += 1;
+            change(
+                &mut client,
+                &mut document,
+                version,
+                (
+                    lsp_range.start.line,
+                    lsp_range.start.character,
+                    lsp_range.end.line,
+                    lsp_range.end.character,
+                ),
+                typed,
+            )
+            .await;
+        }
+        let first = client.diagnostics_at(URI, i64::from(version)).await;
+        let params = settled(&mut client, URI, i64::from(version), first).await;
+        assert_eq!(
+            published_summary(&params),
+            expected_diagnostics(document.text()),
+            "after version {version}: {:?}",
+            document.text()
+        );
+    }
     client.shutdown().await;
 }

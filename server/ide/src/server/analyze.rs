@@ -36,18 +36,23 @@ pub struct CheckSettings {
 }
 
 /// Parses (incrementally when possible) and checks a snapshot; with `reuse_previous`, only the
-/// statements the edits touched are checked again (the result equals a full check,
-/// `tpulint_analyzer::incremental`). Never panics where panics unwind: a panic in a rule is
-/// caught and returned as an error. `cancelled` is polled between the steps.
+/// statements the edits touched are checked again (the result equals a full check of the same
+/// tree, `tpulint_analyzer::incremental`). With `exact`, the tree is what a fresh parse gives
+/// ([`DocumentSnapshot::parse`]); without, an incremental re-parse with a syntax error is
+/// checked as it is, and the result says so ([`Analysis::exact`]). Never panics where panics
+/// unwind: a panic in a rule is caught and returned as an error. `cancelled` is polled between
+/// the steps.
 pub fn analyze(
     snapshot: DocumentSnapshot,
     check_settings: CheckSettings,
     reuse_previous: bool,
+    exact: bool,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Analysis, AnalysisError> {
     analyze_with(
         snapshot,
         check_settings,
+        exact,
         cancelled,
         |text, tree, settings, previous| {
             let previous: &[PreviousCheck] = if reuse_previous { previous } else { &[] };
@@ -66,6 +71,7 @@ pub fn analyze_in_full(
     analyze_with(
         snapshot,
         check_settings,
+        true,
         &|| false,
         |text, tree, settings, _| (tpulint_analyzer::check_tree(text, tree, settings), None),
     )
@@ -76,6 +82,7 @@ type CheckOutcome = (Vec<Diagnostic>, Option<Arc<IncrementalState>>);
 fn analyze_with(
     snapshot: DocumentSnapshot,
     check_settings: CheckSettings,
+    exact: bool,
     cancelled: &dyn Fn() -> bool,
     run_check: impl Fn(&str, &Tree, &Settings, &[PreviousCheck]) -> CheckOutcome,
 ) -> Result<Analysis, AnalysisError> {
@@ -89,7 +96,11 @@ fn analyze_with(
         return Err(AnalysisError::Cancelled);
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let tree = snapshot.parse()?;
+        let (tree, tree_is_exact) = if exact {
+            (snapshot.parse_cancellable(cancelled)?, true)
+        } else {
+            snapshot.parse_quick()?
+        };
         if cancelled() {
             return None;
         }
@@ -97,15 +108,16 @@ fn analyze_with(
             Some(settings) => run_check(&snapshot.text, &tree, settings, &snapshot.previous),
             None => (Vec::new(), None),
         };
-        Some((tree, diagnostics, incremental))
+        Some((tree, tree_is_exact, diagnostics, incremental))
     }));
     match outcome {
-        Ok(Some((tree, diagnostics, incremental))) => Ok(Analysis {
+        Ok(Some((tree, exact, diagnostics, incremental))) => Ok(Analysis {
             version: snapshot.version,
             generation,
             text: snapshot.text,
             line_index: snapshot.line_index,
             tree,
+            exact,
             diagnostics,
             settings,
             unsafe_fixes,

@@ -177,6 +177,7 @@ pub fn analyze(
                 text: cell.text.clone(),
                 line_index: cell.line_index.clone(),
                 tree,
+                exact: true,
                 diagnostics: cell_diagnostics,
                 // "Fix all" of a cell needs the whole notebook; it is built here, not by
                 // `actions::fix_all_edit` on the cell alone.

@@ -778,7 +778,7 @@ impl Session {
                 }
                 entry
                     .document
-                    .store_tree(analysis.version, analysis.tree.clone());
+                    .store_tree(analysis.version, analysis.tree.clone(), analysis.exact);
                 entry.analysis = Some(analysis.clone());
                 Some(analysis)
             }

@@ -114,6 +114,14 @@ impl Server {
 /// each result still current is published (one publish per cell for a notebook); in pull mode
 /// (a notebook, for a client that takes refreshes) the result is stored and the client asked to
 /// pull again when a cell it was answered for holds stale findings.
+///
+/// A text document is checked quickly first: when its incremental re-parse has a syntax error,
+/// that tree is checked as it is and published at once, without the fresh parse `tpulint check`
+/// would do (as long as a full check on a large module). If the document is still unchanged
+/// then, the worker settles it: the exact analysis (fresh parse) is checked and stored, and
+/// published only if its diagnostics differ from the quick ones. An edit meanwhile cancels the
+/// exact run and the loop starts over, so every revision that stays current ends with the
+/// diagnostics of a fresh check.
 pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri) {
     loop {
         // The mark is cleared under the lock the snapshot is taken under: an edit after it marks
@@ -124,13 +132,20 @@ pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri)
         let revision = snapshot.revision();
         // Shared with any request for the same revision; cancelled if a change supersedes it.
         let outcome = session
-            .shared_analysis(&uri, snapshot, check_settings)
+            .shared_analysis(&uri, snapshot, check_settings, false)
             .await;
         if let Some(analysis) = analysis_or_log(&client, &uri, revision, Ok(outcome)).await {
             let negotiated = session.negotiated();
             if !negotiated.pull_diagnostics {
                 let publishes = session.publishes(&uri, &analysis);
-                session.store(&uri, &analysis, publishes, true);
+                let published: Vec<_> = publishes
+                    .iter()
+                    .map(|publish| publish.diagnostics.clone())
+                    .collect();
+                let current = session.store(&uri, &analysis, publishes, true).is_some();
+                if current && !analysis.is_exact() {
+                    settle(&session, &client, &uri, revision, published).await;
+                }
             } else {
                 let stored = session.store(&uri, &analysis, Vec::new(), true);
                 let holds_stale = match (&analysis, stored) {
@@ -160,5 +175,39 @@ pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri)
             }
             None => return,
         }
+    }
+}
+
+/// The exact analysis of document `uri` at `revision`, after a quick one that was not exact was
+/// published (`published`: its diagnostics): stored, and published only where it differs. Does
+/// nothing when the document has changed (its worker goes round again); an edit during the run
+/// cancels it (`Scheduler::supersede`).
+async fn settle(
+    session: &Arc<Session>,
+    client: &Client,
+    uri: &Uri,
+    revision: i32,
+    published: Vec<Vec<Diagnostic>>,
+) {
+    // Not `prepare_for_worker`: the document's mark stays as it is, so an edit that arrived
+    // since the quick run makes the worker go round again.
+    let Some((snapshot, check_settings)) = session.prepare(uri) else {
+        return;
+    };
+    if snapshot.revision() != revision {
+        return;
+    }
+    let outcome = session
+        .shared_analysis(uri, snapshot, check_settings, true)
+        .await;
+    if let Some(analysis) = analysis_or_log(client, uri, revision, Ok(outcome)).await {
+        let publishes = session.publishes(uri, &analysis);
+        let differs = publishes.len() != published.len()
+            || publishes
+                .iter()
+                .zip(&published)
+                .any(|(publish, published)| publish.diagnostics != *published);
+        let publishes = if differs { publishes } else { Vec::new() };
+        session.store(uri, &analysis, publishes, true);
     }
 }

@@ -106,18 +106,26 @@ impl Server {
         let texts: Vec<_> = entries
             .iter()
             .filter_map(|(uri, entry)| match &entry.document {
-                Document::Text(text) => Some((uri, text)),
+                Document::Text(text) => Some((uri, text, entry.worker_running)),
                 Document::Notebook(_) => None,
             })
             .collect();
         out.push_str(&format!("open documents: {}\n", texts.len()));
-        for (uri, entry) in texts {
+        for (uri, entry, worker_running) in texts {
             let analysis = entry.analysis.as_ref();
+            // "analysis: quick" is one of an incremental re-parse with a syntax error, published
+            // at once and replaced by the exact one (`documents::push_worker`).
             out.push_str(&format!(
-                "  {} (version {}, {} diagnostics, configuration: {})\n",
+                "  {} (version {}, {} diagnostics, analysis: {}, worker: {}, configuration: {})\n",
                 uri.as_str(),
                 entry.document.version(),
                 analysis.map_or(0, |analysis| analysis.diagnostics.len()),
+                match analysis {
+                    None => "none".to_string(),
+                    Some(analysis) if analysis.exact => "exact".to_string(),
+                    Some(_) => "quick".to_string(),
+                },
+                if worker_running { "running" } else { "idle" },
                 analysis
                     .and_then(|analysis| analysis.config_file.as_ref())
                     .map_or("defaults".to_string(), |path| path.display().to_string())
