@@ -288,6 +288,22 @@ impl<'t> Context<'t, '_> {
         }
     }
 
+    /// Whether a host read here repeats, and how to say where: on a hot path, the rule's severity
+    /// and the hot path's description; outside hot paths, in a loop of the current function or
+    /// of module-level code that no throttle guards and that is not an epoch loop
+    /// ([`crate::semantic::SemanticModel::in_repeating_loop`]), information and "in a loop"
+    /// (the loop runs the read once per iteration, but nothing says it runs every step). `None`
+    /// for code that runs once (straight-line code, code after a loop, per-epoch code) or off
+    /// the step (throttles, closures).
+    pub fn repeated_host_read(&self) -> Option<(Severity, &'static str)> {
+        if let Some(hot) = self.hot_path() {
+            return Some((self.rule.severity, hot.describe()));
+        }
+        self.semantic
+            .in_repeating_loop()
+            .then_some((Severity::Info, "in a loop"))
+    }
+
     /// The rule being run.
     pub fn rule(&self) -> &'static RuleMeta {
         self.rule

@@ -129,6 +129,29 @@ fn enclosing_parameter<'t>(
     None
 }
 
+/// Whether `expr` is a parameter that may be `None`: annotated `Optional[…]` / `… | None`, or
+/// defaulting to `None`. `mask or default` on such a name is a `None` test in the writer's mind.
+pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
+    let expr = syntax::unparenthesize(expr);
+    if expr.kind_name() != "identifier" {
+        return false;
+    }
+    let Some(origin) = context.fact(expr).origin_range() else {
+        return false;
+    };
+    let Some(parameter) = enclosing_parameter(context, expr, origin) else {
+        return false;
+    };
+    let annotation_admits_none = parameter.field("type").is_some_and(|annotation| {
+        let text = context.text(annotation);
+        text.contains("Optional") || text.contains("None")
+    });
+    let defaults_to_none = parameter
+        .field("value")
+        .is_some_and(|default| default.kind_name() == "none");
+    annotation_admits_none || defaults_to_none
+}
+
 /// Whether `node` is inside a `raise` statement: an error path that runs at most once.
 pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut current = context.parent(node);

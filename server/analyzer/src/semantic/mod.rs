@@ -190,6 +190,9 @@ enum Frame {
     Loop {
         hot: bool,
         node_id: usize,
+        /// An epoch loop: its body holds a training loop or a loop over a data loader, so what
+        /// it does itself runs once per epoch.
+        outer: bool,
     },
 }
 
@@ -748,9 +751,13 @@ impl<'t> SemanticModel<'t> {
             }
             "for_statement" | "while_statement" => {
                 let hot = self.is_training_loop(node);
+                let outer = self.summaries.loop_summary(node).is_some_and(|summary| {
+                    summary.nested_training_loop || summary.nested_loader_loop
+                });
                 self.frames.push(Frame::Loop {
                     hot,
                     node_id: node.id(),
+                    outer,
                 });
                 self.bind_loop_target(node);
             }
@@ -2098,6 +2105,17 @@ impl<'t> SemanticModel<'t> {
             }
         }
         false
+    }
+
+    /// Whether the current node repeats with its loop outside hot paths: inside a loop of the
+    /// current function (or of module-level code) that is not an epoch loop around a training
+    /// or loader loop (per-epoch code runs a few times per run), and off throttles.
+    pub fn in_repeating_loop(&self) -> bool {
+        !self.in_cold_code()
+            && matches!(
+                self.frames.iter().next_back(),
+                Some(Frame::Loop { outer: false, .. })
+            )
     }
 
     /// Name of the innermost enclosing function, and whether it is a method of an `nn.Module`.

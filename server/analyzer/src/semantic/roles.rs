@@ -49,25 +49,75 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     if imported {
         return true;
     }
-    let tests = root
-        .named_nodes()
-        .filter_map(|statement| match statement.kind_name() {
+    let mut tests = 0;
+    let mut test_functions: Vec<&str> = Vec::new();
+    for statement in root.named_nodes() {
+        let definition = match statement.kind_name() {
             "decorated_definition" => statement.field("definition"),
             "function_definition" | "class_definition" => Some(statement),
             _ => None,
-        })
-        .filter(|definition| {
-            let name = definition
-                .field("name")
-                .map(|n| node_text(n, source))
-                .unwrap_or("");
-            match definition.kind_name() {
-                "class_definition" => name.starts_with("Test"),
-                _ => name.starts_with("test_"),
+        };
+        let Some(definition) = definition else {
+            continue;
+        };
+        let name = definition
+            .field("name")
+            .map(|n| node_text(n, source))
+            .unwrap_or("");
+        match definition.kind_name() {
+            "class_definition" if name.starts_with("Test") => tests += 1,
+            "function_definition" if name.starts_with("test_") => {
+                tests += 1;
+                test_functions.push(name);
             }
-        })
-        .count();
-    tests >= 2
+            _ => {}
+        }
+    }
+    tests >= 2 && !runs_own_tests(root, source, &test_functions)
+}
+
+/// Whether code of the file outside its `test_*` functions names one of them: calls it
+/// (`test_store()` in a `__main__` block or a `main()`), passes it (`timeit.timeit(test_store)`,
+/// `for f in (test_a, test_b): f()`) or times it in a string (`timeit("test_store()", …)`). A
+/// benchmark or a reproducer runs its `test_*` functions itself; a test framework collects them,
+/// and a test file that relies on one never names its tests.
+fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool {
+    if test_functions.is_empty() {
+        return false;
+    }
+    let is_test_definition = |node: Node<'_>| {
+        let definition = match node.kind_name() {
+            "decorated_definition" => node.field("definition"),
+            "function_definition" => Some(node),
+            _ => None,
+        };
+        definition
+            .and_then(|d| d.field("name"))
+            .is_some_and(|name| test_functions.contains(&node_text(name, source)))
+    };
+    let mut pending = vec![root];
+    while let Some(node) = pending.pop() {
+        match node.kind_name() {
+            "identifier" if test_functions.contains(&node_text(node, source)) => return true,
+            "string_content" => {
+                let text = node_text(node, source);
+                if test_functions.iter().any(|name| {
+                    text.match_indices(name).any(|(at, _)| {
+                        let before = text[..at].chars().next_back();
+                        let after = text[at + name.len()..].trim_start().chars().next();
+                        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                            && after == Some('(')
+                    })
+                }) {
+                    return true;
+                }
+            }
+            _ if is_test_definition(node) => continue,
+            _ => {}
+        }
+        pending.extend(node.named_nodes());
+    }
+    false
 }
 
 /// Whether the file is a library module: it defines functions or classes and, at module level,
@@ -265,6 +315,54 @@ pub(crate) fn concerns_execution_cost(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::is_library_module;
+
+    fn test_framework(source: &str) -> bool {
+        let tree = crate::syntax::parse(source, None).expect("parses");
+        let imports = crate::semantic::ModuleImports::build(tree.root_node(), source);
+        super::uses_test_framework(&imports, tree.root_node(), source)
+    }
+
+    #[test]
+    fn two_module_level_tests_make_a_test_file() {
+        let source = "import torch\n\ndef test_a():\n    assert torch.ones(1)\n\ndef test_b():\n    assert True\n";
+        assert!(test_framework(source));
+        // A test class counts like a test function.
+        assert!(test_framework(
+            "def test_a():\n    pass\n\nclass TestB:\n    pass\n"
+        ));
+        // One is a training script's evaluation function.
+        assert!(!test_framework(
+            "def test_epoch(model):\n    pass\n\ndef train():\n    pass\n"
+        ));
+        // With a framework import, naming the tests does not matter.
+        assert!(test_framework(
+            "import pytest\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n\nif __name__ == '__main__':\n    test_a()\n"
+        ));
+    }
+
+    #[test]
+    fn a_file_that_runs_its_own_tests_is_a_benchmark() {
+        let runs = [
+            // Called from a `__main__` block.
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nif __name__ == '__main__':\n    test_a()\n    test_b()\n",
+            // Timed by name in a string.
+            "import timeit\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n\nprint(timeit.timeit('test_a()', globals=globals(), number=10))\n",
+            // Passed to a timer from a `main()`.
+            "import timeit\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef main():\n    for f in (test_a, test_b):\n        timeit.timeit(f, number=3)\n",
+        ];
+        for source in runs {
+            assert!(!test_framework(source), "{source}");
+        }
+        // A test calling a test, or a string naming a test without calling it, is not a run.
+        let still_tests = [
+            "def test_a():\n    test_b()\n\ndef test_b():\n    pass\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nNOTE = 'see test_a for the fixture'\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nCMD = 'x.test_a()'\n",
+        ];
+        for source in still_tests {
+            assert!(test_framework(source), "{source}");
+        }
+    }
 
     fn library(source: &str) -> bool {
         let tree = crate::syntax::parse(source, None).expect("parses");

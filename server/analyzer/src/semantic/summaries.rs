@@ -156,6 +156,9 @@ pub struct LoopSummary {
     pub syncs: bool,
     /// The body holds another loop that calls backward (that loop owns the step).
     pub nested_training_loop: bool,
+    /// The body holds a loop over a data loader (an epoch loop around the step or evaluation
+    /// loop).
+    pub nested_loader_loop: bool,
     /// `continue`, `break`, `return` or `yield` in the body.
     pub exits: bool,
     /// Names of the functions of this file the body calls (for the call graph).
@@ -1913,6 +1916,7 @@ fn leave(
             outer.calls_backward |= summary.calls_backward;
             outer.steps_optimizer |= summary.steps_optimizer;
             outer.nested_training_loop |= summary.calls_backward;
+            outer.nested_loader_loop |= over_loader || summary.nested_loader_loop;
             outer.calls.extend(summary.calls.iter().cloned());
         }
         summaries.loops.insert(id, summary);

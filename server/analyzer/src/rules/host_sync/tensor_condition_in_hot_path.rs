@@ -12,7 +12,12 @@ declare_rule! {
     /// ## What it does
     /// Checks for `if`, `elif`, `while`, `assert` and conditional expressions whose condition is
     /// a tensor — `if (x > 0).all():`, `while err > tol:`, `assert t.sum() > 0`,
-    /// `a if t.max() > 0 else b` — inside a hot path.
+    /// `a if t.max() > 0 else b` — and for `and` / `or` / `not` used as values on a tensor
+    /// (`scale * (t or 1.0)`, `keep = t.any() and flag`, `empty = not t.any()`: Python reads the
+    /// truth value of the left operand, or of the operand of `not`), inside a hot path (a
+    /// warning) or in a loop outside hot paths (information: each iteration waits, but nothing
+    /// says the loop runs every step — a reproducer's loop that computes on the device and never
+    /// syncs, an iterative solver).
     ///
     /// ## Why is this bad?
     /// Python must know the condition's truth value, so the tensor is materialized: the host
@@ -46,8 +51,15 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Conditions count as tensors only on solid evidence: `if mask:` on an unannotated
-    /// `forward` parameter is not reported, nor are `is None` / `in` tests. Branches outside hot
-    /// paths are not reported. Comparisons with a `clip_grad_norm_` result are TPU108's.
+    /// `forward` parameter is not reported, nor are `is None` / `in` tests, nor
+    /// `mask = mask or default` on a parameter that may be `None` (`Optional[Tensor]`, a `None`
+    /// default: a `None` test in the writer's mind, although a tensor passed there is read).
+    /// The right side of `step % N == 0 and …` runs every N steps and is not reported. Code that
+    /// runs once (outside loops and hot paths, after a loop), per-epoch code (in a loop around a
+    /// training or loader loop), throttled branches, and loops of
+    /// library functions that no hot path of the file reaches (information is dropped there,
+    /// see `library-code`) are not reported. Comparisons with a `clip_grad_norm_` result are
+    /// TPU108's.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* §3 (`docs/source/notes/source_of_recompilation.md`)
@@ -64,6 +76,8 @@ declare_rule! {
             "while_statement",
             "assert_statement",
             "conditional_expression",
+            "boolean_operator",
+            "not_operator",
         ],
         check: check,
     }
@@ -71,10 +85,14 @@ declare_rule! {
 
 /// TPU107
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
+    if matches!(node.kind_name(), "boolean_operator" | "not_operator") {
+        check_value_operator(context, node);
+        return;
+    }
     let Some(condition) = condition_of(node) else {
         return;
     };
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
     let Some(tensor) = tensor_condition(context, condition, 0) else {
@@ -88,12 +106,71 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         _ => "Conditional expression",
     };
     let message = format!(
-        "{statement} on tensor `{}` {} waits for the device{}",
+        "{statement} on tensor `{}` {place} waits for the device{}",
         helpers::short_code(context.text(tensor)),
-        hot.describe(),
         helpers::raising_check_hint(context, tensor)
     );
-    context.report(tensor.byte_range(), message);
+    context.report(tensor.byte_range(), message).severity = severity;
+}
+
+/// `t or 1.0`, `t and x`, `not t` used as a value: Python reads the truth value of `t` (the left
+/// operand of `or`/`and`, the operand of `not`) just as `if t:` does. Operators whose truth value
+/// an enclosing condition or operator reads are left to it.
+fn check_value_operator<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
+    if is_read_by_enclosing(context, node) {
+        return;
+    }
+    let operand = match node.kind_name() {
+        "not_operator" => node.field("argument"),
+        _ => node.field("left"),
+    };
+    let Some(operand) = operand else {
+        return;
+    };
+    let Some((severity, place)) = context.repeated_host_read() else {
+        return;
+    };
+    let Some(tensor) = tensor_condition(context, operand, 0) else {
+        return;
+    };
+    // `mask = mask or default` on an `Optional[Tensor]` parameter means "if it is None".
+    if tensor_values::is_optional_parameter(context, tensor) {
+        return;
+    }
+    let message = format!(
+        "`and`/`or`/`not` reads the truth value of tensor `{}` {place}, waiting for the device",
+        helpers::short_code(context.text(tensor)),
+    );
+    context.report(tensor.byte_range(), message).severity = severity;
+}
+
+/// Whether an enclosing condition or `not`/`and`/`or` reads the truth value of `node`.
+fn is_read_by_enclosing<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let mut child = node;
+    for _ in 0..syntax::MAX_EXPR_DEPTH {
+        let Some(parent) = context.parent(child) else {
+            return false;
+        };
+        match parent.kind_name() {
+            "parenthesized_expression" => {}
+            "not_operator" => return true,
+            "boolean_operator" => {
+                // The left operand is always read; the right one only when the operator's own
+                // result is.
+                if parent
+                    .field("left")
+                    .is_some_and(|left| left.id() == child.id())
+                {
+                    return true;
+                }
+            }
+            _ => {
+                return condition_of(parent).is_some_and(|condition| condition.id() == child.id());
+            }
+        }
+        child = parent;
+    }
+    false
 }
 
 /// The condition of an `if`/`elif`/`while`/`assert` or a conditional expression.
@@ -120,10 +197,19 @@ fn tensor_condition<'t>(
         "not_operator" => condition
             .field("argument")
             .and_then(|argument| tensor_condition(context, argument, depth + 1)),
-        "boolean_operator" => [condition.field("left"), condition.field("right")]
-            .into_iter()
-            .flatten()
-            .find_map(|side| tensor_condition(context, side, depth + 1)),
+        "boolean_operator" => {
+            let left = condition.field("left");
+            // `step % 100 == 0 and err < tol`: the right side runs only every 100 steps.
+            let throttled = condition
+                .field("operator")
+                .is_some_and(|operator| context.text(operator) == "and")
+                && left.is_some_and(|left| is_modulo_test(context, left));
+            let right = condition.field("right").filter(|_| !throttled);
+            [left, right]
+                .into_iter()
+                .flatten()
+                .find_map(|side| tensor_condition(context, side, depth + 1))
+        }
         "comparison_operator" => {
             let is_tensor_comparison = tensor_values::is_value_comparison(context, condition)
                 && !has_python_literal_operand(condition)
@@ -135,6 +221,22 @@ fn tensor_condition<'t>(
         }
         _ => None,
     }
+}
+
+/// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
+fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
+    let test = syntax::unparenthesize(test);
+    test.kind_name() == "comparison_operator"
+        && test.named_nodes().any(|operand| {
+            let operand = syntax::unparenthesize(operand);
+            operand.kind_name() == "binary_operator"
+                && operand
+                    .field("operator")
+                    .is_some_and(|operator| context.text(operator) == "%")
+                && operand
+                    .field("left")
+                    .is_some_and(|left| left.kind_name() != "string")
+        })
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {

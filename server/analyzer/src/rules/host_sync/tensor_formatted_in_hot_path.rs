@@ -4,6 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
+use crate::diagnostic::Severity;
 use crate::rules::{helpers, tensor_values};
 use crate::syntax;
 use crate::syntax::NodeExt;
@@ -13,7 +14,9 @@ declare_rule! {
     /// Checks, inside a hot path, for tensors formatted into text: f-string interpolations
     /// (`f"{loss}"`), `"...".format(loss)`, `"..." % loss`, and tensors passed as arguments to
     /// `logging` / `logger.*` calls or to metric loggers (`writer.add_scalar(tag, loss)`,
-    /// `wandb.log({...})`, `accelerator.log({...})`).
+    /// `wandb.log({...})`, `accelerator.log({...})`). Outside hot paths, the same in a loop is
+    /// reported as information (a script's loop over settings, a loop that computes on the
+    /// device without a backward, an optimizer step or a sync).
     ///
     /// ## Why is this bad?
     /// Formatting a tensor reads its values: the host waits for the TPU to compute them and
@@ -40,7 +43,11 @@ declare_rule! {
     ///
     /// ## Known problems
     /// f-strings passed straight to `print` are left to TPU103. A formatting call throttled by
-    /// `if step % N == 0:` is still reported. Values count as tensors only on solid evidence.
+    /// `if step % N == 0:` runs every N steps and is not reported. Values count as tensors only on solid evidence.
+    /// Formatting that runs once (outside loops and hot paths, after a loop), per-epoch code (in
+    /// a loop around a training or loader loop: a few syncs per run), and loops of
+    /// library functions that no hot path of the file reaches (see `library-code`), are not
+    /// reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
@@ -68,22 +75,23 @@ const LOG_METHODS: &[&str] = &[
 
 /// TPU104
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
     // An error message is built at most once.
     if tensor_values::in_raise_statement(context, node) {
         return;
     }
+    let hot = Place { severity, place };
     match node.kind_name() {
-        "string" => check_fstring(context, node, hot.describe()),
-        "call" => check_call(context, node, hot.describe()),
-        "binary_operator" => check_percent(context, node, hot.describe()),
+        "string" => check_fstring(context, node, hot),
+        "call" => check_call(context, node, hot),
+        "binary_operator" => check_percent(context, node, hot),
         _ => {}
     }
 }
 
-fn check_fstring<'t>(context: &mut Context<'t, '_>, string: Node<'t>, hot: &str) {
+fn check_fstring<'t>(context: &mut Context<'t, '_>, string: Node<'t>, hot: Place) {
     if !is_fstring(context, string) || is_print_argument(context, string) {
         return;
     }
@@ -96,7 +104,7 @@ fn check_fstring<'t>(context: &mut Context<'t, '_>, string: Node<'t>, hot: &str)
     report(context, tensor, hot);
 }
 
-fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
+fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: Place) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
@@ -137,7 +145,7 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: &str) {
     }
 }
 
-fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: &str) {
+fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: Place) {
     let is_percent = operator
         .field("operator")
         .is_some_and(|op| context.text(op) == "%");
@@ -164,12 +172,20 @@ fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: &st
     }
 }
 
-fn report<'t>(context: &mut Context<'t, '_>, tensor: Node<'t>, hot: &str) {
+/// Where the formatting repeats: the severity and the words for it.
+#[derive(Clone, Copy)]
+struct Place {
+    severity: Severity,
+    place: &'static str,
+}
+
+fn report<'t>(context: &mut Context<'t, '_>, tensor: Node<'t>, hot: Place) {
     let message = format!(
-        "Formatting tensor `{}` {hot} waits for the device",
-        helpers::short_code(context.text(tensor))
+        "Formatting tensor `{}` {} waits for the device",
+        helpers::short_code(context.text(tensor)),
+        hot.place
     );
-    context.report(tensor.byte_range(), message);
+    context.report(tensor.byte_range(), message).severity = hot.severity;
 }
 
 fn is_fstring<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {

@@ -1,4 +1,4 @@
-//! TPU106: `float(t)`, `int(t)`, `bool(t)` or `math.*(t)` on a tensor in a hot path.
+//! TPU106: `float(t)`, `int(t)`, `bool(t)` or `math.*(t)` on a tensor in a hot path or a loop.
 
 use tree_sitter::Node;
 
@@ -13,7 +13,9 @@ declare_rule! {
     /// ## What it does
     /// Checks for `float(t)`, `int(t)`, `bool(t)` and `complex(t)` — `math` functions such as
     /// `math.isfinite(t)` or `math.sqrt(t)`, and `max(1.0, t)` / `min(t, 0)` against a Python
-    /// number — applied to a tensor inside a hot path.
+    /// number — applied to a tensor inside a hot path (a warning), or in a loop outside hot
+    /// paths (information: a reproducer's loop that computes on the device and never syncs, so
+    /// each `float()` runs the graph built so far).
     ///
     /// ## Why is this bad?
     /// Converting a tensor to a Python number is `.item()` in disguise: the host waits for the
@@ -40,7 +42,9 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Conversions inside `range(...)` are reported by TPU109 instead. Arguments count as
-    /// tensors only on solid evidence.
+    /// tensors only on solid evidence. Conversions that run once (outside loops and hot paths),
+    /// per epoch (in a loop around a training or loader loop), in throttled branches, or in loops of library functions that no hot path of the file
+    /// reaches (see `library-code`) are not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
@@ -93,7 +97,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         },
         _ => return,
     };
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
     // An error message is built at most once.
@@ -128,8 +132,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     } else {
         format!("{converter}({})", helpers::short_code(context.text(value)))
     };
-    let message = format!("`{shown}` {} waits for the device", hot.describe());
-    context.report(call.byte_range(), message);
+    let message = format!("`{shown}` {place} waits for the device");
+    context.report(call.byte_range(), message).severity = severity;
 }
 
 /// Whether `node` sits in the arguments of a `range(...)` call (TPU109's finding).
