@@ -61,8 +61,15 @@ impl Analysis {
             .collect()
     }
 
-    /// Identifies the result for pull diagnostics: same id, same diagnostics.
+    /// Identifies the result for pull diagnostics: same id, same diagnostics. A quick analysis
+    /// (not [`Analysis::exact`]) has an id of its own, so that a client answered from it and
+    /// pulling again once the exact analysis of the same version is in gets that one in full
+    /// rather than "unchanged".
     pub fn result_id(&self) -> String {
-        format!("{}:{}", self.version, self.generation)
+        if self.exact {
+            format!("{}:{}", self.version, self.generation)
+        } else {
+            format!("{}:{}:quick", self.version, self.generation)
+        }
     }
 }

@@ -386,6 +386,85 @@ impl Session {
         }
     }
 
+    /// The analysis a pull (`textDocument/diagnostic`) of document `uri` is answered from. For a
+    /// client that takes refreshes (`workspace/diagnostic/refresh`), a text document is answered
+    /// at once from its quick analysis (see [`analyze`]) when no exact one of its revision is in
+    /// yet, and the exact analysis then runs off the request path ([`Session::settle_pull`]),
+    /// asking the client to pull again if its diagnostics differ. Any other client, and every
+    /// notebook, gets [`Session::analysis_for`]: exact only.
+    pub async fn pull_analysis_for(
+        self: &Arc<Self>,
+        uri: &Uri,
+        token: &CancellationToken,
+    ) -> Result<DocumentAnalysis, AnalysisError> {
+        let is_text = matches!(
+            self.index().key(uri),
+            Some(crate::index::DocumentKey::Text(_))
+        );
+        if !is_text || !self.negotiated().workspace_diagnostic_refresh {
+            return self.analysis_for(uri, token).await;
+        }
+        let current = self.index().current_analysis(uri, self.config().generation);
+        let analysis = match current {
+            Some(analysis) => analysis,
+            None => {
+                let (snapshot, check_settings) = self.prepare(uri).ok_or(AnalysisError::Closed)?;
+                // The quick run, shared with any other caller of this revision.
+                let analysis = self
+                    .shared_analysis(uri, snapshot, check_settings, false)
+                    .await?;
+                self.store(uri, &analysis, Vec::new(), false);
+                analysis
+            }
+        };
+        // Also when the quick analysis was stored before (by an earlier pull, or by a request
+        // whose exact run was dropped with it): the exact run is shared, so this starts it only
+        // if none is in flight.
+        if let DocumentAnalysis::Text(quick) = &analysis
+            && !quick.exact
+        {
+            let session = self.clone();
+            let uri = uri.clone();
+            let quick = quick.clone();
+            tokio::spawn(async move { session.settle_pull(uri, quick).await });
+        }
+        Ok(analysis)
+    }
+
+    /// The exact analysis of text document `uri` after a pull was answered from `quick` (not
+    /// exact), in the scheduler's exact slot: stored, and if it is still current and its
+    /// diagnostics differ from the ones answered, the client is asked to pull again (it then
+    /// gets the exact report, whose result id differs from the quick one's). Does nothing when
+    /// the document has changed since (the client pulls again for its edit); an edit during the
+    /// run cancels it (`Scheduler::supersede`).
+    async fn settle_pull(self: Arc<Self>, uri: Uri, quick: Arc<Analysis>) {
+        let Some((snapshot, check_settings)) = self.prepare(&uri) else {
+            return;
+        };
+        if snapshot.revision() != quick.version || check_settings.generation != quick.generation {
+            return;
+        }
+        let outcome = self
+            .shared_analysis(&uri, snapshot, check_settings, true)
+            .await;
+        let Some(analysis) = analysis_or_log(&self.client, &uri, quick.version, Ok(outcome)).await
+        else {
+            return;
+        };
+        let DocumentAnalysis::Text(exact) = &analysis else {
+            return;
+        };
+        let current = self.store(&uri, &analysis, Vec::new(), false).is_some();
+        let encoding = self.encoding();
+        if current
+            && crate::runtime::lsp_diagnostics(exact, &uri, encoding)
+                != crate::runtime::lsp_diagnostics(&quick, &uri, encoding)
+        {
+            // A client that refuses still pulls on its next edit.
+            let _ = self.client.workspace_diagnostic_refresh().await;
+        }
+    }
+
     /// The analysis of `snapshot` of document `uri`, exact or quick (see [`analyze`]), shared
     /// with every other caller of the same revision (see [`Scheduler`]).
     pub async fn shared_analysis(

@@ -392,3 +392,225 @@ async fn edits_with_syntax_errors_settle_on_what_a_fresh_check_reports() {
     }
     client.shutdown().await;
 }
+
+/// A pull-diagnostics client, with or without `workspace/diagnostic/refresh` support.
+fn pull_client(refresh: bool) -> Value {
+    json!({
+        "textDocument": {"diagnostic": {"dynamicRegistration": false}},
+        "workspace": {"diagnostics": {"refreshSupport": refresh}}
+    })
+}
+
+/// How many `workspace/diagnostic/refresh` requests the server has sent.
+fn refreshes(client: &TestClient) -> usize {
+    client
+        .server_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|method| *method == "workspace/diagnostic/refresh")
+        .count()
+}
+
+/// What a pull client holds for [`URI`]: the result id and the diagnostics of its last full report.
+struct Pulled {
+    result_id: String,
+    diagnostics: Vec<Value>,
+}
+
+/// Pulls the diagnostics of [`URI`] as a client holding `held` does (its result id sent as the
+/// previous one); an "unchanged" answer keeps what it holds.
+async fn pull(client: &mut TestClient, held: Option<Pulled>) -> Pulled {
+    let previous = held.as_ref().map(|held| held.result_id.clone());
+    let response = client
+        .request(
+            "textDocument/diagnostic",
+            json!({"textDocument": {"uri": URI}, "previousResultId": previous}),
+        )
+        .await;
+    let result = &response["result"];
+    let result_id = result["resultId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no result id: {response}"))
+        .to_string();
+    match result["kind"].as_str() {
+        Some("full") => Pulled {
+            result_id,
+            diagnostics: published_summary(&json!({"diagnostics": result["items"]})),
+        },
+        Some("unchanged") => {
+            let held = held.expect("unchanged without a previous result");
+            assert_eq!(held.result_id, result_id);
+            held
+        }
+        _ => panic!("not a report: {response}"),
+    }
+}
+
+/// What a pull client that takes refreshes holds for [`URI`] at `version` once the server has
+/// settled it (its stored analysis exact), given `pulled`, its pull right after the edit, and
+/// `refreshes_before`, the refreshes sent before that pull: if the server asked for a refresh
+/// since, the client pulls again (as VS Code does).
+async fn settled_pull(
+    client: &mut TestClient,
+    version: i64,
+    pulled: Pulled,
+    refreshes_before: usize,
+) -> Pulled {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match document_state(client, URI).await {
+            Some((at, true, _)) if at == version => break,
+            _ => {}
+        }
+        assert!(std::time::Instant::now() < deadline, "never settled");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The refresh is sent after the exact analysis is stored: give it time to arrive.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    if refreshes(client) > refreshes_before {
+        pull(client, Some(pulled)).await
+    } else {
+        pulled
+    }
+}
+
+/// The edits of [`edits_with_syntax_errors_settle_on_what_a_fresh_check_reports`] for a pull
+/// client (`rounds` random bursts): after each edit or burst the client pulls at once, then waits
+/// for the server to settle (and re-pulls on a refresh). Calls `check` with the version, the
+/// text, what the client holds after its first pull and after settling.
+async fn edit_and_pull(
+    client: &mut TestClient,
+    rounds: usize,
+    mut check: impl FnMut(i32, &str, &[Value], &[Value]),
+) {
+    let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+    client.open(URI, initial).await;
+    let mut document = tpulint_lsp::document::TextDocument::new(initial.to_string(), 1);
+    let mut held: Option<Pulled> = None;
+    let mut version = 1;
+    let regression = [
+        ((5, 24, 5, 35), "i"),
+        ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
+        ((0, 24, 0, 24), "\n😀\n"),
+    ];
+    let mut rng = Rng(0x0dd_ba11_5eed_cafe);
+    const TYPED: &[&str] = &[
+        "(",
+        ")",
+        ":",
+        "\n",
+        "\n    ",
+        "x",
+        " ",
+        ".",
+        "[",
+        "]",
+        "😀",
+        "def f(",
+        "\"",
+        "if a:\n",
+        ".cuda()",
+        "torch.ones(2)",
+    ];
+    for round in 0..1 + regression.len() + rounds {
+        if (1..=regression.len()).contains(&round) {
+            let (range, text) = regression[round - 1];
+            version += 1;
+            change(client, &mut document, version, range, text).await;
+        } else if round > regression.len() {
+            for _ in 0..1 + rng.below(4) {
+                let text = document.text().to_string();
+                let index = LineIndex::new(&text);
+                let line = rng.below(index.line_count());
+                let line_range = index.line_range(line, &text);
+                let boundaries: Vec<usize> = (line_range.start..=line_range.end)
+                    .filter(|offset| text.is_char_boundary(*offset))
+                    .collect();
+                let at = boundaries[rng.below(boundaries.len())];
+                let (range, typed) = if rng.below(4) == 0 && at < line_range.end {
+                    let end = (at + 1..=line_range.end)
+                        .find(|offset| text.is_char_boundary(*offset))
+                        .unwrap_or(at);
+                    (at..end, "")
+                } else {
+                    (at..at, TYPED[rng.below(TYPED.len())])
+                };
+                let lsp_range = to_proto::range(&text, &index, range, PositionEncoding::Utf16);
+                version += 1;
+                change(
+                    client,
+                    &mut document,
+                    version,
+                    (
+                        lsp_range.start.line,
+                        lsp_range.start.character,
+                        lsp_range.end.line,
+                        lsp_range.end.character,
+                    ),
+                    typed,
+                )
+                .await;
+            }
+        }
+        let refreshes_before = refreshes(client);
+        let first = pull(client, held.take()).await;
+        let first_diagnostics = first.diagnostics.clone();
+        let last = settled_pull(client, i64::from(version), first, refreshes_before).await;
+        check(
+            version,
+            document.text(),
+            &first_diagnostics,
+            &last.diagnostics,
+        );
+        held = Some(last);
+    }
+}
+
+/// A pull client that takes refreshes (VS Code's) is answered at once from the incremental
+/// tree's analysis when it has a syntax error, and once the server has settled (the exact
+/// analysis stored, a refresh sent if it differs and the client re-pulled), what it holds equals
+/// a fresh check. Some first answers differ from the fresh check (the `lsp_edits` regression's
+/// second edit lacks the fresh parse's TPU101): so the quick answers are given, and corrected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_clients_with_refresh_get_the_quick_answer_then_the_exact_one() {
+    let (mut client, _) = TestClient::initialized(pull_client(true), Value::Null).await;
+    let mut quick_differed = 0;
+    edit_and_pull(&mut client, 40, |version, text, first, last| {
+        let expected = expected_diagnostics(text);
+        if first != expected.as_slice() {
+            quick_differed += 1;
+        }
+        assert_eq!(
+            last,
+            expected.as_slice(),
+            "after version {version}: {text:?}"
+        );
+    })
+    .await;
+    assert!(
+        quick_differed > 0,
+        "no pull was answered from a quick analysis"
+    );
+    assert!(refreshes(&client) > 0);
+    client.shutdown().await;
+}
+
+/// A pull client without refresh support could not be told to pull again: every pull is
+/// answered from the exact analysis, and no refresh is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_clients_without_refresh_get_exact_answers_only() {
+    let (mut client, _) = TestClient::initialized(pull_client(false), Value::Null).await;
+    edit_and_pull(&mut client, 20, |version, text, first, last| {
+        let expected = expected_diagnostics(text);
+        assert_eq!(
+            first,
+            expected.as_slice(),
+            "after version {version}: {text:?}"
+        );
+        assert_eq!(last, first);
+    })
+    .await;
+    assert_eq!(refreshes(&client), 0);
+    client.shutdown().await;
+}

@@ -12,7 +12,8 @@ impl Server {
         let uri = params.text_document.uri;
         let previous = params.previous_result_id.as_deref();
         let encoding = self.session.encoding();
-        let target = self.request_target(&uri, &token).await?;
+        // A quick analysis for a client that takes refreshes (see `Session::pull_analysis_for`).
+        let target = self.target(&uri, &token, true).await?;
         guard.disarm();
         Ok(match target {
             None => handlers::empty_report(),

@@ -114,7 +114,8 @@ impl Server {
         for (uri, entry, worker_running) in texts {
             let analysis = entry.analysis.as_ref();
             // "analysis: quick" is one of an incremental re-parse with a syntax error, published
-            // at once and replaced by the exact one (`documents::push_worker`).
+            // (or answered to a pull client that takes refreshes) at once and replaced by the
+            // exact one (`documents::push_worker`, `Session::pull_analysis_for`).
             out.push_str(&format!(
                 "  {} (version {}, {} diagnostics, analysis: {}, worker: {}, configuration: {})\n",
                 uri.as_str(),

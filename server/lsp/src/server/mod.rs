@@ -150,7 +150,18 @@ impl Server {
         uri: &Uri,
         token: &CancellationToken,
     ) -> Result<Option<DocumentAnalysis>> {
-        match self.session.analysis_for(uri, token).await {
+        let outcome = self.session.analysis_for(uri, token).await;
+        self.answer(uri, outcome).await
+    }
+
+    /// An analysis for a request on document `uri` as the request's answer: `None` for a closed
+    /// document, an error for a cancelled or crashed one (the crash is logged).
+    async fn answer(
+        &self,
+        uri: &Uri,
+        outcome: std::result::Result<DocumentAnalysis, AnalysisError>,
+    ) -> Result<Option<DocumentAnalysis>> {
+        match outcome {
             Ok(analysis) => Ok(Some(analysis)),
             Err(AnalysisError::Closed) => Ok(None),
             Err(AnalysisError::Cancelled) => Err(Error::request_cancelled()),
@@ -174,10 +185,27 @@ impl Server {
     /// What a request on `uri` is answered from: a text document's analysis, or for a notebook
     /// cell its notebook's; `None` when `uri` is neither (a notebook's own URI has no text).
     async fn request_target(&self, uri: &Uri, token: &CancellationToken) -> Result<Option<Target>> {
+        self.target(uri, token, false).await
+    }
+
+    /// As [`Server::request_target`], for a pull (`pull`: answered from
+    /// [`Session::pull_analysis_for`], which may be a quick analysis) or another request.
+    async fn target(
+        &self,
+        uri: &Uri,
+        token: &CancellationToken,
+        pull: bool,
+    ) -> Result<Option<Target>> {
         let Some(key) = self.session.index().key(uri) else {
             return Ok(None);
         };
-        let analysis = self.document_analysis(key.document_uri(), token).await?;
+        let document = key.document_uri();
+        let analysis = if pull {
+            let outcome = self.session.pull_analysis_for(document, token).await;
+            self.answer(document, outcome).await?
+        } else {
+            self.document_analysis(document, token).await?
+        };
         Ok(match (key, analysis) {
             (DocumentKey::Text(_), Some(DocumentAnalysis::Text(analysis))) => {
                 Some(Target::Text(analysis))
