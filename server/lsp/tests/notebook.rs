@@ -344,13 +344,7 @@ async fn pull_clients_pull_per_cell_and_are_asked_to_refresh_across_cells() {
         .await;
     assert_eq!(response["result"]["items"], json!([]));
     let deadline = tokio::time::Instant::now() + common::TIMEOUT;
-    while !client
-        .server_requests
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|method| method == "workspace/diagnostic/refresh")
-    {
+    while client.refreshes() == 0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no diagnostic refresh"
@@ -384,15 +378,6 @@ async fn a_pull_that_overtakes_its_edit_is_followed_by_a_refresh() {
     });
     let (mut client, _) = TestClient::initialized(capabilities, json!({})).await;
     open_notebook(&mut client).await;
-    let refreshes = |client: &TestClient| {
-        client
-            .server_requests
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|method| *method == "workspace/diagnostic/refresh")
-            .count()
-    };
     // The pull the client sent for its edit, answered before the edit arrives.
     let response = client
         .request(
@@ -407,11 +392,11 @@ async fn a_pull_that_overtakes_its_edit_is_followed_by_a_refresh() {
         .map(|d| d["code"].as_str().unwrap())
         .collect();
     assert_eq!(before, ["TPU603", "TPU401"]);
-    let refreshes_before = refreshes(&client);
+    let refreshes_before = client.refreshes();
     // The edit fixes TPU401 in the model cell itself; the client pulls nothing more.
     edit_line(&mut client, MODEL, 2, 1, "device = torch.device(\"xla\")\n").await;
     let deadline = tokio::time::Instant::now() + common::TIMEOUT;
-    while refreshes(&client) == refreshes_before {
+    while client.refreshes() == refreshes_before {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no diagnostic refresh after an edit whose pull came first"

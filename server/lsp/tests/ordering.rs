@@ -227,6 +227,73 @@ async fn settled(client: &mut TestClient, uri: &str, version: i64, first: Value)
     last
 }
 
+/// An edit's range as (start line, start character, end line, end character), UTF-16.
+type LineRange = (u32, u32, u32, u32);
+
+/// The `lsp_edits` fuzz regression: a text and three edits after which tree-sitter's incremental
+/// re-parse recovers from the error otherwise than a fresh parse.
+const FUZZ_INITIAL: &str = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+const FUZZ_REGRESSION: [(LineRange, &str); 3] = [
+    ((5, 24, 5, 35), "i"),
+    ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
+    ((0, 24, 0, 24), "\n😀\n"),
+];
+
+/// What the random bursts type: text that opens and closes brackets, blocks and strings.
+const TYPED: &[&str] = &[
+    "(",
+    ")",
+    ":",
+    "\n",
+    "\n    ",
+    "x",
+    " ",
+    ".",
+    "[",
+    "]",
+    "😀",
+    "def f(",
+    "\"",
+    "if a:\n",
+    ".cuda()",
+    "torch.ones(2)",
+];
+
+/// A random edit of `document` that tends to leave syntax errors (unlike [`random_edit`], which
+/// keeps most lines valid): a UTF-16 LSP range and its new text, on a random line at a character
+/// boundary; one in four deletes the next character, the rest type from [`TYPED`].
+fn random_breaking_edit(
+    rng: &mut Rng,
+    document: &tpulint_lsp::document::TextDocument,
+) -> (LineRange, &'static str) {
+    let text = document.text();
+    let index = LineIndex::new(text);
+    let line = rng.below(index.line_count());
+    let line_range = index.line_range(line, text);
+    let boundaries: Vec<usize> = (line_range.start..=line_range.end)
+        .filter(|offset| text.is_char_boundary(*offset))
+        .collect();
+    let at = boundaries[rng.below(boundaries.len())];
+    let (range, typed) = if rng.below(4) == 0 && at < line_range.end {
+        let end = (at + 1..=line_range.end)
+            .find(|offset| text.is_char_boundary(*offset))
+            .unwrap_or(at);
+        (at..end, "")
+    } else {
+        (at..at, TYPED[rng.below(TYPED.len())])
+    };
+    let lsp_range = to_proto::range(text, &index, range, PositionEncoding::Utf16);
+    (
+        (
+            lsp_range.start.line,
+            lsp_range.start.character,
+            lsp_range.end.line,
+            lsp_range.end.character,
+        ),
+        typed,
+    )
+}
+
 /// Sends one incremental change to the server and applies it to `document` (the test's copy,
 /// through the server's own document type, so out-of-range and inverted ranges are clamped as
 /// the server clamps them).
@@ -234,7 +301,7 @@ async fn change(
     client: &mut TestClient,
     document: &mut tpulint_lsp::document::TextDocument,
     version: i32,
-    range: (u32, u32, u32, u32),
+    range: LineRange,
     text: &str,
 ) {
     let lsp_range = json!({
@@ -298,17 +365,13 @@ async fn code_actions_are_of_the_fresh_parse(
 /// action request is answered from the fresh parse's analysis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_with_syntax_errors_settle_on_what_a_fresh_check_reports() {
-    let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+    let initial = FUZZ_INITIAL;
     let (mut client, _) = TestClient::initialized(push_client(), Value::Null).await;
     client.open(URI, initial).await;
     let mut document = tpulint_lsp::document::TextDocument::new(initial.to_string(), 1);
     let first = client.diagnostics_at(URI, 1).await;
     settled(&mut client, URI, 1, first).await;
-    let regression = [
-        ((5, 24, 5, 35), "i"),
-        ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
-        ((0, 24, 0, 24), "\n😀\n"),
-    ];
+    let regression = FUZZ_REGRESSION;
     let mut version = 1;
     for (range, text) in regression {
         version += 1;
@@ -329,57 +392,11 @@ async fn edits_with_syntax_errors_settle_on_what_a_fresh_check_reports() {
 
     // Random bursts of edits that open and close brackets and blocks.
     let mut rng = Rng(0x0dd_ba11_5eed_cafe);
-    const TYPED: &[&str] = &[
-        "(",
-        ")",
-        ":",
-        "\n",
-        "\n    ",
-        "x",
-        " ",
-        ".",
-        "[",
-        "]",
-        "😀",
-        "def f(",
-        "\"",
-        "if a:\n",
-        ".cuda()",
-        "torch.ones(2)",
-    ];
     for _round in 0..40 {
         for _ in 0..1 + rng.below(4) {
-            let text = document.text().to_string();
-            let index = LineIndex::new(&text);
-            let line = rng.below(index.line_count());
-            let line_range = index.line_range(line, &text);
-            let boundaries: Vec<usize> = (line_range.start..=line_range.end)
-                .filter(|offset| text.is_char_boundary(*offset))
-                .collect();
-            let at = boundaries[rng.below(boundaries.len())];
-            let (range, typed) = if rng.below(4) == 0 && at < line_range.end {
-                let end = (at + 1..=line_range.end)
-                    .find(|offset| text.is_char_boundary(*offset))
-                    .unwrap_or(at);
-                (at..end, "")
-            } else {
-                (at..at, TYPED[rng.below(TYPED.len())])
-            };
-            let lsp_range = to_proto::range(&text, &index, range, PositionEncoding::Utf16);
+            let (range, typed) = random_breaking_edit(&mut rng, &document);
             version += 1;
-            change(
-                &mut client,
-                &mut document,
-                version,
-                (
-                    lsp_range.start.line,
-                    lsp_range.start.character,
-                    lsp_range.end.line,
-                    lsp_range.end.character,
-                ),
-                typed,
-            )
-            .await;
+            change(&mut client, &mut document, version, range, typed).await;
         }
         let first = client.diagnostics_at(URI, i64::from(version)).await;
         let params = settled(&mut client, URI, i64::from(version), first).await;
@@ -399,17 +416,6 @@ fn pull_client(refresh: bool) -> Value {
         "textDocument": {"diagnostic": {"dynamicRegistration": false}},
         "workspace": {"diagnostics": {"refreshSupport": refresh}}
     })
-}
-
-/// How many `workspace/diagnostic/refresh` requests the server has sent.
-fn refreshes(client: &TestClient) -> usize {
-    client
-        .server_requests
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|method| *method == "workspace/diagnostic/refresh")
-        .count()
 }
 
 /// What a pull client holds for [`URI`]: the result id and the diagnostics of its last full report.
@@ -468,7 +474,7 @@ async fn settled_pull(
     }
     // The refresh is sent after the exact analysis is stored: give it time to arrive.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    if refreshes(client) > refreshes_before {
+    if client.refreshes() > refreshes_before {
         pull(client, Some(pulled)).await
     } else {
         pulled
@@ -484,35 +490,13 @@ async fn edit_and_pull(
     rounds: usize,
     mut check: impl FnMut(i32, &str, &[Value], &[Value]),
 ) {
-    let initial = "import torch\nx = torch.zeros(3).cuda()\nfor b in loader:\n    loss = model(b)\n    print(loss.item())\n";
+    let initial = FUZZ_INITIAL;
     client.open(URI, initial).await;
     let mut document = tpulint_lsp::document::TextDocument::new(initial.to_string(), 1);
     let mut held: Option<Pulled> = None;
     let mut version = 1;
-    let regression = [
-        ((5, 24, 5, 35), "i"),
-        ((1, 30, 1, 12), ":(\n😀😀\n\n\n\n"),
-        ((0, 24, 0, 24), "\n😀\n"),
-    ];
+    let regression = FUZZ_REGRESSION;
     let mut rng = Rng(0x0dd_ba11_5eed_cafe);
-    const TYPED: &[&str] = &[
-        "(",
-        ")",
-        ":",
-        "\n",
-        "\n    ",
-        "x",
-        " ",
-        ".",
-        "[",
-        "]",
-        "😀",
-        "def f(",
-        "\"",
-        "if a:\n",
-        ".cuda()",
-        "torch.ones(2)",
-    ];
     for round in 0..1 + regression.len() + rounds {
         if (1..=regression.len()).contains(&round) {
             let (range, text) = regression[round - 1];
@@ -520,40 +504,12 @@ async fn edit_and_pull(
             change(client, &mut document, version, range, text).await;
         } else if round > regression.len() {
             for _ in 0..1 + rng.below(4) {
-                let text = document.text().to_string();
-                let index = LineIndex::new(&text);
-                let line = rng.below(index.line_count());
-                let line_range = index.line_range(line, &text);
-                let boundaries: Vec<usize> = (line_range.start..=line_range.end)
-                    .filter(|offset| text.is_char_boundary(*offset))
-                    .collect();
-                let at = boundaries[rng.below(boundaries.len())];
-                let (range, typed) = if rng.below(4) == 0 && at < line_range.end {
-                    let end = (at + 1..=line_range.end)
-                        .find(|offset| text.is_char_boundary(*offset))
-                        .unwrap_or(at);
-                    (at..end, "")
-                } else {
-                    (at..at, TYPED[rng.below(TYPED.len())])
-                };
-                let lsp_range = to_proto::range(&text, &index, range, PositionEncoding::Utf16);
+                let (range, typed) = random_breaking_edit(&mut rng, &document);
                 version += 1;
-                change(
-                    client,
-                    &mut document,
-                    version,
-                    (
-                        lsp_range.start.line,
-                        lsp_range.start.character,
-                        lsp_range.end.line,
-                        lsp_range.end.character,
-                    ),
-                    typed,
-                )
-                .await;
+                change(client, &mut document, version, range, typed).await;
             }
         }
-        let refreshes_before = refreshes(client);
+        let refreshes_before = client.refreshes();
         let first = pull(client, held.take()).await;
         let first_diagnostics = first.diagnostics.clone();
         let last = settled_pull(client, i64::from(version), first, refreshes_before).await;
@@ -592,7 +548,7 @@ async fn pull_clients_with_refresh_get_the_quick_answer_then_the_exact_one() {
         quick_differed > 0,
         "no pull was answered from a quick analysis"
     );
-    assert!(refreshes(&client) > 0);
+    assert!(client.refreshes() > 0);
     client.shutdown().await;
 }
 
@@ -611,6 +567,6 @@ async fn pull_clients_without_refresh_get_exact_answers_only() {
         assert_eq!(last, first);
     })
     .await;
-    assert_eq!(refreshes(&client), 0);
+    assert_eq!(client.refreshes(), 0);
     client.shutdown().await;
 }

@@ -136,6 +136,16 @@ impl TestClient {
         }
     }
 
+    /// How many `workspace/diagnostic/refresh` requests the server has sent.
+    pub fn refreshes(&self) -> usize {
+        self.server_requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|method| *method == "workspace/diagnostic/refresh")
+            .count()
+    }
+
     /// Answers a server → client request the test held back.
     pub async fn respond(&mut self, id: Value, result: Value) {
         let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
