@@ -11,7 +11,7 @@
 //! publishes leave in the order their versions were applied.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tokio::sync::mpsc;
@@ -170,6 +170,14 @@ pub struct Session {
     /// Setting errors already shown, so each is shown once.
     shown_errors: Mutex<std::collections::HashSet<String>>,
     shutting_down: AtomicBool,
+    /// `workspace/diagnostic/refresh` requests sent, each counted before it is sent, and
+    /// `settle_pull`'s before the exact analysis that decided it is stored: the debug report
+    /// shows the count, so a test that sees the exact analysis knows whether a refresh is on its
+    /// way rather than sleeping for it.
+    refreshes: AtomicUsize,
+    /// Publishes queued (`queue_publish`): the debug report shows the count, so a test that sees
+    /// a document's worker idle knows how many publishes are on their way.
+    publishes: AtomicUsize,
     /// Analyses in flight, one per document (text document or notebook), shared by every caller.
     pub scheduler: Scheduler,
 }
@@ -184,6 +192,8 @@ impl Session {
             publisher,
             shown_errors: Mutex::new(Default::default()),
             shutting_down: AtomicBool::new(false),
+            refreshes: AtomicUsize::new(0),
+            publishes: AtomicUsize::new(0),
             scheduler: Scheduler::default(),
         }
     }
@@ -254,8 +264,14 @@ impl Session {
 
     /// Queues a publish; called with the index lock held so publishes keep version order.
     pub fn queue_publish(&self, publish: Publish) {
+        self.publishes.fetch_add(1, Ordering::SeqCst);
         // The receiver only goes away when the server stops; nothing is left to tell then.
         let _ = self.publisher.send(publish);
+    }
+
+    /// How many publishes have been queued (see `publishes`).
+    pub fn publishes_queued(&self) -> usize {
+        self.publishes.load(Ordering::SeqCst)
     }
 
     /// The snapshot and settings an analysis of document `uri` (a text document or a notebook)
@@ -432,8 +448,8 @@ impl Session {
     }
 
     /// The exact analysis of text document `uri` after a pull was answered from `quick` (not
-    /// exact), in the scheduler's exact slot: stored, and if it is still current and its
-    /// diagnostics differ from the ones answered, the client is asked to pull again (it then
+    /// exact), in the scheduler's exact slot: stored, and if its diagnostics differ from the
+    /// ones answered, the client is asked to pull again (it then
     /// gets the exact report, whose result id differs from the quick one's). Does nothing when
     /// the document has changed since (the client pulls again for its edit); an edit during the
     /// run cancels it (`Scheduler::supersede`).
@@ -454,15 +470,33 @@ impl Session {
         let DocumentAnalysis::Text(exact) = &analysis else {
             return;
         };
-        let current = self.store(&uri, &analysis, Vec::new(), false).is_some();
         let encoding = self.encoding();
-        if current
-            && crate::runtime::lsp_diagnostics(exact, &uri, encoding)
-                != crate::runtime::lsp_diagnostics(&quick, &uri, encoding)
-        {
-            // A client that refuses still pulls on its next edit.
+        let differs = crate::runtime::lsp_diagnostics(exact, &uri, encoding)
+            != crate::runtime::lsp_diagnostics(&quick, &uri, encoding);
+        // Counted before the store makes the exact analysis visible (see `refreshes`).
+        if differs {
+            self.refreshes.fetch_add(1, Ordering::SeqCst);
+        }
+        self.store(&uri, &analysis, Vec::new(), false);
+        // Also sent when an edit overtook the store, since it was counted: the client only pulls
+        // once more, which it does after its edit anyway. A client that refuses still pulls on
+        // its next edit.
+        if differs {
             let _ = self.client.workspace_diagnostic_refresh().await;
         }
+    }
+
+    /// How many `workspace/diagnostic/refresh` requests the server has sent or decided to send
+    /// (see `refreshes`).
+    pub fn refreshes(&self) -> usize {
+        self.refreshes.load(Ordering::SeqCst)
+    }
+
+    /// Asks the client to pull diagnostics again. A client that refuses still pulls on its
+    /// next edit, so the answer is not awaited for anything.
+    pub async fn request_refresh(&self) {
+        self.refreshes.fetch_add(1, Ordering::SeqCst);
+        let _ = self.client.workspace_diagnostic_refresh().await;
     }
 
     /// The analysis of `snapshot` of document `uri`, exact or quick (see [`analyze`]), shared

@@ -201,6 +201,23 @@ async fn document_state(client: &mut TestClient, uri: &str) -> Option<(i64, bool
     ))
 }
 
+/// A count the server's debug report shows on a line `label: N` ("diagnostic refreshes sent",
+/// "publishes queued").
+async fn debug_count(client: &mut TestClient, label: &str) -> usize {
+    let response = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "tpulint.printDebugInformation"}),
+        )
+        .await;
+    let report = response["result"].as_str().expect("debug report");
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix(label)?.strip_prefix(": "))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in {report}"))
+}
+
 /// The last diagnostics the server publishes for `uri` at `version` (`first`: its first publish
 /// of that version), once it has settled the document: its stored analysis of `version` is exact
 /// and its worker idle, so nothing more is queued; a publish queued just before is collected.
@@ -213,9 +230,16 @@ async fn settled(client: &mut TestClient, uri: &str, version: i64, first: Value)
         assert!(std::time::Instant::now() < deadline, "never settled");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    // The publish queue and the responses are separate channels: give a publish queued before
-    // the worker went idle time to arrive.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The publish queue and the responses are separate channels: a publish queued before the
+    // worker went idle is counted by then, so wait until every publish counted has arrived.
+    let queued = debug_count(client, "publishes queued").await;
+    while client.publishes() < queued {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a publish never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let mut last = first;
     for message in client.drain() {
         if message["method"] == "textDocument/publishDiagnostics" && message["params"]["uri"] == uri
@@ -472,8 +496,16 @@ async fn settled_pull(
         assert!(std::time::Instant::now() < deadline, "never settled");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    // The refresh is sent after the exact analysis is stored: give it time to arrive.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // A refresh the exact analysis calls for is counted before it is stored, so the count read
+    // now includes it: wait until every refresh counted has reached the client.
+    let sent = debug_count(client, "diagnostic refreshes sent").await;
+    while client.refreshes() < sent {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a refresh never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     if client.refreshes() > refreshes_before {
         pull(client, Some(pulled)).await
     } else {

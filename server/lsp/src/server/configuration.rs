@@ -101,8 +101,7 @@ impl Server {
         let negotiated = self.session.negotiated();
         if negotiated.pull_diagnostics {
             if negotiated.workspace_diagnostic_refresh {
-                // A client that refuses the refresh still pulls on its next edit.
-                let _ = self.client.workspace_diagnostic_refresh().await;
+                self.session.request_refresh().await;
             }
         } else {
             // Text documents and notebooks alike.

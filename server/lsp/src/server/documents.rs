@@ -161,8 +161,7 @@ pub(super) async fn push_worker(session: Arc<Session>, client: Client, uri: Uri)
                     _ => false,
                 };
                 if holds_stale {
-                    // A client that refuses still pulls on its next edit.
-                    let _ = client.workspace_diagnostic_refresh().await;
+                    session.request_refresh().await;
                 }
             }
         }

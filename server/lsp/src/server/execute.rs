@@ -89,6 +89,14 @@ impl Server {
         out.push_str(&format!(
             "analyses: {started} started, {cancelled} cancelled in flight\n"
         ));
+        out.push_str(&format!(
+            "diagnostic refreshes sent: {}\n",
+            self.session.refreshes()
+        ));
+        out.push_str(&format!(
+            "publishes queued: {}\n",
+            self.session.publishes_queued()
+        ));
         out.push_str(&format!("editor settings: {:?}\n", config.client));
         for root in &config.roots {
             out.push_str(&format!("workspace folder: {}\n", root.display()));

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of the helper.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,6 +29,8 @@ pub struct TestClient {
     pub applied_edits: Arc<Mutex<Vec<Value>>>,
     /// Every server → client request method seen.
     pub server_requests: Arc<Mutex<Vec<String>>>,
+    /// How many `textDocument/publishDiagnostics` notifications have arrived (read or not).
+    publishes: Arc<AtomicUsize>,
     /// While set, `workspace/configuration` requests are not answered but handed to the test
     /// (through `wait_for`), which answers them with `respond`, in any order it likes.
     pub hold_configuration: Arc<AtomicBool>,
@@ -77,6 +79,7 @@ impl TestClient {
         let configuration = Arc::new(Mutex::new(json!({})));
         let applied_edits = Arc::new(Mutex::new(Vec::new()));
         let server_requests = Arc::new(Mutex::new(Vec::new()));
+        let publishes = Arc::new(AtomicUsize::new(0));
         let hold_configuration = Arc::new(AtomicBool::new(false));
         {
             let hold_configuration = hold_configuration.clone();
@@ -84,10 +87,14 @@ impl TestClient {
             let configuration = configuration.clone();
             let applied_edits = applied_edits.clone();
             let server_requests = server_requests.clone();
+            let publishes = publishes.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(client_read);
                 while let Some(message) = read_frame(&mut reader).await {
                     let is_request = message.get("id").is_some() && message.get("method").is_some();
+                    if message["method"] == "textDocument/publishDiagnostics" {
+                        publishes.fetch_add(1, Ordering::SeqCst);
+                    }
                     if !is_request {
                         if sender.send(message).is_err() {
                             return;
@@ -132,8 +139,14 @@ impl TestClient {
             configuration,
             applied_edits,
             server_requests,
+            publishes,
             hold_configuration,
         }
+    }
+
+    /// How many `textDocument/publishDiagnostics` notifications have arrived.
+    pub fn publishes(&self) -> usize {
+        self.publishes.load(Ordering::SeqCst)
     }
 
     /// How many `workspace/diagnostic/refresh` requests the server has sent.
