@@ -55,9 +55,28 @@ fn imports_resolve_to_qualified_names() {
         qualified("def f():\n    import torch as th\n    return ⟦th.ones⟧(1)\n").as_deref(),
         Some("torch.ones")
     );
-    // Unimported names and relative imports resolve to nothing.
-    assert_eq!(qualified("⟦torch.zeros⟧(3)\n"), None);
+    // Unimported names and relative imports resolve to nothing in a file that imports anything.
+    assert_eq!(qualified("import numpy as np\n⟦torch.zeros⟧(3)\n"), None);
     assert_eq!(qualified("from .torch import zeros\n⟦zeros⟧(3)\n"), None);
+    assert_eq!(
+        qualified("from ..basics import *\n⟦torch.zeros⟧(3)\n"),
+        None
+    );
+    // A fragment (no import statement at all) uses the conventional aliases.
+    assert_eq!(
+        qualified("⟦torch.zeros⟧(3)\n").as_deref(),
+        Some("torch.zeros")
+    );
+    assert_eq!(
+        qualified("⟦xm.mark_step⟧()\n").as_deref(),
+        Some("torch_xla.core.xla_model.mark_step")
+    );
+    assert_eq!(
+        qualified("⟦F.relu⟧(x)\n").as_deref(),
+        Some("torch.nn.functional.relu")
+    );
+    // … but its own bindings win.
+    assert_eq!(qualified("F = make()\n⟦F.relu⟧(x)\n"), None);
 }
 
 #[test]

@@ -472,6 +472,30 @@ pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
     }
 }
 
+/// The names a code fragment posted without its imports (a bug report's snippet, a notebook cell
+/// copied alone) uses in their conventional meaning, as the PyTorch and PyTorch/XLA documentation
+/// write them (`import torch.nn.functional as F`, `import torch_xla.core.xla_model as xm`, …).
+/// The index binds them only in a file that imports nothing at all: real modules import what
+/// they use, so there the names are left to the file's own bindings.
+///
+/// Sources: PyTorch/XLA, *PyTorch on XLA Devices*
+/// (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md) for
+/// `xm`, `xmp`, `met`, `xr`; the PyTorch tutorials for `nn`, `F`, `optim`, `dist`.
+pub const FRAGMENT_ALIASES: &[(&str, &str)] = &[
+    ("torch", "torch"),
+    ("nn", "torch.nn"),
+    ("F", "torch.nn.functional"),
+    ("optim", "torch.optim"),
+    ("dist", "torch.distributed"),
+    ("np", "numpy"),
+    ("math", "math"),
+    ("torch_xla", "torch_xla"),
+    ("xm", "torch_xla.core.xla_model"),
+    ("xmp", "torch_xla.distributed.xla_multiprocessing"),
+    ("met", "torch_xla.debug.metrics"),
+    ("xr", "torch_xla.runtime"),
+];
+
 /// Packages that run only on CUDA GPUs: NVIDIA's kernels and runtimes, and the libraries built on
 /// them (Megatron-LM, bitsandbytes' quantised kernels, Transformer Engine's fp8, Apex's fused
 /// ops, Triton's GPU kernels, FlashAttention, xFormers, NVML, CuPy, TensorRT, MS-AMP). Code that

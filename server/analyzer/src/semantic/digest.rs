@@ -55,6 +55,7 @@ impl SemanticModel<'_> {
             guard_frames: _,
             test_framework,
             library_module,
+            fragment,
             summaries,
             functions: _,
             file_memo: _,
@@ -69,6 +70,7 @@ impl SemanticModel<'_> {
         backend.hash(&mut state);
         test_framework.hash(&mut state);
         library_module.hash(&mut state);
+        fragment.hash(&mut state);
         // Import statements' offsets are left out: rules and the importer compare them with
         // other positions (order, containment), which edits elsewhere preserve, and a fix or
         // related range that points into edited text is never reused (`incremental`).

@@ -225,6 +225,9 @@ pub struct SemanticModel<'t> {
     test_framework: bool,
     /// Whether the file is a library module (see [`roles::is_library_module`]).
     library_module: bool,
+    /// Whether the file is a fragment: it has no import statement at all (a bug report's
+    /// snippet, a cell copied alone; see `bind_module_imports`).
+    fragment: bool,
     /// Function and loop summaries and file facts from the pre-pass.
     summaries: Summaries,
     /// What each function met so far returns, by the id its binding carries.
@@ -422,6 +425,7 @@ impl<'t> SemanticModel<'t> {
             }],
             test_framework: false,
             library_module: false,
+            fragment: false,
             summaries: Summaries::default(),
             functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
@@ -431,11 +435,23 @@ impl<'t> SemanticModel<'t> {
             module_journal: Vec::new(),
         };
         model.imports = prepass.imports(tree.root_node(), source);
+        // Relative imports (`from ..basics import *`) make no import record but show a module
+        // of a package, not a fragment.
+        model.fragment = model.imports.records().is_empty()
+            && !tree.root_node().named_nodes().any(|statement| {
+                matches!(
+                    statement.kind_name(),
+                    "import_statement" | "import_from_statement" | "future_import_statement"
+                )
+            });
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
         model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
-        model.library_module = roles::is_library_module(tree.root_node(), source);
+        // A fragment (no imports at all, see `bind_module_imports`) is never an importable
+        // library module: it is code a user runs.
+        model.library_module =
+            !model.fragment && roles::is_library_module(tree.root_node(), source);
         model.summaries = prepass.summaries(tree, source, &model);
         model.compiled_names = std::mem::take(&mut model.summaries.compiled_names);
         model.backend = match backend_setting {
@@ -507,6 +523,18 @@ impl<'t> SemanticModel<'t> {
             self.imported_modules.insert(module);
             self.imported_modules.insert(qualified.clone());
             self.bind(local, Binding::Import(qualified));
+        }
+        // A file that imports nothing is a fragment (a bug report's snippet, a cell copied
+        // alone): its `torch.nonzero`, `F.relu` and `xm.mark_step` mean what they conventionally
+        // do. Only names are bound (and `torch` counts as imported, so torch-only rules run);
+        // no module is recorded as imported, so the backend still comes from the code's device
+        // strings, and the fix importer, which reads the import records, still adds what a fix
+        // needs.
+        if self.fragment {
+            for &(local, qualified) in crate::torch_api::FRAGMENT_ALIASES {
+                self.bind(local.to_string(), Binding::Import(qualified.to_string()));
+            }
+            self.imported_modules.insert("torch".to_string());
         }
     }
 
@@ -1378,7 +1406,11 @@ impl<'t> SemanticModel<'t> {
             && class.is_some_and(|index| self.classes.get(index).is_some_and(|c| c.is_module));
         let hot = if self.is_compiled_function(node, &name) {
             Some(HotPath::Compiled)
-        } else if name == "forward" && (in_module_class || directly_in_class) {
+        } else if name == "forward"
+            && (in_module_class
+                || directly_in_class
+                || is_method_posted_alone(node, &self.frames, source))
+        {
             Some(HotPath::Forward)
         } else if summaries::is_step_function_name(&name)
             || summaries::is_per_step_hook(&name)
@@ -2389,10 +2421,7 @@ impl<'t> SemanticModel<'t> {
                     // parameter): applied to a device tensor, it is taken to be a module or loss.
                     Some(Binding::Value(fact))
                         if fact.kind == ValueKind::Unknown
-                            && syntax::positional_args(arguments).first().is_some_and(|a| {
-                                let argument = self.fact_at_depth(*a, depth + 1);
-                                argument.is_tensor() && argument.device == Device::Accelerator
-                            }) =>
+                            && self.first_argument_on_device(arguments, depth) =>
                     {
                         Fact::tensor(Device::Accelerator, origin)
                             .with_evidence(Evidence::ModuleCall)
@@ -2510,6 +2539,18 @@ impl<'t> SemanticModel<'t> {
                             && let Some(id) = self.method_summary(method)
                         {
                             self.summary_return(id, origin)
+                        } else if node_text(object, source) == "self"
+                            && callee.kind == ValueKind::Unknown
+                            && self.current_method_class().is_none()
+                            && self.first_argument_on_device(arguments, depth)
+                        {
+                            // `self.relu(h)` in a method posted without its class (a bug
+                            // report's `def forward(self, x):`): a callable attribute applied to
+                            // a device tensor is taken to be a submodule, like `criterion(x, y)`.
+                            // Inside a class the attribute may be an inherited method returning
+                            // anything (`self.pad_input(x)` → `(x, rest)`), so it stays unknown.
+                            Fact::tensor(Device::Accelerator, origin)
+                                .with_evidence(Evidence::ModuleCall)
                         } else {
                             Fact::UNKNOWN
                         }
@@ -2518,6 +2559,15 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         }
+    }
+
+    /// Whether a call's first positional argument is a tensor on the device (what makes an
+    /// unknown callable a module or a loss, in [`Self::call_fact`]).
+    fn first_argument_on_device(&self, arguments: Node<'_>, depth: usize) -> bool {
+        syntax::positional_args(arguments).first().is_some_and(|a| {
+            let argument = self.fact_at_depth(*a, depth + 1);
+            argument.is_tensor() && argument.device == Device::Accelerator
+        })
     }
 
     fn qualified_call_fact(
@@ -2813,6 +2863,18 @@ pub fn device_from_str(text: &str) -> Device {
         "xla" | "tpu" => Device::Accelerator,
         _ => Device::Unknown,
     }
+}
+
+/// Whether `function` is a method posted without its class: a module-level `def` whose first
+/// parameter is `self` (a bug report's `def forward(self, x):` pasted alone).
+fn is_method_posted_alone(function: Node<'_>, frames: &[Frame], source: &str) -> bool {
+    frames.is_empty()
+        && function
+            .field("parameters")
+            .and_then(|parameters| parameters.named_child(0))
+            .is_some_and(|first| {
+                first.kind_name() == "identifier" && node_text(first, source) == "self"
+            })
 }
 
 impl summaries::Resolver for SemanticModel<'_> {
