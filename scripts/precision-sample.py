@@ -33,6 +33,9 @@ HELD_OUT = list(realcode_corpus.HELD_OUT_RELEASES)
 HELD_OUT_2 = list(realcode_corpus.HELD_OUT_2_RELEASES)
 # The eighth pass: `--bases held-out-3` (a third held-out set, HELD_OUT_3_RELEASES).
 HELD_OUT_3 = list(realcode_corpus.HELD_OUT_3_RELEASES)
+# The ninth pass: `--bases held-out-4` (six wheels of HELD_OUT_4_RELEASES and the TPU-aware
+# repository of HELD_OUT_4_REPOSITORIES).
+HELD_OUT_4 = list(realcode_corpus.HELD_OUT_4_RELEASES) + list(realcode_corpus.HELD_OUT_4_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -146,7 +149,7 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3}
+    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

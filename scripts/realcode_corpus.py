@@ -80,12 +80,34 @@ HELD_OUT_3_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "stable-baselines3==2.4.0",
 ])
 
+# The ninth pass's held-out code bases (docs/precision.md, seed 11808): a fourth set no session had
+# looked at, selected with `precision-sample.py --bases held-out-4` together with the TPU-aware
+# repository of HELD_OUT_4_REPOSITORIES; never used by the real-code harness or CI. Pure-Python
+# wheels (py3-none-any); the import packages are segmentation_models_pytorch, flair, skorch,
+# pytorch_forecasting, lightly and espnet (espnet2 too).
+HELD_OUT_4_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "segmentation-models-pytorch==0.3.4",
+    "flair==0.14.0",
+    "skorch==1.0.0",
+    "pytorch-forecasting==1.2.0",
+    "lightly==1.5.13",
+    "espnet==202412",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
     "pytorch-examples": ("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8"),
     "optimum-tpu": ("huggingface/optimum-tpu", "27f8edea3ca5f4221f6cede70259262b58937755"),
 }
+
+# The ninth pass's TPU-aware repository: a fork of AI-Hypercomputer/torchprime (torch_xla models
+# and trainers, plus the fork's inference and evaluation code). Kept out of REPOSITORIES so the
+# default `--bases` (the CI code bases) does not change.
+HELD_OUT_4_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "torchprime": ("weirayao/torchprime", "a388e24f8066874544c6cab005bfc69d3c1515fe"),
+}
+ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -94,7 +116,8 @@ def log(message: str) -> None:
 
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
-    requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES}[name]
+    requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
+                        **HELD_OUT_4_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -146,7 +169,7 @@ def unpack_release(archive: pathlib.Path, dest: pathlib.Path) -> int:
 def repository_git_dir(name: str, cache: pathlib.Path) -> pathlib.Path:
     """A git directory holding the pinned commit: $TPULINT_MIRRORS/<owner>+<name>/repo when that
     exists, otherwise a clone into the cache."""
-    slug, commit = REPOSITORIES[name]
+    slug, commit = ALL_REPOSITORIES[name]
     mirrors = os.environ.get("TPULINT_MIRRORS", "/work/.mirror")
     mirror = pathlib.Path(mirrors) / slug.replace("/", "+") / "repo"
     if mirror.is_dir():
@@ -161,7 +184,7 @@ def repository_git_dir(name: str, cache: pathlib.Path) -> pathlib.Path:
 
 def unpack_repository(name: str, cache: pathlib.Path, dest: pathlib.Path) -> int:
     """Writes the `.py` files of the pinned commit under dest; returns how many."""
-    _, commit = REPOSITORIES[name]
+    _, commit = ALL_REPOSITORIES[name]
     git_dir = repository_git_dir(name, cache)
     dest.mkdir(parents=True, exist_ok=True)
     # Only the `.py` blobs: a mirror may lack its largest (data) files, so no `git archive`.
@@ -203,9 +226,10 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        if name in RELEASES or name in HELD_OUT_RELEASES or name in HELD_OUT_2_RELEASES or name in HELD_OUT_3_RELEASES:
+        if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
+                    **HELD_OUT_4_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
-        elif name in REPOSITORIES:
+        elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)
         else:
             raise SystemExit(f"error: unknown code base {name!r}")

@@ -430,7 +430,9 @@ pub enum AnnotatedKind {
     /// `Tuple[torch.Tensor, ...]`, `List[Tensor]`, `Optional[Dict[str, Tensor]]`, a `Cache`: a
     /// container of tensors is no tensor (its truth value is its length).
     Container,
-    /// Anything else (`int`, `bool`, `str`, a class).
+    /// Anything else (`int`, `bool`, `str`, a class), and callables and classes whose signature
+    /// names tensors (`Optional[Callable[[Tensor, Tensor], Tensor]]`, `Type[Tensor]`): the value
+    /// is the function or the class, not a tensor it would return.
     Other,
 }
 
@@ -464,6 +466,9 @@ pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
     ) || outer.ends_with("Cache")
     {
         return AnnotatedKind::Container;
+    }
+    if matches!(outer, "Callable" | "Type" | "type") {
+        return AnnotatedKind::Other;
     }
     if text.contains("Tensor") {
         AnnotatedKind::Tensor

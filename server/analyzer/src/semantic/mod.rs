@@ -811,6 +811,31 @@ impl<'t> SemanticModel<'t> {
             );
             return;
         }
+        // `for sentence, score in zip(batch, scores):` / `for i, row in enumerate(t):`: the
+        // targets paired with a tensor hold its rows, on its device.
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && syntax::call_parts(syntax::unparenthesize(right)).is_some_and(|(function, _)| {
+                matches!(node_text(function, self.source), "zip" | "enumerate")
+            })
+        {
+            let targets: Vec<Node<'_>> = left
+                .named_nodes()
+                .filter(|target| target.kind_name() == "identifier")
+                .collect();
+            let mut bound = false;
+            for target in targets {
+                let name = node_text(target, self.source);
+                if let Some(row) = self.iteration_target_fact(left, right, name, 0)
+                    && row.is_tensor()
+                {
+                    self.bind(name.to_string(), Binding::Value(row));
+                    bound = true;
+                }
+            }
+            if bound {
+                return;
+            }
+        }
         // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
         // onto the host: the values are host tensors.
         if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
@@ -2000,6 +2025,150 @@ impl<'t> SemanticModel<'t> {
         node.parent()
     }
 
+    /// The fact of a name that a comprehension around `identifier` binds (`[s.item() for s in
+    /// scores]`): an element of a tensor is a tensor on its device, element-wise through `zip(…)`
+    /// and `enumerate(…)`; a target over anything else is unknown (the comprehension's own
+    /// variable, not a name of the enclosing scope). `None` when no comprehension binds the name,
+    /// or `identifier` is not within the node being visited (the comprehensions around it are
+    /// found on the traversal's stack and by descending from the current node).
+    fn comprehension_target_fact(&self, identifier: Node<'_>, depth: usize) -> Option<Fact> {
+        let current = *self.ancestors.last()?;
+        let (start, end) = (identifier.start_byte(), identifier.end_byte());
+        if start < current.start_byte() || end > current.end_byte() {
+            return None;
+        }
+        let is_comprehension = |n: &Node<'t>| {
+            matches!(
+                n.kind_name(),
+                "list_comprehension"
+                    | "set_comprehension"
+                    | "dictionary_comprehension"
+                    | "generator_expression"
+            )
+        };
+        let is_scope = |n: &Node<'t>| {
+            matches!(
+                n.kind_name(),
+                "function_definition" | "class_definition" | "lambda"
+            )
+        };
+        // Below the current node, innermost last; a scope boundary there hides everything above.
+        let mut below: Vec<Node<'t>> = Vec::new();
+        let mut bounded = false;
+        let mut node = current;
+        for _ in 0..MAX_EXPR_DEPTH * 8 {
+            if node.start_byte() == start
+                && node.end_byte() == end
+                && node.kind_name() == "identifier"
+            {
+                break;
+            }
+            let mut cursor = node.walk();
+            let Some(child) = node
+                .named_children(&mut cursor)
+                .find(|c| c.start_byte() <= start && end <= c.end_byte())
+            else {
+                break;
+            };
+            if is_scope(&child) {
+                below.clear();
+                bounded = true;
+            } else if is_comprehension(&child) {
+                below.push(child);
+            }
+            node = child;
+        }
+        let name = node_text(identifier, self.source);
+        let above = self
+            .ancestors
+            .iter()
+            .rev()
+            .take_while(|n| !bounded && !is_scope(n))
+            .filter(|n| is_comprehension(n));
+        for comprehension in below.iter().rev().chain(above) {
+            let mut cursor = comprehension.walk();
+            for clause in comprehension.named_children(&mut cursor) {
+                if clause.kind_name() != "for_in_clause" {
+                    continue;
+                }
+                let (Some(left), Some(right)) = (clause.field("left"), clause.field("right"))
+                else {
+                    continue;
+                };
+                if right.start_byte() <= start && end <= right.end_byte() {
+                    continue;
+                }
+                if let Some(fact) = self.iteration_target_fact(left, right, name, depth) {
+                    return Some(fact);
+                }
+            }
+        }
+        None
+    }
+
+    /// What `name`, bound by the loop target `left` over `iterable`, holds: `Some` when `left`
+    /// binds it. A row of a tensor is a tensor on its device; `zip(a, b)` pairs targets with
+    /// arguments and `enumerate(t)` counts; anything else is unknown.
+    fn iteration_target_fact(
+        &self,
+        left: Node<'_>,
+        iterable: Node<'_>,
+        name: &str,
+        depth: usize,
+    ) -> Option<Fact> {
+        let source = self.source;
+        let row = |iterated: Node<'_>| {
+            let fact = self.fact_at_depth(iterated, depth + 1);
+            if fact.is_tensor() {
+                Fact::tensor(
+                    fact.device,
+                    Some((iterated.start_byte(), iterated.end_byte())),
+                )
+                .with_evidence(fact.evidence)
+            } else {
+                Fact::UNKNOWN
+            }
+        };
+        let left = syntax::unparenthesize(left);
+        if left.kind_name() == "identifier" {
+            return (node_text(left, source) == name).then(|| row(iterable));
+        }
+        if !matches!(left.kind_name(), "pattern_list" | "tuple_pattern") {
+            return None;
+        }
+        let targets: Vec<Node<'_>> = left.named_nodes().collect();
+        let position = targets
+            .iter()
+            .position(|t| t.kind_name() == "identifier" && node_text(*t, source) == name);
+        let Some(position) = position else {
+            // Bound deeper (`for i, (a, b) in …`), or not at all.
+            let binds = node_text(left, source)
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|word| word == name);
+            return binds.then_some(Fact::UNKNOWN);
+        };
+        let call =
+            syntax::call_parts(syntax::unparenthesize(iterable)).map(|(function, arguments)| {
+                (
+                    node_text(function, source),
+                    syntax::positional_args(arguments),
+                )
+            });
+        Some(match call {
+            Some(("zip", arguments)) if arguments.len() == targets.len() => {
+                row(arguments[position])
+            }
+            Some(("enumerate", arguments)) if targets.len() == 2 && !arguments.is_empty() => {
+                if position == 0 {
+                    Fact::of(ValueKind::Scalar)
+                } else {
+                    row(arguments[0])
+                }
+            }
+            _ => Fact::UNKNOWN,
+        })
+    }
+
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
     /// looking past the enclosing function, class or lambda.
     pub fn enclosing(&self, node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
@@ -2194,6 +2363,7 @@ impl<'t> SemanticModel<'t> {
         let origin = Some((expr.start_byte(), expr.end_byte()));
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
+                _ if let Some(element) = self.comprehension_target_fact(expr, depth) => element,
                 Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
@@ -2219,7 +2389,16 @@ impl<'t> SemanticModel<'t> {
                 let value = expr
                     .field("value")
                     .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
+                // A tensor has no string keys: `states["n_blocks"]` of a parameter annotated
+                // `torch.Tensor` reads a dict the annotation misnames. (A guessed `batch["x"]` or
+                // a model output's `out["logits"]` keep their tensors: the guess and the
+                // output are about the values, not the container.)
+                let misnamed_dict = value.evidence == Evidence::Annotation
+                    && expr
+                        .field("subscript")
+                        .is_some_and(|index| index.kind_name() == "string");
                 match value.kind {
+                    ValueKind::Tensor if misnamed_dict => Fact::UNKNOWN,
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
                     ValueKind::NumpyArray => Fact::of(ValueKind::NumpyArray),
                     // `x.shape[-1]`: a Python int (`x.shape[1:]`, a `torch.Size`, is no tensor).
