@@ -437,6 +437,37 @@ pub enum AnnotatedKind {
 /// Classifies an annotation's text: `Optional[...]`, `X | None` and quotes are looked through;
 /// the outermost remaining type decides.
 pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
+    let text = unwrapped_annotation(annotation);
+    let text = text.as_str();
+    let outer = text.split('[').next().unwrap_or(text);
+    let outer = outer.rsplit('.').next().unwrap_or(outer);
+    if matches!(
+        outer,
+        "Tuple" | "tuple" | "List" | "list" | "Dict" | "dict" | "Sequence" | "Iterable" | "Mapping"
+    ) || outer.ends_with("Cache")
+    {
+        return AnnotatedKind::Container;
+    }
+    if text.contains("Tensor") {
+        AnnotatedKind::Tensor
+    } else {
+        AnnotatedKind::Other
+    }
+}
+
+/// Whether an annotation names torch's legacy boolean tensor type (`torch.BoolTensor`,
+/// `Optional[torch.BoolTensor]`, `torch.cuda.BoolTensor`): a mask, as HF-style signatures
+/// declare them (`bool_masked_pos: Optional[torch.BoolTensor] = None`).
+pub fn is_boolean_tensor_annotation(annotation: &str) -> bool {
+    let text = unwrapped_annotation(annotation);
+    matches!(
+        text.as_str(),
+        "torch.BoolTensor" | "BoolTensor" | "torch.cuda.BoolTensor"
+    )
+}
+
+/// An annotation's text without spaces, quotes, `Optional[...]` and `| None`.
+fn unwrapped_annotation(annotation: &str) -> String {
     let mut text: String = annotation
         .chars()
         .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
@@ -452,24 +483,10 @@ pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
             None => break,
         }
     }
-    let text = text
-        .strip_suffix("|None")
+    text.strip_suffix("|None")
         .or_else(|| text.strip_prefix("None|"))
-        .unwrap_or(&text);
-    let outer = text.split('[').next().unwrap_or(text);
-    let outer = outer.rsplit('.').next().unwrap_or(outer);
-    if matches!(
-        outer,
-        "Tuple" | "tuple" | "List" | "list" | "Dict" | "dict" | "Sequence" | "Iterable" | "Mapping"
-    ) || outer.ends_with("Cache")
-    {
-        return AnnotatedKind::Container;
-    }
-    if text.contains("Tensor") {
-        AnnotatedKind::Tensor
-    } else {
-        AnnotatedKind::Other
-    }
+        .unwrap_or(&text)
+        .to_string()
 }
 
 /// Packages that run only on CUDA GPUs: NVIDIA's kernels and runtimes, and the libraries built on
