@@ -439,25 +439,8 @@ pub enum AnnotatedKind {
 /// Classifies an annotation's text: `Optional[...]`, `X | None` and quotes are looked through;
 /// the outermost remaining type decides.
 pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
-    let mut text: String = annotation
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
-        .collect();
-    for _ in 0..4 {
-        let unwrapped = ["typing.Optional[", "Optional["]
-            .iter()
-            .find_map(|prefix| text.strip_prefix(prefix))
-            .and_then(|rest| rest.strip_suffix(']'))
-            .map(str::to_string);
-        match unwrapped {
-            Some(inner) => text = inner,
-            None => break,
-        }
-    }
-    let text = text
-        .strip_suffix("|None")
-        .or_else(|| text.strip_prefix("None|"))
-        .unwrap_or(&text);
+    let text = unwrapped_annotation(annotation);
+    let text = text.as_str();
     let outer = text.split('[').next().unwrap_or(text);
     let outer = outer.rsplit('.').next().unwrap_or(outer);
     if matches!(
@@ -475,6 +458,40 @@ pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
     } else {
         AnnotatedKind::Other
     }
+}
+
+/// Whether an annotation names torch's legacy boolean tensor type (`torch.BoolTensor`,
+/// `Optional[torch.BoolTensor]`, `torch.cuda.BoolTensor`): a mask, as HF-style signatures
+/// declare them (`bool_masked_pos: Optional[torch.BoolTensor] = None`).
+pub fn is_boolean_tensor_annotation(annotation: &str) -> bool {
+    let text = unwrapped_annotation(annotation);
+    matches!(
+        text.as_str(),
+        "torch.BoolTensor" | "BoolTensor" | "torch.cuda.BoolTensor"
+    )
+}
+
+/// An annotation's text without spaces, quotes, `Optional[...]` and `| None`.
+fn unwrapped_annotation(annotation: &str) -> String {
+    let mut text: String = annotation
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+        .collect();
+    for _ in 0..4 {
+        let unwrapped = ["typing.Optional[", "Optional["]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))
+            .and_then(|rest| rest.strip_suffix(']'))
+            .map(str::to_string);
+        match unwrapped {
+            Some(inner) => text = inner,
+            None => break,
+        }
+    }
+    text.strip_suffix("|None")
+        .or_else(|| text.strip_prefix("None|"))
+        .unwrap_or(&text)
+        .to_string()
 }
 
 /// The names a code fragment posted without its imports (a bug report's snippet, a notebook cell

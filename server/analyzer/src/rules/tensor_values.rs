@@ -260,12 +260,26 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
         }),
         "identifier" => {
             let name = context.text(expr);
-            last_assignment_value(context, name, expr).is_some_and(|value| {
+            let assigned = last_assignment_value(context, name, expr).is_some_and(|value| {
                 value.start_byte() != expr.start_byte() && boolean(context, value, depth + 1)
-            })
+            });
+            assigned || is_boolean_annotated_parameter(context, expr)
         }
         _ => false,
     }
+}
+
+/// Whether `expr` names a parameter annotated as a boolean tensor (`mask: torch.BoolTensor`,
+/// `Optional[torch.BoolTensor] = None`), not rebound since.
+fn is_boolean_annotated_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
+    let Some(origin) = context.fact(expr).origin_range() else {
+        return false;
+    };
+    enclosing_parameter(context, expr, origin).is_some_and(|parameter| {
+        parameter.field("type").is_some_and(|annotation| {
+            torch_api::is_boolean_tensor_annotation(context.text(annotation))
+        })
+    })
 }
 
 fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>, depth: usize) -> bool {

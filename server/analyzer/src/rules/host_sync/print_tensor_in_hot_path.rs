@@ -46,6 +46,9 @@ declare_rule! {
     /// A print that is already throttled by an `if step % N == 0:` is still reported, with the
     /// same severity: the rule does not evaluate how often the branch runs. Arguments are only
     /// counted as tensors on solid evidence (a guessed `forward` parameter alone is not enough).
+    /// Outside hot paths, a print that repeats with a loop of its function (or of module-level
+    /// code) that is not an epoch loop and that no throttle guards is reported at information
+    /// severity; a print that runs once (after training, per epoch) is not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *XLA advanced — Synchronous execution and blocking* (`docs/source/learn/xla-advanced.md`)
@@ -67,7 +70,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !is_print_call(context, call) {
         return;
     }
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
     // An error message is built at most once.
@@ -84,11 +87,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     let message = format!(
-        "`print` of tensor `{}` {} waits for the device",
+        "`print` of tensor `{}` {place} waits for the device",
         helpers::short_code(context.text(tensor)),
-        hot.describe()
     );
-    context.report(call.byte_range(), message);
+    context.report(call.byte_range(), message).severity = severity;
 }
 
 /// `print(...)` (the builtin, not a local rebinding) or `xm.master_print(...)`.

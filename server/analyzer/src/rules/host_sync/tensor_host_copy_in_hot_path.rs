@@ -39,7 +39,10 @@ declare_rule! {
     /// ## Known problems
     /// Only receivers the index knows to be tensors are checked; a `.cpu()` on a tensor the index
     /// already places on the host is not reported. In a chain like `x.detach().cpu().numpy()` only
-    /// the outermost call is reported.
+    /// the outermost call is reported. Outside hot paths, a copy that repeats with a loop of its
+    /// function (or of module-level code) that is not an epoch loop and that no throttle guards
+    /// is reported at information severity, and only on a receiver the index is sure is a device
+    /// tensor; a copy that runs once (after training, per epoch) is not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time — Data access/transfer* (`docs/source/learn/trace-vs-execution-time.md`)
@@ -70,10 +73,16 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !HOST_COPY_METHODS.contains(&method) {
         return;
     }
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
+    let on_hot_path = context.hot_path().is_some();
     if !context.fact(receiver).is_tensor() {
+        return;
+    }
+    // In a plain loop (no hot path), only a tensor the index is sure of, as for the other host
+    // reads there: the value under the chain's `.cpu()` / `.detach()` calls.
+    if !on_hot_path && !tensor_values::is_confident_tensor(context, chain_base(context, receiver)) {
         return;
     }
     // `x.cpu().numpy()`, `x.cpu().detach().numpy()`: report the chain once, at its end.
@@ -86,11 +95,13 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if base_device(context, receiver).is_none_or(|device| device == Device::Cpu) {
         return;
     }
-    let message = format!(
-        "`.{method}()` {} copies a tensor to the host every step",
-        hot.describe()
-    );
-    context.report(call.byte_range(), message);
+    let how_often = if on_hot_path {
+        "every step"
+    } else {
+        "on every iteration"
+    };
+    let message = format!("`.{method}()` {place} copies a tensor to the host {how_often}");
+    context.report(call.byte_range(), message).severity = severity;
 }
 
 /// Whether a later call of the same chain copies to the host again (`.cpu()` followed, maybe
@@ -130,6 +141,12 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
 /// The device of the value under any `.cpu()` / `.detach()` calls: where the data was before
 /// this chain started copying.
 fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Option<Device> {
+    let fact = context.fact(chain_base(context, receiver));
+    fact.is_tensor().then_some(fact.device)
+}
+
+/// The expression under any `.cpu()` / `.detach()` calls of `receiver`'s chain.
+fn chain_base<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Node<'t> {
     let mut current = receiver;
     for _ in 0..syntax::MAX_EXPR_DEPTH {
         match context.method_call(current) {
@@ -139,6 +156,5 @@ fn base_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Option<Devi
             _ => break,
         }
     }
-    let fact = context.fact(current);
-    fact.is_tensor().then_some(fact.device)
+    current
 }

@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::rules::helpers;
+use crate::rules::{helpers, tensor_values};
 
 declare_rule! {
     /// ## What it does
@@ -50,8 +50,11 @@ declare_rule! {
     ///
     /// ## Known problems
     /// A receiver whose type the index cannot see is taken to be a tensor when the file imports
-    /// torch; NumPy arrays and scalars that the index recognises are never flagged. Calls outside
-    /// hot paths (once after training) are not reported.
+    /// torch; NumPy arrays and scalars that the index recognises are never flagged. Outside hot
+    /// paths, a call that repeats with a loop of its function (or of module-level code) that is
+    /// not an epoch loop and that no throttle guards is reported at information severity, and
+    /// only on a receiver the index is sure is a device tensor (a script's or a reproducer's
+    /// loop over `range(n)`); a call that runs once (after training, per epoch) is not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
@@ -83,18 +86,30 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if arguments.named_child_count() != 0 {
         return;
     }
-    let Some(hot) = context.hot_path() else {
+    let Some((severity, place)) = context.repeated_host_read() else {
         return;
     };
-    if !helpers::is_probably_device_tensor(context, receiver) {
+    // On a hot path a receiver of unknown type is taken to be a tensor (the file imports torch);
+    // in a plain loop, only a tensor the index is sure of, as for the other host reads there.
+    let on_hot_path = context.hot_path().is_some();
+    let is_device_tensor = if on_hot_path {
+        helpers::is_probably_device_tensor(context, receiver)
+    } else {
+        tensor_values::is_confident_tensor(context, receiver)
+    };
+    if !is_device_tensor {
         return;
     }
     let receiver_text = context.text(receiver);
+    let how_often = if on_hot_path {
+        "every step"
+    } else {
+        "on every iteration"
+    };
     let message = format!(
-        "`{}.item()` {} waits for the device every step{}",
+        "`{}.item()` {place} waits for the device {how_often}{}",
         helpers::short_code(receiver_text),
-        hot.describe(),
         helpers::raising_check_hint(context, call)
     );
-    context.report(call.byte_range(), message);
+    context.report(call.byte_range(), message).severity = severity;
 }
