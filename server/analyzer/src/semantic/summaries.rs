@@ -154,6 +154,11 @@ pub struct LoopSummary {
     pub steps_optimizer: bool,
     /// The body cuts the graph itself or through a function of this file.
     pub syncs: bool,
+    /// The body reads a value back every iteration: `.item()`, `.tolist()`, `.numpy()`, or an
+    /// `if` / `while` on `x.all()` / `x.any()` (a decode loop's `if finished.all(): break`).
+    /// On a device tensor each such read runs the graph traced so far, so the loop executes
+    /// once per iteration although it never calls `torch_xla.sync()`.
+    pub reads_values: bool,
     /// The body holds another loop that calls backward (that loop owns the step).
     pub nested_training_loop: bool,
     /// The body holds a loop over a data loader (an epoch loop around the step or evaluation
@@ -1059,6 +1064,8 @@ fn call(
         );
     }
     let syncs = SYNC_CALLS.contains(&q);
+    let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
+        || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
     let backward = name == Some("backward");
     let saves = matches!(
         q,
@@ -1090,7 +1097,8 @@ fn call(
                 // `optimizer`, `opt`, `self.optim_g`, `d_opt`; not `scheduler` or `env`.
                 let text = node_text(r, source).to_ascii_lowercase();
                 text.contains("opt") && !text.contains("sched")
-            }));
+            }))
+        || (method == Some("step") && steps_through_scaler(receiver, arguments, source));
     if q.ends_with("MpDeviceLoader")
         || q.ends_with("ParallelLoader")
         || method == Some("per_device_loader")
@@ -1137,6 +1145,7 @@ fn call(
             Frame::Loop { summary, .. } => {
                 if in_loop {
                     summary.syncs |= syncs;
+                    summary.reads_values |= reads_value;
                     summary.calls_backward |= backward;
                     summary.steps_optimizer |= steps;
                     if let Some(callee) = callee {
@@ -1913,6 +1922,7 @@ fn leave(
             .find(|(_, frame)| !matches!(frame, Frame::Block { .. }));
         if let Some((_, Frame::Loop { summary: outer, .. })) = enclosing {
             outer.syncs |= summary.syncs;
+            outer.reads_values |= summary.reads_values;
             outer.calls_backward |= summary.calls_backward;
             outer.steps_optimizer |= summary.steps_optimizer;
             outer.nested_training_loop |= summary.calls_backward;
@@ -1921,6 +1931,46 @@ fn leave(
         }
         summaries.loops.insert(id, summary);
     }
+}
+
+/// Whether a call is the test of an `if`, `elif` or `while` (also under `not`, `and` / `or` or
+/// parentheses): Python reads its truth value there. `ancestors` ends with the call.
+fn decides_control_flow(call: Node<'_>, ancestors: &[Node<'_>]) -> bool {
+    let mut current = call;
+    for parent in ancestors.iter().rev().skip(1) {
+        match parent.kind_name() {
+            "not_operator" | "boolean_operator" | "parenthesized_expression" => current = *parent,
+            "if_statement" | "elif_clause" | "while_statement" => {
+                return parent
+                    .field("condition")
+                    .is_some_and(|condition| condition.id() == current.id());
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether `scaler.step(optimizer)` steps an optimizer: a gradient scaler's `step` unscales the
+/// gradients and calls `optimizer.step()` (`torch.amp.GradScaler.step`), so the AMP loop of a
+/// CUDA script steps its optimizer there. The receiver reads as a scaler and the first
+/// argument as an optimizer (`opt`, `self.optimizer`, `d_opt`).
+fn steps_through_scaler(receiver: Option<Node<'_>>, arguments: Node<'_>, source: &str) -> bool {
+    let Some(receiver) = receiver else {
+        return false;
+    };
+    if !node_text(receiver, source)
+        .to_ascii_lowercase()
+        .ends_with("scaler")
+    {
+        return false;
+    }
+    syntax::positional_args(arguments)
+        .first()
+        .is_some_and(|first| {
+            let text = node_text(*first, source).to_ascii_lowercase();
+            text.contains("opt") && !text.contains("sched")
+        })
 }
 
 /// Whether an `if` without `else` ends its body with `return` / `continue` (an early exit).
