@@ -298,12 +298,40 @@ pub(crate) struct Summaries {
 #[derive(Debug, Clone)]
 struct CallSite {
     callee: String,
+    /// How the call names its callee: which functions of that name it can reach.
+    form: CalleeForm,
     caller: Option<usize>,
     cuda_only: bool,
     throttled: bool,
     /// Under a loop, comprehension, lambda or class body between the call and its function
     /// (or the module): it may run many times per run of its caller.
     repeated: bool,
+}
+
+/// How a call names its callee, for reach through the call graph (which joins by name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CalleeForm {
+    /// `helper(...)`: any function of that name.
+    Bare,
+    /// `self.helper(...)` / `cls.helper(...)`: a method, never a module-level function
+    /// (`self.main(z)` calls the `nn.Sequential` attribute `main`, not the script's `main()`).
+    OnSelf,
+    /// `obj.helper(...)` on another object: a method, and not one of the caller's own class
+    /// (`self.model.train()` in a trainer's method switches the model to training mode; it does
+    /// not run the trainer's `train`).
+    OnOther { caller_class: Option<String> },
+}
+
+impl CalleeForm {
+    fn can_reach(&self, function: &FunctionSummary) -> bool {
+        match self {
+            CalleeForm::Bare => true,
+            CalleeForm::OnSelf => function.class_name.is_some(),
+            CalleeForm::OnOther { caller_class } => {
+                function.class_name.is_some() && function.class_name != *caller_class
+            }
+        }
+    }
 }
 
 /// Names a node of the tree by its start and kind: unique among the nodes the summaries name
@@ -1185,8 +1213,19 @@ fn call(
         ));
     }
     if let Some(callee) = callee {
+        let form = match function.kind_name() {
+            "attribute" => match receiver.map(|r| node_text(r, source)) {
+                Some("self" | "cls") => CalleeForm::OnSelf,
+                _ => CalleeForm::OnOther {
+                    caller_class: caller
+                        .and_then(|index| summaries.functions[index].class_name.clone()),
+                },
+            },
+            _ => CalleeForm::Bare,
+        };
         summaries.call_sites.push(CallSite {
             callee: callee.to_string(),
+            form,
             caller,
             cuda_only,
             throttled,
@@ -2085,16 +2124,19 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     comparison_scopes(summaries);
     // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
     // `if skip: return`) do not carry reach.
-    let mut hot_calls: Vec<Vec<String>> = vec![Vec::new(); count];
+    let mut hot_calls: Vec<Vec<(String, CalleeForm)>> = vec![Vec::new(); count];
     for site in &summaries.call_sites {
         if let Some(caller) = site.caller
             && !site.throttled
         {
-            hot_calls[caller].push(site.callee.clone());
+            hot_calls[caller].push((site.callee.clone(), site.form.clone()));
         }
     }
     // Reach: from the calls of training loops and step functions, through the call graph.
-    let mut queue: Vec<String> = loop_roots;
+    let mut queue: Vec<(String, CalleeForm)> = loop_roots
+        .into_iter()
+        .map(|name| (name, CalleeForm::Bare))
+        .collect();
     for (index, function) in summaries.functions.iter().enumerate() {
         if is_step_function_name(&function.name)
             || is_per_step_hook(&function.name)
@@ -2103,18 +2145,20 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             queue.extend(hot_calls[index].iter().cloned());
         }
     }
-    let mut seen: HashSet<String> = HashSet::default();
-    while let Some(name) = queue.pop() {
-        if !seen.insert(name.clone()) {
+    let mut reached: Vec<bool> = vec![false; count];
+    while let Some((name, form)) = queue.pop() {
+        let Some(ids) = by_name.get(&name) else {
             continue;
-        }
-        if let Some(ids) = by_name.get(&name) {
-            for id in ids {
-                summaries.functions[*id].reached_from_loop = true;
-                summaries.functions[*id].load_time = false;
-                summaries.functions[*id].once_per_run = false;
-                queue.extend(hot_calls[*id].iter().cloned());
+        };
+        for &id in ids {
+            if reached[id] || !form.can_reach(&summaries.functions[id]) {
+                continue;
             }
+            reached[id] = true;
+            summaries.functions[id].reached_from_loop = true;
+            summaries.functions[id].load_time = false;
+            summaries.functions[id].once_per_run = false;
+            queue.extend(hot_calls[id].iter().cloned());
         }
     }
 }
