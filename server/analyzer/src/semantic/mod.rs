@@ -983,6 +983,7 @@ impl<'t> SemanticModel<'t> {
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch
+            || guards::is_loop_exit_branch(block, parent)
             || guards::is_throttled_block(block, parent, &self.summaries.throttles);
         let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
