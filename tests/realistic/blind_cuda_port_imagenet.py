@@ -39,8 +39,8 @@ def train_one_epoch(model, criterion, optimizer, scaler, loader, device, epoch, 
     running_acc = 0.0
     loss_history = []
     end = time.time()
-    for i, (images, targets) in enumerate(loader):  # expect: TPU605
-        images = images.to(device, non_blocking=True)  # expect: TPU607
+    for i, (images, targets) in enumerate(loader):  # expect: TPU605, TPU607
+        images = images.to(device, non_blocking=True)
         targets = targets.to(device, non_blocking=True)
         with torch.cuda.amp.autocast():  # expect: TPU504
             output = model(images)
@@ -65,8 +65,8 @@ def validate(model, loader, device):
     correct = torch.zeros((), device=device)  # ok
     seen = 0
     with torch.no_grad():
-        for images, targets in loader:
-            images, targets = images.to(device), targets.to(device)  # expect: TPU607
+        for images, targets in loader:  # expect: TPU607
+            images, targets = images.to(device), targets.to(device)
             output = model(images)
             correct += (output.argmax(1) == targets).sum()
             seen += targets.size(0)

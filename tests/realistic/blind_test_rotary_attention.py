@@ -74,7 +74,7 @@ def test_loads_reference_checkpoint(tmp_path):
     block = RotaryAttention(dim=256, heads=4)
     path = tmp_path / "block.pt"
     torch.save(block.state_dict(), path)  # ok
-    state = torch.load(path)  # expect: TPU406
+    state = torch.load(path)  # ok
     block.load_state_dict(state)
 
 
