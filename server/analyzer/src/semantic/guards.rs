@@ -107,6 +107,24 @@ pub(crate) struct GuardFrame {
     pub host_data: bool,
 }
 
+/// Whether `block` is the body of an `if` (or `elif`) that ends the loop with `break`: it runs at
+/// most once per run of the loop (`if loss < -1000: print("diverged", loss); break`), so what it
+/// costs is not paid per step. The test of the `if` still runs every iteration.
+pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
+    let is_body = match parent.kind_name() {
+        "if_statement" | "elif_clause" => parent
+            .field("consequence")
+            .is_some_and(|consequence| consequence.id() == block.id()),
+        _ => false,
+    };
+    is_body
+        && block
+            .named_nodes()
+            .filter(|s| s.kind_name() != "comment")
+            .last()
+            .is_some_and(|last| last.kind_name() == "break_statement")
+}
+
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
 /// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
 /// exception.

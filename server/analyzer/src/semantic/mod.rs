@@ -1036,6 +1036,7 @@ impl<'t> SemanticModel<'t> {
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch
+            || guards::is_loop_exit_branch(block, parent)
             || guards::is_throttled_block(block, parent, &self.summaries.throttles);
         let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
@@ -1882,15 +1883,25 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         let source = self.source;
-        // `loss.backward()` / `accelerator.backward(loss)`: whatever `loss` was bound to, it is
-        // a tensor from here on.
-        if node_text(method, source) == "backward" {
+        // `loss.backward()` / `accelerator.backward(loss)` / `scaler.scale(loss).backward()` /
+        // `self.manual_backward(loss)`: whatever `loss` was bound to, it is a tensor from here on.
+        let method_name = node_text(method, source);
+        if matches!(method_name, "backward" | "manual_backward") {
             let positional = syntax::call_parts(call)
                 .map(|(_, arguments)| syntax::positional_args(arguments))
                 .unwrap_or_default();
+            let receiver_text = node_text(receiver, source);
             let loss = match positional.as_slice() {
-                [] => Some(receiver),
-                [loss] if node_text(receiver, source).ends_with("accelerator") => Some(*loss),
+                [] if method_name == "backward" => {
+                    Some(scaled_loss(receiver, source).unwrap_or(receiver))
+                }
+                [loss]
+                    if receiver_text.ends_with("accelerator")
+                        || receiver_text.ends_with("fabric")
+                        || (method_name == "manual_backward" && receiver_text == "self") =>
+                {
+                    Some(*loss)
+                }
                 _ => None,
             };
             if let Some(loss) = loss.filter(|loss| loss.kind_name() == "identifier")
@@ -3017,6 +3028,24 @@ impl<'t> SemanticModel<'t> {
             // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
             _ => Device::Unknown,
         }
+    }
+}
+
+/// The loss in `scaler.scale(loss).backward()`: a gradient scaler's `scale` returns the loss
+/// multiplied by the scale factor, so the backward runs through `loss` (the AMP idiom).
+fn scaled_loss<'t>(receiver: Node<'t>, source: &str) -> Option<Node<'t>> {
+    let (scaler, method) = syntax::method_call(receiver)?;
+    if node_text(method, source) != "scale"
+        || !node_text(scaler, source)
+            .to_ascii_lowercase()
+            .ends_with("scaler")
+    {
+        return None;
+    }
+    let (_, arguments) = syntax::call_parts(receiver)?;
+    match syntax::positional_args(arguments).as_slice() {
+        [loss] => Some(*loss),
+        _ => None,
     }
 }
 

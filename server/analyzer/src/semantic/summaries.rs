@@ -154,6 +154,11 @@ pub struct LoopSummary {
     pub steps_optimizer: bool,
     /// The body cuts the graph itself or through a function of this file.
     pub syncs: bool,
+    /// The body reads a value back every iteration: `.item()`, `.tolist()`, `.numpy()`, or an
+    /// `if` / `while` on `x.all()` / `x.any()` (a decode loop's `if finished.all(): break`).
+    /// On a device tensor each such read runs the graph traced so far, so the loop executes
+    /// once per iteration although it never calls `torch_xla.sync()`.
+    pub reads_values: bool,
     /// The body holds another loop that calls backward (that loop owns the step).
     pub nested_training_loop: bool,
     /// The body holds a loop over a data loader (an epoch loop around the step or evaluation
@@ -293,12 +298,40 @@ pub(crate) struct Summaries {
 #[derive(Debug, Clone)]
 struct CallSite {
     callee: String,
+    /// How the call names its callee: which functions of that name it can reach.
+    form: CalleeForm,
     caller: Option<usize>,
     cuda_only: bool,
     throttled: bool,
     /// Under a loop, comprehension, lambda or class body between the call and its function
     /// (or the module): it may run many times per run of its caller.
     repeated: bool,
+}
+
+/// How a call names its callee, for reach through the call graph (which joins by name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CalleeForm {
+    /// `helper(...)`: any function of that name.
+    Bare,
+    /// `self.helper(...)` / `cls.helper(...)`: a method, never a module-level function
+    /// (`self.main(z)` calls the `nn.Sequential` attribute `main`, not the script's `main()`).
+    OnSelf,
+    /// `obj.helper(...)` on another object: a method, and not one of the caller's own class
+    /// (`self.model.train()` in a trainer's method switches the model to training mode; it does
+    /// not run the trainer's `train`).
+    OnOther { caller_class: Option<String> },
+}
+
+impl CalleeForm {
+    fn can_reach(&self, function: &FunctionSummary) -> bool {
+        match self {
+            CalleeForm::Bare => true,
+            CalleeForm::OnSelf => function.class_name.is_some(),
+            CalleeForm::OnOther { caller_class } => {
+                function.class_name.is_some() && function.class_name != *caller_class
+            }
+        }
+    }
 }
 
 /// Names a node of the tree by its start and kind: unique among the nodes the summaries name
@@ -1059,6 +1092,8 @@ fn call(
         );
     }
     let syncs = SYNC_CALLS.contains(&q);
+    let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
+        || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
     let backward = name == Some("backward");
     let saves = matches!(
         q,
@@ -1090,7 +1125,8 @@ fn call(
                 // `optimizer`, `opt`, `self.optim_g`, `d_opt`; not `scheduler` or `env`.
                 let text = node_text(r, source).to_ascii_lowercase();
                 text.contains("opt") && !text.contains("sched")
-            }));
+            }))
+        || (method == Some("step") && steps_through_scaler(receiver, arguments, source));
     if q.ends_with("MpDeviceLoader")
         || q.ends_with("ParallelLoader")
         || method == Some("per_device_loader")
@@ -1137,6 +1173,7 @@ fn call(
             Frame::Loop { summary, .. } => {
                 if in_loop {
                     summary.syncs |= syncs;
+                    summary.reads_values |= reads_value;
                     summary.calls_backward |= backward;
                     summary.steps_optimizer |= steps;
                     if let Some(callee) = callee {
@@ -1176,8 +1213,19 @@ fn call(
         ));
     }
     if let Some(callee) = callee {
+        let form = match function.kind_name() {
+            "attribute" => match receiver.map(|r| node_text(r, source)) {
+                Some("self" | "cls") => CalleeForm::OnSelf,
+                _ => CalleeForm::OnOther {
+                    caller_class: caller
+                        .and_then(|index| summaries.functions[index].class_name.clone()),
+                },
+            },
+            _ => CalleeForm::Bare,
+        };
         summaries.call_sites.push(CallSite {
             callee: callee.to_string(),
+            form,
             caller,
             cuda_only,
             throttled,
@@ -1913,6 +1961,7 @@ fn leave(
             .find(|(_, frame)| !matches!(frame, Frame::Block { .. }));
         if let Some((_, Frame::Loop { summary: outer, .. })) = enclosing {
             outer.syncs |= summary.syncs;
+            outer.reads_values |= summary.reads_values;
             outer.calls_backward |= summary.calls_backward;
             outer.steps_optimizer |= summary.steps_optimizer;
             outer.nested_training_loop |= summary.calls_backward;
@@ -1921,6 +1970,46 @@ fn leave(
         }
         summaries.loops.insert(id, summary);
     }
+}
+
+/// Whether a call is the test of an `if`, `elif` or `while` (also under `not`, `and` / `or` or
+/// parentheses): Python reads its truth value there. `ancestors` ends with the call.
+fn decides_control_flow(call: Node<'_>, ancestors: &[Node<'_>]) -> bool {
+    let mut current = call;
+    for parent in ancestors.iter().rev().skip(1) {
+        match parent.kind_name() {
+            "not_operator" | "boolean_operator" | "parenthesized_expression" => current = *parent,
+            "if_statement" | "elif_clause" | "while_statement" => {
+                return parent
+                    .field("condition")
+                    .is_some_and(|condition| condition.id() == current.id());
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether `scaler.step(optimizer)` steps an optimizer: a gradient scaler's `step` unscales the
+/// gradients and calls `optimizer.step()` (`torch.amp.GradScaler.step`), so the AMP loop of a
+/// CUDA script steps its optimizer there. The receiver reads as a scaler and the first
+/// argument as an optimizer (`opt`, `self.optimizer`, `d_opt`).
+fn steps_through_scaler(receiver: Option<Node<'_>>, arguments: Node<'_>, source: &str) -> bool {
+    let Some(receiver) = receiver else {
+        return false;
+    };
+    if !node_text(receiver, source)
+        .to_ascii_lowercase()
+        .ends_with("scaler")
+    {
+        return false;
+    }
+    syntax::positional_args(arguments)
+        .first()
+        .is_some_and(|first| {
+            let text = node_text(*first, source).to_ascii_lowercase();
+            text.contains("opt") && !text.contains("sched")
+        })
 }
 
 /// Whether an `if` without `else` ends its body with `return` / `continue` (an early exit).
@@ -2035,16 +2124,19 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     comparison_scopes(summaries);
     // Calls that run on every call of their function: throttled ones (`if step % n == 0:`, after
     // `if skip: return`) do not carry reach.
-    let mut hot_calls: Vec<Vec<String>> = vec![Vec::new(); count];
+    let mut hot_calls: Vec<Vec<(String, CalleeForm)>> = vec![Vec::new(); count];
     for site in &summaries.call_sites {
         if let Some(caller) = site.caller
             && !site.throttled
         {
-            hot_calls[caller].push(site.callee.clone());
+            hot_calls[caller].push((site.callee.clone(), site.form.clone()));
         }
     }
     // Reach: from the calls of training loops and step functions, through the call graph.
-    let mut queue: Vec<String> = loop_roots;
+    let mut queue: Vec<(String, CalleeForm)> = loop_roots
+        .into_iter()
+        .map(|name| (name, CalleeForm::Bare))
+        .collect();
     for (index, function) in summaries.functions.iter().enumerate() {
         if is_step_function_name(&function.name)
             || is_per_step_hook(&function.name)
@@ -2053,18 +2145,20 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             queue.extend(hot_calls[index].iter().cloned());
         }
     }
-    let mut seen: HashSet<String> = HashSet::default();
-    while let Some(name) = queue.pop() {
-        if !seen.insert(name.clone()) {
+    let mut reached: Vec<bool> = vec![false; count];
+    while let Some((name, form)) = queue.pop() {
+        let Some(ids) = by_name.get(&name) else {
             continue;
-        }
-        if let Some(ids) = by_name.get(&name) {
-            for id in ids {
-                summaries.functions[*id].reached_from_loop = true;
-                summaries.functions[*id].load_time = false;
-                summaries.functions[*id].once_per_run = false;
-                queue.extend(hot_calls[*id].iter().cloned());
+        };
+        for &id in ids {
+            if reached[id] || !form.can_reach(&summaries.functions[id]) {
+                continue;
             }
+            reached[id] = true;
+            summaries.functions[id].reached_from_loop = true;
+            summaries.functions[id].load_time = false;
+            summaries.functions[id].once_per_run = false;
+            queue.extend(hot_calls[id].iter().cloned());
         }
     }
 }

@@ -99,6 +99,23 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
 }
 
 /// The loader expression of `for … in loader` / `enumerate(loader)` / `tqdm(loader)`.
+/// Whether a loop moves the batches it iterates to the device itself, in a file that never
+/// wraps a loader in `MpDeviceLoader` / `ParallelLoader`: whatever it iterates (a loader passed
+/// in included), the loader is a plain one, and nothing prefetches or cuts the graph per batch.
+pub(crate) fn moves_batches_of_plain_loader<'t>(
+    context: &Context<'t, '_>,
+    loop_node: Node<'t>,
+) -> bool {
+    if context.source_mentions("MpDeviceLoader") || context.source_mentions("ParallelLoader") {
+        return false;
+    }
+    let (Some(target), Some(body)) = (loop_node.field("left"), loop_node.field("body")) else {
+        return false;
+    };
+    let names = target_names(target, context.source());
+    !names.is_empty() && moves_a_batch(context, body, &names)
+}
+
 fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
     let source = context.source();
     let mut expr = syntax::unparenthesize(iterable);

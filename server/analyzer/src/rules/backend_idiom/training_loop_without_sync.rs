@@ -101,7 +101,11 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     if file.uses_syncing_loader || file.eager_mode || file.compiles {
         return;
     }
-    if iterates_parameter(context, loop_node) {
+    // A loader passed in may be an `MpDeviceLoader` built by the caller; not when the loop moves
+    // each batch to the device itself in a file that builds no such loader.
+    if iterates_parameter(context, loop_node)
+        && !super::plain_loader_per_step_copy::moves_batches_of_plain_loader(context, loop_node)
+    {
         return;
     }
     let exits = summary.exits;

@@ -66,7 +66,7 @@ declare_rule! {
         name: "cpu-tensor-meets-device-tensor",
         severity: Error,
         fix: Sometimes,
-        kinds: ["binary_operator", "augmented_assignment", "call"],
+        kinds: ["binary_operator", "augmented_assignment", "comparison_operator", "call"],
         calls: COMBINING_FUNCTIONS,
         check: check,
     }
@@ -103,6 +103,14 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 return;
             };
             vec![left, right]
+        }
+        // `torch.arange(n)[None, :] >= lengths[:, None]`: an elementwise comparison combines its
+        // operands like arithmetic does. `is` / `in` compare Python objects, not elements.
+        "comparison_operator" => {
+            if is_identity_or_membership(context, node) {
+                return;
+            }
+            node.named_nodes().collect()
         }
         _ => {
             let Some(qualified) = context.semantic().call_qualified_name(node) else {
@@ -319,4 +327,17 @@ fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<
     let cpu = |f: &Fact| f.is_tensor() && f.device == Device::Cpu;
     let dev = |f: &Fact| f.is_tensor() && f.device == Device::Accelerator;
     (cpu(&l) && dev(&r)) || (dev(&l) && cpu(&r))
+}
+
+/// `x is None`, `k in d`, `a is not b`: Python comparisons of objects, not of tensor elements.
+fn is_identity_or_membership<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
+    let mut cursor = comparison.walk();
+    let operators: Vec<Node<'t>> = comparison
+        .children(&mut cursor)
+        .filter(|child| !child.is_named())
+        .collect();
+    operators.into_iter().any(|operator| {
+        let text = context.text(operator);
+        text.starts_with("is") || text.ends_with("in")
+    })
 }

@@ -68,7 +68,11 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     let Some(value) = subscript.field("value") else {
         return;
     };
-    if !context.fact(value).is_tensor() {
+    // A value of unknown kind (a helper's parameter: `box_preds[pos_mask]` in a loss function)
+    // indexed by a boolean tensor is a tensor too: lists and dicts cannot be indexed by one.
+    // Only a value known to be something else (a NumPy array, a Python value) is left alone.
+    let value_is_tensor = context.fact(value).is_tensor();
+    if !value_is_tensor && tensor_values::is_known_non_tensor(context, value) {
         return;
     }
     let mut cursor = subscript.walk();
@@ -82,6 +86,10 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     else {
         return;
     };
+    // With the value's kind unknown, the mask itself must be known to be a tensor.
+    if !value_is_tensor && !mask_is_known_tensor(context, mask) {
+        return;
+    }
     // A host tensor indexed, or a host mask (`torch.ones(n)` over pruned heads): the mask is
     // expanded on the host, with no device round trip.
     if helpers::is_on_host(context, value) || helpers::is_on_host(context, mask) {
@@ -138,6 +146,17 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
 /// Whether `mask` visibly has the shape of `target`: an elementwise test of `target` itself
 /// (`target > 0`, `torch.isnan(target)`, `target.isinf()`), or `~` / `&` / `|` / `^` over such
 /// a mask. Names bound elsewhere are not followed: without the mask's shape, no rewrite.
+/// Whether the mask is known to be a tensor (a comparison of a known tensor, a name bound to
+/// one), not merely read as boolean because the indexed value is a tensor.
+fn mask_is_known_tensor<'t>(context: &Context<'t, '_>, mask: Node<'t>) -> bool {
+    let mask = syntax::unparenthesize(mask);
+    context.fact(mask).is_tensor()
+        || (mask.kind_name() == "comparison_operator"
+            && mask
+                .named_nodes()
+                .any(|operand| context.fact(operand).is_tensor()))
+}
+
 fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node<'t>) -> bool {
     let same = |node: Node<'t>| {
         compact(context.text(syntax::unparenthesize(node))) == compact(context.text(target))

@@ -78,13 +78,20 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(loop_node) = context.enclosing(node, &["for_statement", "while_statement"]) else {
         return;
     };
-    // Only a loop that runs the device once per iteration (it syncs, or runs a training step)
-    // sees a new shape per iteration; a loop inside `forward` over layers is traced once into
-    // one graph, whatever shapes its iterations have.
-    let executes_per_iteration = context
-        .semantic()
-        .loop_summary(loop_node)
-        .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
+    // Only a loop that runs the device once per iteration (it syncs, runs a training step, or
+    // reads a value back: a decode loop's `if finished.all(): break`) sees a new shape per
+    // iteration; a loop inside `forward` over layers is traced once into one graph, whatever
+    // shapes its iterations have.
+    let executes_per_iteration =
+        context
+            .semantic()
+            .loop_summary(loop_node)
+            .is_some_and(|summary| {
+                summary.syncs
+                    || summary.calls_backward
+                    || summary.steps_optimizer
+                    || summary.reads_values
+            });
     if !executes_per_iteration {
         return;
     }
@@ -136,9 +143,15 @@ fn grows_onto_itself<'t>(
         return None;
     }
     let parts: Vec<Node<'t>> = tensors.named_nodes().collect();
-    let onto_itself = parts
-        .iter()
-        .any(|part| part.kind_name() == "identifier" && node_text(*part, source) == name);
+    // Its rows reordered (`beams[beam_idx]` in a beam search: one index, not a slice) keep its
+    // width, so concatenating them along a later dimension grows it just the same. A slice
+    // (`x[:, 1:]`, a sliding window) may keep the size fixed, and so may a concatenation along
+    // dimension 0 of selected rows.
+    let along_later_dim = concatenates_along_later_dim(context, arguments);
+    let onto_itself = parts.iter().any(|part| {
+        (part.kind_name() == "identifier" && node_text(*part, source) == name)
+            || (along_later_dim && selects_rows_of(*part, name, source))
+    });
     if !onto_itself || parts.iter().any(|part| helpers::is_on_host(context, *part)) {
         return None;
     }
@@ -162,6 +175,38 @@ fn grows_onto_itself<'t>(
 
 /// `cache[:, :cur]` with `cur` the loop's counter: what the slice changes when a bound is the
 /// counter.
+/// `x[idx]`: the rows of `name` picked by one index that is not a slice or a literal.
+fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
+    if part.kind_name() != "subscript"
+        || !part.field("value").is_some_and(|value| {
+            value.kind_name() == "identifier" && node_text(value, source) == name
+        })
+    {
+        return false;
+    }
+    let mut cursor = part.walk();
+    let indices: Vec<Node<'_>> = part
+        .children_by_field_name("subscript", &mut cursor)
+        .collect();
+    matches!(indices.as_slice(), [index] if !matches!(
+        index.kind_name(),
+        "slice" | "integer" | "unary_operator" | "tuple" | "ellipsis" | "none"
+    ))
+}
+
+/// Whether `torch.cat(..., dim=d)` names a dimension other than 0 (`dim=-1`, `dim=1`, a second
+/// positional argument `1`).
+fn concatenates_along_later_dim<'t>(context: &Context<'t, '_>, arguments: Node<'t>) -> bool {
+    let source = context.source();
+    let dim = syntax::keyword_arg(arguments, "dim", source)
+        .or_else(|| syntax::keyword_arg(arguments, "axis", source))
+        .or_else(|| syntax::positional_args(arguments).get(1).copied());
+    dim.is_some_and(|dim| {
+        let text = node_text(syntax::unparenthesize(dim), source).replace(' ', "");
+        text.parse::<i64>().is_ok_and(|d| d != 0)
+    })
+}
+
 fn sliced_by_counter<'t>(
     context: &Context<'t, '_>,
     subscript: Node<'t>,

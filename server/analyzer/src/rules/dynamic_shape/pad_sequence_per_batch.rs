@@ -62,7 +62,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !is_pad_sequence {
         // `max_len = max(len(x["input_ids"]) for x in batch)` in a collator: the same padding
         // to the batch's longest sequence, written by hand.
-        if batch_maximum_length(context, call) && in_collator(context) {
+        if batch_maximum_length(context, call)
+            && in_collator(context)
+            && !rounded_to_a_bucket(context, call)
+        {
             context.report(
                 call.byte_range(),
                 "Padding to `max(len(...))` of each batch pads to its longest sequence: a recompilation per length",
@@ -81,6 +84,90 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         call.byte_range(),
         "`pad_sequence` per batch pads to each batch's longest sequence: a recompilation per length",
     );
+}
+
+/// Whether the batch's longest length is rounded up to a multiple before it sizes the batch —
+/// the bucketing the rule's own fix recommends: `((longest + 63) // 64) * 64`,
+/// `math.ceil(longest / 64) * 64`, with `longest = max(...)` bound in the same function or the
+/// `max(...)` call written inside the rounding.
+fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    // Up from the call through the expression it sits in.
+    let mut current = call;
+    for _ in 0..syntax::MAX_EXPR_DEPTH {
+        if is_rounding_up(context, current, None) {
+            return true;
+        }
+        match context.parent(current) {
+            Some(parent) if !parent.kind_name().ends_with("statement") => current = parent,
+            _ => break,
+        }
+    }
+    // `longest = max(...)`, then the rounding of `longest` somewhere in the function.
+    let Some(name) = context
+        .parent(call)
+        .filter(|parent| parent.kind_name() == "assignment")
+        .and_then(|assignment| assignment.field("left"))
+        .filter(|left| left.kind_name() == "identifier")
+        .map(|left| context.text(left))
+    else {
+        return false;
+    };
+    let Some(function) = context.enclosing(call, &["function_definition"]) else {
+        return false;
+    };
+    let mut stack = vec![function];
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 5_000 {
+            return false;
+        }
+        if is_rounding_up(context, node, Some(name)) {
+            return true;
+        }
+        stack.extend(node.named_nodes());
+    }
+    false
+}
+
+/// `(x + k - 1) // k * k` or `math.ceil(x / k) * k`: a product one factor of which is a floor
+/// division or a `ceil` of an expression that mentions `name` (or anything, when `name` is
+/// `None` and the expression is the `max(...)` call's ancestor).
+fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
+    if node.kind_name() != "binary_operator"
+        || node.field("operator").map(|o| context.text(o)) != Some("*")
+    {
+        return false;
+    }
+    let mentions = |expr: Node<'t>| match name {
+        None => true,
+        Some(name) => {
+            let mut stack = vec![expr];
+            while let Some(current) = stack.pop() {
+                if current.kind_name() == "identifier" && context.text(current) == name {
+                    return true;
+                }
+                stack.extend(current.named_nodes());
+            }
+            false
+        }
+    };
+    [node.field("left"), node.field("right")]
+        .into_iter()
+        .flatten()
+        .map(syntax::unparenthesize)
+        .any(|factor| match factor.kind_name() {
+            "binary_operator" => {
+                factor.field("operator").map(|o| context.text(o)) == Some("//")
+                    && factor.field("left").is_some_and(mentions)
+            }
+            "call" => context
+                .call_parts(factor)
+                .is_some_and(|(function, arguments)| {
+                    context.text(function).ends_with("ceil") && mentions(arguments)
+                }),
+            _ => false,
+        })
 }
 
 /// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`.
