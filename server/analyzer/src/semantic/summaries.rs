@@ -1213,13 +1213,13 @@ fn call(
         ));
     }
     if let Some(callee) = callee {
+        let caller_class = caller.and_then(|index| summaries.functions[index].class_name.clone());
         let form = match function.kind_name() {
             "attribute" => match receiver.map(|r| node_text(r, source)) {
                 Some("self" | "cls") => CalleeForm::OnSelf,
-                _ => CalleeForm::OnOther {
-                    caller_class: caller
-                        .and_then(|index| summaries.functions[index].class_name.clone()),
-                },
+                // `Mvdr._mvdr(...)` in a method of `Mvdr`: its own static method.
+                Some(receiver) if caller_class.as_deref() == Some(receiver) => CalleeForm::OnSelf,
+                _ => CalleeForm::OnOther { caller_class },
             },
             _ => CalleeForm::Bare,
         };
