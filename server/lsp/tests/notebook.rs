@@ -283,13 +283,7 @@ async fn a_notebook_is_checked_as_one_module_and_published_per_cell() {
         let cleared = client.diagnostics(uri).await;
         assert!(codes(&cleared).is_empty(), "{cleared}");
     }
-    let response = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    let report = response["result"].as_str().expect("debug report");
+    let report = client.debug_report().await;
     assert!(report.contains("open notebooks: 0"), "{report}");
     client.shutdown().await;
 }
@@ -603,13 +597,7 @@ async fn arbitrary_notebook_changes_never_crash_the_server() {
             }
         }
     }
-    let response = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    let report = response["result"].as_str().expect("debug report");
+    let report = client.debug_report().await;
     assert!(report.contains("open notebooks: 1"), "{report}");
     let crashes: Vec<Value> = client
         .drain()
@@ -681,13 +669,7 @@ async fn workspace_diagnostic_reports_every_cell() {
 
 /// The scheduler's counts from the debug report: (analyses started, runs cancelled in flight).
 async fn analysis_counts(client: &mut TestClient) -> (u64, u64) {
-    let response = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    let report = response["result"].as_str().expect("debug report");
+    let report = client.debug_report().await;
     let line = report
         .lines()
         .find_map(|line| line.strip_prefix("analyses: "))

@@ -173,16 +173,7 @@ async fn rapid_incremental_edits_are_applied_in_order() {
 /// The server's state of text document `uri` from its debug report: (version, its stored
 /// analysis is exact, its push worker is running).
 async fn document_state(client: &mut TestClient, uri: &str) -> Option<(i64, bool, bool)> {
-    let response = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    let report = response["result"]
-        .as_str()
-        .expect("debug report")
-        .to_string();
+    let report = client.debug_report().await;
     let line = report
         .lines()
         .find(|line| line.trim_start().starts_with(uri))?;
@@ -204,13 +195,7 @@ async fn document_state(client: &mut TestClient, uri: &str) -> Option<(i64, bool
 /// A count the server's debug report shows on a line `label: N` ("diagnostic refreshes sent",
 /// "publishes queued").
 async fn debug_count(client: &mut TestClient, label: &str) -> usize {
-    let response = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    let report = response["result"].as_str().expect("debug report");
+    let report = client.debug_report().await;
     report
         .lines()
         .find_map(|line| line.strip_prefix(label)?.strip_prefix(": "))

@@ -204,18 +204,8 @@ async fn full_session() {
             )
             .await;
     }
-    let debug = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "tpulint.printDebugInformation"}),
-        )
-        .await;
-    assert!(
-        debug["result"]
-            .as_str()
-            .unwrap()
-            .contains("open documents: 1")
-    );
+    let report = client.debug_report().await;
+    assert!(report.contains("open documents: 1"), "{report}");
     // One message per invalid value; the repeated change shows nothing new (checked below).
     for _ in 0..2 {
         let shown = client

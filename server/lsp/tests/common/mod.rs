@@ -210,6 +210,21 @@ impl TestClient {
         self.response(json!(id)).await
     }
 
+    /// The server's debug report (`tpulint.printDebugInformation`), the text tests read counts
+    /// and states from.
+    pub async fn debug_report(&mut self) -> String {
+        let response = self
+            .request(
+                "workspace/executeCommand",
+                json!({"command": "tpulint.printDebugInformation"}),
+            )
+            .await;
+        response["result"]
+            .as_str()
+            .expect("a debug report")
+            .to_string()
+    }
+
     pub async fn response(&mut self, id: Value) -> Value {
         self.wait_for(|message| message.get("method").is_none() && message["id"] == id)
             .await

@@ -50,7 +50,8 @@ declare_rule! {
     /// factories without `device=`) is not reported: it never reaches the device. Reported as
     /// information outside a training loop or step function.
     /// A slice of a fixed size at an offset that moves with the counter (`idx[i : i + k]` with `k`
-    /// loop-invariant, `x[:, cur - 1 : cur]`) keeps its shape: it is reported, as information,
+    /// loop-invariant, `x[:, cur - 1 : cur]`, and a strided `x[:, i::k]` over interleaved
+    /// columns, whose size differs by at most one) keeps its shape: it is reported, as information,
     /// for its offset, a constant of the traced graph that compiles once per distinct value.
     ///
     /// ## References
@@ -297,6 +298,12 @@ fn fixed_size_slice<'t>(
             continue;
         }
         positions[position] = Some(child);
+    }
+    // `x[:, i::k]` (every k-th column from `i`, interleaved coordinates or channels): with no
+    // stop and a loop-invariant step, the start moves with the counter and the size,
+    // ceil((n - i) / k), differs by at most one across a loop over the interleaved positions.
+    if let (Some(start), None, Some(step)) = (positions[0], positions[1], positions[2]) {
+        return invariant(step) && counter_plus_invariant(start, counter, source, invariant);
     }
     let (Some(start), Some(stop)) = (positions[0], positions[1]) else {
         return false;
