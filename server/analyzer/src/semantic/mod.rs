@@ -2719,6 +2719,20 @@ impl<'t> SemanticModel<'t> {
                     {
                         Fact::tensor(Device::Cpu, origin)
                     }
+                    // `g.cpu()` of a value of unknown kind: a tensor or a module, it is on the
+                    // host now (`g.cpu().double()` is host arithmetic, not a TPU dtype). Its
+                    // kind stays unknown, so no rule takes it for a tensor it may not be.
+                    ValueKind::Unknown
+                        if method == "cpu"
+                            && syntax::positional_args(arguments).is_empty()
+                            && node_text(object, source) != "self" =>
+                    {
+                        Fact {
+                            device: Device::Cpu,
+                            origin,
+                            ..Fact::UNKNOWN
+                        }
+                    }
                     _ => {
                         // `self.layer(x)` where `self.layer` is a submodule.
                         let callee = self.fact_at_depth(function, depth + 1);
