@@ -2505,12 +2505,18 @@ fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
 
 /// Framework hooks that run on every batch: Lightning's `on_train_batch_end`,
 /// `on_validation_batch_start`, `on_before_optimizer_step`, `on_after_backward`; Hugging Face
-/// `TrainerCallback.on_step_end` / `on_step_begin`.
+/// `TrainerCallback.on_step_end` / `on_step_begin`, and `Trainer.compute_loss`, which a
+/// `Trainer` subclass overrides and `Trainer.training_step` calls on every batch (its callers
+/// are in another package, so no call graph of the file reaches it).
 pub(crate) fn is_per_step_hook(name: &str) -> bool {
     (name.starts_with("on_") && name.contains("_batch_"))
         || matches!(
             name,
-            "on_step_end" | "on_step_begin" | "on_before_optimizer_step" | "on_after_backward"
+            "on_step_end"
+                | "on_step_begin"
+                | "on_before_optimizer_step"
+                | "on_after_backward"
+                | "compute_loss"
         )
 }
 
