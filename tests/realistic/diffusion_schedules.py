@@ -40,7 +40,7 @@ class DDPMScheduler:
         t = timestep
         prev_t = t - self.num_train_timesteps // len(self.timesteps)
         alpha_prod_t = self.alphas_cumprod[t]
-        alpha_prod_prev = self.alphas_cumprod[prev_t] if prev_t >= 0 else torch.tensor(1.0)  # expect: TPU107, TPU405
+        alpha_prod_prev = self.alphas_cumprod[prev_t] if prev_t >= 0 else torch.tensor(1.0)  # expect: TPU107
         beta_prod_t = 1 - alpha_prod_t
         pred_original = (sample - beta_prod_t ** 0.5 * model_output) / alpha_prod_t ** 0.5
         coef = (alpha_prod_prev ** 0.5 * self.betas[t].to(sample.device)) / beta_prod_t

@@ -196,6 +196,87 @@ pub const TENSOR_ONLY_METHODS: &[&str] = &[
     "transpose",
 ];
 
+/// Tensor methods that combine the receiver with the tensors passed to them, so those must be on
+/// the receiver's device (`x.masked_fill(mask, v)`, `x.index_select(0, idx)`, `x.add(y)`): a
+/// CPU argument with a device receiver is copied to the device on every call or raises.
+/// `copy_` is absent: copying across devices is what it is for.
+pub const DEVICE_MATCHING_METHODS: &[&str] = &[
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "matmul",
+    "mm",
+    "bmm",
+    "maximum",
+    "minimum",
+    "lerp",
+    "masked_fill",
+    "masked_fill_",
+    "masked_scatter",
+    "masked_scatter_",
+    "masked_select",
+    "index_select",
+    "index_add",
+    "index_add_",
+    "index_copy",
+    "index_copy_",
+    "gather",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "take_along_dim",
+    "where",
+];
+
+/// Whether `torch.nn.<name>` is a module without parameters or buffers of its own (losses,
+/// activations, dropout, pooling, padding, reshaping): `model.to(device)` has nothing of it to
+/// move, so a CPU tensor passed to it stays on the CPU and meets the device only later.
+pub fn is_parameterless_module(name: &str) -> bool {
+    name.ends_with("Loss")
+        || name.starts_with("Dropout")
+        || name.ends_with("Dropout")
+        || name.contains("Pool")
+        || name.ends_with("Pad1d")
+        || name.ends_with("Pad2d")
+        || name.ends_with("Pad3d")
+        || matches!(
+            name,
+            "ReLU"
+                | "ReLU6"
+                | "LeakyReLU"
+                | "GELU"
+                | "SiLU"
+                | "Mish"
+                | "ELU"
+                | "SELU"
+                | "CELU"
+                | "Tanh"
+                | "Sigmoid"
+                | "Hardtanh"
+                | "Hardswish"
+                | "Hardsigmoid"
+                | "Softplus"
+                | "Softsign"
+                | "Softmax"
+                | "LogSoftmax"
+                | "Softmin"
+                | "GLU"
+                | "Identity"
+                | "Flatten"
+                | "Unflatten"
+                | "Upsample"
+                | "UpsamplingNearest2d"
+                | "UpsamplingBilinear2d"
+                | "PixelShuffle"
+                | "PixelUnshuffle"
+                | "ChannelShuffle"
+                | "CosineSimilarity"
+                | "PairwiseDistance"
+        )
+}
+
 /// PyTorch/XLA functions (`torch_xla.core.xla_model.<name>`) that run a collective operation
 /// across the replicas, or trace one into the pending graph: every process must call them, in
 /// the same order, because "XLA does not permit collective operations to run on a subset of

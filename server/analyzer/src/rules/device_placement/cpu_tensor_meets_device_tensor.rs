@@ -6,7 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Fix, Related};
 use crate::rules::tpu_api;
-use crate::semantic::{Device, Evidence, Fact};
+use crate::semantic::{Device, Evidence, Fact, ValueKind};
 use crate::source::TextRange;
 use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
@@ -15,21 +15,25 @@ use crate::torch_api;
 declare_rule! {
     /// ## What it does
     /// Checks, in code that runs every step (a module's `forward`, a step or loss function, the
-    /// training loop, and the functions they call), for a binary operation, `torch.cat` / `torch.stack`
-    /// or a matmul that combines a tensor created without `device=` (so on the CPU) with a
-    /// forward input, a parameter or a buffer (on the model's device). The diagnostic points at
-    /// the place where the CPU tensor was created, also when a helper of the same file returned it
-    /// (`mask = make_mask(n)` with `return torch.ones(n)`).
+    /// training loop, and the functions they call), for a tensor created without `device=` (so
+    /// on the CPU) that meets a forward input, a parameter or a buffer (on the model's device):
+    /// in a binary operation or comparison, `torch.cat` / `torch.stack`, a matmul, `torch.where`
+    /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
+    /// methods), or as the input of a submodule (`self.pos_emb(positions)`). The diagnostic
+    /// points at the place where the CPU tensor was created, also when a helper of the same file
+    /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
-    /// CPU unless told otherwise. Concatenating or stacking it with device tensors (`torch.cat`,
-    /// `torch.stack`) raises (an error); arithmetic and matmuls copy it to the device on every call
-    /// (measured on torch_xla 2.9; a warning). Mixing that tensor with device tensors raises on PyTorch/XLA
-    /// (`Input tensor is not an XLA tensor: torch.FloatTensor`) and on TorchTPU (device
-    /// mismatch); on GPUs the same line raises `Expected all tensors to be on the same device`.
-    /// A tensor stored as a plain attribute in `__init__` has the same problem: `model.to(device)`
-    /// moves parameters and registered buffers, not plain attributes.
+    /// CPU unless told otherwise. Measured on torch_xla 2.9 (`docs/precision.md`, "TPU405
+    /// measured"): elementwise `+ - * /` (operators, in-place forms, `torch.add` and the `add`
+    /// method) copy the CPU tensor to the device on every call (a warning); everything else
+    /// raises `Expected XLA tensor. Got: torch.FloatTensor` (an error): comparisons, `@` and
+    /// `torch.matmul`, `torch.cat` / `torch.stack`, `torch.where`, `gather`, `index_select`,
+    /// `scatter`, a `masked_fill` mask, and a CPU tensor passed to an `nn.Linear` or
+    /// `nn.Embedding` on the device. On TorchTPU and on GPUs the same lines raise a device
+    /// mismatch. A tensor stored as a plain attribute in `__init__` has the same problem:
+    /// `model.to(device)` moves parameters and registered buffers, not plain attributes.
     ///
     /// ## Example
     /// ```python
@@ -53,8 +57,13 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Cold code (setup, once-per-run reports) is not checked. Zero-dimensional tensors
-    /// (`torch.tensor(2.0)`), which PyTorch allows in mixed-device arithmetic, are reported like
-    /// other arithmetic: as a per-step copy.
+    /// (`torch.tensor(2.0)`, `torch.tensor(torch.finfo(dtype).min)`) are read as scalars and
+    /// cached: arithmetic, comparisons and `masked_fill` values with them cost one transfer in
+    /// a run, so they are reported only in `torch.cat` / `torch.stack` and `torch.where`, which
+    /// raise. A zero-dimensional tensor whose value changes every step is copied every step and
+    /// is not reported. Modules built from a parameterless `torch.nn` class (`nn.Dropout`,
+    /// losses, activations, pooling) pass a CPU input through without raising and are not
+    /// reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md): "will throw an
@@ -67,7 +76,6 @@ declare_rule! {
         severity: Error,
         fix: Sometimes,
         kinds: ["binary_operator", "augmented_assignment", "comparison_operator", "call"],
-        calls: COMBINING_FUNCTIONS,
         check: check,
     }
 }
@@ -88,6 +96,11 @@ const COMBINING_FUNCTIONS: &[&str] = &[
     "torch.div",
     "torch.maximum",
     "torch.minimum",
+    "torch.where",
+    "torch.gather",
+    "torch.index_select",
+    "torch.masked_select",
+    "torch.take_along_dim",
 ];
 
 /// TPU405
@@ -96,6 +109,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.hot_path().is_none() {
         return;
     }
+    // The device side is an operand with a device-tensor fact, or, for a call of a submodule
+    // (`self.pos_emb(positions)`), the module itself: the model's parameters are on the device.
+    let mut device_module: Option<Node<'_>> = None;
     let operands: Vec<Node<'_>> = match node.kind_name() {
         // `x * scale` and `x *= scale`.
         "binary_operator" | "augmented_assignment" => {
@@ -113,37 +129,65 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             node.named_nodes().collect()
         }
         _ => {
-            let Some(qualified) = context.semantic().call_qualified_name(node) else {
-                return;
-            };
-            if !COMBINING_FUNCTIONS.contains(&qualified.as_str()) {
-                return;
-            }
-            let Some((_, arguments)) = context.call_parts(node) else {
+            let Some((function, arguments)) = context.call_parts(node) else {
                 return;
             };
             let positional = syntax::positional_args(arguments);
-            let mut operands = Vec::new();
-            for argument in positional {
-                if matches!(argument.kind_name(), "list" | "tuple") {
-                    operands.extend(argument.named_nodes());
-                } else {
-                    operands.push(argument);
+            let qualified = context.semantic().call_qualified_name(node);
+            if qualified
+                .as_deref()
+                .is_some_and(|q| COMBINING_FUNCTIONS.contains(&q))
+            {
+                let mut operands = Vec::new();
+                for argument in positional {
+                    if matches!(argument.kind_name(), "list" | "tuple") {
+                        operands.extend(argument.named_nodes());
+                    } else {
+                        operands.push(argument);
+                    }
                 }
+                operands
+            } else if let Some((receiver, method)) = syntax::method_call(node)
+                && torch_api::DEVICE_MATCHING_METHODS.contains(&node_text(method, context.source()))
+            {
+                // `scores.masked_fill(mask == 0, -inf)`: the receiver and its tensor arguments.
+                std::iter::once(receiver).chain(positional).collect()
+            } else {
+                // A submodule (`self.pos_emb`) moves with `model.to(device)` wherever it was
+                // built; another module counts when it is not known to stay on the host.
+                let callee = context.fact(function);
+                let submodule = syntax::dotted_parts(function, context.source())
+                    .is_some_and(|parts| parts.len() == 2 && parts[0] == "self");
+                if callee.kind != ValueKind::Module
+                    || callee.device == Device::Cuda
+                    || (callee.device == Device::Cpu && !submodule)
+                    || positional.is_empty()
+                    || builds_parameterless_module(context, &callee)
+                {
+                    return;
+                }
+                device_module = Some(function);
+                positional
             }
-            operands
         }
     };
     let facts: Vec<(Node<'_>, Fact)> = operands
         .iter()
         .map(|operand| (*operand, context.fact(*operand)))
         .collect();
-    let Some((device_operand, _)) = facts
-        .iter()
-        .find(|(_, fact)| fact.is_tensor() && fact.device == Device::Accelerator)
-    else {
-        return;
+    let device_operand = match device_module {
+        Some(module) => module,
+        None => {
+            let Some((device_operand, _)) = facts
+                .iter()
+                .find(|(_, fact)| fact.is_tensor() && fact.device == Device::Accelerator)
+            else {
+                return;
+            };
+            *device_operand
+        }
     };
+    let device_operand = &device_operand;
     let Some((cpu_operand, cpu_fact)) = facts
         .iter()
         .find(|(_, fact)| fact.is_tensor() && fact.device == Device::Cpu)
@@ -180,6 +224,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let source = context.source();
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
+        && device_module.is_none()
         && syntax::dotted_parts(*device_operand, source).is_some()
         && let Some((_, factory_arguments)) = context.call_parts(factory)
     {
@@ -196,16 +241,25 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .and_then(|f| f.field("name"))
         .map(|n| node_text(n, source))
         .unwrap_or("a helper");
+    // What the CPU tensor meets: a device tensor, or a submodule whose parameters are on the
+    // device.
+    let met = if device_module.is_some() {
+        format!(
+            "is passed to module `{}` on the device",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else {
+        format!(
+            "meets device tensor `{}`",
+            crate::rules::helpers::short_code(device_text)
+        )
+    };
     let message = if from_helper {
         format!(
-            "`{helper_name}` returns a CPU tensor (`{factory_name}` without `device=`) that meets device tensor `{}`",
-            crate::rules::helpers::short_code(device_text)
+            "`{helper_name}` returns a CPU tensor (`{factory_name}` without `device=`) that {met}"
         )
     } else if in_same_function {
-        format!(
-            "CPU tensor from `{factory_name}` without `device=` meets device tensor `{}`",
-            crate::rules::helpers::short_code(device_text)
-        )
+        format!("CPU tensor from `{factory_name}` without `device=` {met}")
     } else {
         format!(
             "Tensor attribute from `{factory_name}` stays on the CPU when the model moves; register it as a buffer"
@@ -220,18 +274,27 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     };
     // A list op (`torch.cat`, `torch.stack`) raises; arithmetic and matmuls copy the CPU tensor to
     // the device on every call (measured on torch_xla 2.9): a per-step cost, not an error.
-    let raises = node.kind_name() == "call"
-        && context
-            .semantic()
-            .call_qualified_name(node)
-            .is_some_and(|q| RAISING_COMBINATIONS.contains(&q.as_str()));
+    let raises = combination_raises(context, node);
+    // A zero-dimensional CPU tensor (`torch.tensor(0.5)`) is read as a scalar: arithmetic,
+    // comparisons and `masked_fill` values cost one cached transfer, not one per step (measured
+    // on torch_xla 2.9); list ops, `torch.where`, `lerp` and modules still raise.
+    if is_zero_dimensional(context, factory)
+        && device_module.is_none()
+        && !raises_even_zero_dimensional(context, node)
+    {
+        return;
+    }
     // Created in this function: report at the factory (where the fix goes), once per factory.
     let (range, related) = if in_same_function {
         (
             factory.byte_range(),
             Related {
                 range: node.byte_range(),
-                message: "meets a device tensor here".to_string(),
+                message: if device_module.is_some() {
+                    "passed to a module on the device here".to_string()
+                } else {
+                    "meets a device tensor here".to_string()
+                },
             },
         )
     } else {
@@ -249,6 +312,108 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if !raises {
         diagnostic.severity = crate::diagnostic::Severity::Warning;
     }
+}
+
+/// Whether the combination raises with a CPU operand (measured on torch_xla 2.9, `Expected XLA
+/// tensor`): everything but elementwise `+ - * /` (operators, in-place forms, `torch.add` and
+/// the `add` method …), which copy the CPU tensor to the device on every call instead.
+fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    let source = context.source();
+    match node.kind_name() {
+        "binary_operator" => node
+            .child_by_field_name("operator")
+            .is_some_and(|operator| node_text(operator, source) == "@"),
+        "augmented_assignment" => node
+            .child_by_field_name("operator")
+            .is_some_and(|operator| node_text(operator, source) == "@="),
+        "comparison_operator" => true,
+        _ => {
+            let name = match context.semantic().call_qualified_name(node) {
+                Some(qualified) if COMBINING_FUNCTIONS.contains(&qualified.as_str()) => {
+                    qualified.trim_start_matches("torch.").to_string()
+                }
+                _ => match syntax::method_call(node) {
+                    Some((_, method))
+                        if torch_api::DEVICE_MATCHING_METHODS
+                            .contains(&node_text(method, source)) =>
+                    {
+                        node_text(method, source).to_string()
+                    }
+                    // A call of a module on the device (`self.pos_emb(positions)`).
+                    _ => return true,
+                },
+            };
+            !COPYING_COMBINATIONS.contains(&name.as_str())
+        }
+    }
+}
+
+/// `torch.cat` / `torch.stack`, `torch.where` and `lerp` raise even with a zero-dimensional CPU
+/// operand (measured on torch_xla 2.9), as does a module on the device given one.
+fn raises_even_zero_dimensional(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    node.kind_name() == "call"
+        && (context
+            .semantic()
+            .call_qualified_name(node)
+            .is_some_and(|q| {
+                RAISING_COMBINATIONS.contains(&q.as_str())
+                    || matches!(q.as_str(), "torch.where" | "torch.lerp")
+            })
+            || syntax::method_call(node).is_some_and(|(_, method)| {
+                matches!(node_text(method, context.source()), "where" | "lerp")
+            }))
+}
+
+/// `torch.tensor(0.5)`, `torch.tensor(torch.finfo(x.dtype).min)`, `torch.scalar_tensor(v)`: a
+/// factory whose data is one Python number.
+fn is_zero_dimensional(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
+    let Some(qualified) = context.semantic().call_qualified_name(factory) else {
+        return false;
+    };
+    if qualified == "torch.scalar_tensor" {
+        return true;
+    }
+    if qualified != "torch.tensor" && qualified != "torch.as_tensor" {
+        return false;
+    }
+    let Some((_, arguments)) = context.call_parts(factory) else {
+        return false;
+    };
+    let Some(data) = syntax::positional_args(arguments).first().copied() else {
+        return false;
+    };
+    match syntax::unparenthesize(data).kind_name() {
+        "integer" | "float" | "true" | "false" | "unary_operator" => true,
+        // `torch.finfo(x.dtype).min`, `math.pi`.
+        "attribute"
+            if data.field("attribute").is_some_and(|name| {
+                matches!(
+                    node_text(name, context.source()),
+                    "min" | "max" | "eps" | "tiny" | "pi" | "e" | "inf" | "nan"
+                )
+            }) =>
+        {
+            true
+        }
+        "list" | "tuple" | "list_comprehension" | "generator_expression" => false,
+        _ => context.fact(data).kind == ValueKind::Scalar,
+    }
+}
+
+/// Elementwise arithmetic, which copies a CPU operand to the device on every call.
+const COPYING_COMBINATIONS: &[&str] = &["add", "sub", "mul", "div"];
+
+/// Whether the module was built here by a `torch.nn` class without parameters (`nn.Dropout`,
+/// `nn.CTCLoss`): nothing of it is on the device, so the CPU tensor passes through it.
+fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool {
+    let semantic = context.semantic();
+    module
+        .origin
+        .and_then(|origin| semantic.origin_node(origin))
+        .filter(|node| node.kind_name() == "call")
+        .and_then(|call| semantic.call_qualified_name(call))
+        .and_then(|qualified| qualified.strip_prefix("torch.nn.").map(str::to_string))
+        .is_some_and(|name| torch_api::is_parameterless_module(&name))
 }
 
 /// Combinations that raise with a CPU operand instead of copying it.
@@ -278,6 +443,16 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
                     .then(|| cpu_source(context, side, depth + 1))
                     .flatten()
             }),
+        // `mask == 0`, `~keep`: an elementwise comparison or negation of the CPU tensor.
+        "comparison_operator" => operand.named_nodes().find_map(|side| {
+            let fact = context.fact(side);
+            (fact.is_tensor() && fact.device == Device::Cpu)
+                .then(|| cpu_source(context, side, depth + 1))
+                .flatten()
+        }),
+        "unary_operator" | "not_operator" => operand
+            .field("argument")
+            .and_then(|inner| cpu_source(context, inner, depth + 1)),
         "subscript" => operand
             .field("value")
             .and_then(|value| cpu_source(context, value, depth + 1)),
@@ -300,6 +475,24 @@ fn cpu_factory_at<'t>(
     let function = semantic.origin_function((origin.start, origin.end));
     if node.kind_name() != "call" {
         return None;
+    }
+    // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
+    // result, still on the CPU (the fact says so); the factory is where `device=` goes.
+    let mut node = node;
+    for _ in 0..6 {
+        let Some((receiver, method)) = syntax::method_call(node) else {
+            break;
+        };
+        let receiver = syntax::unparenthesize(receiver);
+        if receiver.kind_name() != "call"
+            || matches!(
+                node_text(method, context.source()),
+                "to" | "cuda" | "cpu" | "type_as"
+            )
+        {
+            break;
+        }
+        node = receiver;
     }
     let qualified = context.semantic().call_qualified_name(node)?;
     let factory = qualified.strip_prefix("torch.")?;
