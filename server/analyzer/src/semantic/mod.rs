@@ -30,6 +30,7 @@ pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
+pub(crate) use guards::names_cuda_hardware;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
 pub(crate) use roles::concerns_execution_cost;
