@@ -2711,13 +2711,10 @@ impl<'t> SemanticModel<'t> {
                         Fact::tensor(Device::Cpu, origin)
                     }
                     // `x.argmax(-1).cpu()`: a tensor method's result copied to the host, whatever
-                    // `x` is (the method says it is a tensor).
-                    ValueKind::Unknown
-                        if method == "cpu"
-                            && syntax::method_call(object).is_some_and(|(_, inner)| {
-                                torch_api::TENSOR_ONLY_METHODS.contains(&node_text(inner, source))
-                            }) =>
-                    {
+                    // `x` is (the method says it is a tensor). So is `g.cpu()` of an unknown `g`:
+                    // only tensors and modules have `.cpu()`, and either is then on the host
+                    // (GEM's `g.cpu().contiguous().view(-1).double().numpy()` for quadprog).
+                    ValueKind::Unknown if method == "cpu" && arguments.named_child_count() == 0 => {
                         Fact::tensor(Device::Cpu, origin)
                     }
                     _ => {
