@@ -36,6 +36,9 @@ HELD_OUT_3 = list(realcode_corpus.HELD_OUT_3_RELEASES)
 # The ninth pass: `--bases held-out-4` (six wheels of HELD_OUT_4_RELEASES and the TPU-aware
 # repository of HELD_OUT_4_REPOSITORIES).
 HELD_OUT_4 = list(realcode_corpus.HELD_OUT_4_RELEASES) + list(realcode_corpus.HELD_OUT_4_REPOSITORIES)
+# The tenth pass: `--bases held-out-5` (seven wheels of HELD_OUT_5_RELEASES and the TPU-aware
+# repository of HELD_OUT_5_REPOSITORIES).
+HELD_OUT_5 = list(realcode_corpus.HELD_OUT_5_RELEASES) + list(realcode_corpus.HELD_OUT_5_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -149,7 +152,8 @@ def main() -> int:
         parser.error("--seed and --out are required to draw a sample")
 
     scratch = pathlib.Path(args.scratch)
-    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4}
+    named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4,
+             "held-out-5": HELD_OUT_5}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

@@ -94,6 +94,21 @@ HELD_OUT_4_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "espnet==202412",
 ])
 
+# The tenth pass's held-out code bases (docs/precision.md, seed 12909): a fifth set no session had
+# looked at, selected with `precision-sample.py --bases held-out-5` together with the TPU-aware
+# repository of HELD_OUT_5_REPOSITORIES; never used by the real-code harness or CI. Pure-Python
+# wheels (py3-none-any); the import packages are torchgeo, neuralforecast, tianshou, x_transformers,
+# pykeen, avalanche and asteroid.
+HELD_OUT_5_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "torchgeo==0.6.2",
+    "neuralforecast==1.7.5",
+    "tianshou==1.1.0",
+    "x-transformers==1.42.24",
+    "pykeen==1.11.0",
+    "avalanche-lib==0.6.0",
+    "asteroid==0.7.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -107,7 +122,13 @@ REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_4_REPOSITORIES: dict[str, tuple[str, str]] = {
     "torchprime": ("weirayao/torchprime", "a388e24f8066874544c6cab005bfc69d3c1515fe"),
 }
-ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES}
+# The tenth pass's TPU-aware repository: Vision Transformer training on torch_xla.
+HELD_OUT_5_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "vision_transformers_torch_xla": ("TaiMingLu/vision_transformers_torch_xla",
+                                      "1315c663cfb36b104eeb7df84f432d7c1d4a32b9"),
+}
+ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
+                                                **HELD_OUT_5_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -117,7 +138,7 @@ def log(message: str) -> None:
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                        **HELD_OUT_4_RELEASES}[name]
+                        **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -227,7 +248,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                    **HELD_OUT_4_RELEASES}:
+                    **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

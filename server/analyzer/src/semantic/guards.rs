@@ -544,6 +544,16 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
     }
     match condition.kind_name() {
         "boolean_operator" => {
+            // `hasattr(args, "tpu") and args.tpu` is `args.tpu` read safely: without the
+            // attribute there is no flag, so the probe adds nothing to the test.
+            if let (Some(left), Some(right)) = (condition.field("left"), condition.field("right"))
+                && condition
+                    .field("operator")
+                    .is_some_and(|o| node_text(o, source) == "and")
+                && probes_attribute_read_by(left, right, source)
+            {
+                return false_test(right, source, depth + 1);
+            }
             let left = condition
                 .field("left")
                 .and_then(|l| false_test(l, source, depth + 1));
@@ -563,6 +573,43 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
             .and_then(|argument| device_test(argument, source)),
         _ => device_test(condition, source).map(DeviceTest::negate),
     }
+}
+
+/// Whether `probe` is `hasattr(o, "name")` and `test` is `o.name` itself (or `not o.name`): the
+/// probe only guards the read of the attribute that `test` tests.
+fn probes_attribute_read_by(probe: Node<'_>, test: Node<'_>, source: &str) -> bool {
+    let probe = syntax::unparenthesize(probe);
+    let Some((function, arguments)) = syntax::call_parts(probe) else {
+        return false;
+    };
+    if node_text(function, source) != "hasattr" {
+        return false;
+    }
+    let [object, name] = syntax::positional_args(arguments)[..] else {
+        return false;
+    };
+    let Some(name) = syntax::string_value(name, source) else {
+        return false;
+    };
+    let mut test = syntax::unparenthesize(test);
+    if test.kind_name() == "not_operator"
+        && let Some(argument) = test.field("argument")
+    {
+        test = syntax::unparenthesize(argument);
+    }
+    test.kind_name() == "attribute"
+        && test
+            .field("attribute")
+            .is_some_and(|a| node_text(a, source) == name)
+        && test
+            .field("object")
+            .is_some_and(|o| node_text(o, source) == node_text(object, source))
+}
+
+/// Whether an identifier names CUDA hardware by one of its words (`gpus`, `num_gpus`, `n_gpu`,
+/// `cuda_devices`): the words [`name_test`] reads as CUDA.
+pub(crate) fn names_cuda_hardware(identifier: &str) -> bool {
+    may_name_hardware(identifier) && words(identifier).iter().any(|w| is_cuda_word(w))
 }
 
 /// Applies the implication of an early exit to the scope of the rest of its block.

@@ -30,6 +30,7 @@ pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
+pub(crate) use guards::names_cuda_hardware;
 pub use guards::{DeviceTest, Hardware, HardwareScope, device_test};
 pub use roles::CodeRoles;
 pub(crate) use roles::concerns_execution_cost;
@@ -2710,28 +2711,11 @@ impl<'t> SemanticModel<'t> {
                         Fact::tensor(Device::Cpu, origin)
                     }
                     // `x.argmax(-1).cpu()`: a tensor method's result copied to the host, whatever
-                    // `x` is (the method says it is a tensor).
-                    ValueKind::Unknown
-                        if method == "cpu"
-                            && syntax::method_call(object).is_some_and(|(_, inner)| {
-                                torch_api::TENSOR_ONLY_METHODS.contains(&node_text(inner, source))
-                            }) =>
-                    {
+                    // `x` is (the method says it is a tensor). So is `g.cpu()` of an unknown `g`:
+                    // only tensors and modules have `.cpu()`, and either is then on the host
+                    // (GEM's `g.cpu().contiguous().view(-1).double().numpy()` for quadprog).
+                    ValueKind::Unknown if method == "cpu" && arguments.named_child_count() == 0 => {
                         Fact::tensor(Device::Cpu, origin)
-                    }
-                    // `g.cpu()` of a value of unknown kind: a tensor or a module, it is on the
-                    // host now (`g.cpu().double()` is host arithmetic, not a TPU dtype). Its
-                    // kind stays unknown, so no rule takes it for a tensor it may not be.
-                    ValueKind::Unknown
-                        if method == "cpu"
-                            && syntax::positional_args(arguments).is_empty()
-                            && node_text(object, source) != "self" =>
-                    {
-                        Fact {
-                            device: Device::Cpu,
-                            origin,
-                            ..Fact::UNKNOWN
-                        }
                     }
                     _ => {
                         // `self.layer(x)` where `self.layer` is a submodule.

@@ -146,6 +146,12 @@ pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
                 | "import_statement"
                 | "import_from_statement"
                 | "future_import_statement" => {}
+                // `for func in [xavier_normal_, init_phases]: resolver.register(func)` registers
+                // what the module defines: import-time set-up, not a workload (its body is
+                // still module code, so a call of a defined function there makes a script).
+                "for_statement" if iterates_literal_names(statement) => {
+                    module_code.push(statement);
+                }
                 "for_statement" | "while_statement" | "with_statement" => return false,
                 kind => {
                     let compound = matches!(
@@ -179,6 +185,19 @@ pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
         && !module_code
             .iter()
             .any(|code| calls_defined(*code, source, &defined))
+}
+
+/// Whether a `for` loop iterates a literal list, tuple or set of names
+/// (`for func in [a, b.c]:`): a loop over definitions, not over data.
+fn iterates_literal_names(for_statement: Node<'_>) -> bool {
+    for_statement.field("right").is_some_and(|right| {
+        matches!(right.kind_name(), "list" | "tuple" | "set")
+            && right.named_child_count() > 0
+            && right
+                .named_nodes()
+                .filter(|n| n.kind_name() != "comment")
+                .all(|n| matches!(n.kind_name(), "identifier" | "attribute"))
+    })
 }
 
 /// Whether `node` (module-level code) calls `print` or a function or class the file defines.
@@ -405,6 +424,23 @@ class Dice(torch.nn.Module):
             "def f(x):\n    return x\n\nprint(f)\n",
             "def f(x):\n    return x\n\nif flag:\n    out = [f(1)]\n",
             "def f(x):\n    return x\n\ntry:\n    f(1)\nexcept ValueError:\n    pass\n",
+        ];
+        for source in runs {
+            assert!(!library(source), "{source}");
+        }
+    }
+
+    #[test]
+    fn a_loop_registering_definitions_keeps_a_library() {
+        let registers =
+            "def f(x):\n    return x\n\nfor func in [f, g.h]:\n    registry.register(func)\n";
+        assert!(library(registers));
+        // A loop over data, or one that calls what the module defines, is a workload.
+        let runs = [
+            "def f(x):\n    return x\n\nfor func in [f]:\n    func(1)\n    f(2)\n",
+            "def f(x):\n    return x\n\nfor x in [torch.zeros(3)]:\n    pass\n",
+            "def f(x):\n    return x\n\nfor name in [\"a\", \"b\"]:\n    pass\n",
+            "def f(x):\n    return x\n\nfor x in []:\n    pass\n",
         ];
         for source in runs {
             assert!(!library(source), "{source}");

@@ -63,8 +63,11 @@ declare_rule! {
     /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist) or as the
     /// bound of `for i in range(torch.cuda.device_count()):` (no iteration without CUDA), nor a
     /// count bound to a name its function only compares or bounds a `range` with
-    /// (`n = torch.cuda.device_count()` … `if device >= n:`). Calls after
-    /// an early `if not torch.cuda.is_available(): return`, on the right of
+    /// (`n = torch.cuda.device_count()` … `if device >= n:`), nor a count that is the default or
+    /// keyword value of a name for GPUs (`gpus=torch.cuda.device_count()`: 0 GPUs is right on a
+    /// TPU VM). Calls after
+    /// an early `if not torch.cuda.is_available(): return` (or `if hasattr(args, "tpu") and
+    /// args.tpu: return`), on the right of
     /// `torch.cuda.is_available() and …`, or in a branch after one that handles a TPU
     /// (`if is_torch_xla_available(): … else: …`) are not reported, nor silent calls in a
     /// function that also handles the TPU itself (mentions `xla` / `torch.tpu`), nor the CUDA arm
@@ -118,6 +121,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if name == "device_count"
         && (in_comparison(context, call)
             || bounds_for_loop(context, call)
+            || counts_named_gpus(context, call)
             || context.semantic().count_only_compared(call))
     {
         return;
@@ -158,6 +162,32 @@ fn scope_handles_tpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         current = context.parent(node);
     }
     false
+}
+
+/// Whether `call` is the whole value of a parameter default or a keyword argument whose name
+/// names GPUs (`gpus=torch.cuda.device_count()`, `num_gpus: int = …`, `dict(gpu=…)`), or of a
+/// dictionary entry keyed so (`{"trialGpuNumber": …}`): it asks how
+/// many GPUs there are, and 0 is the right answer on a TPU VM (a resource request, not a world
+/// size). A count in arithmetic (`rank % torch.cuda.device_count()`) or bound to a variable is
+/// still reported.
+fn counts_named_gpus<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some(parent) = context.parent(call) else {
+        return false;
+    };
+    if parent.field("value").is_none_or(|v| v.id() != call.id()) {
+        return false;
+    }
+    match parent.kind_name() {
+        "keyword_argument" | "default_parameter" | "typed_default_parameter" => parent
+            .field("name")
+            .is_some_and(|name| crate::semantic::names_cuda_hardware(context.text(name))),
+        // `{"trialGpuNumber": torch.cuda.device_count()}`: a GPU count keyed by its name.
+        "pair" => parent
+            .field("key")
+            .and_then(|key| syntax::string_value(key, context.source()))
+            .is_some_and(|key| crate::semantic::names_cuda_hardware(&key)),
+        _ => false,
+    }
 }
 
 fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
