@@ -234,48 +234,48 @@ pub const DEVICE_MATCHING_METHODS: &[&str] = &[
 /// activations, dropout, pooling, padding, reshaping): `model.to(device)` has nothing of it to
 /// move, so a CPU tensor passed to it stays on the CPU and meets the device only later.
 pub fn is_parameterless_module(name: &str) -> bool {
-    name.ends_with("Loss")
+    ["Loss", "Dropout", "Pad1d", "Pad2d", "Pad3d"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
         || name.starts_with("Dropout")
-        || name.ends_with("Dropout")
         || name.contains("Pool")
-        || name.ends_with("Pad1d")
-        || name.ends_with("Pad2d")
-        || name.ends_with("Pad3d")
-        || matches!(
-            name,
-            "ReLU"
-                | "ReLU6"
-                | "LeakyReLU"
-                | "GELU"
-                | "SiLU"
-                | "Mish"
-                | "ELU"
-                | "SELU"
-                | "CELU"
-                | "Tanh"
-                | "Sigmoid"
-                | "Hardtanh"
-                | "Hardswish"
-                | "Hardsigmoid"
-                | "Softplus"
-                | "Softsign"
-                | "Softmax"
-                | "LogSoftmax"
-                | "Softmin"
-                | "GLU"
-                | "Identity"
-                | "Flatten"
-                | "Unflatten"
-                | "Upsample"
-                | "UpsamplingNearest2d"
-                | "UpsamplingBilinear2d"
-                | "PixelShuffle"
-                | "PixelUnshuffle"
-                | "ChannelShuffle"
-                | "CosineSimilarity"
-                | "PairwiseDistance"
-        )
+        || PARAMETERLESS_MODULES.contains(&name)
 }
+
+/// The `torch.nn` activations and reshaping modules [`is_parameterless_module`] names one by one.
+const PARAMETERLESS_MODULES: &[&str] = &[
+    "ReLU",
+    "ReLU6",
+    "LeakyReLU",
+    "GELU",
+    "SiLU",
+    "Mish",
+    "ELU",
+    "SELU",
+    "CELU",
+    "Tanh",
+    "Sigmoid",
+    "Hardtanh",
+    "Hardswish",
+    "Hardsigmoid",
+    "Softplus",
+    "Softsign",
+    "Softmax",
+    "LogSoftmax",
+    "Softmin",
+    "GLU",
+    "Identity",
+    "Flatten",
+    "Unflatten",
+    "Upsample",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "ChannelShuffle",
+    "CosineSimilarity",
+    "PairwiseDistance",
+];
 
 /// PyTorch/XLA functions (`torch_xla.core.xla_model.<name>`) that run a collective operation
 /// across the replicas, or trace one into the pending graph: every process must call them, in
