@@ -19,7 +19,9 @@ declare_rule! {
     /// on the CPU) that meets a forward input, a parameter or a buffer (on the model's device):
     /// in a binary operation or comparison, `torch.cat` / `torch.stack`, a matmul, `torch.where`
     /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
-    /// methods), or as the input of a submodule (`self.pos_emb(positions)`). The diagnostic
+    /// methods), as an argument of a `torch.nn.functional` op (positional or keyword:
+    /// `F.cross_entropy(logits, y, weight=w)`), or as the input of a submodule
+    /// (`self.pos_emb(positions)`). The diagnostic
     /// points at the place where the CPU tensor was created, also when a helper of the same file
     /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`).
     ///
@@ -31,7 +33,9 @@ declare_rule! {
     /// raises `Expected XLA tensor. Got: torch.FloatTensor` (an error): comparisons, `@` and
     /// `torch.matmul`, `torch.cat` / `torch.stack`, `torch.where`, `gather`, `index_select`,
     /// `scatter`, a `masked_fill` mask, and a CPU tensor passed to an `nn.Linear` or
-    /// `nn.Embedding` on the device. On TorchTPU and on GPUs the same lines raise a device
+    /// `nn.Embedding` on the device. Functional ops differ: `F.cross_entropy`'s `weight` and
+    /// `F.scaled_dot_product_attention`'s `attn_mask` are copied every call, `F.linear`,
+    /// `F.embedding` and `F.mse_loss` raise; they are reported as warnings. On TorchTPU and on GPUs the same lines raise a device
     /// mismatch. A tensor stored as a plain attribute in `__init__` has the same problem:
     /// `model.to(device)` moves parameters and registered buffers, not plain attributes.
     ///
@@ -147,6 +151,17 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                     }
                 }
                 operands
+            } else if qualified
+                .as_deref()
+                .is_some_and(|q| q.starts_with("torch.nn.functional."))
+            {
+                // `F.cross_entropy(logits, labels, weight=class_weights)`: every tensor argument,
+                // positional or keyword.
+                let keyword_values = arguments
+                    .named_nodes()
+                    .filter(|argument| argument.kind_name() == "keyword_argument")
+                    .filter_map(|argument| argument.field("value"));
+                positional.into_iter().chain(keyword_values).collect()
             } else if let Some((receiver, method)) = syntax::method_call(node)
                 && torch_api::DEVICE_MATCHING_METHODS.contains(&node_text(method, context.source()))
             {
@@ -332,6 +347,10 @@ fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
                 Some(qualified) if COMBINING_FUNCTIONS.contains(&qualified.as_str()) => {
                     qualified.trim_start_matches("torch.").to_string()
                 }
+                // Functional ops differ (measured): `cross_entropy`'s `weight` and
+                // `scaled_dot_product_attention`'s `attn_mask` are copied every call, `linear`,
+                // `embedding` and `mse_loss` raise; a warning names the lower bound.
+                Some(qualified) if qualified.starts_with("torch.nn.functional.") => return false,
                 _ => match syntax::method_call(node) {
                     Some((_, method))
                         if torch_api::DEVICE_MATCHING_METHODS
