@@ -293,6 +293,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     // A zero-dimensional CPU tensor (`torch.tensor(0.5)`) is read as a scalar: arithmetic,
     // comparisons and `masked_fill` values cost one cached transfer, not one per step (measured
     // on torch_xla 2.9); list ops, `torch.where`, `lerp` and modules still raise.
+    // `torch.empty([0])`: a placeholder with no elements (an unused `in_proj_weight`).
+    if has_no_elements(context, factory) {
+        return;
+    }
     if is_zero_dimensional(context, factory)
         && device_module.is_none()
         && !raises_even_zero_dimensional(context, node)
@@ -416,6 +420,27 @@ fn is_zero_dimensional(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
         }
         "list" | "tuple" | "list_comprehension" | "generator_expression" => false,
         _ => context.fact(data).kind == ValueKind::Scalar,
+    }
+}
+
+/// `torch.empty(0)`, `torch.zeros([0])`: a factory whose only size is a literal zero.
+fn has_no_elements(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
+    let Some((_, arguments)) = context.call_parts(factory) else {
+        return false;
+    };
+    let positional = syntax::positional_args(arguments);
+    let [size] = positional.as_slice() else {
+        return false;
+    };
+    let size = syntax::unparenthesize(*size);
+    let zero = |node: Node<'_>| node_text(node, context.source()) == "0";
+    match size.kind_name() {
+        "integer" => zero(size),
+        "list" | "tuple" => {
+            let mut items = size.named_nodes();
+            matches!((items.next(), items.next()), (Some(only), None) if zero(only))
+        }
+        _ => false,
     }
 }
 
