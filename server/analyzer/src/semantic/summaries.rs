@@ -1306,6 +1306,50 @@ fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware>
     guards::literal_hardware(&syntax::string_value(value, source)?)
 }
 
+/// The file's function indices by function name, the names in the order they first came, found
+/// like [`CallerGroups`]' (a `HashMap<String, Vec<usize>>` would bring its own table code into
+/// the WebAssembly module). Exact: a position found is checked against the name.
+#[derive(Default)]
+struct FunctionsByName {
+    entries: Vec<(String, Vec<usize>)>,
+    positions: HashMap<u64, usize>,
+}
+
+impl FunctionsByName {
+    fn position(&self, name: &str, hash: u64) -> Option<usize> {
+        match self.positions.get(&hash) {
+            Some(&first) if self.entries[first].0 == name => Some(first),
+            Some(_) => self.entries.iter().position(|(other, _)| other == name),
+            None => None,
+        }
+    }
+
+    fn push(&mut self, name: &str, index: usize) {
+        let hash = crate::semantic::name_hash(name);
+        let position = match self.position(name, hash) {
+            Some(position) => position,
+            None => {
+                if self.positions.get(&hash).is_none() {
+                    self.positions.insert(hash, self.entries.len());
+                }
+                self.entries.push((name.to_string(), Vec::new()));
+                self.entries.len() - 1
+            }
+        };
+        self.entries[position].1.push(index);
+    }
+
+    /// The indices of the functions named `name`.
+    fn get(&self, name: &str) -> Option<&Vec<usize>> {
+        let position = self.position(name, crate::semantic::name_hash(name))?;
+        Some(&self.entries[position].1)
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
 /// Items grouped by callee name, the names in the order they first came: found by
 /// [`name_hash`](crate::semantic::name_hash) in a `HashMap<u64, usize>` of positions (the map
 /// type of [`Summaries::by_node`]) rather than in a `HashMap<&str, Vec<_>>`, whose own table
@@ -2148,12 +2192,9 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .functions
         .iter()
         .any(|f| f.compiled && f.steps_optimizer);
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::default();
+    let mut by_name = FunctionsByName::default();
     for (index, function) in summaries.functions.iter().enumerate() {
-        by_name
-            .entry(function.name.clone())
-            .or_default()
-            .push(index);
+        by_name.push(&function.name, index);
     }
     // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
     let count = summaries.functions.len();
@@ -2247,7 +2288,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
 /// Marks the functions every call of which in this file runs only with CUDA (directly under a
 /// CUDA guard, or from another such function or one whose body calls a CUDA-only package, to a
 /// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
-fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let mut sites = CallerGroups::default();
     for site in &summaries.call_sites {
         if by_name.contains_key(&site.callee) {
@@ -2430,7 +2471,7 @@ fn is_load_time_root(function: &FunctionSummary) -> bool {
 
 /// Marks load-time functions: the roots, then (to a fixpoint) functions every one of whose callers
 /// in this file is load-time. Reach wins: a function a training loop reaches is never load-time.
-fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+fn load_time(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let count = summaries.functions.len();
     let mut callers: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (caller, function) in summaries.functions.iter().enumerate() {
@@ -2502,7 +2543,7 @@ fn host_transform_components(summaries: &mut Summaries) {
 /// hooks), every call of which in this file is outside loops, comprehensions and lambdas, at
 /// module level or in another such function. A function the file never calls is left alone:
 /// its callers are elsewhere.
-fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let count = summaries.functions.len();
     // Per callee, its call sites' callers and whether each may repeat (the map type
     // `cuda_only_callees` uses: one hash-map type fewer in the WebAssembly module).
