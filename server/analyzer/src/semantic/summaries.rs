@@ -1316,20 +1316,24 @@ struct FunctionsByName {
 }
 
 impl FunctionsByName {
-    fn position(&self, name: &str, hash: u64) -> Option<usize> {
+    /// The position of `name`, whose hash is `hash`; and whether a name of that hash is there.
+    fn position(&self, name: &str, hash: u64) -> (Option<usize>, bool) {
         match self.positions.get(&hash) {
-            Some(&first) if self.entries[first].0 == name => Some(first),
-            Some(_) => self.entries.iter().position(|(other, _)| other == name),
-            None => None,
+            Some(&first) if self.entries[first].0 == name => (Some(first), true),
+            Some(_) => (
+                self.entries.iter().position(|(other, _)| other == name),
+                true,
+            ),
+            None => (None, false),
         }
     }
 
     fn push(&mut self, name: &str, index: usize) {
         let hash = crate::semantic::name_hash(name);
         let position = match self.position(name, hash) {
-            Some(position) => position,
-            None => {
-                if self.positions.get(&hash).is_none() {
+            (Some(position), _) => position,
+            (None, hash_known) => {
+                if !hash_known {
                     self.positions.insert(hash, self.entries.len());
                 }
                 self.entries.push((name.to_string(), Vec::new()));
@@ -1341,7 +1345,7 @@ impl FunctionsByName {
 
     /// The indices of the functions named `name`.
     fn get(&self, name: &str) -> Option<&Vec<usize>> {
-        let position = self.position(name, crate::semantic::name_hash(name))?;
+        let position = self.position(name, crate::semantic::name_hash(name)).0?;
         Some(&self.entries[position].1)
     }
 
@@ -1350,6 +1354,9 @@ impl FunctionsByName {
     }
 }
 
+/// The calls of one callee: each one's caller (a function index) and a flag of the pass.
+type CallerItems = Vec<(Option<usize>, bool)>;
+
 /// Items grouped by callee name, the names in the order they first came: found by
 /// [`name_hash`](crate::semantic::name_hash) in a `HashMap<u64, usize>` of positions (the map
 /// type of [`Summaries::by_node`]) rather than in a `HashMap<&str, Vec<_>>`, whose own table
@@ -1357,22 +1364,23 @@ impl FunctionsByName {
 /// name, and two names of one hash fall back to a scan.
 #[derive(Default)]
 struct CallerGroups<'a> {
-    entries: Vec<(&'a str, Vec<(Option<usize>, bool)>)>,
+    entries: Vec<(&'a str, CallerItems)>,
     positions: HashMap<u64, usize>,
 }
 
 impl<'a> CallerGroups<'a> {
     fn push(&mut self, name: &'a str, item: (Option<usize>, bool)) {
         let hash = crate::semantic::name_hash(name);
-        let found = match self.positions.get(&hash) {
-            Some(&first) if self.entries[first].0 == name => Some(first),
+        let first = self.positions.get(&hash).copied();
+        let found = match first {
+            Some(first) if self.entries[first].0 == name => Some(first),
             Some(_) => self.entries.iter().position(|(other, _)| *other == name),
             None => None,
         };
         let position = match found {
             Some(position) => position,
             None => {
-                if self.positions.get(&hash).is_none() {
+                if first.is_none() {
                     self.positions.insert(hash, self.entries.len());
                 }
                 self.entries.push((name, Vec::new()));
@@ -2316,7 +2324,7 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
             if !all {
                 continue;
             }
-            for id in by_name.get(*name).into_iter().flatten() {
+            for id in by_name.get(name).into_iter().flatten() {
                 // A recursive call alone does not make a function CUDA-only.
                 if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
                     continue;
@@ -2569,7 +2577,7 @@ fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
     for _ in 0..count.min(64) {
         let mut changed = false;
         for (name, calls) in &sites.entries {
-            for id in by_name.get(*name).into_iter().flatten() {
+            for id in by_name.get(name).into_iter().flatten() {
                 if once[*id] || !eligible[*id] {
                     continue;
                 }
