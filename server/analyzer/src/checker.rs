@@ -10,7 +10,7 @@ use crate::hash::HashMap;
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{
-    Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache, WalkStep,
+    Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache, WalkStep, name_hash,
 };
 use crate::settings::{LibraryCodePolicy, Settings, TestCodePolicy};
 use crate::source::TextRange;
@@ -41,22 +41,52 @@ static DISPATCH: LazyLock<Vec<Vec<RuleId>>> = LazyLock::new(|| {
 });
 
 /// For every callee name a `call` rule declares ([`RuleMeta::calls`], final segments), the
-/// rules that declare it, in id order.
-static CALL_DISPATCH: LazyLock<HashMap<&'static str, Vec<RuleId>>> = LazyLock::new(|| {
-    let mut table: HashMap<&'static str, Vec<RuleId>> = HashMap::default();
+/// rules that declare it, in id order (the names in the order first declared).
+static CALL_DISPATCH: LazyLock<Vec<(&'static str, Vec<RuleId>)>> = LazyLock::new(|| {
+    let mut table: Vec<(&'static str, Vec<RuleId>)> = Vec::new();
+    let mut positions = CallNames::default();
     for (index, rule) in rules().iter().enumerate() {
         if !rule.kinds.contains(&"call") {
             continue;
         }
+        let id = RuleId(index as u16);
         for entry in rule.calls {
-            let ids = table.entry(final_segment(entry)).or_default();
-            if !ids.contains(&RuleId(index as u16)) {
-                ids.push(RuleId(index as u16));
+            let name = final_segment(entry);
+            let position = match positions.find(&table, name) {
+                Some(position) => position,
+                None => {
+                    positions.add(name, table.len());
+                    table.push((name, Vec::new()));
+                    table.len() - 1
+                }
+            };
+            let ids = &mut table[position].1;
+            if !ids.contains(&id) {
+                ids.push(id);
             }
         }
     }
     table
 });
+
+/// Callee names to their positions in a list of `(name, rules)` entries, by [`name_hash`]: a
+/// hash-map type the semantic index has already (one type fewer in the WebAssembly module than
+/// a `&str`-keyed map, each of which brings its own table code). A lookup compares the name
+/// found, so it is exact; the declared names' hashes are distinct (`declared_callee_names_have_
+/// distinct_hashes`), so no name hides another.
+#[derive(Default)]
+struct CallNames(HashMap<u64, usize>);
+
+impl CallNames {
+    fn add(&mut self, name: &str, position: usize) {
+        self.0.insert(name_hash(name), position);
+    }
+
+    fn find(&self, entries: &[(&'static str, Vec<RuleId>)], name: &str) -> Option<usize> {
+        let position = *self.0.get(&name_hash(name))?;
+        (entries.get(position)?.0 == name).then_some(position)
+    }
+}
 
 /// `nonzero` of `torch.nonzero`; the whole text when it has no `.`.
 fn final_segment(name: &str) -> &str {
@@ -562,7 +592,9 @@ pub(crate) struct Dispatcher<'t, 's> {
     /// callee filter is off): what a call with no declared name runs.
     call_any: Vec<RuleId>,
     /// For each declared callee name with a running rule: those rules and [`Self::call_any`].
-    call_named: HashMap<&'static str, Vec<RuleId>>,
+    call_named: Vec<(&'static str, Vec<RuleId>)>,
+    /// Positions in [`Self::call_named`] by name.
+    call_names: CallNames,
     /// The rules of a call with two names (written and imported), merged.
     call_both: Vec<RuleId>,
 }
@@ -589,7 +621,8 @@ impl<'t, 's> Dispatcher<'t, 's> {
             .copied()
             .filter(|id| !filter_callees || id.meta().calls.is_empty())
             .collect();
-        let mut call_named = HashMap::default();
+        let mut call_named = Vec::new();
+        let mut call_names = CallNames::default();
         if filter_callees {
             let mut declared = Vec::new();
             for (name, ids) in CALL_DISPATCH.iter() {
@@ -598,7 +631,8 @@ impl<'t, 's> Dispatcher<'t, 's> {
                 if !declared.is_empty() {
                     let mut merged = Vec::new();
                     merge_ids(&call_any, &declared, &mut merged);
-                    call_named.insert(*name, merged);
+                    call_names.add(name, call_named.len());
+                    call_named.push((*name, merged));
                 }
             }
         }
@@ -611,6 +645,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
             call_parts: CallParts::default(),
             call_any,
             call_named,
+            call_names,
             call_both: Vec::new(),
         }
     }
@@ -650,8 +685,12 @@ impl<'t, 's> Dispatcher<'t, 's> {
                     .filter(|segment| Some(*segment) != written),
                 _ => None,
             };
-            let by_written = written.and_then(|name| self.call_named.get(name));
-            let by_import = imported.and_then(|name| self.call_named.get(name));
+            let named = |name: &str| {
+                let position = self.call_names.find(&self.call_named, name)?;
+                Some(&self.call_named[position].1)
+            };
+            let by_written = written.and_then(named);
+            let by_import = imported.and_then(named);
             match (by_written, by_import) {
                 (Some(a), Some(b)) => {
                     merge_ids(a, b, &mut self.call_both);
@@ -855,6 +894,19 @@ mod tests {
             });
         }
         seen
+    }
+
+    #[test]
+    fn declared_callee_names_have_distinct_hashes() {
+        let mut hashes: Vec<u64> = CALL_DISPATCH
+            .iter()
+            .map(|(name, _)| crate::semantic::name_hash(name))
+            .collect();
+        assert!(!hashes.is_empty());
+        let count = hashes.len();
+        hashes.sort_unstable();
+        hashes.dedup();
+        assert_eq!(hashes.len(), count);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::LazyLock;
 
 use crate::hash::HashMap;
 use crate::registry::{RuleId, rules};
+use crate::semantic::name_hash;
 
 /// Whether the checker consults the prefilter and the callee filter ([`RuleMeta::calls`]: a
 /// `call` rule runs only on the calls it declares). Anything but `On` only to compare against
@@ -31,7 +32,10 @@ pub enum Prefilter {
 
 /// Every declared word, lowercased, numbered; and each rule's words by number.
 struct Vocabulary {
-    index: HashMap<Vec<u8>, u16>,
+    /// By the word's [`name_hash`]: a map type the index already has (one hash-map type fewer
+    /// in the WebAssembly module than a `Vec<u8>` key). Two words of one hash would share a
+    /// number, which can only let a rule run on a file it finds nothing in, never hide a finding.
+    index: HashMap<u64, usize>,
     /// For each lowercased first byte, bit `n` is set when a word of length `n` (< 64) starts with
     /// it: most words of a file (`self`, `x`, `return`) are rejected without hashing.
     shapes: [u64; 256],
@@ -40,7 +44,7 @@ struct Vocabulary {
 }
 
 static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
-    let mut index: HashMap<Vec<u8>, u16> = HashMap::default();
+    let mut index: HashMap<u64, usize> = HashMap::default();
     let mut shapes = [0u64; 256];
     let rule_words = rules()
         .iter()
@@ -48,14 +52,22 @@ static VOCABULARY: LazyLock<Vocabulary> = LazyLock::new(|| {
             rule.tokens
                 .iter()
                 .map(|token| {
-                    let word = token.to_ascii_lowercase().into_bytes();
-                    if let Some(first) = word.first()
+                    let word = token.to_ascii_lowercase();
+                    if let Some(first) = word.as_bytes().first()
                         && word.len() < 64
                     {
                         shapes[*first as usize] |= 1 << word.len();
                     }
-                    let next = index.len() as u16;
-                    *index.entry(word).or_insert(next)
+                    let key = name_hash(&word);
+                    let number = match index.get(&key) {
+                        Some(number) => *number,
+                        None => {
+                            let next = index.len();
+                            index.insert(key, next);
+                            next
+                        }
+                    };
+                    number as u16
                 })
                 .collect()
         })
@@ -108,8 +120,11 @@ impl PresentTokens {
             let lowered = &mut buffer[..word.len()];
             lowered.copy_from_slice(word);
             lowered.make_ascii_lowercase();
-            if let Some(&number) = vocabulary.index.get(&*lowered) {
-                bits[number as usize / 64] |= 1 << (number % 64);
+            // Word bytes are ASCII, so always UTF-8.
+            if let Ok(lowered) = std::str::from_utf8(lowered)
+                && let Some(&number) = vocabulary.index.get(&name_hash(lowered))
+            {
+                bits[number / 64] |= 1 << (number % 64);
             }
         }
         PresentTokens { bits }

@@ -48,8 +48,11 @@ impl TorchXlaVersion {
     /// `"2.5"`, `"2.5.1"`, `"2.10"`; `None` for anything else.
     pub fn parse(text: &str) -> Option<TorchXlaVersion> {
         let mut parts = text.trim().split('.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
+        // Read as `u32` (the patch level's parser) and narrowed: the same strings as `u16`'s
+        // parser, without a second integer parser in the WebAssembly module.
+        let number = |part: &str| u16::try_from(part.parse::<u32>().ok()?).ok();
+        let major = number(parts.next()?)?;
+        let minor = number(parts.next()?)?;
         // A patch level is allowed and ignored; anything after it is not a version.
         if let Some(patch) = parts.next()
             && (patch.parse::<u32>().is_err() || parts.next().is_some())

@@ -204,6 +204,57 @@ pub struct FileFacts {
     pub collective_calls: Vec<String>,
 }
 
+/// Loop summaries by loop node key: a list, and positions in it by key in a `HashMap<u64,
+/// usize>` (the map type of [`Summaries::by_node`]) rather than a `HashMap<u64, LoopSummary>`,
+/// whose own table code would cost the WebAssembly module room.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct LoopSummaries {
+    entries: Vec<(u64, LoopSummary)>,
+    positions: HashMap<u64, usize>,
+}
+
+impl LoopSummaries {
+    pub(crate) fn get(&self, key: &u64) -> Option<&LoopSummary> {
+        let position = *self.positions.get(key)?;
+        self.entries.get(position).map(|(_, summary)| summary)
+    }
+
+    /// Sets the summary of `key`, replacing the one there.
+    pub(crate) fn insert(&mut self, key: u64, summary: LoopSummary) {
+        match self.positions.get(&key) {
+            Some(&position) => self.entries[position].1 = summary,
+            None => {
+                self.positions.insert(key, self.entries.len());
+                self.entries.push((key, summary));
+            }
+        }
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &LoopSummary> {
+        self.entries.iter().map(|(_, summary)| summary)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut LoopSummary> {
+        self.entries.iter_mut().map(|(_, summary)| summary)
+    }
+
+    /// Inserts every summary of `other`.
+    pub(crate) fn extend(&mut self, other: LoopSummaries) {
+        for (key, summary) in other.entries {
+            self.insert(key, summary);
+        }
+    }
+
+    /// Renames every key by `key` (the reusing pre-pass's shift).
+    pub(crate) fn rekey(&mut self, key: impl Fn(u64) -> u64) {
+        let entries = std::mem::take(&mut self.entries);
+        self.positions.clear();
+        for (old, summary) in entries {
+            self.insert(key(old), summary);
+        }
+    }
+}
+
 /// The pre-pass result: summaries by function definition and loop, and file facts. Nodes are
 /// named by [`node_key`] (start and kind), which, unlike node ids, can be computed for a
 /// statement's part of the pre-pass once and shifted when edits elsewhere move it
@@ -214,7 +265,7 @@ pub(crate) struct Summaries {
     /// Function definition node key → index into `functions`.
     pub by_node: HashMap<u64, usize>,
     /// Loop node key → its summary.
-    pub loops: HashMap<u64, LoopSummary>,
+    pub loops: LoopSummaries,
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
     pub compiled_names: HashSet<String>,
@@ -731,7 +782,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         }
     }
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
-    *loops = loops.drain().map(|(k, v)| (key(k), v)).collect();
+    loops.rekey(key);
     *cuda_library_scopes = cuda_library_scopes.drain().map(key).collect();
     *throttles = throttles.drain().map(key).collect();
     *throttle_exits = throttle_exits.drain().map(key).collect();
@@ -1255,24 +1306,106 @@ fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware>
     guards::literal_hardware(&syntax::string_value(value, source)?)
 }
 
+/// The file's function indices by function name, the names in the order they first came, found
+/// like [`CallerGroups`]' (a `HashMap<String, Vec<usize>>` would bring its own table code into
+/// the WebAssembly module). Exact: a position found is checked against the name.
+#[derive(Default)]
+struct FunctionsByName {
+    entries: Vec<(String, Vec<usize>)>,
+    positions: HashMap<u64, usize>,
+}
+
+impl FunctionsByName {
+    /// The position of `name`, whose hash is `hash`; and whether a name of that hash is there.
+    fn position(&self, name: &str, hash: u64) -> (Option<usize>, bool) {
+        match self.positions.get(&hash) {
+            Some(&first) if self.entries[first].0 == name => (Some(first), true),
+            Some(_) => (
+                self.entries.iter().position(|(other, _)| other == name),
+                true,
+            ),
+            None => (None, false),
+        }
+    }
+
+    fn push(&mut self, name: &str, index: usize) {
+        let hash = crate::semantic::name_hash(name);
+        let position = match self.position(name, hash) {
+            (Some(position), _) => position,
+            (None, hash_known) => {
+                if !hash_known {
+                    self.positions.insert(hash, self.entries.len());
+                }
+                self.entries.push((name.to_string(), Vec::new()));
+                self.entries.len() - 1
+            }
+        };
+        self.entries[position].1.push(index);
+    }
+
+    /// The indices of the functions named `name`.
+    fn get(&self, name: &str) -> Option<&Vec<usize>> {
+        let position = self.position(name, crate::semantic::name_hash(name)).0?;
+        Some(&self.entries[position].1)
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+/// The calls of one callee: each one's caller (a function index) and a flag of the pass.
+type CallerItems = Vec<(Option<usize>, bool)>;
+
+/// Items grouped by callee name, the names in the order they first came: found by
+/// [`name_hash`](crate::semantic::name_hash) in a `HashMap<u64, usize>` of positions (the map
+/// type of [`Summaries::by_node`]) rather than in a `HashMap<&str, Vec<_>>`, whose own table
+/// code would cost the WebAssembly module room. Exact: a position found is checked against the
+/// name, and two names of one hash fall back to a scan.
+#[derive(Default)]
+struct CallerGroups<'a> {
+    entries: Vec<(&'a str, CallerItems)>,
+    positions: HashMap<u64, usize>,
+}
+
+impl<'a> CallerGroups<'a> {
+    fn push(&mut self, name: &'a str, item: (Option<usize>, bool)) {
+        let hash = crate::semantic::name_hash(name);
+        let first = self.positions.get(&hash).copied();
+        let found = match first {
+            Some(first) if self.entries[first].0 == name => Some(first),
+            Some(_) => self.entries.iter().position(|(other, _)| *other == name),
+            None => None,
+        };
+        let position = match found {
+            Some(position) => position,
+            None => {
+                if first.is_none() {
+                    self.positions.insert(hash, self.entries.len());
+                }
+                self.entries.push((name, Vec::new()));
+                self.entries.len() - 1
+            }
+        };
+        self.entries[position].1.push(item);
+    }
+}
+
 /// Marks the functions that call one callee with both a CUDA and a TPU device literal.
 fn comparison_scopes(summaries: &mut Summaries) {
     // Per callee, its callers with whether the literal was CUDA's (else a TPU's). The map type
     // is the one `cuda_only_callees` uses: one hash-map type fewer in the WebAssembly module.
-    let mut by_callee: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
+    let mut by_callee = CallerGroups::default();
     for (caller, callee, hardware) in &summaries.device_literal_calls {
         let cuda = match hardware {
             guards::Hardware::Cuda => true,
             guards::Hardware::Tpu => false,
             guards::Hardware::Export => continue,
         };
-        by_callee
-            .entry(callee.as_str())
-            .or_default()
-            .push((Some(*caller), cuda));
+        by_callee.push(callee, (Some(*caller), cuda));
     }
     let mut both: Vec<usize> = Vec::new();
-    for calls in by_callee.values() {
+    for (_, calls) in &by_callee.entries {
         for (caller, cuda) in calls {
             if *cuda && calls.iter().any(|(other, c)| other == caller && !c) {
                 both.extend(*caller);
@@ -2067,12 +2200,9 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .functions
         .iter()
         .any(|f| f.compiled && f.steps_optimizer);
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::default();
+    let mut by_name = FunctionsByName::default();
     for (index, function) in summaries.functions.iter().enumerate() {
-        by_name
-            .entry(function.name.clone())
-            .or_default()
-            .push(index);
+        by_name.push(&function.name, index);
     }
     // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
     let count = summaries.functions.len();
@@ -2166,14 +2296,11 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
 /// Marks the functions every call of which in this file runs only with CUDA (directly under a
 /// CUDA guard, or from another such function or one whose body calls a CUDA-only package, to a
 /// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
-fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
-    let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
+fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
+    let mut sites = CallerGroups::default();
     for site in &summaries.call_sites {
         if by_name.contains_key(&site.callee) {
-            sites
-                .entry(site.callee.as_str())
-                .or_default()
-                .push((site.caller, site.cuda_only));
+            sites.push(&site.callee, (site.caller, site.cuda_only));
         }
     }
     // Functions whose own body calls a CUDA-only package unconditionally (`index_first_axis` of
@@ -2190,14 +2317,14 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &HashMap<String, Vec<us
     let library_users = cuda_only.clone();
     for _ in 0..summaries.functions.len().min(64) {
         let mut changed = false;
-        for (name, calls) in &sites {
+        for (name, calls) in &sites.entries {
             let all = calls.iter().all(|(caller, direct)| {
                 *direct || caller.is_some_and(|c| cuda_only.get(c).copied().unwrap_or(false))
             });
             if !all {
                 continue;
             }
-            for id in by_name.get(*name).into_iter().flatten() {
+            for id in by_name.get(name).into_iter().flatten() {
                 // A recursive call alone does not make a function CUDA-only.
                 if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
                     continue;
@@ -2352,7 +2479,7 @@ fn is_load_time_root(function: &FunctionSummary) -> bool {
 
 /// Marks load-time functions: the roots, then (to a fixpoint) functions every one of whose callers
 /// in this file is load-time. Reach wins: a function a training loop reaches is never load-time.
-fn load_time(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+fn load_time(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let count = summaries.functions.len();
     let mut callers: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (caller, function) in summaries.functions.iter().enumerate() {
@@ -2424,17 +2551,14 @@ fn host_transform_components(summaries: &mut Summaries) {
 /// hooks), every call of which in this file is outside loops, comprehensions and lambdas, at
 /// module level or in another such function. A function the file never calls is left alone:
 /// its callers are elsewhere.
-fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>) {
+fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let count = summaries.functions.len();
     // Per callee, its call sites' callers and whether each may repeat (the map type
     // `cuda_only_callees` uses: one hash-map type fewer in the WebAssembly module).
-    let mut sites: HashMap<&str, Vec<(Option<usize>, bool)>> = HashMap::default();
+    let mut sites = CallerGroups::default();
     for site in &summaries.call_sites {
         if by_name.contains_key(&site.callee) {
-            sites
-                .entry(site.callee.as_str())
-                .or_default()
-                .push((site.caller, site.repeated));
+            sites.push(&site.callee, (site.caller, site.repeated));
         }
     }
     let eligible: Vec<bool> = summaries
@@ -2452,8 +2576,8 @@ fn once_per_run(summaries: &mut Summaries, by_name: &HashMap<String, Vec<usize>>
     let mut once = vec![false; count];
     for _ in 0..count.min(64) {
         let mut changed = false;
-        for (name, calls) in &sites {
-            for id in by_name.get(*name).into_iter().flatten() {
+        for (name, calls) in &sites.entries {
+            for id in by_name.get(name).into_iter().flatten() {
                 if once[*id] || !eligible[*id] {
                     continue;
                 }

@@ -343,7 +343,10 @@ impl Reader<'_> {
                 return Err(self.error("invalid number"));
             }
         }
-        let text = String::from_utf8_lossy(&self.bytes[start..self.position]).into_owned();
+        // Only ASCII digits, signs, `.` and exponents were read: the bytes are valid UTF-8 (and
+        // `from_utf8_lossy`, with its replacement machinery, is not linked for this).
+        let text = String::from_utf8(self.bytes[start..self.position].to_vec())
+            .map_err(|_| self.error("invalid number"))?;
         Ok(JsonValue::Number(text))
     }
 

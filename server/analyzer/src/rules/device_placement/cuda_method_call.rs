@@ -90,11 +90,14 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     // Keep `non_blocking=`; anything else (a GPU index, `device=`) has no TPU meaning.
-    let kept: Vec<String> = context
+    let kept: Option<&str> = context
         .keyword_arg_node(arguments, "non_blocking")
-        .map(|kw| context.text(kw).to_string())
-        .into_iter()
-        .collect();
+        .map(|kw| context.text(kw));
+    // `to(device)`, or `to(device, non_blocking=...)`.
+    let to_call = |device: &str| match kept {
+        Some(kept) => format!("to({device}, {kept})"),
+        None => format!("to({device})"),
+    };
     let replace_range = method.start_byte()..call.end_byte();
     let report_range = replace_range.clone();
     let message = format!(
@@ -105,12 +108,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         Some(device) => {
             let expression = device.expression.clone();
             let mut edits = device.edits();
-            let mut arguments_text = vec![expression.clone()];
-            arguments_text.extend(kept.iter().cloned());
-            edits.push(Edit::replace(
-                replace_range,
-                format!("to({})", arguments_text.join(", ")),
-            ));
+            edits.push(Edit::replace(replace_range, to_call(&expression)));
             Fix::new(
                 Applicability::Unsafe.min(device.applicability),
                 format!("Replace `.cuda()` with `.to({expression})`"),
@@ -119,13 +117,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         }
         None => {
             let device = tpu_api::suggested_device_expression(context, call);
-            let mut arguments_text = vec![device.expression.clone()];
-            arguments_text.extend(kept.iter().cloned());
             let mut edits = device.edits();
-            edits.push(Edit::replace(
-                replace_range,
-                format!("to({})", arguments_text.join(", ")),
-            ));
+            edits.push(Edit::replace(replace_range, to_call(&device.expression)));
             Fix::display_only(
                 format!(
                     "Replace `.cuda()` with `.to({})` ({})",
