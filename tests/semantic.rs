@@ -617,8 +617,19 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(named_closure), None);
     let gan = "class GANTrainer:\n    def step(self, batch):\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(gan), Some(HotPath::StepFunction));
+    // A custom optimizer's `step` updates every parameter once per training step: as hot as a
+    // module's `forward` (session 16; it was cold while any base text naming `Optimizer` made a
+    // class "optimizer-like"). A scheduler's `step` runs once per step or epoch on host floats.
     let optimizer = "import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
-    assert_eq!(hot(optimizer), None);
+    assert_eq!(hot(optimizer), Some(HotPath::StepFunction));
+    let imported = "from torch.optim import Optimizer\nclass Lion(Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(imported), Some(HotPath::StepFunction));
+    let derived = "from torch.optim.optimizer import Optimizer\nclass Base(Optimizer):\n    pass\nclass Lion(Base):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(derived), Some(HotPath::StepFunction));
+    let scheduler = "import torch\nclass Warmup(torch.optim.lr_scheduler.LRScheduler):\n    def step(self, epoch=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(scheduler), None);
+    let unresolved = "class Lion(Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(unresolved), None);
     let hook = "class Cb(Callback):\n    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(hook), Some(HotPath::StepFunction));
     // Reach from `forward` and through methods of the file's classes.

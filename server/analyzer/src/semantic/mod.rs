@@ -167,8 +167,13 @@ impl CudaValues {
 #[derive(Debug, Clone, PartialEq)]
 struct ClassInfo {
     is_module: bool,
-    /// An optimizer or scheduler subclass (its `step` is not a training step).
+    /// An optimizer or scheduler subclass by the text of its bases (its `step` is not a
+    /// training step, unless `is_optimizer`).
     is_optimizer_like: bool,
+    /// A subclass of `torch.optim.Optimizer` (resolved through the imports, or through another
+    /// such class of the file): its `step` updates every parameter once per training step, so
+    /// it is as hot as a module's `forward`. A scheduler's `step` stays cold.
+    is_optimizer: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: HashMap<String, Fact>,
 }
@@ -1445,7 +1450,7 @@ impl<'t> SemanticModel<'t> {
                 && class.is_some_and(|index| {
                     self.classes
                         .get(index)
-                        .is_some_and(|c| !c.is_optimizer_like)
+                        .is_some_and(|c| !c.is_optimizer_like || c.is_optimizer)
                 }))
         {
             Some(HotPath::StepFunction)
@@ -1564,10 +1569,16 @@ impl<'t> SemanticModel<'t> {
             let text = node_text(superclasses, source);
             text.contains("Optimizer") || text.contains("Scheduler") || text.contains("LRScheduler")
         });
+        let is_optimizer = node.field("superclasses").is_some_and(|superclasses| {
+            syntax::named_children(superclasses)
+                .into_iter()
+                .any(|base| self.is_optimizer_class_expr(base))
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
             is_optimizer_like,
+            is_optimizer,
             attributes: HashMap::default(),
         });
         if let Some(name) = node.field("name") {
@@ -1575,6 +1586,20 @@ impl<'t> SemanticModel<'t> {
         }
         self.frames.push(Frame::Class(index));
         self.scopes.push(Scope::default());
+    }
+
+    /// `torch.optim.Optimizer` (however imported), or a class of this file deriving from it.
+    fn is_optimizer_class_expr(&self, base: Node<'_>) -> bool {
+        if let Some(qualified) = self.qualified_name(base)
+            && torch_api::is_optimizer_base(&qualified)
+        {
+            return true;
+        }
+        base.kind_name() == "identifier"
+            && matches!(
+                self.lookup(node_text(base, self.source)),
+                Some(Binding::Class(index)) if self.classes.get(*index).is_some_and(|c| c.is_optimizer)
+            )
     }
 
     fn is_module_class_expr(&self, base: Node<'_>) -> bool {
