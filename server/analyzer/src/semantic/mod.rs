@@ -23,6 +23,7 @@ mod digest;
 mod facts;
 mod guards;
 mod imports;
+mod passed;
 mod roles;
 pub(crate) mod summaries;
 
@@ -1483,8 +1484,27 @@ impl<'t> SemanticModel<'t> {
         if let Some(parameters) = node.field("parameters") {
             // Parameters of a helper the loop calls are whatever the caller passes: no guess.
             let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
-            self.bind_parameters(parameters, guess);
+            let function = self.summaries.function_index(node);
+            self.bind_parameters(parameters, guess, function);
         }
+    }
+
+    /// What every call in the file passes for parameter `name` of the function with summary
+    /// index `function`, when the calls agree on something known.
+    fn passed_fact(&self, function: usize, name: &str) -> Option<passed::PassedFact> {
+        let position = self
+            .summaries
+            .functions
+            .get(function)?
+            .parameters
+            .iter()
+            .position(|p| p == name)?;
+        let fact = (*self
+            .summaries
+            .parameter_facts
+            .get(function)?
+            .get(position)?)?;
+        (fact.kind != ValueKind::Unknown).then_some(fact)
     }
 
     /// Decorated with `@torch.compile` / `@torch_xla.compile` or passed to one of them (the
@@ -1498,8 +1518,11 @@ impl<'t> SemanticModel<'t> {
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
-    /// without a literal default are taken to be tensors on the model's device.
-    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool) {
+    /// without a literal default are taken to be tensors on the model's device. What every call
+    /// of the function in the file passes (`passed.rs`; `function` is its summary index) comes
+    /// after the annotation and the default, and before the guess: it is evidence, the guess is
+    /// not. It never makes the function hot.
+    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool, function: Option<usize>) {
         let source = self.source;
         let children: Vec<Node<'_>> = parameters.named_nodes().collect();
         for (index, parameter) in children.into_iter().enumerate() {
@@ -1541,6 +1564,13 @@ impl<'t> SemanticModel<'t> {
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
+            } else if let Some(passed) = function.and_then(|f| self.passed_fact(f, name)) {
+                Fact {
+                    kind: passed.kind,
+                    device: passed.device,
+                    origin,
+                    evidence: Evidence::CallSite,
+                }
             } else if hot {
                 Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {

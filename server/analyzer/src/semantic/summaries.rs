@@ -11,6 +11,7 @@ use crate::hash::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::semantic::guards::{self, HardwareScope};
+use crate::semantic::passed::{PassedFact, PassedSites};
 use crate::semantic::{Fact, ValueKind};
 use crate::source::TextRange;
 use crate::syntax::{self, NodeExt, node_text};
@@ -292,6 +293,11 @@ pub(crate) struct Summaries {
     /// whether the value is visibly placed on a device. A list: it is searched only at device
     /// moves of a plain name.
     bound_names: Vec<(usize, usize, usize, usize, bool)>,
+    /// The calls and name bindings whose values flow to parameters (`passed.rs`).
+    passed: PassedSites,
+    /// Per function (by index), per parameter (`parameters`' positions): what every call of it
+    /// in the file passes, when they agree (`passed.rs`). Computed by `finish`.
+    pub parameter_facts: Vec<Vec<Option<PassedFact>>>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -723,7 +729,10 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         device_literal_calls: _,
         passed_names: _,
         bound_names: _,
+        passed,
+        parameter_facts: _,
     } = summaries;
+    passed.shift(base, forward);
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
         for (_, range) in function.host_until_moved.iter_mut() {
@@ -791,7 +800,11 @@ fn append(
         passed_names,
         // Needed only while the statement is walked.
         bound_names: _,
+        passed,
+        // Computed by `finish` over the whole file.
+        parameter_facts: _,
     } = moved;
+    summaries.passed.append(passed, first);
     summaries.functions.extend(functions);
     summaries
         .by_node
@@ -903,6 +916,13 @@ fn enter(
             if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
+            if let Some(target) = node.field("left") {
+                let caller = innermost_function(stack);
+                let at = target.end_byte();
+                summaries
+                    .passed
+                    .record_binding(target, None, caller, at, source, resolver);
+            }
             mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
@@ -938,6 +958,18 @@ fn enter(
             ) {
                 let on_device = placed_on_device(right, source, resolver);
                 bind_names(summaries, index, left, node.end_byte(), on_device);
+            }
+            if let Some(left) = node.field("left") {
+                let caller = innermost_function(stack);
+                let at = node.end_byte();
+                summaries.passed.record_binding(
+                    left,
+                    node.field("right"),
+                    caller,
+                    at,
+                    source,
+                    resolver,
+                );
             }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
@@ -1232,6 +1264,9 @@ fn call(
             repeated: runs_repeatedly(ancestors),
         });
     }
+    summaries
+        .passed
+        .record_call(node, innermost_function(stack), source, resolver);
     // Functions passed as values may run any number of times.
     for argument in arguments.named_nodes() {
         let value = match argument.kind_name() {
@@ -2060,6 +2095,9 @@ fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
 /// step functions (both cycle-safe: each function is visited once).
 fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
+    summaries.parameter_facts = summaries.passed.resolve(&summaries.functions, |name| {
+        summaries.passed_names.contains(name)
+    });
     for function in &mut summaries.functions {
         function.compiled |= summaries.compiled_names.contains(&function.name);
     }
