@@ -1327,6 +1327,19 @@ fn call_sites_tell_parameters_what_they_hold() {
             "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nm = m.to(dev)\nf(m)\n",
             device,
         ),
+        // A binding under an `if` may not have run: the value before it counts too.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nif c:\n    m = m.to(dev)\nf(m)\n",
+            unknown,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nif c:\n    m = torch.zeros(2)\nf(m)\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(b):\n    if b is None:\n        b = torch.zeros(2, device=dev)\n    return f(b)\ng(batch)\n",
+            unknown,
+        ),
         // A caller's own parameter carries its call sites' facts (transitively).
         (
             "import torch\ndef g(y):\n    return ⟦y⟧\ndef f(x):\n    return g(x)\nf(torch.zeros(3))\n",

@@ -73,6 +73,9 @@ struct NameBinding {
     caller: Option<usize>,
     name: String,
     at: usize,
+    /// The innermost block around the binding (`None`: module level). A binding under an `if`
+    /// reaches a call after that `if` only on one path: the value before it may arrive too.
+    block: Option<(usize, usize)>,
     value: Value,
 }
 
@@ -144,12 +147,14 @@ impl PassedSites {
 
     /// Records the names a binding target binds (`x = value`; `a, b = …` and loop targets bind
     /// values the pre-pass does not read: unknown).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_binding(
         &mut self,
         target: Node<'_>,
         value: Option<Node<'_>>,
         caller: Option<usize>,
         at: usize,
+        block: Option<(usize, usize)>,
         source: &str,
         resolver: &impl Resolver,
     ) {
@@ -159,6 +164,7 @@ impl PassedSites {
                 caller,
                 name: node_text(target, source).to_string(),
                 at,
+                block,
                 value,
             });
             return;
@@ -170,6 +176,7 @@ impl PassedSites {
                     caller,
                     name: node_text(node, source).to_string(),
                     at,
+                    block,
                     value: Value::Unknown,
                 }),
                 "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
@@ -193,6 +200,9 @@ impl PassedSites {
         }
         for binding in &mut self.bindings {
             binding.at = offset(binding.at);
+            binding.block = binding
+                .block
+                .map(|(start, end)| (offset(start), offset(end)));
         }
     }
 
@@ -261,10 +271,10 @@ impl PassedSites {
             bindings
                 .entry((binding.caller, binding.name.as_str()))
                 .or_default()
-                .push((binding.at, &binding.value));
+                .push((binding.at, binding.block, &binding.value));
         }
         for list in bindings.values_mut() {
-            list.sort_by_key(|(at, _)| *at);
+            list.sort_by_key(|(at, _, _)| *at);
         }
         let resolver = Names {
             bindings: &bindings,
@@ -355,7 +365,8 @@ impl PassedSites {
 }
 
 /// Per caller and name, the bindings' offsets and values in text order.
-type Bindings<'a> = HashMap<(Option<usize>, &'a str), Vec<(usize, &'a Value)>>;
+type Bindings<'a> =
+    HashMap<(Option<usize>, &'a str), Vec<(usize, Option<(usize, usize)>, &'a Value)>>;
 
 /// A parameter's state during the fixpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,10 +435,32 @@ impl Names<'_> {
             return Lattice::Top;
         }
         if let Some(list) = self.bindings.get(&(caller, name))
-            && let Some((bound_at, value)) = list.iter().rev().find(|(bound, _)| *bound < at)
+            && let Some(last) = list.iter().rposition(|(bound, _, _)| *bound < at)
         {
-            return self.value(value, caller, *bound_at, state, depth + 1);
+            // The last binding before the read, joined with the ones before it while it sits
+            // in a block the read is not in (it may not have run), and with the name's value
+            // before any binding when every one of them may not have run.
+            let mut joined = Lattice::Bottom;
+            for &(bound_at, block, value) in list[..=last].iter().rev() {
+                joined = joined.join(self.value(value, caller, bound_at, state, depth + 1));
+                if block.is_none_or(|(start, end)| start <= at && at < end) {
+                    return joined;
+                }
+            }
+            return joined.join(self.unbound(name, caller, state, depth));
         }
+        self.unbound(name, caller, state, depth)
+    }
+
+    /// The fact of `name` where no binding of `caller` reaches: the caller's parameter of that
+    /// name, else (in a function) every module-level binding.
+    fn unbound(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        state: &[Vec<Lattice>],
+        depth: usize,
+    ) -> Lattice {
         if let Some(function) = caller {
             if let Some(position) = self
                 .functions
@@ -443,8 +476,8 @@ impl Names<'_> {
             // A global read in a function: every module-level binding of it may be the one.
             if let Some(list) = self.bindings.get(&(None, name)) {
                 let mut joined = Lattice::Bottom;
-                for (bound_at, value) in list {
-                    joined = joined.join(self.value(value, None, *bound_at, state, depth + 1));
+                for &(bound_at, _, value) in list {
+                    joined = joined.join(self.value(value, None, bound_at, state, depth + 1));
                 }
                 return if joined == Lattice::Bottom {
                     Lattice::Top

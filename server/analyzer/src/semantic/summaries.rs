@@ -919,9 +919,15 @@ fn enter(
             if let Some(target) = node.field("left") {
                 let caller = innermost_function(stack);
                 let at = target.end_byte();
-                summaries
-                    .passed
-                    .record_binding(target, None, caller, at, source, resolver);
+                summaries.passed.record_binding(
+                    target,
+                    None,
+                    caller,
+                    at,
+                    block_around(ancestors),
+                    source,
+                    resolver,
+                );
             }
             mark_loop(summaries, stack);
             let over_loader = node
@@ -967,6 +973,7 @@ fn enter(
                     node.field("right"),
                     caller,
                     at,
+                    block_around(ancestors),
                     source,
                     resolver,
                 );
@@ -1402,6 +1409,17 @@ fn placed_on_device(value: Node<'_>, source: &str, resolver: &impl Resolver) -> 
     moves_to_device(method, arguments, source, resolver)
         || syntax::keyword_arg(arguments, "device", source)
             .is_some_and(|device| !node_text(device, source).contains("cpu"))
+}
+
+/// The byte range of the innermost block around the last of `ancestors` (`None` at module
+/// level): a binding there reaches only the code inside it for sure.
+fn block_around(ancestors: &[Node<'_>]) -> Option<(usize, usize)> {
+    ancestors
+        .iter()
+        .rev()
+        .skip(1)
+        .find(|a| a.kind_name() == "block")
+        .map(|block| (block.start_byte(), block.end_byte()))
 }
 
 /// Records the names a binding target (`x`, `a, b`, `(k, v)`) binds in function `index`.
