@@ -225,35 +225,37 @@ impl PassedSites {
     /// of them agree; `None` otherwise. A function passed as a value (`passed`) or sharing its
     /// name with another function its calls could reach gets nothing: its callers are not all
     /// seen.
+    /// `by_name`: the functions by name (the map `summaries::finish` builds for the call graph;
+    /// the same map type, not one more in the WebAssembly module).
     pub(crate) fn resolve(
         &self,
         functions: &[FunctionSummary],
+        by_name: &HashMap<String, Vec<usize>>,
         passed: impl Fn(&str) -> bool,
     ) -> Vec<Vec<Option<PassedFact>>> {
         let count = functions.len();
-        // The one function each call reaches, with how its positional arguments map to
-        // parameters (past `self` for a method called on an object).
-        let mut by_name: HashMap<(&str, bool), Vec<usize>> = HashMap::default();
-        for (index, function) in functions.iter().enumerate() {
-            by_name
-                .entry((function.name.as_str(), function.class_name.is_some()))
-                .or_default()
-                .push(index);
-        }
         let mut targets: Vec<Option<usize>> = Vec::with_capacity(self.calls.len());
         let mut called = vec![false; count];
         let mut opaque = vec![false; count];
         for call in &self.calls {
-            let target = match by_name.get(&(call.callee.as_str(), call.method)) {
-                Some(ids) if ids.len() == 1 => Some(ids[0]),
-                Some(ids) => {
-                    for &id in ids {
+            // The one function a call reaches: a bare call a function outside classes, an
+            // attribute call a method (its positional arguments map past `self`).
+            let mut target = None;
+            let mut candidates = 0;
+            for &id in by_name.get(&call.callee).into_iter().flatten() {
+                if functions[id].class_name.is_some() == call.method {
+                    candidates += 1;
+                    target = Some(id);
+                }
+            }
+            if candidates > 1 {
+                for &id in by_name.get(&call.callee).into_iter().flatten() {
+                    if functions[id].class_name.is_some() == call.method {
                         opaque[id] = true;
                     }
-                    None
                 }
-                None => None,
-            };
+                target = None;
+            }
             if let Some(id) = target {
                 called[id] = true;
             }
@@ -264,20 +266,18 @@ impl PassedSites {
                 opaque[index] = true;
             }
         }
-        // Bindings by caller and name, in text order (the pre-pass meets them in order, but
-        // statement parts may come from a cache: sort to be sure).
-        let mut bindings: Bindings<'_> = HashMap::default();
-        for binding in &self.bindings {
+        // Bindings by name (indices into `self.bindings`, in text order: the pre-pass meets
+        // statements in order, and each statement's nodes in pre-order).
+        let mut bindings: HashMap<String, Vec<usize>> = HashMap::default();
+        for (index, binding) in self.bindings.iter().enumerate() {
             bindings
-                .entry((binding.caller, binding.name.as_str()))
+                .entry(binding.name.clone())
                 .or_default()
-                .push((binding.at, binding.block, &binding.value));
-        }
-        for list in bindings.values_mut() {
-            list.sort_by_key(|(at, _, _)| *at);
+                .push(index);
         }
         let resolver = Names {
             bindings: &bindings,
+            all: &self.bindings,
             functions,
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
@@ -364,10 +364,6 @@ impl PassedSites {
     }
 }
 
-/// Per caller and name, the bindings' offsets and values in text order.
-type Bindings<'a> =
-    HashMap<(Option<usize>, &'a str), Vec<(usize, Option<(usize, usize)>, &'a Value)>>;
-
 /// A parameter's state during the fixpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lattice {
@@ -389,7 +385,9 @@ impl Lattice {
 }
 
 struct Names<'a> {
-    bindings: &'a Bindings<'a>,
+    /// Per name, indices into `all`.
+    bindings: &'a HashMap<String, Vec<usize>>,
+    all: &'a [NameBinding],
     functions: &'a [FunctionSummary],
 }
 
@@ -434,22 +432,26 @@ impl Names<'_> {
         if depth >= NAME_CHAIN {
             return Lattice::Top;
         }
-        if let Some(list) = self.bindings.get(&(caller, name))
-            && let Some(last) = list.iter().rposition(|(bound, _, _)| *bound < at)
-        {
-            // The last binding before the read, joined with the ones before it while it sits
-            // in a block the read is not in (it may not have run), and with the name's value
-            // before any binding when every one of them may not have run.
-            let mut joined = Lattice::Bottom;
-            for &(bound_at, block, value) in list[..=last].iter().rev() {
-                joined = joined.join(self.value(value, caller, bound_at, state, depth + 1));
-                if block.is_none_or(|(start, end)| start <= at && at < end) {
-                    return joined;
-                }
+        // The last binding before the read, joined with the ones before it while it sits in a
+        // block the read is not in (it may not have run), and with the name's value before any
+        // binding when every one of them may not have run.
+        let mut joined = Lattice::Bottom;
+        for &index in self.bindings.get(name).into_iter().flatten().rev() {
+            let Some(binding) = self.all.get(index) else {
+                continue;
+            };
+            if binding.caller != caller || binding.at >= at {
+                continue;
             }
-            return joined.join(self.unbound(name, caller, state, depth));
+            joined = joined.join(self.value(&binding.value, caller, binding.at, state, depth + 1));
+            if binding
+                .block
+                .is_none_or(|(start, end)| start <= at && at < end)
+            {
+                return joined;
+            }
         }
-        self.unbound(name, caller, state, depth)
+        joined.join(self.unbound(name, caller, state, depth))
     }
 
     /// The fact of `name` where no binding of `caller` reaches: the caller's parameter of that
@@ -474,10 +476,19 @@ impl Names<'_> {
                     .unwrap_or(Lattice::Top);
             }
             // A global read in a function: every module-level binding of it may be the one.
-            if let Some(list) = self.bindings.get(&(None, name)) {
+            let mut module_level = self
+                .bindings
+                .get(name)
+                .into_iter()
+                .flatten()
+                .filter_map(|&index| self.all.get(index))
+                .filter(|binding| binding.caller.is_none())
+                .peekable();
+            if module_level.peek().is_some() {
                 let mut joined = Lattice::Bottom;
-                for &(bound_at, _, value) in list {
-                    joined = joined.join(self.value(value, None, bound_at, state, depth + 1));
+                for binding in module_level {
+                    joined =
+                        joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
                 }
                 return if joined == Lattice::Bottom {
                     Lattice::Top

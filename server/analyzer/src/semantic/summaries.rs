@@ -2113,9 +2113,6 @@ fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
 /// step functions (both cycle-safe: each function is visited once).
 fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
-    summaries.parameter_facts = summaries.passed.resolve(&summaries.functions, |name| {
-        summaries.passed_names.contains(name)
-    });
     for function in &mut summaries.functions {
         function.compiled |= summaries.compiled_names.contains(&function.name);
     }
@@ -2130,6 +2127,11 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
             .or_default()
             .push(index);
     }
+    summaries.parameter_facts = summaries
+        .passed
+        .resolve(&summaries.functions, &by_name, |name| {
+            summaries.passed_names.contains(name)
+        });
     // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
     let count = summaries.functions.len();
     let mut syncing: Vec<bool> = summaries.functions.iter().map(|f| f.syncs).collect();
