@@ -1492,18 +1492,19 @@ impl<'t> SemanticModel<'t> {
     /// What every call in the file passes for parameter `name` of the function with summary
     /// index `function`, when the calls agree on something known.
     fn passed_fact(&self, function: usize, name: &str) -> Option<passed::PassedFact> {
-        let position = self
-            .summaries
-            .functions
+        let functions = &self.summaries.functions;
+        let position = functions
             .get(function)?
             .parameters
             .iter()
             .position(|p| p == name)?;
-        let fact = (*self
-            .summaries
-            .parameter_facts
-            .get(function)?
-            .get(position)?)?;
+        // Where the function's parameters begin in the flat list.
+        let start: usize = functions
+            .iter()
+            .take(function)
+            .map(|f| f.parameters.len())
+            .sum();
+        let fact = (*self.summaries.parameter_facts.get(start + position)?)?;
         (fact.kind != ValueKind::Unknown).then_some(fact)
     }
 

@@ -232,7 +232,7 @@ impl PassedSites {
         functions: &[FunctionSummary],
         by_name: &HashMap<String, Vec<usize>>,
         passed: impl Fn(&str) -> bool,
-    ) -> Vec<Vec<Option<PassedFact>>> {
+    ) -> Vec<Option<PassedFact>> {
         let count = functions.len();
         let mut targets: Vec<Option<usize>> = Vec::with_capacity(self.calls.len());
         let mut called = vec![false; count];
@@ -279,38 +279,37 @@ impl PassedSites {
             bindings: &bindings,
             all: &self.bindings,
             functions,
+            starts: &[],
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
         // raise a parameter's state, so it ends within three rounds per parameter; the bound is
         // a guard, not a budget that decides the answer.
-        let mut state: Vec<Vec<Lattice>> = functions
-            .iter()
-            .enumerate()
-            .map(|(index, function)| {
-                let initial = if opaque[index] || !called[index] {
-                    Lattice::Top
-                } else {
-                    Lattice::Bottom
-                };
-                vec![initial; function.parameters.len()]
-            })
-            .collect();
-        let parameters: usize = state.iter().map(Vec::len).sum();
-        let rounds = parameters.saturating_mul(3).saturating_add(2);
+        // One flat list over every function's parameters (`starts`: where each function's
+        // begin), not a list per function: one vector type fewer in the WebAssembly module.
+        let starts = parameter_starts(functions);
+        let mut state: Vec<Lattice> = Vec::with_capacity(starts.last().copied().unwrap_or(0));
+        for (index, function) in functions.iter().enumerate() {
+            let initial = if opaque[index] || !called[index] {
+                Lattice::Top
+            } else {
+                Lattice::Bottom
+            };
+            state.extend(std::iter::repeat_n(initial, function.parameters.len()));
+        }
+        let resolver = Names {
+            starts: &starts,
+            ..resolver
+        };
+        let rounds = state.len().saturating_mul(3).saturating_add(2);
         for _ in 0..rounds {
-            let mut next: Vec<Vec<Lattice>> = state
+            let mut next: Vec<Lattice> = state
                 .iter()
-                .map(|parameters| {
-                    parameters
-                        .iter()
-                        .map(|p| {
-                            if *p == Lattice::Top {
-                                Lattice::Top
-                            } else {
-                                Lattice::Bottom
-                            }
-                        })
-                        .collect()
+                .map(|p| {
+                    if *p == Lattice::Top {
+                        Lattice::Top
+                    } else {
+                        Lattice::Bottom
+                    }
                 })
                 .collect();
             for (call, target) in self.calls.iter().zip(&targets) {
@@ -339,7 +338,10 @@ impl PassedSites {
                         // Not passed (its default) or splatted: unknown.
                         None => Lattice::Top,
                     };
-                    if let Some(slot) = next[id].get_mut(position) {
+                    if let Some(slot) = starts
+                        .get(id)
+                        .and_then(|start| next.get_mut(start + position))
+                    {
                         *slot = slot.join(fact);
                     }
                 }
@@ -351,17 +353,25 @@ impl PassedSites {
         }
         state
             .into_iter()
-            .map(|parameters| {
-                parameters
-                    .into_iter()
-                    .map(|p| match p {
-                        Lattice::Fact(fact) => Some(fact),
-                        _ => None,
-                    })
-                    .collect()
+            .map(|p| match p {
+                Lattice::Fact(fact) => Some(fact),
+                _ => None,
             })
             .collect()
     }
+}
+
+/// Where each function's parameters begin in the flat list `resolve` returns (one entry per
+/// function, then the total).
+pub(crate) fn parameter_starts(functions: &[FunctionSummary]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(functions.len() + 1);
+    let mut total = 0;
+    for function in functions {
+        starts.push(total);
+        total += function.parameters.len();
+    }
+    starts.push(total);
+    starts
 }
 
 /// A parameter's state during the fixpoint.
@@ -389,6 +399,8 @@ struct Names<'a> {
     bindings: &'a HashMap<String, Vec<usize>>,
     all: &'a [NameBinding],
     functions: &'a [FunctionSummary],
+    /// `parameter_starts(functions)`.
+    starts: &'a [usize],
 }
 
 impl Names<'_> {
@@ -397,7 +409,7 @@ impl Names<'_> {
         value: &Value,
         caller: Option<usize>,
         at: usize,
-        state: &[Vec<Lattice>],
+        state: &[Lattice],
         depth: usize,
     ) -> Lattice {
         match value {
@@ -426,7 +438,7 @@ impl Names<'_> {
         name: &str,
         caller: Option<usize>,
         at: usize,
-        state: &[Vec<Lattice>],
+        state: &[Lattice],
         depth: usize,
     ) -> Lattice {
         if depth >= NAME_CHAIN {
@@ -460,7 +472,7 @@ impl Names<'_> {
         &self,
         name: &str,
         caller: Option<usize>,
-        state: &[Vec<Lattice>],
+        state: &[Lattice],
         depth: usize,
     ) -> Lattice {
         if let Some(function) = caller {
@@ -469,9 +481,10 @@ impl Names<'_> {
                 .get(function)
                 .and_then(|f| f.parameters.iter().position(|p| p == name))
             {
-                return state
+                return self
+                    .starts
                     .get(function)
-                    .and_then(|parameters| parameters.get(position))
+                    .and_then(|start| state.get(start + position))
                     .copied()
                     .unwrap_or(Lattice::Top);
             }

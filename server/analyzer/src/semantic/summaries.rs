@@ -296,8 +296,9 @@ pub(crate) struct Summaries {
     /// The calls and name bindings whose values flow to parameters (`passed.rs`).
     passed: PassedSites,
     /// Per function (by index), per parameter (`parameters`' positions): what every call of it
-    /// in the file passes, when they agree (`passed.rs`). Computed by `finish`.
-    pub parameter_facts: Vec<Vec<Option<PassedFact>>>,
+    /// in the file passes, when they agree (`passed.rs`): one flat list, function after
+    /// function (`passed::parameter_starts`). Computed by `finish`.
+    pub parameter_facts: Vec<Option<PassedFact>>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
