@@ -617,8 +617,19 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(named_closure), None);
     let gan = "class GANTrainer:\n    def step(self, batch):\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(gan), Some(HotPath::StepFunction));
+    // A custom optimizer's `step` updates every parameter once per training step: as hot as a
+    // module's `forward` (session 16; it was cold while any base text naming `Optimizer` made a
+    // class "optimizer-like"). A scheduler's `step` runs once per step or epoch on host floats.
     let optimizer = "import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
-    assert_eq!(hot(optimizer), None);
+    assert_eq!(hot(optimizer), Some(HotPath::StepFunction));
+    let imported = "from torch.optim import Optimizer\nclass Lion(Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(imported), Some(HotPath::StepFunction));
+    let derived = "from torch.optim.optimizer import Optimizer\nclass Base(Optimizer):\n    pass\nclass Lion(Base):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(derived), Some(HotPath::StepFunction));
+    let scheduler = "import torch\nclass Warmup(torch.optim.lr_scheduler.LRScheduler):\n    def step(self, epoch=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(scheduler), None);
+    let unresolved = "class Lion(Optimizer):\n    def step(self, closure=None):\n        ⟦x⟧ = 1\n";
+    assert_eq!(hot(unresolved), None);
     let hook = "class Cb(Callback):\n    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(hook), Some(HotPath::StepFunction));
     // Reach from `forward` and through methods of the file's classes.
@@ -1222,4 +1233,174 @@ fn names_moved_to_the_device_later_are_on_the_host_until_then() {
         "{head}        lens = masks.sum(dim=1)\n        lens[lens < 2] = 1\n        return self.m(w, lens.to(self.device))\n"
     );
     assert!(finding_lines(&source, &Settings::default()).is_empty());
+}
+
+/// The fact, device and evidence the index holds for a marked parameter use.
+fn passed(marked: &str) -> (ValueKind, Device, Evidence) {
+    let fact = at(marked).fact;
+    (fact.kind, fact.device, fact.evidence)
+}
+
+#[test]
+fn call_sites_tell_parameters_what_they_hold() {
+    use Device::{Accelerator, Cpu, Cuda};
+    use ValueKind::{Module, Scalar, Tensor, Unknown};
+    let host = (Tensor, Cpu, Evidence::CallSite);
+    let device = (Tensor, Accelerator, Evidence::CallSite);
+    let unknown = (Unknown, Device::Unknown, Evidence::Unknown);
+    // (source, what the marked parameter holds)
+    let cases: &[(&str, (ValueKind, Device, Evidence))] = &[
+        // A factory without `device=` is a host tensor; through a local name too.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2, 2)\nf(m)\n",
+            host,
+        ),
+        // `.to(device)`, `device=` with a variable, a device string: the accelerator.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3).to(dev))\n",
+            device,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3, device=dev))\n",
+            device,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nf(m.to(\"xla\"))\n",
+            device,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.ones(2, device=\"cuda\"))\n",
+            (Tensor, Cuda, Evidence::CallSite),
+        ),
+        // Keyword arguments, and a positional one after another parameter.
+        (
+            "import torch\ndef f(a, x):\n    return ⟦x⟧\nf(1, x=torch.zeros(3))\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(a, x):\n    return ⟦x⟧\nf(1, torch.zeros(3))\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(a, x):\n    return ⟦a⟧\nf(1, torch.zeros(3))\n",
+            (Scalar, Device::Unknown, Evidence::CallSite),
+        ),
+        // Every call site agrees: the fact holds; one disagrees or is unknown: nothing.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\nf(torch.ones(4))\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\nf(torch.ones(4).to(dev))\n",
+            unknown,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\nf(batch)\n",
+            unknown,
+        ),
+        (
+            "import torch\ndef f(x=None):\n    return ⟦x⟧\nf(torch.zeros(3))\nf()\n",
+            unknown,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\nf(*args)\n",
+            unknown,
+        ),
+        // A function passed as a value has callers the file does not see.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nf(torch.zeros(3))\nloader = map(f, xs)\n",
+            unknown,
+        ),
+        // No call in the file: nothing (it may be called from elsewhere).
+        ("import torch\ndef f(x):\n    return ⟦x⟧\n", unknown),
+        // A loop target is whatever the iterable yields: unknown.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nfor b in data:\n    f(b)\n",
+            unknown,
+        ),
+        // The last binding before the call counts.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nm = m.to(dev)\nf(m)\n",
+            device,
+        ),
+        // A binding under an `if` may not have run: the value before it counts too.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nif c:\n    m = m.to(dev)\nf(m)\n",
+            unknown,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\nm = torch.ones(2)\nif c:\n    m = torch.zeros(2)\nf(m)\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(b):\n    if b is None:\n        b = torch.zeros(2, device=dev)\n    return f(b)\ng(batch)\n",
+            unknown,
+        ),
+        // A caller's own parameter carries its call sites' facts (transitively).
+        (
+            "import torch\ndef g(y):\n    return ⟦y⟧\ndef f(x):\n    return g(x)\nf(torch.zeros(3))\n",
+            host,
+        ),
+        // Recursion and mutual recursion settle on the outside call sites.
+        (
+            "import torch\ndef f(x, n):\n    if n:\n        return f(x, n - 1)\n    return ⟦x⟧\nf(torch.zeros(3), 4)\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return g(⟦x⟧)\ndef g(y):\n    return f(y)\nf(torch.zeros(3))\n",
+            host,
+        ),
+        (
+            "import torch\ndef f(x):\n    return g(⟦x⟧)\ndef g(y):\n    return f(y)\n",
+            unknown,
+        ),
+        // Methods called on `self` map past `self`; a keyword works there too.
+        (
+            "import torch\nclass A:\n    def run(self):\n        return self.h(torch.zeros(3))\n    def h(self, x):\n        return ⟦x⟧\n",
+            host,
+        ),
+        (
+            "import torch\nclass A:\n    def run(self):\n        return self.h(x=torch.zeros(3).cuda())\n    def h(self, x):\n        return ⟦x⟧\n",
+            (Tensor, Cuda, Evidence::CallSite),
+        ),
+        // Two methods of that name in the file: which one a call reaches is unknown.
+        (
+            "import torch\nclass A:\n    def h(self, x):\n        return ⟦x⟧\nclass B:\n    def h(self, x):\n        return x\nA().h(torch.zeros(3))\n",
+            unknown,
+        ),
+        // Modules built from torch classes.
+        (
+            "import torch\nfrom torch import nn\ndef f(m):\n    return ⟦m⟧\nf(nn.Linear(2, 2))\n",
+            (Module, Device::Unknown, Evidence::CallSite),
+        ),
+        // The annotation and a literal default still decide first.
+        (
+            "import torch\ndef f(x: torch.Tensor):\n    return ⟦x⟧\nf(torch.zeros(3))\n",
+            (Tensor, Accelerator, Evidence::Annotation),
+        ),
+        (
+            "import torch\ndef f(x=1):\n    return ⟦x⟧\nf(torch.zeros(3))\n",
+            (Scalar, Device::Unknown, Evidence::Unknown),
+        ),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(passed(source), *expected, "{source}");
+    }
+    // In a hot function, call sites beat the guess: a host tensor passed to `train_step` is on
+    // the host. They never make code hot.
+    let step = "import torch\ndef train_step(x):\n    return ⟦x⟧\ntrain_step(torch.zeros(3))\n";
+    assert_eq!(passed(step), host);
+    let cold = "import torch\ndef helper(x):\n    ⟦y⟧ = x\nhelper(torch.zeros(3).to(dev))\n";
+    assert_eq!(at(cold).hot_path, None);
+    // Broken code never panics.
+    for source in [
+        "def f(x:\n    return ⟦x⟧\nf(torch.zeros(3)\n",
+        "def f(x, x):\n    return ⟦x⟧\nf(1, torch.zeros(3))\nf(**{})\n",
+    ] {
+        let _ = std::panic::catch_unwind(|| at(source)).expect("no panic");
+    }
 }

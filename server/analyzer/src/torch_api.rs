@@ -630,6 +630,16 @@ pub fn is_cuda_only_package(qualified: &str) -> bool {
     CUDA_ONLY_PACKAGES.contains(&top)
 }
 
+/// The optimizer base class, under the names torch exports it by (`torch.optim.Optimizer`,
+/// `torch.optim.optimizer.Optimizer`): a subclass's `step` runs once per training step. LR
+/// schedulers (`torch.optim.lr_scheduler.*`) are not optimizers.
+pub fn is_optimizer_base(qualified: &str) -> bool {
+    matches!(
+        qualified,
+        "torch.optim.Optimizer" | "torch.optim.optimizer.Optimizer"
+    )
+}
+
 /// torch functions that answer a question or configure state rather than compute a tensor:
 /// `torch.is_autocast_enabled()`, `torch.allclose(a, b)` (a Python bool),
 /// `torch.compiler.is_compiling()`.

@@ -96,6 +96,7 @@ impl SemanticModel<'_> {
             throttle_exits,
             comparison_scopes,
             host_transform_components,
+            parameter_facts,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -134,6 +135,8 @@ impl SemanticModel<'_> {
         strings(cuda_only_callees).hash(&mut state);
         // Decided by calls in other statements (the transform's methods).
         strings(host_transform_components).hash(&mut state);
+        // Decided by calls in other statements (what they pass a function's parameters).
+        parameter_facts.hash(&mut state);
         // Each follows from its own statement (a condition and names bound in its function).
         throttles.len().hash(&mut state);
         throttle_exits.len().hash(&mut state);

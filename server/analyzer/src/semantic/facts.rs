@@ -73,6 +73,9 @@ pub enum Evidence {
     Summary,
     /// `x.backward()` made `x` a tensor.
     Backward,
+    /// A parameter of a function of this file, from what every call of it in the file passes
+    /// (`semantic/passed.rs`): `helper(torch.zeros(n))` makes `helper`'s parameter a host tensor.
+    CallSite,
 }
 
 impl Fact {

@@ -23,6 +23,7 @@ mod digest;
 mod facts;
 mod guards;
 mod imports;
+mod passed;
 mod roles;
 pub(crate) mod summaries;
 
@@ -168,8 +169,13 @@ impl CudaValues {
 #[derive(Debug, Clone, PartialEq)]
 struct ClassInfo {
     is_module: bool,
-    /// An optimizer or scheduler subclass (its `step` is not a training step).
+    /// An optimizer or scheduler subclass by the text of its bases (its `step` is not a
+    /// training step, unless `is_optimizer`).
     is_optimizer_like: bool,
+    /// A subclass of `torch.optim.Optimizer` (resolved through the imports, or through another
+    /// such class of the file): its `step` updates every parameter once per training step, so
+    /// it is as hot as a module's `forward`. A scheduler's `step` stays cold.
+    is_optimizer: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: HashMap<String, Fact>,
 }
@@ -1446,7 +1452,7 @@ impl<'t> SemanticModel<'t> {
                 && class.is_some_and(|index| {
                     self.classes
                         .get(index)
-                        .is_some_and(|c| !c.is_optimizer_like)
+                        .is_some_and(|c| !c.is_optimizer_like || c.is_optimizer)
                 }))
         {
             Some(HotPath::StepFunction)
@@ -1479,8 +1485,28 @@ impl<'t> SemanticModel<'t> {
         if let Some(parameters) = node.field("parameters") {
             // Parameters of a helper the loop calls are whatever the caller passes: no guess.
             let guess = hot.is_some() && hot != Some(HotPath::CalledFromLoop);
-            self.bind_parameters(parameters, guess);
+            let function = self.summaries.function_index(node);
+            self.bind_parameters(parameters, guess, function);
         }
+    }
+
+    /// What every call in the file passes for parameter `name` of the function with summary
+    /// index `function`, when the calls agree on something known.
+    fn passed_fact(&self, function: usize, name: &str) -> Option<passed::PassedFact> {
+        let functions = &self.summaries.functions;
+        let position = functions
+            .get(function)?
+            .parameters
+            .iter()
+            .position(|p| p == name)?;
+        // Where the function's parameters begin in the flat list.
+        let start: usize = functions
+            .iter()
+            .take(function)
+            .map(|f| f.parameters.len())
+            .sum();
+        let fact = (*self.summaries.parameter_facts.get(start + position)?)?;
+        (fact.kind != ValueKind::Unknown).then_some(fact)
     }
 
     /// Decorated with `@torch.compile` / `@torch_xla.compile` or passed to one of them (the
@@ -1494,8 +1520,11 @@ impl<'t> SemanticModel<'t> {
     }
 
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
-    /// without a literal default are taken to be tensors on the model's device.
-    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool) {
+    /// without a literal default are taken to be tensors on the model's device. What every call
+    /// of the function in the file passes (`passed.rs`; `function` is its summary index) comes
+    /// after the annotation and the default, and before the guess: it is evidence, the guess is
+    /// not. It never makes the function hot.
+    fn bind_parameters(&mut self, parameters: Node<'_>, hot: bool, function: Option<usize>) {
         let source = self.source;
         let children: Vec<Node<'_>> = parameters.named_nodes().collect();
         for (index, parameter) in children.into_iter().enumerate() {
@@ -1537,6 +1566,13 @@ impl<'t> SemanticModel<'t> {
                 }
             } else if default.is_some_and(|d| d.kind_name() != "none") {
                 Fact::of(ValueKind::Scalar)
+            } else if let Some(passed) = function.and_then(|f| self.passed_fact(f, name)) {
+                Fact {
+                    kind: passed.kind,
+                    device: passed.device,
+                    origin,
+                    evidence: Evidence::CallSite,
+                }
             } else if hot {
                 Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {
@@ -1565,10 +1601,16 @@ impl<'t> SemanticModel<'t> {
             let text = node_text(superclasses, source);
             text.contains("Optimizer") || text.contains("Scheduler") || text.contains("LRScheduler")
         });
+        let is_optimizer = node.field("superclasses").is_some_and(|superclasses| {
+            syntax::named_children(superclasses)
+                .into_iter()
+                .any(|base| self.is_optimizer_class_expr(base))
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
             is_optimizer_like,
+            is_optimizer,
             attributes: HashMap::default(),
         });
         if let Some(name) = node.field("name") {
@@ -1576,6 +1618,20 @@ impl<'t> SemanticModel<'t> {
         }
         self.frames.push(Frame::Class(index));
         self.scopes.push(Scope::default());
+    }
+
+    /// `torch.optim.Optimizer` (however imported), or a class of this file deriving from it.
+    fn is_optimizer_class_expr(&self, base: Node<'_>) -> bool {
+        if let Some(qualified) = self.qualified_name(base)
+            && torch_api::is_optimizer_base(&qualified)
+        {
+            return true;
+        }
+        base.kind_name() == "identifier"
+            && matches!(
+                self.lookup(node_text(base, self.source)),
+                Some(Binding::Class(index)) if self.classes.get(*index).is_some_and(|c| c.is_optimizer)
+            )
     }
 
     fn is_module_class_expr(&self, base: Node<'_>) -> bool {

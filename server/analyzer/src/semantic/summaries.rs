@@ -11,6 +11,7 @@ use crate::hash::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 use crate::semantic::guards::{self, HardwareScope};
+use crate::semantic::passed::{PassedFact, PassedSites};
 use crate::semantic::{Fact, ValueKind};
 use crate::source::TextRange;
 use crate::syntax::{self, NodeExt, node_text};
@@ -343,6 +344,12 @@ pub(crate) struct Summaries {
     /// whether the value is visibly placed on a device. A list: it is searched only at device
     /// moves of a plain name.
     bound_names: Vec<(usize, usize, usize, usize, bool)>,
+    /// The calls and name bindings whose values flow to parameters (`passed.rs`).
+    passed: PassedSites,
+    /// Per function (by index), per parameter (`parameters`' positions): what every call of it
+    /// in the file passes, when they agree (`passed.rs`): one flat list, function after
+    /// function (`passed::parameter_starts`). Computed by `finish`.
+    pub parameter_facts: Vec<Option<PassedFact>>,
 }
 
 /// One call of a name in the file (see `Summaries::call_sites`).
@@ -774,7 +781,10 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         device_literal_calls: _,
         passed_names: _,
         bound_names: _,
+        passed,
+        parameter_facts: _,
     } = summaries;
+    passed.shift(base, forward);
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
         for (_, range) in function.host_until_moved.iter_mut() {
@@ -842,7 +852,11 @@ fn append(
         passed_names,
         // Needed only while the statement is walked.
         bound_names: _,
+        passed,
+        // Computed by `finish` over the whole file.
+        parameter_facts: _,
     } = moved;
+    summaries.passed.append(passed, first);
     summaries.functions.extend(functions);
     summaries
         .by_node
@@ -954,6 +968,19 @@ fn enter(
             if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
+            if let Some(target) = node.field("left") {
+                let caller = innermost_function(stack);
+                let at = target.end_byte();
+                summaries.passed.record_binding(
+                    target,
+                    None,
+                    caller,
+                    at,
+                    block_around(ancestors),
+                    source,
+                    resolver,
+                );
+            }
             mark_loop(summaries, stack);
             let over_loader = node
                 .field("right")
@@ -989,6 +1016,19 @@ fn enter(
             ) {
                 let on_device = placed_on_device(right, source, resolver);
                 bind_names(summaries, index, left, node.end_byte(), on_device);
+            }
+            if let Some(left) = node.field("left") {
+                let caller = innermost_function(stack);
+                let at = node.end_byte();
+                summaries.passed.record_binding(
+                    left,
+                    node.field("right"),
+                    caller,
+                    at,
+                    block_around(ancestors),
+                    source,
+                    resolver,
+                );
             }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
@@ -1283,6 +1323,9 @@ fn call(
             repeated: runs_repeatedly(ancestors),
         });
     }
+    summaries
+        .passed
+        .record_call(node, innermost_function(stack), source, resolver);
     // Functions passed as values may run any number of times.
     for argument in arguments.named_nodes() {
         let value = match argument.kind_name() {
@@ -1310,7 +1353,7 @@ fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware>
 /// like [`CallerGroups`]' (a `HashMap<String, Vec<usize>>` would bring its own table code into
 /// the WebAssembly module). Exact: a position found is checked against the name.
 #[derive(Default)]
-struct FunctionsByName {
+pub(crate) struct FunctionsByName {
     entries: Vec<(String, Vec<usize>)>,
     positions: HashMap<u64, usize>,
 }
@@ -1328,7 +1371,7 @@ impl FunctionsByName {
         }
     }
 
-    fn push(&mut self, name: &str, index: usize) {
+    pub(crate) fn push(&mut self, name: &str, index: usize) {
         let hash = crate::semantic::name_hash(name);
         let position = match self.position(name, hash) {
             (Some(position), _) => position,
@@ -1344,7 +1387,7 @@ impl FunctionsByName {
     }
 
     /// The indices of the functions named `name`.
-    fn get(&self, name: &str) -> Option<&Vec<usize>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Vec<usize>> {
         let position = self.position(name, crate::semantic::name_hash(name)).0?;
         Some(&self.entries[position].1)
     }
@@ -1500,6 +1543,17 @@ fn placed_on_device(value: Node<'_>, source: &str, resolver: &impl Resolver) -> 
     moves_to_device(method, arguments, source, resolver)
         || syntax::keyword_arg(arguments, "device", source)
             .is_some_and(|device| !node_text(device, source).contains("cpu"))
+}
+
+/// The byte range of the innermost block around the last of `ancestors` (`None` at module
+/// level): a binding there reaches only the code inside it for sure.
+fn block_around(ancestors: &[Node<'_>]) -> Option<(usize, usize)> {
+    ancestors
+        .iter()
+        .rev()
+        .skip(1)
+        .find(|a| a.kind_name() == "block")
+        .map(|block| (block.start_byte(), block.end_byte()))
 }
 
 /// Records the names a binding target (`x`, `a, b`, `(k, v)`) binds in function `index`.
@@ -2204,6 +2258,11 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     for (index, function) in summaries.functions.iter().enumerate() {
         by_name.push(&function.name, index);
     }
+    summaries.parameter_facts = summaries
+        .passed
+        .resolve(&summaries.functions, &by_name, |name| {
+            summaries.passed_names.contains(name)
+        });
     // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
     let count = summaries.functions.len();
     let mut syncing: Vec<bool> = summaries.functions.iter().map(|f| f.syncs).collect();

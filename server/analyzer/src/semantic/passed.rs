@@ -1,0 +1,637 @@
+//! Call-site facts for parameters: what the calls of a function of this file pass it (a host
+//! tensor, a device tensor, a module, …), joined over every call in the file, so that a helper's
+//! parameter is known by what its callers give it. They never make code hot (reach is the call
+//! graph's business, `summaries::finish`); they only say what a parameter holds.
+//!
+//! The pre-pass records each call's arguments and each binding of a plain name with a shallow,
+//! syntactic reading of the value (a factory and its `device=`, `.cpu()`, `.to(device)`, a
+//! literal, another name); `resolve` then joins, per parameter, the facts of every call that can
+//! reach the function, following names to their last binding before the call and a caller's own
+//! parameters to their call sites, to a fixpoint (so recursion and mutual recursion settle).
+
+use tree_sitter::Node;
+
+use crate::semantic::facts::{Device, ValueKind};
+use crate::semantic::summaries::{FunctionSummary, FunctionsByName, Resolver};
+use crate::syntax::{self, NodeExt, node_text};
+use crate::torch_api;
+
+/// What a call passes for one parameter: a kind and a placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PassedFact {
+    pub kind: ValueKind,
+    pub device: Device,
+}
+
+impl PassedFact {
+    fn of(kind: ValueKind) -> PassedFact {
+        PassedFact {
+            kind,
+            device: Device::Unknown,
+        }
+    }
+
+    fn tensor(device: Device) -> PassedFact {
+        PassedFact {
+            kind: ValueKind::Tensor,
+            device,
+        }
+    }
+}
+
+/// The pre-pass's reading of an argument or a bound value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Value {
+    Known(PassedFact),
+    Unknown,
+    /// A plain name: whatever its last binding before the call holds (or the caller's parameter).
+    Name(String),
+    /// `name.to(device)` / `name.cuda()` / `name.cpu()`: the name's kind (a tensor or a module)
+    /// on that device.
+    Placed(String, Device),
+}
+
+/// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
+#[derive(Debug, Clone)]
+struct PassedCall {
+    callee: String,
+    /// Called as an attribute (`self.f`, `obj.f`): a method, whose `self` the receiver fills.
+    method: bool,
+    /// The calling function (index into the summaries' functions), `None` at module level.
+    caller: Option<usize>,
+    at: usize,
+    positional: Vec<Value>,
+    keywords: Vec<(String, Value)>,
+    /// `*args` / `**kwargs` at the call: which parameter gets what is unknown.
+    splat: bool,
+}
+
+/// One binding of a plain name (an assignment, a loop target) with its value read.
+#[derive(Debug, Clone)]
+struct NameBinding {
+    caller: Option<usize>,
+    name: String,
+    at: usize,
+    /// The innermost block around the binding (`None`: module level). A binding under an `if`
+    /// reaches a call after that `if` only on one path: the value before it may arrive too.
+    block: Option<(usize, usize)>,
+    value: Value,
+}
+
+/// The calls and bindings the pre-pass met (offsets absolute, or relative to a statement while
+/// its part is cached; function indices local to the part until `append`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PassedSites {
+    calls: Vec<PassedCall>,
+    bindings: Vec<NameBinding>,
+}
+
+/// How deep a chain of names (`a = b`, `b = c`, …) is followed before it is taken as unknown.
+const NAME_CHAIN: usize = 8;
+
+impl PassedSites {
+    /// Records a call of a name with its arguments (calls of an import, `torch.zeros(...)`, are
+    /// no function of this file and are left out).
+    pub(crate) fn record_call(
+        &mut self,
+        call: Node<'_>,
+        caller: Option<usize>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        let Some((function, arguments)) = syntax::call_parts(call) else {
+            return;
+        };
+        let (callee, method) = match function.kind_name() {
+            "identifier" => (node_text(function, source), false),
+            "attribute" => match function.field("attribute") {
+                Some(attribute) => (node_text(attribute, source), true),
+                None => return,
+            },
+            _ => return,
+        };
+        if arguments.kind_name() != "argument_list" || resolver.resolve(function).is_some() {
+            return;
+        }
+        let mut positional = Vec::new();
+        let mut keywords = Vec::new();
+        let mut splat = false;
+        for argument in syntax::named_children(arguments) {
+            match argument.kind_name() {
+                "keyword_argument" => {
+                    if let (Some(name), Some(value)) =
+                        (argument.field("name"), argument.field("value"))
+                    {
+                        keywords.push((
+                            node_text(name, source).to_string(),
+                            read_value(value, source, resolver),
+                        ));
+                    }
+                }
+                "list_splat" | "dictionary_splat" => splat = true,
+                "comment" => {}
+                _ => positional.push(read_value(argument, source, resolver)),
+            }
+        }
+        self.calls.push(PassedCall {
+            callee: callee.to_string(),
+            method,
+            caller,
+            at: call.start_byte(),
+            positional,
+            keywords,
+            splat,
+        });
+    }
+
+    /// Records the names a binding target binds (`x = value`; `a, b = …` and loop targets bind
+    /// values the pre-pass does not read: unknown).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_binding(
+        &mut self,
+        target: Node<'_>,
+        value: Option<Node<'_>>,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        if target.kind_name() == "identifier" {
+            let value = value.map_or(Value::Unknown, |v| read_value(v, source, resolver));
+            self.bindings.push(NameBinding {
+                caller,
+                name: node_text(target, source).to_string(),
+                at,
+                block,
+                value,
+            });
+            return;
+        }
+        let mut pending = vec![target];
+        while let Some(node) = pending.pop() {
+            match node.kind_name() {
+                "identifier" => self.bindings.push(NameBinding {
+                    caller,
+                    name: node_text(node, source).to_string(),
+                    at,
+                    block,
+                    value: Value::Unknown,
+                }),
+                "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
+                | "list_splat_pattern" => pending.extend(node.named_nodes()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Moves every offset by `base` (back when `forward` is false).
+    pub(crate) fn shift(&mut self, base: usize, forward: bool) {
+        let offset = |value: usize| {
+            if forward {
+                value + base
+            } else {
+                value.saturating_sub(base)
+            }
+        };
+        for call in &mut self.calls {
+            call.at = offset(call.at);
+        }
+        for binding in &mut self.bindings {
+            binding.at = offset(binding.at);
+            binding.block = binding
+                .block
+                .map(|(start, end)| (offset(start), offset(end)));
+        }
+    }
+
+    /// Appends a statement's sites, whose function indices start at `first` in the file.
+    pub(crate) fn append(&mut self, part: PassedSites, first: usize) {
+        self.calls
+            .extend(part.calls.into_iter().map(|call| PassedCall {
+                caller: call.caller.map(|caller| first + caller),
+                ..call
+            }));
+        self.bindings
+            .extend(part.bindings.into_iter().map(|binding| NameBinding {
+                caller: binding.caller.map(|caller| first + caller),
+                ..binding
+            }));
+    }
+
+    /// Per function, per parameter (`self` included, by position in
+    /// `FunctionSummary::parameters`): the join of what every call in the file passes, when all
+    /// of them agree; `None` otherwise. A function passed as a value (`passed`) or sharing its
+    /// name with another function its calls could reach gets nothing: its callers are not all
+    /// seen.
+    /// `by_name`: the functions by name (the map `summaries::finish` builds for the call graph;
+    /// the same type, not one more map type in the WebAssembly module).
+    pub(crate) fn resolve(
+        &self,
+        functions: &[FunctionSummary],
+        by_name: &FunctionsByName,
+        passed: impl Fn(&str) -> bool,
+    ) -> Vec<Option<PassedFact>> {
+        let count = functions.len();
+        let mut targets: Vec<Option<usize>> = Vec::with_capacity(self.calls.len());
+        let mut called = vec![false; count];
+        let mut opaque = vec![false; count];
+        for call in &self.calls {
+            // The one function a call reaches: a bare call a function outside classes, an
+            // attribute call a method (its positional arguments map past `self`).
+            let mut target = None;
+            let mut candidates = 0;
+            for &id in by_name.get(&call.callee).into_iter().flatten() {
+                if functions[id].class_name.is_some() == call.method {
+                    candidates += 1;
+                    target = Some(id);
+                }
+            }
+            if candidates > 1 {
+                for &id in by_name.get(&call.callee).into_iter().flatten() {
+                    if functions[id].class_name.is_some() == call.method {
+                        opaque[id] = true;
+                    }
+                }
+                target = None;
+            }
+            if let Some(id) = target {
+                called[id] = true;
+            }
+            targets.push(target);
+        }
+        for (index, function) in functions.iter().enumerate() {
+            if passed(&function.name) {
+                opaque[index] = true;
+            }
+        }
+        // Bindings by name (indices into `self.bindings`, in text order: the pre-pass meets
+        // statements in order, and each statement's nodes in pre-order).
+        let mut bindings = FunctionsByName::default();
+        for (index, binding) in self.bindings.iter().enumerate() {
+            bindings.push(&binding.name, index);
+        }
+        let resolver = Names {
+            bindings: &bindings,
+            all: &self.bindings,
+            functions,
+            starts: &[],
+        };
+        // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
+        // raise a parameter's state, so it ends within three rounds per parameter; the bound is
+        // a guard, not a budget that decides the answer.
+        // One flat list over every function's parameters (`starts`: where each function's
+        // begin), not a list per function: one vector type fewer in the WebAssembly module.
+        let starts = parameter_starts(functions);
+        let mut state: Vec<Lattice> = Vec::with_capacity(starts.last().copied().unwrap_or(0));
+        for (index, function) in functions.iter().enumerate() {
+            let initial = if opaque[index] || !called[index] {
+                Lattice::Top
+            } else {
+                Lattice::Bottom
+            };
+            state.extend(std::iter::repeat_n(initial, function.parameters.len()));
+        }
+        let resolver = Names {
+            starts: &starts,
+            ..resolver
+        };
+        let rounds = state.len().saturating_mul(3).saturating_add(2);
+        for _ in 0..rounds {
+            let mut next: Vec<Lattice> = state
+                .iter()
+                .map(|p| {
+                    if *p == Lattice::Top {
+                        Lattice::Top
+                    } else {
+                        Lattice::Bottom
+                    }
+                })
+                .collect();
+            for (call, target) in self.calls.iter().zip(&targets) {
+                let Some(id) = *target else { continue };
+                let function = &functions[id];
+                let skip = usize::from(
+                    call.method
+                        && function
+                            .parameters
+                            .first()
+                            .is_some_and(|p| p == "self" || p == "cls"),
+                );
+                for (position, name) in function.parameters.iter().enumerate() {
+                    let value = if call.splat {
+                        None
+                    } else if let Some((_, value)) = call.keywords.iter().find(|(k, _)| k == name) {
+                        Some(value)
+                    } else if position >= skip {
+                        call.positional.get(position - skip)
+                    } else {
+                        // `self`: the receiver, not an argument.
+                        continue;
+                    };
+                    let fact = match value {
+                        Some(value) => resolver.value(value, call.caller, call.at, &state, 0),
+                        // Not passed (its default) or splatted: unknown.
+                        None => Lattice::Top,
+                    };
+                    if let Some(slot) = starts
+                        .get(id)
+                        .and_then(|start| next.get_mut(start + position))
+                    {
+                        *slot = slot.join(fact);
+                    }
+                }
+            }
+            if next == state {
+                break;
+            }
+            state = next;
+        }
+        state
+            .into_iter()
+            .map(|p| match p {
+                Lattice::Fact(fact) => Some(fact),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Where each function's parameters begin in the flat list `resolve` returns (one entry per
+/// function, then the total).
+pub(crate) fn parameter_starts(functions: &[FunctionSummary]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(functions.len() + 1);
+    let mut total = 0;
+    for function in functions {
+        starts.push(total);
+        total += function.parameters.len();
+    }
+    starts.push(total);
+    starts
+}
+
+/// A parameter's state during the fixpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lattice {
+    /// No call site seen yet.
+    Bottom,
+    Fact(PassedFact),
+    /// Call sites disagree, or one passes something unknown.
+    Top,
+}
+
+impl Lattice {
+    fn join(self, other: Lattice) -> Lattice {
+        match (self, other) {
+            (Lattice::Bottom, x) | (x, Lattice::Bottom) => x,
+            (Lattice::Fact(a), Lattice::Fact(b)) if a == b => Lattice::Fact(a),
+            _ => Lattice::Top,
+        }
+    }
+}
+
+struct Names<'a> {
+    /// Per name, indices into `all`.
+    bindings: &'a FunctionsByName,
+    all: &'a [NameBinding],
+    functions: &'a [FunctionSummary],
+    /// `parameter_starts(functions)`.
+    starts: &'a [usize],
+}
+
+impl Names<'_> {
+    fn value(
+        &self,
+        value: &Value,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> Lattice {
+        match value {
+            Value::Known(fact) => Lattice::Fact(*fact),
+            Value::Unknown => Lattice::Top,
+            Value::Name(name) => self.name(name, caller, at, state, depth),
+            Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
+                Lattice::Fact(fact)
+                    if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
+                {
+                    Lattice::Fact(PassedFact {
+                        kind: fact.kind,
+                        device: *device,
+                    })
+                }
+                Lattice::Bottom => Lattice::Bottom,
+                _ => Lattice::Top,
+            },
+        }
+    }
+
+    /// The fact of `name` read at `at` in `caller`: its last binding there before `at`, else
+    /// the caller's parameter of that name, else (in a function) every module-level binding.
+    fn name(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> Lattice {
+        if depth >= NAME_CHAIN {
+            return Lattice::Top;
+        }
+        // The last binding before the read, joined with the ones before it while it sits in a
+        // block the read is not in (it may not have run), and with the name's value before any
+        // binding when every one of them may not have run.
+        let mut joined = Lattice::Bottom;
+        for &index in self.bindings.get(name).into_iter().flatten().rev() {
+            let Some(binding) = self.all.get(index) else {
+                continue;
+            };
+            if binding.caller != caller || binding.at >= at {
+                continue;
+            }
+            joined = joined.join(self.value(&binding.value, caller, binding.at, state, depth + 1));
+            if binding
+                .block
+                .is_none_or(|(start, end)| start <= at && at < end)
+            {
+                return joined;
+            }
+        }
+        joined.join(self.unbound(name, caller, state, depth))
+    }
+
+    /// The fact of `name` where no binding of `caller` reaches: the caller's parameter of that
+    /// name, else (in a function) every module-level binding.
+    fn unbound(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        state: &[Lattice],
+        depth: usize,
+    ) -> Lattice {
+        if let Some(function) = caller {
+            if let Some(position) = self
+                .functions
+                .get(function)
+                .and_then(|f| f.parameters.iter().position(|p| p == name))
+            {
+                return self
+                    .starts
+                    .get(function)
+                    .and_then(|start| state.get(start + position))
+                    .copied()
+                    .unwrap_or(Lattice::Top);
+            }
+            // A global read in a function: every module-level binding of it may be the one.
+            let mut module_level = self
+                .bindings
+                .get(name)
+                .into_iter()
+                .flatten()
+                .filter_map(|&index| self.all.get(index))
+                .filter(|binding| binding.caller.is_none())
+                .peekable();
+            if module_level.peek().is_some() {
+                let mut joined = Lattice::Bottom;
+                for binding in module_level {
+                    joined =
+                        joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
+                }
+                return if joined == Lattice::Bottom {
+                    Lattice::Top
+                } else {
+                    joined
+                };
+            }
+        }
+        Lattice::Top
+    }
+}
+
+/// A shallow reading of an expression: literals, containers, torch factories and their
+/// `device=`, placements (`.cpu()`, `.cuda()`, `.to(device)`), modules, optimizers and loaders
+/// built from torch classes, and plain names (resolved later).
+fn read_value(value: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
+    let value = syntax::unparenthesize(value);
+    match value.kind_name() {
+        "identifier" => Value::Name(node_text(value, source).to_string()),
+        "integer" | "float" | "string" | "concatenated_string" | "true" | "false" => {
+            Value::Known(PassedFact::of(ValueKind::Scalar))
+        }
+        "list"
+        | "tuple"
+        | "dictionary"
+        | "set"
+        | "list_comprehension"
+        | "dictionary_comprehension"
+        | "set_comprehension" => Value::Known(PassedFact::of(ValueKind::Container)),
+        "call" => read_call(value, source, resolver),
+        _ => Value::Unknown,
+    }
+}
+
+fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
+    let Some((function, arguments)) = syntax::call_parts(call) else {
+        return Value::Unknown;
+    };
+    if function.kind_name() == "attribute"
+        && let (Some(receiver), Some(method)) =
+            (function.field("object"), function.field("attribute"))
+    {
+        let device = match node_text(method, source) {
+            "cpu" => Some(Device::Cpu),
+            "cuda" => Some(Device::Cuda),
+            "to" => to_device(arguments, source, resolver),
+            "numpy" => return Value::Known(PassedFact::of(ValueKind::NumpyArray)),
+            "item" => return Value::Known(PassedFact::of(ValueKind::Scalar)),
+            "tolist" => return Value::Known(PassedFact::of(ValueKind::Container)),
+            _ => None,
+        };
+        if let Some(device) = device {
+            return match read_value(receiver, source, resolver) {
+                Value::Name(name) => Value::Placed(name, device),
+                Value::Known(fact)
+                    if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
+                {
+                    Value::Known(PassedFact {
+                        kind: fact.kind,
+                        device,
+                    })
+                }
+                _ => Value::Unknown,
+            };
+        }
+    }
+    let Some(qualified) = resolver.resolve(function) else {
+        return Value::Unknown;
+    };
+    if let Some(factory) = qualified.strip_prefix("torch.")
+        && torch_api::TENSOR_FACTORIES.contains(&factory)
+    {
+        if factory == "from_numpy" {
+            return Value::Known(PassedFact::tensor(Device::Cpu));
+        }
+        let device = match syntax::keyword_arg(arguments, "device", source) {
+            None => Device::Cpu,
+            Some(device) => literal_device(device, source).unwrap_or(Device::Accelerator),
+        };
+        return Value::Known(PassedFact::tensor(device));
+    }
+    let last = qualified.rsplit('.').next().unwrap_or("");
+    let class = last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    if qualified == "torch.device" {
+        Value::Known(PassedFact::of(ValueKind::DeviceObject))
+    } else if class
+        && qualified.starts_with("torch.nn.")
+        && !qualified.starts_with("torch.nn.functional.")
+    {
+        Value::Known(PassedFact::of(ValueKind::Module))
+    } else if class && qualified.starts_with("torch.optim.") && !qualified.contains("lr_scheduler")
+    {
+        Value::Known(PassedFact::of(ValueKind::Optimizer))
+    } else if qualified == "torch.utils.data.DataLoader" {
+        Value::Known(PassedFact::of(ValueKind::DataLoader))
+    } else {
+        Value::Unknown
+    }
+}
+
+/// The device of `.to(...)`: a literal device string, or a device variable (the model's
+/// accelerator, as the index reads `device=` with a variable); `None` for a dtype or nothing.
+fn to_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver) -> Option<Device> {
+    let target = syntax::keyword_arg(arguments, "device", source)
+        .or_else(|| syntax::positional_args(arguments).first().copied())?;
+    if let Some(device) = literal_device(target, source) {
+        return Some(device);
+    }
+    if let Some(q) = resolver.resolve(target)
+        && let Some(name) = q.strip_prefix("torch.")
+        && torch_api::canonical_dtype(name).is_some()
+    {
+        return None;
+    }
+    let last = syntax::dotted_parts(target, source)
+        .and_then(|parts| parts.last().copied())
+        .unwrap_or("");
+    if last.contains("dtype") || torch_api::canonical_dtype(last).is_some() {
+        return None;
+    }
+    match target.kind_name() {
+        "identifier" | "attribute" => Some(Device::Accelerator),
+        _ => None,
+    }
+}
+
+/// `"cpu"` → the host, `"cuda:0"` → CUDA, another device string (`"xla"`, `"tpu"`) → the
+/// accelerator; `None` for anything but a string literal.
+fn literal_device(node: Node<'_>, source: &str) -> Option<Device> {
+    let text = syntax::string_value(node, source)?;
+    let kind = text.split(':').next().unwrap_or("");
+    Some(match kind {
+        "cpu" => Device::Cpu,
+        "cuda" => Device::Cuda,
+        _ => Device::Accelerator,
+    })
+}
