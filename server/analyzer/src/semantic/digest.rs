@@ -104,8 +104,10 @@ impl SemanticModel<'_> {
         // here); function indices are positional, and which node maps to which index follows from the texts.
         // `calls` only feeds the call graph, which matches callees by name against the file's
         // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
-        let defined: crate::hash::HashSet<&str> =
-            functions.iter().map(|f| f.name.as_str()).collect();
+        let mut defined = crate::semantic::summaries::NameSet::default();
+        for function in functions {
+            defined.insert(&function.name);
+        }
         for function in functions {
             let mut copy = function.clone();
             copy.calls

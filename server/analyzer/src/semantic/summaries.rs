@@ -1434,6 +1434,44 @@ impl<'a> CallerGroups<'a> {
     }
 }
 
+/// A set of names, found like [`CallerGroups`]' (by [`name_hash`](crate::semantic::name_hash)
+/// in a `HashMap<u64, usize>` of positions) rather than in a `HashSet<&str>`, whose own table
+/// code would cost the WebAssembly module room. Exact: a position found is checked against the
+/// name, and two names of one hash fall back to a scan.
+#[derive(Default)]
+pub(crate) struct NameSet<'a> {
+    names: Vec<&'a str>,
+    positions: HashMap<u64, usize>,
+}
+
+impl<'a> NameSet<'a> {
+    /// Adds `name`; whether it was not there.
+    pub(crate) fn insert(&mut self, name: &'a str) -> bool {
+        let hash = crate::semantic::name_hash(name);
+        match self.positions.get(&hash) {
+            Some(&first) if self.names[first] == name => return false,
+            Some(_) if self.names.contains(&name) => return false,
+            Some(_) => {}
+            None => {
+                self.positions.insert(hash, self.names.len());
+            }
+        }
+        self.names.push(name);
+        true
+    }
+
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        match self.positions.get(&crate::semantic::name_hash(name)) {
+            Some(&first) => self.names[first] == name || self.names.contains(&name),
+            None => false,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
 /// Marks the functions that call one callee with both a CUDA and a TPU device literal.
 fn comparison_scopes(summaries: &mut Summaries) {
     // Per callee, its callers with whether the literal was CUDA's (else a TPU's). The map type
@@ -1734,7 +1772,7 @@ fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
 /// Finds the CUDA-mode flags (see [`Summaries::cuda_mode_flags`]) and scopes the methods that
 /// set them to CUDA.
 fn cuda_mode_flags(summaries: &mut Summaries) {
-    let mut enabled_elsewhere: HashSet<&str> = HashSet::default();
+    let mut enabled_elsewhere = NameSet::default();
     let mut flags: HashSet<String> = HashSet::default();
     for (index, flag) in &summaries.flag_sets {
         if summaries.cuda_device_functions.contains(index) {
@@ -1757,7 +1795,7 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
 /// Finds the attributes whose every value needs CUDA (see [`Summaries::cuda_attributes`]).
 fn cuda_attributes(summaries: &mut Summaries) {
     // The names with a value that does not need CUDA; then every other name assigned.
-    let mut not_cuda: HashSet<&str> = HashSet::default();
+    let mut not_cuda = NameSet::default();
     for (name, cuda) in &summaries.attribute_values {
         if !*cuda {
             not_cuda.insert(name.as_str());
@@ -2573,12 +2611,14 @@ fn load_time(summaries: &mut Summaries, by_name: &FunctionsByName) {
 /// in a method of a host data transform (a class one of whose `__call__` methods takes a host image
 /// or array).
 fn host_transform_components(summaries: &mut Summaries) {
-    let transforms: HashSet<&str> = summaries
-        .functions
-        .iter()
-        .filter(|function| function.takes_host_input)
-        .filter_map(|function| function.class_name.as_deref())
-        .collect();
+    let mut transforms = NameSet::default();
+    for function in &summaries.functions {
+        if function.takes_host_input
+            && let Some(class) = function.class_name.as_deref()
+        {
+            transforms.insert(class);
+        }
+    }
     if transforms.is_empty() {
         return;
     }
@@ -2588,7 +2628,7 @@ fn host_transform_components(summaries: &mut Summaries) {
             .is_some_and(|class| transforms.contains(class))
     };
     // The names called at least once outside a transform; then every other name called.
-    let mut outside: HashSet<&str> = HashSet::default();
+    let mut outside = NameSet::default();
     for site in &summaries.call_sites {
         if !in_transform(site) {
             outside.insert(site.callee.as_str());
