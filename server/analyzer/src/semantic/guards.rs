@@ -823,10 +823,8 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
         .children(&mut cursor)
         .filter(|c| !c.is_named())
         .map(|c| {
-            node_text(c, source)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
+            let words: Vec<&str> = node_text(c, source).split_whitespace().collect();
+            crate::syntax::join(&words, " ")
         })
         .collect();
     if operands.len() != 2 || operators.len() != 1 {

@@ -1856,12 +1856,12 @@ impl<'t> SemanticModel<'t> {
             "identifier" => Some(condition),
             "comparison_operator" if condition.named_child_count() == 2 => {
                 let mut cursor = condition.walk();
-                let operator: String = condition
+                let operators: Vec<&str> = condition
                     .children(&mut cursor)
                     .filter(|c| !c.is_named())
                     .map(|c| node_text(c, self.source))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                    .collect();
+                let operator = crate::syntax::join(&operators, " ");
                 let right_is_none = condition
                     .named_child(1)
                     .is_some_and(|r| r.kind_name() == "none");
