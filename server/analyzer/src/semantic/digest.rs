@@ -336,8 +336,8 @@ impl ModuleEffects {
     pub(crate) fn mapped(&self, map: MapRange<'_>) -> Option<ModuleEffects> {
         let mut classes = Vec::with_capacity(self.classes.len());
         for class in &self.classes {
-            let mut attributes = crate::hash::HashMap::default();
-            for (name, fact) in &class.attributes {
+            let mut attributes = super::ByName::default();
+            for (name, fact) in class.attributes.iter() {
                 attributes.insert(name.clone(), map_fact(fact, map)?);
             }
             classes.push(ClassInfo {
