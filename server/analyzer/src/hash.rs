@@ -141,3 +141,70 @@ mod tests {
         assert_ne!(hash("a"), hash("b"));
     }
 }
+
+/// A set of 64-bit keys (node keys, name hashes) kept in a `HashMap<u64, usize>` (the engine's
+/// most used map type) rather than a `HashSet<u64>`, whose own table code would cost the
+/// WebAssembly module room.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KeySet(HashMap<u64, usize>);
+
+impl KeySet {
+    /// Adds `key`; whether it was not there.
+    pub fn insert(&mut self, key: u64) -> bool {
+        self.0.insert(key, 0).is_none()
+    }
+
+    pub fn contains(&self, key: &u64) -> bool {
+        self.0.contains_key(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &u64> {
+        self.0.keys()
+    }
+
+    pub fn drain(&mut self) -> impl Iterator<Item = u64> + '_ {
+        self.0.drain().map(|(key, _)| key)
+    }
+}
+
+impl Extend<u64> for KeySet {
+    fn extend<I: IntoIterator<Item = u64>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
+impl FromIterator<u64> for KeySet {
+    fn from_iter<I: IntoIterator<Item = u64>>(keys: I) -> Self {
+        let mut set = KeySet::default();
+        set.extend(keys);
+        set
+    }
+}
+
+impl IntoIterator for KeySet {
+    type Item = u64;
+    type IntoIter = std::collections::hash_map::IntoKeys<u64, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_keys()
+    }
+}
+
+impl<'a> IntoIterator for &'a KeySet {
+    type Item = &'a u64;
+    type IntoIter = std::collections::hash_map::Keys<'a, u64, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.keys()
+    }
+}

@@ -171,7 +171,7 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
 pub(crate) fn is_throttled_block(
     block: Node<'_>,
     parent: Node<'_>,
-    throttles: &crate::hash::HashSet<u64>,
+    throttles: &crate::hash::KeySet,
 ) -> bool {
     let body = match parent.kind_name() {
         "if_statement" => parent.field("consequence"),

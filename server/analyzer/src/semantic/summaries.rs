@@ -276,7 +276,7 @@ pub(crate) struct Summaries {
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
     /// its `__init__` body does, or when that body raises without CUDA
     /// (`if not torch.cuda.is_available(): raise …`): no instance exists without CUDA.
-    pub cuda_library_scopes: HashSet<u64>,
+    pub cuda_library_scopes: crate::hash::KeySet,
     /// Attributes every non-`None` value of which needs CUDA: each `self.<name> = value` in the
     /// file assigns a `torch.cuda.*` object (`torch.cuda.Stream()`), a choice between such an
     /// object and `None` (`torch.cuda.Stream() if self.device.type == "cuda" else None`), or
@@ -286,7 +286,7 @@ pub(crate) struct Summaries {
     /// `torch.cuda.device_count()` calls (node keys) bound to a name of a function that is only
     /// ever compared (`n = torch.cuda.device_count()` … `if device >= n:`): the count only asks
     /// whether (or how many) GPUs exist, and 0 is the right answer on a TPU machine.
-    pub compared_counts: HashSet<u64>,
+    pub compared_counts: crate::hash::KeySet,
     /// Per `self.<name> = value` (value not `None`): the name and whether the value needs CUDA.
     attribute_values: Vec<(String, bool)>,
     /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
@@ -313,14 +313,14 @@ pub(crate) struct Summaries {
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
     /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
     /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
-    pub throttles: HashSet<u64>,
+    pub throttles: crate::hash::KeySet,
     /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
     /// block runs once every N steps.
-    pub throttle_exits: HashSet<u64>,
+    pub throttle_exits: crate::hash::KeySet,
     /// Bodies (block keys) of functions that run the same callee on CUDA and on a TPU
     /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
     /// whose CUDA side is deliberate. Computed by `finish`.
-    pub comparison_scopes: HashSet<u64>,
+    pub comparison_scopes: crate::hash::KeySet,
     /// Names called only from methods of host data transforms (classes whose `__call__` takes a
     /// `PIL.Image.Image` / `numpy.ndarray`), at least once: a class of this file by such a name
     /// (`self.core = _ResizeModule(...)` in the transform's `__init__`) is a component of the
