@@ -34,7 +34,7 @@ fn unordered<T>(items: impl Iterator<Item = T>, hash: impl Fn(T) -> u64) -> u64 
     items.fold(0u64, |sum, item| sum.wrapping_add(hash(item)))
 }
 
-fn strings<S>(set: &std::collections::HashSet<String, S>) -> u64 {
+fn strings(set: &crate::hash::StringSet) -> u64 {
     unordered(set.iter(), hash_one)
 }
 

@@ -7,7 +7,7 @@
 //! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
 //! because imports usually come first and rules need them from the first line on.
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, StringSet};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -213,9 +213,9 @@ struct Scope {
 #[derive(Debug, Default)]
 struct CudaValues {
     /// Names assigned at least one value that needs CUDA.
-    needing: HashSet<String>,
+    needing: StringSet,
     /// Names assigned at least one value that does not.
-    not_needing: HashSet<String>,
+    not_needing: StringSet,
 }
 
 impl CudaValues {
@@ -285,11 +285,11 @@ pub struct SemanticModel<'t> {
     /// (quadratic over a large flat module), so parents come from this stack instead.
     ancestors: Vec<Node<'t>>,
     backend: Backend,
-    imported_modules: HashSet<String>,
+    imported_modules: StringSet,
     scopes: Vec<Scope>,
     frames: Vec<Frame>,
     classes: Vec<ClassInfo>,
-    compiled_names: HashSet<String>,
+    compiled_names: StringSet,
     /// Every import statement of the file with its condition (part of the module summary).
     imports: ModuleImports,
     /// The hardware scope of each enclosing block and definition, innermost last (computed once
@@ -481,11 +481,11 @@ impl<'t> SemanticModel<'t> {
             source,
             ancestors: Vec::new(),
             backend: Backend::Unknown,
-            imported_modules: HashSet::default(),
+            imported_modules: StringSet::default(),
             scopes: vec![Scope::default()],
             frames: Vec::new(),
             classes: Vec::new(),
-            compiled_names: HashSet::default(),
+            compiled_names: StringSet::default(),
             imports: ModuleImports::default(),
             guard_frames: vec![GuardFrame {
                 node_id: tree.root_node().id(),

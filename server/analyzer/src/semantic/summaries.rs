@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, StringSet};
 
 use tree_sitter::{Node, Tree};
 
@@ -269,9 +269,9 @@ pub(crate) struct Summaries {
     pub loops: LoopSummaries,
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
-    pub compiled_names: HashSet<String>,
+    pub compiled_names: StringSet,
     /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
-    pub step_closures: HashSet<String>,
+    pub step_closures: StringSet,
     /// Blocks (and classes) that call or import a CUDA-only package (`torch_api::CUDA_ONLY_PACKAGES`)
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
     /// its `__init__` body does, or when that body raises without CUDA
@@ -282,7 +282,7 @@ pub(crate) struct Summaries {
     /// object and `None` (`torch.cuda.Stream() if self.device.type == "cuda" else None`), or
     /// assigns in CUDA-only code. `if self.<name> is not None:` runs only with CUDA. Values
     /// assigned in other files are not seen. Computed by `finish`.
-    pub cuda_attributes: HashSet<String>,
+    pub cuda_attributes: StringSet,
     /// `torch.cuda.device_count()` calls (node keys) bound to a name of a function that is only
     /// ever compared (`n = torch.cuda.device_count()` … `if device >= n:`): the count only asks
     /// whether (or how many) GPUs exist, and 0 is the right answer on a TPU machine.
@@ -293,7 +293,7 @@ pub(crate) struct Summaries {
     /// only by methods that place the model on CUDA devices unconditionally
     /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
     /// runs only with CUDA, and so do those methods.
-    pub cuda_mode_flags: HashSet<String>,
+    pub cuda_mode_flags: StringSet,
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
@@ -309,7 +309,7 @@ pub(crate) struct Summaries {
     /// such a function or from one whose body uses a CUDA-only package): their bodies are
     /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
     /// are not seen. Computed by `finish` over the whole file.
-    pub cuda_only_callees: HashSet<String>,
+    pub cuda_only_callees: StringSet,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
     /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
     /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
@@ -325,7 +325,7 @@ pub(crate) struct Summaries {
     /// `PIL.Image.Image` / `numpy.ndarray`), at least once: a class of this file by such a name
     /// (`self.core = _ResizeModule(...)` in the transform's `__init__`) is a component of the
     /// transform and runs on the host, even when it is an `nn.Module`. Computed by `finish`.
-    pub host_transform_components: HashSet<String>,
+    pub host_transform_components: StringSet,
     /// Per call of a name (a possible function of this file): the callee, the calling function
     /// (by index), whether the call runs only with CUDA, and whether it is throttled.
     call_sites: Vec<CallSite>,
@@ -338,7 +338,7 @@ pub(crate) struct Summaries {
     device_literal_calls: Vec<(usize, String, guards::Hardware)>,
     /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
     /// functions of this file by those names may run any number of times.
-    passed_names: HashSet<String>,
+    passed_names: StringSet,
     /// Per name binding met in a function (assignments, `for` targets), while a statement is
     /// walked: the function (by index), the name's range, where the binding takes effect, and
     /// whether the value is visibly placed on a device. A list: it is searched only at device
@@ -1773,7 +1773,7 @@ fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
 /// set them to CUDA.
 fn cuda_mode_flags(summaries: &mut Summaries) {
     let mut enabled_elsewhere = NameSet::default();
-    let mut flags: HashSet<String> = HashSet::default();
+    let mut flags: StringSet = StringSet::default();
     for (index, flag) in &summaries.flag_sets {
         if summaries.cuda_device_functions.contains(index) {
             flags.insert(flag.clone());
@@ -1801,7 +1801,7 @@ fn cuda_attributes(summaries: &mut Summaries) {
             not_cuda.insert(name.as_str());
         }
     }
-    let mut attributes: HashSet<String> = HashSet::default();
+    let mut attributes: StringSet = StringSet::default();
     for (name, _) in &summaries.attribute_values {
         if !not_cuda.contains(name.as_str()) {
             attributes.insert(name.clone());
@@ -2634,7 +2634,7 @@ fn host_transform_components(summaries: &mut Summaries) {
             outside.insert(site.callee.as_str());
         }
     }
-    let mut components: HashSet<String> = HashSet::default();
+    let mut components: StringSet = StringSet::default();
     for site in &summaries.call_sites {
         let name = site.callee.as_str();
         if !outside.contains(name) && !transforms.contains(name) {
