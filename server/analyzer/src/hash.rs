@@ -7,8 +7,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// A `HashMap` with [`WordHasher`]; create one with `HashMap::default()`.
 pub type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
-/// A `HashSet` with [`WordHasher`]; create one with `HashSet::default()`.
-pub type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<WordHasher>>;
 
 /// Multiply-rotate hashing over machine words.
 #[derive(Default, Clone, Copy)]
@@ -139,5 +137,177 @@ mod tests {
         };
         assert_ne!(hash("abcdefgh1"), hash("abcdefgh2"));
         assert_ne!(hash("a"), hash("b"));
+    }
+}
+
+/// A set of 64-bit keys (node keys, name hashes) kept in a `HashMap<u64, usize>` (the engine's
+/// most used map type) rather than a `HashSet<u64>`, whose own table code would cost the
+/// WebAssembly module room.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KeySet(HashMap<u64, usize>);
+
+impl KeySet {
+    /// Adds `key`; whether it was not there.
+    pub fn insert(&mut self, key: u64) -> bool {
+        self.0.insert(key, 0).is_none()
+    }
+
+    pub fn contains(&self, key: &u64) -> bool {
+        self.0.contains_key(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &u64> {
+        self.0.keys()
+    }
+
+    pub fn drain(&mut self) -> impl Iterator<Item = u64> + '_ {
+        self.0.drain().map(|(key, _)| key)
+    }
+}
+
+impl Extend<u64> for KeySet {
+    fn extend<I: IntoIterator<Item = u64>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
+impl FromIterator<u64> for KeySet {
+    fn from_iter<I: IntoIterator<Item = u64>>(keys: I) -> Self {
+        let mut set = KeySet::default();
+        set.extend(keys);
+        set
+    }
+}
+
+impl IntoIterator for KeySet {
+    type Item = u64;
+    type IntoIter = std::collections::hash_map::IntoKeys<u64, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_keys()
+    }
+}
+
+impl<'a> IntoIterator for &'a KeySet {
+    type Item = &'a u64;
+    type IntoIter = std::collections::hash_map::Keys<'a, u64, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.keys()
+    }
+}
+
+/// A set of names kept in a list, found by [`digest`] positions in a `HashMap<u64, usize>` (the
+/// engine's most used map type) rather than a `HashSet<String>`, whose own table code would cost
+/// the WebAssembly module room. Exact: a position found is checked against the name, and two
+/// names of one hash fall back to a scan. Equality ignores order, as a hash set's does.
+#[derive(Debug, Default, Clone)]
+pub struct StringSet {
+    names: Vec<String>,
+    positions: HashMap<u64, usize>,
+}
+
+impl StringSet {
+    /// Whether `name`, whose hash is `hash`, is there; and whether a name of that hash is.
+    fn find(&self, name: &str, hash: u64) -> (bool, bool) {
+        match self.positions.get(&hash) {
+            Some(&first) => (
+                self.names[first] == name || self.names.iter().any(|other| other == name),
+                true,
+            ),
+            None => (false, false),
+        }
+    }
+
+    /// Adds `name`; whether it was not there.
+    pub fn insert(&mut self, name: String) -> bool {
+        let hash = digest(name.as_str());
+        match self.find(&name, hash) {
+            (true, _) => false,
+            (false, hash_known) => {
+                if !hash_known {
+                    self.positions.insert(hash, self.names.len());
+                }
+                self.names.push(name);
+                true
+            }
+        }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.find(name, digest(name)).0
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, String> {
+        self.names.iter()
+    }
+
+    /// Keeps the names for which `keep` holds.
+    pub fn retain(&mut self, keep: impl FnMut(&String) -> bool) {
+        self.names.retain(keep);
+        self.positions = HashMap::default();
+        for (index, name) in self.names.iter().enumerate() {
+            self.positions.entry(digest(name.as_str())).or_insert(index);
+        }
+    }
+}
+
+impl PartialEq for StringSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.names.iter().all(|name| other.contains(name))
+    }
+}
+
+impl Eq for StringSet {}
+
+impl Extend<String> for StringSet {
+    fn extend<I: IntoIterator<Item = String>>(&mut self, names: I) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+}
+
+impl FromIterator<String> for StringSet {
+    fn from_iter<I: IntoIterator<Item = String>>(names: I) -> Self {
+        let mut set = StringSet::default();
+        set.extend(names);
+        set
+    }
+}
+
+impl IntoIterator for StringSet {
+    type Item = String;
+    type IntoIter = std::vec::IntoIter<String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.names.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a StringSet {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.names.iter()
     }
 }

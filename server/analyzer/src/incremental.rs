@@ -42,7 +42,7 @@
 //! - suppressions, unfixable fixes, syntax errors and ordering are applied to the whole result
 //!   every time, as `check_tree` does, so `# noqa` edits and TPU901 never depend on reuse.
 
-use crate::hash::HashSet;
+use crate::hash::KeySet;
 use std::hash::Hash;
 use std::ops::Range;
 use std::sync::Arc;
@@ -491,7 +491,7 @@ fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
     Some(name_hash(&source[name.start_byte()..name.end_byte()]))
 }
 
-fn intersects(sorted: &[u64], set: &HashSet<u64>) -> bool {
+fn intersects(sorted: &[u64], set: &KeySet) -> bool {
     !set.is_empty() && sorted.iter().any(|hash| set.contains(hash))
 }
 
@@ -670,7 +670,7 @@ pub fn check_with_policy(
         .then_some(plan.prefix)
     });
     // Names the dirty statements bound before the edit.
-    let mut tainted: HashSet<u64> = HashSet::default();
+    let mut tainted: KeySet = KeySet::default();
     if let Some(plan) = &plan {
         let first_old = plan.prefix;
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
@@ -681,7 +681,7 @@ pub fn check_with_policy(
         }
     }
     // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
-    let mut triggers: HashSet<u64> = HashSet::default();
+    let mut triggers: KeySet = KeySet::default();
     if plan.is_some() {
         for &trigger in READS_OTHER_STATEMENTS.iter().flat_map(|(_, names)| *names) {
             triggers.insert(name_hash(trigger));
@@ -696,7 +696,7 @@ pub fn check_with_policy(
         }
     }
     // The last statement at or after `from` that must be checked under `tainted`.
-    let last_needed = |from: usize, tainted: &HashSet<u64>| -> Option<usize> {
+    let last_needed = |from: usize, tainted: &KeySet| -> Option<usize> {
         (from..nodes.len()).rev().find(|&index| {
             reusable[index].is_none()
                 || policy == ReusePolicy::Sound
@@ -723,7 +723,7 @@ pub fn check_with_policy(
                             semantic: &crate::semantic::SemanticModel<'_>,
                             binds_from: usize,
                             propagates: bool,
-                            tainted: &mut HashSet<u64>,
+                            tainted: &mut KeySet,
                             needed: &mut Option<Option<usize>>| {
         let Some(index) = records.len().checked_sub(1) else {
             return;

@@ -185,7 +185,7 @@ pub fn docs_summary(docs: &str) -> String {
         .skip_while(|line| line.is_empty())
         .take_while(|line| !line.is_empty())
         .collect();
-    paragraph.join(" ")
+    crate::syntax::join(&paragraph, " ")
 }
 
 /// Whether this build carries the rules' and runtime codes' documentation (the `docs` feature,

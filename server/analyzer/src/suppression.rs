@@ -232,14 +232,17 @@ fn unused_noqa(directive: &LineDirective, source: &str, enabled: &RuleSet) -> Op
     } else {
         let first = codes.first()?.range.start;
         let last = codes.last()?.range.end;
-        Edit::replace(first..last, remaining.join(", "))
+        Edit::replace(first..last, crate::syntax::join(&remaining, ", "))
     };
     let listed: Vec<&str> = unused.iter().map(|u| u.code.as_str()).collect();
     let rule = rule_by_code_or_name(UNUSED_NOQA_CODE)?.meta();
     Some(Diagnostic {
         code: rule.code,
         name: rule.name,
-        message: format!("Unused `noqa` directive (unused: {})", listed.join(", ")),
+        message: format!(
+            "Unused `noqa` directive (unused: {})",
+            crate::syntax::join(&listed, ", ")
+        ),
         range: directive.directive_range.clone(),
         severity: Severity::Info,
         fix: Some(Fix::safe("Remove unused `noqa` directive", vec![edit])),

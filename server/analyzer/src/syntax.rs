@@ -356,6 +356,19 @@ pub(crate) fn string_end(bytes: &[u8], start: usize) -> usize {
     bytes.len()
 }
 
+/// `parts` joined by `separator`: `[&str]::join`, written out (the standard library's
+/// `join_generic_copy` costs the WebAssembly module more code than this loop).
+pub(crate) fn join(parts: &[&str], separator: &str) -> String {
+    let mut joined = String::new();
+    for (index, part) in parts.iter().enumerate() {
+        if index > 0 {
+            joined.push_str(separator);
+        }
+        joined.push_str(part);
+    }
+    joined
+}
+
 /// Source text of `node`; empty when the range is not on char boundaries.
 pub fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.byte_range()).unwrap_or("")

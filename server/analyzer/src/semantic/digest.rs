@@ -34,7 +34,7 @@ fn unordered<T>(items: impl Iterator<Item = T>, hash: impl Fn(T) -> u64) -> u64 
     items.fold(0u64, |sum, item| sum.wrapping_add(hash(item)))
 }
 
-fn strings<S>(set: &std::collections::HashSet<String, S>) -> u64 {
+fn strings(set: &crate::hash::StringSet) -> u64 {
     unordered(set.iter(), hash_one)
 }
 
@@ -104,8 +104,10 @@ impl SemanticModel<'_> {
         // here); function indices are positional, and which node maps to which index follows from the texts.
         // `calls` only feeds the call graph, which matches callees by name against the file's
         // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
-        let defined: crate::hash::HashSet<&str> =
-            functions.iter().map(|f| f.name.as_str()).collect();
+        let mut defined = crate::semantic::summaries::NameSet::default();
+        for function in functions {
+            defined.insert(&function.name);
+        }
         for function in functions {
             let mut copy = function.clone();
             copy.calls
@@ -334,8 +336,8 @@ impl ModuleEffects {
     pub(crate) fn mapped(&self, map: MapRange<'_>) -> Option<ModuleEffects> {
         let mut classes = Vec::with_capacity(self.classes.len());
         for class in &self.classes {
-            let mut attributes = crate::hash::HashMap::default();
-            for (name, fact) in &class.attributes {
+            let mut attributes = super::ByName::default();
+            for (name, fact) in class.attributes.iter() {
                 attributes.insert(name.clone(), map_fact(fact, map)?);
             }
             classes.push(ClassInfo {

@@ -171,7 +171,7 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
 pub(crate) fn is_throttled_block(
     block: Node<'_>,
     parent: Node<'_>,
-    throttles: &crate::hash::HashSet<u64>,
+    throttles: &crate::hash::KeySet,
 ) -> bool {
     let body = match parent.kind_name() {
         "if_statement" => parent.field("consequence"),
@@ -823,10 +823,8 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
         .children(&mut cursor)
         .filter(|c| !c.is_named())
         .map(|c| {
-            node_text(c, source)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
+            let words: Vec<&str> = node_text(c, source).split_whitespace().collect();
+            crate::syntax::join(&words, " ")
         })
         .collect();
     if operands.len() != 2 || operators.len() != 1 {

@@ -7,7 +7,7 @@
 //! loop) that enclose it. A cheap pre-pass over module-level statements resolves imports first,
 //! because imports usually come first and rules need them from the first line on.
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, StringSet};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -131,9 +131,76 @@ struct FunctionReturns {
     complete: bool,
 }
 
+/// Values by name: a list, and positions in it by [`name_hash`](digest::name_hash) in a
+/// `HashMap<u64, usize>` (the map type of the summaries' node positions) rather than a
+/// `HashMap<String, T>`, whose own table code would cost the WebAssembly module room for each
+/// `T`. Exact: a position found is checked against the name, and two names of one hash fall back
+/// to a scan. Equality ignores order, as a hash map's does.
+#[derive(Debug, Clone)]
+struct ByName<T> {
+    entries: Vec<(String, T)>,
+    positions: HashMap<u64, usize>,
+}
+
+impl<T> Default for ByName<T> {
+    fn default() -> Self {
+        ByName {
+            entries: Vec::new(),
+            positions: HashMap::default(),
+        }
+    }
+}
+
+impl<T> ByName<T> {
+    /// The position of `name`, whose hash is `hash`; and whether a name of that hash is there.
+    fn position(&self, name: &str, hash: u64) -> (Option<usize>, bool) {
+        match self.positions.get(&hash) {
+            Some(&first) if self.entries[first].0 == name => (Some(first), true),
+            Some(_) => (
+                self.entries.iter().position(|(other, _)| other == name),
+                true,
+            ),
+            None => (None, false),
+        }
+    }
+
+    /// Sets the value of `name` (keeping the name's place if it has one).
+    fn insert(&mut self, name: String, value: T) {
+        let hash = digest::name_hash(&name);
+        match self.position(&name, hash) {
+            (Some(position), _) => self.entries[position].1 = value,
+            (None, hash_known) => {
+                if !hash_known {
+                    self.positions.insert(hash, self.entries.len());
+                }
+                self.entries.push((name, value));
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&T> {
+        let position = self.position(name, digest::name_hash(name)).0?;
+        Some(&self.entries[position].1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &T)> {
+        self.entries.iter().map(|(name, value)| (name, value))
+    }
+}
+
+impl<T: PartialEq> PartialEq for ByName<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .all(|(name, value)| other.get(name) == Some(value))
+    }
+}
+
 #[derive(Debug, Default)]
 struct Scope {
-    bindings: HashMap<String, Binding>,
+    bindings: ByName<Binding>,
     /// For each name assigned something other than `None` in this scope: whether every such
     /// value so far needs CUDA (a `torch.cuda.*` object such as `torch.cuda.Stream()`, or any
     /// value assigned in CUDA-only code). `if stream is not None:` then runs only with CUDA.
@@ -146,9 +213,9 @@ struct Scope {
 #[derive(Debug, Default)]
 struct CudaValues {
     /// Names assigned at least one value that needs CUDA.
-    needing: HashSet<String>,
+    needing: StringSet,
     /// Names assigned at least one value that does not.
-    not_needing: HashSet<String>,
+    not_needing: StringSet,
 }
 
 impl CudaValues {
@@ -177,7 +244,7 @@ struct ClassInfo {
     /// it is as hot as a module's `forward`. A scheduler's `step` stays cold.
     is_optimizer: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
-    attributes: HashMap<String, Fact>,
+    attributes: ByName<Fact>,
 }
 
 #[derive(Debug)]
@@ -218,11 +285,11 @@ pub struct SemanticModel<'t> {
     /// (quadratic over a large flat module), so parents come from this stack instead.
     ancestors: Vec<Node<'t>>,
     backend: Backend,
-    imported_modules: HashSet<String>,
+    imported_modules: StringSet,
     scopes: Vec<Scope>,
     frames: Vec<Frame>,
     classes: Vec<ClassInfo>,
-    compiled_names: HashSet<String>,
+    compiled_names: StringSet,
     /// Every import statement of the file with its condition (part of the module summary).
     imports: ModuleImports,
     /// The hardware scope of each enclosing block and definition, innermost last (computed once
@@ -414,11 +481,11 @@ impl<'t> SemanticModel<'t> {
             source,
             ancestors: Vec::new(),
             backend: Backend::Unknown,
-            imported_modules: HashSet::default(),
+            imported_modules: StringSet::default(),
             scopes: vec![Scope::default()],
             frames: Vec::new(),
             classes: Vec::new(),
-            compiled_names: HashSet::default(),
+            compiled_names: StringSet::default(),
             imports: ModuleImports::default(),
             guard_frames: vec![GuardFrame {
                 node_id: tree.root_node().id(),
@@ -1611,7 +1678,7 @@ impl<'t> SemanticModel<'t> {
             is_module,
             is_optimizer_like,
             is_optimizer,
-            attributes: HashMap::default(),
+            attributes: ByName::default(),
         });
         if let Some(name) = node.field("name") {
             self.bind(node_text(name, source).to_string(), Binding::Class(index));
@@ -1856,12 +1923,12 @@ impl<'t> SemanticModel<'t> {
             "identifier" => Some(condition),
             "comparison_operator" if condition.named_child_count() == 2 => {
                 let mut cursor = condition.walk();
-                let operator: String = condition
+                let operators: Vec<&str> = condition
                     .children(&mut cursor)
                     .filter(|c| !c.is_named())
                     .map(|c| node_text(c, self.source))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                    .collect();
+                let operator = crate::syntax::join(&operators, " ");
                 let right_is_none = condition
                     .named_child(1)
                     .is_some_and(|r| r.kind_name() == "none");

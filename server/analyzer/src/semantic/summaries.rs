@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, StringSet};
 
 use tree_sitter::{Node, Tree};
 
@@ -269,31 +269,31 @@ pub(crate) struct Summaries {
     pub loops: LoopSummaries,
     pub file: FileFacts,
     /// Names passed to `torch.compile(f)` / `torch_xla.compile(f)`.
-    pub compiled_names: HashSet<String>,
+    pub compiled_names: StringSet,
     /// Names of functions passed to `xm.add_step_closure(f)`: they run after the step.
-    pub step_closures: HashSet<String>,
+    pub step_closures: StringSet,
     /// Blocks (and classes) that call or import a CUDA-only package (`torch_api::CUDA_ONLY_PACKAGES`)
     /// unconditionally within them: whenever they run, they need a CUDA GPU. A class counts when
     /// its `__init__` body does, or when that body raises without CUDA
     /// (`if not torch.cuda.is_available(): raise …`): no instance exists without CUDA.
-    pub cuda_library_scopes: HashSet<u64>,
+    pub cuda_library_scopes: crate::hash::KeySet,
     /// Attributes every non-`None` value of which needs CUDA: each `self.<name> = value` in the
     /// file assigns a `torch.cuda.*` object (`torch.cuda.Stream()`), a choice between such an
     /// object and `None` (`torch.cuda.Stream() if self.device.type == "cuda" else None`), or
     /// assigns in CUDA-only code. `if self.<name> is not None:` runs only with CUDA. Values
     /// assigned in other files are not seen. Computed by `finish`.
-    pub cuda_attributes: HashSet<String>,
+    pub cuda_attributes: StringSet,
     /// `torch.cuda.device_count()` calls (node keys) bound to a name of a function that is only
     /// ever compared (`n = torch.cuda.device_count()` … `if device >= n:`): the count only asks
     /// whether (or how many) GPUs exist, and 0 is the right answer on a TPU machine.
-    pub compared_counts: HashSet<u64>,
+    pub compared_counts: crate::hash::KeySet,
     /// Per `self.<name> = value` (value not `None`): the name and whether the value needs CUDA.
     attribute_values: Vec<(String, bool)>,
     /// Attributes that switch a CUDA-only mode on: set to `True` (`self.model_parallel = True`)
     /// only by methods that place the model on CUDA devices unconditionally
     /// (`torch.cuda.device_count()`, `torch.cuda.set_device(...)`). `if self.model_parallel:`
     /// runs only with CUDA, and so do those methods.
-    pub cuda_mode_flags: HashSet<String>,
+    pub cuda_mode_flags: StringSet,
     /// Per function (by index): attributes it sets to `True`, whether it calls a `torch.cuda`
     /// device API in its own body (not under a branch), and its body block.
     flag_sets: Vec<(usize, String)>,
@@ -309,23 +309,23 @@ pub(crate) struct Summaries {
     /// such a function or from one whose body uses a CUDA-only package): their bodies are
     /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
     /// are not seen. Computed by `finish` over the whole file.
-    pub cuda_only_callees: HashSet<String>,
+    pub cuda_only_callees: StringSet,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
     /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
     /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
-    pub throttles: HashSet<u64>,
+    pub throttles: crate::hash::KeySet,
     /// Throttles that exit early (`if skip: return` / `continue`, no `else`): the rest of their
     /// block runs once every N steps.
-    pub throttle_exits: HashSet<u64>,
+    pub throttle_exits: crate::hash::KeySet,
     /// Bodies (block keys) of functions that run the same callee on CUDA and on a TPU
     /// (`bench(fn, device="cuda")` and `bench(fn, device="xla")`): a cross-backend comparison,
     /// whose CUDA side is deliberate. Computed by `finish`.
-    pub comparison_scopes: HashSet<u64>,
+    pub comparison_scopes: crate::hash::KeySet,
     /// Names called only from methods of host data transforms (classes whose `__call__` takes a
     /// `PIL.Image.Image` / `numpy.ndarray`), at least once: a class of this file by such a name
     /// (`self.core = _ResizeModule(...)` in the transform's `__init__`) is a component of the
     /// transform and runs on the host, even when it is an `nn.Module`. Computed by `finish`.
-    pub host_transform_components: HashSet<String>,
+    pub host_transform_components: StringSet,
     /// Per call of a name (a possible function of this file): the callee, the calling function
     /// (by index), whether the call runs only with CUDA, and whether it is throttled.
     call_sites: Vec<CallSite>,
@@ -338,7 +338,7 @@ pub(crate) struct Summaries {
     device_literal_calls: Vec<(usize, String, guards::Hardware)>,
     /// Names passed as call arguments (`DataLoader(ds, collate_fn=collate)`, `map(f, xs)`):
     /// functions of this file by those names may run any number of times.
-    passed_names: HashSet<String>,
+    passed_names: StringSet,
     /// Per name binding met in a function (assignments, `for` targets), while a statement is
     /// walked: the function (by index), the name's range, where the binding takes effect, and
     /// whether the value is visibly placed on a device. A list: it is searched only at device
@@ -1434,6 +1434,44 @@ impl<'a> CallerGroups<'a> {
     }
 }
 
+/// A set of names, found like [`CallerGroups`]' (by [`name_hash`](crate::semantic::name_hash)
+/// in a `HashMap<u64, usize>` of positions) rather than in a `HashSet<&str>`, whose own table
+/// code would cost the WebAssembly module room. Exact: a position found is checked against the
+/// name, and two names of one hash fall back to a scan.
+#[derive(Default)]
+pub(crate) struct NameSet<'a> {
+    names: Vec<&'a str>,
+    positions: HashMap<u64, usize>,
+}
+
+impl<'a> NameSet<'a> {
+    /// Adds `name`; whether it was not there.
+    pub(crate) fn insert(&mut self, name: &'a str) -> bool {
+        let hash = crate::semantic::name_hash(name);
+        match self.positions.get(&hash) {
+            Some(&first) if self.names[first] == name => return false,
+            Some(_) if self.names.contains(&name) => return false,
+            Some(_) => {}
+            None => {
+                self.positions.insert(hash, self.names.len());
+            }
+        }
+        self.names.push(name);
+        true
+    }
+
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        match self.positions.get(&crate::semantic::name_hash(name)) {
+            Some(&first) => self.names[first] == name || self.names.contains(&name),
+            None => false,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
 /// Marks the functions that call one callee with both a CUDA and a TPU device literal.
 fn comparison_scopes(summaries: &mut Summaries) {
     // Per callee, its callers with whether the literal was CUDA's (else a TPU's). The map type
@@ -1734,8 +1772,8 @@ fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
 /// Finds the CUDA-mode flags (see [`Summaries::cuda_mode_flags`]) and scopes the methods that
 /// set them to CUDA.
 fn cuda_mode_flags(summaries: &mut Summaries) {
-    let mut enabled_elsewhere: HashSet<&str> = HashSet::default();
-    let mut flags: HashSet<String> = HashSet::default();
+    let mut enabled_elsewhere = NameSet::default();
+    let mut flags: StringSet = StringSet::default();
     for (index, flag) in &summaries.flag_sets {
         if summaries.cuda_device_functions.contains(index) {
             flags.insert(flag.clone());
@@ -1757,13 +1795,13 @@ fn cuda_mode_flags(summaries: &mut Summaries) {
 /// Finds the attributes whose every value needs CUDA (see [`Summaries::cuda_attributes`]).
 fn cuda_attributes(summaries: &mut Summaries) {
     // The names with a value that does not need CUDA; then every other name assigned.
-    let mut not_cuda: HashSet<&str> = HashSet::default();
+    let mut not_cuda = NameSet::default();
     for (name, cuda) in &summaries.attribute_values {
         if !*cuda {
             not_cuda.insert(name.as_str());
         }
     }
-    let mut attributes: HashSet<String> = HashSet::default();
+    let mut attributes: StringSet = StringSet::default();
     for (name, _) in &summaries.attribute_values {
         if !not_cuda.contains(name.as_str()) {
             attributes.insert(name.clone());
@@ -2573,12 +2611,14 @@ fn load_time(summaries: &mut Summaries, by_name: &FunctionsByName) {
 /// in a method of a host data transform (a class one of whose `__call__` methods takes a host image
 /// or array).
 fn host_transform_components(summaries: &mut Summaries) {
-    let transforms: HashSet<&str> = summaries
-        .functions
-        .iter()
-        .filter(|function| function.takes_host_input)
-        .filter_map(|function| function.class_name.as_deref())
-        .collect();
+    let mut transforms = NameSet::default();
+    for function in &summaries.functions {
+        if function.takes_host_input
+            && let Some(class) = function.class_name.as_deref()
+        {
+            transforms.insert(class);
+        }
+    }
     if transforms.is_empty() {
         return;
     }
@@ -2588,13 +2628,13 @@ fn host_transform_components(summaries: &mut Summaries) {
             .is_some_and(|class| transforms.contains(class))
     };
     // The names called at least once outside a transform; then every other name called.
-    let mut outside: HashSet<&str> = HashSet::default();
+    let mut outside = NameSet::default();
     for site in &summaries.call_sites {
         if !in_transform(site) {
             outside.insert(site.callee.as_str());
         }
     }
-    let mut components: HashSet<String> = HashSet::default();
+    let mut components: StringSet = StringSet::default();
     for site in &summaries.call_sites {
         let name = site.callee.as_str();
         if !outside.contains(name) && !transforms.contains(name) {

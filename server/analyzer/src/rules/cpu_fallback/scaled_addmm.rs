@@ -97,7 +97,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .collect();
     let message = format!(
         "`{method}` with `{}`{} runs on the CPU: only beta=1, alpha=1 is lowered",
-        what.join(", "),
+        crate::syntax::join(&what, ", "),
         helpers::hot_path_suffix(context)
     );
     let severity = context.hot_path_severity();

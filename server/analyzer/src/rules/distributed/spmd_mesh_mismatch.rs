@@ -134,7 +134,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         );
         return;
     }
-    let mut seen = crate::hash::HashSet::default();
+    let mut seen = crate::semantic::summaries::NameSet::default();
     if let Some(repeated) = literal.iter().find(|name| !seen.insert(name.as_str())) {
         context.report(
             names.byte_range(),
