@@ -137,7 +137,7 @@ struct FunctionReturns {
 /// `T`. Exact: a position found is checked against the name, and two names of one hash fall back
 /// to a scan. Equality ignores order, as a hash map's does.
 #[derive(Debug, Clone)]
-struct ByName<T> {
+pub(crate) struct ByName<T> {
     entries: Vec<(String, T)>,
     positions: HashMap<u64, usize>,
 }
@@ -178,13 +178,36 @@ impl<T> ByName<T> {
         }
     }
 
-    fn get(&self, name: &str) -> Option<&T> {
+    pub(crate) fn get(&self, name: &str) -> Option<&T> {
         let position = self.position(name, digest::name_hash(name)).0?;
         Some(&self.entries[position].1)
     }
 
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
     fn iter(&self) -> impl Iterator<Item = (&String, &T)> {
         self.entries.iter().map(|(name, value)| (name, value))
+    }
+}
+
+/// The file's function indices (or any indices) by name, the names in the order they first came.
+impl ByName<Vec<usize>> {
+    /// Adds `index` to the list of `name`.
+    pub(crate) fn push(&mut self, name: &str, index: usize) {
+        let hash = digest::name_hash(name);
+        let position = match self.position(name, hash) {
+            (Some(position), _) => position,
+            (None, hash_known) => {
+                if !hash_known {
+                    self.positions.insert(hash, self.entries.len());
+                }
+                self.entries.push((name.to_string(), Vec::new()));
+                self.entries.len() - 1
+            }
+        };
+        self.entries[position].1.push(index);
     }
 }
 

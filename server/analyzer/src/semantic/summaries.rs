@@ -1349,53 +1349,9 @@ fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware>
     guards::literal_hardware(&syntax::string_value(value, source)?)
 }
 
-/// The file's function indices by function name, the names in the order they first came, found
-/// like [`CallerGroups`]' (a `HashMap<String, Vec<usize>>` would bring its own table code into
-/// the WebAssembly module). Exact: a position found is checked against the name.
-#[derive(Default)]
-pub(crate) struct FunctionsByName {
-    entries: Vec<(String, Vec<usize>)>,
-    positions: HashMap<u64, usize>,
-}
-
-impl FunctionsByName {
-    /// The position of `name`, whose hash is `hash`; and whether a name of that hash is there.
-    fn position(&self, name: &str, hash: u64) -> (Option<usize>, bool) {
-        match self.positions.get(&hash) {
-            Some(&first) if self.entries[first].0 == name => (Some(first), true),
-            Some(_) => (
-                self.entries.iter().position(|(other, _)| other == name),
-                true,
-            ),
-            None => (None, false),
-        }
-    }
-
-    pub(crate) fn push(&mut self, name: &str, index: usize) {
-        let hash = crate::semantic::name_hash(name);
-        let position = match self.position(name, hash) {
-            (Some(position), _) => position,
-            (None, hash_known) => {
-                if !hash_known {
-                    self.positions.insert(hash, self.entries.len());
-                }
-                self.entries.push((name.to_string(), Vec::new()));
-                self.entries.len() - 1
-            }
-        };
-        self.entries[position].1.push(index);
-    }
-
-    /// The indices of the functions named `name`.
-    pub(crate) fn get(&self, name: &str) -> Option<&Vec<usize>> {
-        let position = self.position(name, crate::semantic::name_hash(name)).0?;
-        Some(&self.entries[position].1)
-    }
-
-    fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-}
+/// The file's function indices by function name, the names in the order they first came (a
+/// `HashMap<String, Vec<usize>>` would bring its own table code into the WebAssembly module).
+pub(crate) type FunctionsByName = crate::semantic::ByName<Vec<usize>>;
 
 /// The calls of one callee: each one's caller (a function index) and a flag of the pass.
 type CallerItems = Vec<(Option<usize>, bool)>;
