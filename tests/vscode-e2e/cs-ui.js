@@ -88,9 +88,20 @@ const log = (...parts) => console.log(`[ui ${((Date.now() - started) / 1000).toF
     const offered = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
     log('suggested fixes offered:', JSON.stringify(offered.map((text) => text.replace(/\s+/g, ' '))));
     // Tick the first fix with its checkbox: Space would type into the quick pick's filter box.
-    const firstRow = page.locator('.quick-input-list .monaco-list-row').first();
-    await firstRow.locator('.quick-input-list-checkbox, .monaco-checkbox, input[type=checkbox]').first().click();
-    await waitFor('first fix ticked', async () => (await firstRow.getAttribute('aria-checked')) === 'true');
+    // The list can re-render its rows just after it opens, dropping a tick made on the old row
+    // (a CI run showed "0 Selected" after the row had read aria-checked): tick until the quick
+    // pick's own count says one fix is selected, then accept.
+    const selectedCount = page.locator('.quick-input-count').first();
+    await waitFor('first fix ticked', async () => {
+      const count = (await selectedCount.innerText().catch(() => '')).trim();
+      if (count.startsWith('1')) return true;
+      // Click even when the row reads ticked: that row may be the stale one. A live tick undone
+      // here is redone on the next round, once the count has caught up.
+      const firstRow = page.locator('.quick-input-list .monaco-list-row').first();
+      await firstRow.locator('.quick-input-list-checkbox, .monaco-checkbox, input[type=checkbox]').first().click().catch(() => {});
+      await page.waitForTimeout(700);
+      return false;
+    });
     await page.keyboard.press('Enter');
     await page.locator('.terminal-tab, .tabs-list .monaco-list-row, .single-terminal-tab', { hasText: 'TPU Lint' }).first().waitFor({ timeout: 20000 });
     log('fix sent to the "TPU Lint: environment fixes" terminal');
