@@ -63,9 +63,10 @@ declare_rule! {
     /// Cold code (setup, once-per-run reports) is not checked. Zero-dimensional tensors
     /// (`torch.tensor(2.0)`, `torch.tensor(torch.finfo(dtype).min)`) are read as scalars and
     /// cached: arithmetic, comparisons and `masked_fill` values with them cost one transfer in
-    /// a run, so they are reported only in `torch.cat` / `torch.stack` and `torch.where`, which
-    /// raise. A zero-dimensional tensor whose value changes every step is copied every step and
-    /// is not reported. Modules built from a parameterless `torch.nn` class (`nn.Dropout`,
+    /// a run, so they are reported only in `torch.cat` / `torch.stack`, `torch.where`, `lerp`
+    /// and submodule calls, which raise. A zero-dimensional tensor whose value changes every step
+    /// is copied every step and is not reported. Factories without elements (`torch.empty([0])`)
+    /// are not reported. Modules built from a parameterless `torch.nn` class (`nn.Dropout`,
     /// losses, activations, pooling) pass a CPU input through without raising and are not
     /// reported.
     ///
