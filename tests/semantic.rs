@@ -1404,3 +1404,100 @@ fn call_sites_tell_parameters_what_they_hold() {
         let _ = std::panic::catch_unwind(|| at(source)).expect("no panic");
     }
 }
+
+#[test]
+fn values_flowing_into_a_training_loops_backward_are_device_tensors() {
+    let train = "import torch\ndef train(model, loader, optimizer, criterion, accumulation, log):\n    for x, y in loader:\n";
+    let flows = |body: &str, name: &str| at(&format!("{train}{body}        ⟦{name}⟧\n")).fact;
+    // `out` is computed by an unknown callable; the loss made from it is differentiated.
+    let base = "        out = model(x)\n        loss = criterion(out, y) / accumulation\n        loss.backward()\n        optimizer.step()\n";
+    let out = flows(base, "out");
+    assert_eq!(
+        (out.kind, out.device, out.evidence),
+        (
+            ValueKind::Tensor,
+            Device::Accelerator,
+            Evidence::FlowsIntoBackward
+        )
+    );
+    let field = flows(
+        "        outputs = model(x)\n        loss = outputs.loss\n        loss.backward()\n",
+        "loss",
+    );
+    assert_eq!(
+        (field.kind, field.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    // Through a tuple, a method chain, a field of the output, a sum of losses and a scaler.
+    for (body, name) in [
+        (
+            "        out, aux = model(x)\n        loss = criterion(out, y) + aux.mean()\n        loss.backward()\n",
+            "aux",
+        ),
+        (
+            "        h = model.encode(x)\n        loss = h.pow(2).mean()\n        loss.backward()\n",
+            "h",
+        ),
+        (
+            "        outputs = model(x)\n        loss = outputs.loss\n        scaler.scale(loss).backward()\n",
+            "outputs",
+        ),
+        (
+            "        z = log(x)\n        loss = -z.sum()\n        accelerator.backward(loss)\n",
+            "z",
+        ),
+    ] {
+        let fact = flows(body, name);
+        assert_eq!(
+            (fact.kind, fact.device),
+            (ValueKind::Tensor, Device::Accelerator),
+            "{body}"
+        );
+    }
+    // What does not flow into it stays unknown: a divisor that is a plain name, a value computed
+    // after the backward call, a value of a loop that calls no backward, and a binding whose
+    // value is written down (a literal or a bare alias).
+    for (body, name) in [
+        (
+            "        w = log(x)\n        loss = criterion(model(x), y) / w\n        loss.backward()\n",
+            "w",
+        ),
+        (
+            "        loss = criterion(model(x), y)\n        loss.backward()\n        p = model(x)\n",
+            "p",
+        ),
+        (
+            "        out = model(x)\n        loss = criterion(out, y)\n",
+            "out",
+        ),
+    ] {
+        let fact = flows(body, name);
+        assert_eq!(fact.kind, ValueKind::Unknown, "{body}");
+    }
+    // Known facts win: a host value stays on the host.
+    let host = flows(
+        "        t = torch.zeros(3)\n        loss = (model(x) * t).sum()\n        loss.backward()\n",
+        "t",
+    );
+    assert_eq!(host.device, Device::Cpu);
+}
+
+#[test]
+fn submodule_calls_of_a_module_posted_without_its_constructor() {
+    // A bug report's excerpt: the class derives from `nn.Module` itself and its `__init__` was
+    // left out, so `self.conv` and `self.relu` can only be submodules.
+    let posted = "import torch.nn as nn\nclass Encoder(nn.Module):\n    def forward(self, x):\n        act = self.relu(self.conv(x))\n        return ⟦act⟧\n";
+    let act = at(posted).fact;
+    assert_eq!(
+        (act.kind, act.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    // With a constructor, or deriving from a class that may define the method, it stays
+    // unknown: `self.pad(x)` may be an inherited helper returning anything.
+    for source in [
+        "import torch.nn as nn\nclass Encoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def forward(self, x):\n        act = self.pad(x)\n        return ⟦act⟧\n",
+        "import torch.nn as nn\nclass Encoder(Base):\n    def forward(self, x):\n        act = self.pad(x)\n        return ⟦act⟧\n",
+    ] {
+        assert_eq!(at(source).fact.kind, ValueKind::Unknown, "{source}");
+    }
+}

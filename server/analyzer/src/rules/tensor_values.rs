@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::rules::helpers;
-use crate::semantic::ValueKind;
+use crate::semantic::{Evidence, ValueKind};
 use crate::syntax::{self, NodeExt};
 use crate::torch_api;
 
@@ -51,8 +51,10 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                     .field("type")
                     .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
             }
-            // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor.
-            if is_backward_operand(context, node) {
+            // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor, or its
+            // value flows into such a call (the index read the loop; re-judging the value with
+            // today's bindings would lose that).
+            if fact.evidence == Evidence::FlowsIntoBackward || is_backward_operand(context, node) {
                 return true;
             }
             // The expression the name was bound to, judged with today's bindings.

@@ -73,6 +73,11 @@ pub enum Evidence {
     Summary,
     /// `x.backward()` made `x` a tensor.
     Backward,
+    /// The value flows into a backward call of its training loop (`out = model(x)` before
+    /// `loss = criterion(out, y)` and `loss.backward()`; `semantic/backward_flow.rs`): autograd
+    /// differentiates only tensors, whatever computed them. Like a model call's output, its
+    /// fields (`outputs.loss`) are tensors too.
+    FlowsIntoBackward,
     /// A parameter of a function of this file, from what every call of it in the file passes
     /// (`semantic/passed.rs`): `helper(torch.zeros(n))` makes `helper`'s parameter a host tensor.
     CallSite,

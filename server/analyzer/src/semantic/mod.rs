@@ -19,6 +19,7 @@ use crate::source::TextRange;
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 use crate::torch_api;
 
+mod backward_flow;
 mod digest;
 mod facts;
 mod guards;
@@ -268,6 +269,11 @@ struct ClassInfo {
     is_optimizer: bool,
     /// Facts about `self.<name>` assigned in the class body's methods.
     attributes: ByName<Fact>,
+    /// A `torch.nn.Module` subclass posted without its constructor: it derives from
+    /// `torch.nn.Module` itself (no class of the file or library base that could set
+    /// attributes) and defines no `__init__`. Its `self.<name>(h)` calls can only be submodules
+    /// assigned in code that is not there (a bug report's excerpt).
+    module_without_constructor: bool,
 }
 
 #[derive(Debug)]
@@ -1696,12 +1702,33 @@ impl<'t> SemanticModel<'t> {
                 .into_iter()
                 .any(|base| self.is_optimizer_class_expr(base))
         });
+        let derives_from_nn_module = node.field("superclasses").is_some_and(|superclasses| {
+            syntax::named_children(superclasses)
+                .into_iter()
+                .any(|base| {
+                    self.qualified_name(base)
+                        .is_some_and(|qualified| qualified == "torch.nn.Module")
+                })
+        });
+        let defines_constructor = node.field("body").is_some_and(|body| {
+            body.named_nodes().any(|statement| {
+                let definition = match statement.kind_name() {
+                    "decorated_definition" => statement.field("definition"),
+                    _ => Some(statement),
+                };
+                definition
+                    .filter(|d| d.kind_name() == "function_definition")
+                    .and_then(|d| d.field("name"))
+                    .is_some_and(|name| node_text(name, source) == "__init__")
+            })
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
             is_optimizer_like,
             is_optimizer,
             attributes: ByName::default(),
+            module_without_constructor: derives_from_nn_module && !defines_constructor,
         });
         if let Some(name) = node.field("name") {
             self.bind(node_text(name, source).to_string(), Binding::Class(index));
@@ -1845,6 +1872,67 @@ impl<'t> SemanticModel<'t> {
     }
 
     fn leave_assignment(&mut self, node: Node<'t>) {
+        self.bind_assignment(node);
+        self.bind_flows_into_backward(node);
+    }
+
+    /// A binding whose value flows into a backward call of an enclosing training loop (the
+    /// loop's `flows_into_backward`) is a device tensor when nothing else is known of it:
+    /// `out = model(x)` with `model` a parameter, before `loss = criterion(out, y)` and
+    /// `loss.backward()`.
+    fn bind_flows_into_backward(&mut self, node: Node<'t>) {
+        let Some(left) = node.field("left") else {
+            return;
+        };
+        let names: Vec<Node<'_>> = match left.kind_name() {
+            "identifier" => vec![left],
+            "pattern_list" | "tuple_pattern" | "list_pattern" => left
+                .named_nodes()
+                .filter(|n| n.kind_name() == "identifier")
+                .collect(),
+            _ => return,
+        };
+        let source = self.source;
+        for target in names {
+            let name = node_text(target, source);
+            if !matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.kind == ValueKind::Unknown)
+            {
+                continue;
+            }
+            let flows = self
+                .ancestors
+                .iter()
+                .rev()
+                .take_while(|a| {
+                    !matches!(
+                        a.kind_name(),
+                        "function_definition" | "class_definition" | "lambda"
+                    )
+                })
+                .filter(|a| matches!(a.kind_name(), "for_statement" | "while_statement"))
+                .filter_map(|loop_node| {
+                    let at = node.start_byte().checked_sub(loop_node.start_byte())?;
+                    self.summaries
+                        .loop_summary(*loop_node)
+                        .map(|summary| (summary, at))
+                })
+                .any(|(summary, at)| {
+                    summary
+                        .flows_into_backward
+                        .iter()
+                        .any(|(flowing, start)| flowing == name && *start == at)
+                });
+            if flows && let Some(right) = node.field("right") {
+                // The value is the evidence, as for any assignment.
+                let origin = Some((right.start_byte(), right.end_byte()));
+                let fact = Fact::tensor(Device::Accelerator, origin)
+                    .with_evidence(Evidence::FlowsIntoBackward);
+                self.bind(name.to_string(), Binding::Value(fact));
+            }
+        }
+    }
+
+    fn bind_assignment(&mut self, node: Node<'t>) {
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
@@ -2637,7 +2725,10 @@ impl<'t> SemanticModel<'t> {
     fn before_its_move(&self, fact: Fact, name: Node<'_>) -> Fact {
         if fact.kind != ValueKind::Tensor
             || matches!(fact.device, Device::Cpu | Device::Cuda)
-            || matches!(fact.evidence, Evidence::ModuleCall | Evidence::Factory)
+            || matches!(
+                fact.evidence,
+                Evidence::ModuleCall | Evidence::Factory | Evidence::FlowsIntoBackward
+            )
         {
             return fact;
         }
@@ -2704,12 +2795,19 @@ impl<'t> SemanticModel<'t> {
                 _ if torch_api::TENSOR_METADATA_ATTRIBUTES.contains(&attribute) => {
                     Fact::of(ValueKind::Scalar)
                 }
-                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`).
-                _ if object_fact.evidence == Evidence::ModuleCall => Fact::tensor(
-                    object_fact.device,
-                    Some((expr.start_byte(), expr.end_byte())),
-                )
-                .with_evidence(Evidence::ModuleCall),
+                // A field of a model's output (`outputs.logits`, `out.last_hidden_state`), also
+                // of an output known by what it flows into (`loss = outputs.loss`).
+                _ if matches!(
+                    object_fact.evidence,
+                    Evidence::ModuleCall | Evidence::FlowsIntoBackward
+                ) =>
+                {
+                    Fact::tensor(
+                        object_fact.device,
+                        Some((expr.start_byte(), expr.end_byte())),
+                    )
+                    .with_evidence(object_fact.evidence)
+                }
                 _ => Fact::of(ValueKind::Scalar),
             },
             ValueKind::Module => match attribute {
@@ -2875,14 +2973,20 @@ impl<'t> SemanticModel<'t> {
                             self.summary_return(id, origin)
                         } else if node_text(object, source) == "self"
                             && callee.kind == ValueKind::Unknown
-                            && self.current_method_class().is_none()
+                            && self.current_method_class().is_none_or(|class| {
+                                self.classes
+                                    .get(class)
+                                    .is_some_and(|c| c.module_without_constructor)
+                            })
                             && self.first_argument_on_device(arguments, depth)
                         {
                             // `self.relu(h)` in a method posted without its class (a bug
                             // report's `def forward(self, x):`): a callable attribute applied to
                             // a device tensor is taken to be a submodule, like `criterion(x, y)`.
                             // Inside a class the attribute may be an inherited method returning
-                            // anything (`self.pad_input(x)` → `(x, rest)`), so it stays unknown.
+                            // anything (`self.pad_input(x)` → `(x, rest)`), so it stays unknown,
+                            // unless the class derives from `torch.nn.Module` itself and has no
+                            // `__init__`: the excerpt left out the constructor that set it.
                             Fact::tensor(Device::Accelerator, origin)
                                 .with_evidence(Evidence::ModuleCall)
                         } else {

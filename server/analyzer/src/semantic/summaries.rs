@@ -169,6 +169,10 @@ pub struct LoopSummary {
     pub exits: bool,
     /// Names of the functions of this file the body calls (for the call graph).
     pub calls: Vec<String>,
+    /// In a loop that calls backward itself, the bindings whose values flow into that call
+    /// (`out = model(x)` before `loss = criterion(out, y)`; `backward_flow`): the name and the
+    /// assignment's start relative to the loop's.
+    pub flows_into_backward: Vec<(String, usize)>,
 }
 
 /// Facts about the whole file that are not tied to one statement.
@@ -723,7 +727,14 @@ fn walk_statement<'t>(
                 }
             }
             if node.is_named() && stack.last().is_some_and(|(id, _)| *id == node.id()) {
-                leave(&mut summaries, &mut stack, &mut loop_roots, node);
+                leave(
+                    &mut summaries,
+                    &mut stack,
+                    &mut loop_roots,
+                    node,
+                    source,
+                    resolver,
+                );
             }
             if cursor.goto_next_sibling() {
                 break;
@@ -2108,6 +2119,8 @@ fn leave(
     stack: &mut Vec<(usize, Frame)>,
     loop_roots: &mut Vec<String>,
     node: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
 ) {
     let Some((_, frame)) = stack.pop() else {
         return;
@@ -2130,6 +2143,11 @@ fn leave(
         // Only the loop that runs the step itself is a training loop: an epoch loop around it
         // calls `evaluate()` once per epoch, not once per step.
         let steps_here = summary.calls_backward && !summary.nested_training_loop;
+        let mut summary = summary;
+        if steps_here {
+            summary.flows_into_backward =
+                super::backward_flow::bindings_into_backward(node, source, resolver);
+        }
         // Its calls, nested loops' included (they run every step too), throttled ones not.
         if over_loader || steps_here {
             loop_roots.extend(summary.calls.iter().cloned());
