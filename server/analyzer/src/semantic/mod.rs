@@ -1794,6 +1794,30 @@ impl<'t> SemanticModel<'t> {
             .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
     }
 
+    /// The id of the method `name` when exactly one class of the file defines a method of that
+    /// name and it has been walked (a call `obj.name(...)` on an object of unknown kind).
+    fn only_method_named(&self, name: &str) -> Option<usize> {
+        let mut definitions = self
+            .summaries
+            .functions
+            .iter()
+            .filter(|f| f.class_name.is_some() && f.name == name);
+        let class_name = definitions.next()?.class_name.as_deref();
+        if definitions.any(|f| f.class_name.as_deref() != class_name) {
+            return None;
+        }
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class.is_some() && f.name == name)
+    }
+
+    /// Whether the current function is a method of an `nn.Module` subclass.
+    fn in_module_method(&self) -> bool {
+        self.current_method_class()
+            .and_then(|class| self.classes.get(class))
+            .is_some_and(|class| class.is_module)
+    }
+
     /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
     /// tuples of that many elements.
     fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
@@ -2714,6 +2738,14 @@ impl<'t> SemanticModel<'t> {
             },
             ValueKind::Module => match attribute {
                 "weight" | "bias" => Fact::tensor(Device::Accelerator, None),
+                // `ddp_model.module`, `compiled._orig_mod`: the wrapped module, where the
+                // wrapper is.
+                "module" | "_orig_mod" => Fact {
+                    kind: ValueKind::Module,
+                    device: object_fact.device,
+                    origin: Some((expr.start_byte(), expr.end_byte())),
+                    ..Fact::UNKNOWN
+                },
                 _ => Fact::UNKNOWN,
             },
             ValueKind::NumpyArray => match attribute {
@@ -2736,6 +2768,13 @@ impl<'t> SemanticModel<'t> {
         match function.kind_name() {
             "identifier" => {
                 let name = node_text(function, source);
+                // `self(x)` in a method of an `nn.Module` subclass runs its `forward`: a tensor
+                // (or a tuple or model output of tensors) wherever the call is, `generate` and
+                // `validation_step` as much as `training_step`.
+                if name == "self" && self.lookup(name).is_none() && self.in_module_method() {
+                    return Fact::tensor(Device::Accelerator, origin)
+                        .with_evidence(Evidence::ModuleCall);
+                }
                 match self.lookup(name) {
                     Some(Binding::Class(index)) => {
                         if self.classes.get(*index).is_some_and(|c| c.is_module) {
@@ -2873,6 +2912,14 @@ impl<'t> SemanticModel<'t> {
                             && let Some(id) = self.method_summary(method)
                         {
                             self.summary_return(id, origin)
+                        } else if receiver.kind == ValueKind::Unknown
+                            && node_text(object, source) != "self"
+                            && let Some(id) = self.only_method_named(method)
+                        {
+                            // `scheduler.step(noise_pred, i, latents)` on a parameter of unknown
+                            // kind, where one class of the file defines `step`: the object is most
+                            // likely an instance of it (the call graph joins by name too).
+                            self.summary_return(id, origin)
                         } else if node_text(object, source) == "self"
                             && callee.kind == ValueKind::Unknown
                             && self.current_method_class().is_none()
@@ -2930,6 +2977,16 @@ impl<'t> SemanticModel<'t> {
                     ..Fact::UNKNOWN
                 };
             }
+        }
+        // `model = DDP(model)`, `model = torch.compile(model)`: the wrapper is a module placed
+        // where the wrapped one is.
+        if torch_api::MODULE_WRAPPERS.contains(&qualified)
+            && let Some(wrapped) = syntax::positional_args(arguments)
+                .first()
+                .map(|first| self.fact_at_depth(*first, depth + 1))
+                .filter(|fact| fact.kind == ValueKind::Module)
+        {
+            return Fact { origin, ..wrapped };
         }
         if let Some(function) = qualified.strip_prefix("torch.") {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
@@ -3168,10 +3225,45 @@ impl<'t> SemanticModel<'t> {
                     Device::Accelerator
                 }
             }
-            "identifier" => Device::Accelerator,
+            "identifier" => self
+                .bound_device_choice(value)
+                .unwrap_or(Device::Accelerator),
             // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
             _ => Device::Unknown,
         }
+    }
+}
+
+impl SemanticModel<'_> {
+    /// `eval_device` bound to a choice of device strings none of which is the XLA device:
+    /// `torch.device("cuda" if torch.cuda.is_available() else "cpu")` or the bare choice. On a
+    /// TPU machine it is the CPU, on another the GPU; either way not the accelerator a name of
+    /// unknown binding is taken to be.
+    fn bound_device_choice(&self, name: Node<'_>) -> Option<Device> {
+        let Some(Binding::Value(fact)) = self.lookup(node_text(name, self.source)) else {
+            return None;
+        };
+        let mut choice = self.origin_node(fact.origin?)?;
+        if choice.kind_name() == "call" {
+            let (function, arguments) = syntax::call_parts(choice)?;
+            if self.qualified_name(function).as_deref() != Some("torch.device") {
+                return None;
+            }
+            choice = *syntax::positional_args(arguments).first()?;
+        }
+        let choice = syntax::unparenthesize(choice);
+        if choice.kind_name() != "conditional_expression" {
+            return None;
+        }
+        let branches: Vec<Node<'_>> = choice.named_nodes().collect();
+        let device = |branch: Option<&Node<'_>>| {
+            branch
+                .and_then(|b| syntax::string_value(*b, self.source))
+                .map(|text| device_from_str(&text))
+        };
+        let (first, second) = (device(branches.first())?, device(branches.get(2))?);
+        let accelerator = |d: Device| d == Device::Accelerator || d == Device::Unknown;
+        (!accelerator(first) && !accelerator(second)).then(|| first.merge(second))
     }
 }
 
