@@ -1462,3 +1462,17 @@ fn module_calls_and_rebindings_outside_forward() {
         Device::Accelerator
     );
 }
+
+#[test]
+fn loops_whose_batches_go_to_cuda_are_no_tpu_training_loops() {
+    let source = "import torch\nfrom torch.utils.data import DataLoader\ndef evaluate(model, loader):\n    for images, labels in loader:\n        MOVE\n        out = model(images)\n        ⟦x⟧ = 1\n";
+    let hot = |moved: &str| at(&source.replace("MOVE", moved)).hot_path;
+    assert_eq!(hot("images = images.cuda(non_blocking=True)"), None);
+    assert!(hot("images = images.to(device)").is_some());
+    // A module applied to a CUDA tensor gives a CUDA tensor.
+    let output = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net()\nx = torch.ones(2).cuda()\ny = model(x)\n⟦y⟧\n").fact;
+    assert_eq!(
+        (output.kind, output.device),
+        (ValueKind::Tensor, Device::Cuda)
+    );
+}

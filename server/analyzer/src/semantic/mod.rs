@@ -2126,11 +2126,51 @@ impl<'t> SemanticModel<'t> {
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
         {
-            return true;
+            return !self.moves_batches_to_cuda(node);
         }
         self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
                 && !summary.nested_training_loop
+        })
+    }
+
+    /// `for images, labels in loader:` whose body starts by rebinding a batch name to its CUDA
+    /// copy (`images = images.cuda(non_blocking=True)`): a CUDA evaluation loop left in a
+    /// half-ported script. On a TPU machine its first `.cuda()` raises (TPU403 says so), so the
+    /// loop is no TPU training loop.
+    fn moves_batches_to_cuda(&self, node: Node<'_>) -> bool {
+        let source = self.source;
+        let (Some(targets), Some(body)) = (node.field("left"), node.field("body")) else {
+            return false;
+        };
+        let mut names: Vec<&str> = Vec::new();
+        let mut stack = vec![targets];
+        while let Some(target) = stack.pop() {
+            match target.kind_name() {
+                "identifier" => names.push(node_text(target, source)),
+                "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                    stack.extend(target.named_nodes())
+                }
+                _ => {}
+            }
+        }
+        body.named_nodes().any(|statement| {
+            let Some(assignment) = statement
+                .named_child(0)
+                .filter(|a| a.kind_name() == "assignment")
+            else {
+                return false;
+            };
+            let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right"))
+            else {
+                return false;
+            };
+            left.kind_name() == "identifier"
+                && names.contains(&node_text(left, source))
+                && syntax::method_call(right).is_some_and(|(receiver, method)| {
+                    node_text(method, source) == "cuda"
+                        && node_text(receiver, source) == node_text(left, source)
+                })
         })
     }
 
@@ -2789,8 +2829,18 @@ impl<'t> SemanticModel<'t> {
                         }
                     }
                     Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
-                        Fact::tensor(Device::Accelerator, origin)
-                            .with_evidence(Evidence::ModuleCall)
+                        // A module applied to a CUDA tensor runs on CUDA (an evaluation left on
+                        // the GPU): its output is no XLA tensor.
+                        let on_cuda = syntax::positional_args(arguments).first().is_some_and(|a| {
+                            let argument = self.fact_at_depth(*a, depth + 1);
+                            argument.is_tensor() && argument.device == Device::Cuda
+                        });
+                        let device = if on_cuda {
+                            Device::Cuda
+                        } else {
+                            Device::Accelerator
+                        };
+                        Fact::tensor(device, origin).with_evidence(Evidence::ModuleCall)
                     }
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
