@@ -1469,6 +1469,16 @@ fn loops_whose_batches_go_to_cuda_are_no_tpu_training_loops() {
     let hot = |moved: &str| at(&source.replace("MOVE", moved)).hot_path;
     assert_eq!(hot("images = images.cuda(non_blocking=True)"), None);
     assert!(hot("images = images.to(device)").is_some());
+    // A training loop being ported keeps its findings.
+    let training = source.replace(
+        "        ⟦x⟧ = 1\n",
+        "        out.sum().backward()\n        ⟦x⟧ = 1\n",
+    );
+    assert!(
+        at(&training.replace("MOVE", "images = images.cuda()"))
+            .hot_path
+            .is_some()
+    );
     // A module applied to a CUDA tensor gives a CUDA tensor.
     let output = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net()\nx = torch.ones(2).cuda()\ny = model(x)\n⟦y⟧\n").fact;
     assert_eq!(

@@ -2125,8 +2125,9 @@ impl<'t> SemanticModel<'t> {
         if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
+            && !self.moves_batches_to_cuda(node)
         {
-            return !self.moves_batches_to_cuda(node);
+            return true;
         }
         self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
@@ -2136,8 +2137,9 @@ impl<'t> SemanticModel<'t> {
 
     /// `for images, labels in loader:` whose body starts by rebinding a batch name to its CUDA
     /// copy (`images = images.cuda(non_blocking=True)`): a CUDA evaluation loop left in a
-    /// half-ported script. On a TPU machine its first `.cuda()` raises (TPU403 says so), so the
-    /// loop is no TPU training loop.
+    /// half-ported script. On a TPU machine its first `.cuda()` raises (TPU403 says so), so
+    /// iterating a loader does not make it a TPU training loop; running backward, an optimizer
+    /// step or a barrier still does (a training loop being ported keeps its findings).
     fn moves_batches_to_cuda(&self, node: Node<'_>) -> bool {
         let source = self.source;
         let (Some(targets), Some(body)) = (node.field("left"), node.field("body")) else {
