@@ -1501,3 +1501,85 @@ fn submodule_calls_of_a_module_posted_without_its_constructor() {
         assert_eq!(at(source).fact.kind, ValueKind::Unknown, "{source}");
     }
 }
+
+#[test]
+fn module_calls_and_rebindings_outside_forward() {
+    // `self(x)` in any method of a module class runs `forward`: a device tensor in `generate`
+    // and `validation_step` too, also unpacked from a tuple.
+    let source = "import torch\nfrom torch import nn\nclass GPT(nn.Module):\n    def forward(self, idx):\n        return idx, None\n    def generate(self, idx, n):\n        for _ in range(n):\n            logits, _ = self(idx)\n            probs = self(idx).softmax(-1)\n            MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    for name in ["logits", "probs"] {
+        let fact = check(name);
+        assert_eq!(
+            (fact.kind, fact.device),
+            (ValueKind::Tensor, Device::Accelerator),
+            "{name}"
+        );
+    }
+    assert_eq!(check("logits").evidence, Evidence::ModuleCall);
+    // `self(x)` outside a module class (a plain class, a function) is not a module call.
+    let plain =
+        at("class Sampler:\n    def run(self, x):\n        y = self(x)\n        return ⟦y⟧\n").fact;
+    assert_eq!(plain.kind, ValueKind::Unknown);
+    // `obj.step(...)` on an object of unknown kind where one class of the file defines `step`
+    // returns what that method returns; two classes defining it leave it unknown.
+    let one = "import torch\nclass Scheduler:\n    def step(self, out, i, sample):\n        return sample + torch.randn(3, device=sample.device)\ndef sample(scheduler, latents):\n    latents = scheduler.step(1, 0, latents)\n    return ⟦latents⟧\n";
+    assert_eq!(at(one).fact.kind, ValueKind::Tensor);
+    let two = one.replace(
+        "def sample(",
+        "class Other:\n    def step(self):\n        return 1\ndef sample(",
+    );
+    assert_eq!(at(&two).fact.kind, ValueKind::Unknown);
+    // Wrapping keeps the module's placement: `DDP(model)`, `torch.compile(model)`, `.module`.
+    let wrapped = "import torch\nimport torch_xla.core.xla_model as xm\nimport torchvision\nfrom torch.nn.parallel import DistributedDataParallel as DDP\ndevice = xm.xla_device()\nmodel = torchvision.models.resnet50().to(device)\nmodel = WRAP\n⟦MARK⟧\n";
+    for wrap in ["DDP(model)", "torch.compile(model)"] {
+        let source = wrapped.replace("WRAP", wrap);
+        for expr in ["model", "model.module"] {
+            let fact = at(&source.replace("MARK", expr)).fact;
+            assert_eq!(
+                (fact.kind, fact.device),
+                (ValueKind::Module, Device::Accelerator),
+                "{wrap}: {expr}"
+            );
+        }
+    }
+    // A CUDA-or-CPU choice of device is not the XLA device; an XLA-or-CPU choice may be.
+    let moved = "import torch\nimport torchvision\nmodel = torchvision.models.resnet50()\neval_device = CHOICE\nmodel = model.to(eval_device)\n⟦model⟧\n";
+    let device = |choice: &str| at(&moved.replace("CHOICE", choice)).fact.device;
+    assert_eq!(
+        device("torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"),
+        Device::Unknown
+    );
+    assert_eq!(
+        device("\"cuda\" if torch.cuda.is_available() else \"cuda:1\""),
+        Device::Cuda
+    );
+    assert_eq!(
+        device("torch.device(\"xla\" if use_tpu else \"cpu\")"),
+        Device::Accelerator
+    );
+}
+
+#[test]
+fn loops_whose_batches_go_to_cuda_are_no_tpu_training_loops() {
+    let source = "import torch\nfrom torch.utils.data import DataLoader\ndef evaluate(model, loader):\n    for images, labels in loader:\n        MOVE\n        out = model(images)\n        ⟦x⟧ = 1\n";
+    let hot = |moved: &str| at(&source.replace("MOVE", moved)).hot_path;
+    assert_eq!(hot("images = images.cuda(non_blocking=True)"), None);
+    assert!(hot("images = images.to(device)").is_some());
+    // A training loop being ported keeps its findings.
+    let training = source.replace(
+        "        ⟦x⟧ = 1\n",
+        "        out.sum().backward()\n        ⟦x⟧ = 1\n",
+    );
+    assert!(
+        at(&training.replace("MOVE", "images = images.cuda()"))
+            .hot_path
+            .is_some()
+    );
+    // A module applied to a CUDA tensor gives a CUDA tensor.
+    let output = at("import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net()\nx = torch.ones(2).cuda()\ny = model(x)\n⟦y⟧\n").fact;
+    assert_eq!(
+        (output.kind, output.device),
+        (ValueKind::Tensor, Device::Cuda)
+    );
+}

@@ -286,6 +286,20 @@ const PARAMETERLESS_MODULES: &[&str] = &[
 /// `broadcast_master_param` all-reduces the parameters. `xm.save` is absent: its rendezvous
 /// was removed in pytorch/xla#4926 (torch_xla 2.1), and `mark_step` / `torch_xla.sync()` cut the
 /// graph on the calling process alone.
+/// Calls that wrap a module and return a module whose parameters stay where the wrapped
+/// module's are: `model = DDP(model)`, `model = torch.compile(model)`. (`FSDP` shards the
+/// parameters over the same devices.)
+pub const MODULE_WRAPPERS: &[&str] = &[
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    "torch_xla.distributed.fsdp.XlaFullyShardedDataParallel",
+    "torch.compile",
+];
+
 pub const XLA_COLLECTIVES: &[&str] = &[
     "all_reduce",
     "all_gather",

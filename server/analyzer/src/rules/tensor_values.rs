@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::rules::helpers;
-use crate::semantic::{Evidence, ValueKind};
+use crate::semantic::{Device, Evidence, ValueKind};
 use crate::syntax::{self, NodeExt};
 use crate::torch_api;
 
@@ -30,7 +30,9 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
     }
     let expr = syntax::unparenthesize(expr);
     let fact = context.fact(expr);
-    if !fact.is_tensor() {
+    // A CUDA tensor (`x.cuda()`, a model's output on one): the code that made it raises on a
+    // TPU machine, and the finding there is the CUDA call's, not this read's.
+    if !fact.is_tensor() || fact.device == Device::Cuda {
         return false;
     }
     match expr.kind_name() {

@@ -1821,6 +1821,30 @@ impl<'t> SemanticModel<'t> {
             .rposition(|f| f.complete && f.class == Some(class) && f.name == name)
     }
 
+    /// The id of the method `name` when exactly one class of the file defines a method of that
+    /// name and it has been walked (a call `obj.name(...)` on an object of unknown kind).
+    fn only_method_named(&self, name: &str) -> Option<usize> {
+        let mut definitions = self
+            .summaries
+            .functions
+            .iter()
+            .filter(|f| f.class_name.is_some() && f.name == name);
+        let class_name = definitions.next()?.class_name.as_deref();
+        if definitions.any(|f| f.class_name.as_deref() != class_name) {
+            return None;
+        }
+        self.functions
+            .iter()
+            .rposition(|f| f.complete && f.class.is_some() && f.name == name)
+    }
+
+    /// Whether the current function is a method of an `nn.Module` subclass.
+    fn in_module_method(&self) -> bool {
+        self.current_method_class()
+            .and_then(|class| self.classes.get(class))
+            .is_some_and(|class| class.is_module)
+    }
+
     /// For `a, b = helper(x)`: the facts of the elements `helper` returns, when its returns are
     /// tuples of that many elements.
     fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
@@ -2189,12 +2213,54 @@ impl<'t> SemanticModel<'t> {
         if node.kind_name() == "for_statement"
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
+            && !self.moves_batches_to_cuda(node)
         {
             return true;
         }
         self.summaries.loop_summary(node).is_some_and(|summary| {
             (summary.calls_backward || summary.steps_optimizer || summary.syncs)
                 && !summary.nested_training_loop
+        })
+    }
+
+    /// `for images, labels in loader:` whose body starts by rebinding a batch name to its CUDA
+    /// copy (`images = images.cuda(non_blocking=True)`): a CUDA evaluation loop left in a
+    /// half-ported script. On a TPU machine its first `.cuda()` raises (TPU403 says so), so
+    /// iterating a loader does not make it a TPU training loop; running backward, an optimizer
+    /// step or a barrier still does (a training loop being ported keeps its findings).
+    fn moves_batches_to_cuda(&self, node: Node<'_>) -> bool {
+        let source = self.source;
+        let (Some(targets), Some(body)) = (node.field("left"), node.field("body")) else {
+            return false;
+        };
+        let mut names: Vec<&str> = Vec::new();
+        let mut stack = vec![targets];
+        while let Some(target) = stack.pop() {
+            match target.kind_name() {
+                "identifier" => names.push(node_text(target, source)),
+                "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                    stack.extend(target.named_nodes())
+                }
+                _ => {}
+            }
+        }
+        body.named_nodes().any(|statement| {
+            let Some(assignment) = statement
+                .named_child(0)
+                .filter(|a| a.kind_name() == "assignment")
+            else {
+                return false;
+            };
+            let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right"))
+            else {
+                return false;
+            };
+            left.kind_name() == "identifier"
+                && names.contains(&node_text(left, source))
+                && syntax::method_call(right).is_some_and(|(receiver, method)| {
+                    node_text(method, source) == "cuda"
+                        && node_text(receiver, source) == node_text(left, source)
+                })
         })
     }
 
@@ -2812,6 +2878,14 @@ impl<'t> SemanticModel<'t> {
             },
             ValueKind::Module => match attribute {
                 "weight" | "bias" => Fact::tensor(Device::Accelerator, None),
+                // `ddp_model.module`, `compiled._orig_mod`: the wrapped module, where the
+                // wrapper is.
+                "module" | "_orig_mod" => Fact {
+                    kind: ValueKind::Module,
+                    device: object_fact.device,
+                    origin: Some((expr.start_byte(), expr.end_byte())),
+                    ..Fact::UNKNOWN
+                },
                 _ => Fact::UNKNOWN,
             },
             ValueKind::NumpyArray => match attribute {
@@ -2834,6 +2908,13 @@ impl<'t> SemanticModel<'t> {
         match function.kind_name() {
             "identifier" => {
                 let name = node_text(function, source);
+                // `self(x)` in a method of an `nn.Module` subclass runs its `forward`: a tensor
+                // (or a tuple or model output of tensors) wherever the call is, `generate` and
+                // `validation_step` as much as `training_step`.
+                if name == "self" && self.lookup(name).is_none() && self.in_module_method() {
+                    return Fact::tensor(Device::Accelerator, origin)
+                        .with_evidence(Evidence::ModuleCall);
+                }
                 match self.lookup(name) {
                     Some(Binding::Class(index)) => {
                         if self.classes.get(*index).is_some_and(|c| c.is_module) {
@@ -2848,8 +2929,18 @@ impl<'t> SemanticModel<'t> {
                         }
                     }
                     Some(Binding::Value(fact)) if fact.kind == ValueKind::Module => {
-                        Fact::tensor(Device::Accelerator, origin)
-                            .with_evidence(Evidence::ModuleCall)
+                        // A module applied to a CUDA tensor runs on CUDA (an evaluation left on
+                        // the GPU): its output is no XLA tensor.
+                        let on_cuda = syntax::positional_args(arguments).first().is_some_and(|a| {
+                            let argument = self.fact_at_depth(*a, depth + 1);
+                            argument.is_tensor() && argument.device == Device::Cuda
+                        });
+                        let device = if on_cuda {
+                            Device::Cuda
+                        } else {
+                            Device::Accelerator
+                        };
+                        Fact::tensor(device, origin).with_evidence(Evidence::ModuleCall)
                     }
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
@@ -2971,6 +3062,14 @@ impl<'t> SemanticModel<'t> {
                             && let Some(id) = self.method_summary(method)
                         {
                             self.summary_return(id, origin)
+                        } else if receiver.kind == ValueKind::Unknown
+                            && node_text(object, source) != "self"
+                            && let Some(id) = self.only_method_named(method)
+                        {
+                            // `scheduler.step(noise_pred, i, latents)` on a parameter of unknown
+                            // kind, where one class of the file defines `step`: the object is most
+                            // likely an instance of it (the call graph joins by name too).
+                            self.summary_return(id, origin)
                         } else if node_text(object, source) == "self"
                             && callee.kind == ValueKind::Unknown
                             && self.current_method_class().is_none_or(|class| {
@@ -3034,6 +3133,16 @@ impl<'t> SemanticModel<'t> {
                     ..Fact::UNKNOWN
                 };
             }
+        }
+        // `model = DDP(model)`, `model = torch.compile(model)`: the wrapper is a module placed
+        // where the wrapped one is.
+        if torch_api::MODULE_WRAPPERS.contains(&qualified)
+            && let Some(wrapped) = syntax::positional_args(arguments)
+                .first()
+                .map(|first| self.fact_at_depth(*first, depth + 1))
+                .filter(|fact| fact.kind == ValueKind::Module)
+        {
+            return Fact { origin, ..wrapped };
         }
         if let Some(function) = qualified.strip_prefix("torch.") {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
@@ -3272,10 +3381,45 @@ impl<'t> SemanticModel<'t> {
                     Device::Accelerator
                 }
             }
-            "identifier" => Device::Accelerator,
+            "identifier" => self
+                .bound_device_choice(value)
+                .unwrap_or(Device::Accelerator),
             // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
             _ => Device::Unknown,
         }
+    }
+}
+
+impl SemanticModel<'_> {
+    /// `eval_device` bound to a choice of device strings none of which is the XLA device:
+    /// `torch.device("cuda" if torch.cuda.is_available() else "cpu")` or the bare choice. On a
+    /// TPU machine it is the CPU, on another the GPU; either way not the accelerator a name of
+    /// unknown binding is taken to be.
+    fn bound_device_choice(&self, name: Node<'_>) -> Option<Device> {
+        let Some(Binding::Value(fact)) = self.lookup(node_text(name, self.source)) else {
+            return None;
+        };
+        let mut choice = self.origin_node(fact.origin?)?;
+        if choice.kind_name() == "call" {
+            let (function, arguments) = syntax::call_parts(choice)?;
+            if self.qualified_name(function).as_deref() != Some("torch.device") {
+                return None;
+            }
+            choice = *syntax::positional_args(arguments).first()?;
+        }
+        let choice = syntax::unparenthesize(choice);
+        if choice.kind_name() != "conditional_expression" {
+            return None;
+        }
+        let branches: Vec<Node<'_>> = choice.named_nodes().collect();
+        let device = |branch: Option<&Node<'_>>| {
+            branch
+                .and_then(|b| syntax::string_value(*b, self.source))
+                .map(|text| device_from_str(&text))
+        };
+        let (first, second) = (device(branches.first())?, device(branches.get(2))?);
+        let accelerator = |d: Device| d == Device::Accelerator || d == Device::Unknown;
+        (!accelerator(first) && !accelerator(second)).then(|| first.merge(second))
     }
 }
 

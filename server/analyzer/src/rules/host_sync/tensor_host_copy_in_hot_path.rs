@@ -42,7 +42,10 @@ declare_rule! {
     /// the outermost call is reported. Outside hot paths, a copy that repeats with a loop of its
     /// function (or of module-level code) that is not an epoch loop and that no throttle guards
     /// is reported at information severity, and only on a receiver the index is sure is a device
-    /// tensor; a copy that runs once (after training, per epoch) is not reported.
+    /// tensor; a copy that runs once (after training, per epoch) is not reported. In a loop that
+    /// trains nothing (no backward, no optimizer step), a copy after the iteration's own
+    /// `torch_xla.sync()` / `xm.mark_step()` is the inference loop's result being read once the
+    /// graph has run (a server replying to its requests), and is not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time — Data access/transfer* (`docs/source/learn/trace-vs-execution-time.md`)
@@ -88,6 +91,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // `x.cpu().numpy()`, `x.cpu().detach().numpy()`: report the chain once, at its end.
     if is_continued_by_read_back(context, call) || tensor_values::in_raise_statement(context, call)
     {
+        return;
+    }
+    if reads_results_after_barrier(context, call) {
         return;
     }
     // Copied from the host, or from a value not known to be a tensor (`out.argmax(-1).cpu()` on
@@ -157,4 +163,43 @@ fn chain_base<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> Node<'t> {
         }
     }
     current
+}
+
+/// Barriers that cut and run the pending graph (see `summaries::SYNC_CALLS`).
+const BARRIERS: &[&str] = &["torch_xla.sync", "torch_xla.core.xla_model.mark_step"];
+
+/// Whether `call` reads, in an inference loop, what the loop computed after the iteration's own
+/// barrier: an earlier top-level statement of the loop's body is `xm.mark_step()` /
+/// `torch_xla.sync()`, and the loop runs no backward and no optimizer step.
+fn reads_results_after_barrier<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some(loop_node) = context
+        .enclosing(
+            call,
+            &["for_statement", "while_statement", "function_definition"],
+        )
+        .filter(|node| node.kind_name() != "function_definition")
+    else {
+        return false;
+    };
+    let trains = context
+        .semantic()
+        .loop_summary(loop_node)
+        .is_none_or(|summary| summary.calls_backward || summary.steps_optimizer);
+    let Some(body) = loop_node.field("body") else {
+        return false;
+    };
+    if trains {
+        return false;
+    }
+    body.named_nodes()
+        .take_while(|statement| statement.end_byte() <= call.start_byte())
+        .any(|statement| {
+            statement.kind_name() == "expression_statement"
+                && statement.named_child(0).is_some_and(|expr| {
+                    context
+                        .semantic()
+                        .call_qualified_name(expr)
+                        .is_some_and(|name| BARRIERS.contains(&name.as_str()))
+                })
+        })
 }

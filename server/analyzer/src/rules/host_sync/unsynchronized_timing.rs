@@ -5,7 +5,7 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::tensor_values;
-use crate::semantic::Backend;
+use crate::semantic::{Backend, Device, ValueKind};
 use crate::syntax;
 use crate::syntax::NodeExt;
 
@@ -13,9 +13,13 @@ declare_rule! {
     /// ## What it does
     /// In PyTorch/XLA code, checks for elapsed-time measurements (`time.time() - start`,
     /// `time.perf_counter() - t0`, …) where the code between the two clock reads cuts the graph
-    /// with `torch_xla.sync()` or `xm.mark_step()` but never waits for the device:
+    /// with `torch_xla.sync()` or `xm.mark_step()`, or iterates an `MpDeviceLoader` (which cuts
+    /// it at every batch), but never waits for the device:
     /// no `torch_xla.sync(wait=True)`, no `xm.wait_device_ops()`, and no value read back
-    /// (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `print`).
+    /// (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `print`). A read inside a closure given to
+    /// `xm.add_step_closure` is no wait there (it runs after a later barrier, and only on the
+    /// steps that register it), and neither is `torch.cuda.synchronize()`, which waits for a
+    /// CUDA device.
     ///
     /// ## Why is this bad?
     /// `torch_xla.sync()` only hands the graph to the runtime and returns; compilation and
@@ -47,6 +51,7 @@ declare_rule! {
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time* (`docs/source/learn/trace-vs-execution-time.md`)
     /// - PyTorch/XLA, `torch_xla.sync(wait=...)` and `xm.wait_device_ops()` (`torch_xla/core/xla_model.py`)
+    /// - PyTorch/XLA, `xm.add_step_closure` docstring (closures run after the barrier) and `ParallelLoader` (`torch_xla/distributed/parallel_loader.py`: each batch marks the step)
     pub(crate) static UNSYNCHRONIZED_TIMING = {
         code: "TPU111",
         name: "unsynchronized-timing",
@@ -106,8 +111,25 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     else {
         return;
     };
-    let cuts_graph = interval.contains("torch_xla.sync(") || interval.contains("mark_step(");
-    if !cuts_graph || WAITS.iter().any(|wait| interval.contains(wait)) {
+    let lower = start.end_byte();
+    let upper = operator.start_byte();
+    let scope = context
+        .enclosing(operator, &["function_definition"])
+        .unwrap_or_else(|| context.root());
+    let statements = interval_statements(context, scope, lower, upper);
+    let cuts_graph = interval.contains("torch_xla.sync(")
+        || interval.contains("mark_step(")
+        || statements.loops_over_device_loader;
+    // What runs in the interval itself: a step closure's body runs only when the runtime runs
+    // it, and `torch.cuda.synchronize()` waits for a CUDA device, not the XLA one.
+    let mut running = interval.as_bytes().to_vec();
+    for (from, to) in statements.deferred {
+        for byte in &mut running[from - lower..to - lower] {
+            *byte = b' ';
+        }
+    }
+    let running = String::from_utf8_lossy(&running).replace("cuda.synchronize(", "");
+    if !cuts_graph || WAITS.iter().any(|wait| running.contains(wait)) {
         return;
     }
     context.report(
@@ -125,4 +147,78 @@ fn is_clock_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
         && context
             .call_parts(expr)
             .is_some_and(|(_, arguments)| arguments.named_child_count() == 0)
+}
+
+/// What the code between the two clock reads does, beyond its text.
+struct IntervalStatements {
+    /// A loop over a device loader (`MpDeviceLoader`, `ParallelLoader`): each batch it yields
+    /// cuts the graph like `torch_xla.sync()`, and waits no more than it does.
+    loops_over_device_loader: bool,
+    /// Byte ranges that do not run before the clock is read: `xm.add_step_closure(...)` calls
+    /// (their closures run after a later barrier, on the steps that register one) and the
+    /// callee of a call around the clock read.
+    deferred: Vec<(usize, usize)>,
+}
+
+fn interval_statements<'t>(
+    context: &Context<'t, '_>,
+    scope: Node<'t>,
+    lower: usize,
+    upper: usize,
+) -> IntervalStatements {
+    let mut found = IntervalStatements {
+        loops_over_device_loader: false,
+        deferred: Vec::new(),
+    };
+    let mut stack = vec![scope];
+    while let Some(node) = stack.pop() {
+        if node.end_byte() <= lower || node.start_byte() >= upper {
+            continue;
+        }
+        let inside = node.start_byte() >= lower && node.end_byte() <= upper;
+        // `xm.master_print(f"{time.time() - t0}")`: a call around the clock read has not run
+        // yet when the time is taken (its arguments before the read have).
+        if node.end_byte() > upper
+            && node.kind_name() == "call"
+            && let Some((function, _)) = context.call_parts(node)
+            && function.start_byte() >= lower
+            && function.end_byte() <= upper
+        {
+            found
+                .deferred
+                .push((function.start_byte(), function.end_byte()));
+        }
+        if inside && node.kind_name() == "call" {
+            let closure = context
+                .call_parts(node)
+                .is_some_and(|(function, _)| context.text(function).ends_with("add_step_closure"));
+            if closure {
+                found.deferred.push((node.start_byte(), node.end_byte()));
+                continue;
+            }
+        }
+        if inside
+            && node.kind_name() == "for_statement"
+            && node
+                .field("right")
+                .is_some_and(|iterable| is_device_loader(context, iterable))
+        {
+            found.loops_over_device_loader = true;
+        }
+        stack.extend(node.named_nodes());
+    }
+    found
+}
+
+/// `device_loader`, `enumerate(device_loader)`, `tqdm(device_loader)` of a loader that places
+/// its batches on the device.
+fn is_device_loader<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> bool {
+    let iterable = syntax::unparenthesize(iterable);
+    let loader = context
+        .call_parts(iterable)
+        .filter(|(function, _)| context.text(*function) == "enumerate")
+        .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied())
+        .unwrap_or(iterable);
+    let fact = context.fact(loader);
+    fact.kind == ValueKind::DataLoader && fact.device == Device::Accelerator
 }
