@@ -166,14 +166,14 @@ impl<'t> CallParts<'t> {
         self.parts = syntax::call_parts(call);
         // As `syntax::method_call`, from the parts just found.
         self.method = self.parts.and_then(|(function, _)| {
-            if function.kind_name() != "attribute" {
+            if function.is_not_kind("attribute") {
                 return None;
             }
             Some((function.field("object")?, function.field("attribute")?))
         });
         self.name = match (self.parts, self.method) {
             (_, Some((_, attribute))) => Some(syntax::node_text(attribute, source)),
-            (Some((function, _)), None) if function.kind_name() == "identifier" => {
+            (Some((function, _)), None) if function.is_kind("identifier") => {
                 Some(syntax::node_text(function, source))
             }
             _ => None,
@@ -182,7 +182,7 @@ impl<'t> CallParts<'t> {
         if let Some((_, arguments)) = self.parts {
             let mut cursor = arguments.walk();
             for child in arguments.named_children(&mut cursor) {
-                if child.kind_name() == "keyword_argument"
+                if child.is_kind("keyword_argument")
                     && let Some(name) = child.field("name")
                 {
                     self.keywords.push((syntax::node_text(name, source), child));
@@ -224,6 +224,11 @@ impl<'t> Context<'t, '_> {
     /// Source text of a node.
     pub fn text(&self, node: Node<'_>) -> &'t str {
         syntax::node_text(node, self.source)
+    }
+
+    /// Whether the source text of a node is `text` ([`syntax::text_is`]).
+    pub fn text_is(&self, node: Node<'_>, text: &str) -> bool {
+        syntax::text_is(node, self.source, text)
     }
 
     pub fn backend(&self) -> Backend {
@@ -271,7 +276,7 @@ impl<'t> Context<'t, '_> {
         {
             return memo.name;
         }
-        if call.kind_name() != "call" {
+        if call.is_not_kind("call") {
             return None;
         }
         if let Some((_, attribute)) = self.method_call(call) {
@@ -385,8 +390,7 @@ pub(crate) fn walk_node<'t>(
                 error_depth += 1;
             }
             semantic.enter(node);
-            let dispatchable =
-                error_depth == 0 && (!node.has_error() || node.kind_name() == "module");
+            let dispatchable = error_depth == 0 && (!node.has_error() || node.is_kind("module"));
             if !visit(semantic, node, dispatchable) {
                 return false;
             }
@@ -460,7 +464,7 @@ pub fn check_tree_with(
         let mut semantic = SemanticModel::new(source, tree, settings.backend);
         configure_model(&mut semantic, settings);
         walk(tree, &mut semantic, |semantic, node, dispatchable| {
-            if node.kind_name() == "comment" {
+            if node.is_kind("comment") {
                 suppressions.add_comment(node, source);
             }
             if dispatchable {
@@ -679,7 +683,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
             // bare name an import bound, the final segment of what it imports.
             let written = self.call_parts.name;
             let imported = match self.call_parts.parts {
-                Some((function, _)) if function.kind_name() == "identifier" => written
+                Some((function, _)) if function.is_kind("identifier") => written
                     .and_then(|name| semantic.import_of(name))
                     .map(final_segment)
                     .filter(|segment| Some(*segment) != written),

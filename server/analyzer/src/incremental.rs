@@ -863,7 +863,7 @@ pub fn check_with_policy(
                 root_errors,
                 &mut semantic,
                 &mut |semantic, node, dispatchable| {
-                    if node.kind_name() == "comment" {
+                    if node.is_kind("comment") {
                         suppressions.add_comment(node, source);
                         comments.push(node.byte_range());
                     }

@@ -122,6 +122,12 @@ fn known_field_index(name: &str) -> Option<usize> {
 pub trait NodeExt<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>>;
     fn kind_name(&self) -> &'t str;
+    /// `kind_name() == kind`, as one call: about 290 sites compare a node's kind with one name.
+    fn is_kind(&self, kind: &str) -> bool;
+    /// `kind_name() != kind`.
+    fn is_not_kind(&self, kind: &str) -> bool;
+    /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call (about 40 sites).
+    fn is_any_kind(&self, kinds: &[&str]) -> bool;
     /// The named children (comments included), in order: what tree-sitter's
     /// `named_children(&mut cursor)` yields, by one iterator type whose step is out of line in
     /// the WebAssembly module (see [`NamedNodes`]).
@@ -147,6 +153,25 @@ impl<'t> NodeExt<'t> for Node<'t> {
             Some(&name) => name,
             None => self.kind(),
         }
+    }
+
+    // Out of line in the WebAssembly module: a site then passes the name and gets a flag,
+    // instead of receiving the kind's text through memory and comparing it there.
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is_kind(&self, kind: &str) -> bool {
+        self.kind_name() == kind
+    }
+
+    #[inline]
+    fn is_not_kind(&self, kind: &str) -> bool {
+        !self.is_kind(kind)
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is_any_kind(&self, kinds: &[&str]) -> bool {
+        kinds.contains(&self.kind_name())
     }
 
     #[inline]
@@ -374,9 +399,18 @@ pub fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.byte_range()).unwrap_or("")
 }
 
+/// `node_text(node, source) == text`, as one call (about 80 sites compare a node's text with a
+/// name): out of line in the WebAssembly module, where a site then passes the name and gets a
+/// flag instead of receiving the text through memory and comparing it there.
+#[cfg_attr(target_arch = "wasm32", inline(never))]
+#[cfg_attr(not(target_arch = "wasm32"), inline)]
+pub fn text_is(node: Node<'_>, source: &str, text: &str) -> bool {
+    node_text(node, source) == text
+}
+
 /// `(function, argument_list)` of a `call` node.
 pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    if call.kind_name() != "call" {
+    if call.is_not_kind("call") {
         return None;
     }
     let function = call.field("function")?;
@@ -387,7 +421,7 @@ pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// For `recv.method(...)`: `(recv, method name node)`.
 pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let (function, _) = call_parts(call)?;
-    if function.kind_name() != "attribute" {
+    if function.is_not_kind("attribute") {
         return None;
     }
     Some((function.field("object")?, function.field("attribute")?))
@@ -415,10 +449,12 @@ pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
 pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
     let mut out = named_children(arguments);
     out.retain(|child| {
-        !matches!(
-            child.kind_name(),
-            "keyword_argument" | "list_splat" | "dictionary_splat" | "comment"
-        )
+        !child.is_any_kind(&[
+            "keyword_argument",
+            "list_splat",
+            "dictionary_splat",
+            "comment",
+        ])
     });
     out
 }
@@ -426,7 +462,7 @@ pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
 /// Whether the argument list has `*args` or `**kwargs`, which may carry any keyword.
 pub fn has_splat(arguments: Node<'_>) -> bool {
     for child in named_children(arguments) {
-        if matches!(child.kind_name(), "list_splat" | "dictionary_splat") {
+        if child.is_any_kind(&["list_splat", "dictionary_splat"]) {
             return true;
         }
     }
@@ -438,7 +474,7 @@ pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Op
     // Over the children in place: no `Vec` per question (the pre-pass asks at every call).
     let mut cursor = arguments.walk();
     arguments.named_children(&mut cursor).find(|child| {
-        child.kind_name() == "keyword_argument"
+        child.is_kind("keyword_argument")
             && child
                 .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
@@ -463,7 +499,7 @@ pub fn argument<'t>(
 
 /// The value of a plain string literal (no f-string interpolation, no implicit concatenation).
 pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>> {
-    if node.kind_name() != "string" {
+    if node.is_not_kind("string") {
         return None;
     }
     let mut content = None;
@@ -526,11 +562,11 @@ pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
 /// Strips any number of enclosing parentheses.
 pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..MAX_EXPR_DEPTH {
-        if node.kind_name() != "parenthesized_expression" {
+        if node.is_not_kind("parenthesized_expression") {
             break;
         }
         match node.named_child(0) {
-            Some(inner) if inner.kind_name() != "comment" => node = inner,
+            Some(inner) if inner.is_not_kind("comment") => node = inner,
             _ => break,
         }
     }
@@ -562,15 +598,20 @@ pub fn has_error(node: Node<'_>) -> bool {
 
 /// Whether the file's `python`-level boolean literal / None.
 pub fn is_literal_constant(node: Node<'_>) -> bool {
-    matches!(
-        node.kind_name(),
-        "true" | "false" | "none" | "integer" | "float" | "string" | "concatenated_string"
-    )
+    node.is_any_kind(&[
+        "true",
+        "false",
+        "none",
+        "integer",
+        "float",
+        "string",
+        "concatenated_string",
+    ])
 }
 
 /// Numeric value of an integer literal like `128`, `0x80` or `1_024`.
 pub fn integer_value(node: Node<'_>, source: &str) -> Option<i64> {
-    if node.kind_name() != "integer" {
+    if node.is_not_kind("integer") {
         return None;
     }
     let text = node_text(node, source).replace('_', "");

@@ -8,6 +8,11 @@
 //! sees is built by the plain Rust functions in [`api`], which the native tests exercise; the
 //! `#[wasm_bindgen]` wrappers below only move strings across the boundary.
 
+// Natively only its size classes are unit-tested; the allocator itself runs in the module, where
+// every test of the module (fixtures.test.mjs, the web extension's) exercises it.
+#[cfg(any(test, all(target_arch = "wasm32", not(target_feature = "atomics"))))]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod allocator;
 pub mod api;
 /// The JSON reader the options and the language server's messages share.
 pub use tpulint_ide::server::json as json_value;
@@ -16,6 +21,12 @@ pub mod language_server;
 pub mod options;
 
 use wasm_bindgen::prelude::*;
+
+/// A smaller allocator than the standard library's dlmalloc (see `allocator`), for the module's
+/// size budget; one thread, hence only without the `atomics` target feature.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: allocator::SizeClassAllocator = allocator::SizeClassAllocator::new();
 
 #[cfg(not(feature = "language-server"))]
 use crate::options::CheckOptions;

@@ -11,7 +11,7 @@ use crate::syntax::{self, NodeExt};
 pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
     let mut last = None;
     for child in syntax::named_children(arguments) {
-        if child.kind_name() != "comment" {
+        if child.is_not_kind("comment") {
             last = Some(child);
         }
     }
@@ -27,7 +27,7 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
 /// An edit deleting one argument together with the comma that separates it from its neighbour.
 pub fn remove_argument(source: &str, arguments: Node<'_>, argument: Node<'_>) -> Edit {
     let mut children = syntax::named_children(arguments);
-    children.retain(|child| child.kind_name() != "comment");
+    children.retain(|child| child.is_not_kind("comment"));
     let position = children
         .iter()
         .position(|child| child.id() == argument.id());
@@ -87,7 +87,7 @@ pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
                 // A module docstring stays first.
                 if statement
                     .named_child(0)
-                    .is_some_and(|n| n.kind_name() == "string")
+                    .is_some_and(|n| n.is_kind("string"))
                 {
                     insert_after = Some(statement);
                 } else {

@@ -119,7 +119,7 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
         let mut functions = Vec::new();
         let mut current = self.context.parent(self.site);
         while let Some(node) = current {
-            if node.kind_name() == "function_definition" {
+            if node.is_kind("function_definition") {
                 functions.push(node);
             }
             current = self.context.parent(node);

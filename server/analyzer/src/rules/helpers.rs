@@ -26,7 +26,7 @@ pub fn looks_like_numpy<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     if context.fact(expr).kind == ValueKind::NumpyArray {
         return true;
     }
-    if expr.kind_name() == "call"
+    if expr.is_kind("call")
         && let Some(qualified) = context.semantic().call_qualified_name(expr)
     {
         return qualified.starts_with("numpy.");
@@ -57,7 +57,7 @@ pub fn in_cuda_availability_choice<'t>(context: &Context<'t, '_>, node: Node<'t>
     let Some(parent) = context.parent(node) else {
         return false;
     };
-    if parent.kind_name() != "conditional_expression" {
+    if parent.is_not_kind("conditional_expression") {
         return false;
     }
     node_text(parent, context.source()).contains("cuda.is_available")
@@ -182,7 +182,7 @@ pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     match node.kind_name() {
         "tuple" | "list" => node
             .named_nodes()
-            .filter(|child| child.kind_name() != "comment")
+            .filter(|child| child.is_not_kind("comment"))
             .map(|child| literal_number(child, source))
             .collect(),
         _ => literal_number(node, source).map(|value| vec![value]),

@@ -46,12 +46,10 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
-                return matches!(
-                    parameter.kind_name(),
-                    "typed_parameter" | "typed_default_parameter"
-                ) && parameter
-                    .field("type")
-                    .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
+                return parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+                    && parameter
+                        .field("type")
+                        .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
             }
             // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor, or its
             // value flows into such a call (the index read the loop; re-judging the value with
@@ -137,7 +135,7 @@ fn enclosing_parameter<'t>(
 /// defaulting to `None`. `mask or default` on such a name is a `None` test in the writer's mind.
 pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
-    if expr.kind_name() != "identifier" {
+    if expr.is_not_kind("identifier") {
         return false;
     }
     let Some(origin) = context.fact(expr).origin_range() else {
@@ -152,7 +150,7 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
     });
     let defaults_to_none = parameter
         .field("value")
-        .is_some_and(|default| default.kind_name() == "none");
+        .is_some_and(|default| default.is_kind("none"));
     annotation_admits_none || defaults_to_none
 }
 
@@ -211,10 +209,14 @@ pub fn is_value_comparison<'t>(context: &Context<'t, '_>, comparison: Node<'t>) 
 /// a Python-level comparison, whatever the index guessed about the other side.
 fn compares_with_python_literal(comparison: Node<'_>) -> bool {
     comparison.named_nodes().any(|operand| {
-        matches!(
-            operand.kind_name(),
-            "string" | "concatenated_string" | "none" | "list" | "tuple" | "dictionary"
-        )
+        operand.is_any_kind(&[
+            "string",
+            "concatenated_string",
+            "none",
+            "list",
+            "tuple",
+            "dictionary",
+        ])
     })
 }
 
@@ -241,7 +243,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
         "unary_operator" => {
             let is_invert = expr
                 .field("operator")
-                .is_some_and(|op| context.text(op) == "~");
+                .is_some_and(|op| context.text_is(op, "~"));
             is_invert
                 && expr
                     .field("argument")
@@ -370,7 +372,7 @@ pub fn tensor_method_call<'t>(
 pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     for child in string.named_nodes() {
-        if child.kind_name() == "interpolation"
+        if child.is_kind("interpolation")
             && let Some(expression) = child.field("expression")
         {
             out.push(expression);

@@ -120,22 +120,19 @@ pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
     is_body
         && block
             .named_nodes()
-            .filter(|s| s.kind_name() != "comment")
+            .filter(|s| s.is_not_kind("comment"))
             .last()
-            .is_some_and(|last| last.kind_name() == "break_statement")
+            .is_some_and(|last| last.is_kind("break_statement"))
 }
 
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
 /// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
 /// exception.
 pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
-    if !matches!(
-        parent.kind_name(),
-        "if_statement" | "elif_clause" | "else_clause"
-    ) {
+    if !parent.is_any_kind(&["if_statement", "elif_clause", "else_clause"]) {
         return false;
     }
-    if parent.kind_name() == "if_statement"
+    if parent.is_kind("if_statement")
         && parent
             .field("consequence")
             .is_none_or(|c| c.id() != block.id())
@@ -144,22 +141,20 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     }
     let Some(last) = block
         .named_nodes()
-        .filter(|s| s.kind_name() != "comment")
+        .filter(|s| s.is_not_kind("comment"))
         .last()
     else {
         return false;
     };
     match last.kind_name() {
         "raise_statement" => true,
-        "assert_statement" => last
-            .named_child(0)
-            .is_some_and(|c| c.kind_name() == "false"),
+        "assert_statement" => last.named_child(0).is_some_and(|c| c.is_kind("false")),
         "expression_statement" => last.named_child(0).is_some_and(|call| {
             syntax::call_parts(call).is_some_and(|(function, arguments)| {
                 node_text(function, source).ends_with("_assert")
                     && syntax::positional_args(arguments)
                         .first()
-                        .is_some_and(|first| first.kind_name() == "false")
+                        .is_some_and(|first| first.is_kind("false"))
             })
         }),
         _ => false,
@@ -263,7 +258,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
         "boolean_operator" => {
             condition
                 .field("operator")
-                .is_some_and(|o| node_text(o, source) == "and")
+                .is_some_and(|o| syntax::text_is(o, source, "and"))
                 && [condition.field("left"), condition.field("right")]
                     .into_iter()
                     .flatten()
@@ -304,7 +299,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
 /// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
 fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.kind_name() != "comparison_operator" {
+    if condition.is_not_kind("comparison_operator") {
         return false;
     }
     let operands: Vec<&str> = condition
@@ -365,7 +360,7 @@ pub(crate) fn block_scope(
             scope
         }
         "else_clause" => match grandparent {
-            Some(statement) if statement.kind_name() == "if_statement" => {
+            Some(statement) if statement.is_kind("if_statement") => {
                 let earlier = earlier_branches(statement, parent, source);
                 if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
                     return outer.branch(Some(DeviceTest {
@@ -407,7 +402,7 @@ fn is_quiet_cuda_arm(if_statement: Node<'_>, block: Node<'_>, source: &str) -> b
     let mut conditions = vec![if_statement.field("condition")];
     let mut cursor = if_statement.walk();
     for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
-        if clause.kind_name() == "elif_clause" {
+        if clause.is_kind("elif_clause") {
             conditions.push(clause.field("condition"));
         }
     }
@@ -435,7 +430,7 @@ fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool
         "boolean_operator"
             if condition
                 .field("operator")
-                .is_some_and(|o| node_text(o, source) == "and") =>
+                .is_some_and(|o| syntax::text_is(o, source, "and")) =>
         {
             [condition.field("left"), condition.field("right")]
                 .into_iter()
@@ -481,12 +476,12 @@ fn iterates_cuda_devices(for_statement: Node<'_>, source: &str) -> bool {
     else {
         return false;
     };
-    if node_text(function, source) != "range" {
+    if !syntax::text_is(function, source, "range") {
         return false;
     }
     let bound = syntax::positional_args(arguments).last().copied();
     bound.is_some_and(|bound| {
-        bound.kind_name() == "call"
+        bound.is_kind("call")
             && device_test(bound, source).is_some_and(|t| {
                 t == DeviceTest {
                     hardware: Hardware::Cuda,
@@ -522,12 +517,9 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.kind_name() != "comment")
+        .filter(|s| s.is_not_kind("comment"))
         .last()?;
-    if !matches!(
-        last.kind_name(),
-        "return_statement" | "raise_statement" | "continue_statement"
-    ) {
+    if !last.is_any_kind(&["return_statement", "raise_statement", "continue_statement"]) {
         return None;
     }
     false_test(if_statement.field("condition")?, source, 0)
@@ -549,7 +541,7 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
             if let (Some(left), Some(right)) = (condition.field("left"), condition.field("right"))
                 && condition
                     .field("operator")
-                    .is_some_and(|o| node_text(o, source) == "and")
+                    .is_some_and(|o| syntax::text_is(o, source, "and"))
                 && probes_attribute_read_by(left, right, source)
             {
                 return false_test(right, source, depth + 1);
@@ -582,7 +574,7 @@ fn probes_attribute_read_by(probe: Node<'_>, test: Node<'_>, source: &str) -> bo
     let Some((function, arguments)) = syntax::call_parts(probe) else {
         return false;
     };
-    if node_text(function, source) != "hasattr" {
+    if !syntax::text_is(function, source, "hasattr") {
         return false;
     }
     let [object, name] = syntax::positional_args(arguments)[..] else {
@@ -592,12 +584,12 @@ fn probes_attribute_read_by(probe: Node<'_>, test: Node<'_>, source: &str) -> bo
         return false;
     };
     let mut test = syntax::unparenthesize(test);
-    if test.kind_name() == "not_operator"
+    if test.is_kind("not_operator")
         && let Some(argument) = test.field("argument")
     {
         test = syntax::unparenthesize(argument);
     }
-    test.kind_name() == "attribute"
+    test.is_kind("attribute")
         && test
             .field("attribute")
             .is_some_and(|a| node_text(a, source) == name)
@@ -635,10 +627,7 @@ pub(crate) fn definition_scope(
         scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
-        for decorator in decorated
-            .named_nodes()
-            .filter(|c| c.kind_name() == "decorator")
-        {
+        for decorator in decorated.named_nodes().filter(|c| c.is_kind("decorator")) {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
                     Some(Hardware::Cuda | Hardware::Export) => {
@@ -681,7 +670,7 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
             "runif" => {
                 for keyword in arguments
                     .named_nodes()
-                    .filter(|c| c.kind_name() == "keyword_argument")
+                    .filter(|c| c.is_kind("keyword_argument"))
                 {
                     let name = keyword
                         .field("name")
@@ -690,7 +679,7 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
                     let value = keyword.field("value");
                     let truthy = value.is_some_and(|v| match v.kind_name() {
                         "false" | "none" => false,
-                        "integer" => node_text(v, source) != "0",
+                        "integer" => !syntax::text_is(v, source, "0"),
                         _ => true,
                     });
                     if !truthy {
@@ -732,7 +721,7 @@ fn required_by(test: DeviceTest) -> Option<Hardware> {
 /// `TYPE_CHECKING` / `typing.TYPE_CHECKING`.
 fn is_type_checking(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    matches!(condition.kind_name(), "identifier" | "attribute") && {
+    condition.is_any_kind(&["identifier", "attribute"]) && {
         let text = node_text(condition, source);
         text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING")
     }
@@ -851,7 +840,7 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     // `accelerator.distributed_type == DistributedType.XLA`, `state.backend != Backend.CUDA`.
     if matches!(operator, "==" | "!=" | "is" | "is not") {
         for operand in &operands {
-            if matches!(operand.kind_name(), "attribute" | "identifier")
+            if operand.is_any_kind(&["attribute", "identifier"])
                 && let Some(parts) = syntax::dotted_parts(*operand, source)
                 && let Some(test) = name_test(&parts)
             {
@@ -885,13 +874,13 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
 /// `len(<name>)` of a name that reads as a device test (`len(torch.cuda.default_generators)`).
 fn length_test(operand: Node<'_>, source: &str) -> Option<DeviceTest> {
     let (function, arguments) = syntax::call_parts(syntax::unparenthesize(operand))?;
-    if node_text(function, source) != "len" {
+    if !syntax::text_is(function, source, "len") {
         return None;
     }
     let [argument] = syntax::positional_args(arguments)[..] else {
         return None;
     };
-    if !matches!(argument.kind_name(), "identifier" | "attribute") {
+    if !argument.is_any_kind(&["identifier", "attribute"]) {
         return None;
     }
     name_test(&syntax::dotted_parts(argument, source)?)

@@ -300,7 +300,7 @@ impl Collector<'_> {
                 let clauses: Vec<Node<'_>> = statement.named_nodes().collect();
                 let has_handler = clauses
                     .iter()
-                    .any(|c| matches!(c.kind_name(), "except_clause" | "except_group_clause"));
+                    .any(|c| c.is_any_kind(&["except_clause", "except_group_clause"]));
                 let protected = if has_handler {
                     guard.under(ImportCondition::TryExcept, statement)
                 } else {
@@ -317,14 +317,14 @@ impl Collector<'_> {
                         "except_clause" | "except_group_clause" => {
                             let handler = guard.under(ImportCondition::ExceptHandler, statement);
                             for part in clause.named_nodes() {
-                                if part.kind_name() == "block" {
+                                if part.is_kind("block") {
                                     self.block(part, handler, depth);
                                 }
                             }
                         }
                         "finally_clause" => {
                             for part in clause.named_nodes() {
-                                if part.kind_name() == "block" {
+                                if part.is_kind("block") {
                                     self.block(part, guard, depth);
                                 }
                             }
@@ -457,7 +457,7 @@ impl Collector<'_> {
         let Some(module) = statement.field("module_name") else {
             return;
         };
-        if module.kind_name() != "dotted_name" {
+        if module.is_not_kind("dotted_name") {
             return; // relative imports name project modules, not torch
         }
         let module_name = compact_dotted(node_text(module, source));

@@ -542,10 +542,11 @@ impl<'t> SemanticModel<'t> {
         // of a package, not a fragment.
         model.fragment = model.imports.records().is_empty()
             && !tree.root_node().named_nodes().any(|statement| {
-                matches!(
-                    statement.kind_name(),
-                    "import_statement" | "import_from_statement" | "future_import_statement"
-                )
+                statement.is_any_kind(&[
+                    "import_statement",
+                    "import_from_statement",
+                    "future_import_statement",
+                ])
             });
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
@@ -692,7 +693,7 @@ impl<'t> SemanticModel<'t> {
                 let Some(module) = statement.field("module_name") else {
                     return;
                 };
-                if module.kind_name() != "dotted_name" {
+                if module.is_not_kind("dotted_name") {
                     return; // relative imports name project modules, not torch
                 }
                 let module_name = compact_dotted(node_text(module, source));
@@ -759,7 +760,7 @@ impl<'t> SemanticModel<'t> {
                 return function;
             }
             let next = current.child_with_descendant(node)?;
-            if next.kind_name() == "function_definition" && next.id() != node.id() {
+            if next.is_kind("function_definition") && next.id() != node.id() {
                 function = Some(next);
             }
             current = next;
@@ -789,7 +790,7 @@ impl<'t> SemanticModel<'t> {
                 self.ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.kind_name() == "function_definition" && a.id() != node.id())
+                    .find(|a| a.is_kind("function_definition") && a.id() != node.id())
                     .copied(),
             );
         }
@@ -827,9 +828,9 @@ impl<'t> SemanticModel<'t> {
             if visited > 20_000 || node.start_byte() >= before {
                 continue;
             }
-            if node.kind_name() == "assignment"
+            if node.is_kind("assignment")
                 && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.kind_name() == "identifier"
+                && left.is_kind("identifier")
                 && node_text(left, self.source) == name
                 && node.end_byte() <= before
                 && best.is_none_or(|b| b.start_byte() < right.start_byte())
@@ -898,7 +899,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
     fn bind_loop_target(&mut self, node: Node<'_>) {
-        if node.kind_name() != "for_statement" {
+        if node.is_not_kind("for_statement") {
             return;
         }
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
@@ -906,7 +907,7 @@ impl<'t> SemanticModel<'t> {
         };
         let fact = self.fact(right);
         let origin = Some((right.start_byte(), right.end_byte()));
-        if fact.is_tensor() && left.kind_name() == "identifier" {
+        if fact.is_tensor() && left.is_kind("identifier") {
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
                 node_text(left, self.source).to_string(),
@@ -916,14 +917,14 @@ impl<'t> SemanticModel<'t> {
         }
         // `for sentence, score in zip(batch, scores):` / `for i, row in enumerate(t):`: the
         // targets paired with a tensor hold its rows, on its device.
-        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
             && syntax::call_parts(syntax::unparenthesize(right)).is_some_and(|(function, _)| {
                 matches!(node_text(function, self.source), "zip" | "enumerate")
             })
         {
             let targets: Vec<Node<'_>> = left
                 .named_nodes()
-                .filter(|target| target.kind_name() == "identifier")
+                .filter(|target| target.is_kind("identifier"))
                 .collect();
             let mut bound = false;
             for target in targets {
@@ -942,7 +943,7 @@ impl<'t> SemanticModel<'t> {
         // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
         // onto the host: the values are host tensors.
         if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
-            && function.kind_name() == "attribute"
+            && function.is_kind("attribute")
             && let (Some(object), Some(method)) =
                 (function.field("object"), function.field("attribute"))
             && self.fact(object).kind == ValueKind::Container
@@ -955,7 +956,7 @@ impl<'t> SemanticModel<'t> {
                 ("values", "identifier") => Some(left),
                 _ => None,
             };
-            if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+            if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
                 self.bind(
                     node_text(value, self.source).to_string(),
                     Binding::Value(Fact::tensor(Device::Cpu, origin)),
@@ -966,7 +967,7 @@ impl<'t> SemanticModel<'t> {
         // `for images, labels in loader:` / `for step, batch in enumerate(loader):` over a device
         // loader (`MpDeviceLoader`): the batch's tensors are on the device.
         let enumerated = syntax::call_parts(syntax::unparenthesize(right))
-            .filter(|(function, _)| node_text(*function, self.source) == "enumerate")
+            .filter(|(function, _)| syntax::text_is(*function, self.source, "enumerate"))
             .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
         let (loader, target) = match enumerated {
             Some(inner) => {
@@ -1157,7 +1158,7 @@ impl<'t> SemanticModel<'t> {
     /// `if self.model_parallel:` where the flag switches a CUDA-only mode on (see
     /// `Summaries::cuda_mode_flags`): the branch runs only with CUDA.
     fn is_cuda_mode_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.kind_name() != "if_statement"
+        if parent.is_not_kind("if_statement")
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -1173,17 +1174,17 @@ impl<'t> SemanticModel<'t> {
             "boolean_operator"
                 if condition
                     .field("operator")
-                    .is_some_and(|o| node_text(o, self.source) == "and") =>
+                    .is_some_and(|o| syntax::text_is(o, self.source, "and")) =>
             {
                 condition.field("left")
             }
             _ => Some(condition),
         };
         tested.is_some_and(|tested| {
-            tested.kind_name() == "attribute"
+            tested.is_kind("attribute")
                 && tested
                     .field("object")
-                    .is_some_and(|o| node_text(o, self.source) == "self")
+                    .is_some_and(|o| syntax::text_is(o, self.source, "self"))
                 && tested.field("attribute").is_some_and(|a| {
                     self.summaries
                         .cuda_mode_flags
@@ -1212,10 +1213,10 @@ impl<'t> SemanticModel<'t> {
         let Some(condition) = condition.map(syntax::unparenthesize) else {
             return false;
         };
-        let is_and = condition.kind_name() == "boolean_operator"
+        let is_and = condition.is_kind("boolean_operator")
             && condition
                 .field("operator")
-                .is_some_and(|o| node_text(o, self.source) == "and");
+                .is_some_and(|o| syntax::text_is(o, self.source, "and"));
         let tested = if is_and {
             [condition.field("left"), condition.field("right")]
         } else {
@@ -1246,7 +1247,7 @@ impl<'t> SemanticModel<'t> {
     fn enter_definition_guards(&mut self, definition: Node<'t>) {
         let decorated = self
             .parent(definition)
-            .filter(|p| p.kind_name() == "decorated_definition");
+            .filter(|p| p.is_kind("decorated_definition"));
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
@@ -1255,12 +1256,12 @@ impl<'t> SemanticModel<'t> {
             scope.device_branch = true;
         }
         let outer = self.guard_frames.last().copied();
-        let load_time = definition.kind_name() == "function_definition"
+        let load_time = definition.is_kind("function_definition")
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
         // Not inherited by nested definitions and lambdas: a closure may run any number of times.
-        let once_per_run = definition.kind_name() == "function_definition"
+        let once_per_run = definition.is_kind("function_definition")
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.once_per_run);
@@ -1315,7 +1316,7 @@ impl<'t> SemanticModel<'t> {
         let call = count
             .checked_sub(3)
             .and_then(|i| self.ancestors.get(i))
-            .filter(|call| call.kind_name() == "call");
+            .filter(|call| call.is_kind("call"));
         let closure = call.is_some_and(|call| {
             self.call_qualified_name(*call)
                 .is_some_and(|q| q.ends_with("add_step_closure"))
@@ -1454,7 +1455,7 @@ impl<'t> SemanticModel<'t> {
             "attribute"
                 if function
                     .field("object")
-                    .is_some_and(|o| node_text(o, self.source) == "self") =>
+                    .is_some_and(|o| syntax::text_is(o, self.source, "self")) =>
             {
                 match function.field("attribute") {
                     Some(attribute) => (node_text(attribute, self.source), true),
@@ -1627,9 +1628,7 @@ impl<'t> SemanticModel<'t> {
             let (name_node, annotation, default) = match parameter.kind_name() {
                 "identifier" => (Some(parameter), None, None),
                 "typed_parameter" => (
-                    parameter
-                        .named_child(0)
-                        .filter(|n| n.kind_name() == "identifier"),
+                    parameter.named_child(0).filter(|n| n.is_kind("identifier")),
                     parameter.field("type"),
                     None,
                 ),
@@ -1649,8 +1648,7 @@ impl<'t> SemanticModel<'t> {
             let origin = Some((name_node.start_byte(), name_node.end_byte()));
             // A flag's default says what it is, whatever the annotation claims
             // (`output_attentions: Optional[torch.Tensor] = False`).
-            let flag_default =
-                default.is_some_and(|d| matches!(d.kind_name(), "true" | "false" | "string"));
+            let flag_default = default.is_some_and(|d| d.is_any_kind(&["true", "false", "string"]));
             let fact = if flag_default {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(annotation) = annotation {
@@ -1660,7 +1658,7 @@ impl<'t> SemanticModel<'t> {
                     torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
                     torch_api::AnnotatedKind::Other => Fact::of(ValueKind::Scalar),
                 }
-            } else if default.is_some_and(|d| d.kind_name() != "none") {
+            } else if default.is_some_and(|d| d.is_not_kind("none")) {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(passed) = function.and_then(|f| self.passed_fact(f, name)) {
                 Fact {
@@ -1744,7 +1742,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        base.kind_name() == "identifier"
+        base.is_kind("identifier")
             && matches!(
                 self.lookup(node_text(base, self.source)),
                 Some(Binding::Class(index)) if self.classes.get(*index).is_some_and(|c| c.is_optimizer)
@@ -1764,7 +1762,7 @@ impl<'t> SemanticModel<'t> {
                 return true;
             }
         }
-        if base.kind_name() == "identifier"
+        if base.is_kind("identifier")
             && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
         {
             return self.classes.get(*index).is_some_and(|c| c.is_module);
@@ -1783,7 +1781,7 @@ impl<'t> SemanticModel<'t> {
         let Some(value) = node.named_child(0) else {
             return;
         };
-        let (fact, elements) = if value.kind_name() == "expression_list" {
+        let (fact, elements) = if value.is_kind("expression_list") {
             let mut elements: Vec<Fact> = Vec::new();
             for element in syntax::named_children(value) {
                 elements.push(self.fact(element));
@@ -1856,7 +1854,7 @@ impl<'t> SemanticModel<'t> {
             },
             "attribute" => {
                 let object = function.field("object")?;
-                if node_text(object, self.source) != "self" {
+                if !syntax::text_is(object, self.source, "self") {
                     return None;
                 }
                 self.method_summary(node_text(function.field("attribute")?, self.source))?
@@ -1880,7 +1878,7 @@ impl<'t> SemanticModel<'t> {
             "attribute"
                 if expr
                     .field("attribute")
-                    .is_some_and(|a| node_text(a, self.source) == "shape") =>
+                    .is_some_and(|a| syntax::text_is(a, self.source, "shape")) =>
             {
                 expr.field("object")
             }
@@ -1888,7 +1886,7 @@ impl<'t> SemanticModel<'t> {
                 let no_arguments = expr
                     .field("arguments")
                     .is_some_and(|a| a.named_child_count() == 0);
-                (node_text(method, self.source) == "size" && no_arguments).then_some(receiver)
+                (syntax::text_is(method, self.source, "size") && no_arguments).then_some(receiver)
             }),
             _ => None,
         };
@@ -1961,8 +1959,8 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         // `a, b = x.get("a"), x.get("b")`: element by element.
-        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
-            && matches!(right.kind_name(), "expression_list" | "tuple")
+        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
+            && right.is_any_kind(&["expression_list", "tuple"])
             && left.named_child_count() == right.named_child_count()
         {
             let mut cursor = left.walk();
@@ -1976,19 +1974,15 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         // `_, _, h, w = x.shape` / `b, n = x.size()`: the dimensions are Python ints.
-        if matches!(
-            left.kind_name(),
-            "pattern_list" | "tuple_pattern" | "list_pattern"
-        ) && self.is_tensor_shape(right, 0)
+        if left.is_any_kind(&["pattern_list", "tuple_pattern", "list_pattern"])
+            && self.is_tensor_shape(right, 0)
         {
             for target in left.named_nodes() {
                 self.bind_target(target, Fact::of(ValueKind::Scalar), 1);
             }
             return;
         }
-        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
-            && right.kind_name() == "call"
-        {
+        if left.is_any_kind(&["pattern_list", "tuple_pattern"]) && right.is_kind("call") {
             let mut cursor = left.walk();
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
             if let Some(elements) = self.tuple_elements(right, targets.len()) {
@@ -1998,7 +1992,7 @@ impl<'t> SemanticModel<'t> {
                 return;
             }
         }
-        if left.kind_name() == "identifier" && right.kind_name() != "none" {
+        if left.is_kind("identifier") && right.is_not_kind("none") {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
             if self.scopes.len() == 1 {
@@ -2026,7 +2020,7 @@ impl<'t> SemanticModel<'t> {
     /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
     /// branch runs only with CUDA.
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.kind_name() != "if_statement"
+        if parent.is_not_kind("if_statement")
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -2044,10 +2038,10 @@ impl<'t> SemanticModel<'t> {
     fn tests_cuda_value(&self, condition: Node<'_>, depth: usize) -> bool {
         let condition = syntax::unparenthesize(condition);
         if depth < 4
-            && condition.kind_name() == "boolean_operator"
+            && condition.is_kind("boolean_operator")
             && condition
                 .field("operator")
-                .is_some_and(|o| node_text(o, self.source) == "and")
+                .is_some_and(|o| syntax::text_is(o, self.source, "and"))
         {
             return [condition.field("left"), condition.field("right")]
                 .into_iter()
@@ -2064,13 +2058,11 @@ impl<'t> SemanticModel<'t> {
                     .map(|c| node_text(c, self.source))
                     .collect();
                 let operator = crate::syntax::join(&operators, " ");
-                let right_is_none = condition
-                    .named_child(1)
-                    .is_some_and(|r| r.kind_name() == "none");
+                let right_is_none = condition.named_child(1).is_some_and(|r| r.is_kind("none"));
                 (operator == "is not" && right_is_none)
                     .then(|| condition.named_child(0))
                     .flatten()
-                    .filter(|n| matches!(n.kind_name(), "identifier" | "attribute"))
+                    .filter(|n| n.is_any_kind(&["identifier", "attribute"]))
             }
             "attribute" => Some(condition),
             _ => None,
@@ -2078,7 +2070,7 @@ impl<'t> SemanticModel<'t> {
         if let Some(attribute) = name.and_then(|n| summaries::self_attribute(n, self.source)) {
             return self.summaries.cuda_attributes.contains(attribute);
         }
-        name.filter(|n| n.kind_name() == "identifier")
+        name.filter(|n| n.is_kind("identifier"))
             .is_some_and(|name| {
                 self.scopes.last().is_some_and(|scope| {
                     scope
@@ -2107,8 +2099,8 @@ impl<'t> SemanticModel<'t> {
                 let object = target.field("object");
                 let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
-                    && object.kind_name() == "identifier"
-                    && node_text(object, source) == "self"
+                    && object.is_kind("identifier")
+                    && syntax::text_is(object, source, "self")
                     && let Some(class) = self.current_method_class()
                     && let Some(info) = self.classes.get_mut(class)
                 {
@@ -2135,7 +2127,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `self.register_buffer("name", t)` records a device-following tensor attribute.
     fn leave_expression_statement(&mut self, node: Node<'_>) {
-        let Some(call) = node.named_child(0).filter(|n| n.kind_name() == "call") else {
+        let Some(call) = node.named_child(0).filter(|n| n.is_kind("call")) else {
             return;
         };
         let Some((receiver, method)) = syntax::method_call(call) else {
@@ -2163,7 +2155,7 @@ impl<'t> SemanticModel<'t> {
                 }
                 _ => None,
             };
-            if let Some(loss) = loss.filter(|loss| loss.kind_name() == "identifier")
+            if let Some(loss) = loss.filter(|loss| loss.is_kind("identifier"))
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
@@ -2173,7 +2165,7 @@ impl<'t> SemanticModel<'t> {
             }
             return;
         }
-        if node_text(receiver, source) != "self" {
+        if !syntax::text_is(receiver, source, "self") {
             return;
         }
         let method = node_text(method, source);
@@ -2210,7 +2202,7 @@ impl<'t> SemanticModel<'t> {
     /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
     /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        if node.kind_name() == "for_statement"
+        if node.is_kind("for_statement")
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
             && !self.moves_batches_to_cuda(node)
@@ -2295,10 +2287,10 @@ impl<'t> SemanticModel<'t> {
                 let name = node_text(function, source);
                 let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
                     || name.ends_with("tqdm");
-                let loader_method = function.kind_name() == "attribute"
+                let loader_method = function.is_kind("attribute")
                     && function
                         .field("attribute")
-                        .is_some_and(|a| node_text(a, source) == "per_device_loader");
+                        .is_some_and(|a| syntax::text_is(a, source, "per_device_loader"));
                 if loader_method {
                     return true;
                 }
@@ -2350,29 +2342,21 @@ impl<'t> SemanticModel<'t> {
             return None;
         }
         let is_comprehension = |n: &Node<'t>| {
-            matches!(
-                n.kind_name(),
-                "list_comprehension"
-                    | "set_comprehension"
-                    | "dictionary_comprehension"
-                    | "generator_expression"
-            )
+            n.is_any_kind(&[
+                "list_comprehension",
+                "set_comprehension",
+                "dictionary_comprehension",
+                "generator_expression",
+            ])
         };
-        let is_scope = |n: &Node<'t>| {
-            matches!(
-                n.kind_name(),
-                "function_definition" | "class_definition" | "lambda"
-            )
-        };
+        let is_scope =
+            |n: &Node<'t>| n.is_any_kind(&["function_definition", "class_definition", "lambda"]);
         // Below the current node, innermost last; a scope boundary there hides everything above.
         let mut below: Vec<Node<'t>> = Vec::new();
         let mut bounded = false;
         let mut node = current;
         for _ in 0..MAX_EXPR_DEPTH * 8 {
-            if node.start_byte() == start
-                && node.end_byte() == end
-                && node.kind_name() == "identifier"
-            {
+            if node.start_byte() == start && node.end_byte() == end && node.is_kind("identifier") {
                 break;
             }
             let mut cursor = node.walk();
@@ -2400,7 +2384,7 @@ impl<'t> SemanticModel<'t> {
         for comprehension in below.iter().rev().chain(above) {
             let mut cursor = comprehension.walk();
             for clause in comprehension.named_children(&mut cursor) {
-                if clause.kind_name() != "for_in_clause" {
+                if clause.is_not_kind("for_in_clause") {
                     continue;
                 }
                 let (Some(left), Some(right)) = (clause.field("left"), clause.field("right"))
@@ -2442,16 +2426,16 @@ impl<'t> SemanticModel<'t> {
             }
         };
         let left = syntax::unparenthesize(left);
-        if left.kind_name() == "identifier" {
+        if left.is_kind("identifier") {
             return (node_text(left, source) == name).then(|| row(iterable));
         }
-        if !matches!(left.kind_name(), "pattern_list" | "tuple_pattern") {
+        if !left.is_any_kind(&["pattern_list", "tuple_pattern"]) {
             return None;
         }
         let targets: Vec<Node<'_>> = left.named_nodes().collect();
         let position = targets
             .iter()
-            .position(|t| t.kind_name() == "identifier" && node_text(*t, source) == name);
+            .position(|t| t.is_kind("identifier") && node_text(*t, source) == name);
         let Some(position) = position else {
             // Bound deeper (`for i, (a, b) in …`), or not at all.
             let binds = node_text(left, source)
@@ -2489,10 +2473,7 @@ impl<'t> SemanticModel<'t> {
             if kinds.contains(&n.kind_name()) {
                 return Some(n);
             }
-            if matches!(
-                n.kind_name(),
-                "function_definition" | "class_definition" | "lambda"
-            ) {
+            if n.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
                 return None;
             }
             current = self.parent(n);
@@ -2650,7 +2631,7 @@ impl<'t> SemanticModel<'t> {
             .ancestors
             .iter()
             .rev()
-            .find(|a| a.kind_name() == "class_definition")?;
+            .find(|a| a.is_kind("class_definition"))?;
         class.field("name").map(|n| node_text(n, self.source))
     }
 
@@ -2708,7 +2689,7 @@ impl<'t> SemanticModel<'t> {
                 let misnamed_dict = value.evidence == Evidence::Annotation
                     && expr
                         .field("subscript")
-                        .is_some_and(|index| index.kind_name() == "string");
+                        .is_some_and(|index| index.is_kind("string"));
                 match value.kind {
                     ValueKind::Tensor if misnamed_dict => Fact::UNKNOWN,
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
@@ -2832,7 +2813,7 @@ impl<'t> SemanticModel<'t> {
             return Fact::UNKNOWN;
         };
         let attribute = node_text(attribute, source);
-        if object.kind_name() == "identifier" && node_text(object, source) == "self" {
+        if object.is_kind("identifier") && syntax::text_is(object, source, "self") {
             if let Some(class) = self.current_method_class()
                 && let Some(fact) = self
                     .classes
@@ -3058,7 +3039,7 @@ impl<'t> SemanticModel<'t> {
                         if callee.kind == ValueKind::Module {
                             Fact::tensor(Device::Accelerator, origin)
                                 .with_evidence(Evidence::ModuleCall)
-                        } else if node_text(object, source) == "self"
+                        } else if syntax::text_is(object, source, "self")
                             && let Some(id) = self.method_summary(method)
                         {
                             self.summary_return(id, origin)
@@ -3070,7 +3051,7 @@ impl<'t> SemanticModel<'t> {
                             // kind, where one class of the file defines `step`: the object is most
                             // likely an instance of it (the call graph joins by name too).
                             self.summary_return(id, origin)
-                        } else if node_text(object, source) == "self"
+                        } else if syntax::text_is(object, source, "self")
                             && callee.kind == ValueKind::Unknown
                             && self.current_method_class().is_none_or(|class| {
                                 self.classes
@@ -3290,7 +3271,7 @@ impl<'t> SemanticModel<'t> {
             && syntax::keyword_arg(arguments, "out", self.source).is_none()
             && positional.iter().all(|argument| {
                 let argument = syntax::unparenthesize(*argument);
-                !matches!(argument.kind_name(), "string" | "concatenated_string")
+                !argument.is_any_kind(&["string", "concatenated_string"])
                     && self.fact_at_depth(argument, depth + 1).kind == ValueKind::Scalar
             })
     }
@@ -3298,7 +3279,7 @@ impl<'t> SemanticModel<'t> {
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
-            if matches!(argument.kind_name(), "list" | "tuple") {
+            if argument.is_any_kind(&["list", "tuple"]) {
                 candidates.extend(argument.named_nodes());
             } else {
                 candidates.push(argument);
@@ -3367,7 +3348,7 @@ impl<'t> SemanticModel<'t> {
             "attribute" => {
                 let is_device_attr = value
                     .field("attribute")
-                    .is_some_and(|a| node_text(a, source) == "device");
+                    .is_some_and(|a| syntax::text_is(a, source, "device"));
                 if is_device_attr {
                     value.field("object").map_or(Device::Unknown, |o| {
                         let fact = self.fact_at_depth(o, depth + 1);
@@ -3427,7 +3408,7 @@ impl SemanticModel<'_> {
 /// multiplied by the scale factor, so the backward runs through `loss` (the AMP idiom).
 fn scaled_loss<'t>(receiver: Node<'t>, source: &str) -> Option<Node<'t>> {
     let (scaler, method) = syntax::method_call(receiver)?;
-    if node_text(method, source) != "scale"
+    if !syntax::text_is(method, source, "scale")
         || !node_text(scaler, source)
             .to_ascii_lowercase()
             .ends_with("scaler")
@@ -3473,7 +3454,7 @@ fn is_method_posted_alone(function: Node<'_>, frames: &[Frame], source: &str) ->
             .field("parameters")
             .and_then(|parameters| parameters.named_child(0))
             .is_some_and(|first| {
-                first.kind_name() == "identifier" && node_text(first, source) == "self"
+                first.is_kind("identifier") && syntax::text_is(first, source, "self")
             })
 }
 

@@ -110,7 +110,7 @@ impl PassedSites {
             },
             _ => return,
         };
-        if arguments.kind_name() != "argument_list" || resolver.resolve(function).is_some() {
+        if arguments.is_not_kind("argument_list") || resolver.resolve(function).is_some() {
             return;
         }
         let mut positional = Vec::new();
@@ -157,7 +157,7 @@ impl PassedSites {
         source: &str,
         resolver: &impl Resolver,
     ) {
-        if target.kind_name() == "identifier" {
+        if target.is_kind("identifier") {
             let value = value.map_or(Value::Unknown, |v| read_value(v, source, resolver));
             self.bindings.push(NameBinding {
                 caller,
@@ -536,7 +536,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return Value::Unknown;
     };
-    if function.kind_name() == "attribute"
+    if function.is_kind("attribute")
         && let (Some(receiver), Some(method)) =
             (function.field("object"), function.field("attribute"))
     {

@@ -658,7 +658,7 @@ fn walk_statement<'t>(
                         .len()
                         .checked_sub(2)
                         .map(|i| ancestors[i])
-                        .filter(|p| p.kind_name() == "decorated_definition");
+                        .filter(|p| p.is_kind("decorated_definition"));
                     let scope = guards::definition_scope(outer, node, decorated, source);
                     scopes.push((node.id(), scope));
                 }
@@ -719,7 +719,7 @@ fn walk_statement<'t>(
                 if scopes.last().is_some_and(|(id, _)| *id == node.id()) {
                     scopes.pop();
                 }
-                if node.kind_name() == "if_statement"
+                if node.is_kind("if_statement")
                     && let Some(test) = guards::after_early_exit(node, source)
                     && let Some((_, scope)) = scopes.last_mut()
                 {
@@ -1043,7 +1043,7 @@ fn enter(
             }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.kind_name() == "identifier"
+                && left.is_kind("identifier")
                 && has_modulo(right, source)
             {
                 summaries.throttle_names.push((
@@ -1053,22 +1053,22 @@ fn enter(
             }
             // `n = torch.cuda.device_count()` in a function that only compares `n`.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.kind_name() == "identifier"
-                && right.kind_name() == "call"
+                && left.is_kind("identifier")
+                && right.is_kind("call")
                 && syntax::call_parts(right)
                     .and_then(|(function, _)| resolver.resolve(function))
                     .is_some_and(|q| q == "torch.cuda.device_count")
                 && let Some(function) = ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.kind_name() == "function_definition")
+                    .find(|a| a.is_kind("function_definition"))
                 && only_compared(*function, left, source)
             {
                 summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.kind_name() != "none"
+                && right.is_not_kind("none")
                 && let Some(attribute) = self_attribute(left, source)
             {
                 let cuda = cuda_only || value_needs_cuda(right, source, resolver, 0);
@@ -1078,11 +1078,11 @@ fn enter(
             }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.kind_name() == "true"
-                && left.kind_name() == "attribute"
+                && right.is_kind("true")
+                && left.is_kind("attribute")
                 && left
                     .field("object")
-                    .is_some_and(|o| node_text(o, source) == "self")
+                    .is_some_and(|o| syntax::text_is(o, source, "self"))
                 && let Some(attribute) = left.field("attribute")
                 && let Some(index) = innermost_function(stack)
             {
@@ -1180,7 +1180,7 @@ fn call(
     {
         summaries.functions[index].moved_parameters.push(position);
     }
-    if let Some(receiver) = receiver.filter(|r| r.kind_name() == "identifier")
+    if let Some(receiver) = receiver.filter(|r| r.is_kind("identifier"))
         && let Some(index) = innermost_function(stack)
         && moves_to_device(method, arguments, source, resolver)
     {
@@ -1244,7 +1244,7 @@ fn call(
     }
     if q.ends_with("add_step_closure")
         && let Some(first) = syntax::positional_args(arguments).first()
-        && first.kind_name() == "identifier"
+        && first.is_kind("identifier")
     {
         summaries
             .step_closures
@@ -1343,7 +1343,7 @@ fn call(
             "keyword_argument" => argument.field("value"),
             _ => Some(argument),
         };
-        if let Some(value) = value.filter(|v| v.kind_name() == "identifier") {
+        if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
             summaries
                 .passed_names
                 .insert(node_text(value, source).to_string());
@@ -1485,7 +1485,7 @@ fn mentions_throttle_name(
         if budget == 0 {
             return false;
         }
-        if node.kind_name() == "identifier" && {
+        if node.is_kind("identifier") && {
             let text = node_text(node, source);
             summaries
                 .throttle_names
@@ -1557,7 +1557,7 @@ fn block_around(ancestors: &[Node<'_>]) -> Option<(usize, usize)> {
         .iter()
         .rev()
         .skip(1)
-        .find(|a| a.kind_name() == "block")
+        .find(|a| a.is_kind("block"))
         .map(|block| (block.start_byte(), block.end_byte()))
 }
 
@@ -1646,10 +1646,10 @@ fn record_move(
 /// iterates (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
 fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -> Option<&'s str> {
     let mut base = receiver;
-    while base.kind_name() == "subscript" {
+    while base.is_kind("subscript") {
         base = base.field("value")?;
     }
-    if base.kind_name() != "identifier" {
+    if base.is_not_kind("identifier") {
         return None;
     }
     let name = node_text(base, source);
@@ -1661,7 +1661,7 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
             | "dictionary_comprehension"
             | "generator_expression" => {
                 for clause in node.named_nodes() {
-                    if clause.kind_name() == "for_in_clause"
+                    if clause.is_kind("for_in_clause")
                         && let (Some(left), Some(right)) =
                             (clause.field("left"), clause.field("right"))
                         && binds_name(left, name, source)
@@ -1692,14 +1692,14 @@ pub(crate) fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&
     let mut expr = syntax::unparenthesize(iterable);
     if let Some((function, arguments)) = syntax::call_parts(expr)
         && arguments.named_child_count() == 0
-        && function.kind_name() == "attribute"
+        && function.is_kind("attribute")
         && function
             .field("attribute")
             .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
     {
         expr = function.field("object")?;
     }
-    (expr.kind_name() == "identifier").then(|| node_text(expr, source))
+    (expr.is_kind("identifier")).then(|| node_text(expr, source))
 }
 
 /// Records a loop (statement or comprehension) in the innermost function's own body.
@@ -1787,9 +1787,7 @@ fn only_compared(function: Node<'_>, target: Node<'_>, source: &str) -> bool {
     let mut cursor = function.walk();
     loop {
         let node = cursor.node();
-        if node.kind_name() == "identifier"
-            && node.id() != target.id()
-            && node_text(node, source) == name
+        if node.is_kind("identifier") && node.id() != target.id() && node_text(node, source) == name
         {
             if !counts_devices(node, source) {
                 return false;
@@ -1828,7 +1826,7 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
                 && parent
                     .parent()
                     .and_then(|call| call.field("function"))
-                    .is_some_and(|f| node_text(f, source) == "range")
+                    .is_some_and(|f| syntax::text_is(f, source, "range"))
         }
         "assignment" => {
             parent
@@ -1838,7 +1836,7 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
                     .field("right")
                     .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
                     .and_then(|(function, _)| function.field("attribute"))
-                    .is_some_and(|a| node_text(a, source) == "device_count")
+                    .is_some_and(|a| syntax::text_is(a, source, "device_count"))
         }
         _ => false,
     }
@@ -1846,10 +1844,10 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
 
 /// The attribute name of `self.<name>`.
 pub(crate) fn self_attribute<'s>(target: Node<'_>, source: &'s str) -> Option<&'s str> {
-    (target.kind_name() == "attribute"
+    (target.is_kind("attribute")
         && target
             .field("object")
-            .is_some_and(|o| node_text(o, source) == "self"))
+            .is_some_and(|o| syntax::text_is(o, source, "self")))
     .then(|| target.field("attribute"))
     .flatten()
     .map(|a| node_text(a, source))
@@ -1892,7 +1890,7 @@ pub(crate) fn value_needs_cuda(
             // Some branch is not `None`, and each such branch needs CUDA.
             let mut any = false;
             for (branch, consequence) in [(first, true), (second, false)] {
-                if branch.kind_name() == "none" {
+                if branch.is_kind("none") {
                     continue;
                 }
                 if !(taken_only_with_cuda(consequence)
@@ -1919,9 +1917,9 @@ fn class_requiring_cuda<'t>(
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.kind_name() != "comment")
+        .filter(|s| s.is_not_kind("comment"))
         .last()?;
-    if last.kind_name() != "raise_statement" {
+    if last.is_not_kind("raise_statement") {
         return None;
     }
     let test = guards::after_early_exit(if_statement, source)?;
@@ -1930,23 +1928,21 @@ fn class_requiring_cuda<'t>(
     }
     // … block, function_definition `__init__`, block, if_statement.
     let mut up = ancestors.iter().rev().skip(1);
-    up.next().filter(|b| b.kind_name() == "block")?;
+    up.next().filter(|b| b.is_kind("block"))?;
     up.next()
-        .filter(|f| f.kind_name() == "function_definition")
+        .filter(|f| f.is_kind("function_definition"))
         .filter(|f| {
             f.field("name")
-                .is_some_and(|n| node_text(n, source) == "__init__")
+                .is_some_and(|n| syntax::text_is(n, source, "__init__"))
         })?;
     let mut next = up.next()?;
-    if next.kind_name() == "decorated_definition" {
+    if next.is_kind("decorated_definition") {
         next = up.next()?;
     }
-    if next.kind_name() != "block" {
+    if next.is_not_kind("block") {
         return None;
     }
-    up.next()
-        .filter(|c| c.kind_name() == "class_definition")
-        .copied()
+    up.next().filter(|c| c.is_kind("class_definition")).copied()
 }
 
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
@@ -1991,24 +1987,24 @@ fn mark_cuda_library_use(
     summaries.cuda_library_scopes.insert(node_key(block_node));
     let Some(function) = block_node
         .parent()
-        .filter(|f| f.kind_name() == "function_definition")
+        .filter(|f| f.is_kind("function_definition"))
     else {
         return;
     };
     let initialiser = function
         .field("name")
-        .is_some_and(|n| node_text(n, source) == "__init__");
+        .is_some_and(|n| syntax::text_is(n, source, "__init__"));
     if !initialiser {
         return;
     }
     let class = function
         .parent()
-        .filter(|p| p.kind_name() == "decorated_definition")
+        .filter(|p| p.is_kind("decorated_definition"))
         .or(Some(function))
         .and_then(|f| f.parent())
-        .filter(|b| b.kind_name() == "block")
+        .filter(|b| b.is_kind("block"))
         .and_then(|b| b.parent())
-        .filter(|c| c.kind_name() == "class_definition");
+        .filter(|c| c.is_kind("class_definition"));
     if let Some(class) = class {
         summaries.cuda_library_scopes.insert(node_key(class));
     }
@@ -2021,17 +2017,17 @@ fn mark_cuda_library_use(
 /// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
 fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.kind_name() == "boolean_operator"
+    if condition.is_kind("boolean_operator")
         && condition
             .field("operator")
-            .is_some_and(|o| node_text(o, source) == "and")
+            .is_some_and(|o| syntax::text_is(o, source, "and"))
     {
         return [condition.field("left"), condition.field("right")]
             .into_iter()
             .flatten()
             .any(|side| tests_one_iteration(side, source, ancestors));
     }
-    if condition.kind_name() != "comparison_operator" || condition.named_child_count() != 2 {
+    if condition.is_not_kind("comparison_operator") || condition.named_child_count() != 2 {
         return false;
     }
     let mut cursor = condition.walk();
@@ -2082,7 +2078,7 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
         },
         _ => return None,
     };
-    (counter.kind_name() == "identifier").then(|| node_text(counter, source))
+    (counter.is_kind("identifier")).then(|| node_text(counter, source))
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
@@ -2099,10 +2095,10 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
             return false;
         }
         // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
-        if node.kind_name() == "binary_operator"
+        if node.is_kind("binary_operator")
             && node
                 .field("operator")
-                .is_some_and(|o| node_text(o, source) == "%")
+                .is_some_and(|o| syntax::text_is(o, source, "%"))
             && !node
                 .field("right")
                 .is_some_and(|r| node_text(r, source).to_ascii_lowercase().contains("accum"))
@@ -2127,7 +2123,7 @@ fn leave(
     };
     // `if skip: return` on a throttle: the rest of the block runs once every N steps.
     if matches!(frame, Frame::Throttle { exits: true })
-        && node.kind_name() == "if_statement"
+        && node.is_kind("if_statement")
         && exits_early(node)
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
     {
@@ -2221,11 +2217,11 @@ fn exits_early(if_statement: Node<'_>) -> bool {
     };
     let mut last = None;
     for statement in syntax::named_children(body) {
-        if statement.kind_name() != "comment" {
+        if statement.is_not_kind("comment") {
             last = Some(statement);
         }
     }
-    last.is_some_and(|last| matches!(last.kind_name(), "return_statement" | "continue_statement"))
+    last.is_some_and(|last| last.is_any_kind(&["return_statement", "continue_statement"]))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
@@ -2233,7 +2229,7 @@ fn exits_early(if_statement: Node<'_>) -> bool {
 pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
     let mut targets = Vec::new();
     for decorator in syntax::named_children(decorated) {
-        if decorator.kind_name() != "decorator" {
+        if decorator.is_not_kind("decorator") {
             continue;
         }
         let target = decorator
@@ -2423,14 +2419,12 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
     let mut definition = function;
     if let Some(parent) = definition
         .parent()
-        .filter(|p| p.kind_name() == "decorated_definition")
+        .filter(|p| p.is_kind("decorated_definition"))
     {
         definition = parent;
     }
-    let block = definition.parent().filter(|p| p.kind_name() == "block")?;
-    let class = block
-        .parent()
-        .filter(|p| p.kind_name() == "class_definition")?;
+    let block = definition.parent().filter(|p| p.is_kind("block"))?;
+    let class = block.parent().filter(|p| p.is_kind("class_definition"))?;
     class
         .field("name")
         .map(|name| node_text(name, source).to_string())
@@ -2458,11 +2452,11 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
                 else {
                     return false;
                 };
-                let returns_false = only.kind_name() == "return_statement"
+                let returns_false = only.is_kind("return_statement")
                     && only
                         .named_child(0)
-                        .is_some_and(|value| value.kind_name() == "false");
-                if !returns_false && only.kind_name() != "raise_statement" {
+                        .is_some_and(|value| value.is_kind("false"));
+                if !returns_false && only.is_not_kind("raise_statement") {
                     return false;
                 }
                 // After `if <test>: return False`, a true result means the test was false.
@@ -2497,16 +2491,14 @@ fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
         return false;
     };
     for parameter in syntax::named_children(parameters) {
-        if matches!(
-            parameter.kind_name(),
-            "typed_parameter" | "typed_default_parameter"
-        ) && parameter
-            .field("type")
-            .and_then(|annotation| annotation.named_child(0))
-            .and_then(|annotation| resolver.resolve(annotation))
-            .is_some_and(|qualified| {
-                matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
-            })
+        if parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+            && parameter
+                .field("type")
+                .and_then(|annotation| annotation.named_child(0))
+                .and_then(|annotation| resolver.resolve(annotation))
+                .is_some_and(|qualified| {
+                    matches!(qualified.as_str(), "PIL.Image.Image" | "numpy.ndarray")
+                })
         {
             return true;
         }
@@ -2527,7 +2519,7 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
             "default_parameter" | "typed_default_parameter" => parameter.field("name"),
             _ => None,
         };
-        if let Some(name) = name.filter(|name| name.kind_name() == "identifier") {
+        if let Some(name) = name.filter(|name| name.is_kind("identifier")) {
             names.push(node_text(name, source).to_string());
         }
     }

@@ -169,7 +169,7 @@ impl<'t> CompileSite<'t> {
             }
             "decorator" => {
                 let expression = node.named_child(0)?;
-                if !matches!(expression.kind_name(), "attribute" | "identifier") {
+                if !expression.is_any_kind(&["attribute", "identifier"]) {
                     return None;
                 }
                 (context.qualified_name(expression).as_deref() == Some("torch.compile")).then_some(

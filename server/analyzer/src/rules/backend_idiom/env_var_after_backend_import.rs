@@ -78,7 +78,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let source = context.source();
     let (key, setdefault) = match node.kind_name() {
         "assignment" => {
-            let Some(left) = node.field("left").filter(|l| l.kind_name() == "subscript") else {
+            let Some(left) = node.field("left").filter(|l| l.is_kind("subscript")) else {
                 return;
             };
             let Some(environ) = left.field("value") else {

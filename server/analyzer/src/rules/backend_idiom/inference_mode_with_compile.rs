@@ -63,7 +63,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(expression) = node.named_child(0) else {
         return;
     };
-    let callee = if expression.kind_name() == "call" {
+    let callee = if expression.is_kind("call") {
         match context.call_parts(expression) {
             Some((function, _)) => function,
             None => return,
@@ -93,7 +93,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         "Replace with `no_grad`",
         vec![Edit::replace(
             attribute.byte_range(),
-            if attribute.kind_name() == "identifier" && callee.kind_name() == "identifier" {
+            if attribute.is_kind("identifier") && callee.is_kind("identifier") {
                 // `from torch import inference_mode`: keep the spelling local.
                 "torch.no_grad"
             } else {
@@ -108,7 +108,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
     context
         .parent(decorator)
-        .filter(|p| p.kind_name() == "decorated_definition")
+        .filter(|p| p.is_kind("decorated_definition"))
         .and_then(|decorated| decorated.field("definition"))
         .and_then(|definition| context.semantic().function_summary(definition))
         .is_some_and(|summary| summary.compiled)

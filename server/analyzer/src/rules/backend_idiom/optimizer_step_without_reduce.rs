@@ -85,7 +85,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if context.text(method) != "step"
+    if !context.text_is(method, "step")
         || (context.backend() != Backend::TorchXla
             || !tpu_api::imports_unconditionally(context, "torch_xla"))
     {

@@ -82,7 +82,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if syntax::has_splat(arguments)
         || context
             .keyword_arg(arguments, "capturable")
-            .is_some_and(|v| v.kind_name() == "true")
+            .is_some_and(|v| v.is_kind("true"))
     {
         return;
     }

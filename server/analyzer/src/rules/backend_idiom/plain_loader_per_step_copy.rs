@@ -119,7 +119,7 @@ pub(crate) fn moves_batches_of_plain_loader<'t>(
 fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
     let source = context.source();
     let mut expr = syntax::unparenthesize(iterable);
-    if expr.kind_name() == "call" {
+    if expr.is_kind("call") {
         let name = context.callee_name(expr)?;
         if !matches!(name, "enumerate" | "tqdm" | "iter") {
             return None;
@@ -143,17 +143,16 @@ fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut names = Vec::new();
     let mut stack = vec![target];
     while let Some(node) = stack.pop() {
-        if node.kind_name() == "identifier" {
+        if node.is_kind("identifier") {
             names.push(node_text(node, source));
-        } else if matches!(
-            node.kind_name(),
-            "pattern_list"
-                | "tuple_pattern"
-                | "list_pattern"
-                | "tuple"
-                | "list"
-                | "parenthesized_expression"
-        ) {
+        } else if node.is_any_kind(&[
+            "pattern_list",
+            "tuple_pattern",
+            "list_pattern",
+            "tuple",
+            "list",
+            "parenthesized_expression",
+        ]) {
             stack.extend(node.named_nodes());
         }
     }
@@ -173,13 +172,13 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         if visited > 5_000 {
             return false;
         }
-        if node.kind_name() == "call"
+        if node.is_kind("call")
             && let Some((receiver, method)) = context.method_call(node)
-            && node_text(method, source) == "to"
+            && syntax::text_is(method, source, "to")
             && let Some((_, arguments)) = context.call_parts(node)
         {
             let mut base = receiver;
-            while base.kind_name() == "subscript" {
+            while base.is_kind("subscript") {
                 match base.field("value") {
                     Some(value) => base = value,
                     None => break,
@@ -188,7 +187,7 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
             let device = context
                 .keyword_arg(arguments, "device")
                 .or_else(|| syntax::positional_args(arguments).first().copied());
-            if base.kind_name() == "identifier"
+            if base.is_kind("identifier")
                 && names.contains(&node_text(base, source))
                 && device.is_some_and(|d| is_device_expression(context, d))
             {
@@ -197,27 +196,29 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         }
         // A function or method of this file that moves the batch it is passed
         // (`loss = self.training_step(batch)`), by its summary.
-        if node.kind_name() == "call"
+        if node.is_kind("call")
             && let Some((_, arguments)) = context.call_parts(node)
             && syntax::positional_args(arguments)
                 .iter()
                 .enumerate()
                 .any(|(position, argument)| {
-                    argument.kind_name() == "identifier"
+                    argument.is_kind("identifier")
                         && names.contains(&node_text(*argument, source))
                         && context.semantic().call_moves_argument(node, position)
                 })
         {
             return true;
         }
-        if matches!(
-            node.kind_name(),
-            "function_definition" | "class_definition" | "for_statement" | "while_statement"
-        ) && node.id() != body.id()
+        if node.is_any_kind(&[
+            "function_definition",
+            "class_definition",
+            "for_statement",
+            "while_statement",
+        ]) && node.id() != body.id()
         {
             continue;
         }
-        if node.kind_name() == "for_in_clause"
+        if node.is_kind("for_in_clause")
             && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
             && iterates_names(right, source, &names)
         {
@@ -225,8 +226,8 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         }
         let children: Vec<Node<'_>> = node.named_nodes().collect();
         // The `for … in …` clauses first: they bind what the element expression moves.
-        stack.extend(children.iter().filter(|c| c.kind_name() != "for_in_clause"));
-        stack.extend(children.iter().filter(|c| c.kind_name() == "for_in_clause"));
+        stack.extend(children.iter().filter(|c| c.is_not_kind("for_in_clause")));
+        stack.extend(children.iter().filter(|c| c.is_kind("for_in_clause")));
     }
     false
 }

@@ -181,14 +181,14 @@ const REMOVED: &[Removed] = &[
 
 /// TPU611
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if node.kind_name() == "import_from_statement" {
+    if node.is_kind("import_from_statement") {
         check_import(context, node);
         return;
     }
     // Only the whole attribute chain (`xm.get_ordinal`, not `xm` inside it).
     if context
         .parent(node)
-        .is_some_and(|parent| parent.kind_name() == "attribute")
+        .is_some_and(|parent| parent.is_kind("attribute"))
     {
         return;
     }
@@ -221,7 +221,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let call = context
         .parent(node)
-        .filter(|parent| parent.kind_name() == "call")
+        .filter(|parent| parent.is_kind("call"))
         .filter(|call| call.field("function").is_some_and(|f| f.id() == node.id()));
     let written = context.text(node).to_string();
     match &removed.replacement {
@@ -323,7 +323,7 @@ fn check_supported_devices<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(node)
-        .filter(|parent| parent.kind_name() == "call")
+        .filter(|parent| parent.is_kind("call"))
         .and_then(|call| call.field("arguments"))
     else {
         return;
@@ -368,7 +368,7 @@ fn is_compatibility_code<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool 
             "try_statement" => {
                 let catches = ancestor
                     .named_nodes()
-                    .filter(|clause| clause.kind_name() == "except_clause")
+                    .filter(|clause| clause.is_kind("except_clause"))
                     .any(|clause| {
                         let text = context.text(clause);
                         let header = text.split(':').next().unwrap_or(text);

@@ -74,8 +74,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                         )
                         .fix = Some(Fix::unsafe_edit("Add `dynamic=False`", vec![edit]));
                 }
-                Some(value) if value.kind_name() != "false" => {
-                    let message = if value.kind_name() == "true" {
+                Some(value) if value.is_not_kind("false") => {
+                    let message = if value.is_kind("true") {
                         "TorchTPU `torch.compile` raises with `dynamic=True`".to_string()
                     } else {
                         format!(

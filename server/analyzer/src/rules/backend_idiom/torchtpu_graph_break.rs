@@ -82,10 +82,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 }
 
 fn check_with<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
-    let Some(clause) = with
-        .named_child(0)
-        .filter(|c| c.kind_name() == "with_clause")
-    else {
+    let Some(clause) = with.named_child(0).filter(|c| c.is_kind("with_clause")) else {
         return;
     };
     let items: Vec<Node<'t>> = clause.named_nodes().collect();
@@ -94,7 +91,7 @@ fn check_with<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
             continue;
         };
         let value = syntax::unparenthesize(value);
-        let call = if value.kind_name() == "as_pattern" {
+        let call = if value.is_kind("as_pattern") {
             value.named_child(0)
         } else {
             Some(value)
@@ -134,19 +131,19 @@ fn check_generator<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let Some(name) = keyword.field("name") else {
         return;
     };
-    if context.text(name) != "generator" || context.backend() != Backend::TorchTpu {
+    if !context.text_is(name, "generator") || context.backend() != Backend::TorchTpu {
         return;
     }
     let Some(value) = keyword.field("value") else {
         return;
     };
-    if value.kind_name() == "none" {
+    if value.is_kind("none") {
         return;
     }
     let is_torch_call = context
         .parent(keyword)
         .and_then(|arguments| context.parent(arguments))
-        .filter(|call| call.kind_name() == "call")
+        .filter(|call| call.is_kind("call"))
         .and_then(|call| context.semantic().call_qualified_name(call))
         .is_some_and(|q| q.starts_with("torch.") && !q.starts_with("torch.utils."));
     let is_method = context
@@ -168,7 +165,7 @@ fn check_generator<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
 fn in_compiled_function<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        if ancestor.kind_name() == "function_definition" {
+        if ancestor.is_kind("function_definition") {
             let name = ancestor
                 .field("name")
                 .map(|n| context.text(n))
@@ -178,16 +175,16 @@ fn in_compiled_function<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
             }
             let Some(decorated) = context
                 .parent(ancestor)
-                .filter(|p| p.kind_name() == "decorated_definition")
+                .filter(|p| p.is_kind("decorated_definition"))
             else {
                 return false;
             };
             return decorated
                 .named_nodes()
-                .filter(|child| child.kind_name() == "decorator")
+                .filter(|child| child.is_kind("decorator"))
                 .filter_map(|decorator| decorator.named_child(0))
                 .any(|expression| {
-                    let target = if expression.kind_name() == "call" {
+                    let target = if expression.is_kind("call") {
                         expression.field("function").unwrap_or(expression)
                     } else {
                         expression

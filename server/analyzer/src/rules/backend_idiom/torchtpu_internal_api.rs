@@ -50,10 +50,10 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     if let Some(module) = statement.field("module_name") {
         modules.push(module);
     }
-    if statement.kind_name() == "import_statement" {
+    if statement.is_kind("import_statement") {
         let mut cursor = statement.walk();
         for name in statement.children_by_field_name("name", &mut cursor) {
-            let module = if name.kind_name() == "aliased_import" {
+            let module = if name.is_kind("aliased_import") {
                 name.field("name")
             } else {
                 Some(name)
@@ -69,7 +69,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         let internal = text == "torch_tpu._internal" || text.starts_with("torch_tpu._internal.");
         // `from torch_tpu import _internal`
         let from_internal = text == "torch_tpu"
-            && statement.kind_name() == "import_from_statement"
+            && statement.is_kind("import_from_statement")
             && node_text(statement, source).contains("_internal");
         if internal || from_internal {
             context.report(

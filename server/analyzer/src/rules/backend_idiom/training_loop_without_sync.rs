@@ -128,7 +128,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         let mut edits = sync.edits();
         let last = body
             .named_nodes()
-            .filter(|child| child.kind_name() != "comment")
+            .filter(|child| child.is_not_kind("comment"))
             .last();
         let first = body.named_child(0);
         match (first, last) {
@@ -167,7 +167,7 @@ fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> boo
     };
     // `enumerate(loader)` / `tqdm(loader)`: look inside.
     let mut iterable = syntax::unparenthesize(iterable);
-    if iterable.kind_name() == "call"
+    if iterable.is_kind("call")
         && let Some((_, arguments)) = context.call_parts(iterable)
         && let Some(first) = syntax::positional_args(arguments).first()
     {
@@ -181,7 +181,7 @@ fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> boo
     };
     let mut current = context.parent(loop_node);
     while let Some(node) = current {
-        if node.kind_name() == "function_definition" {
+        if node.is_kind("function_definition") {
             let Some(parameters) = node.field("parameters") else {
                 return false;
             };

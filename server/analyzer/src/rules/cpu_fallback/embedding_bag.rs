@@ -91,7 +91,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let has_padding = context
         .keyword_arg(arguments, "padding_idx")
-        .is_some_and(|value| value.kind_name() != "none");
+        .is_some_and(|value| value.is_not_kind("none"));
     // `**kwargs` may carry any mode: only the training-path reason is certain.
     let inference_reason = if syntax::has_splat(arguments) {
         None

@@ -148,7 +148,7 @@ fn under_no_grad<'t>(
         match ancestor.kind_name() {
             "function_definition" => {
                 return context.parent(ancestor).is_some_and(|decorated| {
-                    decorated.kind_name() == "decorated_definition"
+                    decorated.is_kind("decorated_definition")
                         && crate::semantic::summaries::decorator_targets(decorated)
                             .into_iter()
                             .filter_map(|target| context.qualified_name(target))
@@ -159,10 +159,10 @@ fn under_no_grad<'t>(
             "with_statement" => {
                 let disables_grad = ancestor
                     .named_nodes()
-                    .filter(|child| child.kind_name() == "with_clause")
+                    .filter(|child| child.is_kind("with_clause"))
                     .flat_map(|clause| clause.named_nodes().collect::<Vec<_>>())
                     .filter_map(|item| item.field("value"))
-                    .filter(|value| value.kind_name() == "call")
+                    .filter(|value| value.is_kind("call"))
                     .filter_map(|call| call.field("function"))
                     .filter_map(|function| context.qualified_name(function))
                     .any(|name| disables_grad(&name));

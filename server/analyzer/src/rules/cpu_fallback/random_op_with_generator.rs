@@ -112,7 +112,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let Some(generator_value) = generator
         .field("value")
-        .filter(|value| value.kind_name() != "none")
+        .filter(|value| value.is_not_kind("none"))
     else {
         return;
     };

@@ -183,12 +183,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// The number of elements of a literal `size` / `scale_factor` sequence: its spatial rank.
 fn sequence_length(node: Node<'_>) -> Option<usize> {
     let node = syntax::unparenthesize(node);
-    if !matches!(node.kind_name(), "tuple" | "list") {
+    if !node.is_any_kind(&["tuple", "list"]) {
         return None;
     }
     Some(
         node.named_nodes()
-            .filter(|child| child.kind_name() != "comment")
+            .filter(|child| child.is_not_kind("comment"))
             .count(),
     )
 }

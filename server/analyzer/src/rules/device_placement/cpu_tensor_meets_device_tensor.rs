@@ -145,7 +145,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             {
                 let mut operands = Vec::new();
                 for argument in positional {
-                    if matches!(argument.kind_name(), "list" | "tuple") {
+                    if argument.is_any_kind(&["list", "tuple"]) {
                         operands.extend(argument.named_nodes());
                     } else {
                         operands.push(argument);
@@ -160,7 +160,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 // positional or keyword.
                 let keyword_values = arguments
                     .named_nodes()
-                    .filter(|argument| argument.kind_name() == "keyword_argument")
+                    .filter(|argument| argument.is_kind("keyword_argument"))
                     .filter_map(|argument| argument.field("value"));
                 positional.into_iter().chain(keyword_values).collect()
             } else if let Some((receiver, method)) = syntax::method_call(node)
@@ -219,9 +219,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     };
     // Nested operations report once, at the innermost combination.
-    if cpu_operand.kind_name() == "binary_operator"
-        || device_operand.kind_name() == "binary_operator"
-    {
+    if cpu_operand.is_kind("binary_operator") || device_operand.is_kind("binary_operator") {
         let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
         if inner_cpu {
             return;
@@ -342,10 +340,10 @@ fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
     match node.kind_name() {
         "binary_operator" => node
             .child_by_field_name("operator")
-            .is_some_and(|operator| node_text(operator, source) == "@"),
+            .is_some_and(|operator| syntax::text_is(operator, source, "@")),
         "augmented_assignment" => node
             .child_by_field_name("operator")
-            .is_some_and(|operator| node_text(operator, source) == "@="),
+            .is_some_and(|operator| syntax::text_is(operator, source, "@=")),
         "comparison_operator" => true,
         _ => {
             let name = match context.semantic().call_qualified_name(node) {
@@ -375,7 +373,7 @@ fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
 /// `torch.cat` / `torch.stack`, `torch.where` and `lerp` raise even with a zero-dimensional CPU
 /// operand (measured on torch_xla 2.9), as does a module on the device given one.
 fn raises_even_zero_dimensional(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    node.kind_name() == "call"
+    node.is_kind("call")
         && (context
             .semantic()
             .call_qualified_name(node)
@@ -455,7 +453,7 @@ fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool
     module
         .origin
         .and_then(|origin| semantic.origin_node(origin))
-        .filter(|node| node.kind_name() == "call")
+        .filter(|node| node.is_kind("call"))
         .and_then(|call| semantic.call_qualified_name(call))
         .and_then(|qualified| qualified.strip_prefix("torch.nn.").map(str::to_string))
         .is_some_and(|name| torch_api::is_parameterless_module(&name))
@@ -518,7 +516,7 @@ fn cpu_factory_at<'t>(
     let semantic = context.semantic();
     let node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
-    if node.kind_name() != "call" {
+    if node.is_not_kind("call") {
         return None;
     }
     // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
@@ -529,7 +527,7 @@ fn cpu_factory_at<'t>(
             break;
         };
         let receiver = syntax::unparenthesize(receiver);
-        if receiver.kind_name() != "call"
+        if receiver.is_not_kind("call")
             || matches!(
                 node_text(method, context.source()),
                 "to" | "cuda" | "cpu" | "type_as"
@@ -555,7 +553,7 @@ fn cpu_factory_at<'t>(
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
 fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<'t>) -> bool {
     let operand = syntax::unparenthesize(operand);
-    if operand.kind_name() != "binary_operator" {
+    if operand.is_not_kind("binary_operator") {
         return false;
     }
     let (Some(left), Some(right)) = (operand.field("left"), operand.field("right")) else {

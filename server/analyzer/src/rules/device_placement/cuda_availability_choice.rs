@@ -73,11 +73,11 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     // key): a name built from the device's name, not a device.
     if context
         .parent(choice)
-        .filter(|p| p.kind_name() == "interpolation")
+        .filter(|p| p.is_kind("interpolation"))
         .and_then(|interpolation| context.parent(interpolation))
         .is_some_and(|string| {
             string.named_nodes().any(|part| {
-                part.kind_name() == "string_content"
+                part.is_kind("string_content")
                     && !syntax::node_text(part, context.source()).trim().is_empty()
             })
         })
@@ -85,16 +85,17 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         return;
     }
     // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
-    if context.parent(choice).is_some_and(|p| {
-        p.kind_name() == "conditional_expression" && is_cuda_or_cpu_choice(context, p)
-    }) {
+    if context
+        .parent(choice)
+        .is_some_and(|p| p.is_kind("conditional_expression") && is_cuda_or_cpu_choice(context, p))
+    {
         return;
     }
     // Replace `torch.device(<choice>)` as a whole.
     let mut target = choice;
     if let Some(arguments) = context
         .parent(choice)
-        .filter(|p| p.kind_name() == "argument_list")
+        .filter(|p| p.is_kind("argument_list"))
         && let Some(call) = context.parent(arguments)
         && context.semantic().call_qualified_name(call).as_deref() == Some("torch.device")
         && syntax::positional_args(arguments).len() == 1
@@ -170,7 +171,7 @@ fn condition_inspects_device_string<'t>(context: &Context<'t, '_>, condition: No
 
 fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {
     let branch = syntax::unparenthesize(branch);
-    if branch.kind_name() == "conditional_expression" && depth < 4 {
+    if branch.is_kind("conditional_expression") && depth < 4 {
         return branch
             .named_child(2)
             .is_some_and(|last| ends_in_cpu(context, last, depth + 1));
@@ -186,7 +187,7 @@ fn device_literal<'t>(context: &Context<'t, '_>, node: Node<'t>) -> Option<Devic
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu").then(|| device_from_str(&text));
     }
-    if node.kind_name() == "call"
+    if node.is_kind("call")
         && context.semantic().call_qualified_name(node).as_deref() == Some("torch.device")
         && let Some((_, arguments)) = context.call_parts(node)
         && let Some(first) = syntax::positional_args(arguments).first()

@@ -69,7 +69,7 @@ fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
     let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else {
         return;
     };
-    if left.kind_name() != "attribute" {
+    if left.is_not_kind("attribute") {
         return;
     }
     let Some(qualified) = context.qualified_name(left) else {

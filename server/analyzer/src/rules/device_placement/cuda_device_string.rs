@@ -135,12 +135,12 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
                 // places anything.
                 let read = context
                     .parent(call)
-                    .is_some_and(|parent| parent.kind_name() == "attribute");
+                    .is_some_and(|parent| parent.is_kind("attribute"));
                 return !syntax::is_comparison_operand(call) && !read;
             }
             context
                 .method_call(call)
-                .is_some_and(|(_, method)| node_text(method, source) == "to")
+                .is_some_and(|(_, method)| syntax::text_is(method, source, "to"))
         }
         _ => false,
     }
@@ -151,7 +151,7 @@ fn in_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, string: Node<'t>) -> boo
     let mut current = context.parent(string);
     for _ in 0..4 {
         let Some(node) = current else { return false };
-        if node.kind_name() == "conditional_expression" {
+        if node.is_kind("conditional_expression") {
             return is_cuda_or_cpu_choice(context, node);
         }
         current = context.parent(node);

@@ -63,7 +63,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if context.text(method) != "cuda" {
+    if !context.text_is(method, "cuda") {
         return;
     }
     if !context.semantic().imports_module("torch") {

@@ -98,7 +98,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.kind_name() != "attribute" {
+    if function.is_not_kind("attribute") {
         return;
     }
     let Some(qualified) = context.qualified_name(function) else {
@@ -153,7 +153,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn scope_handles_tpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     while let Some(node) = current {
-        if node.kind_name() == "function_definition" {
+        if node.is_kind("function_definition") {
             let text = context.text(node);
             return ["xla_available", "xm.", "torch.tpu.", "is_tpu"]
                 .iter()
@@ -194,10 +194,7 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     for _ in 0..3 {
         let Some(node) = current else { return false };
-        if matches!(
-            node.kind_name(),
-            "comparison_operator" | "boolean_operator" | "not_operator"
-        ) {
+        if node.is_any_kind(&["comparison_operator", "boolean_operator", "not_operator"]) {
             return true;
         }
         current = context.parent(node);
@@ -209,25 +206,22 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 /// (`for i in range(torch.cuda.device_count()):`): without CUDA the loop runs no iteration, which
 /// is the right count on a TPU machine (its body is CUDA-only scope already).
 fn bounds_for_loop<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let Some(arguments) = context
-        .parent(call)
-        .filter(|n| n.kind_name() == "argument_list")
-    else {
+    let Some(arguments) = context.parent(call).filter(|n| n.is_kind("argument_list")) else {
         return false;
     };
     let Some(range) = context
         .parent(arguments)
-        .filter(|n| n.kind_name() == "call")
+        .filter(|n| n.is_kind("call"))
         .filter(|n| {
             n.field("function")
-                .is_some_and(|f| context.text(f) == "range")
+                .is_some_and(|f| context.text_is(f, "range"))
         })
     else {
         return false;
     };
     context
         .parent(range)
-        .filter(|n| n.kind_name() == "for_statement")
+        .filter(|n| n.is_kind("for_statement"))
         .and_then(|f| f.field("right"))
         .is_some_and(|right| right.id() == range.id())
 }

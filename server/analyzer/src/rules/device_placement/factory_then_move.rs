@@ -67,7 +67,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if context.text(method) != "to" || receiver.kind_name() != "call" {
+    if !context.text_is(method, "to") || receiver.is_not_kind("call") {
         return;
     }
     let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
@@ -97,12 +97,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // `.to(device, dtype)` / `.to(device, copy=True)`: more than a move.
     let extra = to_arguments
         .named_nodes()
-        .filter(|child| child.kind_name() != "comment" && child.id() != device.id())
+        .filter(|child| child.is_not_kind("comment") && child.id() != device.id())
         .any(|child| {
-            let allowed_keyword = child.kind_name() == "keyword_argument"
+            let allowed_keyword = child.is_kind("keyword_argument")
                 && (child
                     .field("name")
-                    .is_some_and(|n| node_text(n, source) == "non_blocking")
+                    .is_some_and(|n| syntax::text_is(n, source, "non_blocking"))
                     || child.field("value").is_some_and(|v| v.id() == device.id()));
             !allowed_keyword
         });

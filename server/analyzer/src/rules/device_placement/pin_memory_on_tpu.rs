@@ -64,7 +64,7 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let (Some(name), Some(value)) = (keyword.field("name"), keyword.field("value")) else {
         return;
     };
-    if syntax::node_text(name, source) != "pin_memory" || value.kind_name() != "true" {
+    if !syntax::text_is(name, source, "pin_memory") || value.is_not_kind("true") {
         return;
     }
     // Unknown: CUDA code, where pinning helps. TorchTPU: pinned memory is its async path.
@@ -73,14 +73,11 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.kind_name() == "argument_list")
+        .filter(|p| p.is_kind("argument_list"))
     else {
         return;
     };
-    let Some(call) = context
-        .parent(arguments)
-        .filter(|c| c.kind_name() == "call")
-    else {
+    let Some(call) = context.parent(arguments).filter(|c| c.is_kind("call")) else {
         return;
     };
     let Some(callee) = context.callee_name(call) else {

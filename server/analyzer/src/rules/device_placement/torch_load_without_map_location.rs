@@ -135,11 +135,11 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     // `self.lr_scheduler.load_state_dict(torch.load(...))`.
     context
         .parent(call)
-        .filter(|arguments| arguments.kind_name() == "argument_list")
+        .filter(|arguments| arguments.is_kind("argument_list"))
         .and_then(|arguments| context.parent(arguments))
         .and_then(|outer| context.method_call(outer))
         .is_some_and(|(receiver, method)| {
-            context.text(method) == "load_state_dict"
+            context.text_is(method, "load_state_dict")
                 && context
                     .text(receiver)
                     .to_ascii_lowercase()
@@ -149,7 +149,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// Whether `name` is a parameter of the enclosing function annotated `io.BytesIO`.
 fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<'t>) -> bool {
-    if name.kind_name() != "identifier" {
+    if name.is_not_kind("identifier") {
         return false;
     }
     let Some(parameters) = context

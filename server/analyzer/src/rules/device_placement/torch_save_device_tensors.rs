@@ -107,7 +107,7 @@ fn device_state<'t>(
     match value.kind_name() {
         "call" => {
             let (receiver, method) = context.method_call(value)?;
-            if context.text(method) != "state_dict" {
+            if !context.text_is(method, "state_dict") {
                 return None;
             }
             let module = context.fact(receiver);
@@ -142,7 +142,7 @@ fn device_state<'t>(
 /// a `.to(...)` whose argument the index places on the accelerator, or to a wrapper called with
 /// one. Its class need not be known: `.state_dict()` is asked of it.
 fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> bool {
-    if receiver.kind_name() != "identifier" {
+    if receiver.is_not_kind("identifier") {
         return false;
     }
     tensor_values::last_assignment_value(context, context.text(receiver), receiver)
@@ -150,7 +150,7 @@ fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) ->
 }
 
 fn moved_to_device<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
-    if depth > 2 || value.kind_name() != "call" {
+    if depth > 2 || value.is_not_kind("call") {
         return false;
     }
     let Some((_, arguments)) = context.call_parts(value) else {
@@ -158,7 +158,7 @@ fn moved_to_device<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize)
     };
     let is_to = context
         .method_call(value)
-        .is_some_and(|(_, method)| context.text(method) == "to");
+        .is_some_and(|(_, method)| context.text_is(method, "to"));
     if !is_to {
         // A wrapper: `FSDP(model.to(device))`, `torch.compile(net.to(device))`.
         return syntax::positional_args(arguments)

@@ -61,10 +61,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         let Some(argument) = context.keyword_arg_node(arguments, keyword) else {
             continue;
         };
-        if argument
-            .field("value")
-            .is_some_and(|v| v.kind_name() == "none")
-        {
+        if argument.field("value").is_some_and(|v| v.is_kind("none")) {
             continue;
         }
         let edit = crate::fix::edits::remove_argument(context.source(), arguments, argument);

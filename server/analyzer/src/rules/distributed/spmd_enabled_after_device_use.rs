@@ -73,7 +73,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let mut statement = call;
     let mut block = context.parent(call);
     while let Some(parent) = block {
-        if matches!(parent.kind_name(), "block" | "module") {
+        if parent.is_any_kind(&["block", "module"]) {
             break;
         }
         statement = parent;
@@ -121,14 +121,14 @@ fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool 
             "call"
                 if context
                     .method_call(node)
-                    .is_some_and(|(_, method)| context.text(method) == "to") =>
+                    .is_some_and(|(_, method)| context.text_is(method, "to")) =>
             {
                 return true;
             }
             "keyword_argument"
                 if node
                     .field("name")
-                    .is_some_and(|name| context.text(name) == "device") =>
+                    .is_some_and(|name| context.text_is(name, "device")) =>
             {
                 return true;
             }
@@ -145,23 +145,24 @@ pub(crate) fn first_device_use<'t>(
     context: &Context<'t, '_>,
     statement: Node<'t>,
 ) -> Option<Node<'t>> {
-    if matches!(
-        statement.kind_name(),
-        "function_definition" | "class_definition" | "decorated_definition"
-    ) {
+    if statement.is_any_kind(&[
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+    ]) {
         return None;
     }
     let source = context.source();
     let mut stack = vec![statement];
     while let Some(node) = stack.pop() {
-        if node.kind_name() == "call" {
+        if node.is_kind("call") {
             if let Some(name) = context.semantic().call_qualified_name(node)
                 && DEVICE_CALLS.contains(&name.as_str())
             {
                 return Some(node);
             }
             if let Some((_, method)) = context.method_call(node)
-                && context.text(method) == "to"
+                && context.text_is(method, "to")
                 && let Some((_, arguments)) = context.call_parts(node)
                 && syntax::argument(arguments, 0, "device", source)
                     .and_then(|device| syntax::string_value(device, source))
@@ -170,10 +171,7 @@ pub(crate) fn first_device_use<'t>(
                 return Some(node);
             }
         }
-        if matches!(
-            node.kind_name(),
-            "function_definition" | "class_definition" | "lambda"
-        ) {
+        if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
             continue;
         }
         let children: Vec<Node<'t>> = node.named_nodes().collect();

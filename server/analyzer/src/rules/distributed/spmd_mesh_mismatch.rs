@@ -81,7 +81,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let names = syntax::argument(arguments, 2, "axis_names", source);
     let dimensions = shape.and_then(|shape| {
         let shape = syntax::unparenthesize(shape);
-        matches!(shape.kind_name(), "tuple" | "list")
+        shape
+            .is_any_kind(&["tuple", "list"])
             .then(|| helpers::literal_numbers(shape, source))
             .flatten()
     });
@@ -110,12 +111,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(names) = names.map(syntax::unparenthesize) else {
         return;
     };
-    if !matches!(names.kind_name(), "tuple" | "list") {
+    if !names.is_any_kind(&["tuple", "list"]) {
         return;
     }
     let literal: Option<Vec<String>> = names
         .named_nodes()
-        .filter(|child| child.kind_name() != "comment")
+        .filter(|child| child.is_not_kind("comment"))
         .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
         .collect();
     let Some(literal) = literal else {

@@ -76,7 +76,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .map(|node| context.text(node).to_string());
     let Some(statement) = context
         .parent(call)
-        .filter(|parent| parent.kind_name() == "expression_statement")
+        .filter(|parent| parent.is_kind("expression_statement"))
     else {
         return;
     };
@@ -94,13 +94,13 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     for sibling in siblings {
         let Some(other) = sibling
             .named_child(0)
-            .filter(|_| sibling.kind_name() == "expression_statement")
-            .filter(|expression| expression.kind_name() == "call")
+            .filter(|_| sibling.is_kind("expression_statement"))
+            .filter(|expression| expression.is_kind("call"))
         else {
             continue;
         };
         if let Some((receiver, method)) = context.method_call(other)
-            && context.text(method) == "step"
+            && context.text_is(method, "step")
             && optimizer.as_deref() == Some(context.text(receiver))
             && context
                 .call_parts(other)

@@ -83,7 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         // The keyword argument (or the positional value) goes with its comma.
         let argument = context
             .parent(*node)
-            .filter(|parent| parent.kind_name() == "keyword_argument")
+            .filter(|parent| parent.is_kind("keyword_argument"))
             .unwrap_or(*node);
         edits.push(crate::fix::edits::remove_argument(
             source, arguments, argument,

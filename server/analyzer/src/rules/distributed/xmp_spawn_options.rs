@@ -68,7 +68,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     let nprocs = syntax::argument(arguments, 2, "nprocs", source);
     if let Some(nprocs) = nprocs {
-        let harmless = nprocs.kind_name() == "none"
+        let harmless = nprocs.is_kind("none")
             || helpers::literal_number(nprocs, source).is_some_and(|n| n == 1.0);
         if !harmless {
             context.report(

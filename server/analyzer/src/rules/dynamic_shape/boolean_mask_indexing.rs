@@ -97,7 +97,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     }
     let assignment = context
         .parent(subscript)
-        .filter(|parent| parent.kind_name() == "assignment")
+        .filter(|parent| parent.is_kind("assignment"))
         .filter(|assignment| {
             assignment
                 .field("left")
@@ -116,11 +116,11 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     };
     let fix = assignment.and_then(|assignment| {
         let right = assignment.field("right")?;
-        let is_number = matches!(right.kind_name(), "integer" | "float")
-            || (right.kind_name() == "unary_operator"
+        let is_number = right.is_any_kind(&["integer", "float"])
+            || (right.is_kind("unary_operator")
                 && right
                     .field("argument")
-                    .is_some_and(|a| matches!(a.kind_name(), "integer" | "float")));
+                    .is_some_and(|a| a.is_any_kind(&["integer", "float"])));
         if indices.len() != 1 || !is_number || !mask_has_shape_of(context, mask, value) {
             return None;
         }
@@ -151,7 +151,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
 fn mask_is_known_tensor<'t>(context: &Context<'t, '_>, mask: Node<'t>) -> bool {
     let mask = syntax::unparenthesize(mask);
     context.fact(mask).is_tensor()
-        || (mask.kind_name() == "comparison_operator"
+        || (mask.is_kind("comparison_operator")
             && mask
                 .named_nodes()
                 .any(|operand| context.fact(operand).is_tensor()))

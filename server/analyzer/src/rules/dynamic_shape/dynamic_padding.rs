@@ -84,24 +84,21 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let (Some(name), Some(value)) = (keyword.field("name"), keyword.field("value")) else {
         return;
     };
-    if context.text(name) != "padding" {
+    if !context.text_is(name, "padding") {
         return;
     }
-    let is_dynamic = value.kind_name() == "true"
+    let is_dynamic = value.is_kind("true")
         || syntax::string_value(value, source).is_some_and(|text| text == "longest");
     if !is_dynamic {
         return;
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.kind_name() == "argument_list")
+        .filter(|p| p.is_kind("argument_list"))
     else {
         return;
     };
-    let Some(call) = context
-        .parent(arguments)
-        .filter(|p| p.kind_name() == "call")
-    else {
+    let Some(call) = context.parent(arguments).filter(|p| p.is_kind("call")) else {
         return;
     };
     if context
@@ -110,7 +107,7 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
         .is_some_and(|name| name.starts_with("torch") || name.starts_with("numpy"))
         || context
             .keyword_arg(arguments, "pad_to_multiple_of")
-            .is_some_and(|v| v.kind_name() != "none")
+            .is_some_and(|v| v.is_not_kind("none"))
     {
         return;
     }
@@ -119,7 +116,7 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     }
     let has_max_length = context
         .keyword_arg(arguments, "max_length")
-        .is_some_and(|v| v.kind_name() != "none");
+        .is_some_and(|v| v.is_not_kind("none"));
     let diagnostic = context.report(
         keyword.byte_range(),
         format!(
@@ -157,7 +154,7 @@ fn only_measures_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     for _ in 0..4 {
         let Some(parent) = current else { return false };
-        if parent.kind_name() == "assignment" {
+        if parent.is_kind("assignment") {
             return parent
                 .field("left")
                 .is_some_and(|left| context.text(left).contains("untruncated"));
@@ -185,7 +182,7 @@ fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         || context.keyword_arg_node(arguments, "padding").is_some()
         || context
             .keyword_arg(arguments, "pad_to_multiple_of")
-            .is_some_and(|v| v.kind_name() != "none")
+            .is_some_and(|v| v.is_not_kind("none"))
     {
         return;
     }

@@ -126,7 +126,7 @@ fn grows_onto_itself<'t>(
 ) -> Option<String> {
     let source = context.source();
     let (left, right) = (assignment.field("left")?, assignment.field("right")?);
-    if left.kind_name() != "identifier" {
+    if left.is_not_kind("identifier") {
         return None;
     }
     let name = node_text(left, source);
@@ -140,7 +140,7 @@ fn grows_onto_itself<'t>(
     }
     let (_, arguments) = context.call_parts(right)?;
     let tensors = syntax::unparenthesize(*syntax::positional_args(arguments).first()?);
-    if !matches!(tensors.kind_name(), "list" | "tuple") {
+    if !tensors.is_any_kind(&["list", "tuple"]) {
         return None;
     }
     let parts: Vec<Node<'t>> = tensors.named_nodes().collect();
@@ -150,7 +150,7 @@ fn grows_onto_itself<'t>(
     // dimension 0 of selected rows.
     let along_later_dim = concatenates_along_later_dim(context, arguments);
     let onto_itself = parts.iter().any(|part| {
-        (part.kind_name() == "identifier" && node_text(*part, source) == name)
+        (part.is_kind("identifier") && node_text(*part, source) == name)
             || (along_later_dim && selects_rows_of(*part, name, source))
     });
     if !onto_itself || parts.iter().any(|part| helpers::is_on_host(context, *part)) {
@@ -178,10 +178,10 @@ fn grows_onto_itself<'t>(
 /// counter.
 /// `x[idx]`: the rows of `name` picked by one index that is not a slice or a literal.
 fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
-    if part.kind_name() != "subscript"
-        || !part.field("value").is_some_and(|value| {
-            value.kind_name() == "identifier" && node_text(value, source) == name
-        })
+    if part.is_not_kind("subscript")
+        || !part
+            .field("value")
+            .is_some_and(|value| value.is_kind("identifier") && node_text(value, source) == name)
     {
         return false;
     }
@@ -189,10 +189,7 @@ fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
     let indices: Vec<Node<'_>> = part
         .children_by_field_name("subscript", &mut cursor)
         .collect();
-    matches!(indices.as_slice(), [index] if !matches!(
-        index.kind_name(),
-        "slice" | "integer" | "unary_operator" | "tuple" | "ellipsis" | "none"
-    ))
+    matches!(indices.as_slice(), [index] if !index.is_any_kind(&["slice", "integer", "unary_operator", "tuple", "ellipsis", "none"]))
 }
 
 /// Whether `torch.cat(..., dim=d)` names a dimension other than 0 (`dim=-1`, `dim=1`, a second
@@ -214,15 +211,15 @@ fn sliced_by_counter<'t>(
     loop_node: Node<'t>,
 ) -> Option<SliceFinding> {
     let source = context.source();
-    if loop_node.kind_name() != "for_statement" {
+    if loop_node.is_not_kind("for_statement") {
         return None;
     }
     let counter = loop_node
         .field("left")
-        .filter(|l| l.kind_name() == "identifier")?;
+        .filter(|l| l.is_kind("identifier"))?;
     let iterable = syntax::unparenthesize(loop_node.field("right")?);
     let (function, _) = syntax::call_parts(iterable)?;
-    if node_text(function, source) != "range" {
+    if !syntax::text_is(function, source, "range") {
         return None;
     }
     let counter = node_text(counter, source);
@@ -237,7 +234,7 @@ fn sliced_by_counter<'t>(
     // The slices with a bound that mentions the counter.
     let mut slices: Vec<Node<'t>> = Vec::new();
     for index in indices {
-        if index.kind_name() == "slice"
+        if index.is_kind("slice")
             && syntax::named_children(index)
                 .into_iter()
                 .any(|bound| mentions(bound, counter, source))
@@ -289,12 +286,12 @@ fn fixed_size_slice<'t>(
     let mut cursor = slice.walk();
     for child in slice.children(&mut cursor) {
         if !child.is_named() {
-            if node_text(child, source) == ":" {
+            if syntax::text_is(child, source, ":") {
                 position += 1;
             }
             continue;
         }
-        if child.kind_name() == "comment" || position > 2 {
+        if child.is_kind("comment") || position > 2 {
             continue;
         }
         positions[position] = Some(child);
@@ -377,7 +374,7 @@ fn loop_invariant<'t>(
         }
         "attribute" => expr
             .field("object")
-            .is_some_and(|object| node_text(object, source) == "self"),
+            .is_some_and(|object| syntax::text_is(object, source, "self")),
         "binary_operator" => match (expr.field("left"), expr.field("right")) {
             (Some(left), Some(right)) => {
                 loop_invariant(context, left, counter, loop_node)

@@ -105,9 +105,9 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     // `longest = max(...)`, then the rounding of `longest` somewhere in the function.
     let Some(name) = context
         .parent(call)
-        .filter(|parent| parent.kind_name() == "assignment")
+        .filter(|parent| parent.is_kind("assignment"))
         .and_then(|assignment| assignment.field("left"))
-        .filter(|left| left.kind_name() == "identifier")
+        .filter(|left| left.is_kind("identifier"))
         .map(|left| context.text(left))
     else {
         return false;
@@ -134,7 +134,7 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 /// division or a `ceil` of an expression that mentions `name` (or anything, when `name` is
 /// `None` and the expression is the `max(...)` call's ancestor).
 fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
-    if node.kind_name() != "binary_operator"
+    if node.is_not_kind("binary_operator")
         || node.field("operator").map(|o| context.text(o)) != Some("*")
     {
         return false;
@@ -144,7 +144,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
         Some(name) => {
             let mut stack = vec![expr];
             while let Some(current) = stack.pop() {
-                if current.kind_name() == "identifier" && context.text(current) == name {
+                if current.is_kind("identifier") && context.text(current) == name {
                     return true;
                 }
                 stack.extend(current.named_nodes());
@@ -175,7 +175,7 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, arguments)) = context.call_parts(call) else {
         return false;
     };
-    if function.kind_name() != "identifier" || context.text(function) != "max" {
+    if function.is_not_kind("identifier") || !context.text_is(function, "max") {
         return false;
     }
     let iterable = match arguments.kind_name() {
@@ -191,15 +191,15 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     };
     let is_len = |node: Option<Node<'t>>| {
         node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
-            .is_some_and(|(f, _)| f.kind_name() == "identifier" && context.text(f) == "len")
+            .is_some_and(|(f, _)| f.is_kind("identifier") && context.text_is(f, "len"))
     };
     match iterable.kind_name() {
         "generator_expression" | "list_comprehension" => is_len(iterable.field("body")),
         "call" => context.call_parts(iterable).is_some_and(|(f, a)| {
-            context.text(f) == "map"
+            context.text_is(f, "map")
                 && syntax::positional_args(a)
                     .first()
-                    .is_some_and(|first| context.text(*first) == "len")
+                    .is_some_and(|first| context.text_is(*first, "len"))
         }),
         _ => false,
     }

@@ -127,7 +127,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let measured = match expr.kind_name() {
         "call" => {
             let (function, arguments) = context.call_parts(expr)?;
-            if function.kind_name() == "identifier" && context.text(function) == "len" {
+            if function.is_kind("identifier") && context.text_is(function, "len") {
                 syntax::positional_args(arguments).first().copied()
             } else {
                 let (receiver, method) = context.method_call(expr)?;
@@ -145,7 +145,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     if let Some(operation) = data_dependent_chain(context, measured) {
         return Some(operation);
     }
-    if measured.kind_name() == "identifier" {
+    if measured.is_kind("identifier") {
         let value =
             tensor_values::last_assignment_value(context, context.text(measured), measured)?;
         return data_dependent_chain(context, value);
@@ -155,11 +155,11 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
 
 /// `x.shape` → `x`.
 fn shape_object<'t>(context: &Context<'t, '_>, attribute: Node<'t>) -> Option<Node<'t>> {
-    if attribute.kind_name() != "attribute" {
+    if attribute.is_not_kind("attribute") {
         return None;
     }
     let name = attribute.field("attribute")?;
-    (context.text(name) == "shape")
+    (context.text_is(name, "shape"))
         .then(|| attribute.field("object"))
         .flatten()
 }

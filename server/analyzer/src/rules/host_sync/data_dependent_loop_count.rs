@@ -62,8 +62,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.kind_name() != "identifier"
-        || context.text(function) != "range"
+    if function.is_not_kind("identifier")
+        || !context.text_is(function, "range")
         || context.fact(function).kind != ValueKind::Unknown
     {
         return;
@@ -100,7 +100,7 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
                 .then_some(receiver);
             }
             // `int(k)`, `max(...)` and friends: look inside.
-            if function.kind_name() == "identifier"
+            if function.is_kind("identifier")
                 && matches!(
                     context.text(function),
                     "int" | "float" | "round" | "max" | "min" | "abs"

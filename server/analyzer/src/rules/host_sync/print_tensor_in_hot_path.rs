@@ -98,8 +98,8 @@ pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     let Some((function, _)) = context.call_parts(call) else {
         return false;
     };
-    if function.kind_name() == "identifier" {
-        return context.text(function) == "print"
+    if function.is_kind("identifier") {
+        return context.text_is(function, "print")
             && context.fact(function).kind == ValueKind::Unknown;
     }
     context
@@ -109,7 +109,7 @@ pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// The tensor a print argument shows: the argument itself, or an f-string interpolation.
 fn printed_tensor<'t>(context: &Context<'t, '_>, argument: Node<'t>) -> Option<Node<'t>> {
-    if argument.kind_name() == "string" {
+    if argument.is_kind("string") {
         return tensor_values::fstring_interpolations(argument)
             .into_iter()
             .find(|expression| tensor_values::is_confident_tensor(context, *expression));

@@ -84,7 +84,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
                 values.extend(
                     argument
                         .named_nodes()
-                        .filter(|pair| pair.kind_name() == "pair")
+                        .filter(|pair| pair.is_kind("pair"))
                         .filter_map(|pair| pair.field("value")),
                 );
             }

@@ -193,7 +193,7 @@ fn check_xla_collectives<'t>(
     collect_calls(body, &mut calls, 0);
     let mut other_branches = Vec::new();
     for branch in if_statement.named_nodes() {
-        if matches!(branch.kind_name(), "else_clause" | "elif_clause") {
+        if branch.is_any_kind(&["else_clause", "elif_clause"]) {
             collect_calls(branch, &mut other_branches, 0);
         }
     }
@@ -258,13 +258,10 @@ fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
     if depth > 40 || found.len() > 64 {
         return;
     }
-    if matches!(
-        node.kind_name(),
-        "function_definition" | "class_definition" | "lambda"
-    ) {
+    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
         return;
     }
-    if node.kind_name() == "call" {
+    if node.is_kind("call") {
         found.push(node);
     }
     let children: Vec<Node<'t>> = node.named_nodes().collect();
@@ -280,7 +277,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
         "boolean_operator" => {
             let is_and = condition
                 .field("operator")
-                .is_some_and(|op| context.text(op) == "and");
+                .is_some_and(|op| context.text_is(op, "and"));
             is_and
                 && [condition.field("left"), condition.field("right")]
                     .into_iter()
@@ -293,7 +290,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
                 return false;
             }
             let operands: Vec<Node<'_>> = condition.named_nodes().collect();
-            let has_number = operands.iter().any(|o| o.kind_name() == "integer");
+            let has_number = operands.iter().any(|o| o.is_kind("integer"));
             has_number
                 && operands
                     .iter()
@@ -306,7 +303,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
 
 /// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
 fn last_name_in<'t>(context: &Context<'t, '_>, expr: Node<'t>, names: &[&str]) -> bool {
-    let target = if expr.kind_name() == "call" {
+    let target = if expr.is_kind("call") {
         match context.call_parts(expr) {
             Some((function, _)) => function,
             None => return false,
@@ -328,13 +325,10 @@ fn collect_materializations<'t>(
     if depth > 40 || found.len() > 20 {
         return;
     }
-    if matches!(
-        node.kind_name(),
-        "function_definition" | "class_definition" | "lambda"
-    ) {
+    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
         return;
     }
-    if node.kind_name() == "call"
+    if node.is_kind("call")
         && let Some(what) = materialization(context, node)
     {
         found.push((node, what));
@@ -361,9 +355,9 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         }
         return None;
     }
-    if function.kind_name() == "identifier" && context.text(function) == "print" {
+    if function.is_kind("identifier") && context.text_is(function, "print") {
         let prints_tensor = syntax::positional_args(arguments).into_iter().any(|a| {
-            if a.kind_name() == "string" {
+            if a.is_kind("string") {
                 tensor_values::fstring_interpolations(a)
                     .into_iter()
                     .any(|e| tensor_values::is_confident_tensor(context, e))

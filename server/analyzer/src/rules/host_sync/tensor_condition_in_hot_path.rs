@@ -85,7 +85,7 @@ declare_rule! {
 
 /// TPU107
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if matches!(node.kind_name(), "boolean_operator" | "not_operator") {
+    if node.is_any_kind(&["boolean_operator", "not_operator"]) {
         check_value_operator(context, node);
         return;
     }
@@ -202,7 +202,7 @@ fn tensor_condition<'t>(
             // `step % 100 == 0 and err < tol`: the right side runs only every 100 steps.
             let throttled = condition
                 .field("operator")
-                .is_some_and(|operator| context.text(operator) == "and")
+                .is_some_and(|operator| context.text_is(operator, "and"))
                 && left.is_some_and(|left| is_modulo_test(context, left));
             let right = condition.field("right").filter(|_| !throttled);
             [left, right]
@@ -226,21 +226,21 @@ fn tensor_condition<'t>(
 /// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
 fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
     let test = syntax::unparenthesize(test);
-    test.kind_name() == "comparison_operator"
+    test.is_kind("comparison_operator")
         && test.named_nodes().any(|operand| {
             let operand = syntax::unparenthesize(operand);
-            operand.kind_name() == "binary_operator"
+            operand.is_kind("binary_operator")
                 && operand
                     .field("operator")
-                    .is_some_and(|operator| context.text(operator) == "%")
+                    .is_some_and(|operator| context.text_is(operator, "%"))
                 && operand
                     .field("left")
-                    .is_some_and(|left| left.kind_name() != "string")
+                    .is_some_and(|left| left.is_not_kind("string"))
         })
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {
     comparison
         .named_nodes()
-        .any(|operand| matches!(operand.kind_name(), "string" | "none" | "list" | "tuple"))
+        .any(|operand| operand.is_any_kind(&["string", "none", "list", "tuple"]))
 }

@@ -121,7 +121,7 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: Place) {
     } else if callee_is(context, function, "format")
         && function
             .field("object")
-            .is_some_and(|object| object.kind_name() == "string")
+            .is_some_and(|object| object.is_kind("string"))
     {
         syntax::positional_args(arguments)
     } else if callee_is(context, function, "add_scalar") {
@@ -148,10 +148,10 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: Place) {
 fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: Place) {
     let is_percent = operator
         .field("operator")
-        .is_some_and(|op| context.text(op) == "%");
+        .is_some_and(|op| context.text_is(op, "%"));
     let left_is_string = operator
         .field("left")
-        .is_some_and(|left| left.kind_name() == "string");
+        .is_some_and(|left| left.is_kind("string"));
     if !is_percent || !left_is_string {
         return;
     }
@@ -159,7 +159,7 @@ fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: Pla
         return;
     };
     let right = syntax::unparenthesize(right);
-    let values: Vec<Node<'_>> = if right.kind_name() == "tuple" {
+    let values: Vec<Node<'_>> = if right.is_kind("tuple") {
         right.named_nodes().collect()
     } else {
         vec![right]
@@ -198,13 +198,13 @@ fn is_fstring<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
 fn is_print_argument<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
     context
         .parent(string)
-        .filter(|parent| parent.kind_name() == "argument_list")
+        .filter(|parent| parent.is_kind("argument_list"))
         .and_then(|arguments| context.parent(arguments))
         .is_some_and(|call| super::print_tensor_in_hot_path::is_print_call(context, call))
 }
 
 fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> bool {
-    function.kind_name() == "attribute"
+    function.is_kind("attribute")
         && function
             .field("attribute")
             .is_some_and(|attribute| context.text(attribute) == name)
@@ -212,7 +212,7 @@ fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> b
 
 /// `logging.info(...)`, `logger.warning(...)`, `self.logger.info(...)`, `log.debug(...)`.
 fn is_logging_call<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
-    if function.kind_name() != "attribute" {
+    if function.is_not_kind("attribute") {
         return false;
     }
     let (Some(object), Some(method)) = (function.field("object"), function.field("attribute"))
@@ -253,12 +253,12 @@ fn is_metrics_log<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
 
 /// The values of a dictionary literal.
 fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
-    if dictionary.kind_name() != "dictionary" {
+    if dictionary.is_not_kind("dictionary") {
         return Vec::new();
     }
     dictionary
         .named_nodes()
-        .filter(|child| child.kind_name() == "pair")
+        .filter(|child| child.is_kind("pair"))
         .filter_map(|pair| pair.field("value"))
         .collect()
 }

@@ -117,7 +117,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
     for _ in 0..8 {
         let Some(attribute) = context
             .parent(current)
-            .filter(|parent| parent.kind_name() == "attribute")
+            .filter(|parent| parent.is_kind("attribute"))
         else {
             return false;
         };
@@ -135,7 +135,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
         // Up from the attribute to the call it belongs to.
         let Some(next) = context
             .parent(attribute)
-            .filter(|parent| parent.kind_name() == "call")
+            .filter(|parent| parent.is_kind("call"))
         else {
             return false;
         };

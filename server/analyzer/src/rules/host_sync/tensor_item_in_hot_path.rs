@@ -77,7 +77,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if context.text(method) != "item" {
+    if !context.text_is(method, "item") {
         return;
     }
     let Some((_, arguments)) = context.call_parts(call) else {

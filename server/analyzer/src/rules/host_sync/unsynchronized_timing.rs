@@ -88,14 +88,14 @@ const WAITS: &[&str] = &[
 fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let is_minus = operator
         .field("operator")
-        .is_some_and(|op| context.text(op) == "-");
+        .is_some_and(|op| context.text_is(op, "-"));
     if !is_minus || context.backend() != Backend::TorchXla {
         return;
     }
     let (Some(left), Some(right)) = (operator.field("left"), operator.field("right")) else {
         return;
     };
-    if !is_clock_read(context, left) || right.kind_name() != "identifier" {
+    if !is_clock_read(context, left) || right.is_not_kind("identifier") {
         return;
     }
     let Some(start) = tensor_values::last_assignment_value(context, context.text(right), right)

@@ -87,7 +87,7 @@ fn check<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
 fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
     let Some(clause) = with
         .named_child(0)
-        .filter(|child| child.kind_name() == "with_clause")
+        .filter(|child| child.is_kind("with_clause"))
     else {
         return false;
     };
@@ -96,12 +96,12 @@ fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
             return false;
         };
         // `with autocast(...) as ac:` wraps the call in an `as_pattern`.
-        let call = if value.kind_name() == "as_pattern" {
+        let call = if value.is_kind("as_pattern") {
             value.named_child(0)
         } else {
             Some(value)
         };
-        call.filter(|c| c.kind_name() == "call")
+        call.filter(|c| c.is_kind("call"))
             .and_then(|c| context.semantic().call_qualified_name(c))
             .is_some_and(|q| {
                 AUTOCAST_CONTEXTS.contains(&q.as_str())
@@ -121,13 +121,10 @@ fn collect_steps(
     if depth > MAX_EXPR_DEPTH * 4 {
         return;
     }
-    if matches!(
-        node.kind_name(),
-        "function_definition" | "class_definition" | "lambda"
-    ) {
+    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
         return;
     }
-    if node.kind_name() == "call"
+    if node.is_kind("call")
         && let Some(what) = step_call(context, node)
     {
         found.push((node.byte_range(), what));

@@ -5,8 +5,8 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::DiagnosticTag;
+use crate::syntax;
 use crate::syntax::NodeExt;
-use crate::syntax::{self, node_text};
 
 declare_rule! {
     /// ## What it does
@@ -107,7 +107,7 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
                 return None;
             }
             let assignment = context.parent(parent)?;
-            if assignment.kind_name() != "assignment"
+            if assignment.is_not_kind("assignment")
                 || assignment
                     .field("left")
                     .is_none_or(|left| left.id() != parent.id())
@@ -154,7 +154,7 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
 /// `"0"`, `"false"`, `0`, `False`, `str(0)`.
 fn is_off(value: Node<'_>, source: &str) -> bool {
     if let Some((function, arguments)) = syntax::call_parts(value)
-        && node_text(function, source) == "str"
+        && syntax::text_is(function, source, "str")
         && let Some(inner) = syntax::positional_args(arguments).first()
     {
         return is_off(*inner, source);
@@ -165,5 +165,5 @@ fn is_off(value: Node<'_>, source: &str) -> bool {
             "0" | "false" | ""
         );
     }
-    matches!(value.kind_name(), "false" | "none") || node_text(value, source) == "0"
+    value.is_any_kind(&["false", "none"]) || syntax::text_is(value, source, "0")
 }

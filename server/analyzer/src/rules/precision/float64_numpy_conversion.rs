@@ -129,10 +129,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// (`.to(device)` keeps the dtype.)
 fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let source = context.source();
-    let Some(attribute) = context
-        .parent(call)
-        .filter(|p| p.kind_name() == "attribute")
-    else {
+    let Some(attribute) = context.parent(call).filter(|p| p.is_kind("attribute")) else {
         return false;
     };
     let is_receiver = attribute
@@ -142,10 +139,7 @@ fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         .field("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    let Some(cast_call) = context
-        .parent(attribute)
-        .filter(|p| p.kind_name() == "call")
-    else {
+    let Some(cast_call) = context.parent(attribute).filter(|p| p.is_kind("call")) else {
         return false;
     };
     if !is_receiver {
@@ -180,7 +174,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
             let (start, end) = context.fact(array).origin?;
             // The origin is the right-hand side of the assignment that bound the name.
             let node = context.semantic().origin_node((start, end))?;
-            if node.kind_name() != "call" {
+            if node.is_not_kind("call") {
                 return None;
             }
             node
@@ -202,7 +196,7 @@ fn creates_float64<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<bool
     let (function, arguments) = context.call_parts(call)?;
     // `.astype(np.float64)` / `.astype(float)` / `.astype("float64")`.
     if let Some((_, method)) = context.method_call(call)
-        && node_text(method, source) == "astype"
+        && syntax::text_is(method, source, "astype")
     {
         return syntax::argument(arguments, 0, "dtype", source)
             .is_some_and(|dtype| names_float64(context, dtype))
@@ -217,7 +211,7 @@ fn creates_float64<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<bool
     }
     let by_default = match qualified.as_str() {
         "numpy.full" => syntax::argument(arguments, 1, "fill_value", source)
-            .is_some_and(|value| syntax::unparenthesize(value).kind_name() == "float"),
+            .is_some_and(|value| syntax::unparenthesize(value).is_kind("float")),
         "numpy.array" | "numpy.asarray" => syntax::positional_args(arguments)
             .first()
             .is_some_and(|value| is_float_literal_sequence(*value)),
@@ -232,7 +226,7 @@ fn names_float64<'t>(context: &Context<'t, '_>, dtype: Node<'t>) -> bool {
     if let Some(text) = syntax::string_value(dtype, source) {
         return matches!(text.as_ref(), "float64" | "f8" | "double" | "float");
     }
-    if dtype.kind_name() == "identifier" && node_text(dtype, source) == "float" {
+    if dtype.is_kind("identifier") && syntax::text_is(dtype, source, "float") {
         return true;
     }
     context.qualified_name(dtype).is_some_and(|q| {
@@ -262,7 +256,7 @@ fn is_float_literal_sequence(node: Node<'_>) -> bool {
             "list" | "tuple" => {
                 let children: Vec<Node<'_>> = node
                     .named_nodes()
-                    .filter(|c| c.kind_name() != "comment")
+                    .filter(|c| c.is_not_kind("comment"))
                     .collect();
                 !children.is_empty() && children.into_iter().all(|c| walk(c, depth + 1, any_float))
             }

@@ -40,10 +40,7 @@ pub(crate) fn dtype_is_deliberate<'t>(
     // The statement around the call.
     let mut statement = call;
     while let Some(parent) = context.parent(statement) {
-        if matches!(
-            parent.kind_name(),
-            "block" | "module" | "function_definition" | "class_definition"
-        ) {
+        if parent.is_any_kind(&["block", "module", "function_definition", "class_definition"]) {
             break;
         }
         statement = parent;
@@ -66,7 +63,7 @@ pub(crate) fn dtype_is_deliberate<'t>(
     };
     block
         .named_nodes()
-        .filter(|sibling| sibling.kind_name() == "assert_statement")
+        .filter(|sibling| sibling.is_kind("assert_statement"))
         .any(|assertion| {
             let text = crate::syntax::node_text(assertion, source);
             text.contains(".dtype") && words.iter().any(|word| text.contains(word))
