@@ -82,6 +82,29 @@ def main() -> None:
     for name, pick in spellings.items():
         run(name, lambda width, pick=pick: stepper(width, pick))
 
+    def writer(width, write):
+        """A decode loop's write of one column per step into a (4, width) buffer."""
+        state = {"buffer": torch.zeros(4, width, device=device)}
+
+        def step(i):
+            column = state["buffer"].sum(-1) + 1.0
+            write(state, i, column)
+
+        return step
+
+    def write_by_counter(state, i, column):
+        state["buffer"][:, i] = column
+
+    def write_by_device_index(state, i, column):
+        index = torch.tensor([i], device=device)
+        state["buffer"] = state["buffer"].index_copy(1, index, column[:, None])
+
+    run("buffer[:, i] = value (a write by the counter)", lambda width: writer(width, write_by_counter))
+    run(
+        "buffer.index_copy(1, torch.tensor([i], device=dev), value)",
+        lambda width: writer(width, write_by_device_index),
+    )
+
 
 if __name__ == "__main__":
     main()
