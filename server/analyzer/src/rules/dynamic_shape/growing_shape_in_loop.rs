@@ -61,7 +61,9 @@ declare_rule! {
     /// for its offset, a constant of the traced graph that compiles once per distinct value. So is
     /// an integer index by the counter, read or written (`sigmas[i]`, `tokens[:, cur] = t`):
     /// measured on torch_xla 2.9, eight steps compile eight graphs and a second pass none
-    /// (`scripts/measure-step-indexing.py`);
+    /// (`scripts/measure-step-indexing.py`); it is reported in loops that sync or train, not in
+    /// loops that only read values back (post-processing over a batch, where the host read is
+    /// the problem);
     /// `sigmas.index_select(0, step)` with `step` a device tensor compiles one, and so does a host
     /// list of the values read before the loop. The counter is followed only in its own loop:
     /// `self.sigmas[i]` in a scheduler method that the sampling loop calls with its counter is
@@ -109,9 +111,16 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if !executes_per_iteration {
         return;
     }
+    // An integer index by the counter matters where each iteration runs the step's whole graph
+    // (it syncs or trains); in a loop that only reads values back (post-processing over a
+    // batch), the read is the problem and the host-sync rules report it.
+    let steps_per_iteration = context
+        .semantic()
+        .loop_summary(loop_node)
+        .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
     let (message, moving_offset) = match node.kind_name() {
         "assignment" => (grows_onto_itself(context, node, loop_node), false),
-        _ => match sliced_by_counter(context, node, loop_node) {
+        _ => match sliced_by_counter(context, node, loop_node, steps_per_iteration) {
             Some(SliceFinding::NewShape(message)) => (Some(message), false),
             Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
             None => (None, false),
@@ -225,6 +234,7 @@ fn sliced_by_counter<'t>(
     context: &Context<'t, '_>,
     subscript: Node<'t>,
     loop_node: Node<'t>,
+    steps_per_iteration: bool,
 ) -> Option<SliceFinding> {
     let source = context.source();
     if loop_node.kind_name() != "for_statement" {
@@ -266,10 +276,11 @@ fn sliced_by_counter<'t>(
         // a second pass; scripts/measure-step-indexing.py).
         // A write (`tokens[:, cur] = next_token`) measures the same: 8 compilations in 8 steps;
         // `index_copy_` with a device position compiles one.
-        let by_counter = indices.iter().any(|index| {
-            index.kind_name() != "slice"
-                && counter_plus_invariant(*index, counter, source, &invariant)
-        });
+        let by_counter = steps_per_iteration
+            && indices.iter().any(|index| {
+                index.kind_name() != "slice"
+                    && counter_plus_invariant(*index, counter, source, &invariant)
+            });
         return by_counter.then(|| {
             SliceFinding::MovingOffset(format!(
                 "`{name}` is indexed by the loop counter `{counter}`: the index is a constant of the traced graph, so each step compiles its own graph (once per distinct index); index with a device tensor (`{name}.index_select(0, step)`) or read the values into a host list before the loop"

@@ -46,7 +46,9 @@ declare_rule! {
     /// Conversions immediately cast (`.float()`, `.to(torch.float32)`, `.half()`, `.long()`,
     /// ...) are not reported. Arrays whose dtype the rule cannot see (loaded from files,
     /// returned by functions, parameters) are not reported, and a Python float next to such an
-    /// array keeps it unknown (NumPy keeps a float32 array float32 under `* 0.5`).
+    /// array keeps it unknown (NumPy keeps a float32 array float32 under `* 0.5`). A Python
+    /// list given to `torch.tensor` directly (`torch.tensor([0.0])`) is torch's default
+    /// float32, not a NumPy array, and is not reported.
     ///
     /// ## References
     /// - pytorch/xla issues #2918 and #9014 (float64 on TPU)
@@ -233,6 +235,14 @@ const MAX_DEPTH: usize = 16;
 /// When `array` is a float64 NumPy array, how it was made.
 fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Float64Origin> {
     let expression = resolve_variable(context, syntax::unparenthesize(array))?;
+    // `torch.tensor([0.5, 1.0])` converts a Python list, not a NumPy array: torch's default
+    // dtype (float32), whatever NumPy would make of the same list.
+    if matches!(
+        expression.kind_name(),
+        "list" | "tuple" | "list_comprehension" | "float" | "integer" | "binary_operator"
+    ) {
+        return None;
+    }
     if numpy_dtype(context, expression, 0) != NumpyDtype::Float64 {
         return None;
     }
