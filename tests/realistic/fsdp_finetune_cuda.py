@@ -37,7 +37,7 @@ def main():
         optimizer.step()
         optimizer.zero_grad()
         if local_rank == 0 and step % 10 == 0:
-            print(f"step {step} loss {loss.item():.3f} mem {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")  # ok
+            print(f"step {step} loss {loss.item():.3f} mem {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")  # expect: TPU404
     dist.barrier()
     state = model.state_dict()
     if local_rank == 0:

@@ -37,7 +37,7 @@ def sample_top_p(model, input_ids, max_new_tokens, top_p=0.9, temperature=0.8):
         sorted_probs[remove] = 0.0  # expect: TPU302
         sorted_probs = sorted_probs / sorted_probs.sum(dim=-1, keepdim=True)
         next_token = torch.gather(sorted_idx, -1, torch.multinomial(sorted_probs, num_samples=1))  # ok
-        tokens[:, cur] = next_token.squeeze(-1)
+        tokens[:, cur] = next_token.squeeze(-1)  # expect: TPU310
         pos = cur
         torch_xla.sync()
     return tokens

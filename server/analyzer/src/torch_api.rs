@@ -477,10 +477,23 @@ pub const CUDA_RAISING: &[&str] = &[
     "default_stream",
     "set_stream",
     "get_arch_list",
+    // Measured on torch 2.9.0 (PyPI's build, no NVIDIA driver, as on a TPU VM):
+    // `reset_peak_memory_stats()` raises "invalid argument", `memory_summary()` a KeyError,
+    // `ipc_collect()` "Found no NVIDIA driver", the NVML readings ModuleNotFoundError
+    // (docs/precision.md, "One spelling more").
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "reset_accumulated_memory_stats",
+    "memory_summary",
+    "ipc_collect",
+    "utilization",
+    "temperature",
+    "power_draw",
 ];
 
-/// `torch.cuda` functions that quietly do nothing without CUDA (memory statistics, which read as
-/// zeros harmlessly, are deliberately absent, and so are the RNG-state round trips
+/// `torch.cuda` functions that quietly do nothing without CUDA (memory readings are
+/// [`CUDA_READS_ZERO`]; the RNG-state round trips are deliberately absent,
 /// `get_rng_state_all()` / `set_rng_state_all(states)`: off CUDA the first returns `[]` and the
 /// second restores it, which is right on a TPU machine; the seeds are what leave the TPU's
 /// generator unseeded).
@@ -492,9 +505,23 @@ pub const CUDA_SILENT: &[&str] = &[
     "device_count",
 ];
 
-/// The names of [`CUDA_RAISING`] and [`CUDA_SILENT`]: the callees TPU404 declares.
-pub const CUDA_RAISING_OR_SILENT: [&str; CUDA_RAISING.len() + CUDA_SILENT.len()] =
-    crate::registry::joined(&[CUDA_RAISING, CUDA_SILENT]);
+/// `torch.cuda` memory readings that return 0 without CUDA (measured on torch 2.9.0 without a
+/// driver): a log line's "peak 0.0 GiB" on a TPU, not an error. `xm.get_memory_info()` and
+/// TorchTPU's `torch.accelerator.memory_allocated()` read the TPU's memory.
+pub const CUDA_READS_ZERO: &[&str] = &[
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_cached",
+    "max_memory_cached",
+];
+
+/// The names of [`CUDA_RAISING`], [`CUDA_SILENT`] and [`CUDA_READS_ZERO`]: the callees TPU404
+/// declares.
+pub const CUDA_RAISING_OR_SILENT: [&str;
+    CUDA_RAISING.len() + CUDA_SILENT.len() + CUDA_READS_ZERO.len()] =
+    crate::registry::joined(&[CUDA_RAISING, CUDA_SILENT, CUDA_READS_ZERO]);
 
 /// Tensor attributes that describe a tensor rather than hold its values: reading them never
 /// syncs, and they are no tensors (`x.dtype == torch.float16`, `x.ndim == 4`). A model output's
@@ -725,3 +752,196 @@ pub fn canonical_dtype(name: &str) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+// NumPy result dtypes, for the float64 that reaches a tensor through `torch.from_numpy`
+// (TPU502). Source: the NumPy 2.x reference ("Array creation routines", "Universal functions",
+// "Random Generator", "Type promotion", NEP 50: a Python float or int next to an array takes the
+// array's dtype, an integer array with a Python float or under true division becomes float64).
+
+/// `numpy.<name>(...)` that return float64 unless given a `dtype=`.
+pub const NUMPY_FLOAT64_BY_DEFAULT: &[&str] = &[
+    "zeros",
+    "ones",
+    "empty",
+    "eye",
+    "identity",
+    "linspace",
+    "logspace",
+    "geomspace",
+    "hanning",
+    "hamming",
+    "blackman",
+    "bartlett",
+    "kaiser",
+    "random.rand",
+    "random.randn",
+    "random.random",
+    "random.random_sample",
+    "random.ranf",
+    "random.sample",
+    "random.uniform",
+    "random.normal",
+    "random.standard_normal",
+    "random.beta",
+    "random.gamma",
+    "random.exponential",
+    "random.laplace",
+    "random.lognormal",
+];
+
+/// `numpy.<name>(...)` whose result is float64 whatever the (real) inputs: `np.interp`
+/// computes in float64.
+pub const NUMPY_ALWAYS_FLOAT64: &[&str] = &["interp"];
+
+/// `numpy.<name>(x, ...)` (ufuncs and reductions) whose result is floating: float64 for float64
+/// and integer inputs, the input's dtype for float32 / float16 inputs (`np.cos(np.arange(n))` is
+/// float64, `np.cos(x32)` float32). Arrays only (`mean`, `std`, `var` as methods too).
+pub const NUMPY_FLOATING_RESULT: &[&str] = &[
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "cbrt",
+    "reciprocal",
+    "true_divide",
+    "divide",
+    "hypot",
+    "deg2rad",
+    "rad2deg",
+    "radians",
+    "degrees",
+    "mean",
+    "std",
+    "var",
+    "average",
+    "nanmean",
+    "nanstd",
+    "nanvar",
+    "median",
+    "sinc",
+    "float_power",
+];
+
+/// `numpy.<name>(...)` whose result has the promoted dtype of all their array arguments (a list
+/// of Python floats is a float64 array; a Python number next to an array is weak): joins,
+/// products, elementwise arithmetic.
+pub const NUMPY_PROMOTING: &[&str] = &[
+    "concatenate",
+    "stack",
+    "vstack",
+    "hstack",
+    "dstack",
+    "column_stack",
+    "append",
+    "outer",
+    "dot",
+    "matmul",
+    "inner",
+    "kron",
+    "multiply",
+    "add",
+    "subtract",
+    "power",
+    "maximum",
+    "minimum",
+];
+
+/// `numpy.<name>(x, ...)` whose result has the dtype of their first argument (the others are
+/// shapes, counts, axes or weak bounds).
+pub const NUMPY_FIRST_ARGUMENT_DTYPE: &[&str] = &[
+    "square",
+    "abs",
+    "absolute",
+    "negative",
+    "clip",
+    "cumsum",
+    "cumprod",
+    "diff",
+    "flip",
+    "fliplr",
+    "flipud",
+    "roll",
+    "tile",
+    "repeat",
+    "pad",
+    "reshape",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "broadcast_to",
+    "ascontiguousarray",
+    "copy",
+    "array",
+    "asarray",
+    "sort",
+    "tril",
+    "triu",
+    "diag",
+];
+
+/// Methods of `numpy.random.Generator` (`np.random.default_rng(0)`) and `RandomState` that
+/// return float64 samples unless given a `dtype=`.
+pub const NUMPY_GENERATOR_FLOAT64_METHODS: &[&str] = &[
+    "standard_normal",
+    "random",
+    "normal",
+    "uniform",
+    "standard_exponential",
+    "standard_gamma",
+    "exponential",
+    "gamma",
+    "beta",
+    "lognormal",
+    "laplace",
+    "rand",
+    "randn",
+    "random_sample",
+];
+
+/// Method names no library but NumPy's random generators spell: a receiver of unknown kind that
+/// has one is a NumPy generator (`rng.standard_normal(shape)` with `rng` a fixture).
+pub const NUMPY_GENERATOR_ONLY_METHODS: &[&str] =
+    &["standard_normal", "standard_exponential", "standard_gamma"];
+
+/// `numpy.random.<name>(...)` that make a generator.
+pub const NUMPY_GENERATOR_CONSTRUCTORS: &[&str] = &[
+    "random.default_rng",
+    "random.RandomState",
+    "random.Generator",
+];
+
+/// Array methods whose result keeps the receiver's dtype.
+pub const NUMPY_DTYPE_PRESERVING_METHODS: &[&str] = &[
+    "copy",
+    "reshape",
+    "transpose",
+    "flatten",
+    "ravel",
+    "squeeze",
+    "swapaxes",
+    "clip",
+    "cumsum",
+    "cumprod",
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "repeat",
+];

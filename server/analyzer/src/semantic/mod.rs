@@ -1720,12 +1720,29 @@ impl<'t> SemanticModel<'t> {
                     .is_some_and(|name| node_text(name, source) == "__init__")
             })
         });
+        // A subclass of a class of this file starts with its base's `self.<name>` facts
+        // (`self.c_attn` assigned in the base's `__init__` and called in the subclass's
+        // `forward`); its own assignments replace them.
+        let inherited = node
+            .field("superclasses")
+            .map(syntax::named_children)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|base| base.kind_name() == "identifier")
+            .find_map(|base| match self.lookup(node_text(base, source)) {
+                Some(Binding::Class(base_index)) => self
+                    .classes
+                    .get(*base_index)
+                    .map(|base| base.attributes.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
             is_optimizer_like,
             is_optimizer,
-            attributes: ByName::default(),
+            attributes: inherited,
             module_without_constructor: derives_from_nn_module && !defines_constructor,
         });
         if let Some(name) = node.field("name") {
@@ -1988,6 +2005,28 @@ impl<'t> SemanticModel<'t> {
             if let Some(elements) = self.tuple_elements(right, targets.len()) {
                 for (target, fact) in targets.into_iter().zip(elements) {
                     self.bind_target(target, fact, 1);
+                }
+                return;
+            }
+        }
+        // `q, k, v = [t.view(...) for t in qkv.split(C, dim=2)]`: each name is an element of the
+        // comprehension, a tensor when its body is one (the element's facts come from what the
+        // comprehension iterates).
+        if matches!(left.kind_name(), "pattern_list" | "tuple_pattern")
+            && matches!(
+                right.kind_name(),
+                "list_comprehension" | "generator_expression"
+            )
+            && let Some(body) = right.field("body")
+        {
+            let element = self.fact(body);
+            if element.is_tensor() {
+                let element = Fact {
+                    origin: Some((body.start_byte(), body.end_byte())),
+                    ..element
+                };
+                for target in left.named_nodes() {
+                    self.bind_target(target, element, 1);
                 }
                 return;
             }

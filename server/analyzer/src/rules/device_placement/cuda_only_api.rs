@@ -22,9 +22,13 @@ declare_rule! {
     /// ## Why is this bad?
     /// A TPU VM runs a CPU build of PyTorch without CUDA. Calls that initialise CUDA
     /// (`synchronize`, `set_device`, `current_device`, `get_device_properties`, streams and
-    /// events) raise `Torch not compiled with CUDA enabled`. The others do nothing silently:
-    /// `manual_seed` seeds no TPU generator, `device_count`
-    /// returns 0 (wrong world sizes). Each backend has its own equivalent.
+    /// events) raise `Torch not compiled with CUDA enabled` or "Found no NVIDIA driver"; so do,
+    /// measured on torch 2.9.0, `reset_peak_memory_stats()`, `memory_summary()`,
+    /// `ipc_collect()` and the NVML readings (`utilization()`). The others do nothing
+    /// silently: `manual_seed` seeds no TPU generator, `device_count` returns 0 (wrong world
+    /// sizes), and the memory readings (`memory_allocated()`, `max_memory_allocated()`,
+    /// `memory_reserved()`) return 0, so a log's "peak 0.0 GiB" describes nothing (reported
+    /// as information). Each backend has its own equivalent.
     ///
     /// ## Example
     /// ```python
@@ -44,7 +48,8 @@ declare_rule! {
     /// print(time.time() - start, xm.get_memory_info())
     /// ```
     /// With TorchTPU, `torch.tpu.manual_seed_all(seed)`, `torch.tpu.device_count()` and
-    /// `torch.tpu.current_device()` mirror their CUDA names.
+    /// `torch.tpu.current_device()` mirror their CUDA names, and
+    /// `torch.accelerator.max_memory_allocated()` reads the TPU's memory.
     ///
     /// ## Fix safety
     /// Fixes exist where the equivalent is documented: `synchronize()` →
@@ -54,11 +59,8 @@ declare_rule! {
     /// longer runs on GPUs.
     ///
     /// ## Known problems
-    /// `torch.cuda.amp.*` is left to the precision rules. Harmless no-ops (`empty_cache()`,
-    /// `ipc_collect()`, resetting memory statistics) and memory statistics, which read as zeros
-    /// without harm (`memory_allocated()`, `max_memory_allocated()`, `memory_stats()`,
-    /// `memory_summary()`, `utilization()`; `xm.get_memory_info()` is the PyTorch/XLA
-    /// counterpart) are not reported, nor the RNG-state round trip `get_rng_state_all()` /
+    /// `torch.cuda.amp.*` is left to the precision rules. Harmless no-ops (`empty_cache()`) and
+    /// `memory_stats()` (an empty dictionary) are not reported, nor the RNG-state round trip `get_rng_state_all()` /
     /// `set_rng_state_all(states)` (`[]` off CUDA, restored as `[]`), nor `device_count()` used
     /// in a comparison (`if torch.cuda.device_count() > 1:` asks whether GPUs exist) or as the
     /// bound of `for i in range(torch.cuda.device_count()):` (no iteration without CUDA), nor a
@@ -108,7 +110,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     let raises = torch_api::CUDA_RAISING.contains(&name);
-    if !raises && !torch_api::CUDA_SILENT.contains(&name) {
+    let reads_zero = torch_api::CUDA_READS_ZERO.contains(&name);
+    if !raises && !reads_zero && !torch_api::CUDA_SILENT.contains(&name) {
         return;
     }
     if tpu_api::guarded_by_cuda_check(context, call) {
@@ -128,19 +131,23 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     // A silent call next to the TPU's own handling (`torch.cuda.manual_seed_all(s)` followed by
     // `if is_torch_xla_available(): xm.set_rng_state(s)`) is harmless on a TPU.
-    if !raises && scope_handles_tpu(context, call) {
+    // (A memory reading still reads 0 next to TPU code: `xm.master_print(peak)` is no handling.)
+    if !raises && !reads_zero && scope_handles_tpu(context, call) {
         return;
     }
     let backend = context.backend();
     let (equivalent, fix) = equivalent(context, name, function, arguments, backend);
     let message = if raises {
         format!("`torch.cuda.{name}()` raises without CUDA{equivalent}")
+    } else if reads_zero {
+        format!("`torch.cuda.{name}()` reads 0 on a TPU{equivalent}")
     } else {
         format!("`torch.cuda.{name}()` does nothing on a TPU{equivalent}")
     };
+    // A memory reading of 0 misleads a log line and changes no result: information anywhere.
     let severity = if raises {
         Severity::Error
-    } else if context.hot_path().is_some() {
+    } else if !reads_zero && context.hot_path().is_some() {
         Severity::Warning
     } else {
         Severity::Info
@@ -272,6 +279,9 @@ fn equivalent(
                 )
             }
             "mem_get_info" => ("; use `xm.get_memory_info()`".to_string(), None),
+            name if torch_api::CUDA_READS_ZERO.contains(&name) => {
+                ("; use `xm.get_memory_info()`".to_string(), None)
+            }
             "device_count" => ("; use `torch_xla.runtime.world_size()`".to_string(), None),
             "set_device" | "current_device" => ("; use `torch_xla.device()`".to_string(), None),
             _ => (String::new(), None),
@@ -299,6 +309,9 @@ fn equivalent(
                 ("; TPU needs no streams".to_string(), None)
             }
             "mem_get_info" => ("; see `torch.tpu._hbm_usage_summary()`".to_string(), None),
+            "memory_allocated" | "max_memory_allocated" | "reset_peak_memory_stats" => {
+                (format!("; use `torch.accelerator.{name}()`"), None)
+            }
             _ => (String::new(), None),
         },
         Backend::Unknown => (String::new(), None),

@@ -12,7 +12,8 @@ declare_rule! {
     /// ## What it does
     /// Checks loops whose tensors change shape on every iteration: a tensor concatenated onto
     /// itself (`generated = torch.cat([generated, next_token], dim=-1)`) and a tensor sliced by
-    /// the loop's counter (`cache[:, :cur]` in `for cur in range(start, end):`).
+    /// the loop's counter (`cache[:, :cur]` in `for cur in range(start, end):`), and a device
+    /// tensor indexed by the counter (`sigmas[i]`, `sigmas[i + 1]` in a sampling loop).
     ///
     /// ## Why is this bad?
     /// A TPU program is compiled for fixed shapes. A sequence that grows by a token per
@@ -31,12 +32,17 @@ declare_rule! {
     /// Use instead:
     /// ```python
     /// generated = torch.full((batch, max_len), pad_id, device=device)
-    /// for cur in range(prompt_len, max_len):
+    /// cur = torch.tensor([prompt_len], device=device)
+    /// for _ in range(prompt_len, max_len):
     ///     logits = model(generated, attention_mask=positions < cur)
-    ///     generated[:, cur] = logits[:, cur - 1].argmax(-1)
+    ///     next_token = logits.index_select(1, cur - 1).argmax(-1)
+    ///     generated.index_copy_(1, cur, next_token)
+    ///     cur += 1
     /// ```
-    /// a buffer of the final size written in place (`index_copy_` / a masked write), with a mask
-    /// for the positions not yet filled, as static-cache generation does.
+    /// a buffer of the final size written in place at a position held in a device tensor
+    /// (`index_copy_` / a masked write), with a mask for the positions not yet filled, as
+    /// static-cache generation does. A write by a Python counter (`generated[:, cur] = ...`)
+    /// is a constant of the graph like a read: measured, one compilation per step.
     ///
     /// ## Known problems
     /// Only loops that run the device once per iteration are checked: the loop syncs
@@ -52,7 +58,16 @@ declare_rule! {
     /// A slice of a fixed size at an offset that moves with the counter (`idx[i : i + k]` with `k`
     /// loop-invariant, `x[:, cur - 1 : cur]`, and a strided `x[:, i::k]` over interleaved
     /// columns, whose size differs by at most one) keeps its shape: it is reported, as information,
-    /// for its offset, a constant of the traced graph that compiles once per distinct value.
+    /// for its offset, a constant of the traced graph that compiles once per distinct value. So is
+    /// an integer index by the counter, read or written (`sigmas[i]`, `tokens[:, cur] = t`):
+    /// measured on torch_xla 2.9, eight steps compile eight graphs and a second pass none
+    /// (`scripts/measure-step-indexing.py`); it is reported in loops that sync or train, not in
+    /// loops that only read values back (post-processing over a batch, where the host read is
+    /// the problem);
+    /// `sigmas.index_select(0, step)` with `step` a device tensor compiles one, and so does a host
+    /// list of the values read before the loop. The counter is followed only in its own loop:
+    /// `self.sigmas[i]` in a scheduler method that the sampling loop calls with its counter is
+    /// not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
@@ -96,9 +111,16 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if !executes_per_iteration {
         return;
     }
+    // An integer index by the counter matters where each iteration runs the step's whole graph
+    // (it syncs or trains); in a loop that only reads values back (post-processing over a
+    // batch), the read is the problem and the host-sync rules report it.
+    let steps_per_iteration = context
+        .semantic()
+        .loop_summary(loop_node)
+        .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
     let (message, moving_offset) = match node.kind_name() {
         "assignment" => (grows_onto_itself(context, node, loop_node), false),
-        _ => match sliced_by_counter(context, node, loop_node) {
+        _ => match sliced_by_counter(context, node, loop_node, steps_per_iteration) {
             Some(SliceFinding::NewShape(message)) => (Some(message), false),
             Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
             None => (None, false),
@@ -209,6 +231,7 @@ fn sliced_by_counter<'t>(
     context: &Context<'t, '_>,
     subscript: Node<'t>,
     loop_node: Node<'t>,
+    steps_per_iteration: bool,
 ) -> Option<SliceFinding> {
     let source = context.source();
     if loop_node.is_not_kind("for_statement") {
@@ -233,8 +256,8 @@ fn sliced_by_counter<'t>(
         .collect();
     // The slices with a bound that mentions the counter.
     let mut slices: Vec<Node<'t>> = Vec::new();
-    for index in indices {
-        if index.is_kind("slice")
+    for index in indices.iter().copied() {
+        if index.kind_name() == "slice"
             && syntax::named_children(index)
                 .into_iter()
                 .any(|bound| mentions(bound, counter, source))
@@ -242,11 +265,25 @@ fn sliced_by_counter<'t>(
             slices.push(index);
         }
     }
-    if slices.is_empty() {
-        return None;
-    }
     let name = helpers::short_code(context.text(value));
     let invariant = |expr: Node<'t>| loop_invariant(context, expr, counter, loop_node);
+    if slices.is_empty() {
+        // `sigmas[i]`, `sigmas[i + 1]`: an integer index by the counter is a constant of the
+        // traced graph too, a new graph per step (measured: 8 compilations in 8 steps, none on
+        // a second pass; scripts/measure-step-indexing.py).
+        // A write (`tokens[:, cur] = next_token`) measures the same: 8 compilations in 8 steps;
+        // `index_copy_` with a device position compiles one.
+        let by_counter = steps_per_iteration
+            && indices.iter().any(|index| {
+                index.kind_name() != "slice"
+                    && counter_plus_invariant(*index, counter, source, &invariant)
+            });
+        return by_counter.then(|| {
+            SliceFinding::MovingOffset(format!(
+                "`{name}` is indexed by the loop counter `{counter}`: the index is a constant of the traced graph, so each step compiles its own graph (once per distinct index); index with a device tensor (`{name}.index_select(0, step)`) or read the values into a host list before the loop"
+            ))
+        });
+    }
     if slices
         .iter()
         .all(|slice| fixed_size_slice(*slice, counter, source, &invariant))

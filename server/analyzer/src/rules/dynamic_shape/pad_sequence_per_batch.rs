@@ -10,7 +10,10 @@ declare_rule! {
     /// ## What it does
     /// Checks for `torch.nn.utils.rnn.pad_sequence(...)` inside a collate function (a function
     /// whose name contains `collate`), a hot path, or a loop, and for a collate function (or a
-    /// collator class's `__call__`) that sizes its batch by `max(len(x) for x in batch)`.
+    /// collator class's `__call__`) that sizes its batch by `max(len(x) for x in batch)`, unless
+    /// that length is rounded up to a bucket: a multiple (`((longest + 63) // 64) * 64`) or the
+    /// first of a list of widths that holds it (`next(w for w in widths if w >= longest)`,
+    /// `widths[bisect_left(widths, longest)]`).
     ///
     /// ## Why is this bad?
     /// `pad_sequence` pads to the longest sequence it is given, so a per-batch call produces a
@@ -31,7 +34,8 @@ declare_rule! {
     ///     ids = torch.stack([F.pad(b["ids"], (0, max_len - len(b["ids"]))) for b in batch])
     ///     return ids
     /// ```
-    /// or pad to a bucket (the next multiple of 64) to bound the number of shapes.
+    /// or pad to a bucket (the next multiple of 64, or the first of a few fixed widths) to bound
+    /// the number of shapes.
     ///
     /// ## Known problems
     /// A `pad_sequence` whose output is padded again to a fixed length afterwards is still
@@ -86,10 +90,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     );
 }
 
-/// Whether the batch's longest length is rounded up to a multiple before it sizes the batch —
-/// the bucketing the rule's own fix recommends: `((longest + 63) // 64) * 64`,
-/// `math.ceil(longest / 64) * 64`, with `longest = max(...)` bound in the same function or the
-/// `max(...)` call written inside the rounding.
+/// Whether the batch's longest length is rounded up to a bucket before it sizes the batch —
+/// the bucketing the rule's own fix recommends: a multiple (`((longest + 63) // 64) * 64`,
+/// `math.ceil(longest / 64) * 64`) or the first of a list of widths that holds it
+/// (`next(w for w in self.buckets if w >= longest)`, `buckets[bisect_left(buckets, longest)]`),
+/// with `longest = max(...)` bound in the same function or the `max(...)` call written inside
+/// the rounding.
 fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     // Up from the call through the expression it sits in.
     let mut current = call;
@@ -132,26 +138,18 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 
 /// `(x + k - 1) // k * k` or `math.ceil(x / k) * k`: a product one factor of which is a floor
 /// division or a `ceil` of an expression that mentions `name` (or anything, when `name` is
-/// `None` and the expression is the `max(...)` call's ancestor).
+/// `None` and the expression is the `max(...)` call's ancestor); or a bucket lookup
+/// ([`is_bucket_lookup`]).
 fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
-    if node.is_not_kind("binary_operator")
+    if is_bucket_lookup(context, node, name) {
+        return true;
+    }
+    if node.kind_name() != "binary_operator"
         || node.field("operator").map(|o| context.text(o)) != Some("*")
     {
         return false;
     }
-    let mentions = |expr: Node<'t>| match name {
-        None => true,
-        Some(name) => {
-            let mut stack = vec![expr];
-            while let Some(current) = stack.pop() {
-                if current.is_kind("identifier") && context.text(current) == name {
-                    return true;
-                }
-                stack.extend(current.named_nodes());
-            }
-            false
-        }
-    };
+    let mentions = |expr: Node<'t>| mentions_name(context, expr, name);
     [node.field("left"), node.field("right")]
         .into_iter()
         .flatten()
@@ -168,6 +166,70 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
                 }),
             _ => false,
         })
+}
+
+/// The first bucket that holds the length: `next(w for w in buckets if w >= x)` (or `min`, or
+/// the comparison written `x <= w`), `bisect.bisect_left(buckets, x)` (an index into the
+/// buckets), `np.searchsorted(buckets, x)`, with `x` mentioning `name`.
+fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
+    if node.kind_name() != "call" {
+        return false;
+    }
+    let Some((function, arguments)) = context.call_parts(node) else {
+        return false;
+    };
+    let callee = context.text(function);
+    let callee = callee.rsplit('.').next().unwrap_or(callee);
+    match callee {
+        "bisect" | "bisect_left" | "bisect_right" | "searchsorted" => {
+            syntax::positional_args(arguments).len() >= 2 && mentions_name(context, arguments, name)
+        }
+        "next" | "min" => {
+            let generator = if arguments.kind_name() == "generator_expression" {
+                Some(arguments)
+            } else {
+                syntax::positional_args(arguments)
+                    .first()
+                    .map(|a| syntax::unparenthesize(*a))
+                    .filter(|a| {
+                        matches!(a.kind_name(), "generator_expression" | "list_comprehension")
+                    })
+            };
+            generator.is_some_and(|generator| {
+                generator
+                    .named_nodes()
+                    .filter(|clause| clause.kind_name() == "if_clause")
+                    .any(|clause| {
+                        clause.named_nodes().any(|condition| {
+                            let condition = syntax::unparenthesize(condition);
+                            condition.kind_name() == "comparison_operator"
+                                && [">=", ">", "<=", "<"]
+                                    .iter()
+                                    .any(|op| context.text(condition).contains(op))
+                                && mentions_name(context, condition, name)
+                        })
+                    })
+            })
+        }
+        _ => false,
+    }
+}
+
+/// Whether `expr` mentions the identifier `name` (anything when `name` is `None`).
+fn mentions_name<'t>(context: &Context<'t, '_>, expr: Node<'t>, name: Option<&str>) -> bool {
+    match name {
+        None => true,
+        Some(name) => {
+            let mut stack = vec![expr];
+            while let Some(current) = stack.pop() {
+                if current.kind_name() == "identifier" && context.text(current) == name {
+                    return true;
+                }
+                stack.extend(current.named_nodes());
+            }
+            false
+        }
+    }
 }
 
 /// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`.

@@ -6,6 +6,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Fix, Severity};
 use crate::rules::precision::dtype_use::{DtypeUseKind, dtype_use};
+use crate::semantic::{Backend, Device};
 
 declare_rule! {
     /// ## What it does
@@ -45,7 +46,9 @@ declare_rule! {
     /// a factory without `device=` (or with `device="cpu"`) is reported only on hot paths,
     /// where its result usually meets device tensors, and methods of tensors known to be on the
     /// CPU (`x.cpu().double()`) are not reported. Receivers whose type is unknown are taken to
-    /// be tensors.
+    /// be tensors; off hot paths, those of unknown placement in a file that names no device
+    /// (no `device`, XLA or TPU: a checkpoint converter comparing CPU state dicts) are taken to
+    /// be on the host and are not reported.
     ///
     /// ## References
     /// - pytorch/xla PR #1880, PR #7142, issues #2918 and #9014 (no float64 on TPU)
@@ -60,6 +63,25 @@ declare_rule! {
     }
 }
 
+/// Whether a tensor conversion off the hot paths converts a value of unknown placement in a file
+/// that names no device at all (no `device`, XLA or TPU, no TPU backend imported, and no CUDA
+/// above the call): a checkpoint converter or an analysis script whose tensors stay on the host,
+/// where float64 is legitimate. A conversion below a `.cuda()` may convert its result and stays
+/// reported.
+fn runs_on_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some((receiver, _)) = context.method_call(call) else {
+        return false;
+    };
+    context.fact(receiver).device == Device::Unknown
+        && context.backend() == Backend::Unknown
+        && !context.source_mentions("device")
+        && !context.source_mentions("xla")
+        && !context.source_mentions("\"tpu\"")
+        && !context.source_mentions("'tpu'")
+        && !context.source_mentions("torch.tpu")
+        && !context.source()[..call.end_byte()].contains("cuda")
+}
+
 /// TPU501
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(found) = dtype_use(context, call, "float64", "double", "float32", "float") else {
@@ -68,6 +90,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let hot = context.hot_path();
     let (message, severity) = match found.kind {
         DtypeUseKind::HostFactoryKeyword if hot.is_none() => return,
+        DtypeUseKind::ShorthandOnTensor | DtypeUseKind::Conversion
+            if hot.is_none() && runs_on_the_host(context, call) =>
+        {
+            return;
+        }
         DtypeUseKind::DefaultDtype => (
             "Default dtype set to float64: TPUs have no native float64".to_string(),
             Severity::Warning,
