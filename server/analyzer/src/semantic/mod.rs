@@ -2596,6 +2596,14 @@ impl<'t> SemanticModel<'t> {
                 match result {
                     Some(fact) => fact,
                     None if numpy => Fact::of(ValueKind::NumpyArray),
+                    // `self.num_classes + 5`, `x.shape[1] // 2`: arithmetic and comparisons of
+                    // Python numbers are Python numbers.
+                    None if expr.named_nodes().all(|operand| {
+                        self.fact_at_depth(operand, depth + 1).kind == ValueKind::Scalar
+                    }) =>
+                    {
+                        Fact::of(ValueKind::Scalar)
+                    }
                     None => Fact::UNKNOWN,
                 }
             }
