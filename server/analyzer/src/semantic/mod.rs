@@ -2522,6 +2522,11 @@ impl<'t> SemanticModel<'t> {
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 _ if let Some(element) = self.comprehension_target_fact(expr, depth) => element,
+                Some(Binding::Value(fact))
+                    if fact.is_tensor() && self.isinstance_excludes_tensor(expr) =>
+                {
+                    Fact::UNKNOWN
+                }
                 Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
@@ -2635,6 +2640,33 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         }
+    }
+
+    /// Whether the name `expr` is read in a branch that runs only when it is not a tensor (`if
+    /// not isinstance(images, Tensor):`, the `else:` of `if isinstance(x, torch.Tensor):`),
+    /// within the current function: an annotation `Union[Tensor, List[Tensor]]` or a guess then
+    /// says nothing about it there.
+    fn isinstance_excludes_tensor(&self, expr: Node<'_>) -> bool {
+        let name = node_text(expr, self.source);
+        let range = expr.byte_range();
+        let mut node = expr;
+        // Up to the enclosing function; statements nest far less deeply than this.
+        for _ in 0..64 {
+            let Some(parent) = self.parent(node) else {
+                return false;
+            };
+            if matches!(
+                node.kind_name(),
+                "function_definition" | "lambda" | "class_definition"
+            ) {
+                return false;
+            }
+            if guards::excludes_tensor_within(node, parent, range.clone(), name, self.source) {
+                return true;
+            }
+            node = parent;
+        }
+        false
     }
 
     /// A tensor name the current function sends to a device later (`x.to(device)`,
