@@ -39,6 +39,9 @@ HELD_OUT_4 = list(realcode_corpus.HELD_OUT_4_RELEASES) + list(realcode_corpus.HE
 # The tenth pass: `--bases held-out-5` (seven wheels of HELD_OUT_5_RELEASES and the TPU-aware
 # repository of HELD_OUT_5_REPOSITORIES).
 HELD_OUT_5 = list(realcode_corpus.HELD_OUT_5_RELEASES) + list(realcode_corpus.HELD_OUT_5_REPOSITORIES)
+# The eleventh pass: `--bases held-out-6` (seven wheels of HELD_OUT_6_RELEASES and the TPU-aware
+# repository of HELD_OUT_6_REPOSITORIES).
+HELD_OUT_6 = list(realcode_corpus.HELD_OUT_6_RELEASES) + list(realcode_corpus.HELD_OUT_6_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -153,7 +156,7 @@ def main() -> int:
 
     scratch = pathlib.Path(args.scratch)
     named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4,
-             "held-out-5": HELD_OUT_5}
+             "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

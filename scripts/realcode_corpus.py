@@ -109,6 +109,21 @@ HELD_OUT_5_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "asteroid==0.7.0",
 ])
 
+# The eleventh pass's held-out code bases (docs/precision.md, seed 13717): a sixth set no session had
+# looked at, selected with `precision-sample.py --bases held-out-6` together with the TPU-aware
+# repository of HELD_OUT_6_REPOSITORIES; never used by the real-code harness or CI. Pure-Python
+# wheels (py3-none-any); the import packages are pytorch_tabnet, mmdet, pl_bolts,
+# denoising_diffusion_pytorch, braindecode, imagen_pytorch and litgpt.
+HELD_OUT_6_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "pytorch-tabnet==4.1.0",
+    "mmdet==3.3.0",
+    "lightning-bolts==0.7.0",
+    "denoising-diffusion-pytorch==2.1.1",
+    "braindecode==0.8.1",
+    "imagen-pytorch==1.26.3",
+    "litgpt==0.5.3",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -127,8 +142,13 @@ HELD_OUT_5_REPOSITORIES: dict[str, tuple[str, str]] = {
     "vision_transformers_torch_xla": ("TaiMingLu/vision_transformers_torch_xla",
                                       "1315c663cfb36b104eeb7df84f432d7c1d4a32b9"),
 }
+# The eleventh pass's TPU-aware repository: Llama 2 inference on torch_xla (the branch
+# llama2-google-next-inference of pytorch-tpu/llama: SPMD/model-parallel generation).
+HELD_OUT_6_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "pytorch-tpu-llama": ("pytorch-tpu/llama", "d02092d102baf509f37b8085b38115a1ee09bbe0"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
-                                                **HELD_OUT_5_REPOSITORIES}
+                                                **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -138,7 +158,7 @@ def log(message: str) -> None:
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                        **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES}[name]
+                        **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -248,7 +268,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                    **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES}:
+                    **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

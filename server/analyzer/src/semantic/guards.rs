@@ -125,6 +125,132 @@ pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
             .is_some_and(|last| last.is_kind("break_statement"))
 }
 
+/// Whether code at `range` inside `node` (a child of `parent`) runs only when `name` is not a
+/// tensor: in a branch [`block_excludes_tensor`] names, in the test of an `elif` after `if
+/// isinstance(name, Tensor):`, or on the right of `not isinstance(name, Tensor) and …` /
+/// `isinstance(name, Tensor) or …`.
+pub(crate) fn excludes_tensor_within(
+    node: Node<'_>,
+    parent: Node<'_>,
+    range: std::ops::Range<usize>,
+    name: &str,
+    source: &str,
+) -> bool {
+    match node.kind_name() {
+        "block" => block_excludes_tensor(node, parent, name, source),
+        "elif_clause" => {
+            parent.kind_name() == "if_statement"
+                && parent
+                    .field("condition")
+                    .is_some_and(|condition| isinstance_test(condition, name, true, source, 0))
+        }
+        "boolean_operator" => {
+            let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+                return false;
+            };
+            let positive = node
+                .field("operator")
+                .is_some_and(|operator| node_text(operator, source) == "or");
+            right.start_byte() <= range.start
+                && range.end <= right.end_byte()
+                && isinstance_test(left, name, positive, source, 0)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `block` runs only when `name` is not a tensor: the body of `if not isinstance(name,
+/// Tensor):` (or of an `elif` with that test, or with it as one side of an `and`), or an `elif` /
+/// `else` after `if isinstance(name, Tensor):` (or that test as one side of an `or`). A tuple of
+/// types that includes `Tensor` counts: `not isinstance(x, (Tensor, np.ndarray))` rules out both.
+/// A YOLO batch check's `if not images:` under `if not isinstance(images, Tensor):` tests a list.
+pub(crate) fn block_excludes_tensor(
+    block: Node<'_>,
+    parent: Node<'_>,
+    name: &str,
+    source: &str,
+) -> bool {
+    let is_body = |clause: Node<'_>| {
+        clause
+            .field("consequence")
+            .or_else(|| clause.field("body"))
+            .is_some_and(|body| body.id() == block.id())
+    };
+    let own_test = matches!(parent.kind_name(), "if_statement" | "elif_clause")
+        && is_body(parent)
+        && parent
+            .field("condition")
+            .is_some_and(|condition| isinstance_test(condition, name, false, source, 0));
+    let after_positive_test = matches!(parent.kind_name(), "elif_clause" | "else_clause")
+        && parent.parent().is_some_and(|if_statement| {
+            if_statement.kind_name() == "if_statement"
+                && if_statement
+                    .field("condition")
+                    .is_some_and(|condition| isinstance_test(condition, name, true, source, 0))
+        });
+    own_test || after_positive_test
+}
+
+/// Whether `condition` implies that `name` is a tensor (`positive`: it is true only if
+/// `isinstance(name, Tensor)` is) or that it is not (`!positive`: true only if `not
+/// isinstance(name, Tensor)` is).
+fn isinstance_test(
+    condition: Node<'_>,
+    name: &str,
+    positive: bool,
+    source: &str,
+    depth: usize,
+) -> bool {
+    if depth > MAX_EXPR_DEPTH {
+        return false;
+    }
+    let condition = syntax::unparenthesize(condition);
+    match condition.kind_name() {
+        "not_operator" => condition
+            .field("argument")
+            .is_some_and(|argument| isinstance_test(argument, name, !positive, source, depth + 1)),
+        // `not isinstance(x, Tensor) and ...` is true only when `x` is no tensor; for the
+        // positive sense, `isinstance(x, Tensor) or ...` is false only when `x` is no tensor.
+        "boolean_operator" => {
+            let operator = condition
+                .field("operator")
+                .map(|operator| node_text(operator, source));
+            let joins = if positive { Some("or") } else { Some("and") };
+            operator == joins
+                && [condition.field("left"), condition.field("right")]
+                    .into_iter()
+                    .flatten()
+                    .any(|side| isinstance_test(side, name, positive, source, depth + 1))
+        }
+        "call" if positive => is_isinstance_of_tensor(condition, name, source),
+        _ => false,
+    }
+}
+
+/// `isinstance(name, Tensor)`, `isinstance(name, torch.Tensor)`, `isinstance(name, (list,
+/// Tensor))`.
+fn is_isinstance_of_tensor(call: Node<'_>, name: &str, source: &str) -> bool {
+    let (Some(function), Some(arguments)) = (call.field("function"), call.field("arguments"))
+    else {
+        return false;
+    };
+    if node_text(function, source) != "isinstance" {
+        return false;
+    }
+    let positional = syntax::positional_args(arguments);
+    let (Some(value), Some(types)) = (positional.first(), positional.get(1)) else {
+        return false;
+    };
+    let names_tensor = |node: Node<'_>| {
+        matches!(node.kind_name(), "identifier" | "attribute")
+            && node_text(node, source).rsplit('.').next() == Some("Tensor")
+    };
+    let types = syntax::unparenthesize(*types);
+    node_text(*value, source) == name
+        && (names_tensor(types)
+            || (types.kind_name() == "tuple" && types.named_nodes().any(names_tensor)))
+}
+
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
 /// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
 /// exception.

@@ -2696,6 +2696,11 @@ impl<'t> SemanticModel<'t> {
         match expr.kind_name() {
             "identifier" => match self.lookup(node_text(expr, source)) {
                 _ if let Some(element) = self.comprehension_target_fact(expr, depth) => element,
+                Some(Binding::Value(fact))
+                    if fact.is_tensor() && self.isinstance_excludes_tensor(expr) =>
+                {
+                    Fact::UNKNOWN
+                }
                 Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
@@ -2754,8 +2759,11 @@ impl<'t> SemanticModel<'t> {
             "binary_operator" | "comparison_operator" => {
                 let mut result: Option<Fact> = None;
                 let mut numpy = false;
+                // Each operand's fact is computed once: `t + t + … + t` nests left-deep.
+                let mut python_numbers = true;
                 for operand in expr.named_nodes() {
                     let fact = self.fact_at_depth(operand, depth + 1);
+                    python_numbers &= fact.kind == ValueKind::Scalar;
                     if fact.is_tensor() {
                         result = Some(match result {
                             Some(previous) => {
@@ -2770,6 +2778,9 @@ impl<'t> SemanticModel<'t> {
                 match result {
                     Some(fact) => fact,
                     None if numpy => Fact::of(ValueKind::NumpyArray),
+                    // `self.num_classes + 5`, `x.shape[1] // 2`: arithmetic and comparisons of
+                    // Python numbers are Python numbers.
+                    None if python_numbers => Fact::of(ValueKind::Scalar),
                     None => Fact::UNKNOWN,
                 }
             }
@@ -2801,6 +2812,57 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         }
+    }
+
+    /// Whether the name `expr` is read in a branch that runs only when it is not a tensor (`if
+    /// not isinstance(images, Tensor):`, the `else:` of `if isinstance(x, torch.Tensor):`),
+    /// within the current function: an annotation `Union[Tensor, List[Tensor]]` or a guess then
+    /// says nothing about it there.
+    fn isinstance_excludes_tensor(&self, expr: Node<'_>) -> bool {
+        /// How many enclosing nodes are examined, and how far below the traversal's current
+        /// node `expr` may lie: statements nest far less deeply, and a bound keeps a
+        /// 10,000-deep expression linear.
+        const MAX_LEVELS: usize = 64;
+        let Some(&current) = self.ancestors.last() else {
+            return false;
+        };
+        let range = expr.byte_range();
+        if range.start < current.start_byte() || current.end_byte() < range.end {
+            return false;
+        }
+        // From the current node down to `expr` (a rule asks about a part of the node it visits).
+        let mut below = vec![current];
+        while let Some(&last) = below.last()
+            && last.id() != expr.id()
+        {
+            match last.child_with_descendant(expr) {
+                Some(next) if below.len() <= MAX_LEVELS => below.push(next),
+                _ => return false,
+            }
+        }
+        let name = node_text(expr, self.source);
+        let chain = self.ancestors[..self.ancestors.len() - 1]
+            .iter()
+            .rev()
+            .copied()
+            .take(MAX_LEVELS);
+        let mut path = below.into_iter().rev().chain(chain);
+        let Some(mut node) = path.next() else {
+            return false;
+        };
+        for parent in path {
+            if matches!(
+                node.kind_name(),
+                "function_definition" | "lambda" | "class_definition"
+            ) {
+                return false;
+            }
+            if guards::excludes_tensor_within(node, parent, range.clone(), name, self.source) {
+                return true;
+            }
+            node = parent;
+        }
+        false
     }
 
     /// A tensor name the current function sends to a device later (`x.to(device)`,
