@@ -1,6 +1,7 @@
 //! The checker: one traversal of the syntax tree that keeps the semantic index current and
 //! dispatches each node to the enabled rules registered for its kind.
 
+use crate::kind;
 use std::sync::LazyLock;
 
 use tree_sitter::{Node, Tree};
@@ -283,9 +284,9 @@ impl<'t> Context<'t, '_> {
             return Some(self.text(attribute));
         }
         let (function, _) = self.call_parts(call)?;
-        match function.kind_name() {
-            "identifier" => Some(self.text(function)),
-            "attribute" => Some(self.text(function.field("attribute")?)),
+        match function.kind_key() {
+            kind::IDENTIFIER => Some(self.text(function)),
+            kind::ATTRIBUTE => Some(self.text(function.field("attribute")?)),
             _ => None,
         }
     }

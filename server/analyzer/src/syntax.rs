@@ -3,6 +3,7 @@
 //! Node-kind strings of the Python grammar live here and in `semantic.rs`; rules use these helpers
 //! rather than walking raw children, so a grammar upgrade touches few places.
 
+use crate::kind;
 use std::borrow::Cow;
 use std::ops::{ControlFlow, Deref};
 use std::sync::LazyLock;
@@ -80,6 +81,20 @@ static KIND_NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         .collect()
 });
 
+/// For each kind id, the smallest id with the same name ([`NodeExt::kind_key`]): a grammar
+/// can give one name to several ids (a keyword and the node it aliases, as `lambda`).
+static KIND_KEYS: LazyLock<Vec<u16>> = LazyLock::new(|| {
+    let names = &*KIND_NAMES;
+    names
+        .iter()
+        .enumerate()
+        .map(|(id, name)| {
+            let first = names.iter().position(|other| other == name).unwrap_or(id);
+            u16::try_from(first).unwrap_or(u16::MAX)
+        })
+        .collect()
+});
+
 /// The index of `name` in [`FIELD_NAMES`]. A `match` rather than a search of the slice so that,
 /// once inlined at a call site with a literal name, it folds to a constant.
 #[inline(always)]
@@ -128,6 +143,9 @@ pub trait NodeExt<'t> {
     fn is_not_kind(&self, kind: &str) -> bool;
     /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call (about 40 sites).
     fn is_any_kind(&self, kinds: &[&str]) -> bool;
+    /// The smallest kind id with this node's kind name, to match on [`crate::kind`]'s
+    /// constants: equal keys exactly when the names are equal.
+    fn kind_key(&self) -> u16;
     /// The named children (comments included), in order: what tree-sitter's
     /// `named_children(&mut cursor)` yields, by one iterator type whose step is out of line in
     /// the WebAssembly module (see [`NamedNodes`]).
@@ -172,6 +190,18 @@ impl<'t> NodeExt<'t> for Node<'t> {
     #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn is_any_kind(&self, kinds: &[&str]) -> bool {
         kinds.contains(&self.kind_name())
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn kind_key(&self) -> u16 {
+        let id = self.kind_id();
+        match KIND_KEYS.get(id as usize) {
+            Some(&key) => key,
+            // Outside the table (tree-sitter's `ERROR` symbol): its own id, which no other
+            // kind has.
+            None => id,
+        }
     }
 
     #[inline]
@@ -430,9 +460,9 @@ pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// Name of the called method or function: `c` in `a.b.c(...)`, `f` in `f(...)`.
 pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     let (function, _) = call_parts(call)?;
-    match function.kind_name() {
-        "identifier" => Some(node_text(function, source)),
-        "attribute" => Some(node_text(function.field("attribute")?, source)),
+    match function.kind_key() {
+        kind::IDENTIFIER => Some(node_text(function, source)),
+        kind::ATTRIBUTE => Some(node_text(function.field("attribute")?, source)),
         _ => None,
     }
 }
@@ -504,9 +534,9 @@ pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>>
     }
     let mut content = None;
     for child in node.named_nodes() {
-        match child.kind_name() {
-            "string_start" | "string_end" => {}
-            "string_content" if content.is_none() => content = Some(child),
+        match child.kind_key() {
+            kind::STRING_START | kind::STRING_END => {}
+            kind::STRING_CONTENT if content.is_none() => content = Some(child),
             _ => return None,
         }
     }
@@ -526,13 +556,13 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
     let mut parts = Vec::new();
     let mut current = node;
     for _ in 0..MAX_EXPR_DEPTH {
-        match current.kind_name() {
-            "identifier" => {
+        match current.kind_key() {
+            kind::IDENTIFIER => {
                 parts.push(node_text(current, source));
                 parts.reverse();
                 return Some(parts);
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 parts.push(node_text(current.field("attribute")?, source));
                 current = current.field("object")?;
             }
@@ -547,9 +577,9 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
 pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node;
     for _ in 0..MAX_EXPR_DEPTH {
-        match current.kind_name() {
-            "identifier" => return Some(current),
-            "attribute" => {
+        match current.kind_key() {
+            kind::IDENTIFIER => return Some(current),
+            kind::ATTRIBUTE => {
                 current.field("attribute")?;
                 current = current.field("object")?;
             }
@@ -582,9 +612,11 @@ pub fn is_comparison_operand(node: Node<'_>) -> bool {
         let Some(parent) = current.parent() else {
             return false;
         };
-        match parent.kind_name() {
-            "comparison_operator" => return true,
-            "parenthesized_expression" | "tuple" | "list" | "set" => current = parent,
+        match parent.kind_key() {
+            kind::COMPARISON_OPERATOR => return true,
+            kind::PARENTHESIZED_EXPRESSION | kind::TUPLE | kind::LIST | kind::SET => {
+                current = parent
+            }
             _ => return false,
         }
     }
@@ -703,6 +735,14 @@ mod tests {
         // Broken code stays broken: the retry is used only when it has no error at all.
         let broken = "def f():\n    x = (1 +\n# c\n    return x\n";
         assert!(parse(broken, None).expect("parses").root_node().has_error());
+    }
+
+    #[test]
+    fn kind_constants_are_the_grammars() {
+        for &(key, name) in crate::kind::ALL {
+            let first = KIND_NAMES.iter().position(|other| *other == name);
+            assert_eq!(first, Some(key as usize), "{name}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Edit builders shared by rules: adding and removing call arguments, and inserting a statement
 //! on a line of its own after another one (the importer places imports with it).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::diagnostic::Edit;
@@ -78,12 +79,12 @@ pub fn insert_line_after(source: &str, statement: Node<'_>, line: &str) -> Optio
 pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
     let mut insert_after: Option<Node<'_>> = None;
     for statement in root.named_nodes() {
-        match statement.kind_name() {
-            "import_statement" | "import_from_statement" | "future_import_statement" => {
-                insert_after = Some(statement)
-            }
-            "comment" => {}
-            "expression_statement" if insert_after.is_none() => {
+        match statement.kind_key() {
+            kind::IMPORT_STATEMENT
+            | kind::IMPORT_FROM_STATEMENT
+            | kind::FUTURE_IMPORT_STATEMENT => insert_after = Some(statement),
+            kind::COMMENT => {}
+            kind::EXPRESSION_STATEMENT if insert_after.is_none() => {
                 // A module docstring stays first.
                 if statement
                     .named_child(0)

@@ -6,6 +6,7 @@
 //! `is_torch_xla_available()`), with `not`, `!=` and `not in` flipping the polarity. Text
 //! elsewhere (comments, messages, unrelated strings) never counts.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
@@ -111,8 +112,8 @@ pub(crate) struct GuardFrame {
 /// most once per run of the loop (`if loss < -1000: print("diverged", loss); break`), so what it
 /// costs is not paid per step. The test of the `if` still runs every iteration.
 pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
-    let is_body = match parent.kind_name() {
-        "if_statement" | "elif_clause" => parent
+    let is_body = match parent.kind_key() {
+        kind::IF_STATEMENT | kind::ELIF_CLAUSE => parent
             .field("consequence")
             .is_some_and(|consequence| consequence.id() == block.id()),
         _ => false,
@@ -146,10 +147,10 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     else {
         return false;
     };
-    match last.kind_name() {
-        "raise_statement" => true,
-        "assert_statement" => last.named_child(0).is_some_and(|c| c.is_kind("false")),
-        "expression_statement" => last.named_child(0).is_some_and(|call| {
+    match last.kind_key() {
+        kind::RAISE_STATEMENT => true,
+        kind::ASSERT_STATEMENT => last.named_child(0).is_some_and(|c| c.is_kind("false")),
+        kind::EXPRESSION_STATEMENT => last.named_child(0).is_some_and(|call| {
             syntax::call_parts(call).is_some_and(|(function, arguments)| {
                 node_text(function, source).ends_with("_assert")
                     && syntax::positional_args(arguments)
@@ -168,9 +169,9 @@ pub(crate) fn is_throttled_block(
     parent: Node<'_>,
     throttles: &crate::hash::KeySet,
 ) -> bool {
-    let body = match parent.kind_name() {
-        "if_statement" => parent.field("consequence"),
-        "elif_clause" => parent.field("consequence"),
+    let body = match parent.kind_key() {
+        kind::IF_STATEMENT => parent.field("consequence"),
+        kind::ELIF_CLAUSE => parent.field("consequence"),
         _ => None,
     };
     body.is_some_and(|c| c.id() == block.id())
@@ -189,8 +190,8 @@ pub(crate) fn expression_never_on_tpu<'t>(
 ) -> bool {
     let mut child = node;
     for parent in ancestors {
-        match parent.kind_name() {
-            "boolean_operator" => {
+        match parent.kind_key() {
+            kind::BOOLEAN_OPERATOR => {
                 let operator = parent.field("operator").map(|o| node_text(o, source));
                 if let Some(left) = parent.field("left")
                     && left.id() != child.id()
@@ -211,7 +212,7 @@ pub(crate) fn expression_never_on_tpu<'t>(
                     }
                 }
             }
-            "conditional_expression" => {
+            kind::CONDITIONAL_EXPRESSION => {
                 let (Some(consequence), Some(condition)) =
                     (parent.named_child(0), parent.named_child(1))
                 else {
@@ -227,8 +228,11 @@ pub(crate) fn expression_never_on_tpu<'t>(
                     }
                 }
             }
-            kind if kind.ends_with("_statement")
-                || matches!(kind, "block" | "module" | "lambda" | "function_definition") =>
+            _ if parent.kind_name().ends_with("_statement")
+                || matches!(
+                    parent.kind_name(),
+                    "block" | "module" | "lambda" | "function_definition"
+                ) =>
             {
                 return false;
             }
@@ -254,8 +258,8 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
     if depth > MAX_EXPR_DEPTH {
         return false;
     }
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and"))
@@ -264,7 +268,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
                     .flatten()
                     .any(|side| float16_condition(side, source, depth + 1))
         }
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             let mut cursor = condition.walk();
             let equality = condition
                 .children(&mut cursor)
@@ -283,7 +287,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
                         })
                 })
         }
-        "identifier" | "attribute" => syntax::dotted_parts(condition, source)
+        kind::IDENTIFIER | kind::ATTRIBUTE => syntax::dotted_parts(condition, source)
             .and_then(|parts| parts.last().map(|last| last.to_ascii_lowercase()))
             .is_some_and(|last| {
                 let words: Vec<&str> = last.split('_').collect();
@@ -329,8 +333,8 @@ pub(crate) fn block_scope(
     grandparent: Option<Node<'_>>,
     source: &str,
 ) -> HardwareScope {
-    match parent.kind_name() {
-        "if_statement" => {
+    match parent.kind_key() {
+        kind::IF_STATEMENT => {
             let is_consequence = parent
                 .field("consequence")
                 .is_some_and(|c| c.id() == block.id());
@@ -348,7 +352,7 @@ pub(crate) fn block_scope(
             scope.float16_only |= condition.is_some_and(|c| float16_condition(c, source, 0));
             scope
         }
-        "elif_clause" => {
+        kind::ELIF_CLAUSE => {
             let own = parent
                 .field("condition")
                 .and_then(|c| device_test(c, source));
@@ -359,7 +363,7 @@ pub(crate) fn block_scope(
                 .is_some_and(|c| float16_condition(c, source, 0));
             scope
         }
-        "else_clause" => match grandparent {
+        kind::ELSE_CLAUSE => match grandparent {
             Some(statement) if statement.is_kind("if_statement") => {
                 let earlier = earlier_branches(statement, parent, source);
                 if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
@@ -373,13 +377,13 @@ pub(crate) fn block_scope(
             _ => outer,
         },
         // `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA.
-        "for_statement" if iterates_cuda_devices(parent, source) => {
+        kind::FOR_STATEMENT if iterates_cuda_devices(parent, source) => {
             outer.branch(Some(DeviceTest {
                 hardware: Hardware::Cuda,
                 positive: true,
             }))
         }
-        "while_statement" => outer.branch(
+        kind::WHILE_STATEMENT => outer.branch(
             parent
                 .field("condition")
                 .and_then(|c| device_test(c, source)),
@@ -423,11 +427,11 @@ fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool
     if depth > MAX_EXPR_DEPTH {
         return false;
     }
-    match condition.kind_name() {
-        "call" => syntax::call_parts(condition)
+    match condition.kind_key() {
+        kind::CALL => syntax::call_parts(condition)
             .and_then(|(function, _)| syntax::dotted_parts(function, source))
             .is_some_and(|parts| crate::torch_api::is_accelerator_probe(&parts)),
-        "boolean_operator"
+        kind::BOOLEAN_OPERATOR
             if condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and")) =>
@@ -449,9 +453,9 @@ fn cuda_calls(block: Node<'_>, source: &str) -> (bool, bool) {
     // An explicit stack: no recursion on deeply nested code.
     let mut pending = vec![block];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
-            "function_definition" | "class_definition" | "lambda" => continue,
-            "call" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
+            kind::CALL => {
                 if let Some(parts) = syntax::call_parts(node)
                     .and_then(|(function, _)| syntax::dotted_parts(function, source))
                     && let ["torch", "cuda", .., last] = parts[..]
@@ -534,8 +538,8 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
     if depth >= MAX_EXPR_DEPTH {
         return None;
     }
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             // `hasattr(args, "tpu") and args.tpu` is `args.tpu` read safely: without the
             // attribute there is no flag, so the probe adds nothing to the test.
             if let (Some(left), Some(right)) = (condition.field("left"), condition.field("right"))
@@ -560,7 +564,7 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
                 },
             }
         }
-        "not_operator" => condition
+        kind::NOT_OPERATOR => condition
             .field("argument")
             .and_then(|argument| device_test(argument, source)),
         _ => device_test(condition, source).map(DeviceTest::negate),
@@ -648,8 +652,8 @@ pub(crate) fn definition_scope(
 /// `@pytest.mark.skipif(not torch.cuda.is_available(), …)`, `@RunIf(min_cuda_gpus=1)`,
 /// `@RunIf(tpu=True)`, `@require_torch_gpu`, `@require_torch_xla`, `@onlyCUDA`, `@pytest.mark.cuda`.
 fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware> {
-    let (target, arguments) = match expression.kind_name() {
-        "call" => {
+    let (target, arguments) = match expression.kind_key() {
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(expression)?;
             (function, Some(arguments))
         }
@@ -677,9 +681,9 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
                         .map(|n| node_text(n, source))
                         .unwrap_or("");
                     let value = keyword.field("value");
-                    let truthy = value.is_some_and(|v| match v.kind_name() {
-                        "false" | "none" => false,
-                        "integer" => !syntax::text_is(v, source, "0"),
+                    let truthy = value.is_some_and(|v| match v.kind_key() {
+                        kind::FALSE | kind::NONE => false,
+                        kind::INTEGER => !syntax::text_is(v, source, "0"),
                         _ => true,
                     });
                     if !truthy {
@@ -737,12 +741,12 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
         return None;
     }
     let condition = syntax::unparenthesize(condition);
-    match condition.kind_name() {
-        "not_operator" => condition
+    match condition.kind_key() {
+        kind::NOT_OPERATOR => condition
             .field("argument")
             .and_then(|a| test_at_depth(a, source, depth + 1))
             .map(DeviceTest::negate),
-        "boolean_operator" => {
+        kind::BOOLEAN_OPERATOR => {
             let left = condition
                 .field("left")
                 .and_then(|l| test_at_depth(l, source, depth + 1));
@@ -764,8 +768,8 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
                 }
             }
         }
-        "comparison_operator" => comparison_test(condition, source, depth),
-        "call" => {
+        kind::COMPARISON_OPERATOR => comparison_test(condition, source, depth),
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(condition)?;
             let parts = syntax::dotted_parts(function, source)?;
             let last = *parts.last()?;
@@ -795,7 +799,7 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
             }
             name_test(&parts)
         }
-        "identifier" | "attribute" => {
+        kind::IDENTIFIER | kind::ATTRIBUTE => {
             let parts = syntax::dotted_parts(condition, source)?;
             name_test(&parts)
         }

@@ -8,6 +8,7 @@
 //! because imports usually come first and rules need them from the first line on.
 
 use crate::hash::{HashMap, StringSet};
+use crate::kind;
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -664,8 +665,8 @@ impl<'t> SemanticModel<'t> {
 
     fn bind_import(&mut self, statement: Node<'_>) {
         let source = self.source;
-        match statement.kind_name() {
-            "import_statement" => {
+        match statement.kind_key() {
+            kind::IMPORT_STATEMENT => {
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
                     match name.kind_name() {
@@ -689,7 +690,7 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "import_from_statement" => {
+            kind::IMPORT_FROM_STATEMENT => {
                 let Some(module) = statement.field("module_name") else {
                     return;
                 };
@@ -971,8 +972,8 @@ impl<'t> SemanticModel<'t> {
             .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
         let (loader, target) = match enumerated {
             Some(inner) => {
-                let target = match left.kind_name() {
-                    "pattern_list" | "tuple_pattern" if left.named_child_count() == 2 => {
+                let target = match left.kind_key() {
+                    kind::PATTERN_LIST | kind::TUPLE_PATTERN if left.named_child_count() == 2 => {
                         left.named_child(1)
                     }
                     _ => None,
@@ -997,12 +998,15 @@ impl<'t> SemanticModel<'t> {
         if depth > 4 {
             return;
         }
-        match target.kind_name() {
-            "identifier" => self.bind(
+        match target.kind_key() {
+            kind::IDENTIFIER => self.bind(
                 node_text(target, self.source).to_string(),
                 Binding::Value(batch),
             ),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::PARENTHESIZED_EXPRESSION => {
                 let children: Vec<Node<'_>> = target.named_nodes().collect();
                 for child in children {
                     self.bind_batch(child, batch, depth + 1);
@@ -1170,8 +1174,8 @@ impl<'t> SemanticModel<'t> {
             return false;
         };
         // `self.flag` alone, or on the left of `and` (`self.model_parallel and x`).
-        let tested = match condition.kind_name() {
-            "boolean_operator"
+        let tested = match condition.kind_key() {
+            kind::BOOLEAN_OPERATOR
                 if condition
                     .field("operator")
                     .is_some_and(|o| syntax::text_is(o, self.source, "and")) =>
@@ -1199,15 +1203,15 @@ impl<'t> SemanticModel<'t> {
     /// A method call asks the file's methods of that name, a bare call its module-level
     /// functions; every one of them must say so.
     fn is_off_tpu_predicate_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        let condition = match parent.kind_name() {
-            "if_statement"
+        let condition = match parent.kind_key() {
+            kind::IF_STATEMENT
                 if parent
                     .field("consequence")
                     .is_some_and(|c| c.id() == block.id()) =>
             {
                 parent.field("condition")
             }
-            "elif_clause" => parent.field("condition"),
+            kind::ELIF_CLAUSE => parent.field("condition"),
             _ => None,
         };
         let Some(condition) = condition.map(syntax::unparenthesize) else {
@@ -1266,8 +1270,8 @@ impl<'t> SemanticModel<'t> {
                 .function_summary(definition)
                 .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
-            || match definition.kind_name() {
-                "class_definition" => {
+            || match definition.kind_key() {
+                kind::CLASS_DEFINITION => {
                     roles::is_dataset_class(definition, self.source)
                         || definition.field("name").is_some_and(|name| {
                             self.summaries
@@ -1285,8 +1289,8 @@ impl<'t> SemanticModel<'t> {
                 }
             };
         let test_code = self.in_test_code()
-            || match definition.kind_name() {
-                "class_definition" => {
+            || match definition.kind_key() {
+                kind::CLASS_DEFINITION => {
                     roles::is_test_class(definition, self.test_framework, self.source)
                 }
                 _ => {
@@ -1450,9 +1454,9 @@ impl<'t> SemanticModel<'t> {
         let Some((function, _)) = syntax::call_parts(call) else {
             return false;
         };
-        let (name, method) = match function.kind_name() {
-            "identifier" => (node_text(function, self.source), false),
-            "attribute"
+        let (name, method) = match function.kind_key() {
+            kind::IDENTIFIER => (node_text(function, self.source), false),
+            kind::ATTRIBUTE
                 if function
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, self.source, "self")) =>
@@ -1625,15 +1629,17 @@ impl<'t> SemanticModel<'t> {
         let source = self.source;
         let children: Vec<Node<'_>> = parameters.named_nodes().collect();
         for (index, parameter) in children.into_iter().enumerate() {
-            let (name_node, annotation, default) = match parameter.kind_name() {
-                "identifier" => (Some(parameter), None, None),
-                "typed_parameter" => (
+            let (name_node, annotation, default) = match parameter.kind_key() {
+                kind::IDENTIFIER => (Some(parameter), None, None),
+                kind::TYPED_PARAMETER => (
                     parameter.named_child(0).filter(|n| n.is_kind("identifier")),
                     parameter.field("type"),
                     None,
                 ),
-                "default_parameter" => (parameter.field("name"), None, parameter.field("value")),
-                "typed_default_parameter" => (
+                kind::DEFAULT_PARAMETER => {
+                    (parameter.field("name"), None, parameter.field("value"))
+                }
+                kind::TYPED_DEFAULT_PARAMETER => (
                     parameter.field("name"),
                     parameter.field("type"),
                     parameter.field("value"),
@@ -1710,8 +1716,8 @@ impl<'t> SemanticModel<'t> {
         });
         let defines_constructor = node.field("body").is_some_and(|body| {
             body.named_nodes().any(|statement| {
-                let definition = match statement.kind_name() {
-                    "decorated_definition" => statement.field("definition"),
+                let definition = match statement.kind_key() {
+                    kind::DECORATED_DEFINITION => statement.field("definition"),
                     _ => Some(statement),
                 };
                 definition
@@ -1864,12 +1870,12 @@ impl<'t> SemanticModel<'t> {
     /// tuples of that many elements.
     fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
         let (function, _) = syntax::call_parts(value)?;
-        let id = match function.kind_name() {
-            "identifier" => match self.lookup(node_text(function, self.source)) {
+        let id = match function.kind_key() {
+            kind::IDENTIFIER => match self.lookup(node_text(function, self.source)) {
                 Some(Binding::Function(id)) => *id,
                 _ => return None,
             },
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let object = function.field("object")?;
                 if !syntax::text_is(object, self.source, "self") {
                     return None;
@@ -1891,15 +1897,15 @@ impl<'t> SemanticModel<'t> {
     /// `x.shape` or `x.size()` of a tensor: a `torch.Size`, whose elements are Python ints.
     fn is_tensor_shape(&self, expr: Node<'_>, depth: usize) -> bool {
         let expr = syntax::unparenthesize(expr);
-        let object = match expr.kind_name() {
-            "attribute"
+        let object = match expr.kind_key() {
+            kind::ATTRIBUTE
                 if expr
                     .field("attribute")
                     .is_some_and(|a| syntax::text_is(a, self.source, "shape")) =>
             {
                 expr.field("object")
             }
-            "call" => syntax::method_call(expr).and_then(|(receiver, method)| {
+            kind::CALL => syntax::method_call(expr).and_then(|(receiver, method)| {
                 let no_arguments = expr
                     .field("arguments")
                     .is_some_and(|a| a.named_child_count() == 0);
@@ -1923,9 +1929,9 @@ impl<'t> SemanticModel<'t> {
         let Some(left) = node.field("left") else {
             return;
         };
-        let names: Vec<Node<'_>> = match left.kind_name() {
-            "identifier" => vec![left],
-            "pattern_list" | "tuple_pattern" | "list_pattern" => left
+        let names: Vec<Node<'_>> = match left.kind_key() {
+            kind::IDENTIFIER => vec![left],
+            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
                 .named_nodes()
                 .filter(|n| n.kind_name() == "identifier")
                 .collect(),
@@ -2087,9 +2093,9 @@ impl<'t> SemanticModel<'t> {
                 .flatten()
                 .any(|side| self.tests_cuda_value(side, depth + 1));
         }
-        let name = match condition.kind_name() {
-            "identifier" => Some(condition),
-            "comparison_operator" if condition.named_child_count() == 2 => {
+        let name = match condition.kind_key() {
+            kind::IDENTIFIER => Some(condition),
+            kind::COMPARISON_OPERATOR if condition.named_child_count() == 2 => {
                 let mut cursor = condition.walk();
                 let operators: Vec<&str> = condition
                     .children(&mut cursor)
@@ -2103,7 +2109,7 @@ impl<'t> SemanticModel<'t> {
                     .flatten()
                     .filter(|n| n.is_any_kind(&["identifier", "attribute"]))
             }
-            "attribute" => Some(condition),
+            kind::ATTRIBUTE => Some(condition),
             _ => None,
         };
         if let Some(attribute) = name.and_then(|n| summaries::self_attribute(n, self.source)) {
@@ -2124,8 +2130,8 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         let source = self.source;
-        match target.kind_name() {
-            "identifier" => {
+        match target.kind_key() {
+            kind::IDENTIFIER => {
                 let name = node_text(target, source);
                 // `except ImportError: xm = None` keeps `xm` meaning the guarded import.
                 let guarded_fallback = fact.kind == ValueKind::Scalar
@@ -2134,7 +2140,7 @@ impl<'t> SemanticModel<'t> {
                     self.bind(name.to_string(), Binding::Value(fact));
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let object = target.field("object");
                 let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
@@ -2147,7 +2153,11 @@ impl<'t> SemanticModel<'t> {
                         .insert(node_text(attribute, source).to_string(), fact);
                 }
             }
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST => {
                 // `a, b = f(x)`: if the right side is a tensor-producing call, each part is a
                 // tensor (tuple outputs of modules); otherwise nothing is known.
                 let element = if fact.is_tensor() {
@@ -2267,9 +2277,9 @@ impl<'t> SemanticModel<'t> {
         let mut names: Vec<&str> = Vec::new();
         let mut stack = vec![targets];
         while let Some(target) = stack.pop() {
-            match target.kind_name() {
-                "identifier" => names.push(node_text(target, source)),
-                "pattern_list" | "tuple_pattern" | "list_pattern" => {
+            match target.kind_key() {
+                kind::IDENTIFIER => names.push(node_text(target, source)),
+                kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => {
                     stack.extend(target.named_nodes())
                 }
                 _ => {}
@@ -2301,8 +2311,8 @@ impl<'t> SemanticModel<'t> {
         }
         let expr = syntax::unparenthesize(expr);
         let source = self.source;
-        match expr.kind_name() {
-            "identifier" | "attribute" => {
+        match expr.kind_key() {
+            kind::IDENTIFIER | kind::ATTRIBUTE => {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
@@ -2316,7 +2326,7 @@ impl<'t> SemanticModel<'t> {
                 let lower = last.to_ascii_lowercase();
                 lower.contains("loader") || lower == "train_dl" || lower == "dl"
             }
-            "call" => {
+            kind::CALL => {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
@@ -2532,14 +2542,14 @@ impl<'t> SemanticModel<'t> {
             let Some(parent) = current else {
                 return false;
             };
-            match parent.kind_name() {
-                "assert_statement" => {
+            match parent.kind_key() {
+                kind::ASSERT_STATEMENT => {
                     // The test, not the message (`assert ok, f"{x.item()}"`).
                     return parent
                         .named_child(0)
                         .is_some_and(|test| test.id() == child.id());
                 }
-                "if_statement" | "elif_clause" => {
+                kind::IF_STATEMENT | kind::ELIF_CLAUSE => {
                     let is_condition = parent
                         .field("condition")
                         .is_some_and(|condition| condition.id() == child.id());
@@ -2548,13 +2558,13 @@ impl<'t> SemanticModel<'t> {
                             guards::is_error_branch(body, parent, self.source)
                         });
                 }
-                "block"
-                | "module"
-                | "function_definition"
-                | "class_definition"
-                | "lambda"
-                | "expression_statement"
-                | "return_statement" => return false,
+                kind::BLOCK
+                | kind::MODULE
+                | kind::FUNCTION_DEFINITION
+                | kind::CLASS_DEFINITION
+                | kind::LAMBDA
+                | kind::EXPRESSION_STATEMENT
+                | kind::RETURN_STATEMENT => return false,
                 _ => {}
             }
             child = parent;
@@ -2693,8 +2703,8 @@ impl<'t> SemanticModel<'t> {
         }
         let source = self.source;
         let origin = Some((expr.start_byte(), expr.end_byte()));
-        match expr.kind_name() {
-            "identifier" => match self.lookup(node_text(expr, source)) {
+        match expr.kind_key() {
+            kind::IDENTIFIER => match self.lookup(node_text(expr, source)) {
                 _ if let Some(element) = self.comprehension_target_fact(expr, depth) => element,
                 Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
@@ -2702,22 +2712,26 @@ impl<'t> SemanticModel<'t> {
                 }
                 None => Fact::UNKNOWN,
             },
-            "parenthesized_expression" => expr
+            kind::PARENTHESIZED_EXPRESSION => expr
                 .named_child(0)
                 .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
-            "integer" | "float" | "true" | "false" | "none" | "string" | "concatenated_string" => {
-                Fact::of(ValueKind::Scalar)
-            }
-            "list"
-            | "tuple"
-            | "dictionary"
-            | "set"
-            | "list_comprehension"
-            | "dictionary_comprehension"
-            | "set_comprehension" => Fact::of(ValueKind::Container),
-            "call" => self.call_fact(expr, depth),
-            "attribute" => self.attribute_fact(expr, depth),
-            "subscript" => {
+            kind::INTEGER
+            | kind::FLOAT
+            | kind::TRUE
+            | kind::FALSE
+            | kind::NONE
+            | kind::STRING
+            | kind::CONCATENATED_STRING => Fact::of(ValueKind::Scalar),
+            kind::LIST
+            | kind::TUPLE
+            | kind::DICTIONARY
+            | kind::SET
+            | kind::LIST_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::SET_COMPREHENSION => Fact::of(ValueKind::Container),
+            kind::CALL => self.call_fact(expr, depth),
+            kind::ATTRIBUTE => self.attribute_fact(expr, depth),
+            kind::SUBSCRIPT => {
                 let value = expr
                     .field("value")
                     .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
@@ -2748,10 +2762,10 @@ impl<'t> SemanticModel<'t> {
                     _ => Fact::UNKNOWN,
                 }
             }
-            "comparison_operator" if is_identity_or_membership(expr, source) => {
+            kind::COMPARISON_OPERATOR if is_identity_or_membership(expr, source) => {
                 Fact::of(ValueKind::Scalar)
             }
-            "binary_operator" | "comparison_operator" => {
+            kind::BINARY_OPERATOR | kind::COMPARISON_OPERATOR => {
                 let mut result: Option<Fact> = None;
                 let mut numpy = false;
                 for operand in expr.named_nodes() {
@@ -2773,11 +2787,11 @@ impl<'t> SemanticModel<'t> {
                     None => Fact::UNKNOWN,
                 }
             }
-            "unary_operator" => expr
+            kind::UNARY_OPERATOR => expr
                 .field("argument")
                 .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
-            "not_operator" | "boolean_operator" => Fact::UNKNOWN,
-            "conditional_expression" => {
+            kind::NOT_OPERATOR | kind::BOOLEAN_OPERATOR => Fact::UNKNOWN,
+            kind::CONDITIONAL_EXPRESSION => {
                 let branches: Vec<Node<'_>> = expr.named_nodes().collect();
                 match (branches.first(), branches.get(2)) {
                     (Some(a), Some(b)) => {
@@ -2925,8 +2939,8 @@ impl<'t> SemanticModel<'t> {
         if let Some(qualified) = self.qualified_name(function) {
             return self.qualified_call_fact(&qualified, arguments, origin, depth);
         }
-        match function.kind_name() {
-            "identifier" => {
+        match function.kind_key() {
+            kind::IDENTIFIER => {
                 let name = node_text(function, source);
                 // `self(x)` in a method of an `nn.Module` subclass runs its `forward`: a tensor
                 // (or a tuple or model output of tensors) wherever the call is, `generate` and
@@ -2992,7 +3006,7 @@ impl<'t> SemanticModel<'t> {
                     },
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let (Some(object), Some(method)) =
                     (function.field("object"), function.field("attribute"))
                 else {
@@ -3368,8 +3382,8 @@ impl<'t> SemanticModel<'t> {
         if let Some(text) = syntax::string_value(value, source) {
             return device_from_str(&text);
         }
-        match value.kind_name() {
-            "call" => {
+        match value.kind_key() {
+            kind::CALL => {
                 let Some((function, arguments)) = syntax::call_parts(value) else {
                     return Device::Unknown;
                 };
@@ -3384,7 +3398,7 @@ impl<'t> SemanticModel<'t> {
                     _ => Device::Accelerator,
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let is_device_attr = value
                     .field("attribute")
                     .is_some_and(|a| syntax::text_is(a, source, "device"));
@@ -3401,7 +3415,7 @@ impl<'t> SemanticModel<'t> {
                     Device::Accelerator
                 }
             }
-            "identifier" => self
+            kind::IDENTIFIER => self
                 .bound_device_choice(value)
                 .unwrap_or(Device::Accelerator),
             // A `dtype` passed positionally to `.to(torch.float16)` is not a device.

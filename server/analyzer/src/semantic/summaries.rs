@@ -4,6 +4,7 @@
 //! graph those calls form, and reach: which functions run on every step because a training loop
 //! or a step function calls them, directly or through other functions of the file.
 
+use crate::kind;
 use std::sync::Arc;
 
 use crate::hash::{HashMap, StringSet};
@@ -1142,16 +1143,16 @@ fn call(
         return;
     };
     let qualified = resolver.resolve(function);
-    let method = match function.kind_name() {
-        "attribute" => function.field("attribute").map(|a| node_text(a, source)),
+    let method = match function.kind_key() {
+        kind::ATTRIBUTE => function.field("attribute").map(|a| node_text(a, source)),
         _ => None,
     };
-    let receiver = match function.kind_name() {
-        "attribute" => function.field("object"),
+    let receiver = match function.kind_key() {
+        kind::ATTRIBUTE => function.field("object"),
         _ => None,
     };
-    let name = match function.kind_name() {
-        "identifier" => Some(node_text(function, source)),
+    let name = match function.kind_key() {
+        kind::IDENTIFIER => Some(node_text(function, source)),
         _ => method,
     };
     let q = qualified.as_deref().unwrap_or("");
@@ -1262,9 +1263,9 @@ fn call(
     // The callee name for the call graph: `helper(...)` or `self.helper(...)`.
     // `buffer.sample(...)` on an object of this file's class counts too: the graph joins by
     // name, and only names defined in this file lead anywhere.
-    let callee = match function.kind_name() {
-        "identifier" if qualified.is_none() => Some(node_text(function, source)),
-        "attribute" if qualified.is_none() => method,
+    let callee = match function.kind_key() {
+        kind::IDENTIFIER if qualified.is_none() => Some(node_text(function, source)),
+        kind::ATTRIBUTE if qualified.is_none() => method,
         _ => None,
     };
     let mut in_loop = true;
@@ -1316,8 +1317,8 @@ fn call(
     }
     if let Some(callee) = callee {
         let caller_class = caller.and_then(|index| summaries.functions[index].class_name.clone());
-        let form = match function.kind_name() {
-            "attribute" => match receiver.map(|r| node_text(r, source)) {
+        let form = match function.kind_key() {
+            kind::ATTRIBUTE => match receiver.map(|r| node_text(r, source)) {
                 Some("self" | "cls") => CalleeForm::OnSelf,
                 // `Mvdr._mvdr(...)` in a method of `Mvdr`: its own static method.
                 Some(receiver) if caller_class.as_deref() == Some(receiver) => CalleeForm::OnSelf,
@@ -1339,8 +1340,8 @@ fn call(
         .record_call(node, innermost_function(stack), source, resolver);
     // Functions passed as values may run any number of times.
     for argument in arguments.named_nodes() {
-        let value = match argument.kind_name() {
-            "keyword_argument" => argument.field("value"),
+        let value = match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => argument.field("value"),
             _ => Some(argument),
         };
         if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
@@ -1571,17 +1572,19 @@ fn bind_names(
 ) {
     let mut pending = vec![target];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
-            "identifier" => summaries.bound_names.push((
+        match node.kind_key() {
+            kind::IDENTIFIER => summaries.bound_names.push((
                 index,
                 node.start_byte(),
                 node.end_byte(),
                 at,
                 on_device,
             )),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
-                pending.extend(node.named_nodes())
-            }
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST => pending.extend(node.named_nodes()),
             _ => {}
         }
     }
@@ -1618,15 +1621,15 @@ fn record_move(
     };
     let mut until = if on_device { from } else { at };
     for ancestor in ancestors.iter().rev().skip(1) {
-        match ancestor.kind_name() {
-            "function_definition" => break,
-            "lambda"
-            | "class_definition"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => return,
-            "for_statement" | "while_statement" if ancestor.start_byte() > from => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION => break,
+            kind::LAMBDA
+            | kind::CLASS_DEFINITION
+            | kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION => return,
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT if ancestor.start_byte() > from => {
                 until = until.min(ancestor.start_byte())
             }
             _ => {}
@@ -1654,12 +1657,12 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
     }
     let name = node_text(base, source);
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" | "lambda" => break,
-            "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::LAMBDA => break,
+            kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION => {
                 for clause in node.named_nodes() {
                     if clause.is_kind("for_in_clause")
                         && let (Some(left), Some(right)) =
@@ -1678,9 +1681,13 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
 
 /// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
 fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
-    match target.kind_name() {
-        "identifier" => node_text(target, source) == name,
-        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => target
+    match target.kind_key() {
+        kind::IDENTIFIER => node_text(target, source) == name,
+        kind::PATTERN_LIST
+        | kind::TUPLE_PATTERN
+        | kind::LIST_PATTERN
+        | kind::TUPLE
+        | kind::LIST => target
             .named_nodes()
             .any(|child| binds_name(child, name, source)),
         _ => false,
@@ -1713,16 +1720,16 @@ fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
 /// body before its function (or the statement's start) is reached.
 fn runs_repeatedly(ancestors: &[Node<'_>]) -> bool {
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" => return false,
-            "for_statement"
-            | "while_statement"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression"
-            | "lambda"
-            | "class_definition" => return true,
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION => return false,
+            kind::FOR_STATEMENT
+            | kind::WHILE_STATEMENT
+            | kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION
+            | kind::LAMBDA
+            | kind::CLASS_DEFINITION => return true,
             _ => {}
         }
     }
@@ -1819,16 +1826,16 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
     let Some(parent) = occurrence.parent() else {
         return false;
     };
-    match parent.kind_name() {
-        "comparison_operator" => true,
-        "argument_list" => {
+    match parent.kind_key() {
+        kind::COMPARISON_OPERATOR => true,
+        kind::ARGUMENT_LIST => {
             parent.named_child_count() == 1
                 && parent
                     .parent()
                     .and_then(|call| call.field("function"))
                     .is_some_and(|f| syntax::text_is(f, source, "range"))
         }
-        "assignment" => {
+        kind::ASSIGNMENT => {
             parent
                 .field("left")
                 .is_some_and(|l| l.id() == occurrence.id())
@@ -1863,11 +1870,11 @@ pub(crate) fn value_needs_cuda(
     depth: usize,
 ) -> bool {
     let value = syntax::unparenthesize(value);
-    match value.kind_name() {
-        "call" => syntax::call_parts(value)
+    match value.kind_key() {
+        kind::CALL => syntax::call_parts(value)
             .and_then(|(function, _)| resolver.resolve(function))
             .is_some_and(|q| q.starts_with("torch.cuda.")),
-        "conditional_expression" if depth < 4 => {
+        kind::CONDITIONAL_EXPRESSION if depth < 4 => {
             let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2)) else {
                 return false;
             };
@@ -1948,8 +1955,8 @@ fn class_requiring_cuda<'t>(
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
 /// `from megatron.core import mpu`).
 fn imports_cuda_only_package(statement: Node<'_>, source: &str) -> bool {
-    let module = match statement.kind_name() {
-        "import_from_statement" => statement.field("module_name"),
+    let module = match statement.kind_key() {
+        kind::IMPORT_FROM_STATEMENT => statement.field("module_name"),
         _ => statement.named_child(0).map(|name| match name.kind_name() {
             "aliased_import" => name.field("name").unwrap_or(name),
             _ => name,
@@ -2049,11 +2056,14 @@ fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]
     };
     // The innermost loop around the `if`, within its function.
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" | "lambda" | "class_definition" | "while_statement" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION
+            | kind::LAMBDA
+            | kind::CLASS_DEFINITION
+            | kind::WHILE_STATEMENT => {
                 return false;
             }
-            "for_statement" => {
+            kind::FOR_STATEMENT => {
                 return node.field("left").zip(node.field("right")).is_some_and(
                     |(target, iterable)| {
                         loop_counter(target, iterable, source) == Some(node_text(counter, source))
@@ -2072,8 +2082,10 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
     let name = node_text(function, source);
     let counter = match name {
         "range" => target,
-        "enumerate" => match target.kind_name() {
-            "pattern_list" | "tuple_pattern" | "list_pattern" => target.named_child(0)?,
+        "enumerate" => match target.kind_key() {
+            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => {
+                target.named_child(0)?
+            }
             _ => return None,
         },
         _ => return None,
@@ -2172,9 +2184,11 @@ fn leave(
 fn decides_control_flow(call: Node<'_>, ancestors: &[Node<'_>]) -> bool {
     let mut current = call;
     for parent in ancestors.iter().rev().skip(1) {
-        match parent.kind_name() {
-            "not_operator" | "boolean_operator" | "parenthesized_expression" => current = *parent,
-            "if_statement" | "elif_clause" | "while_statement" => {
+        match parent.kind_key() {
+            kind::NOT_OPERATOR | kind::BOOLEAN_OPERATOR | kind::PARENTHESIZED_EXPRESSION => {
+                current = *parent
+            }
+            kind::IF_STATEMENT | kind::ELIF_CLAUSE | kind::WHILE_STATEMENT => {
                 return parent
                     .field("condition")
                     .is_some_and(|condition| condition.id() == current.id());
@@ -2234,8 +2248,8 @@ pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
         }
         let target = decorator
             .named_child(0)
-            .and_then(|expression| match expression.kind_name() {
-                "call" => expression.field("function"),
+            .and_then(|expression| match expression.kind_key() {
+                kind::CALL => expression.field("function"),
                 _ => Some(expression),
             });
         targets.extend(target);
@@ -2442,9 +2456,9 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
         return false;
     };
     for statement in body.named_nodes() {
-        match statement.kind_name() {
-            "comment" | "expression_statement" | "pass_statement" => {}
-            "if_statement" if statement.field("alternative").is_none() => {
+        match statement.kind_key() {
+            kind::COMMENT | kind::EXPRESSION_STATEMENT | kind::PASS_STATEMENT => {}
+            kind::IF_STATEMENT if statement.field("alternative").is_none() => {
                 let Some(only) = statement
                     .field("consequence")
                     .filter(|c| c.named_child_count() == 1)
@@ -2474,7 +2488,7 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
                     return true;
                 }
             }
-            "return_statement" => {
+            kind::RETURN_STATEMENT => {
                 return statement
                     .named_child(0)
                     .and_then(|value| guards::device_test(value, source))
@@ -2513,10 +2527,10 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
     };
     let mut names = Vec::new();
     for parameter in syntax::named_children(parameters) {
-        let name = match parameter.kind_name() {
-            "identifier" => Some(parameter),
-            "typed_parameter" => parameter.named_child(0),
-            "default_parameter" | "typed_default_parameter" => parameter.field("name"),
+        let name = match parameter.kind_key() {
+            kind::IDENTIFIER => Some(parameter),
+            kind::TYPED_PARAMETER => parameter.named_child(0),
+            kind::DEFAULT_PARAMETER | kind::TYPED_DEFAULT_PARAMETER => parameter.field("name"),
             _ => None,
         };
         if let Some(name) = name.filter(|name| name.is_kind("identifier")) {
@@ -2668,14 +2682,14 @@ fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
 /// `enumerate(...)`, `tqdm(...)`, `zip(...)`.
 fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
     let iterable = syntax::unparenthesize(iterable);
-    match iterable.kind_name() {
-        "identifier" | "attribute" => {
+    match iterable.kind_key() {
+        kind::IDENTIFIER | kind::ATTRIBUTE => {
             let parts = syntax::dotted_parts(iterable, source)?;
             let last = *parts.last()?;
             let lower = last.to_ascii_lowercase();
             (lower.contains("loader") || lower == "train_dl" || lower == "dl").then_some(last)
         }
-        "call" => {
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(iterable)?;
             let name = node_text(function, source);
             if name.ends_with("per_device_loader") {
@@ -2750,8 +2764,8 @@ fn device_evidence(
     };
     let positional_device = qualified == "torch.device" || method == Some("to");
     for (index, argument) in arguments.named_nodes().enumerate() {
-        match argument.kind_name() {
-            "keyword_argument" => {
+        match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => {
                 let name = argument
                     .field("name")
                     .map(|n| node_text(n, source))

@@ -1,5 +1,6 @@
 //! TPU609: `torch.inference_mode()` around compiled code under TorchTPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -74,8 +75,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.qualified_name(callee).as_deref() != Some("torch.inference_mode") {
         return;
     }
-    let applies = match node.kind_name() {
-        "decorator" => decorates_compiled_function(context, node),
+    let applies = match node.kind_key() {
+        kind::DECORATOR => decorates_compiled_function(context, node),
         _ => context.hot_path() == Some(HotPath::Compiled),
     };
     if !applies {

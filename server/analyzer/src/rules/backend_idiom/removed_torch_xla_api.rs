@@ -1,6 +1,7 @@
 //! TPU611: torch_xla APIs that no longer exist (`xm.xrt_world_size`, `xm.get_ordinal`,
 //! `xr.xla_device`, `torch_xla.amp.GradScaler`, ...).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -291,8 +292,8 @@ fn check_import<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         .children_by_field_name("name", &mut cursor)
         .collect();
     for name in names {
-        let imported = match name.kind_name() {
-            "aliased_import" => name.field("name"),
+        let imported = match name.kind_key() {
+            kind::ALIASED_IMPORT => name.field("name"),
             _ => Some(name),
         };
         let Some(imported) = imported else { continue };
@@ -363,9 +364,9 @@ fn is_compatibility_code<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool 
     }
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        match ancestor.kind_name() {
-            "function_definition" | "class_definition" | "module" => return false,
-            "try_statement" => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::MODULE => return false,
+            kind::TRY_STATEMENT => {
                 let catches = ancestor
                     .named_nodes()
                     .filter(|clause| clause.is_kind("except_clause"))

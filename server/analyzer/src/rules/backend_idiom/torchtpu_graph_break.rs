@@ -1,5 +1,6 @@
 //! TPU613: TorchTPU context managers and custom generators inside compiled functions.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -75,8 +76,8 @@ const EXECUTION_MODE_MANAGERS: &[&str] = &[
 
 /// TPU613
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    match node.kind_name() {
-        "with_statement" => check_with(context, node),
+    match node.kind_key() {
+        kind::WITH_STATEMENT => check_with(context, node),
         _ => check_generator(context, node),
     }
 }

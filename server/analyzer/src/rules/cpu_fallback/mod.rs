@@ -18,6 +18,7 @@ mod unlowered_scatter_reduction;
 mod unlowered_weight_norm;
 mod zero_norm;
 
+use crate::kind;
 use crate::registry::RuleMeta;
 
 /// The rules of this family, one line each.
@@ -145,8 +146,8 @@ fn under_no_grad<'t>(
     use crate::syntax::NodeExt;
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        match ancestor.kind_name() {
-            "function_definition" => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION => {
                 return context.parent(ancestor).is_some_and(|decorated| {
                     decorated.is_kind("decorated_definition")
                         && crate::semantic::summaries::decorator_targets(decorated)
@@ -155,8 +156,8 @@ fn under_no_grad<'t>(
                             .any(|name| disables_grad(&name))
                 });
             }
-            "class_definition" | "lambda" => return false,
-            "with_statement" => {
+            kind::CLASS_DEFINITION | kind::LAMBDA => return false,
+            kind::WITH_STATEMENT => {
                 let disables_grad = ancestor
                     .named_nodes()
                     .filter(|child| child.is_kind("with_clause"))

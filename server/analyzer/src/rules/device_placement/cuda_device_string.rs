@@ -1,5 +1,6 @@
 //! TPU401: a hard-coded `"cuda"` device string.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -115,11 +116,11 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
         return false;
     };
     let source = context.source();
-    match parent.kind_name() {
-        "keyword_argument" => parent
+    match parent.kind_key() {
+        kind::KEYWORD_ARGUMENT => parent
             .field("name")
             .is_some_and(|name| matches!(node_text(name, source), "device" | "map_location")),
-        "argument_list" => {
+        kind::ARGUMENT_LIST => {
             let Some(call) = context.parent(parent) else {
                 return false;
             };

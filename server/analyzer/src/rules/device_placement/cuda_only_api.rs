@@ -1,5 +1,6 @@
 //! TPU404: `torch.cuda.*` calls that raise or do nothing on a TPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -184,12 +185,12 @@ fn counts_named_gpus<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     if parent.field("value").is_none_or(|v| v.id() != call.id()) {
         return false;
     }
-    match parent.kind_name() {
-        "keyword_argument" | "default_parameter" | "typed_default_parameter" => parent
+    match parent.kind_key() {
+        kind::KEYWORD_ARGUMENT | kind::DEFAULT_PARAMETER | kind::TYPED_DEFAULT_PARAMETER => parent
             .field("name")
             .is_some_and(|name| crate::semantic::names_cuda_hardware(context.text(name))),
         // `{"trialGpuNumber": torch.cuda.device_count()}`: a GPU count keyed by its name.
-        "pair" => parent
+        kind::PAIR => parent
             .field("key")
             .and_then(|key| syntax::string_value(key, context.source()))
             .is_some_and(|key| crate::semantic::names_cuda_hardware(&key)),

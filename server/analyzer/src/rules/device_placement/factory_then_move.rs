@@ -1,5 +1,6 @@
 //! TPU407: `torch.zeros(...).to(device)`: created on the host, then copied.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -169,17 +170,17 @@ pub(crate) fn is_device_expression<'t>(context: &Context<'t, '_>, node: Node<'t>
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu" | "xla" | "tpu" | "mps");
     }
-    match node.kind_name() {
-        "identifier" => {
+    match node.kind_key() {
+        kind::IDENTIFIER => {
             let name = node_text(node, source).to_ascii_lowercase();
             name == "dev" || name.ends_with("device")
         }
-        "attribute" => node.field("attribute").is_some_and(|a| {
+        kind::ATTRIBUTE => node.field("attribute").is_some_and(|a| {
             node_text(a, source)
                 .to_ascii_lowercase()
                 .ends_with("device")
         }),
-        "call" => context
+        kind::CALL => context
             .semantic()
             .call_qualified_name(node)
             .is_some_and(|q| {

@@ -1,5 +1,6 @@
 //! TPU412: `import jax` in a PyTorch/XLA file before `jax_import_guard()` ran.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -121,12 +122,12 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
             .collect()
     };
     let is_jax = |name: &str| name == "jax" || name.starts_with("jax.");
-    match statement.kind_name() {
-        "import_from_statement" => statement
+    match statement.kind_key() {
+        kind::IMPORT_FROM_STATEMENT => statement
             .field("module_name")
             .map(compact)
             .filter(|name| is_jax(name)),
-        "import_statement" => {
+        kind::IMPORT_STATEMENT => {
             let mut cursor = statement.walk();
             statement
                 .children_by_field_name("name", &mut cursor)

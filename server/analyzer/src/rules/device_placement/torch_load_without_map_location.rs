@@ -1,5 +1,6 @@
 //! TPU406: `torch.load(...)` without `map_location`.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -159,9 +160,9 @@ fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<
         return false;
     };
     for parameter in parameters.named_nodes() {
-        let (named, annotation) = match parameter.kind_name() {
-            "typed_parameter" => (parameter.named_child(0), parameter.field("type")),
-            "typed_default_parameter" => (parameter.field("name"), parameter.field("type")),
+        let (named, annotation) = match parameter.kind_key() {
+            kind::TYPED_PARAMETER => (parameter.named_child(0), parameter.field("type")),
+            kind::TYPED_DEFAULT_PARAMETER => (parameter.field("name"), parameter.field("type")),
             _ => continue,
         };
         if named.is_some_and(|n| context.text(n) == context.text(name))

@@ -1,5 +1,6 @@
 //! TPU408: `torch.save` of XLA device tensors in PyTorch/XLA code.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -104,8 +105,8 @@ fn device_state<'t>(
         return None;
     }
     let value = syntax::unparenthesize(value);
-    match value.kind_name() {
-        "call" => {
+    match value.kind_key() {
+        kind::CALL => {
             let (receiver, method) = context.method_call(value)?;
             if !context.text_is(method, "state_dict") {
                 return None;
@@ -116,11 +117,11 @@ fn device_state<'t>(
                 || bound_by_move_to_device(context, receiver);
             on_device.then_some("a device model's state dict")
         }
-        "dictionary" => value.named_nodes().find_map(|pair| {
+        kind::DICTIONARY => value.named_nodes().find_map(|pair| {
             pair.field("value")
                 .and_then(|element| device_state(context, element, depth + 1))
         }),
-        "identifier" => {
+        kind::IDENTIFIER => {
             let fact = context.fact(value);
             // A guessed parameter of a hot function is too weak: nothing shows where it lives.
             if fact.is_tensor()

@@ -1,5 +1,6 @@
 //! TPU704: `xr.use_spmd()` called after tensors or modules were put on the XLA device.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -116,16 +117,16 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool {
     let mut stack = vec![statement];
     while let Some(node) = stack.pop() {
-        match node.kind_name() {
-            "function_definition" | "class_definition" | "lambda" => continue,
-            "call"
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
+            kind::CALL
                 if context
                     .method_call(node)
                     .is_some_and(|(_, method)| context.text_is(method, "to")) =>
             {
                 return true;
             }
-            "keyword_argument"
+            kind::KEYWORD_ARGUMENT
                 if node
                     .field("name")
                     .is_some_and(|name| context.text_is(name, "device")) =>

@@ -1,5 +1,6 @@
 //! TPU705: an SPMD `Mesh(...)` whose literal shape, device ids and axis names disagree.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -149,9 +150,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn device_count<'t>(context: &Context<'t, '_>, ids: Node<'t>) -> Option<usize> {
     let source = context.source();
     let ids = syntax::unparenthesize(ids);
-    match ids.kind_name() {
-        "list" | "tuple" => helpers::literal_numbers(ids, source).map(|values| values.len()),
-        "call" => {
+    match ids.kind_key() {
+        kind::LIST | kind::TUPLE => {
+            helpers::literal_numbers(ids, source).map(|values| values.len())
+        }
+        kind::CALL => {
             let (function, arguments) = context.call_parts(ids)?;
             let name = context
                 .qualified_name(function)

@@ -1,5 +1,6 @@
 //! TPU302: indexing a tensor with a boolean mask (`x[mask]`, `x[mask] = v`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -162,19 +163,19 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
         compact(context.text(syntax::unparenthesize(node))) == compact(context.text(target))
     };
     let mask = syntax::unparenthesize(mask);
-    match mask.kind_name() {
-        "comparison_operator" => {
+    match mask.kind_key() {
+        kind::COMPARISON_OPERATOR => {
             let operands: Vec<Node<'t>> = mask.named_nodes().collect();
             // A chained comparison `0 < x < 1` is still elementwise over `x`.
             operands.iter().any(|operand| same(*operand))
         }
-        "unary_operator" => {
+        kind::UNARY_OPERATOR => {
             context.text(mask).trim_start().starts_with('~')
                 && mask
                     .field("argument")
                     .is_some_and(|argument| mask_has_shape_of(context, argument, target))
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let operator = mask.field("operator").map(|o| context.text(o));
             matches!(operator, Some("&" | "|" | "^"))
                 && [mask.field("left"), mask.field("right")]
@@ -182,7 +183,7 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
                     .flatten()
                     .any(|side| mask_has_shape_of(context, side, target))
         }
-        "call" => {
+        kind::CALL => {
             const ELEMENTWISE: &[&str] = &[
                 "isnan",
                 "isinf",

@@ -1,5 +1,6 @@
 //! TPU306: a training `DataLoader` that keeps a smaller last batch (`drop_last` missing).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -141,18 +142,18 @@ fn context_names<'t>(
     }
     let mut current = context.parent(call);
     while let Some(parent) = current {
-        match parent.kind_name() {
-            "assignment" => {
+        match parent.kind_key() {
+            kind::ASSIGNMENT => {
                 if let Some(left) = parent.field("left") {
                     texts.push(context.text(left).to_string());
                 }
             }
-            "pair" | "keyword_argument" => {
+            kind::PAIR | kind::KEYWORD_ARGUMENT => {
                 if let Some(key) = parent.field("key").or_else(|| parent.field("name")) {
                     texts.push(context.text(key).to_string());
                 }
             }
-            "function_definition" => {
+            kind::FUNCTION_DEFINITION => {
                 if let Some(name) = parent.field("name") {
                     texts.push(context.text(name).to_string());
                 }

@@ -1,5 +1,6 @@
 //! TPU307: tokenizers and collators that pad each batch to its own longest sequence.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -72,9 +73,9 @@ const DYNAMIC_COLLATORS: &[&str] = &[
 
 /// TPU307
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    match node.kind_name() {
-        "keyword_argument" => check_keyword(context, node),
-        "call" => check_collator(context, node),
+    match node.kind_key() {
+        kind::KEYWORD_ARGUMENT => check_keyword(context, node),
+        kind::CALL => check_collator(context, node),
         _ => {}
     }
 }

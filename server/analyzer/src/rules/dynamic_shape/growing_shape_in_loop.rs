@@ -1,5 +1,6 @@
 //! TPU310: a tensor that grows or is sliced by the loop's counter on every iteration.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -118,8 +119,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .semantic()
         .loop_summary(loop_node)
         .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
-    let (message, moving_offset) = match node.kind_name() {
-        "assignment" => (grows_onto_itself(context, node, loop_node), false),
+    let (message, moving_offset) = match node.kind_key() {
+        kind::ASSIGNMENT => (grows_onto_itself(context, node, loop_node), false),
         _ => match sliced_by_counter(context, node, loop_node, steps_per_iteration) {
             Some(SliceFinding::NewShape(message)) => (Some(message), false),
             Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
@@ -356,9 +357,9 @@ fn counter_plus_invariant<'t>(
     invariant: &impl Fn(Node<'t>) -> bool,
 ) -> bool {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "identifier" => node_text(expr, source) == counter,
-        "binary_operator" => {
+    match expr.kind_key() {
+        kind::IDENTIFIER => node_text(expr, source) == counter,
+        kind::BINARY_OPERATOR => {
             let (Some(left), Some(right), Some(operator)) = (
                 expr.field("left"),
                 expr.field("right"),
@@ -390,9 +391,9 @@ fn loop_invariant<'t>(
 ) -> bool {
     let source = context.source();
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "integer" => true,
-        "identifier" => {
+    match expr.kind_key() {
+        kind::INTEGER => true,
+        kind::IDENTIFIER => {
             let name = node_text(expr, source);
             if name == counter {
                 return false;
@@ -409,10 +410,10 @@ fn loop_invariant<'t>(
                 .is_some_and(|value| value.start_byte() >= body.start_byte());
             !rebound && !mentions(expr, counter, source)
         }
-        "attribute" => expr
+        kind::ATTRIBUTE => expr
             .field("object")
             .is_some_and(|object| syntax::text_is(object, source, "self")),
-        "binary_operator" => match (expr.field("left"), expr.field("right")) {
+        kind::BINARY_OPERATOR => match (expr.field("left"), expr.field("right")) {
             (Some(left), Some(right)) => {
                 loop_invariant(context, left, counter, loop_node)
                     && loop_invariant(context, right, counter, loop_node)
@@ -426,9 +427,9 @@ fn loop_invariant<'t>(
 /// Whether `expr` is `name` or arithmetic on it (`cur`, `pos - 1`, `cur + 1`).
 fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "identifier" => node_text(expr, source) == name,
-        "binary_operator" => [expr.field("left"), expr.field("right")]
+    match expr.kind_key() {
+        kind::IDENTIFIER => node_text(expr, source) == name,
+        kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
             .into_iter()
             .flatten()
             .any(|side| mentions(side, name, source)),

@@ -1,5 +1,6 @@
 //! TPU308: `pad_sequence` in a collate function or loop, padding each batch to its own length.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -154,12 +155,12 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
         .into_iter()
         .flatten()
         .map(syntax::unparenthesize)
-        .any(|factor| match factor.kind_name() {
-            "binary_operator" => {
+        .any(|factor| match factor.kind_key() {
+            kind::BINARY_OPERATOR => {
                 factor.field("operator").map(|o| context.text(o)) == Some("//")
                     && factor.field("left").is_some_and(mentions)
             }
-            "call" => context
+            kind::CALL => context
                 .call_parts(factor)
                 .is_some_and(|(function, arguments)| {
                     context.text(function).ends_with("ceil") && mentions(arguments)
@@ -240,9 +241,9 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     if function.is_not_kind("identifier") || !context.text_is(function, "max") {
         return false;
     }
-    let iterable = match arguments.kind_name() {
+    let iterable = match arguments.kind_key() {
         // `max(len(x) for x in xs)`: the generator is the argument list itself.
-        "generator_expression" => Some(arguments),
+        kind::GENERATOR_EXPRESSION => Some(arguments),
         _ => match syntax::positional_args(arguments).as_slice() {
             [only] => Some(*only),
             _ => None,
@@ -255,9 +256,9 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
             .is_some_and(|(f, _)| f.is_kind("identifier") && context.text_is(f, "len"))
     };
-    match iterable.kind_name() {
-        "generator_expression" | "list_comprehension" => is_len(iterable.field("body")),
-        "call" => context.call_parts(iterable).is_some_and(|(f, a)| {
+    match iterable.kind_key() {
+        kind::GENERATOR_EXPRESSION | kind::LIST_COMPREHENSION => is_len(iterable.field("body")),
+        kind::CALL => context.call_parts(iterable).is_some_and(|(f, a)| {
             context.text_is(f, "map")
                 && syntax::positional_args(a)
                     .first()

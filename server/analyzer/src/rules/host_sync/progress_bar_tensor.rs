@@ -1,5 +1,6 @@
 //! TPU105: a tensor handed to a progress bar (`tqdm.set_postfix` and friends).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -78,9 +79,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let mut values = Vec::new();
     for argument in arguments.named_nodes() {
-        match argument.kind_name() {
-            "keyword_argument" => values.extend(argument.field("value")),
-            "dictionary" => {
+        match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => values.extend(argument.field("value")),
+            kind::DICTIONARY => {
                 values.extend(
                     argument
                         .named_nodes()
@@ -88,7 +89,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
                         .filter_map(|pair| pair.field("value")),
                 );
             }
-            "comment" | "list_splat" | "dictionary_splat" => {}
+            kind::COMMENT | kind::LIST_SPLAT | kind::DICTIONARY_SPLAT => {}
             _ => values.push(argument),
         }
     }

@@ -1,6 +1,7 @@
 //! TPU110: a tensor materialized on one rank only (`if rank == 0: loss.item()`) under TorchTPU,
 //! or a PyTorch/XLA collective called on one rank only (`if xm.is_master_ordinal(): xm.rendezvous(...)`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -157,9 +158,9 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
         && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
     {
         for statement in body.named_nodes() {
-            let exit = match statement.kind_name() {
-                "return_statement" => "An early `return`",
-                "break_statement" => "A `break` out of the training loop",
+            let exit = match statement.kind_key() {
+                kind::RETURN_STATEMENT => "An early `return`",
+                kind::BREAK_STATEMENT => "A `break` out of the training loop",
                 _ => continue,
             };
             found.push((statement, exit.to_string()));
@@ -273,8 +274,8 @@ fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
 /// `rank == 0`, `dist.get_rank() == 0`, `accelerator.is_main_process`, `not is_master` is not.
 fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let condition = syntax::unparenthesize(condition);
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             let is_and = condition
                 .field("operator")
                 .is_some_and(|op| context.text_is(op, "and"));
@@ -284,7 +285,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
                     .flatten()
                     .any(|side| is_rank_test(context, side))
         }
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             let operators = tensor_values::comparison_operators(context, condition);
             if operators != ["=="] {
                 return false;
@@ -296,7 +297,9 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
                     .iter()
                     .any(|o| last_name_in(context, *o, RANK_NAMES))
         }
-        "identifier" | "attribute" | "call" => last_name_in(context, condition, MAIN_PROCESS_FLAGS),
+        kind::IDENTIFIER | kind::ATTRIBUTE | kind::CALL => {
+            last_name_in(context, condition, MAIN_PROCESS_FLAGS)
+        }
         _ => false,
     }
 }

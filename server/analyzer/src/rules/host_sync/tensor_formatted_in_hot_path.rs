@@ -1,5 +1,6 @@
 //! TPU104: a tensor formatted into a string or handed to a logger in a hot path.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -83,10 +84,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     }
     let hot = Place { severity, place };
-    match node.kind_name() {
-        "string" => check_fstring(context, node, hot),
-        "call" => check_call(context, node, hot),
-        "binary_operator" => check_percent(context, node, hot),
+    match node.kind_key() {
+        kind::STRING => check_fstring(context, node, hot),
+        kind::CALL => check_call(context, node, hot),
+        kind::BINARY_OPERATOR => check_percent(context, node, hot),
         _ => {}
     }
 }

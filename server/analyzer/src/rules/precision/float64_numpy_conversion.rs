@@ -1,5 +1,6 @@
 //! TPU502: tensors made from NumPy arrays that are float64 by NumPy's default.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -305,17 +306,17 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
         return NumpyDtype::Unknown;
     }
     let node = syntax::unparenthesize(node);
-    match node.kind_name() {
-        "float" => NumpyDtype::PythonFloat,
-        "integer" => NumpyDtype::PythonInt,
-        "identifier" => match resolve_variable(context, node) {
+    match node.kind_key() {
+        kind::FLOAT => NumpyDtype::PythonFloat,
+        kind::INTEGER => NumpyDtype::PythonInt,
+        kind::IDENTIFIER => match resolve_variable(context, node) {
             Some(bound) if bound.id() != node.id() => numpy_dtype(context, bound, depth + 1),
             _ => NumpyDtype::Unknown,
         },
-        "unary_operator" => node
+        kind::UNARY_OPERATOR => node
             .field("argument")
             .map_or(NumpyDtype::Unknown, |a| numpy_dtype(context, a, depth + 1)),
-        "list" | "tuple" => {
+        kind::LIST | kind::TUPLE => {
             let mut elements = node.named_nodes().filter(|c| c.kind_name() != "comment");
             let Some(first) = elements.next() else {
                 return NumpyDtype::Unknown;
@@ -326,7 +327,7 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
                 })
                 .as_array()
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
                 return NumpyDtype::Unknown;
             };
@@ -343,10 +344,10 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
             }
         }
         // `a[::-1]`, `a[:, None]`: the array's dtype.
-        "subscript" => node
+        kind::SUBSCRIPT => node
             .field("value")
             .map_or(NumpyDtype::Unknown, |v| numpy_dtype(context, v, depth + 1)),
-        "attribute" => {
+        kind::ATTRIBUTE => {
             let is_transpose = node
                 .field("attribute")
                 .is_some_and(|a| node_text(a, context.source()) == "T");
@@ -355,7 +356,7 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
                 _ => NumpyDtype::Unknown,
             }
         }
-        "call" => call_dtype(context, node, depth),
+        kind::CALL => call_dtype(context, node, depth),
         _ => NumpyDtype::Unknown,
     }
 }
