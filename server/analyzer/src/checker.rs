@@ -496,7 +496,7 @@ fn replay<'t>(
             *errors += 1;
         }
         let name = syntax::kind_name_with_id(node, kind);
-        semantic.enter_kind(node, name);
+        semantic.enter(node);
         let dispatchable = *errors == 0 && (!node.has_error() || name == "module");
         visit(semantic, node, kind, dispatchable);
     };

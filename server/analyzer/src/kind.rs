@@ -21,6 +21,7 @@ pub const COMMENT: u16 = 99;
 pub const COMPARISON_OPERATOR: u16 = 195;
 pub const CONCATENATED_STRING: u16 = 230;
 pub const CONDITIONAL_EXPRESSION: u16 = 229;
+pub const CONTINUE_STATEMENT: u16 = 130;
 pub const DECORATED_DEFINITION: u16 = 158;
 pub const DECORATOR: u16 = 159;
 pub const DEFAULT_PARAMETER: u16 = 181;
@@ -76,6 +77,7 @@ pub const TYPED_PARAMETER: u16 = 207;
 pub const UNARY_OPERATOR: u16 = 192;
 pub const WHILE_STATEMENT: u16 = 138;
 pub const WITH_STATEMENT: u16 = 142;
+pub const YIELD: u16 = 87;
 
 /// Every constant with its grammar name.
 #[cfg(test)]
@@ -96,6 +98,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (COMPARISON_OPERATOR, "comparison_operator"),
     (CONCATENATED_STRING, "concatenated_string"),
     (CONDITIONAL_EXPRESSION, "conditional_expression"),
+    (CONTINUE_STATEMENT, "continue_statement"),
     (DECORATED_DEFINITION, "decorated_definition"),
     (DECORATOR, "decorator"),
     (DEFAULT_PARAMETER, "default_parameter"),
@@ -151,4 +154,5 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (UNARY_OPERATOR, "unary_operator"),
     (WHILE_STATEMENT, "while_statement"),
     (WITH_STATEMENT, "with_statement"),
+    (YIELD, "yield"),
 ];

@@ -285,8 +285,8 @@ impl Collector<'_> {
                 }
                 let mut cursor = statement.walk();
                 for clause in statement.children_by_field_name("alternative", &mut cursor) {
-                    let condition = match clause.kind_name() {
-                        "elif_clause" => clause
+                    let condition = match clause.kind_key() {
+                        kind::ELIF_CLAUSE => clause
                             .field("condition")
                             .map_or(ImportCondition::OtherIf, |c| self.classify(c)),
                         _ => ImportCondition::OtherIf,

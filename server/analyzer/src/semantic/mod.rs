@@ -669,14 +669,14 @@ impl<'t> SemanticModel<'t> {
             kind::IMPORT_STATEMENT => {
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    match name.kind_name() {
-                        "dotted_name" => {
+                    match name.kind_key() {
+                        kind::DOTTED_NAME => {
                             let full = node_text(name, source).to_string();
                             let first = full.split('.').next().unwrap_or("").trim().to_string();
                             self.imported_modules.insert(full);
                             self.bind(first.clone(), Binding::Import(first));
                         }
-                        "aliased_import" => {
+                        kind::ALIASED_IMPORT => {
                             let (Some(module), Some(alias)) =
                                 (name.field("name"), name.field("alias"))
                             else {
@@ -701,9 +701,9 @@ impl<'t> SemanticModel<'t> {
                 self.imported_modules.insert(module_name.clone());
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    let (imported, local) = match name.kind_name() {
-                        "dotted_name" => (name, name),
-                        "aliased_import" => {
+                    let (imported, local) = match name.kind_key() {
+                        kind::DOTTED_NAME => (name, name),
+                        kind::ALIASED_IMPORT => {
                             let (Some(imported), Some(alias)) =
                                 (name.field("name"), name.field("alias"))
                             else {
@@ -864,25 +864,20 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker before the rules of `node` run.
     pub fn enter(&mut self, node: Node<'t>) {
-        self.enter_kind(node, node.kind_name());
-    }
-
-    /// [`Self::enter`] with `kind` = `node.kind_name()`, known already.
-    pub(crate) fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
-        match kind {
-            "block" => self.enter_block(node),
-            "lambda" => self.enter_lambda(node),
-            "function_definition" => {
+        match node.kind_key() {
+            kind::BLOCK => self.enter_block(node),
+            kind::LAMBDA => self.enter_lambda(node),
+            kind::FUNCTION_DEFINITION => {
                 self.enter_definition_guards(node);
                 self.enter_function(node)
             }
-            "class_definition" => {
+            kind::CLASS_DEFINITION => {
                 self.enter_definition_guards(node);
                 self.enter_class(node)
             }
-            "for_statement" | "while_statement" => {
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
                 let hot = self.is_training_loop(node);
                 let outer = self.summaries.loop_summary(node).is_some_and(|summary| {
                     summary.nested_training_loop || summary.nested_loader_loop
@@ -1042,8 +1037,8 @@ impl<'t> SemanticModel<'t> {
         {
             self.guard_frames.pop();
         }
-        match kind {
-            "if_statement" => {
+        match node.kind_key() {
+            kind::IF_STATEMENT => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
                     && let Some(frame) = self.guard_frames.last_mut()
                 {
@@ -1059,8 +1054,8 @@ impl<'t> SemanticModel<'t> {
                     frame.cold = true;
                 }
             }
-            "return_statement" => self.leave_return(node),
-            "function_definition" => {
+            kind::RETURN_STATEMENT => self.leave_return(node),
+            kind::FUNCTION_DEFINITION => {
                 if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
                     && *node_id == node.id()
                     && let Some(function) = self.functions.get_mut(*id)
@@ -1075,7 +1070,7 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "class_definition" => {
+            kind::CLASS_DEFINITION => {
                 if matches!(self.frames.last(), Some(Frame::Class(_))) {
                     self.frames.pop();
                     if self.scopes.len() > 1 {
@@ -1083,17 +1078,17 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "for_statement" | "while_statement" => {
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
                 if matches!(self.frames.last(), Some(Frame::Loop { node_id, .. }) if *node_id == node.id())
                 {
                     self.frames.pop();
                 }
             }
-            "assignment" => self.leave_assignment(node),
-            "import_statement" | "import_from_statement" if self.scopes.len() > 1 => {
+            kind::ASSIGNMENT => self.leave_assignment(node),
+            kind::IMPORT_STATEMENT | kind::IMPORT_FROM_STATEMENT if self.scopes.len() > 1 => {
                 self.bind_import(node);
             }
-            "expression_statement" => self.leave_expression_statement(node),
+            kind::EXPRESSION_STATEMENT => self.leave_expression_statement(node),
             _ => {}
         }
     }
@@ -2316,8 +2311,8 @@ impl<'t> SemanticModel<'t> {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
-                let last = match expr.kind_name() {
-                    "attribute" => expr
+                let last = match expr.kind_key() {
+                    kind::ATTRIBUTE => expr
                         .field("attribute")
                         .map(|n| node_text(n, source))
                         .unwrap_or(""),

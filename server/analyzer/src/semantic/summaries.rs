@@ -645,8 +645,8 @@ fn walk_statement<'t>(
                 });
             }
             let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
-            match kind {
-                "block" => {
+            match node.kind_key() {
+                kind::BLOCK => {
                     let count = ancestors.len();
                     if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
                         let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
@@ -654,7 +654,7 @@ fn walk_statement<'t>(
                         scopes.push((node.id(), scope));
                     }
                 }
-                "function_definition" | "class_definition" => {
+                kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => {
                     let decorated = ancestors
                         .len()
                         .checked_sub(2)
@@ -666,8 +666,8 @@ fn walk_statement<'t>(
                 _ => {}
             }
             // For a call: whether it runs only with CUDA; for an assignment: whether its block does.
-            let cuda_only = match kind {
-                "call" => {
+            let cuda_only = match node.kind_key() {
+                kind::CALL => {
                     outer.never_on_tpu
                         || guards::expression_never_on_tpu(
                             node,
@@ -675,7 +675,7 @@ fn walk_statement<'t>(
                             source,
                         )
                 }
-                "assignment" => outer.never_on_tpu,
+                kind::ASSIGNMENT => outer.never_on_tpu,
                 _ => false,
             };
             if kind == "decorated_definition" {
@@ -954,8 +954,8 @@ fn enter(
     {
         summaries.cuda_library_scopes.insert(node_key(class));
     }
-    match kind {
-        "function_definition" => {
+    match node.kind_key() {
+        kind::FUNCTION_DEFINITION => {
             let name = node
                 .field("name")
                 .map(|n| node_text(n, source))
@@ -976,7 +976,7 @@ fn enter(
             summaries.body_blocks.push(0);
             stack.push((node.id(), Frame::Function(index)));
         }
-        "for_statement" | "while_statement" => {
+        kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
             if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
@@ -1007,12 +1007,12 @@ fn enter(
                 },
             ));
         }
-        "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
-        "list_comprehension"
-        | "set_comprehension"
-        | "dictionary_comprehension"
-        | "generator_expression" => mark_loop(summaries, stack),
-        "block" => {
+        kind::CLASS_DEFINITION | kind::LAMBDA => stack.push((node.id(), Frame::Other)),
+        kind::LIST_COMPREHENSION
+        | kind::SET_COMPREHENSION
+        | kind::DICTIONARY_COMPREHENSION
+        | kind::GENERATOR_EXPRESSION => mark_loop(summaries, stack),
+        kind::BLOCK => {
             if let Some((_, Frame::Function(index))) = stack.last()
                 && let Some(block) = summaries.body_blocks.get_mut(*index)
             {
@@ -1020,7 +1020,7 @@ fn enter(
             }
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
-        "assignment" => {
+        kind::ASSIGNMENT => {
             if let (Some(left), Some(right), Some(index)) = (
                 node.field("left"),
                 node.field("right"),
@@ -1092,10 +1092,12 @@ fn enter(
                     .push((index, node_text(attribute, source).to_string()));
             }
         }
-        "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
+        kind::IMPORT_STATEMENT | kind::IMPORT_FROM_STATEMENT
+            if imports_cuda_only_package(node, source) =>
+        {
             mark_cuda_library_use(node, source, summaries, stack)
         }
-        "if_statement" | "elif_clause"
+        kind::IF_STATEMENT | kind::ELIF_CLAUSE
             if node.field("condition").is_some_and(|c| {
                 has_modulo(c, source)
                     || mentions_throttle_name(c, source, innermost_function(stack), summaries)
@@ -1106,7 +1108,7 @@ fn enter(
         }
         // `if i == 0:` runs once per loop; an early exit there (`if i == 0: continue`) leaves the
         // rest of the loop hot.
-        "if_statement"
+        kind::IF_STATEMENT
             if node
                 .field("condition")
                 .is_some_and(|c| tests_one_iteration(c, source, ancestors)) =>
@@ -1114,7 +1116,7 @@ fn enter(
             summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle { exits: false }))
         }
-        "continue_statement" | "break_statement" | "return_statement" | "yield" => {
+        kind::CONTINUE_STATEMENT | kind::BREAK_STATEMENT | kind::RETURN_STATEMENT | kind::YIELD => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
                 .iter_mut()
                 .rev()
@@ -1123,7 +1125,7 @@ fn enter(
                 summary.exits = true;
             }
         }
-        "call" => call(
+        kind::CALL => call(
             node, source, resolver, summaries, stack, cuda_only, ancestors,
         ),
         _ => {}
@@ -1957,8 +1959,8 @@ fn class_requiring_cuda<'t>(
 fn imports_cuda_only_package(statement: Node<'_>, source: &str) -> bool {
     let module = match statement.kind_key() {
         kind::IMPORT_FROM_STATEMENT => statement.field("module_name"),
-        _ => statement.named_child(0).map(|name| match name.kind_name() {
-            "aliased_import" => name.field("name").unwrap_or(name),
+        _ => statement.named_child(0).map(|name| match name.kind_key() {
+            kind::ALIASED_IMPORT => name.field("name").unwrap_or(name),
             _ => name,
         }),
     };

@@ -131,8 +131,8 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
             let mut cursor = statement.walk();
             statement
                 .children_by_field_name("name", &mut cursor)
-                .filter_map(|name| match name.kind_name() {
-                    "aliased_import" => name.field("name"),
+                .filter_map(|name| match name.kind_key() {
+                    kind::ALIASED_IMPORT => name.field("name"),
                     _ => Some(name),
                 })
                 .map(compact)
