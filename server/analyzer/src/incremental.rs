@@ -864,7 +864,7 @@ pub fn check_with_policy(
                 root_errors,
                 &mut semantic,
                 &mut |semantic, node, dispatchable| {
-                    if node.is_kind("comment") {
+                    if node.is(kind::COMMENT) {
                         suppressions.add_comment(node, source);
                         comments.push(node.byte_range());
                     }

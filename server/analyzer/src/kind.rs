@@ -9,6 +9,7 @@ pub const ALIASED_IMPORT: u16 = 117;
 pub const ARGUMENT_LIST: u16 = 157;
 pub const ASSERT_STATEMENT: u16 = 121;
 pub const ASSIGNMENT: u16 = 198;
+pub const AS_PATTERN: u16 = 165;
 pub const ATTRIBUTE: u16 = 203;
 pub const AUGMENTED_ASSIGNMENT: u16 = 199;
 pub const BINARY_OPERATOR: u16 = 191;
@@ -30,12 +31,15 @@ pub const DICTIONARY_COMPREHENSION: u16 = 221;
 pub const DICTIONARY_SPLAT: u16 = 149;
 pub const DOTTED_NAME: u16 = 162;
 pub const ELIF_CLAUSE: u16 = 132;
+pub const ELLIPSIS: u16 = 88;
 pub const ELSE_CLAUSE: u16 = 133;
 pub const EXCEPT_CLAUSE: u16 = 140;
+pub const EXPRESSION_LIST: u16 = 161;
 pub const EXPRESSION_STATEMENT: u16 = 122;
 pub const FALSE: u16 = 97;
 pub const FINALLY_CLAUSE: u16 = 141;
 pub const FLOAT: u16 = 94;
+pub const FOR_IN_CLAUSE: u16 = 227;
 pub const FOR_STATEMENT: u16 = 137;
 pub const FUNCTION_DEFINITION: u16 = 145;
 pub const FUTURE_IMPORT_STATEMENT: u16 = 114;
@@ -45,6 +49,7 @@ pub const IF_STATEMENT: u16 = 131;
 pub const IMPORT_FROM_STATEMENT: u16 = 115;
 pub const IMPORT_STATEMENT: u16 = 111;
 pub const INTEGER: u16 = 93;
+pub const INTERPOLATION: u16 = 233;
 pub const KEYWORD_ARGUMENT: u16 = 214;
 pub const LAMBDA: u16 = 73;
 pub const LIST: u16 = 215;
@@ -63,6 +68,7 @@ pub const RAISE_STATEMENT: u16 = 127;
 pub const RETURN_STATEMENT: u16 = 125;
 pub const SET: u16 = 216;
 pub const SET_COMPREHENSION: u16 = 222;
+pub const SLICE: u16 = 205;
 pub const STRING: u16 = 231;
 pub const STRING_CONTENT: u16 = 232;
 pub const STRING_END: u16 = 107;
@@ -76,6 +82,7 @@ pub const TYPED_DEFAULT_PARAMETER: u16 = 182;
 pub const TYPED_PARAMETER: u16 = 207;
 pub const UNARY_OPERATOR: u16 = 192;
 pub const WHILE_STATEMENT: u16 = 138;
+pub const WITH_CLAUSE: u16 = 143;
 pub const WITH_STATEMENT: u16 = 142;
 pub const YIELD: u16 = 87;
 
@@ -86,6 +93,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (ARGUMENT_LIST, "argument_list"),
     (ASSERT_STATEMENT, "assert_statement"),
     (ASSIGNMENT, "assignment"),
+    (AS_PATTERN, "as_pattern"),
     (ATTRIBUTE, "attribute"),
     (AUGMENTED_ASSIGNMENT, "augmented_assignment"),
     (BINARY_OPERATOR, "binary_operator"),
@@ -107,12 +115,15 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (DICTIONARY_SPLAT, "dictionary_splat"),
     (DOTTED_NAME, "dotted_name"),
     (ELIF_CLAUSE, "elif_clause"),
+    (ELLIPSIS, "ellipsis"),
     (ELSE_CLAUSE, "else_clause"),
     (EXCEPT_CLAUSE, "except_clause"),
+    (EXPRESSION_LIST, "expression_list"),
     (EXPRESSION_STATEMENT, "expression_statement"),
     (FALSE, "false"),
     (FINALLY_CLAUSE, "finally_clause"),
     (FLOAT, "float"),
+    (FOR_IN_CLAUSE, "for_in_clause"),
     (FOR_STATEMENT, "for_statement"),
     (FUNCTION_DEFINITION, "function_definition"),
     (FUTURE_IMPORT_STATEMENT, "future_import_statement"),
@@ -122,6 +133,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (IMPORT_FROM_STATEMENT, "import_from_statement"),
     (IMPORT_STATEMENT, "import_statement"),
     (INTEGER, "integer"),
+    (INTERPOLATION, "interpolation"),
     (KEYWORD_ARGUMENT, "keyword_argument"),
     (LAMBDA, "lambda"),
     (LIST, "list"),
@@ -140,6 +152,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (RETURN_STATEMENT, "return_statement"),
     (SET, "set"),
     (SET_COMPREHENSION, "set_comprehension"),
+    (SLICE, "slice"),
     (STRING, "string"),
     (STRING_CONTENT, "string_content"),
     (STRING_END, "string_end"),
@@ -153,6 +166,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (TYPED_PARAMETER, "typed_parameter"),
     (UNARY_OPERATOR, "unary_operator"),
     (WHILE_STATEMENT, "while_statement"),
+    (WITH_CLAUSE, "with_clause"),
     (WITH_STATEMENT, "with_statement"),
     (YIELD, "yield"),
 ];

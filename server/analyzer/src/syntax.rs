@@ -137,15 +137,21 @@ fn known_field_index(name: &str) -> Option<usize> {
 pub trait NodeExt<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>>;
     fn kind_name(&self) -> &'t str;
-    /// `kind_name() == kind`, as one call: about 290 sites compare a node's kind with one name.
+    /// `kind_name() == kind`, as one call (for a name that is no [`crate::kind`] constant).
     fn is_kind(&self, kind: &str) -> bool;
     /// `kind_name() != kind`.
     fn is_not_kind(&self, kind: &str) -> bool;
-    /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call (about 40 sites).
+    /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call.
     fn is_any_kind(&self, kinds: &[&str]) -> bool;
     /// The smallest kind id with this node's kind name, to match on [`crate::kind`]'s
     /// constants: equal keys exactly when the names are equal.
     fn kind_key(&self) -> u16;
+    /// `kind_key() == key`: [`Self::is_kind`] for a [`crate::kind`] constant (no text passed).
+    fn is(&self, key: u16) -> bool;
+    /// `kind_key() != key`.
+    fn is_not(&self, key: u16) -> bool;
+    /// `keys.contains(&kind_key())`: [`Self::is_any_kind`] for [`crate::kind`] constants.
+    fn is_any(&self, keys: &[u16]) -> bool;
     /// The named children (comments included), in order: what tree-sitter's
     /// `named_children(&mut cursor)` yields, by one iterator type whose step is out of line in
     /// the WebAssembly module (see [`NamedNodes`]).
@@ -202,6 +208,23 @@ impl<'t> NodeExt<'t> for Node<'t> {
             // kind has.
             None => id,
         }
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is(&self, key: u16) -> bool {
+        self.kind_key() == key
+    }
+
+    #[inline]
+    fn is_not(&self, key: u16) -> bool {
+        !self.is(key)
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is_any(&self, keys: &[u16]) -> bool {
+        keys.contains(&self.kind_key())
     }
 
     #[inline]
@@ -440,7 +463,7 @@ pub fn text_is(node: Node<'_>, source: &str, text: &str) -> bool {
 
 /// `(function, argument_list)` of a `call` node.
 pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    if call.is_not_kind("call") {
+    if call.is_not(kind::CALL) {
         return None;
     }
     let function = call.field("function")?;
@@ -451,7 +474,7 @@ pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// For `recv.method(...)`: `(recv, method name node)`.
 pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let (function, _) = call_parts(call)?;
-    if function.is_not_kind("attribute") {
+    if function.is_not(kind::ATTRIBUTE) {
         return None;
     }
     Some((function.field("object")?, function.field("attribute")?))
@@ -479,11 +502,11 @@ pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
 pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
     let mut out = named_children(arguments);
     out.retain(|child| {
-        !child.is_any_kind(&[
-            "keyword_argument",
-            "list_splat",
-            "dictionary_splat",
-            "comment",
+        !child.is_any(&[
+            kind::KEYWORD_ARGUMENT,
+            kind::LIST_SPLAT,
+            kind::DICTIONARY_SPLAT,
+            kind::COMMENT,
         ])
     });
     out
@@ -492,7 +515,7 @@ pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
 /// Whether the argument list has `*args` or `**kwargs`, which may carry any keyword.
 pub fn has_splat(arguments: Node<'_>) -> bool {
     for child in named_children(arguments) {
-        if child.is_any_kind(&["list_splat", "dictionary_splat"]) {
+        if child.is_any(&[kind::LIST_SPLAT, kind::DICTIONARY_SPLAT]) {
             return true;
         }
     }
@@ -504,7 +527,7 @@ pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Op
     // Over the children in place: no `Vec` per question (the pre-pass asks at every call).
     let mut cursor = arguments.walk();
     arguments.named_children(&mut cursor).find(|child| {
-        child.is_kind("keyword_argument")
+        child.is(kind::KEYWORD_ARGUMENT)
             && child
                 .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
@@ -529,7 +552,7 @@ pub fn argument<'t>(
 
 /// The value of a plain string literal (no f-string interpolation, no implicit concatenation).
 pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>> {
-    if node.is_not_kind("string") {
+    if node.is_not(kind::STRING) {
         return None;
     }
     let mut content = None;
@@ -592,11 +615,11 @@ pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
 /// Strips any number of enclosing parentheses.
 pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..MAX_EXPR_DEPTH {
-        if node.is_not_kind("parenthesized_expression") {
+        if node.is_not(kind::PARENTHESIZED_EXPRESSION) {
             break;
         }
         match node.named_child(0) {
-            Some(inner) if inner.is_not_kind("comment") => node = inner,
+            Some(inner) if inner.is_not(kind::COMMENT) => node = inner,
             _ => break,
         }
     }
@@ -630,20 +653,20 @@ pub fn has_error(node: Node<'_>) -> bool {
 
 /// Whether the file's `python`-level boolean literal / None.
 pub fn is_literal_constant(node: Node<'_>) -> bool {
-    node.is_any_kind(&[
-        "true",
-        "false",
-        "none",
-        "integer",
-        "float",
-        "string",
-        "concatenated_string",
+    node.is_any(&[
+        kind::TRUE,
+        kind::FALSE,
+        kind::NONE,
+        kind::INTEGER,
+        kind::FLOAT,
+        kind::STRING,
+        kind::CONCATENATED_STRING,
     ])
 }
 
 /// Numeric value of an integer literal like `128`, `0x80` or `1_024`.
 pub fn integer_value(node: Node<'_>, source: &str) -> Option<i64> {
-    if node.is_not_kind("integer") {
+    if node.is_not(kind::INTEGER) {
         return None;
     }
     let text = node_text(node, source).replace('_', "");

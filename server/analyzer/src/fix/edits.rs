@@ -12,7 +12,7 @@ use crate::syntax::{self, NodeExt};
 pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
     let mut last = None;
     for child in syntax::named_children(arguments) {
-        if child.is_not_kind("comment") {
+        if child.is_not(kind::COMMENT) {
             last = Some(child);
         }
     }
@@ -28,7 +28,7 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
 /// An edit deleting one argument together with the comma that separates it from its neighbour.
 pub fn remove_argument(source: &str, arguments: Node<'_>, argument: Node<'_>) -> Edit {
     let mut children = syntax::named_children(arguments);
-    children.retain(|child| child.is_not_kind("comment"));
+    children.retain(|child| child.is_not(kind::COMMENT));
     let position = children
         .iter()
         .position(|child| child.id() == argument.id());
@@ -86,10 +86,7 @@ pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
             kind::COMMENT => {}
             kind::EXPRESSION_STATEMENT if insert_after.is_none() => {
                 // A module docstring stays first.
-                if statement
-                    .named_child(0)
-                    .is_some_and(|n| n.is_kind("string"))
-                {
+                if statement.named_child(0).is_some_and(|n| n.is(kind::STRING)) {
                     insert_after = Some(statement);
                 } else {
                     break;

@@ -27,7 +27,7 @@ pub fn looks_like_numpy<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     if context.fact(expr).kind == ValueKind::NumpyArray {
         return true;
     }
-    if expr.is_kind("call")
+    if expr.is(kind::CALL)
         && let Some(qualified) = context.semantic().call_qualified_name(expr)
     {
         return qualified.starts_with("numpy.");
@@ -58,7 +58,7 @@ pub fn in_cuda_availability_choice<'t>(context: &Context<'t, '_>, node: Node<'t>
     let Some(parent) = context.parent(node) else {
         return false;
     };
-    if parent.is_not_kind("conditional_expression") {
+    if parent.is_not(kind::CONDITIONAL_EXPRESSION) {
         return false;
     }
     node_text(parent, context.source()).contains("cuda.is_available")
@@ -183,7 +183,7 @@ pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     match node.kind_key() {
         kind::TUPLE | kind::LIST => node
             .named_nodes()
-            .filter(|child| child.is_not_kind("comment"))
+            .filter(|child| child.is_not(kind::COMMENT))
             .map(|child| literal_number(child, source))
             .collect(),
         _ => literal_number(node, source).map(|value| vec![value]),

@@ -47,7 +47,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
-                return parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+                return parameter.is_any(&[kind::TYPED_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])
                     && parameter
                         .field("type")
                         .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
@@ -136,7 +136,7 @@ fn enclosing_parameter<'t>(
 /// defaulting to `None`. `mask or default` on such a name is a `None` test in the writer's mind.
 pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
-    if expr.is_not_kind("identifier") {
+    if expr.is_not(kind::IDENTIFIER) {
         return false;
     }
     let Some(origin) = context.fact(expr).origin_range() else {
@@ -151,7 +151,7 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
     });
     let defaults_to_none = parameter
         .field("value")
-        .is_some_and(|default| default.is_kind("none"));
+        .is_some_and(|default| default.is(kind::NONE));
     annotation_admits_none || defaults_to_none
 }
 
@@ -210,13 +210,13 @@ pub fn is_value_comparison<'t>(context: &Context<'t, '_>, comparison: Node<'t>) 
 /// a Python-level comparison, whatever the index guessed about the other side.
 fn compares_with_python_literal(comparison: Node<'_>) -> bool {
     comparison.named_nodes().any(|operand| {
-        operand.is_any_kind(&[
-            "string",
-            "concatenated_string",
-            "none",
-            "list",
-            "tuple",
-            "dictionary",
+        operand.is_any(&[
+            kind::STRING,
+            kind::CONCATENATED_STRING,
+            kind::NONE,
+            kind::LIST,
+            kind::TUPLE,
+            kind::DICTIONARY,
         ])
     })
 }
@@ -373,7 +373,7 @@ pub fn tensor_method_call<'t>(
 pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     for child in string.named_nodes() {
-        if child.is_kind("interpolation")
+        if child.is(kind::INTERPOLATION)
             && let Some(expression) = child.field("expression")
         {
             out.push(expression);

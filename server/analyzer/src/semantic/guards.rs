@@ -121,19 +121,19 @@ pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
     is_body
         && block
             .named_nodes()
-            .filter(|s| s.is_not_kind("comment"))
+            .filter(|s| s.is_not(kind::COMMENT))
             .last()
-            .is_some_and(|last| last.is_kind("break_statement"))
+            .is_some_and(|last| last.is(kind::BREAK_STATEMENT))
 }
 
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
 /// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
 /// exception.
 pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
-    if !parent.is_any_kind(&["if_statement", "elif_clause", "else_clause"]) {
+    if !parent.is_any(&[kind::IF_STATEMENT, kind::ELIF_CLAUSE, kind::ELSE_CLAUSE]) {
         return false;
     }
-    if parent.is_kind("if_statement")
+    if parent.is(kind::IF_STATEMENT)
         && parent
             .field("consequence")
             .is_none_or(|c| c.id() != block.id())
@@ -142,20 +142,20 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     }
     let Some(last) = block
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()
     else {
         return false;
     };
     match last.kind_key() {
         kind::RAISE_STATEMENT => true,
-        kind::ASSERT_STATEMENT => last.named_child(0).is_some_and(|c| c.is_kind("false")),
+        kind::ASSERT_STATEMENT => last.named_child(0).is_some_and(|c| c.is(kind::FALSE)),
         kind::EXPRESSION_STATEMENT => last.named_child(0).is_some_and(|call| {
             syntax::call_parts(call).is_some_and(|(function, arguments)| {
                 node_text(function, source).ends_with("_assert")
                     && syntax::positional_args(arguments)
                         .first()
-                        .is_some_and(|first| first.is_kind("false"))
+                        .is_some_and(|first| first.is(kind::FALSE))
             })
         }),
         _ => false,
@@ -303,7 +303,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
 /// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
 fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.is_not_kind("comparison_operator") {
+    if condition.is_not(kind::COMPARISON_OPERATOR) {
         return false;
     }
     let operands: Vec<&str> = condition
@@ -364,7 +364,7 @@ pub(crate) fn block_scope(
             scope
         }
         kind::ELSE_CLAUSE => match grandparent {
-            Some(statement) if statement.is_kind("if_statement") => {
+            Some(statement) if statement.is(kind::IF_STATEMENT) => {
                 let earlier = earlier_branches(statement, parent, source);
                 if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
                     return outer.branch(Some(DeviceTest {
@@ -406,7 +406,7 @@ fn is_quiet_cuda_arm(if_statement: Node<'_>, block: Node<'_>, source: &str) -> b
     let mut conditions = vec![if_statement.field("condition")];
     let mut cursor = if_statement.walk();
     for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
-        if clause.is_kind("elif_clause") {
+        if clause.is(kind::ELIF_CLAUSE) {
             conditions.push(clause.field("condition"));
         }
     }
@@ -485,7 +485,7 @@ fn iterates_cuda_devices(for_statement: Node<'_>, source: &str) -> bool {
     }
     let bound = syntax::positional_args(arguments).last().copied();
     bound.is_some_and(|bound| {
-        bound.is_kind("call")
+        bound.is(kind::CALL)
             && device_test(bound, source).is_some_and(|t| {
                 t == DeviceTest {
                     hardware: Hardware::Cuda,
@@ -521,9 +521,13 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()?;
-    if !last.is_any_kind(&["return_statement", "raise_statement", "continue_statement"]) {
+    if !last.is_any(&[
+        kind::RETURN_STATEMENT,
+        kind::RAISE_STATEMENT,
+        kind::CONTINUE_STATEMENT,
+    ]) {
         return None;
     }
     false_test(if_statement.field("condition")?, source, 0)
@@ -588,12 +592,12 @@ fn probes_attribute_read_by(probe: Node<'_>, test: Node<'_>, source: &str) -> bo
         return false;
     };
     let mut test = syntax::unparenthesize(test);
-    if test.is_kind("not_operator")
+    if test.is(kind::NOT_OPERATOR)
         && let Some(argument) = test.field("argument")
     {
         test = syntax::unparenthesize(argument);
     }
-    test.is_kind("attribute")
+    test.is(kind::ATTRIBUTE)
         && test
             .field("attribute")
             .is_some_and(|a| node_text(a, source) == name)
@@ -631,7 +635,7 @@ pub(crate) fn definition_scope(
         scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
-        for decorator in decorated.named_nodes().filter(|c| c.is_kind("decorator")) {
+        for decorator in decorated.named_nodes().filter(|c| c.is(kind::DECORATOR)) {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
                     Some(Hardware::Cuda | Hardware::Export) => {
@@ -674,7 +678,7 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
             "runif" => {
                 for keyword in arguments
                     .named_nodes()
-                    .filter(|c| c.is_kind("keyword_argument"))
+                    .filter(|c| c.is(kind::KEYWORD_ARGUMENT))
                 {
                     let name = keyword
                         .field("name")
@@ -725,7 +729,7 @@ fn required_by(test: DeviceTest) -> Option<Hardware> {
 /// `TYPE_CHECKING` / `typing.TYPE_CHECKING`.
 fn is_type_checking(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    condition.is_any_kind(&["identifier", "attribute"]) && {
+    condition.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) && {
         let text = node_text(condition, source);
         text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING")
     }
@@ -844,7 +848,7 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     // `accelerator.distributed_type == DistributedType.XLA`, `state.backend != Backend.CUDA`.
     if matches!(operator, "==" | "!=" | "is" | "is not") {
         for operand in &operands {
-            if operand.is_any_kind(&["attribute", "identifier"])
+            if operand.is_any(&[kind::ATTRIBUTE, kind::IDENTIFIER])
                 && let Some(parts) = syntax::dotted_parts(*operand, source)
                 && let Some(test) = name_test(&parts)
             {
@@ -884,7 +888,7 @@ fn length_test(operand: Node<'_>, source: &str) -> Option<DeviceTest> {
     let [argument] = syntax::positional_args(arguments)[..] else {
         return None;
     };
-    if !argument.is_any_kind(&["identifier", "attribute"]) {
+    if !argument.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) {
         return None;
     }
     name_test(&syntax::dotted_parts(argument, source)?)

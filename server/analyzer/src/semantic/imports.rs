@@ -318,14 +318,14 @@ impl Collector<'_> {
                         "except_clause" | "except_group_clause" => {
                             let handler = guard.under(ImportCondition::ExceptHandler, statement);
                             for part in clause.named_nodes() {
-                                if part.is_kind("block") {
+                                if part.is(kind::BLOCK) {
                                     self.block(part, handler, depth);
                                 }
                             }
                         }
                         "finally_clause" => {
                             for part in clause.named_nodes() {
-                                if part.is_kind("block") {
+                                if part.is(kind::BLOCK) {
                                     self.block(part, guard, depth);
                                 }
                             }
@@ -461,7 +461,7 @@ impl Collector<'_> {
         let Some(module) = statement.field("module_name") else {
             return;
         };
-        if module.is_not_kind("dotted_name") {
+        if module.is_not(kind::DOTTED_NAME) {
             return; // relative imports name project modules, not torch
         }
         let module_name = compact_dotted(node_text(module, source));

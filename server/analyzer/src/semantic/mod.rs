@@ -543,10 +543,10 @@ impl<'t> SemanticModel<'t> {
         // of a package, not a fragment.
         model.fragment = model.imports.records().is_empty()
             && !tree.root_node().named_nodes().any(|statement| {
-                statement.is_any_kind(&[
-                    "import_statement",
-                    "import_from_statement",
-                    "future_import_statement",
+                statement.is_any(&[
+                    kind::IMPORT_STATEMENT,
+                    kind::IMPORT_FROM_STATEMENT,
+                    kind::FUTURE_IMPORT_STATEMENT,
                 ])
             });
         model.bind_module_imports();
@@ -694,7 +694,7 @@ impl<'t> SemanticModel<'t> {
                 let Some(module) = statement.field("module_name") else {
                     return;
                 };
-                if module.is_not_kind("dotted_name") {
+                if module.is_not(kind::DOTTED_NAME) {
                     return; // relative imports name project modules, not torch
                 }
                 let module_name = compact_dotted(node_text(module, source));
@@ -761,7 +761,7 @@ impl<'t> SemanticModel<'t> {
                 return function;
             }
             let next = current.child_with_descendant(node)?;
-            if next.is_kind("function_definition") && next.id() != node.id() {
+            if next.is(kind::FUNCTION_DEFINITION) && next.id() != node.id() {
                 function = Some(next);
             }
             current = next;
@@ -791,7 +791,7 @@ impl<'t> SemanticModel<'t> {
                 self.ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.is_kind("function_definition") && a.id() != node.id())
+                    .find(|a| a.is(kind::FUNCTION_DEFINITION) && a.id() != node.id())
                     .copied(),
             );
         }
@@ -829,9 +829,9 @@ impl<'t> SemanticModel<'t> {
             if visited > 20_000 || node.start_byte() >= before {
                 continue;
             }
-            if node.is_kind("assignment")
+            if node.is(kind::ASSIGNMENT)
                 && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
+                && left.is(kind::IDENTIFIER)
                 && node_text(left, self.source) == name
                 && node.end_byte() <= before
                 && best.is_none_or(|b| b.start_byte() < right.start_byte())
@@ -895,7 +895,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
     fn bind_loop_target(&mut self, node: Node<'_>) {
-        if node.is_not_kind("for_statement") {
+        if node.is_not(kind::FOR_STATEMENT) {
             return;
         }
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
@@ -903,7 +903,7 @@ impl<'t> SemanticModel<'t> {
         };
         let fact = self.fact(right);
         let origin = Some((right.start_byte(), right.end_byte()));
-        if fact.is_tensor() && left.is_kind("identifier") {
+        if fact.is_tensor() && left.is(kind::IDENTIFIER) {
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
                 node_text(left, self.source).to_string(),
@@ -913,14 +913,14 @@ impl<'t> SemanticModel<'t> {
         }
         // `for sentence, score in zip(batch, scores):` / `for i, row in enumerate(t):`: the
         // targets paired with a tensor hold its rows, on its device.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
             && syntax::call_parts(syntax::unparenthesize(right)).is_some_and(|(function, _)| {
                 matches!(node_text(function, self.source), "zip" | "enumerate")
             })
         {
             let targets: Vec<Node<'_>> = left
                 .named_nodes()
-                .filter(|target| target.is_kind("identifier"))
+                .filter(|target| target.is(kind::IDENTIFIER))
                 .collect();
             let mut bound = false;
             for target in targets {
@@ -939,7 +939,7 @@ impl<'t> SemanticModel<'t> {
         // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
         // onto the host: the values are host tensors.
         if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
-            && function.is_kind("attribute")
+            && function.is(kind::ATTRIBUTE)
             && let (Some(object), Some(method)) =
                 (function.field("object"), function.field("attribute"))
             && self.fact(object).kind == ValueKind::Container
@@ -952,7 +952,7 @@ impl<'t> SemanticModel<'t> {
                 ("values", "identifier") => Some(left),
                 _ => None,
             };
-            if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
+            if let Some(value) = value.filter(|v| v.is(kind::IDENTIFIER)) {
                 self.bind(
                     node_text(value, self.source).to_string(),
                     Binding::Value(Fact::tensor(Device::Cpu, origin)),
@@ -1157,7 +1157,7 @@ impl<'t> SemanticModel<'t> {
     /// `if self.model_parallel:` where the flag switches a CUDA-only mode on (see
     /// `Summaries::cuda_mode_flags`): the branch runs only with CUDA.
     fn is_cuda_mode_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.is_not_kind("if_statement")
+        if parent.is_not(kind::IF_STATEMENT)
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -1180,7 +1180,7 @@ impl<'t> SemanticModel<'t> {
             _ => Some(condition),
         };
         tested.is_some_and(|tested| {
-            tested.is_kind("attribute")
+            tested.is(kind::ATTRIBUTE)
                 && tested
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, self.source, "self"))
@@ -1212,7 +1212,7 @@ impl<'t> SemanticModel<'t> {
         let Some(condition) = condition.map(syntax::unparenthesize) else {
             return false;
         };
-        let is_and = condition.is_kind("boolean_operator")
+        let is_and = condition.is(kind::BOOLEAN_OPERATOR)
             && condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, self.source, "and"));
@@ -1246,7 +1246,7 @@ impl<'t> SemanticModel<'t> {
     fn enter_definition_guards(&mut self, definition: Node<'t>) {
         let decorated = self
             .parent(definition)
-            .filter(|p| p.is_kind("decorated_definition"));
+            .filter(|p| p.is(kind::DECORATED_DEFINITION));
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
@@ -1255,12 +1255,12 @@ impl<'t> SemanticModel<'t> {
             scope.device_branch = true;
         }
         let outer = self.guard_frames.last().copied();
-        let load_time = definition.is_kind("function_definition")
+        let load_time = definition.is(kind::FUNCTION_DEFINITION)
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
         // Not inherited by nested definitions and lambdas: a closure may run any number of times.
-        let once_per_run = definition.is_kind("function_definition")
+        let once_per_run = definition.is(kind::FUNCTION_DEFINITION)
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.once_per_run);
@@ -1315,7 +1315,7 @@ impl<'t> SemanticModel<'t> {
         let call = count
             .checked_sub(3)
             .and_then(|i| self.ancestors.get(i))
-            .filter(|call| call.is_kind("call"));
+            .filter(|call| call.is(kind::CALL));
         let closure = call.is_some_and(|call| {
             self.call_qualified_name(*call)
                 .is_some_and(|q| q.ends_with("add_step_closure"))
@@ -1627,7 +1627,7 @@ impl<'t> SemanticModel<'t> {
             let (name_node, annotation, default) = match parameter.kind_key() {
                 kind::IDENTIFIER => (Some(parameter), None, None),
                 kind::TYPED_PARAMETER => (
-                    parameter.named_child(0).filter(|n| n.is_kind("identifier")),
+                    parameter.named_child(0).filter(|n| n.is(kind::IDENTIFIER)),
                     parameter.field("type"),
                     None,
                 ),
@@ -1649,7 +1649,8 @@ impl<'t> SemanticModel<'t> {
             let origin = Some((name_node.start_byte(), name_node.end_byte()));
             // A flag's default says what it is, whatever the annotation claims
             // (`output_attentions: Optional[torch.Tensor] = False`).
-            let flag_default = default.is_some_and(|d| d.is_any_kind(&["true", "false", "string"]));
+            let flag_default =
+                default.is_some_and(|d| d.is_any(&[kind::TRUE, kind::FALSE, kind::STRING]));
             let fact = if flag_default {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(annotation) = annotation {
@@ -1659,7 +1660,7 @@ impl<'t> SemanticModel<'t> {
                     torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
                     torch_api::AnnotatedKind::Other => Fact::of(ValueKind::Scalar),
                 }
-            } else if default.is_some_and(|d| d.is_not_kind("none")) {
+            } else if default.is_some_and(|d| d.is_not(kind::NONE)) {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(passed) = function.and_then(|f| self.passed_fact(f, name)) {
                 Fact {
@@ -1760,7 +1761,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        base.is_kind("identifier")
+        base.is(kind::IDENTIFIER)
             && matches!(
                 self.lookup(node_text(base, self.source)),
                 Some(Binding::Class(index)) if self.classes.get(*index).is_some_and(|c| c.is_optimizer)
@@ -1780,7 +1781,7 @@ impl<'t> SemanticModel<'t> {
                 return true;
             }
         }
-        if base.is_kind("identifier")
+        if base.is(kind::IDENTIFIER)
             && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
         {
             return self.classes.get(*index).is_some_and(|c| c.is_module);
@@ -1799,7 +1800,7 @@ impl<'t> SemanticModel<'t> {
         let Some(value) = node.named_child(0) else {
             return;
         };
-        let (fact, elements) = if value.is_kind("expression_list") {
+        let (fact, elements) = if value.is(kind::EXPRESSION_LIST) {
             let mut elements: Vec<Fact> = Vec::new();
             for element in syntax::named_children(value) {
                 elements.push(self.fact(element));
@@ -1977,8 +1978,8 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         // `a, b = x.get("a"), x.get("b")`: element by element.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
-            && right.is_any_kind(&["expression_list", "tuple"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
+            && right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
             && left.named_child_count() == right.named_child_count()
         {
             let mut cursor = left.walk();
@@ -1992,7 +1993,7 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         // `_, _, h, w = x.shape` / `b, n = x.size()`: the dimensions are Python ints.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern", "list_pattern"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN, kind::LIST_PATTERN])
             && self.is_tensor_shape(right, 0)
         {
             for target in left.named_nodes() {
@@ -2000,7 +2001,7 @@ impl<'t> SemanticModel<'t> {
             }
             return;
         }
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"]) && right.is_kind("call") {
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) && right.is(kind::CALL) {
             let mut cursor = left.walk();
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
             if let Some(elements) = self.tuple_elements(right, targets.len()) {
@@ -2032,7 +2033,7 @@ impl<'t> SemanticModel<'t> {
                 return;
             }
         }
-        if left.is_kind("identifier") && right.is_not_kind("none") {
+        if left.is(kind::IDENTIFIER) && right.is_not(kind::NONE) {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
             if self.scopes.len() == 1 {
@@ -2060,7 +2061,7 @@ impl<'t> SemanticModel<'t> {
     /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
     /// branch runs only with CUDA.
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.is_not_kind("if_statement")
+        if parent.is_not(kind::IF_STATEMENT)
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -2078,7 +2079,7 @@ impl<'t> SemanticModel<'t> {
     fn tests_cuda_value(&self, condition: Node<'_>, depth: usize) -> bool {
         let condition = syntax::unparenthesize(condition);
         if depth < 4
-            && condition.is_kind("boolean_operator")
+            && condition.is(kind::BOOLEAN_OPERATOR)
             && condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, self.source, "and"))
@@ -2098,11 +2099,11 @@ impl<'t> SemanticModel<'t> {
                     .map(|c| node_text(c, self.source))
                     .collect();
                 let operator = crate::syntax::join(&operators, " ");
-                let right_is_none = condition.named_child(1).is_some_and(|r| r.is_kind("none"));
+                let right_is_none = condition.named_child(1).is_some_and(|r| r.is(kind::NONE));
                 (operator == "is not" && right_is_none)
                     .then(|| condition.named_child(0))
                     .flatten()
-                    .filter(|n| n.is_any_kind(&["identifier", "attribute"]))
+                    .filter(|n| n.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]))
             }
             kind::ATTRIBUTE => Some(condition),
             _ => None,
@@ -2110,14 +2111,13 @@ impl<'t> SemanticModel<'t> {
         if let Some(attribute) = name.and_then(|n| summaries::self_attribute(n, self.source)) {
             return self.summaries.cuda_attributes.contains(attribute);
         }
-        name.filter(|n| n.is_kind("identifier"))
-            .is_some_and(|name| {
-                self.scopes.last().is_some_and(|scope| {
-                    scope
-                        .cuda_values
-                        .all_need_cuda(node_text(name, self.source))
-                })
+        name.filter(|n| n.is(kind::IDENTIFIER)).is_some_and(|name| {
+            self.scopes.last().is_some_and(|scope| {
+                scope
+                    .cuda_values
+                    .all_need_cuda(node_text(name, self.source))
             })
+        })
     }
 
     fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
@@ -2139,7 +2139,7 @@ impl<'t> SemanticModel<'t> {
                 let object = target.field("object");
                 let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
-                    && object.is_kind("identifier")
+                    && object.is(kind::IDENTIFIER)
                     && syntax::text_is(object, source, "self")
                     && let Some(class) = self.current_method_class()
                     && let Some(info) = self.classes.get_mut(class)
@@ -2171,7 +2171,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `self.register_buffer("name", t)` records a device-following tensor attribute.
     fn leave_expression_statement(&mut self, node: Node<'_>) {
-        let Some(call) = node.named_child(0).filter(|n| n.is_kind("call")) else {
+        let Some(call) = node.named_child(0).filter(|n| n.is(kind::CALL)) else {
             return;
         };
         let Some((receiver, method)) = syntax::method_call(call) else {
@@ -2199,7 +2199,7 @@ impl<'t> SemanticModel<'t> {
                 }
                 _ => None,
             };
-            if let Some(loss) = loss.filter(|loss| loss.is_kind("identifier"))
+            if let Some(loss) = loss.filter(|loss| loss.is(kind::IDENTIFIER))
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
@@ -2246,7 +2246,7 @@ impl<'t> SemanticModel<'t> {
     /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
     /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        if node.is_kind("for_statement")
+        if node.is(kind::FOR_STATEMENT)
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
             && !self.moves_batches_to_cuda(node)
@@ -2331,7 +2331,7 @@ impl<'t> SemanticModel<'t> {
                 let name = node_text(function, source);
                 let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
                     || name.ends_with("tqdm");
-                let loader_method = function.is_kind("attribute")
+                let loader_method = function.is(kind::ATTRIBUTE)
                     && function
                         .field("attribute")
                         .is_some_and(|a| syntax::text_is(a, source, "per_device_loader"));
@@ -2386,21 +2386,26 @@ impl<'t> SemanticModel<'t> {
             return None;
         }
         let is_comprehension = |n: &Node<'t>| {
-            n.is_any_kind(&[
-                "list_comprehension",
-                "set_comprehension",
-                "dictionary_comprehension",
-                "generator_expression",
+            n.is_any(&[
+                kind::LIST_COMPREHENSION,
+                kind::SET_COMPREHENSION,
+                kind::DICTIONARY_COMPREHENSION,
+                kind::GENERATOR_EXPRESSION,
             ])
         };
-        let is_scope =
-            |n: &Node<'t>| n.is_any_kind(&["function_definition", "class_definition", "lambda"]);
+        let is_scope = |n: &Node<'t>| {
+            n.is_any(&[
+                kind::FUNCTION_DEFINITION,
+                kind::CLASS_DEFINITION,
+                kind::LAMBDA,
+            ])
+        };
         // Below the current node, innermost last; a scope boundary there hides everything above.
         let mut below: Vec<Node<'t>> = Vec::new();
         let mut bounded = false;
         let mut node = current;
         for _ in 0..MAX_EXPR_DEPTH * 8 {
-            if node.start_byte() == start && node.end_byte() == end && node.is_kind("identifier") {
+            if node.start_byte() == start && node.end_byte() == end && node.is(kind::IDENTIFIER) {
                 break;
             }
             let mut cursor = node.walk();
@@ -2428,7 +2433,7 @@ impl<'t> SemanticModel<'t> {
         for comprehension in below.iter().rev().chain(above) {
             let mut cursor = comprehension.walk();
             for clause in comprehension.named_children(&mut cursor) {
-                if clause.is_not_kind("for_in_clause") {
+                if clause.is_not(kind::FOR_IN_CLAUSE) {
                     continue;
                 }
                 let (Some(left), Some(right)) = (clause.field("left"), clause.field("right"))
@@ -2470,16 +2475,16 @@ impl<'t> SemanticModel<'t> {
             }
         };
         let left = syntax::unparenthesize(left);
-        if left.is_kind("identifier") {
+        if left.is(kind::IDENTIFIER) {
             return (node_text(left, source) == name).then(|| row(iterable));
         }
-        if !left.is_any_kind(&["pattern_list", "tuple_pattern"]) {
+        if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) {
             return None;
         }
         let targets: Vec<Node<'_>> = left.named_nodes().collect();
         let position = targets
             .iter()
-            .position(|t| t.is_kind("identifier") && node_text(*t, source) == name);
+            .position(|t| t.is(kind::IDENTIFIER) && node_text(*t, source) == name);
         let Some(position) = position else {
             // Bound deeper (`for i, (a, b) in …`), or not at all.
             let binds = node_text(left, source)
@@ -2517,7 +2522,11 @@ impl<'t> SemanticModel<'t> {
             if kinds.contains(&n.kind_name()) {
                 return Some(n);
             }
-            if n.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+            if n.is_any(&[
+                kind::FUNCTION_DEFINITION,
+                kind::CLASS_DEFINITION,
+                kind::LAMBDA,
+            ]) {
                 return None;
             }
             current = self.parent(n);
@@ -2675,7 +2684,7 @@ impl<'t> SemanticModel<'t> {
             .ancestors
             .iter()
             .rev()
-            .find(|a| a.is_kind("class_definition"))?;
+            .find(|a| a.is(kind::CLASS_DEFINITION))?;
         class.field("name").map(|n| node_text(n, self.source))
     }
 
@@ -2737,7 +2746,7 @@ impl<'t> SemanticModel<'t> {
                 let misnamed_dict = value.evidence == Evidence::Annotation
                     && expr
                         .field("subscript")
-                        .is_some_and(|index| index.is_kind("string"));
+                        .is_some_and(|index| index.is(kind::STRING));
                 match value.kind {
                     ValueKind::Tensor if misnamed_dict => Fact::UNKNOWN,
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
@@ -2861,7 +2870,7 @@ impl<'t> SemanticModel<'t> {
             return Fact::UNKNOWN;
         };
         let attribute = node_text(attribute, source);
-        if object.is_kind("identifier") && syntax::text_is(object, source, "self") {
+        if object.is(kind::IDENTIFIER) && syntax::text_is(object, source, "self") {
             if let Some(class) = self.current_method_class()
                 && let Some(fact) = self
                     .classes
@@ -3319,7 +3328,7 @@ impl<'t> SemanticModel<'t> {
             && syntax::keyword_arg(arguments, "out", self.source).is_none()
             && positional.iter().all(|argument| {
                 let argument = syntax::unparenthesize(*argument);
-                !argument.is_any_kind(&["string", "concatenated_string"])
+                !argument.is_any(&[kind::STRING, kind::CONCATENATED_STRING])
                     && self.fact_at_depth(argument, depth + 1).kind == ValueKind::Scalar
             })
     }
@@ -3327,7 +3336,7 @@ impl<'t> SemanticModel<'t> {
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
-            if argument.is_any_kind(&["list", "tuple"]) {
+            if argument.is_any(&[kind::LIST, kind::TUPLE]) {
                 candidates.extend(argument.named_nodes());
             } else {
                 candidates.push(argument);
@@ -3502,7 +3511,7 @@ fn is_method_posted_alone(function: Node<'_>, frames: &[Frame], source: &str) ->
             .field("parameters")
             .and_then(|parameters| parameters.named_child(0))
             .is_some_and(|first| {
-                first.is_kind("identifier") && syntax::text_is(first, source, "self")
+                first.is(kind::IDENTIFIER) && syntax::text_is(first, source, "self")
             })
 }
 

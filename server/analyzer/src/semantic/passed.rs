@@ -111,7 +111,7 @@ impl PassedSites {
             },
             _ => return,
         };
-        if arguments.is_not_kind("argument_list") || resolver.resolve(function).is_some() {
+        if arguments.is_not(kind::ARGUMENT_LIST) || resolver.resolve(function).is_some() {
             return;
         }
         let mut positional = Vec::new();
@@ -158,7 +158,7 @@ impl PassedSites {
         source: &str,
         resolver: &impl Resolver,
     ) {
-        if target.is_kind("identifier") {
+        if target.is(kind::IDENTIFIER) {
             let value = value.map_or(Value::Unknown, |v| read_value(v, source, resolver));
             self.bindings.push(NameBinding {
                 caller,
@@ -544,7 +544,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return Value::Unknown;
     };
-    if function.is_kind("attribute")
+    if function.is(kind::ATTRIBUTE)
         && let (Some(receiver), Some(method)) =
             (function.field("object"), function.field("attribute"))
     {

@@ -193,12 +193,12 @@ pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
 /// (`for func in [a, b.c]:`): a loop over definitions, not over data.
 fn iterates_literal_names(for_statement: Node<'_>) -> bool {
     for_statement.field("right").is_some_and(|right| {
-        right.is_any_kind(&["list", "tuple", "set"])
+        right.is_any(&[kind::LIST, kind::TUPLE, kind::SET])
             && right.named_child_count() > 0
             && right
                 .named_nodes()
-                .filter(|n| n.is_not_kind("comment"))
-                .all(|n| n.is_any_kind(&["identifier", "attribute"]))
+                .filter(|n| n.is_not(kind::COMMENT))
+                .all(|n| n.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]))
     })
 }
 

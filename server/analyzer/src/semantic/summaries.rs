@@ -659,7 +659,7 @@ fn walk_statement<'t>(
                         .len()
                         .checked_sub(2)
                         .map(|i| ancestors[i])
-                        .filter(|p| p.is_kind("decorated_definition"));
+                        .filter(|p| p.is(kind::DECORATED_DEFINITION));
                     let scope = guards::definition_scope(outer, node, decorated, source);
                     scopes.push((node.id(), scope));
                 }
@@ -720,7 +720,7 @@ fn walk_statement<'t>(
                 if scopes.last().is_some_and(|(id, _)| *id == node.id()) {
                     scopes.pop();
                 }
-                if node.is_kind("if_statement")
+                if node.is(kind::IF_STATEMENT)
                     && let Some(test) = guards::after_early_exit(node, source)
                     && let Some((_, scope)) = scopes.last_mut()
                 {
@@ -1044,7 +1044,7 @@ fn enter(
             }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
+                && left.is(kind::IDENTIFIER)
                 && has_modulo(right, source)
             {
                 summaries.throttle_names.push((
@@ -1054,22 +1054,22 @@ fn enter(
             }
             // `n = torch.cuda.device_count()` in a function that only compares `n`.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
-                && right.is_kind("call")
+                && left.is(kind::IDENTIFIER)
+                && right.is(kind::CALL)
                 && syntax::call_parts(right)
                     .and_then(|(function, _)| resolver.resolve(function))
                     .is_some_and(|q| q == "torch.cuda.device_count")
                 && let Some(function) = ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.is_kind("function_definition"))
+                    .find(|a| a.is(kind::FUNCTION_DEFINITION))
                 && only_compared(*function, left, source)
             {
                 summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.is_not_kind("none")
+                && right.is_not(kind::NONE)
                 && let Some(attribute) = self_attribute(left, source)
             {
                 let cuda = cuda_only || value_needs_cuda(right, source, resolver, 0);
@@ -1079,8 +1079,8 @@ fn enter(
             }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.is_kind("true")
-                && left.is_kind("attribute")
+                && right.is(kind::TRUE)
+                && left.is(kind::ATTRIBUTE)
                 && left
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, source, "self"))
@@ -1183,7 +1183,7 @@ fn call(
     {
         summaries.functions[index].moved_parameters.push(position);
     }
-    if let Some(receiver) = receiver.filter(|r| r.is_kind("identifier"))
+    if let Some(receiver) = receiver.filter(|r| r.is(kind::IDENTIFIER))
         && let Some(index) = innermost_function(stack)
         && moves_to_device(method, arguments, source, resolver)
     {
@@ -1247,7 +1247,7 @@ fn call(
     }
     if q.ends_with("add_step_closure")
         && let Some(first) = syntax::positional_args(arguments).first()
-        && first.is_kind("identifier")
+        && first.is(kind::IDENTIFIER)
     {
         summaries
             .step_closures
@@ -1346,7 +1346,7 @@ fn call(
             kind::KEYWORD_ARGUMENT => argument.field("value"),
             _ => Some(argument),
         };
-        if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
+        if let Some(value) = value.filter(|v| v.is(kind::IDENTIFIER)) {
             summaries
                 .passed_names
                 .insert(node_text(value, source).to_string());
@@ -1488,7 +1488,7 @@ fn mentions_throttle_name(
         if budget == 0 {
             return false;
         }
-        if node.is_kind("identifier") && {
+        if node.is(kind::IDENTIFIER) && {
             let text = node_text(node, source);
             summaries
                 .throttle_names
@@ -1560,7 +1560,7 @@ fn block_around(ancestors: &[Node<'_>]) -> Option<(usize, usize)> {
         .iter()
         .rev()
         .skip(1)
-        .find(|a| a.is_kind("block"))
+        .find(|a| a.is(kind::BLOCK))
         .map(|block| (block.start_byte(), block.end_byte()))
 }
 
@@ -1651,10 +1651,10 @@ fn record_move(
 /// iterates (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
 fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -> Option<&'s str> {
     let mut base = receiver;
-    while base.is_kind("subscript") {
+    while base.is(kind::SUBSCRIPT) {
         base = base.field("value")?;
     }
-    if base.is_not_kind("identifier") {
+    if base.is_not(kind::IDENTIFIER) {
         return None;
     }
     let name = node_text(base, source);
@@ -1666,7 +1666,7 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
             | kind::DICTIONARY_COMPREHENSION
             | kind::GENERATOR_EXPRESSION => {
                 for clause in node.named_nodes() {
-                    if clause.is_kind("for_in_clause")
+                    if clause.is(kind::FOR_IN_CLAUSE)
                         && let (Some(left), Some(right)) =
                             (clause.field("left"), clause.field("right"))
                         && binds_name(left, name, source)
@@ -1701,14 +1701,14 @@ pub(crate) fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&
     let mut expr = syntax::unparenthesize(iterable);
     if let Some((function, arguments)) = syntax::call_parts(expr)
         && arguments.named_child_count() == 0
-        && function.is_kind("attribute")
+        && function.is(kind::ATTRIBUTE)
         && function
             .field("attribute")
             .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
     {
         expr = function.field("object")?;
     }
-    (expr.is_kind("identifier")).then(|| node_text(expr, source))
+    (expr.is(kind::IDENTIFIER)).then(|| node_text(expr, source))
 }
 
 /// Records a loop (statement or comprehension) in the innermost function's own body.
@@ -1796,7 +1796,7 @@ fn only_compared(function: Node<'_>, target: Node<'_>, source: &str) -> bool {
     let mut cursor = function.walk();
     loop {
         let node = cursor.node();
-        if node.is_kind("identifier") && node.id() != target.id() && node_text(node, source) == name
+        if node.is(kind::IDENTIFIER) && node.id() != target.id() && node_text(node, source) == name
         {
             if !counts_devices(node, source) {
                 return false;
@@ -1853,7 +1853,7 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
 
 /// The attribute name of `self.<name>`.
 pub(crate) fn self_attribute<'s>(target: Node<'_>, source: &'s str) -> Option<&'s str> {
-    (target.is_kind("attribute")
+    (target.is(kind::ATTRIBUTE)
         && target
             .field("object")
             .is_some_and(|o| syntax::text_is(o, source, "self")))
@@ -1899,7 +1899,7 @@ pub(crate) fn value_needs_cuda(
             // Some branch is not `None`, and each such branch needs CUDA.
             let mut any = false;
             for (branch, consequence) in [(first, true), (second, false)] {
-                if branch.is_kind("none") {
+                if branch.is(kind::NONE) {
                     continue;
                 }
                 if !(taken_only_with_cuda(consequence)
@@ -1926,9 +1926,9 @@ fn class_requiring_cuda<'t>(
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()?;
-    if last.is_not_kind("raise_statement") {
+    if last.is_not(kind::RAISE_STATEMENT) {
         return None;
     }
     let test = guards::after_early_exit(if_statement, source)?;
@@ -1937,21 +1937,21 @@ fn class_requiring_cuda<'t>(
     }
     // … block, function_definition `__init__`, block, if_statement.
     let mut up = ancestors.iter().rev().skip(1);
-    up.next().filter(|b| b.is_kind("block"))?;
+    up.next().filter(|b| b.is(kind::BLOCK))?;
     up.next()
-        .filter(|f| f.is_kind("function_definition"))
+        .filter(|f| f.is(kind::FUNCTION_DEFINITION))
         .filter(|f| {
             f.field("name")
                 .is_some_and(|n| syntax::text_is(n, source, "__init__"))
         })?;
     let mut next = up.next()?;
-    if next.is_kind("decorated_definition") {
+    if next.is(kind::DECORATED_DEFINITION) {
         next = up.next()?;
     }
-    if next.is_not_kind("block") {
+    if next.is_not(kind::BLOCK) {
         return None;
     }
-    up.next().filter(|c| c.is_kind("class_definition")).copied()
+    up.next().filter(|c| c.is(kind::CLASS_DEFINITION)).copied()
 }
 
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
@@ -1996,7 +1996,7 @@ fn mark_cuda_library_use(
     summaries.cuda_library_scopes.insert(node_key(block_node));
     let Some(function) = block_node
         .parent()
-        .filter(|f| f.is_kind("function_definition"))
+        .filter(|f| f.is(kind::FUNCTION_DEFINITION))
     else {
         return;
     };
@@ -2008,12 +2008,12 @@ fn mark_cuda_library_use(
     }
     let class = function
         .parent()
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .or(Some(function))
         .and_then(|f| f.parent())
-        .filter(|b| b.is_kind("block"))
+        .filter(|b| b.is(kind::BLOCK))
         .and_then(|b| b.parent())
-        .filter(|c| c.is_kind("class_definition"));
+        .filter(|c| c.is(kind::CLASS_DEFINITION));
     if let Some(class) = class {
         summaries.cuda_library_scopes.insert(node_key(class));
     }
@@ -2026,7 +2026,7 @@ fn mark_cuda_library_use(
 /// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
 fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.is_kind("boolean_operator")
+    if condition.is(kind::BOOLEAN_OPERATOR)
         && condition
             .field("operator")
             .is_some_and(|o| syntax::text_is(o, source, "and"))
@@ -2036,7 +2036,7 @@ fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]
             .flatten()
             .any(|side| tests_one_iteration(side, source, ancestors));
     }
-    if condition.is_not_kind("comparison_operator") || condition.named_child_count() != 2 {
+    if condition.is_not(kind::COMPARISON_OPERATOR) || condition.named_child_count() != 2 {
         return false;
     }
     let mut cursor = condition.walk();
@@ -2092,7 +2092,7 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
         },
         _ => return None,
     };
-    (counter.is_kind("identifier")).then(|| node_text(counter, source))
+    (counter.is(kind::IDENTIFIER)).then(|| node_text(counter, source))
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
@@ -2109,7 +2109,7 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
             return false;
         }
         // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
-        if node.is_kind("binary_operator")
+        if node.is(kind::BINARY_OPERATOR)
             && node
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "%"))
@@ -2137,7 +2137,7 @@ fn leave(
     };
     // `if skip: return` on a throttle: the rest of the block runs once every N steps.
     if matches!(frame, Frame::Throttle { exits: true })
-        && node.is_kind("if_statement")
+        && node.is(kind::IF_STATEMENT)
         && exits_early(node)
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
     {
@@ -2233,11 +2233,11 @@ fn exits_early(if_statement: Node<'_>) -> bool {
     };
     let mut last = None;
     for statement in syntax::named_children(body) {
-        if statement.is_not_kind("comment") {
+        if statement.is_not(kind::COMMENT) {
             last = Some(statement);
         }
     }
-    last.is_some_and(|last| last.is_any_kind(&["return_statement", "continue_statement"]))
+    last.is_some_and(|last| last.is_any(&[kind::RETURN_STATEMENT, kind::CONTINUE_STATEMENT]))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
@@ -2245,7 +2245,7 @@ fn exits_early(if_statement: Node<'_>) -> bool {
 pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
     let mut targets = Vec::new();
     for decorator in syntax::named_children(decorated) {
-        if decorator.is_not_kind("decorator") {
+        if decorator.is_not(kind::DECORATOR) {
             continue;
         }
         let target = decorator
@@ -2435,12 +2435,12 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
     let mut definition = function;
     if let Some(parent) = definition
         .parent()
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
     {
         definition = parent;
     }
-    let block = definition.parent().filter(|p| p.is_kind("block"))?;
-    let class = block.parent().filter(|p| p.is_kind("class_definition"))?;
+    let block = definition.parent().filter(|p| p.is(kind::BLOCK))?;
+    let class = block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))?;
     class
         .field("name")
         .map(|name| node_text(name, source).to_string())
@@ -2468,11 +2468,11 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
                 else {
                     return false;
                 };
-                let returns_false = only.is_kind("return_statement")
+                let returns_false = only.is(kind::RETURN_STATEMENT)
                     && only
                         .named_child(0)
-                        .is_some_and(|value| value.is_kind("false"));
-                if !returns_false && only.is_not_kind("raise_statement") {
+                        .is_some_and(|value| value.is(kind::FALSE));
+                if !returns_false && only.is_not(kind::RAISE_STATEMENT) {
                     return false;
                 }
                 // After `if <test>: return False`, a true result means the test was false.
@@ -2507,7 +2507,7 @@ fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
         return false;
     };
     for parameter in syntax::named_children(parameters) {
-        if parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+        if parameter.is_any(&[kind::TYPED_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])
             && parameter
                 .field("type")
                 .and_then(|annotation| annotation.named_child(0))
@@ -2535,7 +2535,7 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
             kind::DEFAULT_PARAMETER | kind::TYPED_DEFAULT_PARAMETER => parameter.field("name"),
             _ => None,
         };
-        if let Some(name) = name.filter(|name| name.is_kind("identifier")) {
+        if let Some(name) = name.filter(|name| name.is(kind::IDENTIFIER)) {
             names.push(node_text(name, source).to_string());
         }
     }

@@ -170,7 +170,7 @@ impl<'t> CompileSite<'t> {
             }
             kind::DECORATOR => {
                 let expression = node.named_child(0)?;
-                if !expression.is_any_kind(&["attribute", "identifier"]) {
+                if !expression.is_any(&[kind::ATTRIBUTE, kind::IDENTIFIER]) {
                     return None;
                 }
                 (context.qualified_name(expression).as_deref() == Some("torch.compile")).then_some(

@@ -79,7 +79,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let source = context.source();
     let (key, setdefault) = match node.kind_key() {
         kind::ASSIGNMENT => {
-            let Some(left) = node.field("left").filter(|l| l.is_kind("subscript")) else {
+            let Some(left) = node.field("left").filter(|l| l.is(kind::SUBSCRIPT)) else {
                 return;
             };
             let Some(environ) = left.field("value") else {

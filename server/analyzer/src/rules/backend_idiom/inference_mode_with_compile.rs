@@ -64,7 +64,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(expression) = node.named_child(0) else {
         return;
     };
-    let callee = if expression.is_kind("call") {
+    let callee = if expression.is(kind::CALL) {
         match context.call_parts(expression) {
             Some((function, _)) => function,
             None => return,
@@ -94,7 +94,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         "Replace with `no_grad`",
         vec![Edit::replace(
             attribute.byte_range(),
-            if attribute.is_kind("identifier") && callee.is_kind("identifier") {
+            if attribute.is(kind::IDENTIFIER) && callee.is(kind::IDENTIFIER) {
                 // `from torch import inference_mode`: keep the spelling local.
                 "torch.no_grad"
             } else {
@@ -109,7 +109,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
     context
         .parent(decorator)
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .and_then(|decorated| decorated.field("definition"))
         .and_then(|definition| context.semantic().function_summary(definition))
         .is_some_and(|summary| summary.compiled)

@@ -182,14 +182,14 @@ const REMOVED: &[Removed] = &[
 
 /// TPU611
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if node.is_kind("import_from_statement") {
+    if node.is(kind::IMPORT_FROM_STATEMENT) {
         check_import(context, node);
         return;
     }
     // Only the whole attribute chain (`xm.get_ordinal`, not `xm` inside it).
     if context
         .parent(node)
-        .is_some_and(|parent| parent.is_kind("attribute"))
+        .is_some_and(|parent| parent.is(kind::ATTRIBUTE))
     {
         return;
     }
@@ -222,7 +222,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let call = context
         .parent(node)
-        .filter(|parent| parent.is_kind("call"))
+        .filter(|parent| parent.is(kind::CALL))
         .filter(|call| call.field("function").is_some_and(|f| f.id() == node.id()));
     let written = context.text(node).to_string();
     match &removed.replacement {
@@ -324,7 +324,7 @@ fn check_supported_devices<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(node)
-        .filter(|parent| parent.is_kind("call"))
+        .filter(|parent| parent.is(kind::CALL))
         .and_then(|call| call.field("arguments"))
     else {
         return;
@@ -369,7 +369,7 @@ fn is_compatibility_code<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool 
             kind::TRY_STATEMENT => {
                 let catches = ancestor
                     .named_nodes()
-                    .filter(|clause| clause.is_kind("except_clause"))
+                    .filter(|clause| clause.is(kind::EXCEPT_CLAUSE))
                     .any(|clause| {
                         let text = context.text(clause);
                         let header = text.split(':').next().unwrap_or(text);

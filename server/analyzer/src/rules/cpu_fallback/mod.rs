@@ -149,7 +149,7 @@ fn under_no_grad<'t>(
         match ancestor.kind_key() {
             kind::FUNCTION_DEFINITION => {
                 return context.parent(ancestor).is_some_and(|decorated| {
-                    decorated.is_kind("decorated_definition")
+                    decorated.is(kind::DECORATED_DEFINITION)
                         && crate::semantic::summaries::decorator_targets(decorated)
                             .into_iter()
                             .filter_map(|target| context.qualified_name(target))
@@ -160,10 +160,10 @@ fn under_no_grad<'t>(
             kind::WITH_STATEMENT => {
                 let disables_grad = ancestor
                     .named_nodes()
-                    .filter(|child| child.is_kind("with_clause"))
+                    .filter(|child| child.is(kind::WITH_CLAUSE))
                     .flat_map(|clause| clause.named_nodes().collect::<Vec<_>>())
                     .filter_map(|item| item.field("value"))
-                    .filter(|value| value.is_kind("call"))
+                    .filter(|value| value.is(kind::CALL))
                     .filter_map(|call| call.field("function"))
                     .filter_map(|function| context.qualified_name(function))
                     .any(|name| disables_grad(&name));

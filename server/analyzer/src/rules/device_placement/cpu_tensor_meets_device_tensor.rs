@@ -146,7 +146,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             {
                 let mut operands = Vec::new();
                 for argument in positional {
-                    if argument.is_any_kind(&["list", "tuple"]) {
+                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
                         operands.extend(argument.named_nodes());
                     } else {
                         operands.push(argument);
@@ -161,7 +161,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 // positional or keyword.
                 let keyword_values = arguments
                     .named_nodes()
-                    .filter(|argument| argument.is_kind("keyword_argument"))
+                    .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
                     .filter_map(|argument| argument.field("value"));
                 positional.into_iter().chain(keyword_values).collect()
             } else if let Some((receiver, method)) = syntax::method_call(node)
@@ -220,7 +220,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     };
     // Nested operations report once, at the innermost combination.
-    if cpu_operand.is_kind("binary_operator") || device_operand.is_kind("binary_operator") {
+    if cpu_operand.is(kind::BINARY_OPERATOR) || device_operand.is(kind::BINARY_OPERATOR) {
         let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
         if inner_cpu {
             return;
@@ -374,7 +374,7 @@ fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
 /// `torch.cat` / `torch.stack`, `torch.where` and `lerp` raise even with a zero-dimensional CPU
 /// operand (measured on torch_xla 2.9), as does a module on the device given one.
 fn raises_even_zero_dimensional(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    node.is_kind("call")
+    node.is(kind::CALL)
         && (context
             .semantic()
             .call_qualified_name(node)
@@ -454,7 +454,7 @@ fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool
     module
         .origin
         .and_then(|origin| semantic.origin_node(origin))
-        .filter(|node| node.is_kind("call"))
+        .filter(|node| node.is(kind::CALL))
         .and_then(|call| semantic.call_qualified_name(call))
         .and_then(|qualified| qualified.strip_prefix("torch.nn.").map(str::to_string))
         .is_some_and(|name| torch_api::is_parameterless_module(&name))
@@ -517,7 +517,7 @@ fn cpu_factory_at<'t>(
     let semantic = context.semantic();
     let node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
-    if node.is_not_kind("call") {
+    if node.is_not(kind::CALL) {
         return None;
     }
     // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
@@ -528,7 +528,7 @@ fn cpu_factory_at<'t>(
             break;
         };
         let receiver = syntax::unparenthesize(receiver);
-        if receiver.is_not_kind("call")
+        if receiver.is_not(kind::CALL)
             || matches!(
                 node_text(method, context.source()),
                 "to" | "cuda" | "cpu" | "type_as"
@@ -554,7 +554,7 @@ fn cpu_factory_at<'t>(
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
 fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<'t>) -> bool {
     let operand = syntax::unparenthesize(operand);
-    if operand.is_not_kind("binary_operator") {
+    if operand.is_not(kind::BINARY_OPERATOR) {
         return false;
     }
     let (Some(left), Some(right)) = (operand.field("left"), operand.field("right")) else {

@@ -136,7 +136,7 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
                 // places anything.
                 let read = context
                     .parent(call)
-                    .is_some_and(|parent| parent.is_kind("attribute"));
+                    .is_some_and(|parent| parent.is(kind::ATTRIBUTE));
                 return !syntax::is_comparison_operand(call) && !read;
             }
             context
@@ -152,7 +152,7 @@ fn in_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, string: Node<'t>) -> boo
     let mut current = context.parent(string);
     for _ in 0..4 {
         let Some(node) = current else { return false };
-        if node.is_kind("conditional_expression") {
+        if node.is(kind::CONDITIONAL_EXPRESSION) {
             return is_cuda_or_cpu_choice(context, node);
         }
         current = context.parent(node);

@@ -68,7 +68,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if !context.text_is(method, "to") || receiver.is_not_kind("call") {
+    if !context.text_is(method, "to") || receiver.is_not(kind::CALL) {
         return;
     }
     let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
@@ -98,9 +98,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // `.to(device, dtype)` / `.to(device, copy=True)`: more than a move.
     let extra = to_arguments
         .named_nodes()
-        .filter(|child| child.is_not_kind("comment") && child.id() != device.id())
+        .filter(|child| child.is_not(kind::COMMENT) && child.id() != device.id())
         .any(|child| {
-            let allowed_keyword = child.is_kind("keyword_argument")
+            let allowed_keyword = child.is(kind::KEYWORD_ARGUMENT)
                 && (child
                     .field("name")
                     .is_some_and(|n| syntax::text_is(n, source, "non_blocking"))

@@ -136,7 +136,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     // `self.lr_scheduler.load_state_dict(torch.load(...))`.
     context
         .parent(call)
-        .filter(|arguments| arguments.is_kind("argument_list"))
+        .filter(|arguments| arguments.is(kind::ARGUMENT_LIST))
         .and_then(|arguments| context.parent(arguments))
         .and_then(|outer| context.method_call(outer))
         .is_some_and(|(receiver, method)| {
@@ -150,7 +150,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// Whether `name` is a parameter of the enclosing function annotated `io.BytesIO`.
 fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<'t>) -> bool {
-    if name.is_not_kind("identifier") {
+    if name.is_not(kind::IDENTIFIER) {
         return false;
     }
     let Some(parameters) = context

@@ -143,7 +143,7 @@ fn device_state<'t>(
 /// a `.to(...)` whose argument the index places on the accelerator, or to a wrapper called with
 /// one. Its class need not be known: `.state_dict()` is asked of it.
 fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> bool {
-    if receiver.is_not_kind("identifier") {
+    if receiver.is_not(kind::IDENTIFIER) {
         return false;
     }
     tensor_values::last_assignment_value(context, context.text(receiver), receiver)
@@ -151,7 +151,7 @@ fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) ->
 }
 
 fn moved_to_device<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
-    if depth > 2 || value.is_not_kind("call") {
+    if depth > 2 || value.is_not(kind::CALL) {
         return false;
     }
     let Some((_, arguments)) = context.call_parts(value) else {

@@ -74,7 +74,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let mut statement = call;
     let mut block = context.parent(call);
     while let Some(parent) = block {
-        if parent.is_any_kind(&["block", "module"]) {
+        if parent.is_any(&[kind::BLOCK, kind::MODULE]) {
             break;
         }
         statement = parent;
@@ -146,17 +146,17 @@ pub(crate) fn first_device_use<'t>(
     context: &Context<'t, '_>,
     statement: Node<'t>,
 ) -> Option<Node<'t>> {
-    if statement.is_any_kind(&[
-        "function_definition",
-        "class_definition",
-        "decorated_definition",
+    if statement.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::DECORATED_DEFINITION,
     ]) {
         return None;
     }
     let source = context.source();
     let mut stack = vec![statement];
     while let Some(node) = stack.pop() {
-        if node.is_kind("call") {
+        if node.is(kind::CALL) {
             if let Some(name) = context.semantic().call_qualified_name(node)
                 && DEVICE_CALLS.contains(&name.as_str())
             {
@@ -172,7 +172,11 @@ pub(crate) fn first_device_use<'t>(
                 return Some(node);
             }
         }
-        if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+        if node.is_any(&[
+            kind::FUNCTION_DEFINITION,
+            kind::CLASS_DEFINITION,
+            kind::LAMBDA,
+        ]) {
             continue;
         }
         let children: Vec<Node<'t>> = node.named_nodes().collect();

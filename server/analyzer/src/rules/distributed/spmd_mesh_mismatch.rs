@@ -83,7 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let dimensions = shape.and_then(|shape| {
         let shape = syntax::unparenthesize(shape);
         shape
-            .is_any_kind(&["tuple", "list"])
+            .is_any(&[kind::TUPLE, kind::LIST])
             .then(|| helpers::literal_numbers(shape, source))
             .flatten()
     });
@@ -112,12 +112,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(names) = names.map(syntax::unparenthesize) else {
         return;
     };
-    if !names.is_any_kind(&["tuple", "list"]) {
+    if !names.is_any(&[kind::TUPLE, kind::LIST]) {
         return;
     }
     let literal: Option<Vec<String>> = names
         .named_nodes()
-        .filter(|child| child.is_not_kind("comment"))
+        .filter(|child| child.is_not(kind::COMMENT))
         .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
         .collect();
     let Some(literal) = literal else {

@@ -98,7 +98,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     }
     let assignment = context
         .parent(subscript)
-        .filter(|parent| parent.is_kind("assignment"))
+        .filter(|parent| parent.is(kind::ASSIGNMENT))
         .filter(|assignment| {
             assignment
                 .field("left")
@@ -117,11 +117,11 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     };
     let fix = assignment.and_then(|assignment| {
         let right = assignment.field("right")?;
-        let is_number = right.is_any_kind(&["integer", "float"])
-            || (right.is_kind("unary_operator")
+        let is_number = right.is_any(&[kind::INTEGER, kind::FLOAT])
+            || (right.is(kind::UNARY_OPERATOR)
                 && right
                     .field("argument")
-                    .is_some_and(|a| a.is_any_kind(&["integer", "float"])));
+                    .is_some_and(|a| a.is_any(&[kind::INTEGER, kind::FLOAT])));
         if indices.len() != 1 || !is_number || !mask_has_shape_of(context, mask, value) {
             return None;
         }
@@ -152,7 +152,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
 fn mask_is_known_tensor<'t>(context: &Context<'t, '_>, mask: Node<'t>) -> bool {
     let mask = syntax::unparenthesize(mask);
     context.fact(mask).is_tensor()
-        || (mask.is_kind("comparison_operator")
+        || (mask.is(kind::COMPARISON_OPERATOR)
             && mask
                 .named_nodes()
                 .any(|operand| context.fact(operand).is_tensor()))

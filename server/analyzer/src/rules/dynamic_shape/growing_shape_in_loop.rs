@@ -149,7 +149,7 @@ fn grows_onto_itself<'t>(
 ) -> Option<String> {
     let source = context.source();
     let (left, right) = (assignment.field("left")?, assignment.field("right")?);
-    if left.is_not_kind("identifier") {
+    if left.is_not(kind::IDENTIFIER) {
         return None;
     }
     let name = node_text(left, source);
@@ -163,7 +163,7 @@ fn grows_onto_itself<'t>(
     }
     let (_, arguments) = context.call_parts(right)?;
     let tensors = syntax::unparenthesize(*syntax::positional_args(arguments).first()?);
-    if !tensors.is_any_kind(&["list", "tuple"]) {
+    if !tensors.is_any(&[kind::LIST, kind::TUPLE]) {
         return None;
     }
     let parts: Vec<Node<'t>> = tensors.named_nodes().collect();
@@ -173,7 +173,7 @@ fn grows_onto_itself<'t>(
     // dimension 0 of selected rows.
     let along_later_dim = concatenates_along_later_dim(context, arguments);
     let onto_itself = parts.iter().any(|part| {
-        (part.is_kind("identifier") && node_text(*part, source) == name)
+        (part.is(kind::IDENTIFIER) && node_text(*part, source) == name)
             || (along_later_dim && selects_rows_of(*part, name, source))
     });
     if !onto_itself || parts.iter().any(|part| helpers::is_on_host(context, *part)) {
@@ -201,10 +201,10 @@ fn grows_onto_itself<'t>(
 /// counter.
 /// `x[idx]`: the rows of `name` picked by one index that is not a slice or a literal.
 fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
-    if part.is_not_kind("subscript")
+    if part.is_not(kind::SUBSCRIPT)
         || !part
             .field("value")
-            .is_some_and(|value| value.is_kind("identifier") && node_text(value, source) == name)
+            .is_some_and(|value| value.is(kind::IDENTIFIER) && node_text(value, source) == name)
     {
         return false;
     }
@@ -212,7 +212,7 @@ fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
     let indices: Vec<Node<'_>> = part
         .children_by_field_name("subscript", &mut cursor)
         .collect();
-    matches!(indices.as_slice(), [index] if !index.is_any_kind(&["slice", "integer", "unary_operator", "tuple", "ellipsis", "none"]))
+    matches!(indices.as_slice(), [index] if !index.is_any(&[kind::SLICE, kind::INTEGER, kind::UNARY_OPERATOR, kind::TUPLE, kind::ELLIPSIS, kind::NONE]))
 }
 
 /// Whether `torch.cat(..., dim=d)` names a dimension other than 0 (`dim=-1`, `dim=1`, a second
@@ -235,12 +235,10 @@ fn sliced_by_counter<'t>(
     steps_per_iteration: bool,
 ) -> Option<SliceFinding> {
     let source = context.source();
-    if loop_node.is_not_kind("for_statement") {
+    if loop_node.is_not(kind::FOR_STATEMENT) {
         return None;
     }
-    let counter = loop_node
-        .field("left")
-        .filter(|l| l.is_kind("identifier"))?;
+    let counter = loop_node.field("left").filter(|l| l.is(kind::IDENTIFIER))?;
     let iterable = syntax::unparenthesize(loop_node.field("right")?);
     let (function, _) = syntax::call_parts(iterable)?;
     if !syntax::text_is(function, source, "range") {
@@ -329,7 +327,7 @@ fn fixed_size_slice<'t>(
             }
             continue;
         }
-        if child.is_kind("comment") || position > 2 {
+        if child.is(kind::COMMENT) || position > 2 {
             continue;
         }
         positions[position] = Some(child);

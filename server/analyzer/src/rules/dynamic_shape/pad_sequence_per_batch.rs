@@ -112,9 +112,9 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     // `longest = max(...)`, then the rounding of `longest` somewhere in the function.
     let Some(name) = context
         .parent(call)
-        .filter(|parent| parent.is_kind("assignment"))
+        .filter(|parent| parent.is(kind::ASSIGNMENT))
         .and_then(|assignment| assignment.field("left"))
-        .filter(|left| left.is_kind("identifier"))
+        .filter(|left| left.is(kind::IDENTIFIER))
         .map(|left| context.text(left))
     else {
         return false;
@@ -238,7 +238,7 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, arguments)) = context.call_parts(call) else {
         return false;
     };
-    if function.is_not_kind("identifier") || !context.text_is(function, "max") {
+    if function.is_not(kind::IDENTIFIER) || !context.text_is(function, "max") {
         return false;
     }
     let iterable = match arguments.kind_key() {
@@ -254,7 +254,7 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     };
     let is_len = |node: Option<Node<'t>>| {
         node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
-            .is_some_and(|(f, _)| f.is_kind("identifier") && context.text_is(f, "len"))
+            .is_some_and(|(f, _)| f.is(kind::IDENTIFIER) && context.text_is(f, "len"))
     };
     match iterable.kind_key() {
         kind::GENERATOR_EXPRESSION | kind::LIST_COMPREHENSION => is_len(iterable.field("body")),

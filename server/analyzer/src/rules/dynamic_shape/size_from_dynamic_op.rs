@@ -128,7 +128,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let measured = match expr.kind_key() {
         kind::CALL => {
             let (function, arguments) = context.call_parts(expr)?;
-            if function.is_kind("identifier") && context.text_is(function, "len") {
+            if function.is(kind::IDENTIFIER) && context.text_is(function, "len") {
                 syntax::positional_args(arguments).first().copied()
             } else {
                 let (receiver, method) = context.method_call(expr)?;
@@ -146,7 +146,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     if let Some(operation) = data_dependent_chain(context, measured) {
         return Some(operation);
     }
-    if measured.is_kind("identifier") {
+    if measured.is(kind::IDENTIFIER) {
         let value =
             tensor_values::last_assignment_value(context, context.text(measured), measured)?;
         return data_dependent_chain(context, value);
@@ -156,7 +156,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
 
 /// `x.shape` → `x`.
 fn shape_object<'t>(context: &Context<'t, '_>, attribute: Node<'t>) -> Option<Node<'t>> {
-    if attribute.is_not_kind("attribute") {
+    if attribute.is_not(kind::ATTRIBUTE) {
         return None;
     }
     let name = attribute.field("attribute")?;

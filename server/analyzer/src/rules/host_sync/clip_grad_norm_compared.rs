@@ -81,7 +81,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             let Some((function, arguments)) = context.call_parts(node) else {
                 return;
             };
-            let is_converter = (function.is_kind("identifier")
+            let is_converter = (function.is(kind::IDENTIFIER)
                 && CONVERTERS.contains(&context.text(function)))
                 || context
                     .qualified_name(function)

@@ -63,7 +63,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.is_not_kind("identifier")
+    if function.is_not(kind::IDENTIFIER)
         || !context.text_is(function, "range")
         || context.fact(function).kind != ValueKind::Unknown
     {
@@ -101,7 +101,7 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
                 .then_some(receiver);
             }
             // `int(k)`, `max(...)` and friends: look inside.
-            if function.is_kind("identifier")
+            if function.is(kind::IDENTIFIER)
                 && matches!(
                     context.text(function),
                     "int" | "float" | "round" | "max" | "min" | "abs"

@@ -85,7 +85,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
                 values.extend(
                     argument
                         .named_nodes()
-                        .filter(|pair| pair.is_kind("pair"))
+                        .filter(|pair| pair.is(kind::PAIR))
                         .filter_map(|pair| pair.field("value")),
                 );
             }

@@ -194,7 +194,7 @@ fn check_xla_collectives<'t>(
     collect_calls(body, &mut calls, 0);
     let mut other_branches = Vec::new();
     for branch in if_statement.named_nodes() {
-        if branch.is_any_kind(&["else_clause", "elif_clause"]) {
+        if branch.is_any(&[kind::ELSE_CLAUSE, kind::ELIF_CLAUSE]) {
             collect_calls(branch, &mut other_branches, 0);
         }
     }
@@ -259,10 +259,14 @@ fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
     if depth > 40 || found.len() > 64 {
         return;
     }
-    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+    if node.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::LAMBDA,
+    ]) {
         return;
     }
-    if node.is_kind("call") {
+    if node.is(kind::CALL) {
         found.push(node);
     }
     let children: Vec<Node<'t>> = node.named_nodes().collect();
@@ -291,7 +295,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
                 return false;
             }
             let operands: Vec<Node<'_>> = condition.named_nodes().collect();
-            let has_number = operands.iter().any(|o| o.is_kind("integer"));
+            let has_number = operands.iter().any(|o| o.is(kind::INTEGER));
             has_number
                 && operands
                     .iter()
@@ -306,7 +310,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
 
 /// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
 fn last_name_in<'t>(context: &Context<'t, '_>, expr: Node<'t>, names: &[&str]) -> bool {
-    let target = if expr.is_kind("call") {
+    let target = if expr.is(kind::CALL) {
         match context.call_parts(expr) {
             Some((function, _)) => function,
             None => return false,
@@ -328,10 +332,14 @@ fn collect_materializations<'t>(
     if depth > 40 || found.len() > 20 {
         return;
     }
-    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+    if node.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::LAMBDA,
+    ]) {
         return;
     }
-    if node.is_kind("call")
+    if node.is(kind::CALL)
         && let Some(what) = materialization(context, node)
     {
         found.push((node, what));
@@ -358,9 +366,9 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         }
         return None;
     }
-    if function.is_kind("identifier") && context.text_is(function, "print") {
+    if function.is(kind::IDENTIFIER) && context.text_is(function, "print") {
         let prints_tensor = syntax::positional_args(arguments).into_iter().any(|a| {
-            if a.is_kind("string") {
+            if a.is(kind::STRING) {
                 tensor_values::fstring_interpolations(a)
                     .into_iter()
                     .any(|e| tensor_values::is_confident_tensor(context, e))

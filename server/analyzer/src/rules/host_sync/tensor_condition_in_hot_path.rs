@@ -86,7 +86,7 @@ declare_rule! {
 
 /// TPU107
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if node.is_any_kind(&["boolean_operator", "not_operator"]) {
+    if node.is_any(&[kind::BOOLEAN_OPERATOR, kind::NOT_OPERATOR]) {
         check_value_operator(context, node);
         return;
     }
@@ -227,21 +227,21 @@ fn tensor_condition<'t>(
 /// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
 fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
     let test = syntax::unparenthesize(test);
-    test.is_kind("comparison_operator")
+    test.is(kind::COMPARISON_OPERATOR)
         && test.named_nodes().any(|operand| {
             let operand = syntax::unparenthesize(operand);
-            operand.is_kind("binary_operator")
+            operand.is(kind::BINARY_OPERATOR)
                 && operand
                     .field("operator")
                     .is_some_and(|operator| context.text_is(operator, "%"))
                 && operand
                     .field("left")
-                    .is_some_and(|left| left.is_not_kind("string"))
+                    .is_some_and(|left| left.is_not(kind::STRING))
         })
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {
     comparison
         .named_nodes()
-        .any(|operand| operand.is_any_kind(&["string", "none", "list", "tuple"]))
+        .any(|operand| operand.is_any(&[kind::STRING, kind::NONE, kind::LIST, kind::TUPLE]))
 }

@@ -1,5 +1,6 @@
 //! TPU102: `.tolist()`, `.numpy()` or `.cpu()` on a tensor in a hot path.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -117,7 +118,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
     for _ in 0..8 {
         let Some(attribute) = context
             .parent(current)
-            .filter(|parent| parent.is_kind("attribute"))
+            .filter(|parent| parent.is(kind::ATTRIBUTE))
         else {
             return false;
         };
@@ -135,7 +136,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
         // Up from the attribute to the call it belongs to.
         let Some(next) = context
             .parent(attribute)
-            .filter(|parent| parent.is_kind("call"))
+            .filter(|parent| parent.is(kind::CALL))
         else {
             return false;
         };

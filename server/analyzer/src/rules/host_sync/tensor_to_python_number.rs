@@ -142,14 +142,14 @@ pub(crate) fn inside_range_call<'t>(context: &Context<'t, '_>, node: Node<'t>) -
     let mut current = context.parent(node);
     for _ in 0..6 {
         let Some(parent) = current else { return false };
-        if parent.is_kind("call")
+        if parent.is(kind::CALL)
             && context
                 .call_parts(parent)
                 .is_some_and(|(function, _)| context.text_is(function, "range"))
         {
             return true;
         }
-        if parent.is_any_kind(&["block", "expression_statement"]) {
+        if parent.is_any(&[kind::BLOCK, kind::EXPRESSION_STATEMENT]) {
             return false;
         }
         current = context.parent(parent);

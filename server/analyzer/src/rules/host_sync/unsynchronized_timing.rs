@@ -1,5 +1,6 @@
 //! TPU111: wall-clock timing of PyTorch/XLA work whose only barrier does not wait.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -95,7 +96,7 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let (Some(left), Some(right)) = (operator.field("left"), operator.field("right")) else {
         return;
     };
-    if !is_clock_read(context, left) || right.is_not_kind("identifier") {
+    if !is_clock_read(context, left) || right.is_not(kind::IDENTIFIER) {
         return;
     }
     let Some(start) = tensor_values::last_assignment_value(context, context.text(right), right)

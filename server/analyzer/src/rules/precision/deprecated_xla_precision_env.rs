@@ -108,7 +108,7 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
                 return None;
             }
             let assignment = context.parent(parent)?;
-            if assignment.is_not_kind("assignment")
+            if assignment.is_not(kind::ASSIGNMENT)
                 || assignment
                     .field("left")
                     .is_none_or(|left| left.id() != parent.id())
@@ -166,5 +166,5 @@ fn is_off(value: Node<'_>, source: &str) -> bool {
             "0" | "false" | ""
         );
     }
-    value.is_any_kind(&["false", "none"]) || syntax::text_is(value, source, "0")
+    value.is_any(&[kind::FALSE, kind::NONE]) || syntax::text_is(value, source, "0")
 }

@@ -123,7 +123,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// (`.to(device)` keeps the dtype.)
 fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let source = context.source();
-    let Some(attribute) = context.parent(call).filter(|p| p.is_kind("attribute")) else {
+    let Some(attribute) = context.parent(call).filter(|p| p.is(kind::ATTRIBUTE)) else {
         return false;
     };
     let is_receiver = attribute
@@ -133,7 +133,7 @@ fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         .field("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    let Some(cast_call) = context.parent(attribute).filter(|p| p.is_kind("call")) else {
+    let Some(cast_call) = context.parent(attribute).filter(|p| p.is(kind::CALL)) else {
         return false;
     };
     if !is_receiver {
