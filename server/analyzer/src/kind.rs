@@ -45,6 +45,7 @@ pub const FUNCTION_DEFINITION: u16 = 145;
 pub const FUTURE_IMPORT_STATEMENT: u16 = 114;
 pub const GENERATOR_EXPRESSION: u16 = 223;
 pub const IDENTIFIER: u16 = 1;
+pub const IF_CLAUSE: u16 = 228;
 pub const IF_STATEMENT: u16 = 131;
 pub const IMPORT_FROM_STATEMENT: u16 = 115;
 pub const IMPORT_STATEMENT: u16 = 111;
@@ -129,6 +130,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (FUTURE_IMPORT_STATEMENT, "future_import_statement"),
     (GENERATOR_EXPRESSION, "generator_expression"),
     (IDENTIFIER, "identifier"),
+    (IF_CLAUSE, "if_clause"),
     (IF_STATEMENT, "if_statement"),
     (IMPORT_FROM_STATEMENT, "import_from_statement"),
     (IMPORT_STATEMENT, "import_statement"),

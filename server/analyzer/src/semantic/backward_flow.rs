@@ -45,7 +45,7 @@ pub(crate) fn bindings_into_backward(
     // binding before a use of a live name makes the names its value is computed from live in
     // turn. (A binding after the last backward call feeds no backward of this iteration.)
     for statement in statements.iter().rev() {
-        if statement.kind_name() == "expression_statement"
+        if statement.is(kind::EXPRESSION_STATEMENT)
             && let Some(call) = statement.named_child(0)
             && let Some(loss) = backward_operand(call, source)
         {
@@ -67,7 +67,7 @@ pub(crate) fn bindings_into_backward(
             let name = node_text(target, source);
             if live.contains(&name) {
                 bound_live = true;
-                if assignment.kind_name() == "assignment" && binds_computed_value(right) {
+                if assignment.is(kind::ASSIGNMENT) && binds_computed_value(right) {
                     let at = assignment.start_byte() - loop_node.start_byte();
                     if !found.iter().any(|(n, a)| n == name && *a == at) {
                         found.push((name.to_string(), at));
@@ -143,7 +143,7 @@ fn targets(left: Node<'_>) -> Vec<Node<'_>> {
         kind::IDENTIFIER => vec![left],
         kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
             .named_nodes()
-            .filter(|n| n.kind_name() == "identifier")
+            .filter(|n| n.is(kind::IDENTIFIER))
             .collect(),
         _ => Vec::new(),
     }
@@ -203,7 +203,7 @@ fn operands<'s>(
             };
             let additive = matches!(node_text(operator, source), "+" | "-");
             for side in [left, right] {
-                if additive || syntax::unparenthesize(side).kind_name() != "identifier" {
+                if additive || syntax::unparenthesize(side).is_not(kind::IDENTIFIER) {
                     operands(side, source, resolver, live, depth + 1);
                 }
             }
@@ -214,7 +214,7 @@ fn operands<'s>(
             };
             let method_receiver = function
                 .field("object")
-                .filter(|_| function.kind_name() == "attribute")
+                .filter(|_| function.is(kind::ATTRIBUTE))
                 .filter(|object| node_text(*object, source) != "self")
                 .filter(|_| resolver.resolve(function).is_none());
             match method_receiver {

@@ -1717,7 +1717,7 @@ impl<'t> SemanticModel<'t> {
                     _ => Some(statement),
                 };
                 definition
-                    .filter(|d| d.kind_name() == "function_definition")
+                    .filter(|d| d.is(kind::FUNCTION_DEFINITION))
                     .and_then(|d| d.field("name"))
                     .is_some_and(|name| node_text(name, source) == "__init__")
             })
@@ -1730,7 +1730,7 @@ impl<'t> SemanticModel<'t> {
             .map(syntax::named_children)
             .unwrap_or_default()
             .into_iter()
-            .filter(|base| base.kind_name() == "identifier")
+            .filter(|base| base.is(kind::IDENTIFIER))
             .find_map(|base| match self.lookup(node_text(base, source)) {
                 Some(Binding::Class(base_index)) => self
                     .classes
@@ -1929,7 +1929,7 @@ impl<'t> SemanticModel<'t> {
             kind::IDENTIFIER => vec![left],
             kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
                 .named_nodes()
-                .filter(|n| n.kind_name() == "identifier")
+                .filter(|n| n.is(kind::IDENTIFIER))
                 .collect(),
             _ => return,
         };
@@ -2281,9 +2281,7 @@ impl<'t> SemanticModel<'t> {
             }
         }
         body.named_nodes().any(|statement| {
-            let Some(assignment) = statement
-                .named_child(0)
-                .filter(|a| a.kind_name() == "assignment")
+            let Some(assignment) = statement.named_child(0).filter(|a| a.is(kind::ASSIGNMENT))
             else {
                 return false;
             };
@@ -2291,7 +2289,7 @@ impl<'t> SemanticModel<'t> {
             else {
                 return false;
             };
-            left.kind_name() == "identifier"
+            left.is(kind::IDENTIFIER)
                 && names.contains(&node_text(left, source))
                 && syntax::method_call(right).is_some_and(|(receiver, method)| {
                     node_text(method, source) == "cuda"
@@ -3438,7 +3436,7 @@ impl SemanticModel<'_> {
             return None;
         };
         let mut choice = self.origin_node(fact.origin?)?;
-        if choice.kind_name() == "call" {
+        if choice.is(kind::CALL) {
             let (function, arguments) = syntax::call_parts(choice)?;
             if self.qualified_name(function).as_deref() != Some("torch.device") {
                 return None;
@@ -3446,7 +3444,7 @@ impl SemanticModel<'_> {
             choice = *syntax::positional_args(arguments).first()?;
         }
         let choice = syntax::unparenthesize(choice);
-        if choice.kind_name() != "conditional_expression" {
+        if choice.is_not(kind::CONDITIONAL_EXPRESSION) {
             return None;
         }
         let branches: Vec<Node<'_>> = choice.named_nodes().collect();

@@ -256,7 +256,7 @@ fn sliced_by_counter<'t>(
     // The slices with a bound that mentions the counter.
     let mut slices: Vec<Node<'t>> = Vec::new();
     for index in indices.iter().copied() {
-        if index.kind_name() == "slice"
+        if index.is(kind::SLICE)
             && syntax::named_children(index)
                 .into_iter()
                 .any(|bound| mentions(bound, counter, source))
@@ -274,7 +274,7 @@ fn sliced_by_counter<'t>(
         // `index_copy_` with a device position compiles one.
         let by_counter = steps_per_iteration
             && indices.iter().any(|index| {
-                index.kind_name() != "slice"
+                index.is_not(kind::SLICE)
                     && counter_plus_invariant(*index, counter, source, &invariant)
             });
         return by_counter.then(|| {

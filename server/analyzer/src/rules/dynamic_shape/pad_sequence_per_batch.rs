@@ -145,7 +145,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
     if is_bucket_lookup(context, node, name) {
         return true;
     }
-    if node.kind_name() != "binary_operator"
+    if node.is_not(kind::BINARY_OPERATOR)
         || node.field("operator").map(|o| context.text(o)) != Some("*")
     {
         return false;
@@ -173,7 +173,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
 /// the comparison written `x <= w`), `bisect.bisect_left(buckets, x)` (an index into the
 /// buckets), `np.searchsorted(buckets, x)`, with `x` mentioning `name`.
 fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
-    if node.kind_name() != "call" {
+    if node.is_not(kind::CALL) {
         return false;
     }
     let Some((function, arguments)) = context.call_parts(node) else {
@@ -186,7 +186,7 @@ fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<
             syntax::positional_args(arguments).len() >= 2 && mentions_name(context, arguments, name)
         }
         "next" | "min" => {
-            let generator = if arguments.kind_name() == "generator_expression" {
+            let generator = if arguments.is(kind::GENERATOR_EXPRESSION) {
                 Some(arguments)
             } else {
                 syntax::positional_args(arguments)
@@ -199,11 +199,11 @@ fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<
             generator.is_some_and(|generator| {
                 generator
                     .named_nodes()
-                    .filter(|clause| clause.kind_name() == "if_clause")
+                    .filter(|clause| clause.is(kind::IF_CLAUSE))
                     .any(|clause| {
                         clause.named_nodes().any(|condition| {
                             let condition = syntax::unparenthesize(condition);
-                            condition.kind_name() == "comparison_operator"
+                            condition.is(kind::COMPARISON_OPERATOR)
                                 && [">=", ">", "<=", "<"]
                                     .iter()
                                     .any(|op| context.text(condition).contains(op))
@@ -223,7 +223,7 @@ fn mentions_name<'t>(context: &Context<'t, '_>, expr: Node<'t>, name: Option<&st
         Some(name) => {
             let mut stack = vec![expr];
             while let Some(current) = stack.pop() {
-                if current.kind_name() == "identifier" && context.text(current) == name {
+                if current.is(kind::IDENTIFIER) && context.text(current) == name {
                     return true;
                 }
                 stack.extend(current.named_nodes());

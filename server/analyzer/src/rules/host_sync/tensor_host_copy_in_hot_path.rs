@@ -178,7 +178,7 @@ fn reads_results_after_barrier<'t>(context: &Context<'t, '_>, call: Node<'t>) ->
             call,
             &["for_statement", "while_statement", "function_definition"],
         )
-        .filter(|node| node.kind_name() != "function_definition")
+        .filter(|node| node.is_not(kind::FUNCTION_DEFINITION))
     else {
         return false;
     };
@@ -195,7 +195,7 @@ fn reads_results_after_barrier<'t>(context: &Context<'t, '_>, call: Node<'t>) ->
     body.named_nodes()
         .take_while(|statement| statement.end_byte() <= call.start_byte())
         .any(|statement| {
-            statement.kind_name() == "expression_statement"
+            statement.is(kind::EXPRESSION_STATEMENT)
                 && statement.named_child(0).is_some_and(|expr| {
                     context
                         .semantic()

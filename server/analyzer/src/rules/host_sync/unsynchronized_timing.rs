@@ -180,7 +180,7 @@ fn interval_statements<'t>(
         // `xm.master_print(f"{time.time() - t0}")`: a call around the clock read has not run
         // yet when the time is taken (its arguments before the read have).
         if node.end_byte() > upper
-            && node.kind_name() == "call"
+            && node.is(kind::CALL)
             && let Some((function, _)) = context.call_parts(node)
             && function.start_byte() >= lower
             && function.end_byte() <= upper
@@ -189,7 +189,7 @@ fn interval_statements<'t>(
                 .deferred
                 .push((function.start_byte(), function.end_byte()));
         }
-        if inside && node.kind_name() == "call" {
+        if inside && node.is(kind::CALL) {
             let closure = context
                 .call_parts(node)
                 .is_some_and(|(function, _)| context.text(function).ends_with("add_step_closure"));
@@ -199,7 +199,7 @@ fn interval_statements<'t>(
             }
         }
         if inside
-            && node.kind_name() == "for_statement"
+            && node.is(kind::FOR_STATEMENT)
             && node
                 .field("right")
                 .is_some_and(|iterable| is_device_loader(context, iterable))

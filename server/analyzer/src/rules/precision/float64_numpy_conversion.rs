@@ -242,7 +242,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
         return None;
     }
     let explicit = names_float64_explicitly(context, expression);
-    let function = (expression.kind_name() == "call")
+    let function = (expression.is(kind::CALL))
         .then(|| expression.field("function"))
         .flatten();
     // A creator's default, a float literal's array or a generator's samples, rather than a
@@ -256,7 +256,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
             })
         })
         || function.is_some_and(|f| {
-            f.kind_name() == "attribute"
+            f.is(kind::ATTRIBUTE)
                 && f.field("attribute").is_some_and(|a| {
                     torch_api::NUMPY_GENERATOR_FLOAT64_METHODS.contains(&context.text(a))
                 })
@@ -274,7 +274,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
 /// The expression a name was bound to (the name itself when it is no name; `None` when the
 /// binding is unknown or the name's own earlier value, as in `x = np.append(x, ...)`).
 fn resolve_variable<'t>(context: &Context<'t, '_>, node: Node<'t>) -> Option<Node<'t>> {
-    if node.kind_name() != "identifier" {
+    if node.is_not(kind::IDENTIFIER) {
         return Some(node);
     }
     let (start, end) = context.fact(node).origin?;
@@ -317,7 +317,7 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
             .field("argument")
             .map_or(NumpyDtype::Unknown, |a| numpy_dtype(context, a, depth + 1)),
         kind::LIST | kind::TUPLE => {
-            let mut elements = node.named_nodes().filter(|c| c.kind_name() != "comment");
+            let mut elements = node.named_nodes().filter(|c| c.is_not(kind::COMMENT));
             let Some(first) = elements.next() else {
                 return NumpyDtype::Unknown;
             };
@@ -464,7 +464,7 @@ fn is_numpy_generator<'t>(
     }
     let receiver = syntax::unparenthesize(receiver);
     let receiver = resolve_variable(context, receiver).unwrap_or(receiver);
-    let constructed = receiver.kind_name() == "call"
+    let constructed = receiver.is(kind::CALL)
         && context
             .call_parts(receiver)
             .and_then(|(function, _)| context.qualified_name(function))
@@ -480,7 +480,7 @@ fn named_dtype<'t>(context: &Context<'t, '_>, dtype: Node<'t>) -> NumpyDtype {
     let source = context.source();
     let name = if let Some(text) = syntax::string_value(dtype, source) {
         text.into_owned()
-    } else if dtype.kind_name() == "identifier" {
+    } else if dtype.is(kind::IDENTIFIER) {
         match node_text(dtype, source) {
             "float" => "float64".to_string(),
             "int" => "int64".to_string(),
