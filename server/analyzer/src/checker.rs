@@ -1,6 +1,7 @@
 //! The checker: one traversal of the syntax tree that keeps the semantic index current and
 //! dispatches each node to the enabled rules registered for its kind.
 
+use crate::kind;
 use std::sync::LazyLock;
 
 use tree_sitter::{Node, Tree};
@@ -166,14 +167,14 @@ impl<'t> CallParts<'t> {
         self.parts = syntax::call_parts(call);
         // As `syntax::method_call`, from the parts just found.
         self.method = self.parts.and_then(|(function, _)| {
-            if function.is_not_kind("attribute") {
+            if function.is_not(kind::ATTRIBUTE) {
                 return None;
             }
             Some((function.field("object")?, function.field("attribute")?))
         });
         self.name = match (self.parts, self.method) {
             (_, Some((_, attribute))) => Some(syntax::node_text(attribute, source)),
-            (Some((function, _)), None) if function.is_kind("identifier") => {
+            (Some((function, _)), None) if function.is(kind::IDENTIFIER) => {
                 Some(syntax::node_text(function, source))
             }
             _ => None,
@@ -182,7 +183,7 @@ impl<'t> CallParts<'t> {
         if let Some((_, arguments)) = self.parts {
             let mut cursor = arguments.walk();
             for child in arguments.named_children(&mut cursor) {
-                if child.is_kind("keyword_argument")
+                if child.is(kind::KEYWORD_ARGUMENT)
                     && let Some(name) = child.field("name")
                 {
                     self.keywords.push((syntax::node_text(name, source), child));
@@ -276,16 +277,16 @@ impl<'t> Context<'t, '_> {
         {
             return memo.name;
         }
-        if call.is_not_kind("call") {
+        if call.is_not(kind::CALL) {
             return None;
         }
         if let Some((_, attribute)) = self.method_call(call) {
             return Some(self.text(attribute));
         }
         let (function, _) = self.call_parts(call)?;
-        match function.kind_name() {
-            "identifier" => Some(self.text(function)),
-            "attribute" => Some(self.text(function.field("attribute")?)),
+        match function.kind_key() {
+            kind::IDENTIFIER => Some(self.text(function)),
+            kind::ATTRIBUTE => Some(self.text(function.field("attribute")?)),
             _ => None,
         }
     }
@@ -390,7 +391,7 @@ pub(crate) fn walk_node<'t>(
                 error_depth += 1;
             }
             semantic.enter(node);
-            let dispatchable = error_depth == 0 && (!node.has_error() || node.is_kind("module"));
+            let dispatchable = error_depth == 0 && (!node.has_error() || node.is(kind::MODULE));
             if !visit(semantic, node, dispatchable) {
                 return false;
             }
@@ -464,7 +465,7 @@ pub fn check_tree_with(
         let mut semantic = SemanticModel::new(source, tree, settings.backend);
         configure_model(&mut semantic, settings);
         walk(tree, &mut semantic, |semantic, node, dispatchable| {
-            if node.is_kind("comment") {
+            if node.is(kind::COMMENT) {
                 suppressions.add_comment(node, source);
             }
             if dispatchable {
@@ -495,7 +496,7 @@ fn replay<'t>(
             *errors += 1;
         }
         let name = syntax::kind_name_with_id(node, kind);
-        semantic.enter_kind(node, name);
+        semantic.enter(node);
         let dispatchable = *errors == 0 && (!node.has_error() || name == "module");
         visit(semantic, node, kind, dispatchable);
     };
@@ -683,7 +684,7 @@ impl<'t, 's> Dispatcher<'t, 's> {
             // bare name an import bound, the final segment of what it imports.
             let written = self.call_parts.name;
             let imported = match self.call_parts.parts {
-                Some((function, _)) if function.is_kind("identifier") => written
+                Some((function, _)) if function.is(kind::IDENTIFIER) => written
                     .and_then(|name| semantic.import_of(name))
                     .map(final_segment)
                     .filter(|segment| Some(*segment) != written),

@@ -43,6 +43,7 @@
 //!   every time, as `check_tree` does, so `# noqa` edits and TPU901 never depend on reuse.
 
 use crate::hash::KeySet;
+use crate::kind;
 use std::hash::Hash;
 use std::ops::Range;
 use std::sync::Arc;
@@ -482,9 +483,9 @@ fn import_insertion(source: &str, root: Node<'_>) -> Edit {
 
 /// The names a definition statement defines (a decorated definition's inner name), by hash.
 fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
-    let definition = match node.kind_name() {
-        "decorated_definition" => node.field("definition")?,
-        "function_definition" | "class_definition" => node,
+    let definition = match node.kind_key() {
+        kind::DECORATED_DEFINITION => node.field("definition")?,
+        kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => node,
         _ => return None,
     };
     let name = definition.field("name")?;
@@ -863,7 +864,7 @@ pub fn check_with_policy(
                 root_errors,
                 &mut semantic,
                 &mut |semantic, node, dispatchable| {
-                    if node.is_kind("comment") {
+                    if node.is(kind::COMMENT) {
                         suppressions.add_comment(node, source);
                         comments.push(node.byte_range());
                     }

@@ -14,6 +14,7 @@ pub mod diagnostic;
 pub mod fix;
 pub(crate) mod hash;
 pub mod incremental;
+pub mod kind;
 pub mod prefilter;
 pub mod registry;
 pub mod rules;

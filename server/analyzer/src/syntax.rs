@@ -3,6 +3,7 @@
 //! Node-kind strings of the Python grammar live here and in `semantic.rs`; rules use these helpers
 //! rather than walking raw children, so a grammar upgrade touches few places.
 
+use crate::kind;
 use std::borrow::Cow;
 use std::ops::{ControlFlow, Deref};
 use std::sync::LazyLock;
@@ -80,6 +81,20 @@ static KIND_NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         .collect()
 });
 
+/// For each kind id, the smallest id with the same name ([`NodeExt::kind_key`]): a grammar
+/// can give one name to several ids (a keyword and the node it aliases, as `lambda`).
+static KIND_KEYS: LazyLock<Vec<u16>> = LazyLock::new(|| {
+    let names = &*KIND_NAMES;
+    names
+        .iter()
+        .enumerate()
+        .map(|(id, name)| {
+            let first = names.iter().position(|other| other == name).unwrap_or(id);
+            u16::try_from(first).unwrap_or(u16::MAX)
+        })
+        .collect()
+});
+
 /// The index of `name` in [`FIELD_NAMES`]. A `match` rather than a search of the slice so that,
 /// once inlined at a call site with a literal name, it folds to a constant.
 #[inline(always)]
@@ -122,12 +137,21 @@ fn known_field_index(name: &str) -> Option<usize> {
 pub trait NodeExt<'t> {
     fn field(&self, name: &str) -> Option<Node<'t>>;
     fn kind_name(&self) -> &'t str;
-    /// `kind_name() == kind`, as one call: about 290 sites compare a node's kind with one name.
+    /// `kind_name() == kind`, as one call (for a name that is no [`crate::kind`] constant).
     fn is_kind(&self, kind: &str) -> bool;
     /// `kind_name() != kind`.
     fn is_not_kind(&self, kind: &str) -> bool;
-    /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call (about 40 sites).
+    /// `matches!(kind_name(), kinds[0] | kinds[1] | ...)`, as one call.
     fn is_any_kind(&self, kinds: &[&str]) -> bool;
+    /// The smallest kind id with this node's kind name, to match on [`crate::kind`]'s
+    /// constants: equal keys exactly when the names are equal.
+    fn kind_key(&self) -> u16;
+    /// `kind_key() == key`: [`Self::is_kind`] for a [`crate::kind`] constant (no text passed).
+    fn is(&self, key: u16) -> bool;
+    /// `kind_key() != key`.
+    fn is_not(&self, key: u16) -> bool;
+    /// `keys.contains(&kind_key())`: [`Self::is_any_kind`] for [`crate::kind`] constants.
+    fn is_any(&self, keys: &[u16]) -> bool;
     /// The named children (comments included), in order: what tree-sitter's
     /// `named_children(&mut cursor)` yields, by one iterator type whose step is out of line in
     /// the WebAssembly module (see [`NamedNodes`]).
@@ -172,6 +196,35 @@ impl<'t> NodeExt<'t> for Node<'t> {
     #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn is_any_kind(&self, kinds: &[&str]) -> bool {
         kinds.contains(&self.kind_name())
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn kind_key(&self) -> u16 {
+        let id = self.kind_id();
+        match KIND_KEYS.get(id as usize) {
+            Some(&key) => key,
+            // Outside the table (tree-sitter's `ERROR` symbol): its own id, which no other
+            // kind has.
+            None => id,
+        }
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is(&self, key: u16) -> bool {
+        self.kind_key() == key
+    }
+
+    #[inline]
+    fn is_not(&self, key: u16) -> bool {
+        !self.is(key)
+    }
+
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    fn is_any(&self, keys: &[u16]) -> bool {
+        keys.contains(&self.kind_key())
     }
 
     #[inline]
@@ -410,7 +463,7 @@ pub fn text_is(node: Node<'_>, source: &str, text: &str) -> bool {
 
 /// `(function, argument_list)` of a `call` node.
 pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    if call.is_not_kind("call") {
+    if call.is_not(kind::CALL) {
         return None;
     }
     let function = call.field("function")?;
@@ -421,7 +474,7 @@ pub fn call_parts<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// For `recv.method(...)`: `(recv, method name node)`.
 pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
     let (function, _) = call_parts(call)?;
-    if function.is_not_kind("attribute") {
+    if function.is_not(kind::ATTRIBUTE) {
         return None;
     }
     Some((function.field("object")?, function.field("attribute")?))
@@ -430,9 +483,9 @@ pub fn method_call<'t>(call: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
 /// Name of the called method or function: `c` in `a.b.c(...)`, `f` in `f(...)`.
 pub fn callee_name<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     let (function, _) = call_parts(call)?;
-    match function.kind_name() {
-        "identifier" => Some(node_text(function, source)),
-        "attribute" => Some(node_text(function.field("attribute")?, source)),
+    match function.kind_key() {
+        kind::IDENTIFIER => Some(node_text(function, source)),
+        kind::ATTRIBUTE => Some(node_text(function.field("attribute")?, source)),
         _ => None,
     }
 }
@@ -449,11 +502,11 @@ pub fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
 pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
     let mut out = named_children(arguments);
     out.retain(|child| {
-        !child.is_any_kind(&[
-            "keyword_argument",
-            "list_splat",
-            "dictionary_splat",
-            "comment",
+        !child.is_any(&[
+            kind::KEYWORD_ARGUMENT,
+            kind::LIST_SPLAT,
+            kind::DICTIONARY_SPLAT,
+            kind::COMMENT,
         ])
     });
     out
@@ -462,7 +515,7 @@ pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
 /// Whether the argument list has `*args` or `**kwargs`, which may carry any keyword.
 pub fn has_splat(arguments: Node<'_>) -> bool {
     for child in named_children(arguments) {
-        if child.is_any_kind(&["list_splat", "dictionary_splat"]) {
+        if child.is_any(&[kind::LIST_SPLAT, kind::DICTIONARY_SPLAT]) {
             return true;
         }
     }
@@ -474,7 +527,7 @@ pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Op
     // Over the children in place: no `Vec` per question (the pre-pass asks at every call).
     let mut cursor = arguments.walk();
     arguments.named_children(&mut cursor).find(|child| {
-        child.is_kind("keyword_argument")
+        child.is(kind::KEYWORD_ARGUMENT)
             && child
                 .field("name")
                 .is_some_and(|n| node_text(n, source) == name)
@@ -499,14 +552,14 @@ pub fn argument<'t>(
 
 /// The value of a plain string literal (no f-string interpolation, no implicit concatenation).
 pub fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<Cow<'s, str>> {
-    if node.is_not_kind("string") {
+    if node.is_not(kind::STRING) {
         return None;
     }
     let mut content = None;
     for child in node.named_nodes() {
-        match child.kind_name() {
-            "string_start" | "string_end" => {}
-            "string_content" if content.is_none() => content = Some(child),
+        match child.kind_key() {
+            kind::STRING_START | kind::STRING_END => {}
+            kind::STRING_CONTENT if content.is_none() => content = Some(child),
             _ => return None,
         }
     }
@@ -526,13 +579,13 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
     let mut parts = Vec::new();
     let mut current = node;
     for _ in 0..MAX_EXPR_DEPTH {
-        match current.kind_name() {
-            "identifier" => {
+        match current.kind_key() {
+            kind::IDENTIFIER => {
                 parts.push(node_text(current, source));
                 parts.reverse();
                 return Some(parts);
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 parts.push(node_text(current.field("attribute")?, source));
                 current = current.field("object")?;
             }
@@ -547,9 +600,9 @@ pub fn dotted_parts<'s>(node: Node<'_>, source: &'s str) -> Option<Vec<&'s str>>
 pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node;
     for _ in 0..MAX_EXPR_DEPTH {
-        match current.kind_name() {
-            "identifier" => return Some(current),
-            "attribute" => {
+        match current.kind_key() {
+            kind::IDENTIFIER => return Some(current),
+            kind::ATTRIBUTE => {
                 current.field("attribute")?;
                 current = current.field("object")?;
             }
@@ -562,11 +615,11 @@ pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
 /// Strips any number of enclosing parentheses.
 pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..MAX_EXPR_DEPTH {
-        if node.is_not_kind("parenthesized_expression") {
+        if node.is_not(kind::PARENTHESIZED_EXPRESSION) {
             break;
         }
         match node.named_child(0) {
-            Some(inner) if inner.is_not_kind("comment") => node = inner,
+            Some(inner) if inner.is_not(kind::COMMENT) => node = inner,
             _ => break,
         }
     }
@@ -582,9 +635,11 @@ pub fn is_comparison_operand(node: Node<'_>) -> bool {
         let Some(parent) = current.parent() else {
             return false;
         };
-        match parent.kind_name() {
-            "comparison_operator" => return true,
-            "parenthesized_expression" | "tuple" | "list" | "set" => current = parent,
+        match parent.kind_key() {
+            kind::COMPARISON_OPERATOR => return true,
+            kind::PARENTHESIZED_EXPRESSION | kind::TUPLE | kind::LIST | kind::SET => {
+                current = parent
+            }
             _ => return false,
         }
     }
@@ -598,20 +653,20 @@ pub fn has_error(node: Node<'_>) -> bool {
 
 /// Whether the file's `python`-level boolean literal / None.
 pub fn is_literal_constant(node: Node<'_>) -> bool {
-    node.is_any_kind(&[
-        "true",
-        "false",
-        "none",
-        "integer",
-        "float",
-        "string",
-        "concatenated_string",
+    node.is_any(&[
+        kind::TRUE,
+        kind::FALSE,
+        kind::NONE,
+        kind::INTEGER,
+        kind::FLOAT,
+        kind::STRING,
+        kind::CONCATENATED_STRING,
     ])
 }
 
 /// Numeric value of an integer literal like `128`, `0x80` or `1_024`.
 pub fn integer_value(node: Node<'_>, source: &str) -> Option<i64> {
-    if node.is_not_kind("integer") {
+    if node.is_not(kind::INTEGER) {
         return None;
     }
     let text = node_text(node, source).replace('_', "");
@@ -703,6 +758,14 @@ mod tests {
         // Broken code stays broken: the retry is used only when it has no error at all.
         let broken = "def f():\n    x = (1 +\n# c\n    return x\n";
         assert!(parse(broken, None).expect("parses").root_node().has_error());
+    }
+
+    #[test]
+    fn kind_constants_are_the_grammars() {
+        for &(key, name) in crate::kind::ALL {
+            let first = KIND_NAMES.iter().position(|other| *other == name);
+            assert_eq!(first, Some(key as usize), "{name}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Edit builders shared by rules: adding and removing call arguments, and inserting a statement
 //! on a line of its own after another one (the importer places imports with it).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::diagnostic::Edit;
@@ -11,7 +12,7 @@ use crate::syntax::{self, NodeExt};
 pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
     let mut last = None;
     for child in syntax::named_children(arguments) {
-        if child.is_not_kind("comment") {
+        if child.is_not(kind::COMMENT) {
             last = Some(child);
         }
     }
@@ -27,7 +28,7 @@ pub fn insert_argument(arguments: Node<'_>, text: &str) -> Edit {
 /// An edit deleting one argument together with the comma that separates it from its neighbour.
 pub fn remove_argument(source: &str, arguments: Node<'_>, argument: Node<'_>) -> Edit {
     let mut children = syntax::named_children(arguments);
-    children.retain(|child| child.is_not_kind("comment"));
+    children.retain(|child| child.is_not(kind::COMMENT));
     let position = children
         .iter()
         .position(|child| child.id() == argument.id());
@@ -78,17 +79,14 @@ pub fn insert_line_after(source: &str, statement: Node<'_>, line: &str) -> Optio
 pub fn insert_module_import(source: &str, root: Node<'_>, line: &str) -> Edit {
     let mut insert_after: Option<Node<'_>> = None;
     for statement in root.named_nodes() {
-        match statement.kind_name() {
-            "import_statement" | "import_from_statement" | "future_import_statement" => {
-                insert_after = Some(statement)
-            }
-            "comment" => {}
-            "expression_statement" if insert_after.is_none() => {
+        match statement.kind_key() {
+            kind::IMPORT_STATEMENT
+            | kind::IMPORT_FROM_STATEMENT
+            | kind::FUTURE_IMPORT_STATEMENT => insert_after = Some(statement),
+            kind::COMMENT => {}
+            kind::EXPRESSION_STATEMENT if insert_after.is_none() => {
                 // A module docstring stays first.
-                if statement
-                    .named_child(0)
-                    .is_some_and(|n| n.is_kind("string"))
-                {
+                if statement.named_child(0).is_some_and(|n| n.is(kind::STRING)) {
                     insert_after = Some(statement);
                 } else {
                     break;

@@ -17,6 +17,7 @@
 //!
 //! A fix combines the applicability of its own rewrite with [`ImportedName::applicability`].
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -119,7 +120,7 @@ impl<'a, 't, 's> Importer<'a, 't, 's> {
         let mut functions = Vec::new();
         let mut current = self.context.parent(self.site);
         while let Some(node) = current {
-            if node.is_kind("function_definition") {
+            if node.is(kind::FUNCTION_DEFINITION) {
                 functions.push(node);
             }
             current = self.context.parent(node);

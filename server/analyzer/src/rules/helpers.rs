@@ -1,6 +1,7 @@
 //! Predicates shared by rules: tensor-ness of receivers, torch call matching, literals, and
 //! message fragments (edit builders live in `fix::edits`, imports in `fix::importer`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -26,7 +27,7 @@ pub fn looks_like_numpy<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     if context.fact(expr).kind == ValueKind::NumpyArray {
         return true;
     }
-    if expr.is_kind("call")
+    if expr.is(kind::CALL)
         && let Some(qualified) = context.semantic().call_qualified_name(expr)
     {
         return qualified.starts_with("numpy.");
@@ -57,7 +58,7 @@ pub fn in_cuda_availability_choice<'t>(context: &Context<'t, '_>, node: Node<'t>
     let Some(parent) = context.parent(node) else {
         return false;
     };
-    if parent.is_not_kind("conditional_expression") {
+    if parent.is_not(kind::CONDITIONAL_EXPRESSION) {
         return false;
     }
     node_text(parent, context.source()).contains("cuda.is_available")
@@ -150,10 +151,10 @@ pub fn torch_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Torch
 /// The value of a numeric literal such as `2`, `0.5`, `-1` or `(1.0)`.
 pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
     let node = syntax::unparenthesize(node);
-    match node.kind_name() {
-        "integer" => syntax::integer_value(node, source).map(|v| v as f64),
-        "float" => crate::decimal::parse_f64(&node_text(node, source).replace('_', "")),
-        "unary_operator" => {
+    match node.kind_key() {
+        kind::INTEGER => syntax::integer_value(node, source).map(|v| v as f64),
+        kind::FLOAT => crate::decimal::parse_f64(&node_text(node, source).replace('_', "")),
+        kind::UNARY_OPERATOR => {
             let operand = node.field("argument")?;
             let value = literal_number(operand, source)?;
             match node_text(node, source).trim_start().chars().next()? {
@@ -168,9 +169,9 @@ pub fn literal_number(node: Node<'_>, source: &str) -> Option<f64> {
 
 /// `True` / `False` literals.
 pub fn literal_bool(node: Node<'_>) -> Option<bool> {
-    match syntax::unparenthesize(node).kind_name() {
-        "true" => Some(true),
-        "false" => Some(false),
+    match syntax::unparenthesize(node).kind_key() {
+        kind::TRUE => Some(true),
+        kind::FALSE => Some(false),
         _ => None,
     }
 }
@@ -179,10 +180,10 @@ pub fn literal_bool(node: Node<'_>) -> Option<bool> {
 /// `None` when any element is not a literal.
 pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     let node = syntax::unparenthesize(node);
-    match node.kind_name() {
-        "tuple" | "list" => node
+    match node.kind_key() {
+        kind::TUPLE | kind::LIST => node
             .named_nodes()
-            .filter(|child| child.is_not_kind("comment"))
+            .filter(|child| child.is_not(kind::COMMENT))
             .map(|child| literal_number(child, source))
             .collect(),
         _ => literal_number(node, source).map(|value| vec![value]),
@@ -216,22 +217,22 @@ fn host_values<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> 
     if is_on_host(context, value) {
         return true;
     }
-    match value.kind_name() {
-        "identifier" => {
+    match value.kind_key() {
+        kind::IDENTIFIER => {
             crate::rules::tensor_values::last_assignment_value(context, context.text(value), value)
                 .is_some_and(|bound| {
                     bound.start_byte() != value.start_byte()
                         && host_values(context, bound, depth + 1)
                 })
         }
-        "dictionary_comprehension" => value
+        kind::DICTIONARY_COMPREHENSION => value
             .field("body")
             .and_then(|pair| pair.field("value"))
             .is_some_and(|element| host_values(context, element, depth + 1)),
-        "list_comprehension" => value
+        kind::LIST_COMPREHENSION => value
             .field("body")
             .is_some_and(|element| host_values(context, element, depth + 1)),
-        "dictionary" => {
+        kind::DICTIONARY => {
             let pairs: Vec<Node<'t>> = value.named_nodes().collect();
             !pairs.is_empty()
                 && pairs.iter().all(|pair| {
@@ -277,10 +278,14 @@ fn first_argument_is_cpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool 
 pub fn in_branch_testing<'t>(context: &Context<'t, '_>, node: Node<'t>, markers: &[&str]) -> bool {
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        let condition = match ancestor.kind_name() {
-            "function_definition" | "class_definition" | "lambda" | "module" => return false,
-            "if_statement" | "elif_clause" | "while_statement" => ancestor.field("condition"),
-            "conditional_expression" => ancestor.named_child(1),
+        let condition = match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA | kind::MODULE => {
+                return false;
+            }
+            kind::IF_STATEMENT | kind::ELIF_CLAUSE | kind::WHILE_STATEMENT => {
+                ancestor.field("condition")
+            }
+            kind::CONDITIONAL_EXPRESSION => ancestor.named_child(1),
             _ => None,
         };
         if let Some(condition) = condition

@@ -6,6 +6,7 @@
 //! *value* (branches, `print`, formatting) would turn that guess into false positives, so they
 //! ask [`is_confident_tensor`], which accepts a parameter only once tensor work was done on it.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -35,8 +36,8 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
     if !fact.is_tensor() || fact.device == Device::Cuda {
         return false;
     }
-    match expr.kind_name() {
-        "identifier" => {
+    match expr.kind_key() {
+        kind::IDENTIFIER => {
             let Some(origin) = fact.origin_range() else {
                 return false;
             };
@@ -46,7 +47,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
-                return parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+                return parameter.is_any(&[kind::TYPED_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])
                     && parameter
                         .field("type")
                         .is_some_and(|annotation| !admits_python_number(context.text(annotation)));
@@ -60,7 +61,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             // The expression the name was bound to, judged with today's bindings.
             node.byte_range() != expr.byte_range() && confident(context, node, depth + 1)
         }
-        "call" => {
+        kind::CALL => {
             if let Some((receiver, method)) = context.method_call(expr) {
                 let receiver_fact = context.fact(receiver);
                 if receiver_fact.is_tensor() {
@@ -70,23 +71,23 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             }
             true
         }
-        "attribute" => match expr.field("object") {
+        kind::ATTRIBUTE => match expr.field("object") {
             Some(object) if context.fact(object).is_tensor() => {
                 confident(context, object, depth + 1)
             }
             // `self.weight`, `module.bias`: attributes the index knows as tensors.
             _ => true,
         },
-        "subscript" => expr
+        kind::SUBSCRIPT => expr
             .field("value")
             .is_some_and(|value| confident(context, value, depth + 1)),
-        "binary_operator" | "comparison_operator" => {
+        kind::BINARY_OPERATOR | kind::COMPARISON_OPERATOR => {
             let operands: Vec<Node<'_>> = expr.named_nodes().collect();
             operands
                 .into_iter()
                 .any(|operand| confident(context, operand, depth + 1))
         }
-        "unary_operator" => expr
+        kind::UNARY_OPERATOR => expr
             .field("argument")
             .is_some_and(|argument| confident(context, argument, depth + 1)),
         _ => false,
@@ -135,7 +136,7 @@ fn enclosing_parameter<'t>(
 /// defaulting to `None`. `mask or default` on such a name is a `None` test in the writer's mind.
 pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
-    if expr.is_not_kind("identifier") {
+    if expr.is_not(kind::IDENTIFIER) {
         return false;
     }
     let Some(origin) = context.fact(expr).origin_range() else {
@@ -150,7 +151,7 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
     });
     let defaults_to_none = parameter
         .field("value")
-        .is_some_and(|default| default.is_kind("none"));
+        .is_some_and(|default| default.is(kind::NONE));
     annotation_admits_none || defaults_to_none
 }
 
@@ -158,9 +159,9 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
 pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut current = context.parent(node);
     while let Some(parent) = current {
-        match parent.kind_name() {
-            "raise_statement" => return true,
-            "block" | "function_definition" | "module" => return false,
+        match parent.kind_key() {
+            kind::RAISE_STATEMENT => return true,
+            kind::BLOCK | kind::FUNCTION_DEFINITION | kind::MODULE => return false,
             _ => current = context.parent(parent),
         }
     }
@@ -209,13 +210,13 @@ pub fn is_value_comparison<'t>(context: &Context<'t, '_>, comparison: Node<'t>) 
 /// a Python-level comparison, whatever the index guessed about the other side.
 fn compares_with_python_literal(comparison: Node<'_>) -> bool {
     comparison.named_nodes().any(|operand| {
-        operand.is_any_kind(&[
-            "string",
-            "concatenated_string",
-            "none",
-            "list",
-            "tuple",
-            "dictionary",
+        operand.is_any(&[
+            kind::STRING,
+            kind::CONCATENATED_STRING,
+            kind::NONE,
+            kind::LIST,
+            kind::TUPLE,
+            kind::DICTIONARY,
         ])
     })
 }
@@ -232,15 +233,15 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
         return false;
     }
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
+    match expr.kind_key() {
         // A guessed parameter is enough here: the caller already knows the indexed value is a
         // tensor, and `x[x > 0]` compares that same kind of value.
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             is_value_comparison(context, expr)
                 && !compares_with_python_literal(expr)
                 && context.fact(expr).is_tensor()
         }
-        "unary_operator" => {
+        kind::UNARY_OPERATOR => {
             let is_invert = expr
                 .field("operator")
                 .is_some_and(|op| context.text_is(op, "~"));
@@ -249,7 +250,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
                     .field("argument")
                     .is_some_and(|argument| boolean(context, argument, depth + 1))
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let is_logical = expr
                 .field("operator")
                 .is_some_and(|op| matches!(context.text(op), "&" | "|" | "^"));
@@ -259,12 +260,12 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
                     .flatten()
                     .any(|side| boolean(context, side, depth + 1))
         }
-        "call" => boolean_call(context, expr, depth),
+        kind::CALL => boolean_call(context, expr, depth),
         // `m[:, 0]`, `m[idx]`: elements of a boolean tensor are booleans.
-        "subscript" => expr.field("value").is_some_and(|value| {
+        kind::SUBSCRIPT => expr.field("value").is_some_and(|value| {
             context.fact(value).is_tensor() && boolean(context, value, depth + 1)
         }),
-        "identifier" => {
+        kind::IDENTIFIER => {
             let name = context.text(expr);
             let assigned = last_assignment_value(context, name, expr).is_some_and(|value| {
                 value.start_byte() != expr.start_byte() && boolean(context, value, depth + 1)
@@ -372,7 +373,7 @@ pub fn tensor_method_call<'t>(
 pub fn fstring_interpolations<'t>(string: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     for child in string.named_nodes() {
-        if child.is_kind("interpolation")
+        if child.is(kind::INTERPOLATION)
             && let Some(expression) = child.field("expression")
         {
             out.push(expression);

@@ -2,6 +2,7 @@
 //! expression of the file's backend (named through the importer), and guards such as "this line
 //! only runs when CUDA is available".
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -90,10 +91,14 @@ pub fn guarded_by_cuda_check<'t>(context: &Context<'t, '_>, node: Node<'t>) -> b
     let mut child = node;
     let mut current = context.parent(node);
     while let Some(parent) = current {
-        let condition = match parent.kind_name() {
-            "conditional_expression" => parent.named_child(1),
-            "boolean_operator" => parent.field("left"),
-            "block" | "module" | "function_definition" | "class_definition" | "lambda" => {
+        let condition = match parent.kind_key() {
+            kind::CONDITIONAL_EXPRESSION => parent.named_child(1),
+            kind::BOOLEAN_OPERATOR => parent.field("left"),
+            kind::BLOCK
+            | kind::MODULE
+            | kind::FUNCTION_DEFINITION
+            | kind::CLASS_DEFINITION
+            | kind::LAMBDA => {
                 return false;
             }
             _ => None,

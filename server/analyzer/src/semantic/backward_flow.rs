@@ -16,6 +16,7 @@
 //! kl`), and of `*` / `/` only operands that are not plain names (`loss / accumulation` says
 //! nothing about `accumulation`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::syntax::{self, NodeExt, node_text};
@@ -44,7 +45,7 @@ pub(crate) fn bindings_into_backward(
     // binding before a use of a live name makes the names its value is computed from live in
     // turn. (A binding after the last backward call feeds no backward of this iteration.)
     for statement in statements.iter().rev() {
-        if statement.kind_name() == "expression_statement"
+        if statement.is(kind::EXPRESSION_STATEMENT)
             && let Some(call) = statement.named_child(0)
             && let Some(loss) = backward_operand(call, source)
         {
@@ -66,7 +67,7 @@ pub(crate) fn bindings_into_backward(
             let name = node_text(target, source);
             if live.contains(&name) {
                 bound_live = true;
-                if assignment.kind_name() == "assignment" && binds_computed_value(right) {
+                if assignment.is(kind::ASSIGNMENT) && binds_computed_value(right) {
                     let at = assignment.start_byte() - loop_node.start_byte();
                     if !found.iter().any(|(n, a)| n == name && *a == at) {
                         found.push((name.to_string(), at));
@@ -88,12 +89,19 @@ fn collect_statements<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>, depth: usize
         return;
     }
     for statement in block.named_nodes() {
-        match statement.kind_name() {
-            "expression_statement" => out.push(statement),
-            "function_definition" | "class_definition" | "decorated_definition" => {}
-            "if_statement" | "for_statement" | "while_statement" | "with_statement"
-            | "try_statement" | "elif_clause" | "else_clause" | "except_clause"
-            | "finally_clause" | "block" => collect_statements(statement, out, depth + 1),
+        match statement.kind_key() {
+            kind::EXPRESSION_STATEMENT => out.push(statement),
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::DECORATED_DEFINITION => {}
+            kind::IF_STATEMENT
+            | kind::FOR_STATEMENT
+            | kind::WHILE_STATEMENT
+            | kind::WITH_STATEMENT
+            | kind::TRY_STATEMENT
+            | kind::ELIF_CLAUSE
+            | kind::ELSE_CLAUSE
+            | kind::EXCEPT_CLAUSE
+            | kind::FINALLY_CLAUSE
+            | kind::BLOCK => collect_statements(statement, out, depth + 1),
             _ => {}
         }
     }
@@ -131,11 +139,11 @@ fn backward_operand<'t>(call: Node<'t>, source: &str) -> Option<Node<'t>> {
 
 /// The names an assignment's target binds: `out`, `out, aux`, `(out, aux)`.
 fn targets(left: Node<'_>) -> Vec<Node<'_>> {
-    match left.kind_name() {
-        "identifier" => vec![left],
-        "pattern_list" | "tuple_pattern" | "list_pattern" => left
+    match left.kind_key() {
+        kind::IDENTIFIER => vec![left],
+        kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
             .named_nodes()
-            .filter(|n| n.kind_name() == "identifier")
+            .filter(|n| n.is(kind::IDENTIFIER))
             .collect(),
         _ => Vec::new(),
     }
@@ -162,30 +170,30 @@ fn operands<'s>(
         return;
     }
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "identifier" => {
+    match expr.kind_key() {
+        kind::IDENTIFIER => {
             let name = node_text(expr, source);
             if name != "self" && !live.contains(&name) {
                 live.push(name);
             }
         }
-        "attribute" => {
+        kind::ATTRIBUTE => {
             // `outputs.loss`: a field of a model's output.
             if let Some(object) = expr.field("object") {
                 operands(object, source, resolver, live, depth + 1);
             }
         }
-        "subscript" => {
+        kind::SUBSCRIPT => {
             if let Some(value) = expr.field("value") {
                 operands(value, source, resolver, live, depth + 1);
             }
         }
-        "unary_operator" => {
+        kind::UNARY_OPERATOR => {
             if let Some(argument) = expr.field("argument") {
                 operands(argument, source, resolver, live, depth + 1);
             }
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let (Some(left), Some(right), Some(operator)) = (
                 expr.field("left"),
                 expr.field("right"),
@@ -195,18 +203,18 @@ fn operands<'s>(
             };
             let additive = matches!(node_text(operator, source), "+" | "-");
             for side in [left, right] {
-                if additive || syntax::unparenthesize(side).kind_name() != "identifier" {
+                if additive || syntax::unparenthesize(side).is_not(kind::IDENTIFIER) {
                     operands(side, source, resolver, live, depth + 1);
                 }
             }
         }
-        "call" => {
+        kind::CALL => {
             let Some((function, arguments)) = syntax::call_parts(expr) else {
                 return;
             };
             let method_receiver = function
                 .field("object")
-                .filter(|_| function.kind_name() == "attribute")
+                .filter(|_| function.is(kind::ATTRIBUTE))
                 .filter(|object| node_text(*object, source) != "self")
                 .filter(|_| resolver.resolve(function).is_none());
             match method_receiver {

@@ -6,6 +6,7 @@
 //! `is_torch_xla_available()`), with `not`, `!=` and `not in` flipping the polarity. Text
 //! elsewhere (comments, messages, unrelated strings) never counts.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
@@ -111,8 +112,8 @@ pub(crate) struct GuardFrame {
 /// most once per run of the loop (`if loss < -1000: print("diverged", loss); break`), so what it
 /// costs is not paid per step. The test of the `if` still runs every iteration.
 pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
-    let is_body = match parent.kind_name() {
-        "if_statement" | "elif_clause" => parent
+    let is_body = match parent.kind_key() {
+        kind::IF_STATEMENT | kind::ELIF_CLAUSE => parent
             .field("consequence")
             .is_some_and(|consequence| consequence.id() == block.id()),
         _ => false,
@@ -120,9 +121,9 @@ pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
     is_body
         && block
             .named_nodes()
-            .filter(|s| s.is_not_kind("comment"))
+            .filter(|s| s.is_not(kind::COMMENT))
             .last()
-            .is_some_and(|last| last.is_kind("break_statement"))
+            .is_some_and(|last| last.is(kind::BREAK_STATEMENT))
 }
 
 /// Whether code at `range` inside `node` (a child of `parent`) runs only when `name` is not a
@@ -255,10 +256,10 @@ fn is_isinstance_of_tensor(call: Node<'_>, name: &str, source: &str) -> bool {
 /// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
 /// exception.
 pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
-    if !parent.is_any_kind(&["if_statement", "elif_clause", "else_clause"]) {
+    if !parent.is_any(&[kind::IF_STATEMENT, kind::ELIF_CLAUSE, kind::ELSE_CLAUSE]) {
         return false;
     }
-    if parent.is_kind("if_statement")
+    if parent.is(kind::IF_STATEMENT)
         && parent
             .field("consequence")
             .is_none_or(|c| c.id() != block.id())
@@ -267,20 +268,20 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
     }
     let Some(last) = block
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()
     else {
         return false;
     };
-    match last.kind_name() {
-        "raise_statement" => true,
-        "assert_statement" => last.named_child(0).is_some_and(|c| c.is_kind("false")),
-        "expression_statement" => last.named_child(0).is_some_and(|call| {
+    match last.kind_key() {
+        kind::RAISE_STATEMENT => true,
+        kind::ASSERT_STATEMENT => last.named_child(0).is_some_and(|c| c.is(kind::FALSE)),
+        kind::EXPRESSION_STATEMENT => last.named_child(0).is_some_and(|call| {
             syntax::call_parts(call).is_some_and(|(function, arguments)| {
                 node_text(function, source).ends_with("_assert")
                     && syntax::positional_args(arguments)
                         .first()
-                        .is_some_and(|first| first.is_kind("false"))
+                        .is_some_and(|first| first.is(kind::FALSE))
             })
         }),
         _ => false,
@@ -294,9 +295,9 @@ pub(crate) fn is_throttled_block(
     parent: Node<'_>,
     throttles: &crate::hash::KeySet,
 ) -> bool {
-    let body = match parent.kind_name() {
-        "if_statement" => parent.field("consequence"),
-        "elif_clause" => parent.field("consequence"),
+    let body = match parent.kind_key() {
+        kind::IF_STATEMENT => parent.field("consequence"),
+        kind::ELIF_CLAUSE => parent.field("consequence"),
         _ => None,
     };
     body.is_some_and(|c| c.id() == block.id())
@@ -315,8 +316,8 @@ pub(crate) fn expression_never_on_tpu<'t>(
 ) -> bool {
     let mut child = node;
     for parent in ancestors {
-        match parent.kind_name() {
-            "boolean_operator" => {
+        match parent.kind_key() {
+            kind::BOOLEAN_OPERATOR => {
                 let operator = parent.field("operator").map(|o| node_text(o, source));
                 if let Some(left) = parent.field("left")
                     && left.id() != child.id()
@@ -337,7 +338,7 @@ pub(crate) fn expression_never_on_tpu<'t>(
                     }
                 }
             }
-            "conditional_expression" => {
+            kind::CONDITIONAL_EXPRESSION => {
                 let (Some(consequence), Some(condition)) =
                     (parent.named_child(0), parent.named_child(1))
                 else {
@@ -353,8 +354,11 @@ pub(crate) fn expression_never_on_tpu<'t>(
                     }
                 }
             }
-            kind if kind.ends_with("_statement")
-                || matches!(kind, "block" | "module" | "lambda" | "function_definition") =>
+            _ if parent.kind_name().ends_with("_statement")
+                || matches!(
+                    parent.kind_name(),
+                    "block" | "module" | "lambda" | "function_definition"
+                ) =>
             {
                 return false;
             }
@@ -380,8 +384,8 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
     if depth > MAX_EXPR_DEPTH {
         return false;
     }
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and"))
@@ -390,7 +394,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
                     .flatten()
                     .any(|side| float16_condition(side, source, depth + 1))
         }
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             let mut cursor = condition.walk();
             let equality = condition
                 .children(&mut cursor)
@@ -409,7 +413,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
                         })
                 })
         }
-        "identifier" | "attribute" => syntax::dotted_parts(condition, source)
+        kind::IDENTIFIER | kind::ATTRIBUTE => syntax::dotted_parts(condition, source)
             .and_then(|parts| parts.last().map(|last| last.to_ascii_lowercase()))
             .is_some_and(|last| {
                 let words: Vec<&str> = last.split('_').collect();
@@ -425,7 +429,7 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
 /// `x.dtype == torch.float16` / `dtype is torch.half`: a branch for CUDA's fp16 mixed precision.
 fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.is_not_kind("comparison_operator") {
+    if condition.is_not(kind::COMPARISON_OPERATOR) {
         return false;
     }
     let operands: Vec<&str> = condition
@@ -455,8 +459,8 @@ pub(crate) fn block_scope(
     grandparent: Option<Node<'_>>,
     source: &str,
 ) -> HardwareScope {
-    match parent.kind_name() {
-        "if_statement" => {
+    match parent.kind_key() {
+        kind::IF_STATEMENT => {
             let is_consequence = parent
                 .field("consequence")
                 .is_some_and(|c| c.id() == block.id());
@@ -474,7 +478,7 @@ pub(crate) fn block_scope(
             scope.float16_only |= condition.is_some_and(|c| float16_condition(c, source, 0));
             scope
         }
-        "elif_clause" => {
+        kind::ELIF_CLAUSE => {
             let own = parent
                 .field("condition")
                 .and_then(|c| device_test(c, source));
@@ -485,8 +489,8 @@ pub(crate) fn block_scope(
                 .is_some_and(|c| float16_condition(c, source, 0));
             scope
         }
-        "else_clause" => match grandparent {
-            Some(statement) if statement.is_kind("if_statement") => {
+        kind::ELSE_CLAUSE => match grandparent {
+            Some(statement) if statement.is(kind::IF_STATEMENT) => {
                 let earlier = earlier_branches(statement, parent, source);
                 if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
                     return outer.branch(Some(DeviceTest {
@@ -499,13 +503,13 @@ pub(crate) fn block_scope(
             _ => outer,
         },
         // `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA.
-        "for_statement" if iterates_cuda_devices(parent, source) => {
+        kind::FOR_STATEMENT if iterates_cuda_devices(parent, source) => {
             outer.branch(Some(DeviceTest {
                 hardware: Hardware::Cuda,
                 positive: true,
             }))
         }
-        "while_statement" => outer.branch(
+        kind::WHILE_STATEMENT => outer.branch(
             parent
                 .field("condition")
                 .and_then(|c| device_test(c, source)),
@@ -528,7 +532,7 @@ fn is_quiet_cuda_arm(if_statement: Node<'_>, block: Node<'_>, source: &str) -> b
     let mut conditions = vec![if_statement.field("condition")];
     let mut cursor = if_statement.walk();
     for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
-        if clause.is_kind("elif_clause") {
+        if clause.is(kind::ELIF_CLAUSE) {
             conditions.push(clause.field("condition"));
         }
     }
@@ -549,11 +553,11 @@ fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool
     if depth > MAX_EXPR_DEPTH {
         return false;
     }
-    match condition.kind_name() {
-        "call" => syntax::call_parts(condition)
+    match condition.kind_key() {
+        kind::CALL => syntax::call_parts(condition)
             .and_then(|(function, _)| syntax::dotted_parts(function, source))
             .is_some_and(|parts| crate::torch_api::is_accelerator_probe(&parts)),
-        "boolean_operator"
+        kind::BOOLEAN_OPERATOR
             if condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and")) =>
@@ -575,9 +579,9 @@ fn cuda_calls(block: Node<'_>, source: &str) -> (bool, bool) {
     // An explicit stack: no recursion on deeply nested code.
     let mut pending = vec![block];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
-            "function_definition" | "class_definition" | "lambda" => continue,
-            "call" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
+            kind::CALL => {
                 if let Some(parts) = syntax::call_parts(node)
                     .and_then(|(function, _)| syntax::dotted_parts(function, source))
                     && let ["torch", "cuda", .., last] = parts[..]
@@ -607,7 +611,7 @@ fn iterates_cuda_devices(for_statement: Node<'_>, source: &str) -> bool {
     }
     let bound = syntax::positional_args(arguments).last().copied();
     bound.is_some_and(|bound| {
-        bound.is_kind("call")
+        bound.is(kind::CALL)
             && device_test(bound, source).is_some_and(|t| {
                 t == DeviceTest {
                     hardware: Hardware::Cuda,
@@ -643,9 +647,13 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()?;
-    if !last.is_any_kind(&["return_statement", "raise_statement", "continue_statement"]) {
+    if !last.is_any(&[
+        kind::RETURN_STATEMENT,
+        kind::RAISE_STATEMENT,
+        kind::CONTINUE_STATEMENT,
+    ]) {
         return None;
     }
     false_test(if_statement.field("condition")?, source, 0)
@@ -660,8 +668,8 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
     if depth >= MAX_EXPR_DEPTH {
         return None;
     }
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             // `hasattr(args, "tpu") and args.tpu` is `args.tpu` read safely: without the
             // attribute there is no flag, so the probe adds nothing to the test.
             if let (Some(left), Some(right)) = (condition.field("left"), condition.field("right"))
@@ -686,7 +694,7 @@ fn false_test(condition: Node<'_>, source: &str, depth: usize) -> Option<DeviceT
                 },
             }
         }
-        "not_operator" => condition
+        kind::NOT_OPERATOR => condition
             .field("argument")
             .and_then(|argument| device_test(argument, source)),
         _ => device_test(condition, source).map(DeviceTest::negate),
@@ -710,12 +718,12 @@ fn probes_attribute_read_by(probe: Node<'_>, test: Node<'_>, source: &str) -> bo
         return false;
     };
     let mut test = syntax::unparenthesize(test);
-    if test.is_kind("not_operator")
+    if test.is(kind::NOT_OPERATOR)
         && let Some(argument) = test.field("argument")
     {
         test = syntax::unparenthesize(argument);
     }
-    test.is_kind("attribute")
+    test.is(kind::ATTRIBUTE)
         && test
             .field("attribute")
             .is_some_and(|a| node_text(a, source) == name)
@@ -753,7 +761,7 @@ pub(crate) fn definition_scope(
         scope.device_branch = true;
     }
     if let Some(decorated) = decorated {
-        for decorator in decorated.named_nodes().filter(|c| c.is_kind("decorator")) {
+        for decorator in decorated.named_nodes().filter(|c| c.is(kind::DECORATOR)) {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
                     Some(Hardware::Cuda | Hardware::Export) => {
@@ -774,8 +782,8 @@ pub(crate) fn definition_scope(
 /// `@pytest.mark.skipif(not torch.cuda.is_available(), …)`, `@RunIf(min_cuda_gpus=1)`,
 /// `@RunIf(tpu=True)`, `@require_torch_gpu`, `@require_torch_xla`, `@onlyCUDA`, `@pytest.mark.cuda`.
 fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware> {
-    let (target, arguments) = match expression.kind_name() {
-        "call" => {
+    let (target, arguments) = match expression.kind_key() {
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(expression)?;
             (function, Some(arguments))
         }
@@ -796,16 +804,16 @@ fn decorator_requirement(expression: Node<'_>, source: &str) -> Option<Hardware>
             "runif" => {
                 for keyword in arguments
                     .named_nodes()
-                    .filter(|c| c.is_kind("keyword_argument"))
+                    .filter(|c| c.is(kind::KEYWORD_ARGUMENT))
                 {
                     let name = keyword
                         .field("name")
                         .map(|n| node_text(n, source))
                         .unwrap_or("");
                     let value = keyword.field("value");
-                    let truthy = value.is_some_and(|v| match v.kind_name() {
-                        "false" | "none" => false,
-                        "integer" => !syntax::text_is(v, source, "0"),
+                    let truthy = value.is_some_and(|v| match v.kind_key() {
+                        kind::FALSE | kind::NONE => false,
+                        kind::INTEGER => !syntax::text_is(v, source, "0"),
                         _ => true,
                     });
                     if !truthy {
@@ -847,7 +855,7 @@ fn required_by(test: DeviceTest) -> Option<Hardware> {
 /// `TYPE_CHECKING` / `typing.TYPE_CHECKING`.
 fn is_type_checking(condition: Node<'_>, source: &str) -> bool {
     let condition = syntax::unparenthesize(condition);
-    condition.is_any_kind(&["identifier", "attribute"]) && {
+    condition.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) && {
         let text = node_text(condition, source);
         text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING")
     }
@@ -863,12 +871,12 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
         return None;
     }
     let condition = syntax::unparenthesize(condition);
-    match condition.kind_name() {
-        "not_operator" => condition
+    match condition.kind_key() {
+        kind::NOT_OPERATOR => condition
             .field("argument")
             .and_then(|a| test_at_depth(a, source, depth + 1))
             .map(DeviceTest::negate),
-        "boolean_operator" => {
+        kind::BOOLEAN_OPERATOR => {
             let left = condition
                 .field("left")
                 .and_then(|l| test_at_depth(l, source, depth + 1));
@@ -890,8 +898,8 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
                 }
             }
         }
-        "comparison_operator" => comparison_test(condition, source, depth),
-        "call" => {
+        kind::COMPARISON_OPERATOR => comparison_test(condition, source, depth),
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(condition)?;
             let parts = syntax::dotted_parts(function, source)?;
             let last = *parts.last()?;
@@ -921,7 +929,7 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
             }
             name_test(&parts)
         }
-        "identifier" | "attribute" => {
+        kind::IDENTIFIER | kind::ATTRIBUTE => {
             let parts = syntax::dotted_parts(condition, source)?;
             name_test(&parts)
         }
@@ -966,7 +974,7 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     // `accelerator.distributed_type == DistributedType.XLA`, `state.backend != Backend.CUDA`.
     if matches!(operator, "==" | "!=" | "is" | "is not") {
         for operand in &operands {
-            if operand.is_any_kind(&["attribute", "identifier"])
+            if operand.is_any(&[kind::ATTRIBUTE, kind::IDENTIFIER])
                 && let Some(parts) = syntax::dotted_parts(*operand, source)
                 && let Some(test) = name_test(&parts)
             {
@@ -1006,7 +1014,7 @@ fn length_test(operand: Node<'_>, source: &str) -> Option<DeviceTest> {
     let [argument] = syntax::positional_args(arguments)[..] else {
         return None;
     };
-    if !argument.is_any_kind(&["identifier", "attribute"]) {
+    if !argument.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) {
         return None;
     }
     name_test(&syntax::dotted_parts(argument, source)?)

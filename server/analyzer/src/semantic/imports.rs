@@ -7,6 +7,7 @@
 //! is the first `torch_xla` import, and is it guarded?". A safe fix that adds an import must put it
 //! under the same guard as its neighbours, so the condition is part of every record.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::source::TextRange;
@@ -272,10 +273,10 @@ impl Collector<'_> {
     }
 
     fn statement(&mut self, statement: Node<'_>, guard: Guard, depth: usize) {
-        match statement.kind_name() {
-            "import_statement" => self.import(statement, guard),
-            "import_from_statement" => self.import_from(statement, guard),
-            "if_statement" => {
+        match statement.kind_key() {
+            kind::IMPORT_STATEMENT => self.import(statement, guard),
+            kind::IMPORT_FROM_STATEMENT => self.import_from(statement, guard),
+            kind::IF_STATEMENT => {
                 let condition = statement
                     .field("condition")
                     .map_or(ImportCondition::OtherIf, |c| self.classify(c));
@@ -284,8 +285,8 @@ impl Collector<'_> {
                 }
                 let mut cursor = statement.walk();
                 for clause in statement.children_by_field_name("alternative", &mut cursor) {
-                    let condition = match clause.kind_name() {
-                        "elif_clause" => clause
+                    let condition = match clause.kind_key() {
+                        kind::ELIF_CLAUSE => clause
                             .field("condition")
                             .map_or(ImportCondition::OtherIf, |c| self.classify(c)),
                         _ => ImportCondition::OtherIf,
@@ -296,7 +297,7 @@ impl Collector<'_> {
                     }
                 }
             }
-            "try_statement" => {
+            kind::TRY_STATEMENT => {
                 let clauses: Vec<Node<'_>> = statement.named_nodes().collect();
                 let has_handler = clauses
                     .iter()
@@ -317,14 +318,14 @@ impl Collector<'_> {
                         "except_clause" | "except_group_clause" => {
                             let handler = guard.under(ImportCondition::ExceptHandler, statement);
                             for part in clause.named_nodes() {
-                                if part.is_kind("block") {
+                                if part.is(kind::BLOCK) {
                                     self.block(part, handler, depth);
                                 }
                             }
                         }
                         "finally_clause" => {
                             for part in clause.named_nodes() {
-                                if part.is_kind("block") {
+                                if part.is(kind::BLOCK) {
                                     self.block(part, guard, depth);
                                 }
                             }
@@ -333,7 +334,7 @@ impl Collector<'_> {
                     }
                 }
             }
-            "function_definition" => {
+            kind::FUNCTION_DEFINITION => {
                 if let Some(body) = statement.field("body") {
                     self.block(
                         body,
@@ -342,12 +343,15 @@ impl Collector<'_> {
                     );
                 }
             }
-            "decorated_definition" => {
+            kind::DECORATED_DEFINITION => {
                 if let Some(definition) = statement.field("definition") {
                     self.statement(definition, guard, depth + 1);
                 }
             }
-            "class_definition" | "with_statement" | "for_statement" | "while_statement" => {
+            kind::CLASS_DEFINITION
+            | kind::WITH_STATEMENT
+            | kind::FOR_STATEMENT
+            | kind::WHILE_STATEMENT => {
                 if let Some(body) = statement.field("body") {
                     self.block(body, guard, depth);
                 }
@@ -364,15 +368,15 @@ impl Collector<'_> {
     /// What an `if` condition tests, as far as imports are concerned.
     fn classify(&self, condition: Node<'_>) -> ImportCondition {
         let condition = crate::syntax::unparenthesize(condition);
-        match condition.kind_name() {
-            "identifier" | "attribute" => {
+        match condition.kind_key() {
+            kind::IDENTIFIER | kind::ATTRIBUTE => {
                 let text = node_text(condition, self.source);
                 if text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING") {
                     return ImportCondition::TypeChecking;
                 }
                 ImportCondition::OtherIf
             }
-            "call" => {
+            kind::CALL => {
                 let name = condition
                     .field("function")
                     .map(|f| node_text(f, self.source))
@@ -385,11 +389,11 @@ impl Collector<'_> {
                     ImportCondition::OtherIf
                 }
             }
-            "not_operator" => match condition.field("argument").map(|a| self.classify(a)) {
+            kind::NOT_OPERATOR => match condition.field("argument").map(|a| self.classify(a)) {
                 Some(ImportCondition::Availability) => ImportCondition::Availability,
                 _ => ImportCondition::OtherIf,
             },
-            "boolean_operator" => {
+            kind::BOOLEAN_OPERATOR => {
                 let mut parts: Vec<ImportCondition> = Vec::new();
                 for part in crate::syntax::named_children(condition) {
                     parts.push(self.classify(part));
@@ -432,13 +436,13 @@ impl Collector<'_> {
         let source = self.source;
         let mut cursor = statement.walk();
         for name in statement.children_by_field_name("name", &mut cursor) {
-            match name.kind_name() {
-                "dotted_name" => {
+            match name.kind_key() {
+                kind::DOTTED_NAME => {
                     let full = compact_dotted(node_text(name, source));
                     let first = full.split('.').next().unwrap_or("").to_string();
                     self.push(first.clone(), first, full, None, statement, guard);
                 }
-                "aliased_import" => {
+                kind::ALIASED_IMPORT => {
                     let (Some(module), Some(alias)) = (name.field("name"), name.field("alias"))
                     else {
                         continue;
@@ -457,15 +461,15 @@ impl Collector<'_> {
         let Some(module) = statement.field("module_name") else {
             return;
         };
-        if module.is_not_kind("dotted_name") {
+        if module.is_not(kind::DOTTED_NAME) {
             return; // relative imports name project modules, not torch
         }
         let module_name = compact_dotted(node_text(module, source));
         let mut cursor = statement.walk();
         for name in statement.children_by_field_name("name", &mut cursor) {
-            let (imported, local) = match name.kind_name() {
-                "dotted_name" => (name, name),
-                "aliased_import" => {
+            let (imported, local) = match name.kind_key() {
+                kind::DOTTED_NAME => (name, name),
+                kind::ALIASED_IMPORT => {
                     let (Some(imported), Some(alias)) = (name.field("name"), name.field("alias"))
                     else {
                         continue;

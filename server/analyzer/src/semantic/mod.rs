@@ -8,6 +8,7 @@
 //! because imports usually come first and rules need them from the first line on.
 
 use crate::hash::{HashMap, StringSet};
+use crate::kind;
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -542,10 +543,10 @@ impl<'t> SemanticModel<'t> {
         // of a package, not a fragment.
         model.fragment = model.imports.records().is_empty()
             && !tree.root_node().named_nodes().any(|statement| {
-                statement.is_any_kind(&[
-                    "import_statement",
-                    "import_from_statement",
-                    "future_import_statement",
+                statement.is_any(&[
+                    kind::IMPORT_STATEMENT,
+                    kind::IMPORT_FROM_STATEMENT,
+                    kind::FUTURE_IMPORT_STATEMENT,
                 ])
             });
         model.bind_module_imports();
@@ -664,18 +665,18 @@ impl<'t> SemanticModel<'t> {
 
     fn bind_import(&mut self, statement: Node<'_>) {
         let source = self.source;
-        match statement.kind_name() {
-            "import_statement" => {
+        match statement.kind_key() {
+            kind::IMPORT_STATEMENT => {
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    match name.kind_name() {
-                        "dotted_name" => {
+                    match name.kind_key() {
+                        kind::DOTTED_NAME => {
                             let full = node_text(name, source).to_string();
                             let first = full.split('.').next().unwrap_or("").trim().to_string();
                             self.imported_modules.insert(full);
                             self.bind(first.clone(), Binding::Import(first));
                         }
-                        "aliased_import" => {
+                        kind::ALIASED_IMPORT => {
                             let (Some(module), Some(alias)) =
                                 (name.field("name"), name.field("alias"))
                             else {
@@ -689,20 +690,20 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "import_from_statement" => {
+            kind::IMPORT_FROM_STATEMENT => {
                 let Some(module) = statement.field("module_name") else {
                     return;
                 };
-                if module.is_not_kind("dotted_name") {
+                if module.is_not(kind::DOTTED_NAME) {
                     return; // relative imports name project modules, not torch
                 }
                 let module_name = compact_dotted(node_text(module, source));
                 self.imported_modules.insert(module_name.clone());
                 let mut cursor = statement.walk();
                 for name in statement.children_by_field_name("name", &mut cursor) {
-                    let (imported, local) = match name.kind_name() {
-                        "dotted_name" => (name, name),
-                        "aliased_import" => {
+                    let (imported, local) = match name.kind_key() {
+                        kind::DOTTED_NAME => (name, name),
+                        kind::ALIASED_IMPORT => {
                             let (Some(imported), Some(alias)) =
                                 (name.field("name"), name.field("alias"))
                             else {
@@ -760,7 +761,7 @@ impl<'t> SemanticModel<'t> {
                 return function;
             }
             let next = current.child_with_descendant(node)?;
-            if next.is_kind("function_definition") && next.id() != node.id() {
+            if next.is(kind::FUNCTION_DEFINITION) && next.id() != node.id() {
                 function = Some(next);
             }
             current = next;
@@ -790,7 +791,7 @@ impl<'t> SemanticModel<'t> {
                 self.ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.is_kind("function_definition") && a.id() != node.id())
+                    .find(|a| a.is(kind::FUNCTION_DEFINITION) && a.id() != node.id())
                     .copied(),
             );
         }
@@ -828,9 +829,9 @@ impl<'t> SemanticModel<'t> {
             if visited > 20_000 || node.start_byte() >= before {
                 continue;
             }
-            if node.is_kind("assignment")
+            if node.is(kind::ASSIGNMENT)
                 && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
+                && left.is(kind::IDENTIFIER)
                 && node_text(left, self.source) == name
                 && node.end_byte() <= before
                 && best.is_none_or(|b| b.start_byte() < right.start_byte())
@@ -863,25 +864,20 @@ impl<'t> SemanticModel<'t> {
 
     /// Called by the checker before the rules of `node` run.
     pub fn enter(&mut self, node: Node<'t>) {
-        self.enter_kind(node, node.kind_name());
-    }
-
-    /// [`Self::enter`] with `kind` = `node.kind_name()`, known already.
-    pub(crate) fn enter_kind(&mut self, node: Node<'t>, kind: &str) {
         *self.qualified_name_memo.get_mut() = None;
         self.ancestors.push(node);
-        match kind {
-            "block" => self.enter_block(node),
-            "lambda" => self.enter_lambda(node),
-            "function_definition" => {
+        match node.kind_key() {
+            kind::BLOCK => self.enter_block(node),
+            kind::LAMBDA => self.enter_lambda(node),
+            kind::FUNCTION_DEFINITION => {
                 self.enter_definition_guards(node);
                 self.enter_function(node)
             }
-            "class_definition" => {
+            kind::CLASS_DEFINITION => {
                 self.enter_definition_guards(node);
                 self.enter_class(node)
             }
-            "for_statement" | "while_statement" => {
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
                 let hot = self.is_training_loop(node);
                 let outer = self.summaries.loop_summary(node).is_some_and(|summary| {
                     summary.nested_training_loop || summary.nested_loader_loop
@@ -899,7 +895,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `for row in t:` over a tensor binds `row` to a tensor on `t`'s device.
     fn bind_loop_target(&mut self, node: Node<'_>) {
-        if node.is_not_kind("for_statement") {
+        if node.is_not(kind::FOR_STATEMENT) {
             return;
         }
         let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
@@ -907,7 +903,7 @@ impl<'t> SemanticModel<'t> {
         };
         let fact = self.fact(right);
         let origin = Some((right.start_byte(), right.end_byte()));
-        if fact.is_tensor() && left.is_kind("identifier") {
+        if fact.is_tensor() && left.is(kind::IDENTIFIER) {
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
                 node_text(left, self.source).to_string(),
@@ -917,14 +913,14 @@ impl<'t> SemanticModel<'t> {
         }
         // `for sentence, score in zip(batch, scores):` / `for i, row in enumerate(t):`: the
         // targets paired with a tensor hold its rows, on its device.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
             && syntax::call_parts(syntax::unparenthesize(right)).is_some_and(|(function, _)| {
                 matches!(node_text(function, self.source), "zip" | "enumerate")
             })
         {
             let targets: Vec<Node<'_>> = left
                 .named_nodes()
-                .filter(|target| target.is_kind("identifier"))
+                .filter(|target| target.is(kind::IDENTIFIER))
                 .collect();
             let mut bound = false;
             for target in targets {
@@ -943,7 +939,7 @@ impl<'t> SemanticModel<'t> {
         // `for name, weight in state.items():` / `for weight in state.values():` over state loaded
         // onto the host: the values are host tensors.
         if let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(right))
-            && function.is_kind("attribute")
+            && function.is(kind::ATTRIBUTE)
             && let (Some(object), Some(method)) =
                 (function.field("object"), function.field("attribute"))
             && self.fact(object).kind == ValueKind::Container
@@ -956,7 +952,7 @@ impl<'t> SemanticModel<'t> {
                 ("values", "identifier") => Some(left),
                 _ => None,
             };
-            if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
+            if let Some(value) = value.filter(|v| v.is(kind::IDENTIFIER)) {
                 self.bind(
                     node_text(value, self.source).to_string(),
                     Binding::Value(Fact::tensor(Device::Cpu, origin)),
@@ -971,8 +967,8 @@ impl<'t> SemanticModel<'t> {
             .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
         let (loader, target) = match enumerated {
             Some(inner) => {
-                let target = match left.kind_name() {
-                    "pattern_list" | "tuple_pattern" if left.named_child_count() == 2 => {
+                let target = match left.kind_key() {
+                    kind::PATTERN_LIST | kind::TUPLE_PATTERN if left.named_child_count() == 2 => {
                         left.named_child(1)
                     }
                     _ => None,
@@ -997,12 +993,15 @@ impl<'t> SemanticModel<'t> {
         if depth > 4 {
             return;
         }
-        match target.kind_name() {
-            "identifier" => self.bind(
+        match target.kind_key() {
+            kind::IDENTIFIER => self.bind(
                 node_text(target, self.source).to_string(),
                 Binding::Value(batch),
             ),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" => {
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::PARENTHESIZED_EXPRESSION => {
                 let children: Vec<Node<'_>> = target.named_nodes().collect();
                 for child in children {
                     self.bind_batch(child, batch, depth + 1);
@@ -1038,8 +1037,8 @@ impl<'t> SemanticModel<'t> {
         {
             self.guard_frames.pop();
         }
-        match kind {
-            "if_statement" => {
+        match node.kind_key() {
+            kind::IF_STATEMENT => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
                     && let Some(frame) = self.guard_frames.last_mut()
                 {
@@ -1055,8 +1054,8 @@ impl<'t> SemanticModel<'t> {
                     frame.cold = true;
                 }
             }
-            "return_statement" => self.leave_return(node),
-            "function_definition" => {
+            kind::RETURN_STATEMENT => self.leave_return(node),
+            kind::FUNCTION_DEFINITION => {
                 if let Some(Frame::Function { node_id, id, .. }) = self.frames.last()
                     && *node_id == node.id()
                     && let Some(function) = self.functions.get_mut(*id)
@@ -1071,7 +1070,7 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "class_definition" => {
+            kind::CLASS_DEFINITION => {
                 if matches!(self.frames.last(), Some(Frame::Class(_))) {
                     self.frames.pop();
                     if self.scopes.len() > 1 {
@@ -1079,17 +1078,17 @@ impl<'t> SemanticModel<'t> {
                     }
                 }
             }
-            "for_statement" | "while_statement" => {
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
                 if matches!(self.frames.last(), Some(Frame::Loop { node_id, .. }) if *node_id == node.id())
                 {
                     self.frames.pop();
                 }
             }
-            "assignment" => self.leave_assignment(node),
-            "import_statement" | "import_from_statement" if self.scopes.len() > 1 => {
+            kind::ASSIGNMENT => self.leave_assignment(node),
+            kind::IMPORT_STATEMENT | kind::IMPORT_FROM_STATEMENT if self.scopes.len() > 1 => {
                 self.bind_import(node);
             }
-            "expression_statement" => self.leave_expression_statement(node),
+            kind::EXPRESSION_STATEMENT => self.leave_expression_statement(node),
             _ => {}
         }
     }
@@ -1158,7 +1157,7 @@ impl<'t> SemanticModel<'t> {
     /// `if self.model_parallel:` where the flag switches a CUDA-only mode on (see
     /// `Summaries::cuda_mode_flags`): the branch runs only with CUDA.
     fn is_cuda_mode_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.is_not_kind("if_statement")
+        if parent.is_not(kind::IF_STATEMENT)
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -1170,8 +1169,8 @@ impl<'t> SemanticModel<'t> {
             return false;
         };
         // `self.flag` alone, or on the left of `and` (`self.model_parallel and x`).
-        let tested = match condition.kind_name() {
-            "boolean_operator"
+        let tested = match condition.kind_key() {
+            kind::BOOLEAN_OPERATOR
                 if condition
                     .field("operator")
                     .is_some_and(|o| syntax::text_is(o, self.source, "and")) =>
@@ -1181,7 +1180,7 @@ impl<'t> SemanticModel<'t> {
             _ => Some(condition),
         };
         tested.is_some_and(|tested| {
-            tested.is_kind("attribute")
+            tested.is(kind::ATTRIBUTE)
                 && tested
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, self.source, "self"))
@@ -1199,21 +1198,21 @@ impl<'t> SemanticModel<'t> {
     /// A method call asks the file's methods of that name, a bare call its module-level
     /// functions; every one of them must say so.
     fn is_off_tpu_predicate_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        let condition = match parent.kind_name() {
-            "if_statement"
+        let condition = match parent.kind_key() {
+            kind::IF_STATEMENT
                 if parent
                     .field("consequence")
                     .is_some_and(|c| c.id() == block.id()) =>
             {
                 parent.field("condition")
             }
-            "elif_clause" => parent.field("condition"),
+            kind::ELIF_CLAUSE => parent.field("condition"),
             _ => None,
         };
         let Some(condition) = condition.map(syntax::unparenthesize) else {
             return false;
         };
-        let is_and = condition.is_kind("boolean_operator")
+        let is_and = condition.is(kind::BOOLEAN_OPERATOR)
             && condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, self.source, "and"));
@@ -1247,7 +1246,7 @@ impl<'t> SemanticModel<'t> {
     fn enter_definition_guards(&mut self, definition: Node<'t>) {
         let decorated = self
             .parent(definition)
-            .filter(|p| p.is_kind("decorated_definition"));
+            .filter(|p| p.is(kind::DECORATED_DEFINITION));
         let mut scope =
             guards::definition_scope(self.current_scope(), definition, decorated, self.source);
         // A class whose `__init__` calls a CUDA-only package has no instance without CUDA.
@@ -1256,18 +1255,18 @@ impl<'t> SemanticModel<'t> {
             scope.device_branch = true;
         }
         let outer = self.guard_frames.last().copied();
-        let load_time = definition.is_kind("function_definition")
+        let load_time = definition.is(kind::FUNCTION_DEFINITION)
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.load_time);
         // Not inherited by nested definitions and lambdas: a closure may run any number of times.
-        let once_per_run = definition.is_kind("function_definition")
+        let once_per_run = definition.is(kind::FUNCTION_DEFINITION)
             && self
                 .function_summary(definition)
                 .is_some_and(|summary| summary.once_per_run);
         let host_data = outer.is_some_and(|f| f.host_data)
-            || match definition.kind_name() {
-                "class_definition" => {
+            || match definition.kind_key() {
+                kind::CLASS_DEFINITION => {
                     roles::is_dataset_class(definition, self.source)
                         || definition.field("name").is_some_and(|name| {
                             self.summaries
@@ -1285,8 +1284,8 @@ impl<'t> SemanticModel<'t> {
                 }
             };
         let test_code = self.in_test_code()
-            || match definition.kind_name() {
-                "class_definition" => {
+            || match definition.kind_key() {
+                kind::CLASS_DEFINITION => {
                     roles::is_test_class(definition, self.test_framework, self.source)
                 }
                 _ => {
@@ -1316,7 +1315,7 @@ impl<'t> SemanticModel<'t> {
         let call = count
             .checked_sub(3)
             .and_then(|i| self.ancestors.get(i))
-            .filter(|call| call.is_kind("call"));
+            .filter(|call| call.is(kind::CALL));
         let closure = call.is_some_and(|call| {
             self.call_qualified_name(*call)
                 .is_some_and(|q| q.ends_with("add_step_closure"))
@@ -1450,9 +1449,9 @@ impl<'t> SemanticModel<'t> {
         let Some((function, _)) = syntax::call_parts(call) else {
             return false;
         };
-        let (name, method) = match function.kind_name() {
-            "identifier" => (node_text(function, self.source), false),
-            "attribute"
+        let (name, method) = match function.kind_key() {
+            kind::IDENTIFIER => (node_text(function, self.source), false),
+            kind::ATTRIBUTE
                 if function
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, self.source, "self")) =>
@@ -1625,15 +1624,17 @@ impl<'t> SemanticModel<'t> {
         let source = self.source;
         let children: Vec<Node<'_>> = parameters.named_nodes().collect();
         for (index, parameter) in children.into_iter().enumerate() {
-            let (name_node, annotation, default) = match parameter.kind_name() {
-                "identifier" => (Some(parameter), None, None),
-                "typed_parameter" => (
-                    parameter.named_child(0).filter(|n| n.is_kind("identifier")),
+            let (name_node, annotation, default) = match parameter.kind_key() {
+                kind::IDENTIFIER => (Some(parameter), None, None),
+                kind::TYPED_PARAMETER => (
+                    parameter.named_child(0).filter(|n| n.is(kind::IDENTIFIER)),
                     parameter.field("type"),
                     None,
                 ),
-                "default_parameter" => (parameter.field("name"), None, parameter.field("value")),
-                "typed_default_parameter" => (
+                kind::DEFAULT_PARAMETER => {
+                    (parameter.field("name"), None, parameter.field("value"))
+                }
+                kind::TYPED_DEFAULT_PARAMETER => (
                     parameter.field("name"),
                     parameter.field("type"),
                     parameter.field("value"),
@@ -1648,7 +1649,8 @@ impl<'t> SemanticModel<'t> {
             let origin = Some((name_node.start_byte(), name_node.end_byte()));
             // A flag's default says what it is, whatever the annotation claims
             // (`output_attentions: Optional[torch.Tensor] = False`).
-            let flag_default = default.is_some_and(|d| d.is_any_kind(&["true", "false", "string"]));
+            let flag_default =
+                default.is_some_and(|d| d.is_any(&[kind::TRUE, kind::FALSE, kind::STRING]));
             let fact = if flag_default {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(annotation) = annotation {
@@ -1658,7 +1660,7 @@ impl<'t> SemanticModel<'t> {
                     torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
                     torch_api::AnnotatedKind::Other => Fact::of(ValueKind::Scalar),
                 }
-            } else if default.is_some_and(|d| d.is_not_kind("none")) {
+            } else if default.is_some_and(|d| d.is_not(kind::NONE)) {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(passed) = function.and_then(|f| self.passed_fact(f, name)) {
                 Fact {
@@ -1710,12 +1712,12 @@ impl<'t> SemanticModel<'t> {
         });
         let defines_constructor = node.field("body").is_some_and(|body| {
             body.named_nodes().any(|statement| {
-                let definition = match statement.kind_name() {
-                    "decorated_definition" => statement.field("definition"),
+                let definition = match statement.kind_key() {
+                    kind::DECORATED_DEFINITION => statement.field("definition"),
                     _ => Some(statement),
                 };
                 definition
-                    .filter(|d| d.kind_name() == "function_definition")
+                    .filter(|d| d.is(kind::FUNCTION_DEFINITION))
                     .and_then(|d| d.field("name"))
                     .is_some_and(|name| node_text(name, source) == "__init__")
             })
@@ -1728,7 +1730,7 @@ impl<'t> SemanticModel<'t> {
             .map(syntax::named_children)
             .unwrap_or_default()
             .into_iter()
-            .filter(|base| base.kind_name() == "identifier")
+            .filter(|base| base.is(kind::IDENTIFIER))
             .find_map(|base| match self.lookup(node_text(base, source)) {
                 Some(Binding::Class(base_index)) => self
                     .classes
@@ -1759,7 +1761,7 @@ impl<'t> SemanticModel<'t> {
         {
             return true;
         }
-        base.is_kind("identifier")
+        base.is(kind::IDENTIFIER)
             && matches!(
                 self.lookup(node_text(base, self.source)),
                 Some(Binding::Class(index)) if self.classes.get(*index).is_some_and(|c| c.is_optimizer)
@@ -1779,7 +1781,7 @@ impl<'t> SemanticModel<'t> {
                 return true;
             }
         }
-        if base.is_kind("identifier")
+        if base.is(kind::IDENTIFIER)
             && let Some(Binding::Class(index)) = self.lookup(node_text(base, self.source))
         {
             return self.classes.get(*index).is_some_and(|c| c.is_module);
@@ -1798,7 +1800,7 @@ impl<'t> SemanticModel<'t> {
         let Some(value) = node.named_child(0) else {
             return;
         };
-        let (fact, elements) = if value.is_kind("expression_list") {
+        let (fact, elements) = if value.is(kind::EXPRESSION_LIST) {
             let mut elements: Vec<Fact> = Vec::new();
             for element in syntax::named_children(value) {
                 elements.push(self.fact(element));
@@ -1864,12 +1866,12 @@ impl<'t> SemanticModel<'t> {
     /// tuples of that many elements.
     fn tuple_elements(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
         let (function, _) = syntax::call_parts(value)?;
-        let id = match function.kind_name() {
-            "identifier" => match self.lookup(node_text(function, self.source)) {
+        let id = match function.kind_key() {
+            kind::IDENTIFIER => match self.lookup(node_text(function, self.source)) {
                 Some(Binding::Function(id)) => *id,
                 _ => return None,
             },
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let object = function.field("object")?;
                 if !syntax::text_is(object, self.source, "self") {
                     return None;
@@ -1891,15 +1893,15 @@ impl<'t> SemanticModel<'t> {
     /// `x.shape` or `x.size()` of a tensor: a `torch.Size`, whose elements are Python ints.
     fn is_tensor_shape(&self, expr: Node<'_>, depth: usize) -> bool {
         let expr = syntax::unparenthesize(expr);
-        let object = match expr.kind_name() {
-            "attribute"
+        let object = match expr.kind_key() {
+            kind::ATTRIBUTE
                 if expr
                     .field("attribute")
                     .is_some_and(|a| syntax::text_is(a, self.source, "shape")) =>
             {
                 expr.field("object")
             }
-            "call" => syntax::method_call(expr).and_then(|(receiver, method)| {
+            kind::CALL => syntax::method_call(expr).and_then(|(receiver, method)| {
                 let no_arguments = expr
                     .field("arguments")
                     .is_some_and(|a| a.named_child_count() == 0);
@@ -1923,11 +1925,11 @@ impl<'t> SemanticModel<'t> {
         let Some(left) = node.field("left") else {
             return;
         };
-        let names: Vec<Node<'_>> = match left.kind_name() {
-            "identifier" => vec![left],
-            "pattern_list" | "tuple_pattern" | "list_pattern" => left
+        let names: Vec<Node<'_>> = match left.kind_key() {
+            kind::IDENTIFIER => vec![left],
+            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
                 .named_nodes()
-                .filter(|n| n.kind_name() == "identifier")
+                .filter(|n| n.is(kind::IDENTIFIER))
                 .collect(),
             _ => return,
         };
@@ -1976,8 +1978,8 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         // `a, b = x.get("a"), x.get("b")`: element by element.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"])
-            && right.is_any_kind(&["expression_list", "tuple"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
+            && right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
             && left.named_child_count() == right.named_child_count()
         {
             let mut cursor = left.walk();
@@ -1991,7 +1993,7 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         // `_, _, h, w = x.shape` / `b, n = x.size()`: the dimensions are Python ints.
-        if left.is_any_kind(&["pattern_list", "tuple_pattern", "list_pattern"])
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN, kind::LIST_PATTERN])
             && self.is_tensor_shape(right, 0)
         {
             for target in left.named_nodes() {
@@ -1999,7 +2001,7 @@ impl<'t> SemanticModel<'t> {
             }
             return;
         }
-        if left.is_any_kind(&["pattern_list", "tuple_pattern"]) && right.is_kind("call") {
+        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) && right.is(kind::CALL) {
             let mut cursor = left.walk();
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
             if let Some(elements) = self.tuple_elements(right, targets.len()) {
@@ -2031,7 +2033,7 @@ impl<'t> SemanticModel<'t> {
                 return;
             }
         }
-        if left.is_kind("identifier") && right.is_not_kind("none") {
+        if left.is(kind::IDENTIFIER) && right.is_not(kind::NONE) {
             let cuda = self.current_scope().never_on_tpu || self.value_needs_cuda(right, 0);
             let name = node_text(left, self.source).to_string();
             if self.scopes.len() == 1 {
@@ -2059,7 +2061,7 @@ impl<'t> SemanticModel<'t> {
     /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
     /// branch runs only with CUDA.
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.is_not_kind("if_statement")
+        if parent.is_not(kind::IF_STATEMENT)
             || parent
                 .field("consequence")
                 .is_none_or(|c| c.id() != block.id())
@@ -2077,7 +2079,7 @@ impl<'t> SemanticModel<'t> {
     fn tests_cuda_value(&self, condition: Node<'_>, depth: usize) -> bool {
         let condition = syntax::unparenthesize(condition);
         if depth < 4
-            && condition.is_kind("boolean_operator")
+            && condition.is(kind::BOOLEAN_OPERATOR)
             && condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, self.source, "and"))
@@ -2087,9 +2089,9 @@ impl<'t> SemanticModel<'t> {
                 .flatten()
                 .any(|side| self.tests_cuda_value(side, depth + 1));
         }
-        let name = match condition.kind_name() {
-            "identifier" => Some(condition),
-            "comparison_operator" if condition.named_child_count() == 2 => {
+        let name = match condition.kind_key() {
+            kind::IDENTIFIER => Some(condition),
+            kind::COMPARISON_OPERATOR if condition.named_child_count() == 2 => {
                 let mut cursor = condition.walk();
                 let operators: Vec<&str> = condition
                     .children(&mut cursor)
@@ -2097,26 +2099,25 @@ impl<'t> SemanticModel<'t> {
                     .map(|c| node_text(c, self.source))
                     .collect();
                 let operator = crate::syntax::join(&operators, " ");
-                let right_is_none = condition.named_child(1).is_some_and(|r| r.is_kind("none"));
+                let right_is_none = condition.named_child(1).is_some_and(|r| r.is(kind::NONE));
                 (operator == "is not" && right_is_none)
                     .then(|| condition.named_child(0))
                     .flatten()
-                    .filter(|n| n.is_any_kind(&["identifier", "attribute"]))
+                    .filter(|n| n.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]))
             }
-            "attribute" => Some(condition),
+            kind::ATTRIBUTE => Some(condition),
             _ => None,
         };
         if let Some(attribute) = name.and_then(|n| summaries::self_attribute(n, self.source)) {
             return self.summaries.cuda_attributes.contains(attribute);
         }
-        name.filter(|n| n.is_kind("identifier"))
-            .is_some_and(|name| {
-                self.scopes.last().is_some_and(|scope| {
-                    scope
-                        .cuda_values
-                        .all_need_cuda(node_text(name, self.source))
-                })
+        name.filter(|n| n.is(kind::IDENTIFIER)).is_some_and(|name| {
+            self.scopes.last().is_some_and(|scope| {
+                scope
+                    .cuda_values
+                    .all_need_cuda(node_text(name, self.source))
             })
+        })
     }
 
     fn bind_target(&mut self, target: Node<'_>, fact: Fact, depth: usize) {
@@ -2124,8 +2125,8 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         let source = self.source;
-        match target.kind_name() {
-            "identifier" => {
+        match target.kind_key() {
+            kind::IDENTIFIER => {
                 let name = node_text(target, source);
                 // `except ImportError: xm = None` keeps `xm` meaning the guarded import.
                 let guarded_fallback = fact.kind == ValueKind::Scalar
@@ -2134,11 +2135,11 @@ impl<'t> SemanticModel<'t> {
                     self.bind(name.to_string(), Binding::Value(fact));
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let object = target.field("object");
                 let attribute = target.field("attribute");
                 if let (Some(object), Some(attribute)) = (object, attribute)
-                    && object.is_kind("identifier")
+                    && object.is(kind::IDENTIFIER)
                     && syntax::text_is(object, source, "self")
                     && let Some(class) = self.current_method_class()
                     && let Some(info) = self.classes.get_mut(class)
@@ -2147,7 +2148,11 @@ impl<'t> SemanticModel<'t> {
                         .insert(node_text(attribute, source).to_string(), fact);
                 }
             }
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST => {
                 // `a, b = f(x)`: if the right side is a tensor-producing call, each part is a
                 // tensor (tuple outputs of modules); otherwise nothing is known.
                 let element = if fact.is_tensor() {
@@ -2166,7 +2171,7 @@ impl<'t> SemanticModel<'t> {
 
     /// `self.register_buffer("name", t)` records a device-following tensor attribute.
     fn leave_expression_statement(&mut self, node: Node<'_>) {
-        let Some(call) = node.named_child(0).filter(|n| n.is_kind("call")) else {
+        let Some(call) = node.named_child(0).filter(|n| n.is(kind::CALL)) else {
             return;
         };
         let Some((receiver, method)) = syntax::method_call(call) else {
@@ -2194,7 +2199,7 @@ impl<'t> SemanticModel<'t> {
                 }
                 _ => None,
             };
-            if let Some(loss) = loss.filter(|loss| loss.is_kind("identifier"))
+            if let Some(loss) = loss.filter(|loss| loss.is(kind::IDENTIFIER))
                 && self.fact(loss).kind == ValueKind::Unknown
             {
                 let origin = Some((loss.start_byte(), loss.end_byte()));
@@ -2241,7 +2246,7 @@ impl<'t> SemanticModel<'t> {
     /// A loop over a data loader, or one whose own body (not a nested loop's) runs backward, an
     /// optimizer step or a barrier, from the pre-pass's loop summary.
     fn is_training_loop(&self, node: Node<'_>) -> bool {
-        if node.is_kind("for_statement")
+        if node.is(kind::FOR_STATEMENT)
             && let Some(iterable) = node.field("right")
             && self.is_loader_expr(iterable, 0)
             && !self.moves_batches_to_cuda(node)
@@ -2267,18 +2272,16 @@ impl<'t> SemanticModel<'t> {
         let mut names: Vec<&str> = Vec::new();
         let mut stack = vec![targets];
         while let Some(target) = stack.pop() {
-            match target.kind_name() {
-                "identifier" => names.push(node_text(target, source)),
-                "pattern_list" | "tuple_pattern" | "list_pattern" => {
+            match target.kind_key() {
+                kind::IDENTIFIER => names.push(node_text(target, source)),
+                kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => {
                     stack.extend(target.named_nodes())
                 }
                 _ => {}
             }
         }
         body.named_nodes().any(|statement| {
-            let Some(assignment) = statement
-                .named_child(0)
-                .filter(|a| a.kind_name() == "assignment")
+            let Some(assignment) = statement.named_child(0).filter(|a| a.is(kind::ASSIGNMENT))
             else {
                 return false;
             };
@@ -2286,7 +2289,7 @@ impl<'t> SemanticModel<'t> {
             else {
                 return false;
             };
-            left.kind_name() == "identifier"
+            left.is(kind::IDENTIFIER)
                 && names.contains(&node_text(left, source))
                 && syntax::method_call(right).is_some_and(|(receiver, method)| {
                     node_text(method, source) == "cuda"
@@ -2301,13 +2304,13 @@ impl<'t> SemanticModel<'t> {
         }
         let expr = syntax::unparenthesize(expr);
         let source = self.source;
-        match expr.kind_name() {
-            "identifier" | "attribute" => {
+        match expr.kind_key() {
+            kind::IDENTIFIER | kind::ATTRIBUTE => {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
-                let last = match expr.kind_name() {
-                    "attribute" => expr
+                let last = match expr.kind_key() {
+                    kind::ATTRIBUTE => expr
                         .field("attribute")
                         .map(|n| node_text(n, source))
                         .unwrap_or(""),
@@ -2316,7 +2319,7 @@ impl<'t> SemanticModel<'t> {
                 let lower = last.to_ascii_lowercase();
                 lower.contains("loader") || lower == "train_dl" || lower == "dl"
             }
-            "call" => {
+            kind::CALL => {
                 if self.fact(expr).kind == ValueKind::DataLoader {
                     return true;
                 }
@@ -2326,7 +2329,7 @@ impl<'t> SemanticModel<'t> {
                 let name = node_text(function, source);
                 let wrapper = matches!(name, "enumerate" | "zip" | "tqdm" | "tqdm.tqdm" | "iter")
                     || name.ends_with("tqdm");
-                let loader_method = function.is_kind("attribute")
+                let loader_method = function.is(kind::ATTRIBUTE)
                     && function
                         .field("attribute")
                         .is_some_and(|a| syntax::text_is(a, source, "per_device_loader"));
@@ -2381,21 +2384,26 @@ impl<'t> SemanticModel<'t> {
             return None;
         }
         let is_comprehension = |n: &Node<'t>| {
-            n.is_any_kind(&[
-                "list_comprehension",
-                "set_comprehension",
-                "dictionary_comprehension",
-                "generator_expression",
+            n.is_any(&[
+                kind::LIST_COMPREHENSION,
+                kind::SET_COMPREHENSION,
+                kind::DICTIONARY_COMPREHENSION,
+                kind::GENERATOR_EXPRESSION,
             ])
         };
-        let is_scope =
-            |n: &Node<'t>| n.is_any_kind(&["function_definition", "class_definition", "lambda"]);
+        let is_scope = |n: &Node<'t>| {
+            n.is_any(&[
+                kind::FUNCTION_DEFINITION,
+                kind::CLASS_DEFINITION,
+                kind::LAMBDA,
+            ])
+        };
         // Below the current node, innermost last; a scope boundary there hides everything above.
         let mut below: Vec<Node<'t>> = Vec::new();
         let mut bounded = false;
         let mut node = current;
         for _ in 0..MAX_EXPR_DEPTH * 8 {
-            if node.start_byte() == start && node.end_byte() == end && node.is_kind("identifier") {
+            if node.start_byte() == start && node.end_byte() == end && node.is(kind::IDENTIFIER) {
                 break;
             }
             let mut cursor = node.walk();
@@ -2423,7 +2431,7 @@ impl<'t> SemanticModel<'t> {
         for comprehension in below.iter().rev().chain(above) {
             let mut cursor = comprehension.walk();
             for clause in comprehension.named_children(&mut cursor) {
-                if clause.is_not_kind("for_in_clause") {
+                if clause.is_not(kind::FOR_IN_CLAUSE) {
                     continue;
                 }
                 let (Some(left), Some(right)) = (clause.field("left"), clause.field("right"))
@@ -2465,16 +2473,16 @@ impl<'t> SemanticModel<'t> {
             }
         };
         let left = syntax::unparenthesize(left);
-        if left.is_kind("identifier") {
+        if left.is(kind::IDENTIFIER) {
             return (node_text(left, source) == name).then(|| row(iterable));
         }
-        if !left.is_any_kind(&["pattern_list", "tuple_pattern"]) {
+        if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) {
             return None;
         }
         let targets: Vec<Node<'_>> = left.named_nodes().collect();
         let position = targets
             .iter()
-            .position(|t| t.is_kind("identifier") && node_text(*t, source) == name);
+            .position(|t| t.is(kind::IDENTIFIER) && node_text(*t, source) == name);
         let Some(position) = position else {
             // Bound deeper (`for i, (a, b) in …`), or not at all.
             let binds = node_text(left, source)
@@ -2512,7 +2520,11 @@ impl<'t> SemanticModel<'t> {
             if kinds.contains(&n.kind_name()) {
                 return Some(n);
             }
-            if n.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+            if n.is_any(&[
+                kind::FUNCTION_DEFINITION,
+                kind::CLASS_DEFINITION,
+                kind::LAMBDA,
+            ]) {
                 return None;
             }
             current = self.parent(n);
@@ -2532,14 +2544,14 @@ impl<'t> SemanticModel<'t> {
             let Some(parent) = current else {
                 return false;
             };
-            match parent.kind_name() {
-                "assert_statement" => {
+            match parent.kind_key() {
+                kind::ASSERT_STATEMENT => {
                     // The test, not the message (`assert ok, f"{x.item()}"`).
                     return parent
                         .named_child(0)
                         .is_some_and(|test| test.id() == child.id());
                 }
-                "if_statement" | "elif_clause" => {
+                kind::IF_STATEMENT | kind::ELIF_CLAUSE => {
                     let is_condition = parent
                         .field("condition")
                         .is_some_and(|condition| condition.id() == child.id());
@@ -2548,13 +2560,13 @@ impl<'t> SemanticModel<'t> {
                             guards::is_error_branch(body, parent, self.source)
                         });
                 }
-                "block"
-                | "module"
-                | "function_definition"
-                | "class_definition"
-                | "lambda"
-                | "expression_statement"
-                | "return_statement" => return false,
+                kind::BLOCK
+                | kind::MODULE
+                | kind::FUNCTION_DEFINITION
+                | kind::CLASS_DEFINITION
+                | kind::LAMBDA
+                | kind::EXPRESSION_STATEMENT
+                | kind::RETURN_STATEMENT => return false,
                 _ => {}
             }
             child = parent;
@@ -2670,7 +2682,7 @@ impl<'t> SemanticModel<'t> {
             .ancestors
             .iter()
             .rev()
-            .find(|a| a.is_kind("class_definition"))?;
+            .find(|a| a.is(kind::CLASS_DEFINITION))?;
         class.field("name").map(|n| node_text(n, self.source))
     }
 
@@ -2693,8 +2705,8 @@ impl<'t> SemanticModel<'t> {
         }
         let source = self.source;
         let origin = Some((expr.start_byte(), expr.end_byte()));
-        match expr.kind_name() {
-            "identifier" => match self.lookup(node_text(expr, source)) {
+        match expr.kind_key() {
+            kind::IDENTIFIER => match self.lookup(node_text(expr, source)) {
                 _ if let Some(element) = self.comprehension_target_fact(expr, depth) => element,
                 Some(Binding::Value(fact))
                     if fact.is_tensor() && self.isinstance_excludes_tensor(expr) =>
@@ -2707,22 +2719,26 @@ impl<'t> SemanticModel<'t> {
                 }
                 None => Fact::UNKNOWN,
             },
-            "parenthesized_expression" => expr
+            kind::PARENTHESIZED_EXPRESSION => expr
                 .named_child(0)
                 .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
-            "integer" | "float" | "true" | "false" | "none" | "string" | "concatenated_string" => {
-                Fact::of(ValueKind::Scalar)
-            }
-            "list"
-            | "tuple"
-            | "dictionary"
-            | "set"
-            | "list_comprehension"
-            | "dictionary_comprehension"
-            | "set_comprehension" => Fact::of(ValueKind::Container),
-            "call" => self.call_fact(expr, depth),
-            "attribute" => self.attribute_fact(expr, depth),
-            "subscript" => {
+            kind::INTEGER
+            | kind::FLOAT
+            | kind::TRUE
+            | kind::FALSE
+            | kind::NONE
+            | kind::STRING
+            | kind::CONCATENATED_STRING => Fact::of(ValueKind::Scalar),
+            kind::LIST
+            | kind::TUPLE
+            | kind::DICTIONARY
+            | kind::SET
+            | kind::LIST_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::SET_COMPREHENSION => Fact::of(ValueKind::Container),
+            kind::CALL => self.call_fact(expr, depth),
+            kind::ATTRIBUTE => self.attribute_fact(expr, depth),
+            kind::SUBSCRIPT => {
                 let value = expr
                     .field("value")
                     .map_or(Fact::UNKNOWN, |v| self.fact_at_depth(v, depth + 1));
@@ -2733,7 +2749,7 @@ impl<'t> SemanticModel<'t> {
                 let misnamed_dict = value.evidence == Evidence::Annotation
                     && expr
                         .field("subscript")
-                        .is_some_and(|index| index.is_kind("string"));
+                        .is_some_and(|index| index.is(kind::STRING));
                 match value.kind {
                     ValueKind::Tensor if misnamed_dict => Fact::UNKNOWN,
                     ValueKind::Tensor => Fact::tensor(value.device, origin),
@@ -2753,10 +2769,10 @@ impl<'t> SemanticModel<'t> {
                     _ => Fact::UNKNOWN,
                 }
             }
-            "comparison_operator" if is_identity_or_membership(expr, source) => {
+            kind::COMPARISON_OPERATOR if is_identity_or_membership(expr, source) => {
                 Fact::of(ValueKind::Scalar)
             }
-            "binary_operator" | "comparison_operator" => {
+            kind::BINARY_OPERATOR | kind::COMPARISON_OPERATOR => {
                 let mut result: Option<Fact> = None;
                 let mut numpy = false;
                 // Each operand's fact is computed once: `t + t + … + t` nests left-deep.
@@ -2784,11 +2800,11 @@ impl<'t> SemanticModel<'t> {
                     None => Fact::UNKNOWN,
                 }
             }
-            "unary_operator" => expr
+            kind::UNARY_OPERATOR => expr
                 .field("argument")
                 .map_or(Fact::UNKNOWN, |a| self.fact_at_depth(a, depth + 1)),
-            "not_operator" | "boolean_operator" => Fact::UNKNOWN,
-            "conditional_expression" => {
+            kind::NOT_OPERATOR | kind::BOOLEAN_OPERATOR => Fact::UNKNOWN,
+            kind::CONDITIONAL_EXPRESSION => {
                 let branches: Vec<Node<'_>> = expr.named_nodes().collect();
                 match (branches.first(), branches.get(2)) {
                     (Some(a), Some(b)) => {
@@ -2914,7 +2930,7 @@ impl<'t> SemanticModel<'t> {
             return Fact::UNKNOWN;
         };
         let attribute = node_text(attribute, source);
-        if object.is_kind("identifier") && syntax::text_is(object, source, "self") {
+        if object.is(kind::IDENTIFIER) && syntax::text_is(object, source, "self") {
             if let Some(class) = self.current_method_class()
                 && let Some(fact) = self
                     .classes
@@ -2987,8 +3003,8 @@ impl<'t> SemanticModel<'t> {
         if let Some(qualified) = self.qualified_name(function) {
             return self.qualified_call_fact(&qualified, arguments, origin, depth);
         }
-        match function.kind_name() {
-            "identifier" => {
+        match function.kind_key() {
+            kind::IDENTIFIER => {
                 let name = node_text(function, source);
                 // `self(x)` in a method of an `nn.Module` subclass runs its `forward`: a tensor
                 // (or a tuple or model output of tensors) wherever the call is, `generate` and
@@ -3054,7 +3070,7 @@ impl<'t> SemanticModel<'t> {
                     },
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let (Some(object), Some(method)) =
                     (function.field("object"), function.field("attribute"))
                 else {
@@ -3372,7 +3388,7 @@ impl<'t> SemanticModel<'t> {
             && syntax::keyword_arg(arguments, "out", self.source).is_none()
             && positional.iter().all(|argument| {
                 let argument = syntax::unparenthesize(*argument);
-                !argument.is_any_kind(&["string", "concatenated_string"])
+                !argument.is_any(&[kind::STRING, kind::CONCATENATED_STRING])
                     && self.fact_at_depth(argument, depth + 1).kind == ValueKind::Scalar
             })
     }
@@ -3380,7 +3396,7 @@ impl<'t> SemanticModel<'t> {
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
-            if argument.is_any_kind(&["list", "tuple"]) {
+            if argument.is_any(&[kind::LIST, kind::TUPLE]) {
                 candidates.extend(argument.named_nodes());
             } else {
                 candidates.push(argument);
@@ -3430,8 +3446,8 @@ impl<'t> SemanticModel<'t> {
         if let Some(text) = syntax::string_value(value, source) {
             return device_from_str(&text);
         }
-        match value.kind_name() {
-            "call" => {
+        match value.kind_key() {
+            kind::CALL => {
                 let Some((function, arguments)) = syntax::call_parts(value) else {
                     return Device::Unknown;
                 };
@@ -3446,7 +3462,7 @@ impl<'t> SemanticModel<'t> {
                     _ => Device::Accelerator,
                 }
             }
-            "attribute" => {
+            kind::ATTRIBUTE => {
                 let is_device_attr = value
                     .field("attribute")
                     .is_some_and(|a| syntax::text_is(a, source, "device"));
@@ -3463,7 +3479,7 @@ impl<'t> SemanticModel<'t> {
                     Device::Accelerator
                 }
             }
-            "identifier" => self
+            kind::IDENTIFIER => self
                 .bound_device_choice(value)
                 .unwrap_or(Device::Accelerator),
             // A `dtype` passed positionally to `.to(torch.float16)` is not a device.
@@ -3482,7 +3498,7 @@ impl SemanticModel<'_> {
             return None;
         };
         let mut choice = self.origin_node(fact.origin?)?;
-        if choice.kind_name() == "call" {
+        if choice.is(kind::CALL) {
             let (function, arguments) = syntax::call_parts(choice)?;
             if self.qualified_name(function).as_deref() != Some("torch.device") {
                 return None;
@@ -3490,7 +3506,7 @@ impl SemanticModel<'_> {
             choice = *syntax::positional_args(arguments).first()?;
         }
         let choice = syntax::unparenthesize(choice);
-        if choice.kind_name() != "conditional_expression" {
+        if choice.is_not(kind::CONDITIONAL_EXPRESSION) {
             return None;
         }
         let branches: Vec<Node<'_>> = choice.named_nodes().collect();
@@ -3555,7 +3571,7 @@ fn is_method_posted_alone(function: Node<'_>, frames: &[Frame], source: &str) ->
             .field("parameters")
             .and_then(|parameters| parameters.named_child(0))
             .is_some_and(|first| {
-                first.is_kind("identifier") && syntax::text_is(first, source, "self")
+                first.is(kind::IDENTIFIER) && syntax::text_is(first, source, "self")
             })
 }
 

@@ -9,6 +9,7 @@
 //! reach the function, following names to their last binding before the call and a caller's own
 //! parameters to their call sites, to a fixpoint (so recursion and mutual recursion settle).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::semantic::facts::{Device, ValueKind};
@@ -102,23 +103,23 @@ impl PassedSites {
         let Some((function, arguments)) = syntax::call_parts(call) else {
             return;
         };
-        let (callee, method) = match function.kind_name() {
-            "identifier" => (node_text(function, source), false),
-            "attribute" => match function.field("attribute") {
+        let (callee, method) = match function.kind_key() {
+            kind::IDENTIFIER => (node_text(function, source), false),
+            kind::ATTRIBUTE => match function.field("attribute") {
                 Some(attribute) => (node_text(attribute, source), true),
                 None => return,
             },
             _ => return,
         };
-        if arguments.is_not_kind("argument_list") || resolver.resolve(function).is_some() {
+        if arguments.is_not(kind::ARGUMENT_LIST) || resolver.resolve(function).is_some() {
             return;
         }
         let mut positional = Vec::new();
         let mut keywords = Vec::new();
         let mut splat = false;
         for argument in syntax::named_children(arguments) {
-            match argument.kind_name() {
-                "keyword_argument" => {
+            match argument.kind_key() {
+                kind::KEYWORD_ARGUMENT => {
                     if let (Some(name), Some(value)) =
                         (argument.field("name"), argument.field("value"))
                     {
@@ -128,8 +129,8 @@ impl PassedSites {
                         ));
                     }
                 }
-                "list_splat" | "dictionary_splat" => splat = true,
-                "comment" => {}
+                kind::LIST_SPLAT | kind::DICTIONARY_SPLAT => splat = true,
+                kind::COMMENT => {}
                 _ => positional.push(read_value(argument, source, resolver)),
             }
         }
@@ -157,7 +158,7 @@ impl PassedSites {
         source: &str,
         resolver: &impl Resolver,
     ) {
-        if target.is_kind("identifier") {
+        if target.is(kind::IDENTIFIER) {
             let value = value.map_or(Value::Unknown, |v| read_value(v, source, resolver));
             self.bindings.push(NameBinding {
                 caller,
@@ -170,16 +171,20 @@ impl PassedSites {
         }
         let mut pending = vec![target];
         while let Some(node) = pending.pop() {
-            match node.kind_name() {
-                "identifier" => self.bindings.push(NameBinding {
+            match node.kind_key() {
+                kind::IDENTIFIER => self.bindings.push(NameBinding {
                     caller,
                     name: node_text(node, source).to_string(),
                     at,
                     block,
                     value: Value::Unknown,
                 }),
-                "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
-                | "list_splat_pattern" => pending.extend(node.named_nodes()),
+                kind::PATTERN_LIST
+                | kind::TUPLE_PATTERN
+                | kind::LIST_PATTERN
+                | kind::TUPLE
+                | kind::LIST
+                | kind::LIST_SPLAT_PATTERN => pending.extend(node.named_nodes()),
                 _ => {}
             }
         }
@@ -515,19 +520,22 @@ impl Names<'_> {
 /// built from torch classes, and plain names (resolved later).
 fn read_value(value: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     let value = syntax::unparenthesize(value);
-    match value.kind_name() {
-        "identifier" => Value::Name(node_text(value, source).to_string()),
-        "integer" | "float" | "string" | "concatenated_string" | "true" | "false" => {
-            Value::Known(PassedFact::of(ValueKind::Scalar))
-        }
-        "list"
-        | "tuple"
-        | "dictionary"
-        | "set"
-        | "list_comprehension"
-        | "dictionary_comprehension"
-        | "set_comprehension" => Value::Known(PassedFact::of(ValueKind::Container)),
-        "call" => read_call(value, source, resolver),
+    match value.kind_key() {
+        kind::IDENTIFIER => Value::Name(node_text(value, source).to_string()),
+        kind::INTEGER
+        | kind::FLOAT
+        | kind::STRING
+        | kind::CONCATENATED_STRING
+        | kind::TRUE
+        | kind::FALSE => Value::Known(PassedFact::of(ValueKind::Scalar)),
+        kind::LIST
+        | kind::TUPLE
+        | kind::DICTIONARY
+        | kind::SET
+        | kind::LIST_COMPREHENSION
+        | kind::DICTIONARY_COMPREHENSION
+        | kind::SET_COMPREHENSION => Value::Known(PassedFact::of(ValueKind::Container)),
+        kind::CALL => read_call(value, source, resolver),
         _ => Value::Unknown,
     }
 }
@@ -536,7 +544,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     let Some((function, arguments)) = syntax::call_parts(call) else {
         return Value::Unknown;
     };
-    if function.is_kind("attribute")
+    if function.is(kind::ATTRIBUTE)
         && let (Some(receiver), Some(method)) =
             (function.field("object"), function.field("attribute"))
     {
@@ -618,8 +626,8 @@ fn to_device(arguments: Node<'_>, source: &str, resolver: &impl Resolver) -> Opt
     if last.contains("dtype") || torch_api::canonical_dtype(last).is_some() {
         return None;
     }
-    match target.kind_name() {
-        "identifier" | "attribute" => Some(Device::Accelerator),
+    match target.kind_key() {
+        kind::IDENTIFIER | kind::ATTRIBUTE => Some(Device::Accelerator),
         _ => None,
     }
 }

@@ -10,6 +10,7 @@
 //! A function named `test…` counts only in a file that uses a test framework (or lives on a test
 //! path): `def test(model, loader):` in a training script is its evaluation loop, not a test.
 
+use crate::kind;
 use tree_sitter::Node;
 
 /// The roles of the code at a point, beyond test code: what the checker's policy reads.
@@ -52,9 +53,9 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     let mut tests = 0;
     let mut test_functions: Vec<&str> = Vec::new();
     for statement in root.named_nodes() {
-        let definition = match statement.kind_name() {
-            "decorated_definition" => statement.field("definition"),
-            "function_definition" | "class_definition" => Some(statement),
+        let definition = match statement.kind_key() {
+            kind::DECORATED_DEFINITION => statement.field("definition"),
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => Some(statement),
             _ => None,
         };
         let Some(definition) = definition else {
@@ -64,9 +65,9 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
             .field("name")
             .map(|n| node_text(n, source))
             .unwrap_or("");
-        match definition.kind_name() {
-            "class_definition" if name.starts_with("Test") => tests += 1,
-            "function_definition" if name.starts_with("test_") => {
+        match definition.kind_key() {
+            kind::CLASS_DEFINITION if name.starts_with("Test") => tests += 1,
+            kind::FUNCTION_DEFINITION if name.starts_with("test_") => {
                 tests += 1;
                 test_functions.push(name);
             }
@@ -86,9 +87,9 @@ fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool
         return false;
     }
     let is_test_definition = |node: Node<'_>| {
-        let definition = match node.kind_name() {
-            "decorated_definition" => node.field("definition"),
-            "function_definition" => Some(node),
+        let definition = match node.kind_key() {
+            kind::DECORATED_DEFINITION => node.field("definition"),
+            kind::FUNCTION_DEFINITION => Some(node),
             _ => None,
         };
         definition
@@ -97,9 +98,9 @@ fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool
     };
     let mut pending = vec![root];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
-            "identifier" if test_functions.contains(&node_text(node, source)) => return true,
-            "string_content" => {
+        match node.kind_key() {
+            kind::IDENTIFIER if test_functions.contains(&node_text(node, source)) => return true,
+            kind::STRING_CONTENT => {
                 let text = node_text(node, source);
                 if test_functions.iter().any(|name| {
                     text.match_indices(name).any(|(at, _)| {
@@ -135,25 +136,26 @@ pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
     let mut blocks = vec![root];
     while let Some(block) = blocks.pop() {
         for statement in block.named_nodes() {
-            match statement.kind_name() {
-                "decorated_definition" | "function_definition" | "class_definition" => {
+            match statement.kind_key() {
+                kind::DECORATED_DEFINITION | kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => {
                     let definition = statement.field("definition").unwrap_or(statement);
                     if let Some(name) = definition.field("name") {
                         defined.push(node_text(name, source));
                     }
                 }
-                "comment"
-                | "import_statement"
-                | "import_from_statement"
-                | "future_import_statement" => {}
+                kind::COMMENT
+                | kind::IMPORT_STATEMENT
+                | kind::IMPORT_FROM_STATEMENT
+                | kind::FUTURE_IMPORT_STATEMENT => {}
                 // `for func in [xavier_normal_, init_phases]: resolver.register(func)` registers
                 // what the module defines: import-time set-up, not a workload (its body is
                 // still module code, so a call of a defined function there makes a script).
-                "for_statement" if iterates_literal_names(statement) => {
+                kind::FOR_STATEMENT if iterates_literal_names(statement) => {
                     module_code.push(statement);
                 }
-                "for_statement" | "while_statement" | "with_statement" => return false,
-                kind => {
+                kind::FOR_STATEMENT | kind::WHILE_STATEMENT | kind::WITH_STATEMENT => return false,
+                _ => {
+                    let kind = statement.kind_name();
                     let compound = matches!(
                         kind,
                         "if_statement"
@@ -191,12 +193,12 @@ pub(crate) fn is_library_module(root: Node<'_>, source: &str) -> bool {
 /// (`for func in [a, b.c]:`): a loop over definitions, not over data.
 fn iterates_literal_names(for_statement: Node<'_>) -> bool {
     for_statement.field("right").is_some_and(|right| {
-        right.is_any_kind(&["list", "tuple", "set"])
+        right.is_any(&[kind::LIST, kind::TUPLE, kind::SET])
             && right.named_child_count() > 0
             && right
                 .named_nodes()
-                .filter(|n| n.is_not_kind("comment"))
-                .all(|n| n.is_any_kind(&["identifier", "attribute"]))
+                .filter(|n| n.is_not(kind::COMMENT))
+                .all(|n| n.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]))
     })
 }
 
@@ -204,10 +206,10 @@ fn iterates_literal_names(for_statement: Node<'_>) -> bool {
 fn calls_defined(node: Node<'_>, source: &str, defined: &[&str]) -> bool {
     let mut pending = vec![node];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
+        match node.kind_key() {
             // A lambda's body runs only when called.
-            "lambda" => continue,
-            "call" => {
+            kind::LAMBDA => continue,
+            kind::CALL => {
                 let callee = node.field("function").map(|f| node_text(f, source));
                 if callee.is_some_and(|name| name == "print" || defined.contains(&name)) {
                     return true;

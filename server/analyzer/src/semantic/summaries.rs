@@ -4,6 +4,7 @@
 //! graph those calls form, and reach: which functions run on every step because a training loop
 //! or a step function calls them, directly or through other functions of the file.
 
+use crate::kind;
 use std::sync::Arc;
 
 use crate::hash::{HashMap, StringSet};
@@ -644,8 +645,8 @@ fn walk_statement<'t>(
                 });
             }
             let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
-            match kind {
-                "block" => {
+            match node.kind_key() {
+                kind::BLOCK => {
                     let count = ancestors.len();
                     if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
                         let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
@@ -653,20 +654,20 @@ fn walk_statement<'t>(
                         scopes.push((node.id(), scope));
                     }
                 }
-                "function_definition" | "class_definition" => {
+                kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => {
                     let decorated = ancestors
                         .len()
                         .checked_sub(2)
                         .map(|i| ancestors[i])
-                        .filter(|p| p.is_kind("decorated_definition"));
+                        .filter(|p| p.is(kind::DECORATED_DEFINITION));
                     let scope = guards::definition_scope(outer, node, decorated, source);
                     scopes.push((node.id(), scope));
                 }
                 _ => {}
             }
             // For a call: whether it runs only with CUDA; for an assignment: whether its block does.
-            let cuda_only = match kind {
-                "call" => {
+            let cuda_only = match node.kind_key() {
+                kind::CALL => {
                     outer.never_on_tpu
                         || guards::expression_never_on_tpu(
                             node,
@@ -674,7 +675,7 @@ fn walk_statement<'t>(
                             source,
                         )
                 }
-                "assignment" => outer.never_on_tpu,
+                kind::ASSIGNMENT => outer.never_on_tpu,
                 _ => false,
             };
             if kind == "decorated_definition" {
@@ -719,7 +720,7 @@ fn walk_statement<'t>(
                 if scopes.last().is_some_and(|(id, _)| *id == node.id()) {
                     scopes.pop();
                 }
-                if node.is_kind("if_statement")
+                if node.is(kind::IF_STATEMENT)
                     && let Some(test) = guards::after_early_exit(node, source)
                     && let Some((_, scope)) = scopes.last_mut()
                 {
@@ -953,8 +954,8 @@ fn enter(
     {
         summaries.cuda_library_scopes.insert(node_key(class));
     }
-    match kind {
-        "function_definition" => {
+    match node.kind_key() {
+        kind::FUNCTION_DEFINITION => {
             let name = node
                 .field("name")
                 .map(|n| node_text(n, source))
@@ -975,7 +976,7 @@ fn enter(
             summaries.body_blocks.push(0);
             stack.push((node.id(), Frame::Function(index)));
         }
-        "for_statement" | "while_statement" => {
+        kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
             if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
@@ -1006,12 +1007,12 @@ fn enter(
                 },
             ));
         }
-        "class_definition" | "lambda" => stack.push((node.id(), Frame::Other)),
-        "list_comprehension"
-        | "set_comprehension"
-        | "dictionary_comprehension"
-        | "generator_expression" => mark_loop(summaries, stack),
-        "block" => {
+        kind::CLASS_DEFINITION | kind::LAMBDA => stack.push((node.id(), Frame::Other)),
+        kind::LIST_COMPREHENSION
+        | kind::SET_COMPREHENSION
+        | kind::DICTIONARY_COMPREHENSION
+        | kind::GENERATOR_EXPRESSION => mark_loop(summaries, stack),
+        kind::BLOCK => {
             if let Some((_, Frame::Function(index))) = stack.last()
                 && let Some(block) = summaries.body_blocks.get_mut(*index)
             {
@@ -1019,7 +1020,7 @@ fn enter(
             }
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
-        "assignment" => {
+        kind::ASSIGNMENT => {
             if let (Some(left), Some(right), Some(index)) = (
                 node.field("left"),
                 node.field("right"),
@@ -1043,7 +1044,7 @@ fn enter(
             }
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
+                && left.is(kind::IDENTIFIER)
                 && has_modulo(right, source)
             {
                 summaries.throttle_names.push((
@@ -1053,22 +1054,22 @@ fn enter(
             }
             // `n = torch.cuda.device_count()` in a function that only compares `n`.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && left.is_kind("identifier")
-                && right.is_kind("call")
+                && left.is(kind::IDENTIFIER)
+                && right.is(kind::CALL)
                 && syntax::call_parts(right)
                     .and_then(|(function, _)| resolver.resolve(function))
                     .is_some_and(|q| q == "torch.cuda.device_count")
                 && let Some(function) = ancestors
                     .iter()
                     .rev()
-                    .find(|a| a.is_kind("function_definition"))
+                    .find(|a| a.is(kind::FUNCTION_DEFINITION))
                 && only_compared(*function, left, source)
             {
                 summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.is_not_kind("none")
+                && right.is_not(kind::NONE)
                 && let Some(attribute) = self_attribute(left, source)
             {
                 let cuda = cuda_only || value_needs_cuda(right, source, resolver, 0);
@@ -1078,8 +1079,8 @@ fn enter(
             }
             // `self.<flag> = True` in a method.
             if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
-                && right.is_kind("true")
-                && left.is_kind("attribute")
+                && right.is(kind::TRUE)
+                && left.is(kind::ATTRIBUTE)
                 && left
                     .field("object")
                     .is_some_and(|o| syntax::text_is(o, source, "self"))
@@ -1091,10 +1092,12 @@ fn enter(
                     .push((index, node_text(attribute, source).to_string()));
             }
         }
-        "import_statement" | "import_from_statement" if imports_cuda_only_package(node, source) => {
+        kind::IMPORT_STATEMENT | kind::IMPORT_FROM_STATEMENT
+            if imports_cuda_only_package(node, source) =>
+        {
             mark_cuda_library_use(node, source, summaries, stack)
         }
-        "if_statement" | "elif_clause"
+        kind::IF_STATEMENT | kind::ELIF_CLAUSE
             if node.field("condition").is_some_and(|c| {
                 has_modulo(c, source)
                     || mentions_throttle_name(c, source, innermost_function(stack), summaries)
@@ -1105,7 +1108,7 @@ fn enter(
         }
         // `if i == 0:` runs once per loop; an early exit there (`if i == 0: continue`) leaves the
         // rest of the loop hot.
-        "if_statement"
+        kind::IF_STATEMENT
             if node
                 .field("condition")
                 .is_some_and(|c| tests_one_iteration(c, source, ancestors)) =>
@@ -1113,7 +1116,7 @@ fn enter(
             summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle { exits: false }))
         }
-        "continue_statement" | "break_statement" | "return_statement" | "yield" => {
+        kind::CONTINUE_STATEMENT | kind::BREAK_STATEMENT | kind::RETURN_STATEMENT | kind::YIELD => {
             if let Some((_, Frame::Loop { summary, .. })) = stack
                 .iter_mut()
                 .rev()
@@ -1122,7 +1125,7 @@ fn enter(
                 summary.exits = true;
             }
         }
-        "call" => call(
+        kind::CALL => call(
             node, source, resolver, summaries, stack, cuda_only, ancestors,
         ),
         _ => {}
@@ -1142,16 +1145,16 @@ fn call(
         return;
     };
     let qualified = resolver.resolve(function);
-    let method = match function.kind_name() {
-        "attribute" => function.field("attribute").map(|a| node_text(a, source)),
+    let method = match function.kind_key() {
+        kind::ATTRIBUTE => function.field("attribute").map(|a| node_text(a, source)),
         _ => None,
     };
-    let receiver = match function.kind_name() {
-        "attribute" => function.field("object"),
+    let receiver = match function.kind_key() {
+        kind::ATTRIBUTE => function.field("object"),
         _ => None,
     };
-    let name = match function.kind_name() {
-        "identifier" => Some(node_text(function, source)),
+    let name = match function.kind_key() {
+        kind::IDENTIFIER => Some(node_text(function, source)),
         _ => method,
     };
     let q = qualified.as_deref().unwrap_or("");
@@ -1180,7 +1183,7 @@ fn call(
     {
         summaries.functions[index].moved_parameters.push(position);
     }
-    if let Some(receiver) = receiver.filter(|r| r.is_kind("identifier"))
+    if let Some(receiver) = receiver.filter(|r| r.is(kind::IDENTIFIER))
         && let Some(index) = innermost_function(stack)
         && moves_to_device(method, arguments, source, resolver)
     {
@@ -1244,7 +1247,7 @@ fn call(
     }
     if q.ends_with("add_step_closure")
         && let Some(first) = syntax::positional_args(arguments).first()
-        && first.is_kind("identifier")
+        && first.is(kind::IDENTIFIER)
     {
         summaries
             .step_closures
@@ -1262,9 +1265,9 @@ fn call(
     // The callee name for the call graph: `helper(...)` or `self.helper(...)`.
     // `buffer.sample(...)` on an object of this file's class counts too: the graph joins by
     // name, and only names defined in this file lead anywhere.
-    let callee = match function.kind_name() {
-        "identifier" if qualified.is_none() => Some(node_text(function, source)),
-        "attribute" if qualified.is_none() => method,
+    let callee = match function.kind_key() {
+        kind::IDENTIFIER if qualified.is_none() => Some(node_text(function, source)),
+        kind::ATTRIBUTE if qualified.is_none() => method,
         _ => None,
     };
     let mut in_loop = true;
@@ -1316,8 +1319,8 @@ fn call(
     }
     if let Some(callee) = callee {
         let caller_class = caller.and_then(|index| summaries.functions[index].class_name.clone());
-        let form = match function.kind_name() {
-            "attribute" => match receiver.map(|r| node_text(r, source)) {
+        let form = match function.kind_key() {
+            kind::ATTRIBUTE => match receiver.map(|r| node_text(r, source)) {
                 Some("self" | "cls") => CalleeForm::OnSelf,
                 // `Mvdr._mvdr(...)` in a method of `Mvdr`: its own static method.
                 Some(receiver) if caller_class.as_deref() == Some(receiver) => CalleeForm::OnSelf,
@@ -1339,11 +1342,11 @@ fn call(
         .record_call(node, innermost_function(stack), source, resolver);
     // Functions passed as values may run any number of times.
     for argument in arguments.named_nodes() {
-        let value = match argument.kind_name() {
-            "keyword_argument" => argument.field("value"),
+        let value = match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => argument.field("value"),
             _ => Some(argument),
         };
-        if let Some(value) = value.filter(|v| v.is_kind("identifier")) {
+        if let Some(value) = value.filter(|v| v.is(kind::IDENTIFIER)) {
             summaries
                 .passed_names
                 .insert(node_text(value, source).to_string());
@@ -1485,7 +1488,7 @@ fn mentions_throttle_name(
         if budget == 0 {
             return false;
         }
-        if node.is_kind("identifier") && {
+        if node.is(kind::IDENTIFIER) && {
             let text = node_text(node, source);
             summaries
                 .throttle_names
@@ -1557,7 +1560,7 @@ fn block_around(ancestors: &[Node<'_>]) -> Option<(usize, usize)> {
         .iter()
         .rev()
         .skip(1)
-        .find(|a| a.is_kind("block"))
+        .find(|a| a.is(kind::BLOCK))
         .map(|block| (block.start_byte(), block.end_byte()))
 }
 
@@ -1571,17 +1574,19 @@ fn bind_names(
 ) {
     let mut pending = vec![target];
     while let Some(node) = pending.pop() {
-        match node.kind_name() {
-            "identifier" => summaries.bound_names.push((
+        match node.kind_key() {
+            kind::IDENTIFIER => summaries.bound_names.push((
                 index,
                 node.start_byte(),
                 node.end_byte(),
                 at,
                 on_device,
             )),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
-                pending.extend(node.named_nodes())
-            }
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST => pending.extend(node.named_nodes()),
             _ => {}
         }
     }
@@ -1618,15 +1623,15 @@ fn record_move(
     };
     let mut until = if on_device { from } else { at };
     for ancestor in ancestors.iter().rev().skip(1) {
-        match ancestor.kind_name() {
-            "function_definition" => break,
-            "lambda"
-            | "class_definition"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => return,
-            "for_statement" | "while_statement" if ancestor.start_byte() > from => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION => break,
+            kind::LAMBDA
+            | kind::CLASS_DEFINITION
+            | kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION => return,
+            kind::FOR_STATEMENT | kind::WHILE_STATEMENT if ancestor.start_byte() > from => {
                 until = until.min(ancestor.start_byte())
             }
             _ => {}
@@ -1646,22 +1651,22 @@ fn record_move(
 /// iterates (`{k: v.to(d) for k, v in batch.items()}` → `batch`).
 fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -> Option<&'s str> {
     let mut base = receiver;
-    while base.is_kind("subscript") {
+    while base.is(kind::SUBSCRIPT) {
         base = base.field("value")?;
     }
-    if base.is_not_kind("identifier") {
+    if base.is_not(kind::IDENTIFIER) {
         return None;
     }
     let name = node_text(base, source);
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" | "lambda" => break,
-            "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::LAMBDA => break,
+            kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION => {
                 for clause in node.named_nodes() {
-                    if clause.is_kind("for_in_clause")
+                    if clause.is(kind::FOR_IN_CLAUSE)
                         && let (Some(left), Some(right)) =
                             (clause.field("left"), clause.field("right"))
                         && binds_name(left, name, source)
@@ -1678,9 +1683,13 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
 
 /// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
 fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
-    match target.kind_name() {
-        "identifier" => node_text(target, source) == name,
-        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => target
+    match target.kind_key() {
+        kind::IDENTIFIER => node_text(target, source) == name,
+        kind::PATTERN_LIST
+        | kind::TUPLE_PATTERN
+        | kind::LIST_PATTERN
+        | kind::TUPLE
+        | kind::LIST => target
             .named_nodes()
             .any(|child| binds_name(child, name, source)),
         _ => false,
@@ -1692,14 +1701,14 @@ pub(crate) fn iterated_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&
     let mut expr = syntax::unparenthesize(iterable);
     if let Some((function, arguments)) = syntax::call_parts(expr)
         && arguments.named_child_count() == 0
-        && function.is_kind("attribute")
+        && function.is(kind::ATTRIBUTE)
         && function
             .field("attribute")
             .is_some_and(|m| matches!(node_text(m, source), "items" | "values"))
     {
         expr = function.field("object")?;
     }
-    (expr.is_kind("identifier")).then(|| node_text(expr, source))
+    (expr.is(kind::IDENTIFIER)).then(|| node_text(expr, source))
 }
 
 /// Records a loop (statement or comprehension) in the innermost function's own body.
@@ -1713,16 +1722,16 @@ fn mark_loop(summaries: &mut Summaries, stack: &[(usize, Frame)]) {
 /// body before its function (or the statement's start) is reached.
 fn runs_repeatedly(ancestors: &[Node<'_>]) -> bool {
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" => return false,
-            "for_statement"
-            | "while_statement"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression"
-            | "lambda"
-            | "class_definition" => return true,
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION => return false,
+            kind::FOR_STATEMENT
+            | kind::WHILE_STATEMENT
+            | kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION
+            | kind::LAMBDA
+            | kind::CLASS_DEFINITION => return true,
             _ => {}
         }
     }
@@ -1787,7 +1796,7 @@ fn only_compared(function: Node<'_>, target: Node<'_>, source: &str) -> bool {
     let mut cursor = function.walk();
     loop {
         let node = cursor.node();
-        if node.is_kind("identifier") && node.id() != target.id() && node_text(node, source) == name
+        if node.is(kind::IDENTIFIER) && node.id() != target.id() && node_text(node, source) == name
         {
             if !counts_devices(node, source) {
                 return false;
@@ -1819,16 +1828,16 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
     let Some(parent) = occurrence.parent() else {
         return false;
     };
-    match parent.kind_name() {
-        "comparison_operator" => true,
-        "argument_list" => {
+    match parent.kind_key() {
+        kind::COMPARISON_OPERATOR => true,
+        kind::ARGUMENT_LIST => {
             parent.named_child_count() == 1
                 && parent
                     .parent()
                     .and_then(|call| call.field("function"))
                     .is_some_and(|f| syntax::text_is(f, source, "range"))
         }
-        "assignment" => {
+        kind::ASSIGNMENT => {
             parent
                 .field("left")
                 .is_some_and(|l| l.id() == occurrence.id())
@@ -1844,7 +1853,7 @@ fn counts_devices(occurrence: Node<'_>, source: &str) -> bool {
 
 /// The attribute name of `self.<name>`.
 pub(crate) fn self_attribute<'s>(target: Node<'_>, source: &'s str) -> Option<&'s str> {
-    (target.is_kind("attribute")
+    (target.is(kind::ATTRIBUTE)
         && target
             .field("object")
             .is_some_and(|o| syntax::text_is(o, source, "self")))
@@ -1863,11 +1872,11 @@ pub(crate) fn value_needs_cuda(
     depth: usize,
 ) -> bool {
     let value = syntax::unparenthesize(value);
-    match value.kind_name() {
-        "call" => syntax::call_parts(value)
+    match value.kind_key() {
+        kind::CALL => syntax::call_parts(value)
             .and_then(|(function, _)| resolver.resolve(function))
             .is_some_and(|q| q.starts_with("torch.cuda.")),
-        "conditional_expression" if depth < 4 => {
+        kind::CONDITIONAL_EXPRESSION if depth < 4 => {
             let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2)) else {
                 return false;
             };
@@ -1890,7 +1899,7 @@ pub(crate) fn value_needs_cuda(
             // Some branch is not `None`, and each such branch needs CUDA.
             let mut any = false;
             for (branch, consequence) in [(first, true), (second, false)] {
-                if branch.is_kind("none") {
+                if branch.is(kind::NONE) {
                     continue;
                 }
                 if !(taken_only_with_cuda(consequence)
@@ -1917,9 +1926,9 @@ fn class_requiring_cuda<'t>(
     let body = if_statement.field("consequence")?;
     let last = body
         .named_nodes()
-        .filter(|s| s.is_not_kind("comment"))
+        .filter(|s| s.is_not(kind::COMMENT))
         .last()?;
-    if last.is_not_kind("raise_statement") {
+    if last.is_not(kind::RAISE_STATEMENT) {
         return None;
     }
     let test = guards::after_early_exit(if_statement, source)?;
@@ -1928,30 +1937,30 @@ fn class_requiring_cuda<'t>(
     }
     // … block, function_definition `__init__`, block, if_statement.
     let mut up = ancestors.iter().rev().skip(1);
-    up.next().filter(|b| b.is_kind("block"))?;
+    up.next().filter(|b| b.is(kind::BLOCK))?;
     up.next()
-        .filter(|f| f.is_kind("function_definition"))
+        .filter(|f| f.is(kind::FUNCTION_DEFINITION))
         .filter(|f| {
             f.field("name")
                 .is_some_and(|n| syntax::text_is(n, source, "__init__"))
         })?;
     let mut next = up.next()?;
-    if next.is_kind("decorated_definition") {
+    if next.is(kind::DECORATED_DEFINITION) {
         next = up.next()?;
     }
-    if next.is_not_kind("block") {
+    if next.is_not(kind::BLOCK) {
         return None;
     }
-    up.next().filter(|c| c.is_kind("class_definition")).copied()
+    up.next().filter(|c| c.is(kind::CLASS_DEFINITION)).copied()
 }
 
 /// Whether an import statement names a CUDA-only package (`import bitsandbytes as bnb`,
 /// `from megatron.core import mpu`).
 fn imports_cuda_only_package(statement: Node<'_>, source: &str) -> bool {
-    let module = match statement.kind_name() {
-        "import_from_statement" => statement.field("module_name"),
-        _ => statement.named_child(0).map(|name| match name.kind_name() {
-            "aliased_import" => name.field("name").unwrap_or(name),
+    let module = match statement.kind_key() {
+        kind::IMPORT_FROM_STATEMENT => statement.field("module_name"),
+        _ => statement.named_child(0).map(|name| match name.kind_key() {
+            kind::ALIASED_IMPORT => name.field("name").unwrap_or(name),
             _ => name,
         }),
     };
@@ -1987,7 +1996,7 @@ fn mark_cuda_library_use(
     summaries.cuda_library_scopes.insert(node_key(block_node));
     let Some(function) = block_node
         .parent()
-        .filter(|f| f.is_kind("function_definition"))
+        .filter(|f| f.is(kind::FUNCTION_DEFINITION))
     else {
         return;
     };
@@ -1999,12 +2008,12 @@ fn mark_cuda_library_use(
     }
     let class = function
         .parent()
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .or(Some(function))
         .and_then(|f| f.parent())
-        .filter(|b| b.is_kind("block"))
+        .filter(|b| b.is(kind::BLOCK))
         .and_then(|b| b.parent())
-        .filter(|c| c.is_kind("class_definition"));
+        .filter(|c| c.is(kind::CLASS_DEFINITION));
     if let Some(class) = class {
         summaries.cuda_library_scopes.insert(node_key(class));
     }
@@ -2017,7 +2026,7 @@ fn mark_cuda_library_use(
 /// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
 fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
     let condition = syntax::unparenthesize(condition);
-    if condition.is_kind("boolean_operator")
+    if condition.is(kind::BOOLEAN_OPERATOR)
         && condition
             .field("operator")
             .is_some_and(|o| syntax::text_is(o, source, "and"))
@@ -2027,7 +2036,7 @@ fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]
             .flatten()
             .any(|side| tests_one_iteration(side, source, ancestors));
     }
-    if condition.is_not_kind("comparison_operator") || condition.named_child_count() != 2 {
+    if condition.is_not(kind::COMPARISON_OPERATOR) || condition.named_child_count() != 2 {
         return false;
     }
     let mut cursor = condition.walk();
@@ -2049,11 +2058,14 @@ fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]
     };
     // The innermost loop around the `if`, within its function.
     for node in ancestors.iter().rev().skip(1) {
-        match node.kind_name() {
-            "function_definition" | "lambda" | "class_definition" | "while_statement" => {
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION
+            | kind::LAMBDA
+            | kind::CLASS_DEFINITION
+            | kind::WHILE_STATEMENT => {
                 return false;
             }
-            "for_statement" => {
+            kind::FOR_STATEMENT => {
                 return node.field("left").zip(node.field("right")).is_some_and(
                     |(target, iterable)| {
                         loop_counter(target, iterable, source) == Some(node_text(counter, source))
@@ -2072,13 +2084,15 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
     let name = node_text(function, source);
     let counter = match name {
         "range" => target,
-        "enumerate" => match target.kind_name() {
-            "pattern_list" | "tuple_pattern" | "list_pattern" => target.named_child(0)?,
+        "enumerate" => match target.kind_key() {
+            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => {
+                target.named_child(0)?
+            }
             _ => return None,
         },
         _ => return None,
     };
-    (counter.is_kind("identifier")).then(|| node_text(counter, source))
+    (counter.is(kind::IDENTIFIER)).then(|| node_text(counter, source))
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
@@ -2095,7 +2109,7 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
             return false;
         }
         // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
-        if node.is_kind("binary_operator")
+        if node.is(kind::BINARY_OPERATOR)
             && node
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "%"))
@@ -2123,7 +2137,7 @@ fn leave(
     };
     // `if skip: return` on a throttle: the rest of the block runs once every N steps.
     if matches!(frame, Frame::Throttle { exits: true })
-        && node.is_kind("if_statement")
+        && node.is(kind::IF_STATEMENT)
         && exits_early(node)
         && let Some((_, Frame::Block { throttled })) = stack.last_mut()
     {
@@ -2172,9 +2186,11 @@ fn leave(
 fn decides_control_flow(call: Node<'_>, ancestors: &[Node<'_>]) -> bool {
     let mut current = call;
     for parent in ancestors.iter().rev().skip(1) {
-        match parent.kind_name() {
-            "not_operator" | "boolean_operator" | "parenthesized_expression" => current = *parent,
-            "if_statement" | "elif_clause" | "while_statement" => {
+        match parent.kind_key() {
+            kind::NOT_OPERATOR | kind::BOOLEAN_OPERATOR | kind::PARENTHESIZED_EXPRESSION => {
+                current = *parent
+            }
+            kind::IF_STATEMENT | kind::ELIF_CLAUSE | kind::WHILE_STATEMENT => {
                 return parent
                     .field("condition")
                     .is_some_and(|condition| condition.id() == current.id());
@@ -2217,11 +2233,11 @@ fn exits_early(if_statement: Node<'_>) -> bool {
     };
     let mut last = None;
     for statement in syntax::named_children(body) {
-        if statement.is_not_kind("comment") {
+        if statement.is_not(kind::COMMENT) {
             last = Some(statement);
         }
     }
-    last.is_some_and(|last| last.is_any_kind(&["return_statement", "continue_statement"]))
+    last.is_some_and(|last| last.is_any(&[kind::RETURN_STATEMENT, kind::CONTINUE_STATEMENT]))
 }
 
 /// What each decorator of a `decorated_definition` names: `torch.compile` for both
@@ -2229,13 +2245,13 @@ fn exits_early(if_statement: Node<'_>) -> bool {
 pub(crate) fn decorator_targets<'t>(decorated: Node<'t>) -> Vec<Node<'t>> {
     let mut targets = Vec::new();
     for decorator in syntax::named_children(decorated) {
-        if decorator.is_not_kind("decorator") {
+        if decorator.is_not(kind::DECORATOR) {
             continue;
         }
         let target = decorator
             .named_child(0)
-            .and_then(|expression| match expression.kind_name() {
-                "call" => expression.field("function"),
+            .and_then(|expression| match expression.kind_key() {
+                kind::CALL => expression.field("function"),
                 _ => Some(expression),
             });
         targets.extend(target);
@@ -2419,12 +2435,12 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
     let mut definition = function;
     if let Some(parent) = definition
         .parent()
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
     {
         definition = parent;
     }
-    let block = definition.parent().filter(|p| p.is_kind("block"))?;
-    let class = block.parent().filter(|p| p.is_kind("class_definition"))?;
+    let block = definition.parent().filter(|p| p.is(kind::BLOCK))?;
+    let class = block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))?;
     class
         .field("name")
         .map(|name| node_text(name, source).to_string())
@@ -2442,9 +2458,9 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
         return false;
     };
     for statement in body.named_nodes() {
-        match statement.kind_name() {
-            "comment" | "expression_statement" | "pass_statement" => {}
-            "if_statement" if statement.field("alternative").is_none() => {
+        match statement.kind_key() {
+            kind::COMMENT | kind::EXPRESSION_STATEMENT | kind::PASS_STATEMENT => {}
+            kind::IF_STATEMENT if statement.field("alternative").is_none() => {
                 let Some(only) = statement
                     .field("consequence")
                     .filter(|c| c.named_child_count() == 1)
@@ -2452,11 +2468,11 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
                 else {
                     return false;
                 };
-                let returns_false = only.is_kind("return_statement")
+                let returns_false = only.is(kind::RETURN_STATEMENT)
                     && only
                         .named_child(0)
-                        .is_some_and(|value| value.is_kind("false"));
-                if !returns_false && only.is_not_kind("raise_statement") {
+                        .is_some_and(|value| value.is(kind::FALSE));
+                if !returns_false && only.is_not(kind::RAISE_STATEMENT) {
                     return false;
                 }
                 // After `if <test>: return False`, a true result means the test was false.
@@ -2474,7 +2490,7 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
                     return true;
                 }
             }
-            "return_statement" => {
+            kind::RETURN_STATEMENT => {
                 return statement
                     .named_child(0)
                     .and_then(|value| guards::device_test(value, source))
@@ -2491,7 +2507,7 @@ fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {
         return false;
     };
     for parameter in syntax::named_children(parameters) {
-        if parameter.is_any_kind(&["typed_parameter", "typed_default_parameter"])
+        if parameter.is_any(&[kind::TYPED_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])
             && parameter
                 .field("type")
                 .and_then(|annotation| annotation.named_child(0))
@@ -2513,13 +2529,13 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
     };
     let mut names = Vec::new();
     for parameter in syntax::named_children(parameters) {
-        let name = match parameter.kind_name() {
-            "identifier" => Some(parameter),
-            "typed_parameter" => parameter.named_child(0),
-            "default_parameter" | "typed_default_parameter" => parameter.field("name"),
+        let name = match parameter.kind_key() {
+            kind::IDENTIFIER => Some(parameter),
+            kind::TYPED_PARAMETER => parameter.named_child(0),
+            kind::DEFAULT_PARAMETER | kind::TYPED_DEFAULT_PARAMETER => parameter.field("name"),
             _ => None,
         };
-        if let Some(name) = name.filter(|name| name.is_kind("identifier")) {
+        if let Some(name) = name.filter(|name| name.is(kind::IDENTIFIER)) {
             names.push(node_text(name, source).to_string());
         }
     }
@@ -2668,14 +2684,14 @@ fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
 /// `enumerate(...)`, `tqdm(...)`, `zip(...)`.
 fn loader_name<'s>(iterable: Node<'_>, source: &'s str) -> Option<&'s str> {
     let iterable = syntax::unparenthesize(iterable);
-    match iterable.kind_name() {
-        "identifier" | "attribute" => {
+    match iterable.kind_key() {
+        kind::IDENTIFIER | kind::ATTRIBUTE => {
             let parts = syntax::dotted_parts(iterable, source)?;
             let last = *parts.last()?;
             let lower = last.to_ascii_lowercase();
             (lower.contains("loader") || lower == "train_dl" || lower == "dl").then_some(last)
         }
-        "call" => {
+        kind::CALL => {
             let (function, arguments) = syntax::call_parts(iterable)?;
             let name = node_text(function, source);
             if name.ends_with("per_device_loader") {
@@ -2750,8 +2766,8 @@ fn device_evidence(
     };
     let positional_device = qualified == "torch.device" || method == Some("to");
     for (index, argument) in arguments.named_nodes().enumerate() {
-        match argument.kind_name() {
-            "keyword_argument" => {
+        match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => {
                 let name = argument
                     .field("name")
                     .map(|n| node_text(n, source))

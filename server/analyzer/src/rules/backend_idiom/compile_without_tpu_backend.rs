@@ -1,6 +1,7 @@
 //! TPU603: `torch.compile` with a backend that does not target the file's TPU backend
 //! (PyTorch/XLA: none or a GPU one; TorchTPU: an explicit non-TPU one).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -157,8 +158,8 @@ impl<'t> CompileSite<'t> {
     /// `torch.compile(...)` calls and bare `@torch.compile` decorators (not `@torch.compile(...)`,
     /// whose call is visited on its own).
     pub fn find(context: &Context<'t, '_>, node: Node<'t>) -> Option<CompileSite<'t>> {
-        match node.kind_name() {
-            "call" => {
+        match node.kind_key() {
+            kind::CALL => {
                 let (function, arguments) = context.call_parts(node)?;
                 (context.qualified_name(function).as_deref() == Some("torch.compile")).then_some(
                     CompileSite {
@@ -167,9 +168,9 @@ impl<'t> CompileSite<'t> {
                     },
                 )
             }
-            "decorator" => {
+            kind::DECORATOR => {
                 let expression = node.named_child(0)?;
-                if !expression.is_any_kind(&["attribute", "identifier"]) {
+                if !expression.is_any(&[kind::ATTRIBUTE, kind::IDENTIFIER]) {
                     return None;
                 }
                 (context.qualified_name(expression).as_deref() == Some("torch.compile")).then_some(

@@ -1,5 +1,6 @@
 //! TPU612: torch_xla environment variables set after `import torch_xla` read them.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -76,9 +77,9 @@ const READ_AT_IMPORT: &[(&str, bool)] = &[
 /// TPU612
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let source = context.source();
-    let (key, setdefault) = match node.kind_name() {
-        "assignment" => {
-            let Some(left) = node.field("left").filter(|l| l.is_kind("subscript")) else {
+    let (key, setdefault) = match node.kind_key() {
+        kind::ASSIGNMENT => {
+            let Some(left) = node.field("left").filter(|l| l.is(kind::SUBSCRIPT)) else {
                 return;
             };
             let Some(environ) = left.field("value") else {

@@ -1,5 +1,6 @@
 //! TPU609: `torch.inference_mode()` around compiled code under TorchTPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -63,7 +64,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(expression) = node.named_child(0) else {
         return;
     };
-    let callee = if expression.is_kind("call") {
+    let callee = if expression.is(kind::CALL) {
         match context.call_parts(expression) {
             Some((function, _)) => function,
             None => return,
@@ -74,8 +75,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if context.qualified_name(callee).as_deref() != Some("torch.inference_mode") {
         return;
     }
-    let applies = match node.kind_name() {
-        "decorator" => decorates_compiled_function(context, node),
+    let applies = match node.kind_key() {
+        kind::DECORATOR => decorates_compiled_function(context, node),
         _ => context.hot_path() == Some(HotPath::Compiled),
     };
     if !applies {
@@ -93,7 +94,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         "Replace with `no_grad`",
         vec![Edit::replace(
             attribute.byte_range(),
-            if attribute.is_kind("identifier") && callee.is_kind("identifier") {
+            if attribute.is(kind::IDENTIFIER) && callee.is(kind::IDENTIFIER) {
                 // `from torch import inference_mode`: keep the spelling local.
                 "torch.no_grad"
             } else {
@@ -108,7 +109,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
     context
         .parent(decorator)
-        .filter(|p| p.is_kind("decorated_definition"))
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .and_then(|decorated| decorated.field("definition"))
         .and_then(|definition| context.semantic().function_summary(definition))
         .is_some_and(|summary| summary.compiled)

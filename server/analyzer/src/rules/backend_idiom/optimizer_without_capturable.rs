@@ -1,5 +1,6 @@
 //! TPU608: Adam-family optimizer without `capturable=True` in a compiled TorchTPU step.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -82,7 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if syntax::has_splat(arguments)
         || context
             .keyword_arg(arguments, "capturable")
-            .is_some_and(|v| v.is_kind("true"))
+            .is_some_and(|v| v.is(kind::TRUE))
     {
         return;
     }

@@ -1,5 +1,6 @@
 //! TPU607: a plain `DataLoader` whose batches are copied with `.to(device)` every step (PyTorch/XLA).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -119,7 +120,7 @@ pub(crate) fn moves_batches_of_plain_loader<'t>(
 fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
     let source = context.source();
     let mut expr = syntax::unparenthesize(iterable);
-    if expr.is_kind("call") {
+    if expr.is(kind::CALL) {
         let name = context.callee_name(expr)?;
         if !matches!(name, "enumerate" | "tqdm" | "iter") {
             return None;
@@ -143,15 +144,15 @@ fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut names = Vec::new();
     let mut stack = vec![target];
     while let Some(node) = stack.pop() {
-        if node.is_kind("identifier") {
+        if node.is(kind::IDENTIFIER) {
             names.push(node_text(node, source));
-        } else if node.is_any_kind(&[
-            "pattern_list",
-            "tuple_pattern",
-            "list_pattern",
-            "tuple",
-            "list",
-            "parenthesized_expression",
+        } else if node.is_any(&[
+            kind::PATTERN_LIST,
+            kind::TUPLE_PATTERN,
+            kind::LIST_PATTERN,
+            kind::TUPLE,
+            kind::LIST,
+            kind::PARENTHESIZED_EXPRESSION,
         ]) {
             stack.extend(node.named_nodes());
         }
@@ -172,13 +173,13 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         if visited > 5_000 {
             return false;
         }
-        if node.is_kind("call")
+        if node.is(kind::CALL)
             && let Some((receiver, method)) = context.method_call(node)
             && syntax::text_is(method, source, "to")
             && let Some((_, arguments)) = context.call_parts(node)
         {
             let mut base = receiver;
-            while base.is_kind("subscript") {
+            while base.is(kind::SUBSCRIPT) {
                 match base.field("value") {
                     Some(value) => base = value,
                     None => break,
@@ -187,7 +188,7 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
             let device = context
                 .keyword_arg(arguments, "device")
                 .or_else(|| syntax::positional_args(arguments).first().copied());
-            if base.is_kind("identifier")
+            if base.is(kind::IDENTIFIER)
                 && names.contains(&node_text(base, source))
                 && device.is_some_and(|d| is_device_expression(context, d))
             {
@@ -196,29 +197,29 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         }
         // A function or method of this file that moves the batch it is passed
         // (`loss = self.training_step(batch)`), by its summary.
-        if node.is_kind("call")
+        if node.is(kind::CALL)
             && let Some((_, arguments)) = context.call_parts(node)
             && syntax::positional_args(arguments)
                 .iter()
                 .enumerate()
                 .any(|(position, argument)| {
-                    argument.is_kind("identifier")
+                    argument.is(kind::IDENTIFIER)
                         && names.contains(&node_text(*argument, source))
                         && context.semantic().call_moves_argument(node, position)
                 })
         {
             return true;
         }
-        if node.is_any_kind(&[
-            "function_definition",
-            "class_definition",
-            "for_statement",
-            "while_statement",
+        if node.is_any(&[
+            kind::FUNCTION_DEFINITION,
+            kind::CLASS_DEFINITION,
+            kind::FOR_STATEMENT,
+            kind::WHILE_STATEMENT,
         ]) && node.id() != body.id()
         {
             continue;
         }
-        if node.is_kind("for_in_clause")
+        if node.is(kind::FOR_IN_CLAUSE)
             && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
             && iterates_names(right, source, &names)
         {
@@ -226,8 +227,8 @@ fn moves_a_batch<'s>(context: &Context<'_, 's>, body: Node<'_>, names: &[&'s str
         }
         let children: Vec<Node<'_>> = node.named_nodes().collect();
         // The `for … in …` clauses first: they bind what the element expression moves.
-        stack.extend(children.iter().filter(|c| c.is_not_kind("for_in_clause")));
-        stack.extend(children.iter().filter(|c| c.is_kind("for_in_clause")));
+        stack.extend(children.iter().filter(|c| c.is_not(kind::FOR_IN_CLAUSE)));
+        stack.extend(children.iter().filter(|c| c.is(kind::FOR_IN_CLAUSE)));
     }
     false
 }

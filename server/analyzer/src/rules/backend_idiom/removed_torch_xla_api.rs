@@ -1,6 +1,7 @@
 //! TPU611: torch_xla APIs that no longer exist (`xm.xrt_world_size`, `xm.get_ordinal`,
 //! `xr.xla_device`, `torch_xla.amp.GradScaler`, ...).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -181,14 +182,14 @@ const REMOVED: &[Removed] = &[
 
 /// TPU611
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if node.is_kind("import_from_statement") {
+    if node.is(kind::IMPORT_FROM_STATEMENT) {
         check_import(context, node);
         return;
     }
     // Only the whole attribute chain (`xm.get_ordinal`, not `xm` inside it).
     if context
         .parent(node)
-        .is_some_and(|parent| parent.is_kind("attribute"))
+        .is_some_and(|parent| parent.is(kind::ATTRIBUTE))
     {
         return;
     }
@@ -221,7 +222,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let call = context
         .parent(node)
-        .filter(|parent| parent.is_kind("call"))
+        .filter(|parent| parent.is(kind::CALL))
         .filter(|call| call.field("function").is_some_and(|f| f.id() == node.id()));
     let written = context.text(node).to_string();
     match &removed.replacement {
@@ -291,8 +292,8 @@ fn check_import<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         .children_by_field_name("name", &mut cursor)
         .collect();
     for name in names {
-        let imported = match name.kind_name() {
-            "aliased_import" => name.field("name"),
+        let imported = match name.kind_key() {
+            kind::ALIASED_IMPORT => name.field("name"),
             _ => Some(name),
         };
         let Some(imported) = imported else { continue };
@@ -323,7 +324,7 @@ fn check_supported_devices<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(node)
-        .filter(|parent| parent.is_kind("call"))
+        .filter(|parent| parent.is(kind::CALL))
         .and_then(|call| call.field("arguments"))
     else {
         return;
@@ -363,12 +364,12 @@ fn is_compatibility_code<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool 
     }
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        match ancestor.kind_name() {
-            "function_definition" | "class_definition" | "module" => return false,
-            "try_statement" => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::MODULE => return false,
+            kind::TRY_STATEMENT => {
                 let catches = ancestor
                     .named_nodes()
-                    .filter(|clause| clause.is_kind("except_clause"))
+                    .filter(|clause| clause.is(kind::EXCEPT_CLAUSE))
                     .any(|clause| {
                         let text = context.text(clause);
                         let header = text.split(':').next().unwrap_or(text);

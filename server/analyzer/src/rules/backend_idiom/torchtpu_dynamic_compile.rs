@@ -1,5 +1,6 @@
 //! TPU604: TorchTPU `torch.compile` without `dynamic=False`.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -74,8 +75,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                         )
                         .fix = Some(Fix::unsafe_edit("Add `dynamic=False`", vec![edit]));
                 }
-                Some(value) if value.is_not_kind("false") => {
-                    let message = if value.is_kind("true") {
+                Some(value) if value.is_not(kind::FALSE) => {
+                    let message = if value.is(kind::TRUE) {
                         "TorchTPU `torch.compile` raises with `dynamic=True`".to_string()
                     } else {
                         format!(

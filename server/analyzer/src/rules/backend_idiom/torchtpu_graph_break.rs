@@ -1,5 +1,6 @@
 //! TPU613: TorchTPU context managers and custom generators inside compiled functions.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -75,14 +76,14 @@ const EXECUTION_MODE_MANAGERS: &[&str] = &[
 
 /// TPU613
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    match node.kind_name() {
-        "with_statement" => check_with(context, node),
+    match node.kind_key() {
+        kind::WITH_STATEMENT => check_with(context, node),
         _ => check_generator(context, node),
     }
 }
 
 fn check_with<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
-    let Some(clause) = with.named_child(0).filter(|c| c.is_kind("with_clause")) else {
+    let Some(clause) = with.named_child(0).filter(|c| c.is(kind::WITH_CLAUSE)) else {
         return;
     };
     let items: Vec<Node<'t>> = clause.named_nodes().collect();
@@ -91,7 +92,7 @@ fn check_with<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
             continue;
         };
         let value = syntax::unparenthesize(value);
-        let call = if value.is_kind("as_pattern") {
+        let call = if value.is(kind::AS_PATTERN) {
             value.named_child(0)
         } else {
             Some(value)
@@ -137,13 +138,13 @@ fn check_generator<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let Some(value) = keyword.field("value") else {
         return;
     };
-    if value.is_kind("none") {
+    if value.is(kind::NONE) {
         return;
     }
     let is_torch_call = context
         .parent(keyword)
         .and_then(|arguments| context.parent(arguments))
-        .filter(|call| call.is_kind("call"))
+        .filter(|call| call.is(kind::CALL))
         .and_then(|call| context.semantic().call_qualified_name(call))
         .is_some_and(|q| q.starts_with("torch.") && !q.starts_with("torch.utils."));
     let is_method = context
@@ -165,7 +166,7 @@ fn check_generator<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
 fn in_compiled_function<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        if ancestor.is_kind("function_definition") {
+        if ancestor.is(kind::FUNCTION_DEFINITION) {
             let name = ancestor
                 .field("name")
                 .map(|n| context.text(n))
@@ -175,16 +176,16 @@ fn in_compiled_function<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
             }
             let Some(decorated) = context
                 .parent(ancestor)
-                .filter(|p| p.is_kind("decorated_definition"))
+                .filter(|p| p.is(kind::DECORATED_DEFINITION))
             else {
                 return false;
             };
             return decorated
                 .named_nodes()
-                .filter(|child| child.is_kind("decorator"))
+                .filter(|child| child.is(kind::DECORATOR))
                 .filter_map(|decorator| decorator.named_child(0))
                 .any(|expression| {
-                    let target = if expression.is_kind("call") {
+                    let target = if expression.is(kind::CALL) {
                         expression.field("function").unwrap_or(expression)
                     } else {
                         expression

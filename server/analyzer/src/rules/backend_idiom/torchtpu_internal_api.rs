@@ -1,5 +1,6 @@
 //! TPU610: imports from `torch_tpu._internal`.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -50,10 +51,10 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     if let Some(module) = statement.field("module_name") {
         modules.push(module);
     }
-    if statement.is_kind("import_statement") {
+    if statement.is(kind::IMPORT_STATEMENT) {
         let mut cursor = statement.walk();
         for name in statement.children_by_field_name("name", &mut cursor) {
-            let module = if name.is_kind("aliased_import") {
+            let module = if name.is(kind::ALIASED_IMPORT) {
                 name.field("name")
             } else {
                 Some(name)
@@ -69,7 +70,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
         let internal = text == "torch_tpu._internal" || text.starts_with("torch_tpu._internal.");
         // `from torch_tpu import _internal`
         let from_internal = text == "torch_tpu"
-            && statement.is_kind("import_from_statement")
+            && statement.is(kind::IMPORT_FROM_STATEMENT)
             && node_text(statement, source).contains("_internal");
         if internal || from_internal {
             context.report(

@@ -1,5 +1,6 @@
 //! TPU605: a PyTorch/XLA training loop that never cuts the lazy graph.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -128,7 +129,7 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         let mut edits = sync.edits();
         let last = body
             .named_nodes()
-            .filter(|child| child.is_not_kind("comment"))
+            .filter(|child| child.is_not(kind::COMMENT))
             .last();
         let first = body.named_child(0);
         match (first, last) {
@@ -167,7 +168,7 @@ fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> boo
     };
     // `enumerate(loader)` / `tqdm(loader)`: look inside.
     let mut iterable = syntax::unparenthesize(iterable);
-    if iterable.is_kind("call")
+    if iterable.is(kind::CALL)
         && let Some((_, arguments)) = context.call_parts(iterable)
         && let Some(first) = syntax::positional_args(arguments).first()
     {
@@ -181,7 +182,7 @@ fn iterates_parameter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> boo
     };
     let mut current = context.parent(loop_node);
     while let Some(node) = current {
-        if node.is_kind("function_definition") {
+        if node.is(kind::FUNCTION_DEFINITION) {
             let Some(parameters) = node.field("parameters") else {
                 return false;
             };

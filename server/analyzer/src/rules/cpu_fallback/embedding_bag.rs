@@ -1,5 +1,6 @@
 //! TPU209: `nn.EmbeddingBag` / `F.embedding_bag`, whose training path has no XLA lowering.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -91,7 +92,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let has_padding = context
         .keyword_arg(arguments, "padding_idx")
-        .is_some_and(|value| value.is_not_kind("none"));
+        .is_some_and(|value| value.is_not(kind::NONE));
     // `**kwargs` may carry any mode: only the training-path reason is certain.
     let inference_reason = if syntax::has_splat(arguments) {
         None

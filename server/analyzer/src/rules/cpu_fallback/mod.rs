@@ -18,6 +18,7 @@ mod unlowered_scatter_reduction;
 mod unlowered_weight_norm;
 mod zero_norm;
 
+use crate::kind;
 use crate::registry::RuleMeta;
 
 /// The rules of this family, one line each.
@@ -145,24 +146,24 @@ fn under_no_grad<'t>(
     use crate::syntax::NodeExt;
     let mut current = context.parent(node);
     while let Some(ancestor) = current {
-        match ancestor.kind_name() {
-            "function_definition" => {
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION => {
                 return context.parent(ancestor).is_some_and(|decorated| {
-                    decorated.is_kind("decorated_definition")
+                    decorated.is(kind::DECORATED_DEFINITION)
                         && crate::semantic::summaries::decorator_targets(decorated)
                             .into_iter()
                             .filter_map(|target| context.qualified_name(target))
                             .any(|name| disables_grad(&name))
                 });
             }
-            "class_definition" | "lambda" => return false,
-            "with_statement" => {
+            kind::CLASS_DEFINITION | kind::LAMBDA => return false,
+            kind::WITH_STATEMENT => {
                 let disables_grad = ancestor
                     .named_nodes()
-                    .filter(|child| child.is_kind("with_clause"))
+                    .filter(|child| child.is(kind::WITH_CLAUSE))
                     .flat_map(|clause| clause.named_nodes().collect::<Vec<_>>())
                     .filter_map(|item| item.field("value"))
-                    .filter(|value| value.is_kind("call"))
+                    .filter(|value| value.is(kind::CALL))
                     .filter_map(|call| call.field("function"))
                     .filter_map(|function| context.qualified_name(function))
                     .any(|name| disables_grad(&name));

@@ -1,5 +1,6 @@
 //! TPU207: random ops given an explicit `generator=`, which PyTorch/XLA runs on the CPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -112,7 +113,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let Some(generator_value) = generator
         .field("value")
-        .filter(|value| value.is_not_kind("none"))
+        .filter(|value| value.is_not(kind::NONE))
     else {
         return;
     };

@@ -1,5 +1,6 @@
 //! TPU202: `F.interpolate` / `nn.Upsample` modes without an XLA lowering.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -183,12 +184,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// The number of elements of a literal `size` / `scale_factor` sequence: its spatial rank.
 fn sequence_length(node: Node<'_>) -> Option<usize> {
     let node = syntax::unparenthesize(node);
-    if !node.is_any_kind(&["tuple", "list"]) {
+    if !node.is_any(&[kind::TUPLE, kind::LIST]) {
         return None;
     }
     Some(
         node.named_nodes()
-            .filter(|child| child.is_not_kind("comment"))
+            .filter(|child| child.is_not(kind::COMMENT))
             .count(),
     )
 }

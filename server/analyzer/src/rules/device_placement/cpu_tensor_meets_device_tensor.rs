@@ -1,5 +1,6 @@
 //! TPU405: a tensor created on the CPU inside `forward` combined with tensors on the device.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -117,9 +118,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     // The device side is an operand with a device-tensor fact, or, for a call of a submodule
     // (`self.pos_emb(positions)`), the module itself: the model's parameters are on the device.
     let mut device_module: Option<Node<'_>> = None;
-    let operands: Vec<Node<'_>> = match node.kind_name() {
+    let operands: Vec<Node<'_>> = match node.kind_key() {
         // `x * scale` and `x *= scale`.
-        "binary_operator" | "augmented_assignment" => {
+        kind::BINARY_OPERATOR | kind::AUGMENTED_ASSIGNMENT => {
             let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
                 return;
             };
@@ -127,7 +128,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         }
         // `torch.arange(n)[None, :] >= lengths[:, None]`: an elementwise comparison combines its
         // operands like arithmetic does. `is` / `in` compare Python objects, not elements.
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             if is_identity_or_membership(context, node) {
                 return;
             }
@@ -145,7 +146,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             {
                 let mut operands = Vec::new();
                 for argument in positional {
-                    if argument.is_any_kind(&["list", "tuple"]) {
+                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
                         operands.extend(argument.named_nodes());
                     } else {
                         operands.push(argument);
@@ -160,7 +161,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 // positional or keyword.
                 let keyword_values = arguments
                     .named_nodes()
-                    .filter(|argument| argument.is_kind("keyword_argument"))
+                    .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
                     .filter_map(|argument| argument.field("value"));
                 positional.into_iter().chain(keyword_values).collect()
             } else if let Some((receiver, method)) = syntax::method_call(node)
@@ -219,7 +220,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     };
     // Nested operations report once, at the innermost combination.
-    if cpu_operand.is_kind("binary_operator") || device_operand.is_kind("binary_operator") {
+    if cpu_operand.is(kind::BINARY_OPERATOR) || device_operand.is(kind::BINARY_OPERATOR) {
         let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
         if inner_cpu {
             return;
@@ -337,14 +338,14 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 /// the `add` method …), which copy the CPU tensor to the device on every call instead.
 fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
     let source = context.source();
-    match node.kind_name() {
-        "binary_operator" => node
+    match node.kind_key() {
+        kind::BINARY_OPERATOR => node
             .child_by_field_name("operator")
             .is_some_and(|operator| syntax::text_is(operator, source, "@")),
-        "augmented_assignment" => node
+        kind::AUGMENTED_ASSIGNMENT => node
             .child_by_field_name("operator")
             .is_some_and(|operator| syntax::text_is(operator, source, "@=")),
-        "comparison_operator" => true,
+        kind::COMPARISON_OPERATOR => true,
         _ => {
             let name = match context.semantic().call_qualified_name(node) {
                 Some(qualified) if COMBINING_FUNCTIONS.contains(&qualified.as_str()) => {
@@ -373,7 +374,7 @@ fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
 /// `torch.cat` / `torch.stack`, `torch.where` and `lerp` raise even with a zero-dimensional CPU
 /// operand (measured on torch_xla 2.9), as does a module on the device given one.
 fn raises_even_zero_dimensional(context: &Context<'_, '_>, node: Node<'_>) -> bool {
-    node.is_kind("call")
+    node.is(kind::CALL)
         && (context
             .semantic()
             .call_qualified_name(node)
@@ -404,10 +405,10 @@ fn is_zero_dimensional(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
     let Some(data) = syntax::positional_args(arguments).first().copied() else {
         return false;
     };
-    match syntax::unparenthesize(data).kind_name() {
-        "integer" | "float" | "true" | "false" | "unary_operator" => true,
+    match syntax::unparenthesize(data).kind_key() {
+        kind::INTEGER | kind::FLOAT | kind::TRUE | kind::FALSE | kind::UNARY_OPERATOR => true,
         // `torch.finfo(x.dtype).min`, `math.pi`.
-        "attribute"
+        kind::ATTRIBUTE
             if data.field("attribute").is_some_and(|name| {
                 matches!(
                     node_text(name, context.source()),
@@ -417,7 +418,7 @@ fn is_zero_dimensional(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
         {
             true
         }
-        "list" | "tuple" | "list_comprehension" | "generator_expression" => false,
+        kind::LIST | kind::TUPLE | kind::LIST_COMPREHENSION | kind::GENERATOR_EXPRESSION => false,
         _ => context.fact(data).kind == ValueKind::Scalar,
     }
 }
@@ -433,9 +434,9 @@ fn has_no_elements(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
     };
     let size = syntax::unparenthesize(*size);
     let zero = |node: Node<'_>| node_text(node, context.source()) == "0";
-    match size.kind_name() {
-        "integer" => zero(size),
-        "list" | "tuple" => {
+    match size.kind_key() {
+        kind::INTEGER => zero(size),
+        kind::LIST | kind::TUPLE => {
             let mut items = size.named_nodes();
             matches!((items.next(), items.next()), (Some(only), None) if zero(only))
         }
@@ -453,7 +454,7 @@ fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool
     module
         .origin
         .and_then(|origin| semantic.origin_node(origin))
-        .filter(|node| node.is_kind("call"))
+        .filter(|node| node.is(kind::CALL))
         .and_then(|call| semantic.call_qualified_name(call))
         .and_then(|qualified| qualified.strip_prefix("torch.nn.").map(str::to_string))
         .is_some_and(|name| torch_api::is_parameterless_module(&name))
@@ -476,8 +477,8 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
         return None;
     }
     let operand = syntax::unparenthesize(operand);
-    match operand.kind_name() {
-        "binary_operator" => [operand.field("left"), operand.field("right")]
+    match operand.kind_key() {
+        kind::BINARY_OPERATOR => [operand.field("left"), operand.field("right")]
             .into_iter()
             .flatten()
             .find_map(|side| {
@@ -487,16 +488,16 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
                     .flatten()
             }),
         // `mask == 0`, `~keep`: an elementwise comparison or negation of the CPU tensor.
-        "comparison_operator" => operand.named_nodes().find_map(|side| {
+        kind::COMPARISON_OPERATOR => operand.named_nodes().find_map(|side| {
             let fact = context.fact(side);
             (fact.is_tensor() && fact.device == Device::Cpu)
                 .then(|| cpu_source(context, side, depth + 1))
                 .flatten()
         }),
-        "unary_operator" | "not_operator" => operand
+        kind::UNARY_OPERATOR | kind::NOT_OPERATOR => operand
             .field("argument")
             .and_then(|inner| cpu_source(context, inner, depth + 1)),
-        "subscript" => operand
+        kind::SUBSCRIPT => operand
             .field("value")
             .and_then(|value| cpu_source(context, value, depth + 1)),
         _ => {
@@ -516,7 +517,7 @@ fn cpu_factory_at<'t>(
     let semantic = context.semantic();
     let node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
-    if node.is_not_kind("call") {
+    if node.is_not(kind::CALL) {
         return None;
     }
     // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
@@ -527,7 +528,7 @@ fn cpu_factory_at<'t>(
             break;
         };
         let receiver = syntax::unparenthesize(receiver);
-        if receiver.is_not_kind("call")
+        if receiver.is_not(kind::CALL)
             || matches!(
                 node_text(method, context.source()),
                 "to" | "cuda" | "cpu" | "type_as"
@@ -553,7 +554,7 @@ fn cpu_factory_at<'t>(
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
 fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<'t>) -> bool {
     let operand = syntax::unparenthesize(operand);
-    if operand.is_not_kind("binary_operator") {
+    if operand.is_not(kind::BINARY_OPERATOR) {
         return false;
     }
     let (Some(left), Some(right)) = (operand.field("left"), operand.field("right")) else {

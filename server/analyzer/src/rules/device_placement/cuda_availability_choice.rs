@@ -1,5 +1,6 @@
 //! TPU402: `"cuda" if torch.cuda.is_available() else "cpu"` picks the CPU on a TPU VM.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -73,11 +74,11 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     // key): a name built from the device's name, not a device.
     if context
         .parent(choice)
-        .filter(|p| p.is_kind("interpolation"))
+        .filter(|p| p.is(kind::INTERPOLATION))
         .and_then(|interpolation| context.parent(interpolation))
         .is_some_and(|string| {
             string.named_nodes().any(|part| {
-                part.is_kind("string_content")
+                part.is(kind::STRING_CONTENT)
                     && !syntax::node_text(part, context.source()).trim().is_empty()
             })
         })
@@ -87,15 +88,13 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     // Report a nested `"cuda" if a else "mps" if b else "cpu"` once, at the outermost choice.
     if context
         .parent(choice)
-        .is_some_and(|p| p.is_kind("conditional_expression") && is_cuda_or_cpu_choice(context, p))
+        .is_some_and(|p| p.is(kind::CONDITIONAL_EXPRESSION) && is_cuda_or_cpu_choice(context, p))
     {
         return;
     }
     // Replace `torch.device(<choice>)` as a whole.
     let mut target = choice;
-    if let Some(arguments) = context
-        .parent(choice)
-        .filter(|p| p.is_kind("argument_list"))
+    if let Some(arguments) = context.parent(choice).filter(|p| p.is(kind::ARGUMENT_LIST))
         && let Some(call) = context.parent(arguments)
         && context.semantic().call_qualified_name(call).as_deref() == Some("torch.device")
         && syntax::positional_args(arguments).len() == 1
@@ -171,7 +170,7 @@ fn condition_inspects_device_string<'t>(context: &Context<'t, '_>, condition: No
 
 fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {
     let branch = syntax::unparenthesize(branch);
-    if branch.is_kind("conditional_expression") && depth < 4 {
+    if branch.is(kind::CONDITIONAL_EXPRESSION) && depth < 4 {
         return branch
             .named_child(2)
             .is_some_and(|last| ends_in_cpu(context, last, depth + 1));
@@ -187,7 +186,7 @@ fn device_literal<'t>(context: &Context<'t, '_>, node: Node<'t>) -> Option<Devic
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu").then(|| device_from_str(&text));
     }
-    if node.is_kind("call")
+    if node.is(kind::CALL)
         && context.semantic().call_qualified_name(node).as_deref() == Some("torch.device")
         && let Some((_, arguments)) = context.call_parts(node)
         && let Some(first) = syntax::positional_args(arguments).first()

@@ -1,6 +1,7 @@
 //! TPU411: CUDA backend flags that ask for a precision or determinism guarantee a TPU does not
 //! give (`allow_tf32 = False`, `cudnn.deterministic = True`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -69,7 +70,7 @@ fn check<'t>(context: &mut Context<'t, '_>, assignment: Node<'t>) {
     let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right")) else {
         return;
     };
-    if left.is_not_kind("attribute") {
+    if left.is_not(kind::ATTRIBUTE) {
         return;
     }
     let Some(qualified) = context.qualified_name(left) else {

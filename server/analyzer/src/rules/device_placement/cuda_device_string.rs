@@ -1,5 +1,6 @@
 //! TPU401: a hard-coded `"cuda"` device string.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -115,11 +116,11 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
         return false;
     };
     let source = context.source();
-    match parent.kind_name() {
-        "keyword_argument" => parent
+    match parent.kind_key() {
+        kind::KEYWORD_ARGUMENT => parent
             .field("name")
             .is_some_and(|name| matches!(node_text(name, source), "device" | "map_location")),
-        "argument_list" => {
+        kind::ARGUMENT_LIST => {
             let Some(call) = context.parent(parent) else {
                 return false;
             };
@@ -135,7 +136,7 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
                 // places anything.
                 let read = context
                     .parent(call)
-                    .is_some_and(|parent| parent.is_kind("attribute"));
+                    .is_some_and(|parent| parent.is(kind::ATTRIBUTE));
                 return !syntax::is_comparison_operand(call) && !read;
             }
             context
@@ -151,7 +152,7 @@ fn in_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, string: Node<'t>) -> boo
     let mut current = context.parent(string);
     for _ in 0..4 {
         let Some(node) = current else { return false };
-        if node.is_kind("conditional_expression") {
+        if node.is(kind::CONDITIONAL_EXPRESSION) {
             return is_cuda_or_cpu_choice(context, node);
         }
         current = context.parent(node);

@@ -1,5 +1,6 @@
 //! TPU404: `torch.cuda.*` calls that raise or do nothing on a TPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -100,7 +101,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.is_not_kind("attribute") {
+    if function.is_not(kind::ATTRIBUTE) {
         return;
     }
     let Some(qualified) = context.qualified_name(function) else {
@@ -160,7 +161,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn scope_handles_tpu<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     while let Some(node) = current {
-        if node.is_kind("function_definition") {
+        if node.is(kind::FUNCTION_DEFINITION) {
             let text = context.text(node);
             return ["xla_available", "xm.", "torch.tpu.", "is_tpu"]
                 .iter()
@@ -184,12 +185,12 @@ fn counts_named_gpus<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     if parent.field("value").is_none_or(|v| v.id() != call.id()) {
         return false;
     }
-    match parent.kind_name() {
-        "keyword_argument" | "default_parameter" | "typed_default_parameter" => parent
+    match parent.kind_key() {
+        kind::KEYWORD_ARGUMENT | kind::DEFAULT_PARAMETER | kind::TYPED_DEFAULT_PARAMETER => parent
             .field("name")
             .is_some_and(|name| crate::semantic::names_cuda_hardware(context.text(name))),
         // `{"trialGpuNumber": torch.cuda.device_count()}`: a GPU count keyed by its name.
-        "pair" => parent
+        kind::PAIR => parent
             .field("key")
             .and_then(|key| syntax::string_value(key, context.source()))
             .is_some_and(|key| crate::semantic::names_cuda_hardware(&key)),
@@ -201,7 +202,11 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     for _ in 0..3 {
         let Some(node) = current else { return false };
-        if node.is_any_kind(&["comparison_operator", "boolean_operator", "not_operator"]) {
+        if node.is_any(&[
+            kind::COMPARISON_OPERATOR,
+            kind::BOOLEAN_OPERATOR,
+            kind::NOT_OPERATOR,
+        ]) {
             return true;
         }
         current = context.parent(node);
@@ -213,12 +218,12 @@ fn in_comparison<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 /// (`for i in range(torch.cuda.device_count()):`): without CUDA the loop runs no iteration, which
 /// is the right count on a TPU machine (its body is CUDA-only scope already).
 fn bounds_for_loop<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
-    let Some(arguments) = context.parent(call).filter(|n| n.is_kind("argument_list")) else {
+    let Some(arguments) = context.parent(call).filter(|n| n.is(kind::ARGUMENT_LIST)) else {
         return false;
     };
     let Some(range) = context
         .parent(arguments)
-        .filter(|n| n.is_kind("call"))
+        .filter(|n| n.is(kind::CALL))
         .filter(|n| {
             n.field("function")
                 .is_some_and(|f| context.text_is(f, "range"))
@@ -228,7 +233,7 @@ fn bounds_for_loop<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     };
     context
         .parent(range)
-        .filter(|n| n.is_kind("for_statement"))
+        .filter(|n| n.is(kind::FOR_STATEMENT))
         .and_then(|f| f.field("right"))
         .is_some_and(|right| right.id() == range.id())
 }

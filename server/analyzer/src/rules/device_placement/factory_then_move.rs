@@ -1,5 +1,6 @@
 //! TPU407: `torch.zeros(...).to(device)`: created on the host, then copied.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -67,7 +68,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if !context.text_is(method, "to") || receiver.is_not_kind("call") {
+    if !context.text_is(method, "to") || receiver.is_not(kind::CALL) {
         return;
     }
     let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
@@ -97,9 +98,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     // `.to(device, dtype)` / `.to(device, copy=True)`: more than a move.
     let extra = to_arguments
         .named_nodes()
-        .filter(|child| child.is_not_kind("comment") && child.id() != device.id())
+        .filter(|child| child.is_not(kind::COMMENT) && child.id() != device.id())
         .any(|child| {
-            let allowed_keyword = child.is_kind("keyword_argument")
+            let allowed_keyword = child.is(kind::KEYWORD_ARGUMENT)
                 && (child
                     .field("name")
                     .is_some_and(|n| syntax::text_is(n, source, "non_blocking"))
@@ -169,17 +170,17 @@ pub(crate) fn is_device_expression<'t>(context: &Context<'t, '_>, node: Node<'t>
         let kind = text.split(':').next().unwrap_or("");
         return matches!(kind, "cuda" | "cpu" | "xla" | "tpu" | "mps");
     }
-    match node.kind_name() {
-        "identifier" => {
+    match node.kind_key() {
+        kind::IDENTIFIER => {
             let name = node_text(node, source).to_ascii_lowercase();
             name == "dev" || name.ends_with("device")
         }
-        "attribute" => node.field("attribute").is_some_and(|a| {
+        kind::ATTRIBUTE => node.field("attribute").is_some_and(|a| {
             node_text(a, source)
                 .to_ascii_lowercase()
                 .ends_with("device")
         }),
-        "call" => context
+        kind::CALL => context
             .semantic()
             .call_qualified_name(node)
             .is_some_and(|q| {

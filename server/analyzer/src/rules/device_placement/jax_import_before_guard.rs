@@ -1,5 +1,6 @@
 //! TPU412: `import jax` in a PyTorch/XLA file before `jax_import_guard()` ran.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -82,7 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
     let mut child = statement;
     let mut current = context.parent(statement);
     while let Some(block) = current {
-        if block.is_any_kind(&["block", "module"]) {
+        if block.is_any(&[kind::BLOCK, kind::MODULE]) {
             for sibling in block.named_nodes() {
                 if sibling.start_byte() >= child.start_byte() {
                     break;
@@ -98,7 +99,7 @@ fn check<'t>(context: &mut Context<'t, '_>, statement: Node<'t>) {
             }
         }
         // `@requires_jax` (torch_xla's own decorator) runs the guard before the function.
-        if block.is_kind("decorated_definition") && decorated_with_guard(block, source) {
+        if block.is(kind::DECORATED_DEFINITION) && decorated_with_guard(block, source) {
             return;
         }
         child = block;
@@ -121,17 +122,17 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
             .collect()
     };
     let is_jax = |name: &str| name == "jax" || name.starts_with("jax.");
-    match statement.kind_name() {
-        "import_from_statement" => statement
+    match statement.kind_key() {
+        kind::IMPORT_FROM_STATEMENT => statement
             .field("module_name")
             .map(compact)
             .filter(|name| is_jax(name)),
-        "import_statement" => {
+        kind::IMPORT_STATEMENT => {
             let mut cursor = statement.walk();
             statement
                 .children_by_field_name("name", &mut cursor)
-                .filter_map(|name| match name.kind_name() {
-                    "aliased_import" => name.field("name"),
+                .filter_map(|name| match name.kind_key() {
+                    kind::ALIASED_IMPORT => name.field("name"),
                     _ => Some(name),
                 })
                 .map(compact)
@@ -145,7 +146,7 @@ fn imported_jax_module(statement: Node<'_>, source: &str) -> Option<String> {
 fn decorated_with_guard(decorated: Node<'_>, source: &str) -> bool {
     decorated
         .named_nodes()
-        .filter(|child| child.is_kind("decorator"))
+        .filter(|child| child.is(kind::DECORATOR))
         .any(|decorator| {
             let text = node_text(decorator, source);
             text.contains("requires_jax") || text.contains("jax_import_guard")
@@ -155,10 +156,10 @@ fn decorated_with_guard(decorated: Node<'_>, source: &str) -> bool {
 /// `jax_import_guard()` / `custom_kernel.jax_import_guard()` (or the client initialisation it
 /// performs, `torch_xla._XLAC._init_computation_client()`) as a statement of its own.
 fn calls_guard(statement: Node<'_>, source: &str) -> bool {
-    statement.is_kind("expression_statement")
+    statement.is(kind::EXPRESSION_STATEMENT)
         && statement
             .named_child(0)
-            .filter(|call| call.is_kind("call"))
+            .filter(|call| call.is(kind::CALL))
             .and_then(|call| call.field("function"))
             .is_some_and(|function| {
                 let text = node_text(function, source);

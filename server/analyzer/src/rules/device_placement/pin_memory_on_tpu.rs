@@ -1,5 +1,6 @@
 //! TPU410: `pin_memory=True` in code that targets PyTorch/XLA.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -64,7 +65,7 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     let (Some(name), Some(value)) = (keyword.field("name"), keyword.field("value")) else {
         return;
     };
-    if !syntax::text_is(name, source, "pin_memory") || value.is_not_kind("true") {
+    if !syntax::text_is(name, source, "pin_memory") || value.is_not(kind::TRUE) {
         return;
     }
     // Unknown: CUDA code, where pinning helps. TorchTPU: pinned memory is its async path.
@@ -73,11 +74,11 @@ fn check<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.is_kind("argument_list"))
+        .filter(|p| p.is(kind::ARGUMENT_LIST))
     else {
         return;
     };
-    let Some(call) = context.parent(arguments).filter(|c| c.is_kind("call")) else {
+    let Some(call) = context.parent(arguments).filter(|c| c.is(kind::CALL)) else {
         return;
     };
     let Some(callee) = context.callee_name(call) else {

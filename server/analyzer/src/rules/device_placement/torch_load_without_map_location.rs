@@ -1,5 +1,6 @@
 //! TPU406: `torch.load(...)` without `map_location`.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -135,7 +136,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     // `self.lr_scheduler.load_state_dict(torch.load(...))`.
     context
         .parent(call)
-        .filter(|arguments| arguments.is_kind("argument_list"))
+        .filter(|arguments| arguments.is(kind::ARGUMENT_LIST))
         .and_then(|arguments| context.parent(arguments))
         .and_then(|outer| context.method_call(outer))
         .is_some_and(|(receiver, method)| {
@@ -149,7 +150,7 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// Whether `name` is a parameter of the enclosing function annotated `io.BytesIO`.
 fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<'t>) -> bool {
-    if name.is_not_kind("identifier") {
+    if name.is_not(kind::IDENTIFIER) {
         return false;
     }
     let Some(parameters) = context
@@ -159,9 +160,9 @@ fn annotated_bytes_io<'t>(context: &Context<'t, '_>, call: Node<'t>, name: Node<
         return false;
     };
     for parameter in parameters.named_nodes() {
-        let (named, annotation) = match parameter.kind_name() {
-            "typed_parameter" => (parameter.named_child(0), parameter.field("type")),
-            "typed_default_parameter" => (parameter.field("name"), parameter.field("type")),
+        let (named, annotation) = match parameter.kind_key() {
+            kind::TYPED_PARAMETER => (parameter.named_child(0), parameter.field("type")),
+            kind::TYPED_DEFAULT_PARAMETER => (parameter.field("name"), parameter.field("type")),
             _ => continue,
         };
         if named.is_some_and(|n| context.text(n) == context.text(name))

@@ -1,5 +1,6 @@
 //! TPU408: `torch.save` of XLA device tensors in PyTorch/XLA code.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -104,8 +105,8 @@ fn device_state<'t>(
         return None;
     }
     let value = syntax::unparenthesize(value);
-    match value.kind_name() {
-        "call" => {
+    match value.kind_key() {
+        kind::CALL => {
             let (receiver, method) = context.method_call(value)?;
             if !context.text_is(method, "state_dict") {
                 return None;
@@ -116,11 +117,11 @@ fn device_state<'t>(
                 || bound_by_move_to_device(context, receiver);
             on_device.then_some("a device model's state dict")
         }
-        "dictionary" => value.named_nodes().find_map(|pair| {
+        kind::DICTIONARY => value.named_nodes().find_map(|pair| {
             pair.field("value")
                 .and_then(|element| device_state(context, element, depth + 1))
         }),
-        "identifier" => {
+        kind::IDENTIFIER => {
             let fact = context.fact(value);
             // A guessed parameter of a hot function is too weak: nothing shows where it lives.
             if fact.is_tensor()
@@ -142,7 +143,7 @@ fn device_state<'t>(
 /// a `.to(...)` whose argument the index places on the accelerator, or to a wrapper called with
 /// one. Its class need not be known: `.state_dict()` is asked of it.
 fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) -> bool {
-    if receiver.is_not_kind("identifier") {
+    if receiver.is_not(kind::IDENTIFIER) {
         return false;
     }
     tensor_values::last_assignment_value(context, context.text(receiver), receiver)
@@ -150,7 +151,7 @@ fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) ->
 }
 
 fn moved_to_device<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {
-    if depth > 2 || value.is_not_kind("call") {
+    if depth > 2 || value.is_not(kind::CALL) {
         return false;
     }
     let Some((_, arguments)) = context.call_parts(value) else {

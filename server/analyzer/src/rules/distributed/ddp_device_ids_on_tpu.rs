@@ -1,5 +1,6 @@
 //! TPU702: `DistributedDataParallel(..., device_ids=...)` under TorchTPU.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -61,7 +62,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         let Some(argument) = context.keyword_arg_node(arguments, keyword) else {
             continue;
         };
-        if argument.field("value").is_some_and(|v| v.is_kind("none")) {
+        if argument.field("value").is_some_and(|v| v.is(kind::NONE)) {
             continue;
         }
         let edit = crate::fix::edits::remove_argument(context.source(), arguments, argument);

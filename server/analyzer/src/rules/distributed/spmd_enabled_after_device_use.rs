@@ -1,5 +1,6 @@
 //! TPU704: `xr.use_spmd()` called after tensors or modules were put on the XLA device.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -73,7 +74,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let mut statement = call;
     let mut block = context.parent(call);
     while let Some(parent) = block {
-        if parent.is_any_kind(&["block", "module"]) {
+        if parent.is_any(&[kind::BLOCK, kind::MODULE]) {
             break;
         }
         statement = parent;
@@ -116,16 +117,16 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool {
     let mut stack = vec![statement];
     while let Some(node) = stack.pop() {
-        match node.kind_name() {
-            "function_definition" | "class_definition" | "lambda" => continue,
-            "call"
+        match node.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
+            kind::CALL
                 if context
                     .method_call(node)
                     .is_some_and(|(_, method)| context.text_is(method, "to")) =>
             {
                 return true;
             }
-            "keyword_argument"
+            kind::KEYWORD_ARGUMENT
                 if node
                     .field("name")
                     .is_some_and(|name| context.text_is(name, "device")) =>
@@ -145,17 +146,17 @@ pub(crate) fn first_device_use<'t>(
     context: &Context<'t, '_>,
     statement: Node<'t>,
 ) -> Option<Node<'t>> {
-    if statement.is_any_kind(&[
-        "function_definition",
-        "class_definition",
-        "decorated_definition",
+    if statement.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::DECORATED_DEFINITION,
     ]) {
         return None;
     }
     let source = context.source();
     let mut stack = vec![statement];
     while let Some(node) = stack.pop() {
-        if node.is_kind("call") {
+        if node.is(kind::CALL) {
             if let Some(name) = context.semantic().call_qualified_name(node)
                 && DEVICE_CALLS.contains(&name.as_str())
             {
@@ -171,7 +172,11 @@ pub(crate) fn first_device_use<'t>(
                 return Some(node);
             }
         }
-        if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+        if node.is_any(&[
+            kind::FUNCTION_DEFINITION,
+            kind::CLASS_DEFINITION,
+            kind::LAMBDA,
+        ]) {
             continue;
         }
         let children: Vec<Node<'t>> = node.named_nodes().collect();

@@ -1,5 +1,6 @@
 //! TPU705: an SPMD `Mesh(...)` whose literal shape, device ids and axis names disagree.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -82,7 +83,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let dimensions = shape.and_then(|shape| {
         let shape = syntax::unparenthesize(shape);
         shape
-            .is_any_kind(&["tuple", "list"])
+            .is_any(&[kind::TUPLE, kind::LIST])
             .then(|| helpers::literal_numbers(shape, source))
             .flatten()
     });
@@ -111,12 +112,12 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(names) = names.map(syntax::unparenthesize) else {
         return;
     };
-    if !names.is_any_kind(&["tuple", "list"]) {
+    if !names.is_any(&[kind::TUPLE, kind::LIST]) {
         return;
     }
     let literal: Option<Vec<String>> = names
         .named_nodes()
-        .filter(|child| child.is_not_kind("comment"))
+        .filter(|child| child.is_not(kind::COMMENT))
         .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
         .collect();
     let Some(literal) = literal else {
@@ -149,9 +150,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn device_count<'t>(context: &Context<'t, '_>, ids: Node<'t>) -> Option<usize> {
     let source = context.source();
     let ids = syntax::unparenthesize(ids);
-    match ids.kind_name() {
-        "list" | "tuple" => helpers::literal_numbers(ids, source).map(|values| values.len()),
-        "call" => {
+    match ids.kind_key() {
+        kind::LIST | kind::TUPLE => {
+            helpers::literal_numbers(ids, source).map(|values| values.len())
+        }
+        kind::CALL => {
             let (function, arguments) = context.call_parts(ids)?;
             let name = context
                 .qualified_name(function)

@@ -1,5 +1,6 @@
 //! TPU708: a second `optimizer.step()` or a `dist.barrier()` next to `xm.optimizer_step`.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -76,7 +77,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .map(|node| context.text(node).to_string());
     let Some(statement) = context
         .parent(call)
-        .filter(|parent| parent.is_kind("expression_statement"))
+        .filter(|parent| parent.is(kind::EXPRESSION_STATEMENT))
     else {
         return;
     };
@@ -94,8 +95,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     for sibling in siblings {
         let Some(other) = sibling
             .named_child(0)
-            .filter(|_| sibling.is_kind("expression_statement"))
-            .filter(|expression| expression.is_kind("call"))
+            .filter(|_| sibling.is(kind::EXPRESSION_STATEMENT))
+            .filter(|expression| expression.is(kind::CALL))
         else {
             continue;
         };

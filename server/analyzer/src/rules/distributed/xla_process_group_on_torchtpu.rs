@@ -1,5 +1,6 @@
 //! TPU707: `dist.init_process_group("xla", init_method="xla://")` in TorchTPU code.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -83,7 +84,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         // The keyword argument (or the positional value) goes with its comma.
         let argument = context
             .parent(*node)
-            .filter(|parent| parent.is_kind("keyword_argument"))
+            .filter(|parent| parent.is(kind::KEYWORD_ARGUMENT))
             .unwrap_or(*node);
         edits.push(crate::fix::edits::remove_argument(
             source, arguments, argument,

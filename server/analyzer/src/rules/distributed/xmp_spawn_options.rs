@@ -1,5 +1,6 @@
 //! TPU706: `xmp.spawn(..., nprocs=8)`: PJRT's spawn accepts only `None` or 1.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -68,7 +69,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let source = context.source();
     let nprocs = syntax::argument(arguments, 2, "nprocs", source);
     if let Some(nprocs) = nprocs {
-        let harmless = nprocs.is_kind("none")
+        let harmless = nprocs.is(kind::NONE)
             || helpers::literal_number(nprocs, source).is_some_and(|n| n == 1.0);
         if !harmless {
             context.report(

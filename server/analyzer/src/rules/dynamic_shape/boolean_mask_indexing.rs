@@ -1,5 +1,6 @@
 //! TPU302: indexing a tensor with a boolean mask (`x[mask]`, `x[mask] = v`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -97,7 +98,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     }
     let assignment = context
         .parent(subscript)
-        .filter(|parent| parent.is_kind("assignment"))
+        .filter(|parent| parent.is(kind::ASSIGNMENT))
         .filter(|assignment| {
             assignment
                 .field("left")
@@ -116,11 +117,11 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     };
     let fix = assignment.and_then(|assignment| {
         let right = assignment.field("right")?;
-        let is_number = right.is_any_kind(&["integer", "float"])
-            || (right.is_kind("unary_operator")
+        let is_number = right.is_any(&[kind::INTEGER, kind::FLOAT])
+            || (right.is(kind::UNARY_OPERATOR)
                 && right
                     .field("argument")
-                    .is_some_and(|a| a.is_any_kind(&["integer", "float"])));
+                    .is_some_and(|a| a.is_any(&[kind::INTEGER, kind::FLOAT])));
         if indices.len() != 1 || !is_number || !mask_has_shape_of(context, mask, value) {
             return None;
         }
@@ -151,7 +152,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
 fn mask_is_known_tensor<'t>(context: &Context<'t, '_>, mask: Node<'t>) -> bool {
     let mask = syntax::unparenthesize(mask);
     context.fact(mask).is_tensor()
-        || (mask.is_kind("comparison_operator")
+        || (mask.is(kind::COMPARISON_OPERATOR)
             && mask
                 .named_nodes()
                 .any(|operand| context.fact(operand).is_tensor()))
@@ -162,19 +163,19 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
         compact(context.text(syntax::unparenthesize(node))) == compact(context.text(target))
     };
     let mask = syntax::unparenthesize(mask);
-    match mask.kind_name() {
-        "comparison_operator" => {
+    match mask.kind_key() {
+        kind::COMPARISON_OPERATOR => {
             let operands: Vec<Node<'t>> = mask.named_nodes().collect();
             // A chained comparison `0 < x < 1` is still elementwise over `x`.
             operands.iter().any(|operand| same(*operand))
         }
-        "unary_operator" => {
+        kind::UNARY_OPERATOR => {
             context.text(mask).trim_start().starts_with('~')
                 && mask
                     .field("argument")
                     .is_some_and(|argument| mask_has_shape_of(context, argument, target))
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let operator = mask.field("operator").map(|o| context.text(o));
             matches!(operator, Some("&" | "|" | "^"))
                 && [mask.field("left"), mask.field("right")]
@@ -182,7 +183,7 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
                     .flatten()
                     .any(|side| mask_has_shape_of(context, side, target))
         }
-        "call" => {
+        kind::CALL => {
             const ELEMENTWISE: &[&str] = &[
                 "isnan",
                 "isinf",

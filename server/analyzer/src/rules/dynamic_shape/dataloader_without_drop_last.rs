@@ -1,5 +1,6 @@
 //! TPU306: a training `DataLoader` that keeps a smaller last batch (`drop_last` missing).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -87,15 +88,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(batch_size) = syntax::argument(arguments, 1, "batch_size", source) else {
         return;
     };
-    if batch_size.is_kind("none") || syntax::integer_value(batch_size, source) == Some(1) {
+    if batch_size.is(kind::NONE) || syntax::integer_value(batch_size, source) == Some(1) {
         return;
     }
     // Training loaders shuffle, sample, or say so in their name; an unshuffled loader without
     // any of these is as likely to feed evaluation, prediction or generation.
     let shuffled = syntax::argument(arguments, 2, "shuffle", source)
-        .is_some_and(|shuffle| !shuffle.is_any_kind(&["false", "none"]));
+        .is_some_and(|shuffle| !shuffle.is_any(&[kind::FALSE, kind::NONE]));
     let sampled = syntax::argument(arguments, 3, "sampler", source)
-        .is_some_and(|sampler| sampler.is_not_kind("none"));
+        .is_some_and(|sampler| sampler.is_not(kind::NONE));
     let names = context_names(context, call, arguments);
     let named_for = |words: &[&str]| {
         names.iter().any(|text| {
@@ -125,7 +126,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
     arguments
         .named_nodes()
-        .filter(|child| child.is_not_kind("comment"))
+        .filter(|child| child.is_not(kind::COMMENT))
         .last()
 }
 
@@ -141,18 +142,18 @@ fn context_names<'t>(
     }
     let mut current = context.parent(call);
     while let Some(parent) = current {
-        match parent.kind_name() {
-            "assignment" => {
+        match parent.kind_key() {
+            kind::ASSIGNMENT => {
                 if let Some(left) = parent.field("left") {
                     texts.push(context.text(left).to_string());
                 }
             }
-            "pair" | "keyword_argument" => {
+            kind::PAIR | kind::KEYWORD_ARGUMENT => {
                 if let Some(key) = parent.field("key").or_else(|| parent.field("name")) {
                     texts.push(context.text(key).to_string());
                 }
             }
-            "function_definition" => {
+            kind::FUNCTION_DEFINITION => {
                 if let Some(name) = parent.field("name") {
                     texts.push(context.text(name).to_string());
                 }

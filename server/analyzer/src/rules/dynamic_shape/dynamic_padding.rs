@@ -1,5 +1,6 @@
 //! TPU307: tokenizers and collators that pad each batch to its own longest sequence.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -72,9 +73,9 @@ const DYNAMIC_COLLATORS: &[&str] = &[
 
 /// TPU307
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    match node.kind_name() {
-        "keyword_argument" => check_keyword(context, node),
-        "call" => check_collator(context, node),
+    match node.kind_key() {
+        kind::KEYWORD_ARGUMENT => check_keyword(context, node),
+        kind::CALL => check_collator(context, node),
         _ => {}
     }
 }
@@ -87,18 +88,18 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     if !context.text_is(name, "padding") {
         return;
     }
-    let is_dynamic = value.is_kind("true")
+    let is_dynamic = value.is(kind::TRUE)
         || syntax::string_value(value, source).is_some_and(|text| text == "longest");
     if !is_dynamic {
         return;
     }
     let Some(arguments) = context
         .parent(keyword)
-        .filter(|p| p.is_kind("argument_list"))
+        .filter(|p| p.is(kind::ARGUMENT_LIST))
     else {
         return;
     };
-    let Some(call) = context.parent(arguments).filter(|p| p.is_kind("call")) else {
+    let Some(call) = context.parent(arguments).filter(|p| p.is(kind::CALL)) else {
         return;
     };
     if context
@@ -107,7 +108,7 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
         .is_some_and(|name| name.starts_with("torch") || name.starts_with("numpy"))
         || context
             .keyword_arg(arguments, "pad_to_multiple_of")
-            .is_some_and(|v| v.is_not_kind("none"))
+            .is_some_and(|v| v.is_not(kind::NONE))
     {
         return;
     }
@@ -116,7 +117,7 @@ fn check_keyword<'t>(context: &mut Context<'t, '_>, keyword: Node<'t>) {
     }
     let has_max_length = context
         .keyword_arg(arguments, "max_length")
-        .is_some_and(|v| v.is_not_kind("none"));
+        .is_some_and(|v| v.is_not(kind::NONE));
     let diagnostic = context.report(
         keyword.byte_range(),
         format!(
@@ -154,7 +155,7 @@ fn only_measures_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     for _ in 0..4 {
         let Some(parent) = current else { return false };
-        if parent.is_kind("assignment") {
+        if parent.is(kind::ASSIGNMENT) {
             return parent
                 .field("left")
                 .is_some_and(|left| context.text(left).contains("untruncated"));
@@ -182,7 +183,7 @@ fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         || context.keyword_arg_node(arguments, "padding").is_some()
         || context
             .keyword_arg(arguments, "pad_to_multiple_of")
-            .is_some_and(|v| v.is_not_kind("none"))
+            .is_some_and(|v| v.is_not(kind::NONE))
     {
         return;
     }

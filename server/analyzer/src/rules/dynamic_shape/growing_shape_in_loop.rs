@@ -1,5 +1,6 @@
 //! TPU310: a tensor that grows or is sliced by the loop's counter on every iteration.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -118,8 +119,8 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .semantic()
         .loop_summary(loop_node)
         .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
-    let (message, moving_offset) = match node.kind_name() {
-        "assignment" => (grows_onto_itself(context, node, loop_node), false),
+    let (message, moving_offset) = match node.kind_key() {
+        kind::ASSIGNMENT => (grows_onto_itself(context, node, loop_node), false),
         _ => match sliced_by_counter(context, node, loop_node, steps_per_iteration) {
             Some(SliceFinding::NewShape(message)) => (Some(message), false),
             Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
@@ -148,7 +149,7 @@ fn grows_onto_itself<'t>(
 ) -> Option<String> {
     let source = context.source();
     let (left, right) = (assignment.field("left")?, assignment.field("right")?);
-    if left.is_not_kind("identifier") {
+    if left.is_not(kind::IDENTIFIER) {
         return None;
     }
     let name = node_text(left, source);
@@ -162,7 +163,7 @@ fn grows_onto_itself<'t>(
     }
     let (_, arguments) = context.call_parts(right)?;
     let tensors = syntax::unparenthesize(*syntax::positional_args(arguments).first()?);
-    if !tensors.is_any_kind(&["list", "tuple"]) {
+    if !tensors.is_any(&[kind::LIST, kind::TUPLE]) {
         return None;
     }
     let parts: Vec<Node<'t>> = tensors.named_nodes().collect();
@@ -172,7 +173,7 @@ fn grows_onto_itself<'t>(
     // dimension 0 of selected rows.
     let along_later_dim = concatenates_along_later_dim(context, arguments);
     let onto_itself = parts.iter().any(|part| {
-        (part.is_kind("identifier") && node_text(*part, source) == name)
+        (part.is(kind::IDENTIFIER) && node_text(*part, source) == name)
             || (along_later_dim && selects_rows_of(*part, name, source))
     });
     if !onto_itself || parts.iter().any(|part| helpers::is_on_host(context, *part)) {
@@ -200,10 +201,10 @@ fn grows_onto_itself<'t>(
 /// counter.
 /// `x[idx]`: the rows of `name` picked by one index that is not a slice or a literal.
 fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
-    if part.is_not_kind("subscript")
+    if part.is_not(kind::SUBSCRIPT)
         || !part
             .field("value")
-            .is_some_and(|value| value.is_kind("identifier") && node_text(value, source) == name)
+            .is_some_and(|value| value.is(kind::IDENTIFIER) && node_text(value, source) == name)
     {
         return false;
     }
@@ -211,7 +212,7 @@ fn selects_rows_of(part: Node<'_>, name: &str, source: &str) -> bool {
     let indices: Vec<Node<'_>> = part
         .children_by_field_name("subscript", &mut cursor)
         .collect();
-    matches!(indices.as_slice(), [index] if !index.is_any_kind(&["slice", "integer", "unary_operator", "tuple", "ellipsis", "none"]))
+    matches!(indices.as_slice(), [index] if !index.is_any(&[kind::SLICE, kind::INTEGER, kind::UNARY_OPERATOR, kind::TUPLE, kind::ELLIPSIS, kind::NONE]))
 }
 
 /// Whether `torch.cat(..., dim=d)` names a dimension other than 0 (`dim=-1`, `dim=1`, a second
@@ -234,12 +235,10 @@ fn sliced_by_counter<'t>(
     steps_per_iteration: bool,
 ) -> Option<SliceFinding> {
     let source = context.source();
-    if loop_node.is_not_kind("for_statement") {
+    if loop_node.is_not(kind::FOR_STATEMENT) {
         return None;
     }
-    let counter = loop_node
-        .field("left")
-        .filter(|l| l.is_kind("identifier"))?;
+    let counter = loop_node.field("left").filter(|l| l.is(kind::IDENTIFIER))?;
     let iterable = syntax::unparenthesize(loop_node.field("right")?);
     let (function, _) = syntax::call_parts(iterable)?;
     if !syntax::text_is(function, source, "range") {
@@ -257,7 +256,7 @@ fn sliced_by_counter<'t>(
     // The slices with a bound that mentions the counter.
     let mut slices: Vec<Node<'t>> = Vec::new();
     for index in indices.iter().copied() {
-        if index.kind_name() == "slice"
+        if index.is(kind::SLICE)
             && syntax::named_children(index)
                 .into_iter()
                 .any(|bound| mentions(bound, counter, source))
@@ -275,7 +274,7 @@ fn sliced_by_counter<'t>(
         // `index_copy_` with a device position compiles one.
         let by_counter = steps_per_iteration
             && indices.iter().any(|index| {
-                index.kind_name() != "slice"
+                index.is_not(kind::SLICE)
                     && counter_plus_invariant(*index, counter, source, &invariant)
             });
         return by_counter.then(|| {
@@ -328,7 +327,7 @@ fn fixed_size_slice<'t>(
             }
             continue;
         }
-        if child.is_kind("comment") || position > 2 {
+        if child.is(kind::COMMENT) || position > 2 {
             continue;
         }
         positions[position] = Some(child);
@@ -356,9 +355,9 @@ fn counter_plus_invariant<'t>(
     invariant: &impl Fn(Node<'t>) -> bool,
 ) -> bool {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "identifier" => node_text(expr, source) == counter,
-        "binary_operator" => {
+    match expr.kind_key() {
+        kind::IDENTIFIER => node_text(expr, source) == counter,
+        kind::BINARY_OPERATOR => {
             let (Some(left), Some(right), Some(operator)) = (
                 expr.field("left"),
                 expr.field("right"),
@@ -390,9 +389,9 @@ fn loop_invariant<'t>(
 ) -> bool {
     let source = context.source();
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "integer" => true,
-        "identifier" => {
+    match expr.kind_key() {
+        kind::INTEGER => true,
+        kind::IDENTIFIER => {
             let name = node_text(expr, source);
             if name == counter {
                 return false;
@@ -409,10 +408,10 @@ fn loop_invariant<'t>(
                 .is_some_and(|value| value.start_byte() >= body.start_byte());
             !rebound && !mentions(expr, counter, source)
         }
-        "attribute" => expr
+        kind::ATTRIBUTE => expr
             .field("object")
             .is_some_and(|object| syntax::text_is(object, source, "self")),
-        "binary_operator" => match (expr.field("left"), expr.field("right")) {
+        kind::BINARY_OPERATOR => match (expr.field("left"), expr.field("right")) {
             (Some(left), Some(right)) => {
                 loop_invariant(context, left, counter, loop_node)
                     && loop_invariant(context, right, counter, loop_node)
@@ -426,9 +425,9 @@ fn loop_invariant<'t>(
 /// Whether `expr` is `name` or arithmetic on it (`cur`, `pos - 1`, `cur + 1`).
 fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "identifier" => node_text(expr, source) == name,
-        "binary_operator" => [expr.field("left"), expr.field("right")]
+    match expr.kind_key() {
+        kind::IDENTIFIER => node_text(expr, source) == name,
+        kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
             .into_iter()
             .flatten()
             .any(|side| mentions(side, name, source)),

@@ -12,6 +12,7 @@ mod repeat_interleave_without_output_size;
 mod size_from_dynamic_op;
 mod value_dependent_output_op;
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -61,8 +62,8 @@ const DYNAMIC_METHODS: &[&str] = &[
 /// `repeat_interleave` with tensor repeats and no `output_size=`.
 pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "call" => {
+    match expr.kind_key() {
+        kind::CALL => {
             let (function, arguments) = context.call_parts(expr)?;
             if let Some(qualified) = context.qualified_name(function) {
                 let name = qualified.strip_prefix("torch.")?;
@@ -87,7 +88,7 @@ pub(crate) fn data_dependent_op<'t>(context: &Context<'t, '_>, expr: Node<'t>) -
             }
             Some(format!(".{method}()"))
         }
-        "subscript" => {
+        kind::SUBSCRIPT => {
             let value = expr.field("value")?;
             if !context.fact(value).is_tensor() {
                 return None;

@@ -1,5 +1,6 @@
 //! TPU308: `pad_sequence` in a collate function or loop, padding each batch to its own length.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -111,9 +112,9 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     // `longest = max(...)`, then the rounding of `longest` somewhere in the function.
     let Some(name) = context
         .parent(call)
-        .filter(|parent| parent.is_kind("assignment"))
+        .filter(|parent| parent.is(kind::ASSIGNMENT))
         .and_then(|assignment| assignment.field("left"))
-        .filter(|left| left.is_kind("identifier"))
+        .filter(|left| left.is(kind::IDENTIFIER))
         .map(|left| context.text(left))
     else {
         return false;
@@ -144,7 +145,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
     if is_bucket_lookup(context, node, name) {
         return true;
     }
-    if node.kind_name() != "binary_operator"
+    if node.is_not(kind::BINARY_OPERATOR)
         || node.field("operator").map(|o| context.text(o)) != Some("*")
     {
         return false;
@@ -154,12 +155,12 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
         .into_iter()
         .flatten()
         .map(syntax::unparenthesize)
-        .any(|factor| match factor.kind_name() {
-            "binary_operator" => {
+        .any(|factor| match factor.kind_key() {
+            kind::BINARY_OPERATOR => {
                 factor.field("operator").map(|o| context.text(o)) == Some("//")
                     && factor.field("left").is_some_and(mentions)
             }
-            "call" => context
+            kind::CALL => context
                 .call_parts(factor)
                 .is_some_and(|(function, arguments)| {
                     context.text(function).ends_with("ceil") && mentions(arguments)
@@ -172,7 +173,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
 /// the comparison written `x <= w`), `bisect.bisect_left(buckets, x)` (an index into the
 /// buckets), `np.searchsorted(buckets, x)`, with `x` mentioning `name`.
 fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
-    if node.kind_name() != "call" {
+    if node.is_not(kind::CALL) {
         return false;
     }
     let Some((function, arguments)) = context.call_parts(node) else {
@@ -185,7 +186,7 @@ fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<
             syntax::positional_args(arguments).len() >= 2 && mentions_name(context, arguments, name)
         }
         "next" | "min" => {
-            let generator = if arguments.kind_name() == "generator_expression" {
+            let generator = if arguments.is(kind::GENERATOR_EXPRESSION) {
                 Some(arguments)
             } else {
                 syntax::positional_args(arguments)
@@ -198,11 +199,11 @@ fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<
             generator.is_some_and(|generator| {
                 generator
                     .named_nodes()
-                    .filter(|clause| clause.kind_name() == "if_clause")
+                    .filter(|clause| clause.is(kind::IF_CLAUSE))
                     .any(|clause| {
                         clause.named_nodes().any(|condition| {
                             let condition = syntax::unparenthesize(condition);
-                            condition.kind_name() == "comparison_operator"
+                            condition.is(kind::COMPARISON_OPERATOR)
                                 && [">=", ">", "<=", "<"]
                                     .iter()
                                     .any(|op| context.text(condition).contains(op))
@@ -222,7 +223,7 @@ fn mentions_name<'t>(context: &Context<'t, '_>, expr: Node<'t>, name: Option<&st
         Some(name) => {
             let mut stack = vec![expr];
             while let Some(current) = stack.pop() {
-                if current.kind_name() == "identifier" && context.text(current) == name {
+                if current.is(kind::IDENTIFIER) && context.text(current) == name {
                     return true;
                 }
                 stack.extend(current.named_nodes());
@@ -237,12 +238,12 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, arguments)) = context.call_parts(call) else {
         return false;
     };
-    if function.is_not_kind("identifier") || !context.text_is(function, "max") {
+    if function.is_not(kind::IDENTIFIER) || !context.text_is(function, "max") {
         return false;
     }
-    let iterable = match arguments.kind_name() {
+    let iterable = match arguments.kind_key() {
         // `max(len(x) for x in xs)`: the generator is the argument list itself.
-        "generator_expression" => Some(arguments),
+        kind::GENERATOR_EXPRESSION => Some(arguments),
         _ => match syntax::positional_args(arguments).as_slice() {
             [only] => Some(*only),
             _ => None,
@@ -253,11 +254,11 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     };
     let is_len = |node: Option<Node<'t>>| {
         node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
-            .is_some_and(|(f, _)| f.is_kind("identifier") && context.text_is(f, "len"))
+            .is_some_and(|(f, _)| f.is(kind::IDENTIFIER) && context.text_is(f, "len"))
     };
-    match iterable.kind_name() {
-        "generator_expression" | "list_comprehension" => is_len(iterable.field("body")),
-        "call" => context.call_parts(iterable).is_some_and(|(f, a)| {
+    match iterable.kind_key() {
+        kind::GENERATOR_EXPRESSION | kind::LIST_COMPREHENSION => is_len(iterable.field("body")),
+        kind::CALL => context.call_parts(iterable).is_some_and(|(f, a)| {
             context.text_is(f, "map")
                 && syntax::positional_args(a)
                     .first()

@@ -1,5 +1,6 @@
 //! TPU309: a tensor factory sized by the shape of a data-dependent result (`torch.rand(idx.size(0))`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -103,15 +104,15 @@ fn dynamic_size_source<'t>(
         return None;
     }
     let size = syntax::unparenthesize(size);
-    match size.kind_name() {
-        "identifier" => {
+    match size.kind_key() {
+        kind::IDENTIFIER => {
             let value = tensor_values::last_assignment_value(context, context.text(size), size)?;
             if value.start_byte() == size.start_byte() {
                 return None;
             }
             shape_read(context, value)
         }
-        "binary_operator" | "tuple" | "list" => {
+        kind::BINARY_OPERATOR | kind::TUPLE | kind::LIST => {
             let parts: Vec<Node<'_>> = size.named_nodes().collect();
             parts
                 .into_iter()
@@ -124,28 +125,28 @@ fn dynamic_size_source<'t>(
 /// `t.size(0)`, `t.shape[0]`, `t.shape`, `len(t)`, `t.numel()` of a data-dependent `t`.
 fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
     let expr = syntax::unparenthesize(expr);
-    let measured = match expr.kind_name() {
-        "call" => {
+    let measured = match expr.kind_key() {
+        kind::CALL => {
             let (function, arguments) = context.call_parts(expr)?;
-            if function.is_kind("identifier") && context.text_is(function, "len") {
+            if function.is(kind::IDENTIFIER) && context.text_is(function, "len") {
                 syntax::positional_args(arguments).first().copied()
             } else {
                 let (receiver, method) = context.method_call(expr)?;
                 matches!(context.text(method), "size" | "numel" | "nelement").then_some(receiver)
             }
         }
-        "subscript" => {
+        kind::SUBSCRIPT => {
             let value = expr.field("value")?;
             shape_object(context, value)
         }
-        "attribute" => shape_object(context, expr),
+        kind::ATTRIBUTE => shape_object(context, expr),
         _ => None,
     }?;
     let measured = syntax::unparenthesize(measured);
     if let Some(operation) = data_dependent_chain(context, measured) {
         return Some(operation);
     }
-    if measured.is_kind("identifier") {
+    if measured.is(kind::IDENTIFIER) {
         let value =
             tensor_values::last_assignment_value(context, context.text(measured), measured)?;
         return data_dependent_chain(context, value);
@@ -155,7 +156,7 @@ fn shape_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<String> {
 
 /// `x.shape` → `x`.
 fn shape_object<'t>(context: &Context<'t, '_>, attribute: Node<'t>) -> Option<Node<'t>> {
-    if attribute.is_not_kind("attribute") {
+    if attribute.is_not(kind::ATTRIBUTE) {
         return None;
     }
     let name = attribute.field("attribute")?;

@@ -1,5 +1,6 @@
 //! TPU108: the tensor returned by `clip_grad_norm_` compared or converted in Python.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -66,8 +67,8 @@ const MATH_FUNCTIONS: &[&str] = &["math.isfinite", "math.isnan", "math.isinf"];
 
 /// TPU108
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    let operand = match node.kind_name() {
-        "comparison_operator" => {
+    let operand = match node.kind_key() {
+        kind::COMPARISON_OPERATOR => {
             if !tensor_values::is_value_comparison(context, node) || !is_condition(context, node) {
                 return;
             }
@@ -76,11 +77,11 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 .into_iter()
                 .find(|operand| is_grad_norm(context, *operand))
         }
-        "call" => {
+        kind::CALL => {
             let Some((function, arguments)) = context.call_parts(node) else {
                 return;
             };
-            let is_converter = (function.is_kind("identifier")
+            let is_converter = (function.is(kind::IDENTIFIER)
                 && CONVERTERS.contains(&context.text(function)))
                 || context
                     .qualified_name(function)
@@ -114,9 +115,9 @@ fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
         return false;
     }
     let expr = syntax::unparenthesize(expr);
-    match expr.kind_name() {
-        "call" => is_clip_call(context, expr),
-        "identifier" => tensor_values::last_assignment_value(context, context.text(expr), expr)
+    match expr.kind_key() {
+        kind::CALL => is_clip_call(context, expr),
+        kind::IDENTIFIER => tensor_values::last_assignment_value(context, context.text(expr), expr)
             .is_some_and(|value| is_clip_call(context, syntax::unparenthesize(value))),
         _ => false,
     }
@@ -135,13 +136,13 @@ fn is_condition<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
     let mut current = context.parent(comparison);
     for _ in 0..8 {
         let Some(parent) = current else { return false };
-        match parent.kind_name() {
-            "parenthesized_expression" | "not_operator" | "boolean_operator" => {}
-            "if_statement"
-            | "elif_clause"
-            | "while_statement"
-            | "assert_statement"
-            | "conditional_expression" => {
+        match parent.kind_key() {
+            kind::PARENTHESIZED_EXPRESSION | kind::NOT_OPERATOR | kind::BOOLEAN_OPERATOR => {}
+            kind::IF_STATEMENT
+            | kind::ELIF_CLAUSE
+            | kind::WHILE_STATEMENT
+            | kind::ASSERT_STATEMENT
+            | kind::CONDITIONAL_EXPRESSION => {
                 return super::tensor_condition_in_hot_path::condition_of(parent)
                     .is_some_and(|condition| condition.id() == child.id());
             }

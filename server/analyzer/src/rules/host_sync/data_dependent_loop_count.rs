@@ -1,5 +1,6 @@
 //! TPU109: a loop whose trip count comes from a tensor value (`range(int(k.item()))`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -62,7 +63,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    if function.is_not_kind("identifier")
+    if function.is_not(kind::IDENTIFIER)
         || !context.text_is(function, "range")
         || context.fact(function).kind != ValueKind::Unknown
     {
@@ -88,8 +89,8 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
         return None;
     }
     let bound = syntax::unparenthesize(bound);
-    match bound.kind_name() {
-        "call" => {
+    match bound.kind_key() {
+        kind::CALL => {
             let (function, arguments) = context.call_parts(bound)?;
             // `k.item()` / `k.tolist()` on a tensor.
             if let Some((receiver, method)) = context.method_call(bound)
@@ -100,7 +101,7 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
                 .then_some(receiver);
             }
             // `int(k)`, `max(...)` and friends: look inside.
-            if function.is_kind("identifier")
+            if function.is(kind::IDENTIFIER)
                 && matches!(
                     context.text(function),
                     "int" | "float" | "round" | "max" | "min" | "abs"
@@ -112,11 +113,11 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
             }
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }
-        "binary_operator" => [bound.field("left"), bound.field("right")]
+        kind::BINARY_OPERATOR => [bound.field("left"), bound.field("right")]
             .into_iter()
             .flatten()
             .find_map(|side| tensor_read(context, side, depth + 1)),
-        "identifier" | "attribute" | "subscript" => {
+        kind::IDENTIFIER | kind::ATTRIBUTE | kind::SUBSCRIPT => {
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }
         _ => None,

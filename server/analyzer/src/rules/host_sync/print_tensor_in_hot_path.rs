@@ -1,5 +1,6 @@
 //! TPU103: `print` of a tensor in a hot path.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -98,7 +99,7 @@ pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
     let Some((function, _)) = context.call_parts(call) else {
         return false;
     };
-    if function.is_kind("identifier") {
+    if function.is(kind::IDENTIFIER) {
         return context.text_is(function, "print")
             && context.fact(function).kind == ValueKind::Unknown;
     }
@@ -109,7 +110,7 @@ pub(crate) fn is_print_call<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
 
 /// The tensor a print argument shows: the argument itself, or an f-string interpolation.
 fn printed_tensor<'t>(context: &Context<'t, '_>, argument: Node<'t>) -> Option<Node<'t>> {
-    if argument.is_kind("string") {
+    if argument.is(kind::STRING) {
         return tensor_values::fstring_interpolations(argument)
             .into_iter()
             .find(|expression| tensor_values::is_confident_tensor(context, *expression));

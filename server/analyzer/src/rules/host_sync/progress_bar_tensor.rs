@@ -1,5 +1,6 @@
 //! TPU105: a tensor handed to a progress bar (`tqdm.set_postfix` and friends).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -78,17 +79,17 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let mut values = Vec::new();
     for argument in arguments.named_nodes() {
-        match argument.kind_name() {
-            "keyword_argument" => values.extend(argument.field("value")),
-            "dictionary" => {
+        match argument.kind_key() {
+            kind::KEYWORD_ARGUMENT => values.extend(argument.field("value")),
+            kind::DICTIONARY => {
                 values.extend(
                     argument
                         .named_nodes()
-                        .filter(|pair| pair.is_kind("pair"))
+                        .filter(|pair| pair.is(kind::PAIR))
                         .filter_map(|pair| pair.field("value")),
                 );
             }
-            "comment" | "list_splat" | "dictionary_splat" => {}
+            kind::COMMENT | kind::LIST_SPLAT | kind::DICTIONARY_SPLAT => {}
             _ => values.push(argument),
         }
     }

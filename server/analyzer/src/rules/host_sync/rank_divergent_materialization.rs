@@ -1,6 +1,7 @@
 //! TPU110: a tensor materialized on one rank only (`if rank == 0: loss.item()`) under TorchTPU,
 //! or a PyTorch/XLA collective called on one rank only (`if xm.is_master_ordinal(): xm.rendezvous(...)`).
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -157,9 +158,9 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
         && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
     {
         for statement in body.named_nodes() {
-            let exit = match statement.kind_name() {
-                "return_statement" => "An early `return`",
-                "break_statement" => "A `break` out of the training loop",
+            let exit = match statement.kind_key() {
+                kind::RETURN_STATEMENT => "An early `return`",
+                kind::BREAK_STATEMENT => "A `break` out of the training loop",
                 _ => continue,
             };
             found.push((statement, exit.to_string()));
@@ -193,7 +194,7 @@ fn check_xla_collectives<'t>(
     collect_calls(body, &mut calls, 0);
     let mut other_branches = Vec::new();
     for branch in if_statement.named_nodes() {
-        if branch.is_any_kind(&["else_clause", "elif_clause"]) {
+        if branch.is_any(&[kind::ELSE_CLAUSE, kind::ELIF_CLAUSE]) {
             collect_calls(branch, &mut other_branches, 0);
         }
     }
@@ -258,10 +259,14 @@ fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
     if depth > 40 || found.len() > 64 {
         return;
     }
-    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+    if node.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::LAMBDA,
+    ]) {
         return;
     }
-    if node.is_kind("call") {
+    if node.is(kind::CALL) {
         found.push(node);
     }
     let children: Vec<Node<'t>> = node.named_nodes().collect();
@@ -273,8 +278,8 @@ fn collect_calls<'t>(node: Node<'t>, found: &mut Vec<Node<'t>>, depth: usize) {
 /// `rank == 0`, `dist.get_rank() == 0`, `accelerator.is_main_process`, `not is_master` is not.
 fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let condition = syntax::unparenthesize(condition);
-    match condition.kind_name() {
-        "boolean_operator" => {
+    match condition.kind_key() {
+        kind::BOOLEAN_OPERATOR => {
             let is_and = condition
                 .field("operator")
                 .is_some_and(|op| context.text_is(op, "and"));
@@ -284,26 +289,28 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
                     .flatten()
                     .any(|side| is_rank_test(context, side))
         }
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             let operators = tensor_values::comparison_operators(context, condition);
             if operators != ["=="] {
                 return false;
             }
             let operands: Vec<Node<'_>> = condition.named_nodes().collect();
-            let has_number = operands.iter().any(|o| o.is_kind("integer"));
+            let has_number = operands.iter().any(|o| o.is(kind::INTEGER));
             has_number
                 && operands
                     .iter()
                     .any(|o| last_name_in(context, *o, RANK_NAMES))
         }
-        "identifier" | "attribute" | "call" => last_name_in(context, condition, MAIN_PROCESS_FLAGS),
+        kind::IDENTIFIER | kind::ATTRIBUTE | kind::CALL => {
+            last_name_in(context, condition, MAIN_PROCESS_FLAGS)
+        }
         _ => false,
     }
 }
 
 /// Whether the last name of `a.b.c` / `a.b.c()` is one of `names`.
 fn last_name_in<'t>(context: &Context<'t, '_>, expr: Node<'t>, names: &[&str]) -> bool {
-    let target = if expr.is_kind("call") {
+    let target = if expr.is(kind::CALL) {
         match context.call_parts(expr) {
             Some((function, _)) => function,
             None => return false,
@@ -325,10 +332,14 @@ fn collect_materializations<'t>(
     if depth > 40 || found.len() > 20 {
         return;
     }
-    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+    if node.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::LAMBDA,
+    ]) {
         return;
     }
-    if node.is_kind("call")
+    if node.is(kind::CALL)
         && let Some(what) = materialization(context, node)
     {
         found.push((node, what));
@@ -355,9 +366,9 @@ fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<Stri
         }
         return None;
     }
-    if function.is_kind("identifier") && context.text_is(function, "print") {
+    if function.is(kind::IDENTIFIER) && context.text_is(function, "print") {
         let prints_tensor = syntax::positional_args(arguments).into_iter().any(|a| {
-            if a.is_kind("string") {
+            if a.is(kind::STRING) {
                 tensor_values::fstring_interpolations(a)
                     .into_iter()
                     .any(|e| tensor_values::is_confident_tensor(context, e))

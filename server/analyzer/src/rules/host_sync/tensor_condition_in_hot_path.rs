@@ -1,5 +1,6 @@
 //! TPU107: Python control flow (`if`, `while`, `assert`, `x if c else y`) on a tensor value.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -85,7 +86,7 @@ declare_rule! {
 
 /// TPU107
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
-    if node.is_any_kind(&["boolean_operator", "not_operator"]) {
+    if node.is_any(&[kind::BOOLEAN_OPERATOR, kind::NOT_OPERATOR]) {
         check_value_operator(context, node);
         return;
     }
@@ -98,11 +99,11 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(tensor) = tensor_condition(context, condition, 0) else {
         return;
     };
-    let statement = match node.kind_name() {
-        "if_statement" => "`if`",
-        "elif_clause" => "`elif`",
-        "while_statement" => "`while`",
-        "assert_statement" => "`assert`",
+    let statement = match node.kind_key() {
+        kind::IF_STATEMENT => "`if`",
+        kind::ELIF_CLAUSE => "`elif`",
+        kind::WHILE_STATEMENT => "`while`",
+        kind::ASSERT_STATEMENT => "`assert`",
         _ => "Conditional expression",
     };
     let message = format!(
@@ -120,8 +121,8 @@ fn check_value_operator<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     if is_read_by_enclosing(context, node) {
         return;
     }
-    let operand = match node.kind_name() {
-        "not_operator" => node.field("argument"),
+    let operand = match node.kind_key() {
+        kind::NOT_OPERATOR => node.field("argument"),
         _ => node.field("left"),
     };
     let Some(operand) = operand else {
@@ -151,10 +152,10 @@ fn is_read_by_enclosing<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
         let Some(parent) = context.parent(child) else {
             return false;
         };
-        match parent.kind_name() {
-            "parenthesized_expression" => {}
-            "not_operator" => return true,
-            "boolean_operator" => {
+        match parent.kind_key() {
+            kind::PARENTHESIZED_EXPRESSION => {}
+            kind::NOT_OPERATOR => return true,
+            kind::BOOLEAN_OPERATOR => {
                 // The left operand is always read; the right one only when the operator's own
                 // result is.
                 if parent
@@ -175,10 +176,10 @@ fn is_read_by_enclosing<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
 
 /// The condition of an `if`/`elif`/`while`/`assert` or a conditional expression.
 pub(crate) fn condition_of(node: Node<'_>) -> Option<Node<'_>> {
-    match node.kind_name() {
-        "if_statement" | "elif_clause" | "while_statement" => node.field("condition"),
-        "assert_statement" => node.named_child(0),
-        "conditional_expression" => node.named_child(1),
+    match node.kind_key() {
+        kind::IF_STATEMENT | kind::ELIF_CLAUSE | kind::WHILE_STATEMENT => node.field("condition"),
+        kind::ASSERT_STATEMENT => node.named_child(0),
+        kind::CONDITIONAL_EXPRESSION => node.named_child(1),
         _ => None,
     }
 }
@@ -193,11 +194,11 @@ fn tensor_condition<'t>(
         return None;
     }
     let condition = syntax::unparenthesize(condition);
-    match condition.kind_name() {
-        "not_operator" => condition
+    match condition.kind_key() {
+        kind::NOT_OPERATOR => condition
             .field("argument")
             .and_then(|argument| tensor_condition(context, argument, depth + 1)),
-        "boolean_operator" => {
+        kind::BOOLEAN_OPERATOR => {
             let left = condition.field("left");
             // `step % 100 == 0 and err < tol`: the right side runs only every 100 steps.
             let throttled = condition
@@ -210,13 +211,13 @@ fn tensor_condition<'t>(
                 .flatten()
                 .find_map(|side| tensor_condition(context, side, depth + 1))
         }
-        "comparison_operator" => {
+        kind::COMPARISON_OPERATOR => {
             let is_tensor_comparison = tensor_values::is_value_comparison(context, condition)
                 && !has_python_literal_operand(condition)
                 && tensor_values::is_confident_tensor(context, condition);
             is_tensor_comparison.then_some(condition)
         }
-        "identifier" | "call" | "attribute" | "subscript" => {
+        kind::IDENTIFIER | kind::CALL | kind::ATTRIBUTE | kind::SUBSCRIPT => {
             tensor_values::is_confident_tensor(context, condition).then_some(condition)
         }
         _ => None,
@@ -226,21 +227,21 @@ fn tensor_condition<'t>(
 /// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
 fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
     let test = syntax::unparenthesize(test);
-    test.is_kind("comparison_operator")
+    test.is(kind::COMPARISON_OPERATOR)
         && test.named_nodes().any(|operand| {
             let operand = syntax::unparenthesize(operand);
-            operand.is_kind("binary_operator")
+            operand.is(kind::BINARY_OPERATOR)
                 && operand
                     .field("operator")
                     .is_some_and(|operator| context.text_is(operator, "%"))
                 && operand
                     .field("left")
-                    .is_some_and(|left| left.is_not_kind("string"))
+                    .is_some_and(|left| left.is_not(kind::STRING))
         })
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {
     comparison
         .named_nodes()
-        .any(|operand| operand.is_any_kind(&["string", "none", "list", "tuple"]))
+        .any(|operand| operand.is_any(&[kind::STRING, kind::NONE, kind::LIST, kind::TUPLE]))
 }

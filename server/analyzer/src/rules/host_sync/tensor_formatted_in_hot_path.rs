@@ -1,5 +1,6 @@
 //! TPU104: a tensor formatted into a string or handed to a logger in a hot path.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -83,10 +84,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     }
     let hot = Place { severity, place };
-    match node.kind_name() {
-        "string" => check_fstring(context, node, hot),
-        "call" => check_call(context, node, hot),
-        "binary_operator" => check_percent(context, node, hot),
+    match node.kind_key() {
+        kind::STRING => check_fstring(context, node, hot),
+        kind::CALL => check_call(context, node, hot),
+        kind::BINARY_OPERATOR => check_percent(context, node, hot),
         _ => {}
     }
 }
@@ -121,7 +122,7 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: Place) {
     } else if callee_is(context, function, "format")
         && function
             .field("object")
-            .is_some_and(|object| object.is_kind("string"))
+            .is_some_and(|object| object.is(kind::STRING))
     {
         syntax::positional_args(arguments)
     } else if callee_is(context, function, "add_scalar") {
@@ -151,7 +152,7 @@ fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: Pla
         .is_some_and(|op| context.text_is(op, "%"));
     let left_is_string = operator
         .field("left")
-        .is_some_and(|left| left.is_kind("string"));
+        .is_some_and(|left| left.is(kind::STRING));
     if !is_percent || !left_is_string {
         return;
     }
@@ -159,7 +160,7 @@ fn check_percent<'t>(context: &mut Context<'t, '_>, operator: Node<'t>, hot: Pla
         return;
     };
     let right = syntax::unparenthesize(right);
-    let values: Vec<Node<'_>> = if right.is_kind("tuple") {
+    let values: Vec<Node<'_>> = if right.is(kind::TUPLE) {
         right.named_nodes().collect()
     } else {
         vec![right]
@@ -198,13 +199,13 @@ fn is_fstring<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
 fn is_print_argument<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
     context
         .parent(string)
-        .filter(|parent| parent.is_kind("argument_list"))
+        .filter(|parent| parent.is(kind::ARGUMENT_LIST))
         .and_then(|arguments| context.parent(arguments))
         .is_some_and(|call| super::print_tensor_in_hot_path::is_print_call(context, call))
 }
 
 fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> bool {
-    function.is_kind("attribute")
+    function.is(kind::ATTRIBUTE)
         && function
             .field("attribute")
             .is_some_and(|attribute| context.text(attribute) == name)
@@ -212,7 +213,7 @@ fn callee_is<'t>(context: &Context<'t, '_>, function: Node<'t>, name: &str) -> b
 
 /// `logging.info(...)`, `logger.warning(...)`, `self.logger.info(...)`, `log.debug(...)`.
 fn is_logging_call<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
-    if function.is_not_kind("attribute") {
+    if function.is_not(kind::ATTRIBUTE) {
         return false;
     }
     let (Some(object), Some(method)) = (function.field("object"), function.field("attribute"))
@@ -253,12 +254,12 @@ fn is_metrics_log<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
 
 /// The values of a dictionary literal.
 fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
-    if dictionary.is_not_kind("dictionary") {
+    if dictionary.is_not(kind::DICTIONARY) {
         return Vec::new();
     }
     dictionary
         .named_nodes()
-        .filter(|child| child.is_kind("pair"))
+        .filter(|child| child.is(kind::PAIR))
         .filter_map(|pair| pair.field("value"))
         .collect()
 }

@@ -1,5 +1,6 @@
 //! TPU102: `.tolist()`, `.numpy()` or `.cpu()` on a tensor in a hot path.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -117,7 +118,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
     for _ in 0..8 {
         let Some(attribute) = context
             .parent(current)
-            .filter(|parent| parent.is_kind("attribute"))
+            .filter(|parent| parent.is(kind::ATTRIBUTE))
         else {
             return false;
         };
@@ -135,7 +136,7 @@ fn is_continued_by_read_back<'t>(context: &Context<'t, '_>, call: Node<'t>) -> b
         // Up from the attribute to the call it belongs to.
         let Some(next) = context
             .parent(attribute)
-            .filter(|parent| parent.is_kind("call"))
+            .filter(|parent| parent.is(kind::CALL))
         else {
             return false;
         };
@@ -177,7 +178,7 @@ fn reads_results_after_barrier<'t>(context: &Context<'t, '_>, call: Node<'t>) ->
             call,
             &["for_statement", "while_statement", "function_definition"],
         )
-        .filter(|node| node.kind_name() != "function_definition")
+        .filter(|node| node.is_not(kind::FUNCTION_DEFINITION))
     else {
         return false;
     };
@@ -194,7 +195,7 @@ fn reads_results_after_barrier<'t>(context: &Context<'t, '_>, call: Node<'t>) ->
     body.named_nodes()
         .take_while(|statement| statement.end_byte() <= call.start_byte())
         .any(|statement| {
-            statement.kind_name() == "expression_statement"
+            statement.is(kind::EXPRESSION_STATEMENT)
                 && statement.named_child(0).is_some_and(|expr| {
                     context
                         .semantic()

@@ -1,5 +1,6 @@
 //! TPU106: `float(t)`, `int(t)`, `bool(t)` or `math.*(t)` on a tensor in a hot path or a loop.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -77,15 +78,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
-    let converter = match function.kind_name() {
-        "identifier" if CONVERTERS.contains(&context.text(function)) => {
+    let converter = match function.kind_key() {
+        kind::IDENTIFIER if CONVERTERS.contains(&context.text(function)) => {
             if context.fact(function).kind != ValueKind::Unknown {
                 return;
             }
             context.text(function).to_string()
         }
         // `math.sqrt(t)`, and `sqrt(t)` after `from math import sqrt`.
-        "attribute" | "identifier" => match context.qualified_name(function) {
+        kind::ATTRIBUTE | kind::IDENTIFIER => match context.qualified_name(function) {
             Some(name)
                 if name
                     .strip_prefix("math.")
@@ -141,14 +142,14 @@ pub(crate) fn inside_range_call<'t>(context: &Context<'t, '_>, node: Node<'t>) -
     let mut current = context.parent(node);
     for _ in 0..6 {
         let Some(parent) = current else { return false };
-        if parent.is_kind("call")
+        if parent.is(kind::CALL)
             && context
                 .call_parts(parent)
                 .is_some_and(|(function, _)| context.text_is(function, "range"))
         {
             return true;
         }
-        if parent.is_any_kind(&["block", "expression_statement"]) {
+        if parent.is_any(&[kind::BLOCK, kind::EXPRESSION_STATEMENT]) {
             return false;
         }
         current = context.parent(parent);

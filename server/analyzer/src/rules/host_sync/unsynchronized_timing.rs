@@ -1,5 +1,6 @@
 //! TPU111: wall-clock timing of PyTorch/XLA work whose only barrier does not wait.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -95,7 +96,7 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let (Some(left), Some(right)) = (operator.field("left"), operator.field("right")) else {
         return;
     };
-    if !is_clock_read(context, left) || right.is_not_kind("identifier") {
+    if !is_clock_read(context, left) || right.is_not(kind::IDENTIFIER) {
         return;
     }
     let Some(start) = tensor_values::last_assignment_value(context, context.text(right), right)
@@ -179,7 +180,7 @@ fn interval_statements<'t>(
         // `xm.master_print(f"{time.time() - t0}")`: a call around the clock read has not run
         // yet when the time is taken (its arguments before the read have).
         if node.end_byte() > upper
-            && node.kind_name() == "call"
+            && node.is(kind::CALL)
             && let Some((function, _)) = context.call_parts(node)
             && function.start_byte() >= lower
             && function.end_byte() <= upper
@@ -188,7 +189,7 @@ fn interval_statements<'t>(
                 .deferred
                 .push((function.start_byte(), function.end_byte()));
         }
-        if inside && node.kind_name() == "call" {
+        if inside && node.is(kind::CALL) {
             let closure = context
                 .call_parts(node)
                 .is_some_and(|(function, _)| context.text(function).ends_with("add_step_closure"));
@@ -198,7 +199,7 @@ fn interval_statements<'t>(
             }
         }
         if inside
-            && node.kind_name() == "for_statement"
+            && node.is(kind::FOR_STATEMENT)
             && node
                 .field("right")
                 .is_some_and(|iterable| is_device_loader(context, iterable))

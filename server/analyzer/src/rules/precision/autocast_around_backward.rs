@@ -1,5 +1,6 @@
 //! TPU507: `backward()` or the optimizer step inside an autocast region.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -87,7 +88,7 @@ fn check<'t>(context: &mut Context<'t, '_>, with: Node<'t>) {
 fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
     let Some(clause) = with
         .named_child(0)
-        .filter(|child| child.is_kind("with_clause"))
+        .filter(|child| child.is(kind::WITH_CLAUSE))
     else {
         return false;
     };
@@ -96,12 +97,12 @@ fn is_autocast_with<'t>(context: &Context<'t, '_>, with: Node<'t>) -> bool {
             return false;
         };
         // `with autocast(...) as ac:` wraps the call in an `as_pattern`.
-        let call = if value.is_kind("as_pattern") {
+        let call = if value.is(kind::AS_PATTERN) {
             value.named_child(0)
         } else {
             Some(value)
         };
-        call.filter(|c| c.is_kind("call"))
+        call.filter(|c| c.is(kind::CALL))
             .and_then(|c| context.semantic().call_qualified_name(c))
             .is_some_and(|q| {
                 AUTOCAST_CONTEXTS.contains(&q.as_str())
@@ -121,10 +122,14 @@ fn collect_steps(
     if depth > MAX_EXPR_DEPTH * 4 {
         return;
     }
-    if node.is_any_kind(&["function_definition", "class_definition", "lambda"]) {
+    if node.is_any(&[
+        kind::FUNCTION_DEFINITION,
+        kind::CLASS_DEFINITION,
+        kind::LAMBDA,
+    ]) {
         return;
     }
-    if node.is_kind("call")
+    if node.is(kind::CALL)
         && let Some(what) = step_call(context, node)
     {
         found.push((node.byte_range(), what));

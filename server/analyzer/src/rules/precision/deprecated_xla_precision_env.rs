@@ -1,5 +1,6 @@
 //! TPU506: the deprecated `XLA_USE_BF16` / `XLA_DOWNCAST_BF16` / `XLA_USE_32BIT_LONG` settings.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -99,15 +100,15 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
 /// When `string` names a variable being set: `Some(value)` (the value node when visible).
 fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Option<Node<'t>>> {
     let parent = context.parent(string)?;
-    match parent.kind_name() {
+    match parent.kind_key() {
         // os.environ["X"] = value
-        "subscript" => {
+        kind::SUBSCRIPT => {
             let value = parent.field("value")?;
             if context.qualified_name(value).as_deref() != Some("os.environ") {
                 return None;
             }
             let assignment = context.parent(parent)?;
-            if assignment.is_not_kind("assignment")
+            if assignment.is_not(kind::ASSIGNMENT)
                 || assignment
                     .field("left")
                     .is_none_or(|left| left.id() != parent.id())
@@ -117,7 +118,7 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
             Some(assignment.field("right"))
         }
         // os.environ.setdefault("X", value) / os.putenv("X", value)
-        "argument_list" => {
+        kind::ARGUMENT_LIST => {
             let call = context.parent(parent)?;
             let (function, arguments) = context.call_parts(call)?;
             let qualified = context.qualified_name(function)?;
@@ -136,7 +137,7 @@ fn assigned_value<'t>(context: &Context<'t, '_>, string: Node<'t>) -> Option<Opt
         // {"X": value}
         // {"X": "1"}: only with a literal value (a dict saving `os.environ.get("X")` to
         // restore it later sets nothing).
-        "pair" => {
+        kind::PAIR => {
             if parent
                 .field("key")
                 .is_none_or(|key| key.id() != string.id())
@@ -165,5 +166,5 @@ fn is_off(value: Node<'_>, source: &str) -> bool {
             "0" | "false" | ""
         );
     }
-    value.is_any_kind(&["false", "none"]) || syntax::text_is(value, source, "0")
+    value.is_any(&[kind::FALSE, kind::NONE]) || syntax::text_is(value, source, "0")
 }

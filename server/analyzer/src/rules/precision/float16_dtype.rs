@@ -1,5 +1,6 @@
 //! TPU503: float16 where the TPU's native low precision is bfloat16.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -107,21 +108,25 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 fn in_state_dict_conversion<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     while let Some(ancestor) = current {
-        match ancestor.kind_name() {
-            "function_definition" | "class_definition" | "lambda" | "module" => return false,
-            "dictionary_comprehension" | "list_comprehension" | "generator_expression"
+        match ancestor.kind_key() {
+            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA | kind::MODULE => {
+                return false;
+            }
+            kind::DICTIONARY_COMPREHENSION
+            | kind::LIST_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION
                 if context.text(ancestor).contains("state_dict") =>
             {
                 return true;
             }
-            "attribute"
+            kind::ATTRIBUTE
                 if ancestor.field("attribute").is_some_and(|attribute| {
                     matches!(context.text(attribute), "save_pretrained" | "save")
                 }) =>
             {
                 return true;
             }
-            "expression_statement" | "assignment" | "return_statement" => return false,
+            kind::EXPRESSION_STATEMENT | kind::ASSIGNMENT | kind::RETURN_STATEMENT => return false,
             _ => {}
         }
         current = context.parent(ancestor);

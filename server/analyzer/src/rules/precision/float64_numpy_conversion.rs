@@ -1,5 +1,6 @@
 //! TPU502: tensors made from NumPy arrays that are float64 by NumPy's default.
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -122,7 +123,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// (`.to(device)` keeps the dtype.)
 fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let source = context.source();
-    let Some(attribute) = context.parent(call).filter(|p| p.is_kind("attribute")) else {
+    let Some(attribute) = context.parent(call).filter(|p| p.is(kind::ATTRIBUTE)) else {
         return false;
     };
     let is_receiver = attribute
@@ -132,7 +133,7 @@ fn is_cast_immediately<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         .field("attribute")
         .map(|a| node_text(a, source))
         .unwrap_or("");
-    let Some(cast_call) = context.parent(attribute).filter(|p| p.is_kind("call")) else {
+    let Some(cast_call) = context.parent(attribute).filter(|p| p.is(kind::CALL)) else {
         return false;
     };
     if !is_receiver {
@@ -241,7 +242,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
         return None;
     }
     let explicit = names_float64_explicitly(context, expression);
-    let function = (expression.kind_name() == "call")
+    let function = (expression.is(kind::CALL))
         .then(|| expression.field("function"))
         .flatten();
     // A creator's default, a float literal's array or a generator's samples, rather than a
@@ -255,7 +256,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
             })
         })
         || function.is_some_and(|f| {
-            f.kind_name() == "attribute"
+            f.is(kind::ATTRIBUTE)
                 && f.field("attribute").is_some_and(|a| {
                     torch_api::NUMPY_GENERATOR_FLOAT64_METHODS.contains(&context.text(a))
                 })
@@ -273,7 +274,7 @@ fn float64_origin<'t>(context: &Context<'t, '_>, array: Node<'t>) -> Option<Floa
 /// The expression a name was bound to (the name itself when it is no name; `None` when the
 /// binding is unknown or the name's own earlier value, as in `x = np.append(x, ...)`).
 fn resolve_variable<'t>(context: &Context<'t, '_>, node: Node<'t>) -> Option<Node<'t>> {
-    if node.kind_name() != "identifier" {
+    if node.is_not(kind::IDENTIFIER) {
         return Some(node);
     }
     let (start, end) = context.fact(node).origin?;
@@ -305,18 +306,18 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
         return NumpyDtype::Unknown;
     }
     let node = syntax::unparenthesize(node);
-    match node.kind_name() {
-        "float" => NumpyDtype::PythonFloat,
-        "integer" => NumpyDtype::PythonInt,
-        "identifier" => match resolve_variable(context, node) {
+    match node.kind_key() {
+        kind::FLOAT => NumpyDtype::PythonFloat,
+        kind::INTEGER => NumpyDtype::PythonInt,
+        kind::IDENTIFIER => match resolve_variable(context, node) {
             Some(bound) if bound.id() != node.id() => numpy_dtype(context, bound, depth + 1),
             _ => NumpyDtype::Unknown,
         },
-        "unary_operator" => node
+        kind::UNARY_OPERATOR => node
             .field("argument")
             .map_or(NumpyDtype::Unknown, |a| numpy_dtype(context, a, depth + 1)),
-        "list" | "tuple" => {
-            let mut elements = node.named_nodes().filter(|c| c.kind_name() != "comment");
+        kind::LIST | kind::TUPLE => {
+            let mut elements = node.named_nodes().filter(|c| c.is_not(kind::COMMENT));
             let Some(first) = elements.next() else {
                 return NumpyDtype::Unknown;
             };
@@ -326,7 +327,7 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
                 })
                 .as_array()
         }
-        "binary_operator" => {
+        kind::BINARY_OPERATOR => {
             let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
                 return NumpyDtype::Unknown;
             };
@@ -343,10 +344,10 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
             }
         }
         // `a[::-1]`, `a[:, None]`: the array's dtype.
-        "subscript" => node
+        kind::SUBSCRIPT => node
             .field("value")
             .map_or(NumpyDtype::Unknown, |v| numpy_dtype(context, v, depth + 1)),
-        "attribute" => {
+        kind::ATTRIBUTE => {
             let is_transpose = node
                 .field("attribute")
                 .is_some_and(|a| node_text(a, context.source()) == "T");
@@ -355,7 +356,7 @@ fn numpy_dtype<'t>(context: &Context<'t, '_>, node: Node<'t>, depth: usize) -> N
                 _ => NumpyDtype::Unknown,
             }
         }
-        "call" => call_dtype(context, node, depth),
+        kind::CALL => call_dtype(context, node, depth),
         _ => NumpyDtype::Unknown,
     }
 }
@@ -463,7 +464,7 @@ fn is_numpy_generator<'t>(
     }
     let receiver = syntax::unparenthesize(receiver);
     let receiver = resolve_variable(context, receiver).unwrap_or(receiver);
-    let constructed = receiver.kind_name() == "call"
+    let constructed = receiver.is(kind::CALL)
         && context
             .call_parts(receiver)
             .and_then(|(function, _)| context.qualified_name(function))
@@ -479,7 +480,7 @@ fn named_dtype<'t>(context: &Context<'t, '_>, dtype: Node<'t>) -> NumpyDtype {
     let source = context.source();
     let name = if let Some(text) = syntax::string_value(dtype, source) {
         text.into_owned()
-    } else if dtype.kind_name() == "identifier" {
+    } else if dtype.is(kind::IDENTIFIER) {
         match node_text(dtype, source) {
             "float" => "float64".to_string(),
             "int" => "int64".to_string(),

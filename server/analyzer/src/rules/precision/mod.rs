@@ -9,6 +9,7 @@ mod float64_numpy_conversion;
 mod float64_tensor;
 mod grad_scaler_on_tpu;
 
+use crate::kind;
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -40,7 +41,12 @@ pub(crate) fn dtype_is_deliberate<'t>(
     // The statement around the call.
     let mut statement = call;
     while let Some(parent) = context.parent(statement) {
-        if parent.is_any_kind(&["block", "module", "function_definition", "class_definition"]) {
+        if parent.is_any(&[
+            kind::BLOCK,
+            kind::MODULE,
+            kind::FUNCTION_DEFINITION,
+            kind::CLASS_DEFINITION,
+        ]) {
             break;
         }
         statement = parent;
@@ -63,7 +69,7 @@ pub(crate) fn dtype_is_deliberate<'t>(
     };
     block
         .named_nodes()
-        .filter(|sibling| sibling.is_kind("assert_statement"))
+        .filter(|sibling| sibling.is(kind::ASSERT_STATEMENT))
         .any(|assertion| {
             let text = crate::syntax::node_text(assertion, source);
             text.contains(".dtype") && words.iter().any(|word| text.contains(word))
