@@ -124,3 +124,27 @@ impl Fact {
         self.origin.map(|(start, end)| start..end)
     }
 }
+
+/// What a literal or a container display is: a Python value (`1`, `0.5`, `"a"`, `True`) or a
+/// container (`[...]`, `(...)`, `{...}` and their comprehensions). `None` is left to the caller:
+/// whether it is a value or "nothing passed" depends on where it stands.
+pub(crate) fn literal_kind(node: tree_sitter::Node<'_>) -> Option<ValueKind> {
+    use crate::kind;
+    use crate::syntax::NodeExt;
+    match node.kind_key() {
+        kind::INTEGER
+        | kind::FLOAT
+        | kind::STRING
+        | kind::CONCATENATED_STRING
+        | kind::TRUE
+        | kind::FALSE => Some(ValueKind::Scalar),
+        kind::LIST
+        | kind::TUPLE
+        | kind::DICTIONARY
+        | kind::SET
+        | kind::LIST_COMPREHENSION
+        | kind::DICTIONARY_COMPREHENSION
+        | kind::SET_COMPREHENSION => Some(ValueKind::Container),
+        _ => None,
+    }
+}

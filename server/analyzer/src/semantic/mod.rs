@@ -2722,20 +2722,9 @@ impl<'t> SemanticModel<'t> {
             kind::PARENTHESIZED_EXPRESSION => expr
                 .named_child(0)
                 .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
-            kind::INTEGER
-            | kind::FLOAT
-            | kind::TRUE
-            | kind::FALSE
-            | kind::NONE
-            | kind::STRING
-            | kind::CONCATENATED_STRING => Fact::of(ValueKind::Scalar),
-            kind::LIST
-            | kind::TUPLE
-            | kind::DICTIONARY
-            | kind::SET
-            | kind::LIST_COMPREHENSION
-            | kind::DICTIONARY_COMPREHENSION
-            | kind::SET_COMPREHENSION => Fact::of(ValueKind::Container),
+            // `None` is a Python value here: a name bound to it holds no tensor.
+            kind::NONE => Fact::of(ValueKind::Scalar),
+            _ if let Some(kind) = facts::literal_kind(expr) => Fact::of(kind),
             kind::CALL => self.call_fact(expr, depth),
             kind::ATTRIBUTE => self.attribute_fact(expr, depth),
             kind::SUBSCRIPT => {

@@ -522,19 +522,11 @@ fn read_value(value: Node<'_>, source: &str, resolver: &impl Resolver) -> Value 
     let value = syntax::unparenthesize(value);
     match value.kind_key() {
         kind::IDENTIFIER => Value::Name(node_text(value, source).to_string()),
-        kind::INTEGER
-        | kind::FLOAT
-        | kind::STRING
-        | kind::CONCATENATED_STRING
-        | kind::TRUE
-        | kind::FALSE => Value::Known(PassedFact::of(ValueKind::Scalar)),
-        kind::LIST
-        | kind::TUPLE
-        | kind::DICTIONARY
-        | kind::SET
-        | kind::LIST_COMPREHENSION
-        | kind::DICTIONARY_COMPREHENSION
-        | kind::SET_COMPREHENSION => Value::Known(PassedFact::of(ValueKind::Container)),
+        // Not `None`: passing it usually stands for "the default", which says nothing of what
+        // other calls pass.
+        _ if let Some(kind) = super::facts::literal_kind(value) => {
+            Value::Known(PassedFact::of(kind))
+        }
         kind::CALL => read_call(value, source, resolver),
         _ => Value::Unknown,
     }
