@@ -431,7 +431,9 @@ fn device_held_by_another_process_names_it_and_how_to_stop_it() {
         &env,
         "exec 3<\"$1\" 4<\"$2\"; exec sleep 60",
         &[&device, &second],
-        None,
+        // The command line after the `exec` (arguments are NUL-separated), not bash's, whose
+        // script text also says `sleep 60`: the doctor must not read the holder mid-exec.
+        Some("sleep\u{0}60"),
     );
     let finding = report.finding("tpu-device-busy").expect("holder found");
     assert_eq!(
@@ -852,7 +854,8 @@ fn a_jupyter_kernel_holding_the_tpu() {
         &env,
         "exec 3<\"$1\"; exec -a 'python3 -m ipykernel_launcher -f /home/n/.local/share/jupyter/runtime/kernel-1.json' sleep 60",
         &[&device],
-        Some("ipykernel"),
+        // The exec'd command line (`argv[0]`, NUL, `60`), not bash's script text.
+        Some("kernel-1.json\u{0}60"),
     );
     let finding = report.finding("tpu-device-busy").expect("kernel found");
     assert_eq!(
