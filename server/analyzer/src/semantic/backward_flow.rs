@@ -138,7 +138,7 @@ fn backward_operand<'t>(call: Node<'t>, source: &str) -> Option<Node<'t>> {
 }
 
 /// The names an assignment's target binds: `out`, `out, aux`, `(out, aux)`.
-fn targets(left: Node<'_>) -> Vec<Node<'_>> {
+pub(crate) fn targets(left: Node<'_>) -> Vec<Node<'_>> {
     match left.kind_key() {
         kind::IDENTIFIER => vec![left],
         kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left

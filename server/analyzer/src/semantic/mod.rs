@@ -1922,54 +1922,57 @@ impl<'t> SemanticModel<'t> {
     /// `out = model(x)` with `model` a parameter, before `loss = criterion(out, y)` and
     /// `loss.backward()`.
     fn bind_flows_into_backward(&mut self, node: Node<'t>) {
-        let Some(left) = node.field("left") else {
+        let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
             return;
         };
-        let names: Vec<Node<'_>> = match left.kind_key() {
-            kind::IDENTIFIER => vec![left],
-            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => left
-                .named_nodes()
-                .filter(|n| n.is(kind::IDENTIFIER))
-                .collect(),
-            _ => return,
-        };
+        // The enclosing loops' lists (most assignments have none, and then nothing is looked
+        // up), with the assignment's offset into each loop.
+        let flowing: Vec<(&[(String, usize)], usize)> = self
+            .ancestors
+            .iter()
+            .rev()
+            .take_while(|a| {
+                !a.is_any(&[
+                    kind::FUNCTION_DEFINITION,
+                    kind::CLASS_DEFINITION,
+                    kind::LAMBDA,
+                ])
+            })
+            .filter(|a| a.is_any(&[kind::FOR_STATEMENT, kind::WHILE_STATEMENT]))
+            .filter_map(|loop_node| {
+                let at = node.start_byte().checked_sub(loop_node.start_byte())?;
+                let summary = self.summaries.loop_summary(*loop_node)?;
+                (!summary.flows_into_backward.is_empty())
+                    .then_some((summary.flows_into_backward.as_slice(), at))
+            })
+            .collect();
+        if flowing.is_empty() {
+            return;
+        }
         let source = self.source;
-        for target in names {
+        let mut flows_in = Vec::new();
+        for target in backward_flow::targets(left) {
             let name = node_text(target, source);
-            if !matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.kind == ValueKind::Unknown)
-            {
-                continue;
-            }
-            let flows = self
-                .ancestors
-                .iter()
-                .rev()
-                .take_while(|a| {
-                    !matches!(
-                        a.kind_name(),
-                        "function_definition" | "class_definition" | "lambda"
-                    )
-                })
-                .filter(|a| matches!(a.kind_name(), "for_statement" | "while_statement"))
-                .filter_map(|loop_node| {
-                    let at = node.start_byte().checked_sub(loop_node.start_byte())?;
-                    self.summaries
-                        .loop_summary(*loop_node)
-                        .map(|summary| (summary, at))
-                })
-                .any(|(summary, at)| {
-                    summary
-                        .flows_into_backward
+            let unknown = matches!(
+                self.lookup(name),
+                Some(Binding::Value(fact)) if fact.kind == ValueKind::Unknown
+            );
+            if unknown
+                && flowing.iter().any(|(bindings, at)| {
+                    bindings
                         .iter()
-                        .any(|(flowing, start)| flowing == name && *start == at)
-                });
-            if flows && let Some(right) = node.field("right") {
-                // The value is the evidence, as for any assignment.
-                let origin = Some((right.start_byte(), right.end_byte()));
-                let fact = Fact::tensor(Device::Accelerator, origin)
-                    .with_evidence(Evidence::FlowsIntoBackward);
-                self.bind(name.to_string(), Binding::Value(fact));
+                        .any(|(flowing, start)| flowing == name && start == at)
+                })
+            {
+                flows_in.push(name);
             }
+        }
+        // The value is the evidence, as for any assignment.
+        let origin = Some((right.start_byte(), right.end_byte()));
+        let fact =
+            Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::FlowsIntoBackward);
+        for name in flows_in {
+            self.bind(name.to_string(), Binding::Value(fact));
         }
     }
 
