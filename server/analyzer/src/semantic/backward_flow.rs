@@ -84,7 +84,7 @@ pub(crate) fn bindings_into_backward(
 
 /// The statements of a block in source order, compound statements' bodies included (`if`,
 /// `with`, `try`, nested loops), definitions excluded.
-fn collect_statements<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>, depth: usize) {
+pub(crate) fn collect_statements<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }

@@ -21,6 +21,7 @@ use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 use crate::torch_api;
 
 mod backward_flow;
+mod decode_feedback;
 mod digest;
 mod facts;
 mod guards;

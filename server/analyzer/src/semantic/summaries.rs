@@ -174,6 +174,11 @@ pub struct LoopSummary {
     /// (`out = model(x)` before `loss = criterion(out, y)`; `backward_flow`): the name and the
     /// assignment's start relative to the loop's.
     pub flows_into_backward: Vec<(String, usize)>,
+    /// The body itself calls `torch.cat` / `torch.concat` (nested loops' calls not counted).
+    pub concatenates: bool,
+    /// The body concatenates a carried tensor onto itself from its own value through a call
+    /// (`idx = torch.cat((idx, sample(model(idx))), 1)`): a decode loop (`decode_feedback`).
+    pub decodes: bool,
 }
 
 /// Facts about the whole file that are not tied to one statement.
@@ -1197,6 +1202,7 @@ fn call(
         );
     }
     let syncs = SYNC_CALLS.contains(&q);
+    let concatenates = matches!(q, "torch.cat" | "torch.concat" | "torch.concatenate");
     let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
         || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
     let backward = name == Some("backward");
@@ -1277,6 +1283,7 @@ fn call(
         match frame {
             Frame::Loop { summary, .. } => {
                 if in_loop {
+                    summary.concatenates |= concatenates;
                     summary.syncs |= syncs;
                     summary.reads_values |= reads_value;
                     summary.calls_backward |= backward;
@@ -2157,6 +2164,9 @@ fn leave(
         if steps_here {
             summary.flows_into_backward =
                 super::backward_flow::bindings_into_backward(node, source, resolver);
+        }
+        if summary.concatenates {
+            summary.decodes = super::decode_feedback::grows_from_itself(node, source, resolver);
         }
         // Its calls, nested loops' included (they run every step too), throttled ones not.
         if over_loader || steps_here {

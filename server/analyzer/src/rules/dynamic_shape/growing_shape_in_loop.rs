@@ -7,6 +7,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::Severity;
 use crate::rules::helpers;
+use crate::semantic::HotPath;
 use crate::syntax::{self, NodeExt, node_text};
 
 declare_rule! {
@@ -47,9 +48,15 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Only loops that run the device once per iteration are checked: the loop syncs
-    /// (`torch_xla.sync()`, `xm.mark_step()`) or runs a training step. A Python loop inside
-    /// `forward` (over layers, chunks or skip connections) is traced into one graph per call and
-    /// is not reported, nor is a decode loop that never cuts the graph itself.
+    /// (`torch_xla.sync()`, `xm.mark_step()`), runs a training step or reads a value back. A
+    /// Python loop inside `forward` (over layers, chunks or skip connections) is traced into one
+    /// graph per call and is not reported. A decode loop, one that concatenates a tensor onto
+    /// itself from its own value through a call (`idx = torch.cat((idx, sample(model(idx))), 1)`),
+    /// is reported even when it never syncs, at warning wherever it is: TorchTPU runs it eagerly
+    /// at a new length every step, and PyTorch/XLA unrolls every length into one graph per call.
+    /// So is anything else such a loop grows onto itself (its attention mask). A stack of layers
+    /// applied in turn (`for layer in self.layers: x = torch.cat([x, layer(x)], 1)`) is no
+    /// decode loop.
     /// A tensor rebound earlier in the same iteration before it is concatenated onto itself keeps
     /// a fixed shape and is not reported.
     /// Only the loop's own counter and a tensor concatenated onto itself are followed; a length
@@ -109,7 +116,17 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                     || summary.steps_optimizer
                     || summary.reads_values
             });
-    if !executes_per_iteration {
+    // A decode loop: a tensor grows from its own value through a call (the model), so every
+    // iteration runs the model at a new length, whether or not the loop syncs, and whatever else
+    // it concatenates onto itself (the attention mask) grows per step with it. Not in `forward`,
+    // where a loop over layers (`x = torch.cat([x, layer(x)], 1)`) is one traced graph per call.
+    let decode_loop = node.is(kind::ASSIGNMENT)
+        && context.semantic().hot_path() != Some(HotPath::Forward)
+        && context
+            .semantic()
+            .loop_summary(loop_node)
+            .is_some_and(|summary| summary.decodes);
+    if !executes_per_iteration && !decode_loop {
         return;
     }
     // An integer index by the counter matters where each iteration runs the step's whole graph
@@ -120,7 +137,10 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         .loop_summary(loop_node)
         .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
     let (message, moving_offset) = match node.kind_key() {
-        kind::ASSIGNMENT => (grows_onto_itself(context, node, loop_node), false),
+        kind::ASSIGNMENT => (
+            grows_onto_itself(context, node, loop_node, decode_loop),
+            false,
+        ),
         _ => match sliced_by_counter(context, node, loop_node, steps_per_iteration) {
             Some(SliceFinding::NewShape(message)) => (Some(message), false),
             Some(SliceFinding::MovingOffset(message)) => (Some(message), true),
@@ -134,6 +154,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     // are cached: information, whatever the loop.
     let severity = if moving_offset {
         Severity::Info
+    } else if decode_loop {
+        // The decode loop is the hot path of generation, wherever the file calls it from.
+        context.rule().severity
     } else {
         context.hot_path_severity()
     };
@@ -146,6 +169,7 @@ fn grows_onto_itself<'t>(
     context: &Context<'t, '_>,
     assignment: Node<'t>,
     loop_node: Node<'t>,
+    decode_loop: bool,
 ) -> Option<String> {
     let source = context.source();
     let (left, right) = (assignment.field("left")?, assignment.field("right")?);
@@ -191,6 +215,11 @@ fn grows_onto_itself<'t>(
         .is_some_and(|value| value.start_byte() >= body_start);
     if rebound_in_iteration {
         return None;
+    }
+    if decode_loop {
+        return Some(format!(
+            "`{name}` grows on every step of this decode loop (`torch.cat` onto itself; the loop feeds the model its own output): every length is a new shape to compile; write into a buffer of the final size"
+        ));
     }
     Some(format!(
         "`{name}` grows on every iteration (`torch.cat` onto itself): a new shape, and a compilation, per step; write into a buffer of the final size"

@@ -1,0 +1,273 @@
+//! Which tensors of a loop grow onto themselves from their own value: the autoregressive shape
+//! of a decode loop, `logits = model(idx[:, -n:])` … `idx = torch.cat((idx, next_token), 1)`.
+//!
+//! A tensor concatenated onto itself changes shape every iteration. Whether that costs a
+//! compilation per iteration depends on whether each iteration runs the device; a loop that
+//! never syncs or reads a value back may be traced whole, and a loop in `forward` over layers
+//! (DenseNet's `x = torch.cat([x, layer(x)], 1)`) is one graph per call. A tensor whose appended
+//! part is computed *from the tensor itself through a call* is different: the next iteration's
+//! input is this iteration's output, so the loop is a generation loop that runs the model once
+//! per step at a new length (eagerly on TorchTPU, and as an ever longer unrolled trace on
+//! PyTorch/XLA), which is what static caches exist for. The pre-pass computes this for a loop
+//! whose own body concatenates (not for every loop), from the body's statements in order.
+
+use crate::kind;
+use tree_sitter::Node;
+
+use crate::syntax::{self, NodeExt, node_text};
+
+use super::backward_flow::{collect_statements, targets};
+use super::summaries::Resolver;
+
+/// How deep an expression is searched for names.
+const MAX_DEPTH: usize = 12;
+
+/// Whether `loop_node`'s body concatenates a tensor onto itself (`x = torch.cat([x, y], …)`, `x`
+/// carried from the last iteration) where `y` is computed from `x` in the same iteration through
+/// at least one call: a decode loop.
+pub(crate) fn grows_from_itself(
+    loop_node: Node<'_>,
+    source: &str,
+    resolver: &impl Resolver,
+) -> bool {
+    let Some(body) = loop_node.field("body") else {
+        return false;
+    };
+    let mut statements = Vec::new();
+    collect_statements(body, &mut statements, 0);
+    // A callee that changes with the iteration (`for layer in self.layers: … layer(x)`,
+    // `self.blocks[i](x)`) is a stack of layers applied in turn (DenseNet's
+    // `x = torch.cat([x, layer(x)], 1)`), not one model run again on its own output.
+    let mut loop_targets = Vec::new();
+    if let Some(left) = loop_node.field("left") {
+        identifiers(left, source, &mut loop_targets, 0);
+    }
+    statements.iter().enumerate().any(|(position, statement)| {
+        self_concatenation(*statement, source, resolver).is_some_and(|(name, appended)| {
+            computed_from_through_call(
+                &statements[..position],
+                name,
+                &appended,
+                &loop_targets,
+                source,
+            )
+        })
+    })
+}
+
+/// `x = torch.cat([x, a, b], …)`: `x` and the other parts (`a`, `b`).
+fn self_concatenation<'t, 's>(
+    statement: Node<'t>,
+    source: &'s str,
+    resolver: &impl Resolver,
+) -> Option<(&'s str, Vec<Node<'t>>)> {
+    let assignment = statement
+        .named_child(0)
+        .filter(|n| n.is(kind::ASSIGNMENT))?;
+    let left = assignment
+        .field("left")
+        .filter(|l| l.is(kind::IDENTIFIER))?;
+    let name = node_text(left, source);
+    let call = syntax::unparenthesize(assignment.field("right")?);
+    let (function, arguments) = syntax::call_parts(call)?;
+    let qualified = resolver.resolve(function)?;
+    if !matches!(
+        qualified.as_str(),
+        "torch.cat" | "torch.concat" | "torch.concatenate"
+    ) {
+        return None;
+    }
+    let tensors = syntax::unparenthesize(*syntax::positional_args(arguments).first()?);
+    if !tensors.is_any(&[kind::LIST, kind::TUPLE]) {
+        return None;
+    }
+    let mut itself = false;
+    let mut others = Vec::new();
+    for part in tensors.named_nodes() {
+        if part.is(kind::IDENTIFIER) && node_text(part, source) == name {
+            itself = true;
+        } else {
+            others.push(part);
+        }
+    }
+    (itself && !others.is_empty()).then_some((name, others))
+}
+
+/// Whether one of `appended` is computed from `name` through a call, by the assignments of
+/// `before` in order: a binding whose value mentions `name` (or a name derived from it) derives
+/// from it, and from it through a call when the value calls something with a derived name in
+/// its arguments or receiver, or mentions a name already derived through a call.
+fn computed_from_through_call(
+    before: &[Node<'_>],
+    name: &str,
+    appended: &[Node<'_>],
+    loop_targets: &[&str],
+    source: &str,
+) -> bool {
+    // Rebound earlier in the iteration (`x = model(h)` … `x = torch.cat([pad, x])`): the value
+    // concatenated is this iteration's, not one carried from the last.
+    let rebound = before.iter().any(|statement| {
+        statement
+            .named_child(0)
+            .filter(|n| n.is(kind::ASSIGNMENT) || n.is(kind::AUGMENTED_ASSIGNMENT))
+            .and_then(|assignment| assignment.field("left"))
+            .is_some_and(|left| {
+                targets(left)
+                    .iter()
+                    .any(|target| node_text(*target, source) == name)
+            })
+    });
+    if rebound {
+        return false;
+    }
+    // (name, derived through a call)
+    let mut derived: Vec<(&str, bool)> = vec![(name, false)];
+    for statement in before {
+        let Some(assignment) = statement
+            .named_child(0)
+            .filter(|n| n.is(kind::ASSIGNMENT) || n.is(kind::AUGMENTED_ASSIGNMENT))
+        else {
+            continue;
+        };
+        let (Some(left), Some(right)) = (assignment.field("left"), assignment.field("right"))
+        else {
+            continue;
+        };
+        let Some(through_call) = derivation(right, &derived, loop_targets, source) else {
+            continue;
+        };
+        for target in targets(left) {
+            let target = node_text(target, source);
+            if target == name {
+                continue;
+            }
+            match derived.iter_mut().find(|(n, _)| *n == target) {
+                Some(entry) => entry.1 |= through_call,
+                None => derived.push((target, through_call)),
+            }
+        }
+    }
+    appended
+        .iter()
+        .any(|part| derivation(*part, &derived, loop_targets, source) == Some(true))
+}
+
+/// Whether `expr` mentions a derived name (`None` when it does not), and whether through a call:
+/// a call with a derived name in its arguments or receiver, or a name derived through one.
+fn derivation(
+    expr: Node<'_>,
+    derived: &[(&str, bool)],
+    loop_targets: &[&str],
+    source: &str,
+) -> Option<bool> {
+    let mut mentions = None;
+    let names = Names {
+        derived,
+        loop_targets,
+        source,
+    };
+    visit(expr, &names, false, &mut mentions, 0);
+    mentions
+}
+
+/// What [`visit`] looks for.
+struct Names<'a, 's> {
+    derived: &'a [(&'s str, bool)],
+    loop_targets: &'a [&'s str],
+    source: &'s str,
+}
+
+fn visit(
+    node: Node<'_>,
+    names: &Names<'_, '_>,
+    inside_call: bool,
+    mentions: &mut Option<bool>,
+    depth: usize,
+) {
+    if depth > MAX_DEPTH || *mentions == Some(true) {
+        return;
+    }
+    let (derived, source) = (names.derived, names.source);
+    match node.kind_key() {
+        kind::IDENTIFIER => {
+            let text = node_text(node, source);
+            if let Some((_, through_call)) = derived.iter().find(|(n, _)| *n == text) {
+                let through = *through_call || inside_call;
+                *mentions = Some(mentions.unwrap_or(false) || through);
+            }
+        }
+        // Nested scopes do not run here.
+        kind::LAMBDA => {}
+        // A shape read (`x.size(1)`, `x.shape[0]`, `len(x)`) says how long `x` is, not what it
+        // holds.
+        kind::CALL if reads_shape(node, source) => {}
+        kind::ATTRIBUTE
+            if node.field("attribute").is_some_and(|attribute| {
+                matches!(
+                    node_text(attribute, source),
+                    "shape" | "ndim" | "device" | "dtype"
+                )
+            }) => {}
+        kind::CALL => {
+            let mut callee_names = Vec::new();
+            if let Some(function) = node.field("function") {
+                identifiers(function, source, &mut callee_names, 0);
+            }
+            let counts = !callee_names
+                .iter()
+                .any(|name| names.loop_targets.contains(name));
+            for child in node.named_nodes() {
+                visit(child, names, inside_call || counts, mentions, depth + 1);
+            }
+        }
+        _ => {
+            for child in node.named_nodes() {
+                visit(child, names, inside_call, mentions, depth + 1);
+            }
+        }
+    }
+}
+
+/// A call whose result depends on its argument's shape only: `x.size(…)`, `x.dim()`,
+/// `x.numel()`, `len(x)`, `torch.zeros_like(x)`, `x.new_ones(…)`.
+fn reads_shape(call: Node<'_>, source: &str) -> bool {
+    let Some((function, _)) = syntax::call_parts(call) else {
+        return false;
+    };
+    let name = match function.kind_key() {
+        kind::IDENTIFIER => node_text(function, source),
+        kind::ATTRIBUTE => function
+            .field("attribute")
+            .map_or("", |attribute| node_text(attribute, source)),
+        _ => return false,
+    };
+    matches!(
+        name,
+        "len"
+            | "size"
+            | "dim"
+            | "numel"
+            | "zeros_like"
+            | "ones_like"
+            | "empty_like"
+            | "full_like"
+            | "new_zeros"
+            | "new_ones"
+            | "new_empty"
+            | "new_full"
+    )
+}
+
+/// The identifiers in `node` (a loop's target, a callee expression).
+fn identifiers<'s>(node: Node<'_>, source: &'s str, out: &mut Vec<&'s str>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    if node.is(kind::IDENTIFIER) {
+        out.push(node_text(node, source));
+        return;
+    }
+    for child in node.named_nodes() {
+        identifiers(child, source, out, depth + 1);
+    }
+}
