@@ -904,6 +904,15 @@ impl<'t> SemanticModel<'t> {
         };
         let fact = self.fact(right);
         let origin = Some((right.start_byte(), right.end_byte()));
+        if left.is(kind::IDENTIFIER)
+            && let Some(row) = self.parameter_group_row(right, origin)
+        {
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(row),
+            );
+            return;
+        }
         if fact.is_tensor() && left.is(kind::IDENTIFIER) {
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
@@ -988,6 +997,42 @@ impl<'t> SemanticModel<'t> {
         }
         let batch = Fact::tensor(loader.device, origin);
         self.bind_batch(target, batch, 0);
+    }
+
+    /// An optimizer's parameter groups and their parameters: `for group in
+    /// optimizer.param_groups:` binds a group (a container of the model's parameters, on the
+    /// device; its other entries, `group["lr"]`, stay unknown), and `for p in group["params"]:`
+    /// binds a parameter, a tensor on the device like the model it belongs to.
+    fn parameter_group_row(
+        &self,
+        iterable: Node<'_>,
+        origin: Option<(usize, usize)>,
+    ) -> Option<Fact> {
+        let iterable = syntax::unparenthesize(iterable);
+        match iterable.kind_key() {
+            kind::ATTRIBUTE
+                if iterable.field("attribute").is_some_and(|attribute| {
+                    syntax::text_is(attribute, self.source, "param_groups")
+                }) =>
+            {
+                Some(Fact {
+                    kind: ValueKind::Container,
+                    device: Device::Accelerator,
+                    origin,
+                    evidence: Evidence::Unknown,
+                })
+            }
+            kind::SUBSCRIPT => {
+                let group = iterable.field("value")?;
+                let key = iterable.field("subscript")?;
+                let group_fact = self.fact(group);
+                (syntax::string_value(key, self.source).as_deref() == Some("params")
+                    && group_fact.kind == ValueKind::Container
+                    && group_fact.device == Device::Accelerator)
+                    .then(|| Fact::tensor(Device::Accelerator, origin))
+            }
+            _ => None,
+        }
     }
 
     fn bind_batch(&mut self, target: Node<'_>, batch: Fact, depth: usize) {

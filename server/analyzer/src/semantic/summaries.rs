@@ -114,6 +114,10 @@ pub struct FunctionSummary {
     pub parameters: Vec<String>,
     /// The class whose body defines it (a method), by name.
     pub class_name: Option<String>,
+    /// Whether it is the `step` of a class deriving from `torch.optim.Optimizer` directly: it
+    /// runs once per training step wherever the loop is (a custom optimizer's module has no
+    /// loop), so what it calls is reached like what `forward` calls.
+    pub optimizer_step: bool,
     /// Whether it is a method `__call__` with a parameter annotated as a host image or array
     /// (`image: PIL.Image.Image`, `x: np.ndarray`): its class is a host data transform.
     pub takes_host_input: bool,
@@ -969,11 +973,14 @@ fn enter(
             let class_name = defining_class_name(node, source);
             let takes_host_input =
                 name == "__call__" && class_name.is_some() && takes_host_input(node, resolver);
+            let optimizer_step =
+                name == "step" && class_name.is_some() && derives_from_optimizer(node, resolver);
             summaries.functions.push(FunctionSummary {
                 name: name.to_string(),
                 parameters: parameter_names(node, source),
                 class_name,
                 takes_host_input,
+                optimizer_step,
                 true_only_off_tpu: true_only_off_tpu(node, source),
                 ..FunctionSummary::default()
             });
@@ -2364,6 +2371,7 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         if is_step_function_name(&function.name)
             || is_per_step_hook(&function.name)
             || function.name == "forward"
+            || function.optimizer_step
         {
             queue.extend(hot_calls[index].iter().cloned());
         }
@@ -2454,6 +2462,33 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
     class
         .field("name")
         .map(|name| node_text(name, source).to_string())
+}
+
+/// Whether the class whose body defines `function` names `torch.optim.Optimizer` (however
+/// imported) among its bases. Two `Node::parent` steps, as [`defining_class_name`].
+fn derives_from_optimizer(function: Node<'_>, resolver: &impl Resolver) -> bool {
+    let mut definition = function;
+    if let Some(parent) = definition
+        .parent()
+        .filter(|p| p.is(kind::DECORATED_DEFINITION))
+    {
+        definition = parent;
+    }
+    let Some(class) = definition
+        .parent()
+        .filter(|p| p.is(kind::BLOCK))
+        .and_then(|block| block.parent())
+        .filter(|p| p.is(kind::CLASS_DEFINITION))
+    else {
+        return false;
+    };
+    class.field("superclasses").is_some_and(|bases| {
+        bases.named_nodes().any(|base| {
+            resolver
+                .resolve(base)
+                .is_some_and(|qualified| crate::torch_api::is_optimizer_base(&qualified))
+        })
+    })
 }
 
 /// Whether a parameter of `function` is annotated as a host image or array: `PIL.Image.Image`
