@@ -113,9 +113,14 @@ wasm_opt=$binaryen_dir/node_modules/.bin/wasm-opt
 # that p + C wraps into the low KiB: no pointer here does (rustc links wasm32 stack-first: the
 # stack pointer starts at 1 MiB and counts down, static data and the heap lie above it, and no
 # code computes addresses by wrapping). About 3.5 KB gzipped of each module.
+# `--reorder-functions-by-name` (last) lays the functions out in the order of their names (the
+# names wasm-bindgen's output still has): the instances of one generic function and the functions
+# of one module end up side by side, where gzip finds their likenesses within its 32 KB window.
+# About 1.5 KB gzipped; the raw size barely moves.
 optimise() {
-  step "wasm-opt -Oz --converge --low-memory-unused $1"
-  "$wasm_opt" -Oz --converge --low-memory-unused --strip-producers --strip-target-features \
+  step "wasm-opt -Oz --converge --low-memory-unused --reorder-functions-by-name $1"
+  "$wasm_opt" -Oz --converge --low-memory-unused --reorder-functions-by-name \
+    --strip-producers --strip-target-features \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue "$1" -o "$1"
 }
