@@ -9,10 +9,11 @@
 // segments' headers holds a distinct offset and length that gzip cannot compress, while a run of
 // zeros compresses to almost nothing. A gap of at most MAX_GAP bytes between two segments becomes
 // zeros inside one segment again. Memory starts zeroed and the zeros are what the gap held, so
-// the memory the module starts with is the same byte for byte; only active segments (a constant
-// offset into memory 0) are merged, and a module with any other kind is left unchanged, since
-// passive segments are addressed by index (`memory.init`, `data.drop`) and merging would renumber
-// them. The data count section, when present, is rewritten to the new count.
+// the memory the module starts with is the same byte for byte. Only a section of active segments
+// (a constant offset into memory 0) in address order without overlaps is merged (wasm-opt writes
+// them so); any other is left unchanged, since passive segments are addressed by index
+// (`memory.init`, `data.drop`) and merging would renumber them, and a gap's zeros must not cover
+// an earlier segment's bytes. The data count section, when present, is rewritten to the new count.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const [modulePath, maxGapText] = process.argv.slice(2);
@@ -74,17 +75,22 @@ function section(id, content) {
   return Buffer.concat([Buffer.from([id]), encodeLeb(content.length), content]);
 }
 
-/** The active segments of a data section, or null when it holds any other kind. */
+/**
+ * The active segments of a data section, or null when it holds any other kind, or segments out
+ * of address order or overlapping (a gap's zeros would then overwrite an earlier segment's bytes).
+ */
 function readSegments(start, end) {
   let [count, offset] = leb(start);
   const segments = [];
+  let previousEnd = 0;
   for (; count > 0; count--) {
     // Flag 0: active in memory 0 with an offset expression; accepted only as `i32.const N; end`.
     if (bytes[offset] !== 0 || bytes[offset + 1] !== 0x41) return null;
     const [address, afterAddress] = signedLeb(offset + 2);
-    if (bytes[afterAddress] !== 0x0b || address < 0) return null;
+    if (bytes[afterAddress] !== 0x0b || address < previousEnd) return null;
     const [length, data] = leb(afterAddress + 1);
     segments.push({ address, data: bytes.subarray(data, data + length) });
+    previousEnd = address + length;
     offset = data + length;
   }
   return offset === end ? segments : null;
@@ -94,8 +100,8 @@ function merge(segments) {
   const merged = [];
   for (const segment of segments) {
     const last = merged[merged.length - 1];
-    const gap = last ? segment.address - (last.address + last.length) : -1;
-    if (last && gap >= 0 && gap <= maxGap) {
+    const gap = last ? segment.address - (last.address + last.length) : maxGap + 1;
+    if (gap <= maxGap) {
       last.parts.push(Buffer.alloc(gap), segment.data);
       last.length += gap + segment.data.length;
     } else {
@@ -118,7 +124,7 @@ while (offset < bytes.length) {
   if (id === 11) {
     const segments = readSegments(start, end);
     if (!segments) {
-      console.log('[wasm] data segments left as they are: not all active at constant offsets');
+      console.log('[wasm] data segments left as they are: not all active, at constant offsets, in address order');
       process.exit(0);
     }
     const merged = merge(segments);
