@@ -1386,6 +1386,21 @@ fn call_sites_tell_parameters_what_they_hold() {
             "import torch\ndef f(x=1):\n    return ⟦x⟧\nf(torch.zeros(3))\n",
             (Scalar, Device::Unknown, Evidence::Unknown),
         ),
+        // ... except where every call passes an explicit host copy: the annotation names the
+        // kind, the calls the placement (mmseg's `compute_dtm(target.cpu(), pred)`).
+        (
+            "import torch\ndef f(x: torch.Tensor):\n    return ⟦x⟧\ndef g(t, p):\n    f(t.cpu())\n    f(p.argmax(1).cpu())\n",
+            (Tensor, Cpu, Evidence::CallSite),
+        ),
+        (
+            "import torch\ndef f(x: torch.Tensor):\n    return ⟦x⟧\ndef g(t, p):\n    f(t.cpu())\n    f(p)\n",
+            (Tensor, Accelerator, Evidence::Annotation),
+        ),
+        // `.cpu()` of a value of unknown kind: on the host, kind unknown.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(t):\n    f(t.cpu())\n",
+            (ValueKind::Unknown, Cpu, Evidence::CallSite),
+        ),
     ];
     for (source, expected) in cases {
         assert_eq!(passed(source), *expected, "{source}");

@@ -120,6 +120,11 @@ pub const NON_TENSOR_METHODS: &[&str] = &[
     "__len__",
 ];
 
+/// `nn.Module`'s mode switches: `obj.train()` / `obj.eval()` on an object other than `self` sets
+/// a submodule's mode, whatever methods of those names the file's own classes define (a trainer
+/// class whose `train` is its training loop).
+pub const MODULE_MODE_SWITCHES: &[&str] = &["train", "eval"];
+
 /// Module methods that return the module itself.
 pub const MODULE_SELF_METHODS: &[&str] = &[
     "to",

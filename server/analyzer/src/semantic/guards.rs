@@ -659,6 +659,13 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     false_test(if_statement.field("condition")?, source, 0)
 }
 
+/// After `assert <test>` the rest of the block runs only when the test held, as after
+/// `if not <test>: raise`: `assert torch.cuda.device_count() > LOCAL_RANK, "…"` leaves CUDA for
+/// the DDP set-up that follows it (yolov5's `main`).
+pub(crate) fn after_assert(assert_statement: Node<'_>, source: &str) -> Option<DeviceTest> {
+    device_test(assert_statement.named_child(0)?, source)
+}
+
 /// What a condition being false says about the hardware: `not (a or b)` is `not a and not b`,
 /// so `if not torch.cuda.is_available() or not ampere(): return` leaves CUDA for the rest; but
 /// `not (a and b)` is `not a or not b`, which says nothing unless both sides agree
@@ -990,6 +997,12 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     // generator per CUDA device; `len(gpu_ids) > 0`, read like `if gpu_ids:`).
     let count = length_test(operands[0], source)
         .or_else(|| test_at_depth(operands[0], source, depth + 1))?;
+    // A count greater than a rank or an index (`torch.cuda.device_count() > local_rank`): that
+    // device exists, so CUDA does (ranks and indices are not negative where the count is
+    // compared with them).
+    if operator == ">" && operands[1].is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) {
+        return Some(count);
+    }
     let bound = syntax::integer_value(operands[1], source)?;
     let positive = match operator {
         ">" => bound >= 0,

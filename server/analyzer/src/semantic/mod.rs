@@ -921,6 +921,15 @@ impl<'t> SemanticModel<'t> {
             );
             return;
         }
+        // `for pred in predictions:` with `predictions = logits.argmax(1).cpu().numpy()`: each
+        // row is a NumPy array or scalar on the host, whose `.item()` waits for nothing.
+        if fact.kind == ValueKind::NumpyArray && left.is(kind::IDENTIFIER) {
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(Fact::of(ValueKind::NumpyArray)),
+            );
+            return;
+        }
         // `for sentence, score in zip(batch, scores):` / `for i, row in enumerate(t):`: the
         // targets paired with a tensor hold its rows, on its device.
         if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
@@ -936,7 +945,7 @@ impl<'t> SemanticModel<'t> {
             for target in targets {
                 let name = node_text(target, self.source);
                 if let Some(row) = self.iteration_target_fact(left, right, name, 0)
-                    && row.is_tensor()
+                    && (row.is_tensor() || row.kind == ValueKind::NumpyArray)
                 {
                     self.bind(name.to_string(), Binding::Value(row));
                     bound = true;
@@ -1084,6 +1093,13 @@ impl<'t> SemanticModel<'t> {
             self.guard_frames.pop();
         }
         match node.kind_key() {
+            kind::ASSERT_STATEMENT => {
+                if let Some(test) = guards::after_assert(node, self.source)
+                    && let Some(frame) = self.guard_frames.last_mut()
+                {
+                    guards::apply_exit(&mut frame.scope, test);
+                }
+            }
             kind::IF_STATEMENT => {
                 if let Some(test) = guards::after_early_exit(node, self.source)
                     && let Some(frame) = self.guard_frames.last_mut()
@@ -1648,7 +1664,9 @@ impl<'t> SemanticModel<'t> {
             .map(|f| f.parameters.len())
             .sum();
         let fact = (*self.summaries.parameter_facts.get(start + position)?)?;
-        (fact.kind != ValueKind::Unknown).then_some(fact)
+        // A value of unknown kind says something only where every call puts it on the host
+        // (`f(target.cpu())`).
+        (fact.kind != ValueKind::Unknown || fact.device == Device::Cpu).then_some(fact)
     }
 
     /// Decorated with `@torch.compile` / `@torch_xla.compile` or passed to one of them (the
@@ -1701,6 +1719,26 @@ impl<'t> SemanticModel<'t> {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(annotation) = annotation {
                 match torch_api::annotated_kind(node_text(annotation, source)) {
+                    // The annotation names the kind, not the placement: where every call in the
+                    // file passes an explicit host copy (`compute_dtm(target.cpu(), pred)`), it
+                    // is on the host. A factory's default placement (a demo's
+                    // `f(torch.zeros(3))`) does not outweigh the annotation.
+                    torch_api::AnnotatedKind::Tensor
+                        if function
+                            .and_then(|f| self.passed_fact(f, name))
+                            .is_some_and(|passed| {
+                                matches!(passed.kind, ValueKind::Tensor | ValueKind::Unknown)
+                                    && passed.device == Device::Cpu
+                                    && passed.placed
+                            }) =>
+                    {
+                        Fact {
+                            kind: ValueKind::Tensor,
+                            device: Device::Cpu,
+                            origin,
+                            evidence: Evidence::CallSite,
+                        }
+                    }
                     torch_api::AnnotatedKind::Tensor => Fact::tensor(Device::Accelerator, origin)
                         .with_evidence(Evidence::Annotation),
                     torch_api::AnnotatedKind::Container => Fact::of(ValueKind::Container),
@@ -2517,6 +2555,9 @@ impl<'t> SemanticModel<'t> {
                     Some((iterated.start_byte(), iterated.end_byte())),
                 )
                 .with_evidence(fact.evidence)
+            } else if fact.kind == ValueKind::NumpyArray {
+                // A row of a NumPy array is an array or a NumPy scalar: on the host.
+                Fact::of(ValueKind::NumpyArray)
             } else {
                 Fact::UNKNOWN
             }

@@ -22,6 +22,9 @@ use crate::torch_api;
 pub struct PassedFact {
     pub kind: ValueKind,
     pub device: Device,
+    /// Every call places the value explicitly (`x.cpu()`, `t.to(device)`), rather than leaving
+    /// it where a factory puts it by default (a demo's `f(torch.zeros(3))`).
+    pub placed: bool,
 }
 
 impl PassedFact {
@@ -29,6 +32,7 @@ impl PassedFact {
         PassedFact {
             kind,
             device: Device::Unknown,
+            placed: false,
         }
     }
 
@@ -36,6 +40,7 @@ impl PassedFact {
         PassedFact {
             kind: ValueKind::Tensor,
             device,
+            placed: false,
         }
     }
 }
@@ -390,6 +395,21 @@ impl Lattice {
         match (self, other) {
             (Lattice::Bottom, x) | (x, Lattice::Bottom) => x,
             (Lattice::Fact(a), Lattice::Fact(b)) if a == b => Lattice::Fact(a),
+            (Lattice::Fact(a), Lattice::Fact(b)) if a.kind == b.kind && a.device == b.device => {
+                Lattice::Fact(PassedFact { placed: false, ..a })
+            }
+            // A value of unknown kind on the host (`target.cpu()`) and a host tensor
+            // (`pred.argmax(1).cpu()`): on the host, of unknown kind.
+            (Lattice::Fact(a), Lattice::Fact(b))
+                if a.device == b.device
+                    && (a.kind == ValueKind::Unknown || b.kind == ValueKind::Unknown) =>
+            {
+                Lattice::Fact(PassedFact {
+                    kind: ValueKind::Unknown,
+                    device: a.device,
+                    placed: a.placed && b.placed,
+                })
+            }
             _ => Lattice::Top,
         }
     }
@@ -424,9 +444,17 @@ impl Names<'_> {
                     Lattice::Fact(PassedFact {
                         kind: fact.kind,
                         device: *device,
+                        placed: true,
                     })
                 }
                 Lattice::Bottom => Lattice::Bottom,
+                // `target.cpu()` of a name whose value is unknown (a parameter no call in the
+                // file fills): whatever it is, it is on the host now.
+                _ if *device == Device::Cpu => Lattice::Fact(PassedFact {
+                    kind: ValueKind::Unknown,
+                    device: Device::Cpu,
+                    placed: true,
+                }),
                 _ => Lattice::Top,
             },
         }
@@ -558,8 +586,15 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
                     Value::Known(PassedFact {
                         kind: fact.kind,
                         device,
+                        placed: true,
                     })
                 }
+                // `pred.argmax(dim=1).cpu()`, `x.detach().cpu()`: the result of a method only
+                // tensors have, whatever the receiver was, is a tensor; placed, it is there.
+                _ if is_tensor_method_result(receiver, source) => Value::Known(PassedFact {
+                    placed: true,
+                    ..PassedFact::tensor(device)
+                }),
                 _ => Value::Unknown,
             };
         }
@@ -596,6 +631,21 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     } else {
         Value::Unknown
     }
+}
+
+/// Whether `value` is a call of a method only tensors have (`x.argmax(dim=1)`, `x.detach()`),
+/// leaving out those a module shares (`float`, `half`, …, which return the module).
+fn is_tensor_method_result(value: Node<'_>, source: &str) -> bool {
+    let value = syntax::unparenthesize(value);
+    let Some((function, _)) = syntax::call_parts(value) else {
+        return false;
+    };
+    function.is(kind::ATTRIBUTE)
+        && function.field("attribute").is_some_and(|method| {
+            let method = node_text(method, source);
+            torch_api::TENSOR_ONLY_METHODS.contains(&method)
+                && !torch_api::MODULE_SELF_METHODS.contains(&method)
+        })
 }
 
 /// The device of `.to(...)`: a literal device string, or a device variable (the model's

@@ -390,7 +390,9 @@ enum CalleeForm {
     OnSelf,
     /// `obj.helper(...)` on another object: a method, and not one of the caller's own class
     /// (`self.model.train()` in a trainer's method switches the model to training mode; it does
-    /// not run the trainer's `train`).
+    /// not run the trainer's `train`), nor, for `nn.Module`'s mode switches
+    /// (`torch_api::MODULE_MODE_SWITCHES`), another class's: `self.transformer.train()` in one
+    /// trainer's step does not run a second trainer's training loop.
     OnOther { caller_class: Option<String> },
 }
 
@@ -400,7 +402,9 @@ impl CalleeForm {
             CalleeForm::Bare => true,
             CalleeForm::OnSelf => function.class_name.is_some(),
             CalleeForm::OnOther { caller_class } => {
-                function.class_name.is_some() && function.class_name != *caller_class
+                function.class_name.is_some()
+                    && function.class_name != *caller_class
+                    && !crate::torch_api::MODULE_MODE_SWITCHES.contains(&function.name.as_str())
             }
         }
     }
@@ -731,6 +735,12 @@ fn walk_statement<'t>(
                 }
                 if node.is(kind::IF_STATEMENT)
                     && let Some(test) = guards::after_early_exit(node, source)
+                    && let Some((_, scope)) = scopes.last_mut()
+                {
+                    guards::apply_exit(scope, test);
+                }
+                if node.is(kind::ASSERT_STATEMENT)
+                    && let Some(test) = guards::after_assert(node, source)
                     && let Some((_, scope)) = scopes.last_mut()
                 {
                     guards::apply_exit(scope, test);
