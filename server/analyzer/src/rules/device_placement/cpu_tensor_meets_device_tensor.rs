@@ -22,7 +22,9 @@ declare_rule! {
     /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
     /// methods), as an argument of a `torch.nn.functional` op (positional or keyword:
     /// `F.cross_entropy(logits, y, weight=w)`), or as the input of a submodule
-    /// (`self.pos_emb(positions)`). The diagnostic
+    /// (`self.pos_emb(positions)`); and for a `torch.nn` module built with such a tensor and never
+    /// moved (`criterion = nn.CrossEntropyLoss(weight=torch.tensor(w))`) that is applied to device
+    /// tensors. The diagnostic
     /// points at the place where the CPU tensor was created, also when a helper of the same file
     /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`).
     ///
@@ -175,6 +177,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 let callee = context.fact(function);
                 let submodule = syntax::dotted_parts(function, context.source())
                     .is_some_and(|parts| parts.len() == 2 && parts[0] == "self");
+                if callee.kind == ValueKind::Module && callee.device == Device::Cpu && !submodule {
+                    report_host_module_tensor(context, node, function, &callee, &positional);
+                }
                 if callee.kind != ValueKind::Module
                     || callee.device == Device::Cuda
                     || (callee.device == Device::Cpu && !submodule)
@@ -460,6 +465,81 @@ fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool
         .is_some_and(|name| torch_api::is_parameterless_module(&name))
 }
 
+/// `criterion = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([3.0]))`, never moved, then
+/// `criterion(logits, y)` on device tensors: a `torch.nn` module keeps the CPU tensor it was
+/// built with as a buffer, and applies it to the device inputs on every call, like the functional
+/// op's keyword argument (copied every call, measured for `F.cross_entropy(weight=)`). Reported
+/// at the factory, as a warning.
+fn report_host_module_tensor<'t>(
+    context: &mut Context<'t, '_>,
+    call: Node<'t>,
+    function: Node<'t>,
+    module: &Fact,
+    positional: &[Node<'t>],
+) {
+    let on_device = positional.iter().any(|argument| {
+        let fact = context.fact(*argument);
+        fact.is_tensor() && fact.device == Device::Accelerator
+    });
+    if !on_device {
+        return;
+    }
+    let semantic = context.semantic();
+    let Some(constructor) = module
+        .origin
+        .and_then(|origin| semantic.origin_node(origin))
+        .filter(|node| node.is(kind::CALL))
+    else {
+        return;
+    };
+    if !semantic
+        .call_qualified_name(constructor)
+        .is_some_and(|qualified| qualified.starts_with("torch.nn."))
+    {
+        return;
+    }
+    let Some((_, arguments)) = context.call_parts(constructor) else {
+        return;
+    };
+    let values = syntax::positional_args(arguments).into_iter().chain(
+        arguments
+            .named_nodes()
+            .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
+            .filter_map(|argument| argument.field("value")),
+    );
+    let Some((factory, factory_name)) = values
+        .filter_map(|value| {
+            let fact = context.fact(value);
+            (fact.is_tensor() && fact.device == Device::Cpu)
+                .then(|| cpu_factory_at(context, fact.origin_range()?))
+                .flatten()
+        })
+        .map(|(factory, _)| {
+            let name = context
+                .semantic()
+                .call_qualified_name(factory)
+                .unwrap_or_default();
+            (factory, name)
+        })
+        .next()
+    else {
+        return;
+    };
+    if has_no_elements(context, factory) {
+        return;
+    }
+    let module_text = crate::rules::helpers::short_code(context.text(function));
+    let message = format!(
+        "CPU tensor from `{factory_name}` without `device=` is held by module `{module_text}`, which is applied to device tensors and never moved"
+    );
+    let diagnostic = context.report(factory.byte_range(), message);
+    diagnostic.related.push(Related {
+        range: call.byte_range(),
+        message: "applied to device tensors here".to_string(),
+    });
+    diagnostic.severity = crate::diagnostic::Severity::Warning;
+}
+
 /// Combinations that raise with a CPU operand instead of copying it.
 const RAISING_COMBINATIONS: &[&str] = &[
     "torch.cat",
@@ -515,14 +595,23 @@ fn cpu_factory_at<'t>(
     origin: TextRange,
 ) -> Option<(Node<'t>, Option<Node<'t>>)> {
     let semantic = context.semantic();
-    let node = semantic.origin_node((origin.start, origin.end))?;
+    let mut node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
+    // `labels = torch.arange(n) + rank * n`: the value the index recorded is arithmetic on the
+    // factory's result with Python numbers, still on the CPU; the factory is where `device=`
+    // goes. (Arithmetic with a device tensor has no CPU fact, so it never arrives here.)
+    for _ in 0..4 {
+        if node.is_not(kind::BINARY_OPERATOR) && node.is_not(kind::PARENTHESIZED_EXPRESSION) {
+            break;
+        }
+        let inner = cpu_source(context, node, 0)?.origin?;
+        node = semantic.origin_node(inner)?;
+    }
     if node.is_not(kind::CALL) {
         return None;
     }
     // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
     // result, still on the CPU (the fact says so); the factory is where `device=` goes.
-    let mut node = node;
     for _ in 0..6 {
         let Some((receiver, method)) = syntax::method_call(node) else {
             break;
