@@ -26,7 +26,10 @@ declare_rule! {
     /// moved (`criterion = nn.CrossEntropyLoss(weight=torch.tensor(w))`) that is applied to device
     /// tensors. The diagnostic
     /// points at the place where the CPU tensor was created, also when a helper of the same file
-    /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`).
+    /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`), and through what the
+    /// function computed from it on the host: arithmetic with Python numbers, tensor methods, and
+    /// torch ops that follow their first tensor argument (`yy, xx = torch.meshgrid(sy, sx)`,
+    /// `torch.stack([xx, yy])`).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
@@ -221,7 +224,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(origin) = cpu_fact.origin_range() else {
         return;
     };
-    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone()) else {
+    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone(), node) else {
         return;
     };
     // Nested operations report once, at the innermost combination.
@@ -511,7 +514,7 @@ fn report_host_module_tensor<'t>(
         .filter_map(|value| {
             let fact = context.fact(value);
             (fact.is_tensor() && fact.device == Device::Cpu)
-                .then(|| cpu_factory_at(context, fact.origin_range()?))
+                .then(|| cpu_factory_at(context, fact.origin_range()?, call))
                 .flatten()
         })
         .map(|(factory, _)| {
@@ -593,41 +596,89 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
 fn cpu_factory_at<'t>(
     context: &Context<'t, '_>,
     origin: TextRange,
+    at: Node<'t>,
 ) -> Option<(Node<'t>, Option<Node<'t>>)> {
     let semantic = context.semantic();
     let mut node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
-    // `labels = torch.arange(n) + rank * n`: the value the index recorded is arithmetic on the
-    // factory's result with Python numbers, still on the CPU; the factory is where `device=`
-    // goes. (Arithmetic with a device tensor has no CPU fact, so it never arrives here.)
-    for _ in 0..4 {
-        if node.is_not(kind::BINARY_OPERATOR) && node.is_not(kind::PARENTHESIZED_EXPRESSION) {
-            break;
+    // Names inside the recorded value are read with the current bindings: only where the value
+    // was recorded in the function being checked (not an `__init__` attribute) do they mean the
+    // same values.
+    let current_function = context
+        .enclosing(at, &["function_definition"])
+        .map(|f| f.byte_range());
+    let same_function = current_function == function.map(|f| f.byte_range());
+    // The value the index recorded may be computed from the factory's result and still be on
+    // the CPU (the fact says so); the factory is where `device=` goes. Walk back to it through
+    // - arithmetic with Python numbers: `labels = torch.arange(n) + rank * n` (arithmetic with a
+    //   device tensor has no CPU fact, so it never arrives here);
+    // - methods: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`;
+    // - torch ops whose result is where their first tensor argument is: `torch.stack([xx, yy])`,
+    //   `yy, xx = torch.meshgrid(sy, sx)` (as the index places them).
+    for _ in 0..12 {
+        node = syntax::unparenthesize(node);
+        if node.is(kind::BINARY_OPERATOR) {
+            if !same_function {
+                return None;
+            }
+            let inner = cpu_source(context, node, 0)?.origin?;
+            // `self.alpha * 2` with `self.alpha` built in `__init__`: reported as an attribute
+            // where it meets the device tensor, not here.
+            if semantic.origin_function(inner).map(|f| f.byte_range()) != current_function {
+                return None;
+            }
+            node = semantic.origin_node(inner)?;
+            continue;
         }
-        let inner = cpu_source(context, node, 0)?.origin?;
-        node = semantic.origin_node(inner)?;
-    }
-    if node.is_not(kind::CALL) {
-        return None;
-    }
-    // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
-    // result, still on the CPU (the fact says so); the factory is where `device=` goes.
-    for _ in 0..6 {
+        if node.is_not(kind::CALL) {
+            return None;
+        }
+        // A torch function: a factory (found), or an op that follows its first tensor argument.
+        if let Some(function_name) = semantic
+            .call_qualified_name(node)
+            .and_then(|q| q.strip_prefix("torch.").map(str::to_string))
+        {
+            if torch_api::TENSOR_FACTORIES.contains(&function_name.as_str())
+                || !torch_api::in_tensor_namespace(&function_name)
+                || !same_function
+            {
+                break;
+            }
+            let (_, arguments) = context.call_parts(node)?;
+            let first_tensor = syntax::positional_args(arguments)
+                .into_iter()
+                .flat_map(|argument| {
+                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
+                        argument.named_nodes().collect::<Vec<_>>()
+                    } else {
+                        vec![argument]
+                    }
+                })
+                .find(|argument| context.fact(*argument).is_tensor())?;
+            node = cpu_tensor_origin(context, first_tensor, &current_function)?;
+            continue;
+        }
+        // A method of a tensor: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`.
         let Some((receiver, method)) = syntax::method_call(node) else {
             break;
         };
         let receiver = syntax::unparenthesize(receiver);
-        if receiver.is_not(kind::CALL)
-            || matches!(
-                node_text(method, context.source()),
-                "to" | "cuda" | "cpu" | "type_as"
-            )
-        {
+        if matches!(
+            node_text(method, context.source()),
+            "to" | "cuda" | "cpu" | "type_as"
+        ) {
             break;
         }
-        node = receiver;
+        if receiver.is(kind::CALL) {
+            node = receiver;
+            continue;
+        }
+        if !same_function {
+            break;
+        }
+        node = cpu_tensor_origin(context, receiver, &current_function)?;
     }
-    let qualified = context.semantic().call_qualified_name(node)?;
+    let qualified = semantic.call_qualified_name(node)?;
     let factory = qualified.strip_prefix("torch.")?;
     // Factories that allocate on the default device (`torch.from_numpy` shares NumPy's memory).
     if !torch_api::TENSOR_FACTORIES.contains(&factory) || factory == "from_numpy" {
@@ -638,6 +689,37 @@ fn cpu_factory_at<'t>(
         return None;
     }
     Some((node, function))
+}
+
+/// Where the CPU tensor `expr` was recorded: the expression itself for a call, else its fact's
+/// origin when that lies in `function` too (a plain attribute built in `__init__` is reported
+/// where it meets the device tensor, as an attribute, and its zero-dimensional constants are
+/// left alone there); `None` when it is not a CPU tensor.
+fn cpu_tensor_origin<'t>(
+    context: &Context<'t, '_>,
+    expr: Node<'t>,
+    function: &Option<std::ops::Range<usize>>,
+) -> Option<Node<'t>> {
+    let expr = syntax::unparenthesize(expr);
+    let fact = context.fact(expr);
+    if !fact.is_tensor() || fact.device != Device::Cpu {
+        return None;
+    }
+    if expr.is(kind::CALL) {
+        return Some(expr);
+    }
+    let (start, end) = fact.origin?;
+    let semantic = context.semantic();
+    if semantic
+        .origin_function((start, end))
+        .map(|f| f.byte_range())
+        != *function
+    {
+        return None;
+    }
+    let origin = semantic.origin_node((start, end))?;
+    // A name whose fact points back at itself would loop.
+    (origin.id() != expr.id()).then_some(origin)
 }
 
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).
