@@ -3055,6 +3055,23 @@ impl<'t> SemanticModel<'t> {
             },
             ValueKind::Module => match attribute {
                 "weight" | "bias" => Fact::tensor(Device::Accelerator, None),
+                // `loss_fn.logit_scale` of `loss_fn = ClipLoss().to(device)`, a module class of
+                // this file whose `__init__` made it a parameter or buffer: it moved with the
+                // module.
+                _ if object_fact.device == Device::Accelerator
+                    && let Some(class) = self.module_class_of(object_fact)
+                    && let Some(member) = self
+                        .classes
+                        .get(class)
+                        .and_then(|c| c.attributes.get(attribute))
+                    && member.is_tensor()
+                    && member.device == Device::Accelerator =>
+                {
+                    Fact::tensor(
+                        Device::Accelerator,
+                        Some((expr.start_byte(), expr.end_byte())),
+                    )
+                }
                 // `ddp_model.module`, `compiled._orig_mod`: the wrapped module, where the
                 // wrapper is.
                 "module" | "_orig_mod" => Fact {
@@ -3070,6 +3087,26 @@ impl<'t> SemanticModel<'t> {
                 _ => Fact::of(ValueKind::Scalar),
             },
             _ => Fact::UNKNOWN,
+        }
+    }
+
+    /// The module class of this file a module fact was constructed from: its origin is the
+    /// constructor call (`ClipLoss()`; `.to(device)` and the other self-returning methods keep
+    /// the receiver's origin).
+    fn module_class_of(&self, module: Fact) -> Option<usize> {
+        let (start, end) = module.origin?;
+        let call = self.node_at(start, end)?;
+        let (function, _) = syntax::call_parts(call)?;
+        if function.is_not(kind::IDENTIFIER) {
+            return None;
+        }
+        match self.lookup(node_text(function, self.source)) {
+            Some(Binding::Class(index))
+                if self.classes.get(*index).is_some_and(|c| c.is_module) =>
+            {
+                Some(*index)
+            }
+            _ => None,
         }
     }
 

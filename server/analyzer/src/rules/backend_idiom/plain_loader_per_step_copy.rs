@@ -42,8 +42,9 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Only loops whose iterable is a `DataLoader` built in the same function or a name containing
-    /// `loader` are checked, and only in files that never mention `MpDeviceLoader` /
-    /// `ParallelLoader`.
+    /// `loader` are checked. In files that mention `MpDeviceLoader` / `ParallelLoader`, a name
+    /// alone is not enough: only a loader the index knows to be a plain `DataLoader` (built in the
+    /// function, or passed one by every call of the function in the file) is checked.
     ///
     /// ## Fix safety
     /// No fix: wrapping the loader changes where batches live and when the step syncs.
@@ -73,9 +74,6 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
         return;
     }
     let source = context.source();
-    if context.source_mentions("MpDeviceLoader") || context.source_mentions("ParallelLoader") {
-        return;
-    }
     let (Some(target), Some(iterable), Some(body)) = (
         loop_node.field("left"),
         loop_node.field("right"),
@@ -86,6 +84,14 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     let Some(loader) = loader_of(context, iterable) else {
         return;
     };
+    // A file that wraps loaders in `MpDeviceLoader` may iterate one under any name: there, only
+    // a loader the index knows to be a plain `DataLoader` (built in the function, or passed one
+    // by every call of it) is checked, not one known by its name alone.
+    if (context.source_mentions("MpDeviceLoader") || context.source_mentions("ParallelLoader"))
+        && context.fact(loader).kind != ValueKind::DataLoader
+    {
+        return;
+    }
     let names = target_names(target, source);
     if names.is_empty() || !moves_a_batch(context, body, &names) {
         return;

@@ -22,9 +22,14 @@ declare_rule! {
     /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
     /// methods), as an argument of a `torch.nn.functional` op (positional or keyword:
     /// `F.cross_entropy(logits, y, weight=w)`), or as the input of a submodule
-    /// (`self.pos_emb(positions)`). The diagnostic
+    /// (`self.pos_emb(positions)`); and for a `torch.nn` module built with such a tensor and never
+    /// moved (`criterion = nn.CrossEntropyLoss(weight=torch.tensor(w))`) that is applied to device
+    /// tensors. The diagnostic
     /// points at the place where the CPU tensor was created, also when a helper of the same file
-    /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`).
+    /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`), and through what the
+    /// function computed from it on the host: arithmetic with Python numbers, tensor methods, and
+    /// torch ops that follow their first tensor argument (`yy, xx = torch.meshgrid(sy, sx)`,
+    /// `torch.stack([xx, yy])`).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
@@ -175,6 +180,9 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 let callee = context.fact(function);
                 let submodule = syntax::dotted_parts(function, context.source())
                     .is_some_and(|parts| parts.len() == 2 && parts[0] == "self");
+                if callee.kind == ValueKind::Module && callee.device == Device::Cpu && !submodule {
+                    report_host_module_tensor(context, node, function, &callee, &positional);
+                }
                 if callee.kind != ValueKind::Module
                     || callee.device == Device::Cuda
                     || (callee.device == Device::Cpu && !submodule)
@@ -216,7 +224,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(origin) = cpu_fact.origin_range() else {
         return;
     };
-    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone()) else {
+    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone(), node) else {
         return;
     };
     // Nested operations report once, at the innermost combination.
@@ -460,6 +468,81 @@ fn builds_parameterless_module(context: &Context<'_, '_>, module: &Fact) -> bool
         .is_some_and(|name| torch_api::is_parameterless_module(&name))
 }
 
+/// `criterion = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([3.0]))`, never moved, then
+/// `criterion(logits, y)` on device tensors: a `torch.nn` module keeps the CPU tensor it was
+/// built with as a buffer, and applies it to the device inputs on every call, like the functional
+/// op's keyword argument (copied every call, measured for `F.cross_entropy(weight=)`). Reported
+/// at the factory, as a warning.
+fn report_host_module_tensor<'t>(
+    context: &mut Context<'t, '_>,
+    call: Node<'t>,
+    function: Node<'t>,
+    module: &Fact,
+    positional: &[Node<'t>],
+) {
+    let on_device = positional.iter().any(|argument| {
+        let fact = context.fact(*argument);
+        fact.is_tensor() && fact.device == Device::Accelerator
+    });
+    if !on_device {
+        return;
+    }
+    let semantic = context.semantic();
+    let Some(constructor) = module
+        .origin
+        .and_then(|origin| semantic.origin_node(origin))
+        .filter(|node| node.is(kind::CALL))
+    else {
+        return;
+    };
+    if !semantic
+        .call_qualified_name(constructor)
+        .is_some_and(|qualified| qualified.starts_with("torch.nn."))
+    {
+        return;
+    }
+    let Some((_, arguments)) = context.call_parts(constructor) else {
+        return;
+    };
+    let values = syntax::positional_args(arguments).into_iter().chain(
+        arguments
+            .named_nodes()
+            .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
+            .filter_map(|argument| argument.field("value")),
+    );
+    let Some((factory, factory_name)) = values
+        .filter_map(|value| {
+            let fact = context.fact(value);
+            (fact.is_tensor() && fact.device == Device::Cpu)
+                .then(|| cpu_factory_at(context, fact.origin_range()?, call))
+                .flatten()
+        })
+        .map(|(factory, _)| {
+            let name = context
+                .semantic()
+                .call_qualified_name(factory)
+                .unwrap_or_default();
+            (factory, name)
+        })
+        .next()
+    else {
+        return;
+    };
+    if has_no_elements(context, factory) {
+        return;
+    }
+    let module_text = crate::rules::helpers::short_code(context.text(function));
+    let message = format!(
+        "CPU tensor from `{factory_name}` without `device=` is held by module `{module_text}`, which is applied to device tensors and never moved"
+    );
+    let diagnostic = context.report(factory.byte_range(), message);
+    diagnostic.related.push(Related {
+        range: call.byte_range(),
+        message: "applied to device tensors here".to_string(),
+    });
+    diagnostic.severity = crate::diagnostic::Severity::Warning;
+}
+
 /// Combinations that raise with a CPU operand instead of copying it.
 const RAISING_COMBINATIONS: &[&str] = &[
     "torch.cat",
@@ -513,32 +596,89 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
 fn cpu_factory_at<'t>(
     context: &Context<'t, '_>,
     origin: TextRange,
+    at: Node<'t>,
 ) -> Option<(Node<'t>, Option<Node<'t>>)> {
     let semantic = context.semantic();
-    let node = semantic.origin_node((origin.start, origin.end))?;
+    let mut node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
-    if node.is_not(kind::CALL) {
-        return None;
-    }
-    // `torch.ones(n, n).tril()`: the value the index recorded is a method of the factory's
-    // result, still on the CPU (the fact says so); the factory is where `device=` goes.
-    let mut node = node;
-    for _ in 0..6 {
+    // Names inside the recorded value are read with the current bindings: only where the value
+    // was recorded in the function being checked (not an `__init__` attribute) do they mean the
+    // same values.
+    let current_function = context
+        .enclosing(at, &["function_definition"])
+        .map(|f| f.byte_range());
+    let same_function = current_function == function.map(|f| f.byte_range());
+    // The value the index recorded may be computed from the factory's result and still be on
+    // the CPU (the fact says so); the factory is where `device=` goes. Walk back to it through
+    // - arithmetic with Python numbers: `labels = torch.arange(n) + rank * n` (arithmetic with a
+    //   device tensor has no CPU fact, so it never arrives here);
+    // - methods: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`;
+    // - torch ops whose result is where their first tensor argument is: `torch.stack([xx, yy])`,
+    //   `yy, xx = torch.meshgrid(sy, sx)` (as the index places them).
+    for _ in 0..12 {
+        node = syntax::unparenthesize(node);
+        if node.is(kind::BINARY_OPERATOR) {
+            if !same_function {
+                return None;
+            }
+            let inner = cpu_source(context, node, 0)?.origin?;
+            // `self.alpha * 2` with `self.alpha` built in `__init__`: reported as an attribute
+            // where it meets the device tensor, not here.
+            if semantic.origin_function(inner).map(|f| f.byte_range()) != current_function {
+                return None;
+            }
+            node = semantic.origin_node(inner)?;
+            continue;
+        }
+        if node.is_not(kind::CALL) {
+            return None;
+        }
+        // A torch function: a factory (found), or an op that follows its first tensor argument.
+        if let Some(function_name) = semantic
+            .call_qualified_name(node)
+            .and_then(|q| q.strip_prefix("torch.").map(str::to_string))
+        {
+            if torch_api::TENSOR_FACTORIES.contains(&function_name.as_str())
+                || !torch_api::in_tensor_namespace(&function_name)
+                || !same_function
+            {
+                break;
+            }
+            let (_, arguments) = context.call_parts(node)?;
+            let first_tensor = syntax::positional_args(arguments)
+                .into_iter()
+                .flat_map(|argument| {
+                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
+                        argument.named_nodes().collect::<Vec<_>>()
+                    } else {
+                        vec![argument]
+                    }
+                })
+                .find(|argument| context.fact(*argument).is_tensor())?;
+            node = cpu_tensor_origin(context, first_tensor, &current_function)?;
+            continue;
+        }
+        // A method of a tensor: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`.
         let Some((receiver, method)) = syntax::method_call(node) else {
             break;
         };
         let receiver = syntax::unparenthesize(receiver);
-        if receiver.is_not(kind::CALL)
-            || matches!(
-                node_text(method, context.source()),
-                "to" | "cuda" | "cpu" | "type_as"
-            )
-        {
+        if matches!(
+            node_text(method, context.source()),
+            "to" | "cuda" | "cpu" | "type_as"
+        ) {
             break;
         }
-        node = receiver;
+        if receiver.is(kind::CALL) {
+            node = receiver;
+            continue;
+        }
+        if !same_function {
+            break;
+        }
+        node = cpu_tensor_origin(context, receiver, &current_function)?;
     }
-    let qualified = context.semantic().call_qualified_name(node)?;
+    let qualified = semantic.call_qualified_name(node)?;
     let factory = qualified.strip_prefix("torch.")?;
     // Factories that allocate on the default device (`torch.from_numpy` shares NumPy's memory).
     if !torch_api::TENSOR_FACTORIES.contains(&factory) || factory == "from_numpy" {
@@ -549,6 +689,37 @@ fn cpu_factory_at<'t>(
         return None;
     }
     Some((node, function))
+}
+
+/// Where the CPU tensor `expr` was recorded: the expression itself for a call, else its fact's
+/// origin when that lies in `function` too (a plain attribute built in `__init__` is reported
+/// where it meets the device tensor, as an attribute, and its zero-dimensional constants are
+/// left alone there); `None` when it is not a CPU tensor.
+fn cpu_tensor_origin<'t>(
+    context: &Context<'t, '_>,
+    expr: Node<'t>,
+    function: &Option<std::ops::Range<usize>>,
+) -> Option<Node<'t>> {
+    let expr = syntax::unparenthesize(expr);
+    let fact = context.fact(expr);
+    if !fact.is_tensor() || fact.device != Device::Cpu {
+        return None;
+    }
+    if expr.is(kind::CALL) {
+        return Some(expr);
+    }
+    let (start, end) = fact.origin?;
+    let semantic = context.semantic();
+    if semantic
+        .origin_function((start, end))
+        .map(|f| f.byte_range())
+        != *function
+    {
+        return None;
+    }
+    let origin = semantic.origin_node((start, end))?;
+    // A name whose fact points back at itself would loop.
+    (origin.id() != expr.id()).then_some(origin)
 }
 
 /// Whether `operand` is itself a binary operation that combines the same CPU tensor (reported there).

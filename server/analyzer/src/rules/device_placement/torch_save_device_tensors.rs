@@ -16,7 +16,8 @@ declare_rule! {
     /// In PyTorch/XLA code, checks for `torch.save(...)` of values the index places on the XLA
     /// device: the state dict of a model moved there (`model = Net().to(device)`,
     /// `torch.save(model.state_dict(), path)`), a device tensor, or a dictionary holding one of
-    /// them (`{"model": model.state_dict(), "epoch": epoch}`).
+    /// them (`{"model": model.state_dict(), "epoch": epoch}`), also a filtered copy of a state
+    /// dict (`{k: v for k, v in model.state_dict().items() if "lora_" in k}`).
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA's troubleshooting guide: "XLA tensors should be moved to the CPU before
@@ -121,6 +122,26 @@ fn device_state<'t>(
             pair.field("value")
                 .and_then(|element| device_state(context, element, depth + 1))
         }),
+        // `{k: v for k, v in model.state_dict().items() if "lora_" in k}`: a filtered copy of a
+        // state dict holds the same tensors, where they are (`v.cpu()` values are not `v`).
+        kind::DICTIONARY_COMPREHENSION => {
+            let element = value.field("body")?.field("value")?;
+            let clause = value.named_nodes().find(|n| n.is(kind::FOR_IN_CLAUSE))?;
+            let (container, method) = context.method_call(clause.field("right")?)?;
+            let target = clause.field("left")?;
+            let value_target = match context.text(method) {
+                "items" if target.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) => {
+                    target.named_nodes().nth(1)?
+                }
+                "values" => target,
+                _ => return None,
+            };
+            (element.is(kind::IDENTIFIER)
+                && value_target.is(kind::IDENTIFIER)
+                && context.text(element) == context.text(value_target))
+            .then(|| device_state(context, container, depth + 1))
+            .flatten()
+        }
         kind::IDENTIFIER => {
             let fact = context.fact(value);
             // A guessed parameter of a hot function is too weak: nothing shows where it lives.
