@@ -15,6 +15,7 @@
 // (`memory.init`, `data.drop`) and merging would renumber them, and a gap's zeros must not cover
 // an earlier segment's bytes. The data count section, when present, is rewritten to the new count.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { encodeSigned, encodeUnsigned, readSigned, readUnsigned } from './leb128.mjs';
 
 const [modulePath, maxGapText] = process.argv.slice(2);
 const maxGap = Number(maxGapText);
@@ -24,55 +25,8 @@ if (!modulePath || !Number.isInteger(maxGap) || maxGap < 0) {
 }
 
 const bytes = readFileSync(modulePath);
-/** [value, next offset] of the unsigned LEB128 number at `offset`. */
-function leb(offset) {
-  let value = 0;
-  let shift = 0;
-  for (;;) {
-    const byte = bytes[offset++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-    if (byte < 0x80) return [value, offset];
-  }
-}
-/** [value, next offset] of the signed LEB128 number (an `i32.const` operand) at `offset`. */
-function signedLeb(offset) {
-  let value = 0;
-  let shift = 0;
-  for (;;) {
-    const byte = bytes[offset++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-    if (byte < 0x80) {
-      if (byte & 0x40) value -= 2 ** shift;
-      return [value, offset];
-    }
-  }
-}
-function encodeLeb(value) {
-  const out = [];
-  do {
-    let byte = value % 128;
-    value = Math.floor(value / 128);
-    if (value > 0) byte |= 0x80;
-    out.push(byte);
-  } while (value > 0);
-  return Buffer.from(out);
-}
-function encodeSignedLeb(value) {
-  const out = [];
-  for (;;) {
-    const byte = value & 0x7f;
-    value >>= 7;
-    if ((value === 0 && !(byte & 0x40)) || (value === -1 && byte & 0x40)) {
-      out.push(byte);
-      return Buffer.from(out);
-    }
-    out.push(byte | 0x80);
-  }
-}
 function section(id, content) {
-  return Buffer.concat([Buffer.from([id]), encodeLeb(content.length), content]);
+  return Buffer.concat([Buffer.from([id]), encodeUnsigned(content.length), content]);
 }
 
 /**
@@ -80,15 +34,15 @@ function section(id, content) {
  * of address order or overlapping (a gap's zeros would then overwrite an earlier segment's bytes).
  */
 function readSegments(start, end) {
-  let [count, offset] = leb(start);
+  let [count, offset] = readUnsigned(bytes, start);
   const segments = [];
   let previousEnd = 0;
   for (; count > 0; count--) {
     // Flag 0: active in memory 0 with an offset expression; accepted only as `i32.const N; end`.
     if (bytes[offset] !== 0 || bytes[offset + 1] !== 0x41) return null;
-    const [address, afterAddress] = signedLeb(offset + 2);
+    const [address, afterAddress] = readSigned(bytes, offset + 2);
     if (bytes[afterAddress] !== 0x0b || address < previousEnd) return null;
-    const [length, data] = leb(afterAddress + 1);
+    const [length, data] = readUnsigned(bytes, afterAddress + 1);
     segments.push({ address, data: bytes.subarray(data, data + length) });
     previousEnd = address + length;
     offset = data + length;
@@ -118,7 +72,7 @@ let after = 0;
 let dataCountIndex = -1;
 while (offset < bytes.length) {
   const id = bytes[offset];
-  const [size, start] = leb(offset + 1);
+  const [size, start] = readUnsigned(bytes, offset + 1);
   const end = start + size;
   if (id === 12) dataCountIndex = parts.length;
   if (id === 11) {
@@ -130,10 +84,10 @@ while (offset < bytes.length) {
     const merged = merge(segments);
     before = segments.length;
     after = merged.length;
-    const content = [encodeLeb(merged.length)];
+    const content = [encodeUnsigned(merged.length)];
     for (const segment of merged) {
-      content.push(Buffer.from([0, 0x41]), encodeSignedLeb(segment.address), Buffer.from([0x0b]));
-      content.push(encodeLeb(segment.length), ...segment.parts);
+      content.push(Buffer.from([0, 0x41]), encodeSigned(segment.address), Buffer.from([0x0b]));
+      content.push(encodeUnsigned(segment.length), ...segment.parts);
     }
     parts.push(section(11, Buffer.concat(content)));
   } else {
@@ -141,6 +95,6 @@ while (offset < bytes.length) {
   }
   offset = end;
 }
-if (dataCountIndex >= 0) parts[dataCountIndex] = section(12, encodeLeb(after));
+if (dataCountIndex >= 0) parts[dataCountIndex] = section(12, encodeUnsigned(after));
 writeFileSync(modulePath, Buffer.concat(parts));
 console.log(`[wasm] data segments merged across gaps of at most ${maxGap} B: ${before} -> ${after}`);

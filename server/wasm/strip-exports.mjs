@@ -10,6 +10,7 @@
 // dropped, so that wasm-opt can remove what nothing else calls. JavaScript never sees the
 // difference: the glue is what it calls.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { encodeUnsigned, readUnsigned } from './leb128.mjs';
 
 const [modulePath, ...gluePaths] = process.argv.slice(2);
 if (!modulePath || gluePaths.length === 0) {
@@ -24,47 +25,26 @@ for (const gluePath of gluePaths) {
 }
 
 const bytes = readFileSync(modulePath);
-/** [value, next offset] of the unsigned LEB128 number at `offset`. */
-function leb(offset) {
-  let value = 0;
-  let shift = 0;
-  for (;;) {
-    const byte = bytes[offset++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-    if (byte < 0x80) return [value, offset];
-  }
-}
-function encodeLeb(value) {
-  const out = [];
-  do {
-    let byte = value % 128;
-    value = Math.floor(value / 128);
-    if (value > 0) byte |= 0x80;
-    out.push(byte);
-  } while (value > 0);
-  return Buffer.from(out);
-}
 
 const parts = [bytes.subarray(0, 8)];
 const removed = [];
 let offset = 8;
 while (offset < bytes.length) {
   const id = bytes[offset];
-  const [size, start] = leb(offset + 1);
+  const [size, start] = readUnsigned(bytes, offset + 1);
   const end = start + size;
   if (id !== 7) {
     parts.push(bytes.subarray(offset, end));
     offset = end;
     continue;
   }
-  const [count, first] = leb(start);
+  const [count, first] = readUnsigned(bytes, start);
   const kept = [];
   let at = first;
   for (let i = 0; i < count; i++) {
-    const [nameLength, nameStart] = leb(at);
+    const [nameLength, nameStart] = readUnsigned(bytes, at);
     const name = bytes.subarray(nameStart, nameStart + nameLength).toString('utf8');
-    const [, next] = leb(nameStart + nameLength + 1); // kind byte, then the index
+    const [, next] = readUnsigned(bytes, nameStart + nameLength + 1); // kind byte, then the index
     if (read.has(name) || name.startsWith('__')) {
       kept.push(bytes.subarray(at, next));
     } else {
@@ -72,8 +52,8 @@ while (offset < bytes.length) {
     }
     at = next;
   }
-  const body = Buffer.concat([encodeLeb(kept.length), ...kept]);
-  parts.push(Buffer.from([7]), encodeLeb(body.length), body);
+  const body = Buffer.concat([encodeUnsigned(kept.length), ...kept]);
+  parts.push(Buffer.from([7]), encodeUnsigned(body.length), body);
   offset = end;
 }
 writeFileSync(modulePath, Buffer.concat(parts));
