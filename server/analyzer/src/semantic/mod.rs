@@ -2814,6 +2814,11 @@ impl<'t> SemanticModel<'t> {
                 .map_or(Fact::UNKNOWN, |inner| self.fact_at_depth(inner, depth + 1)),
             // `None` is a Python value here: a name bound to it holds no tensor.
             kind::NONE => Fact::of(ValueKind::Scalar),
+            // `{k: v.to(device) for k, v in batch.items()}`: a batch whose tensors are on the
+            // device, like a device loader's batch (`bind_batch`); `batch["labels"]` is one.
+            kind::DICTIONARY_COMPREHENSION if self.moves_values_to_accelerator(expr, depth) => {
+                Fact::tensor(Device::Accelerator, origin)
+            }
             _ if let Some(kind) = facts::literal_kind(expr) => Fact::of(kind),
             kind::CALL => self.call_fact(expr, depth),
             kind::ATTRIBUTE => self.attribute_fact(expr, depth),
@@ -3527,6 +3532,24 @@ impl<'t> SemanticModel<'t> {
 
     /// The device named by a call's `device=` keyword, or for `.to(...)` (`positional_device`)
     /// its first positional argument.
+    /// Whether a dictionary comprehension's values are `v.to(device)` with `device` the
+    /// accelerator (`{k: v.to(self.device) for k, v in batch.items()}`).
+    fn moves_values_to_accelerator(&self, comprehension: Node<'_>, depth: usize) -> bool {
+        let Some(value) = comprehension
+            .field("body")
+            .filter(|pair| pair.is(kind::PAIR))
+            .and_then(|pair| pair.field("value"))
+            .map(syntax::unparenthesize)
+        else {
+            return false;
+        };
+        syntax::method_call(value)
+            .is_some_and(|(_, method)| syntax::text_is(method, self.source, "to"))
+            && syntax::call_parts(value).is_some_and(|(_, arguments)| {
+                self.device_argument(arguments, true, depth) == Some(Device::Accelerator)
+            })
+    }
+
     fn device_argument(
         &self,
         arguments: Node<'_>,
