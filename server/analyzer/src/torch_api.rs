@@ -679,6 +679,17 @@ pub fn is_cuda_only_package(qualified: &str) -> bool {
 /// The optimizer base class, under the names torch exports it by (`torch.optim.Optimizer`,
 /// `torch.optim.optimizer.Optimizer`): a subclass's `step` runs once per training step. LR
 /// schedulers (`torch.optim.lr_scheduler.*`) are not optimizers.
+/// Parameters of training hooks through which a framework passes the value its step
+/// differentiated: Lightning's `on_train_batch_end(outputs, ...)` (a LightningModule's or a
+/// Callback's: `training_step`'s output, the loss or a dict holding it under `"loss"`) and
+/// `on_before_backward(loss)`.
+pub fn is_hook_loss_parameter(function: &str, parameter: &str) -> bool {
+    matches!(
+        (function, parameter),
+        ("on_train_batch_end", "outputs") | ("on_before_backward", "loss")
+    )
+}
+
 pub fn is_optimizer_base(qualified: &str) -> bool {
     matches!(
         qualified,

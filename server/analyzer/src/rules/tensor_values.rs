@@ -41,6 +41,11 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             let Some(origin) = fact.origin_range() else {
                 return false;
             };
+            // What a training loop differentiates, or a hook receives as that value
+            // (`on_train_batch_end`'s `outputs`): a tensor whatever its binding looks like.
+            if fact.evidence == Evidence::FlowsIntoBackward {
+                return true;
+            }
             let Some(node) = context.semantic().origin_node((origin.start, origin.end)) else {
                 return false;
             };
@@ -55,7 +60,7 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             // `loss.backward()` / `accelerator.backward(loss)` made the name a tensor, or its
             // value flows into such a call (the index read the loop; re-judging the value with
             // today's bindings would lose that).
-            if fact.evidence == Evidence::FlowsIntoBackward || is_backward_operand(context, node) {
+            if is_backward_operand(context, node) {
                 return true;
             }
             // The expression the name was bound to, judged with today's bindings.

@@ -1753,6 +1753,13 @@ impl<'t> SemanticModel<'t> {
                     origin,
                     evidence: Evidence::CallSite,
                 }
+            } else if function.is_some_and(|f| {
+                torch_api::is_hook_loss_parameter(&self.summaries.functions[f].name, name)
+            }) {
+                // The framework passes what its step differentiated: Lightning's
+                // `on_train_batch_end(outputs, ...)` gets `training_step`'s output (the loss or
+                // a dict holding it), `on_before_backward(loss)` the loss.
+                Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::FlowsIntoBackward)
             } else if hot {
                 Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::GuessedParameter)
             } else {

@@ -2776,6 +2776,7 @@ pub(crate) fn is_per_step_hook(name: &str) -> bool {
                 | "on_step_begin"
                 | "on_before_optimizer_step"
                 | "on_after_backward"
+                | "on_before_backward"
                 | "compute_loss"
         )
 }
