@@ -145,6 +145,9 @@ fn main() {
         Vec::new();
     let mut fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
     let (mut checked, mut walked, mut statements) = (0usize, 0usize, 0usize);
+    // Keystrokes whose pre-pass changed outside the edited statements (a summary they hold or a
+    // function they call by name), and the statements checked again for it.
+    let (mut summary_keystrokes, mut summary_statements) = (0usize, 0usize);
     for keystroke in &script {
         let incremental_parse;
         (text, tree, incremental_parse) = type_one(&text, &tree, keystroke);
@@ -227,6 +230,10 @@ fn main() {
             *fallbacks.entry(reason).or_default() += 1;
         }
         checked += outcome.reuse.checked;
+        if outcome.reuse.summaries > 0 {
+            summary_keystrokes += 1;
+            summary_statements += outcome.reuse.summaries;
+        }
         walked += outcome.reuse.walked;
         statements += outcome.reuse.statements;
         kept.store(&text, outcome.state);
@@ -276,6 +283,10 @@ fn main() {
         checked as f64 / script.len() as f64,
         walked as f64 / script.len() as f64,
         statements as f64 / script.len() as f64,
+    );
+    println!(
+        "changed summaries read outside the edited statements: {summary_keystrokes} keystrokes, \
+         {summary_statements} statements checked again for them"
     );
     for (reason, count) in &fallbacks {
         println!("full check ({count} keystrokes): {reason}");
