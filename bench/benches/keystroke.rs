@@ -144,6 +144,8 @@ fn main() {
     let mut slowest_quick: Vec<(Duration, Duration, Duration, bool, Option<&'static str>)> =
         Vec::new();
     let mut fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
+    // The first publish's own fallbacks (its tree had a syntax error).
+    let mut quick_fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
     let (mut checked, mut walked, mut statements) = (0usize, 0usize, 0usize);
     // Keystrokes whose pre-pass changed outside the edited statements (a summary they hold or a
     // function they call by name), and the statements checked again for it.
@@ -163,6 +165,9 @@ fn main() {
                 check_tree(&text, &tree, &settings),
                 "the quick check differs from a full check of its tree after {keystroke:?}"
             );
+            if let Some(reason) = outcome.reuse.full {
+                *quick_fallbacks.entry(reason).or_default() += 1;
+            }
             kept.store(&text, outcome.state);
             slowest_quick.push((
                 incremental_parse + time,
@@ -290,6 +295,11 @@ fn main() {
     );
     for (reason, count) in &fallbacks {
         println!("full check ({count} keystrokes): {reason}");
+    }
+    for (reason, count) in &quick_fallbacks {
+        println!(
+            "first publish of a tree with an error, full check ({count} keystrokes): {reason}"
+        );
     }
     println!(
         "fresh parses (the incremental tree had a syntax error): {fresh_parses} of {} keystrokes",

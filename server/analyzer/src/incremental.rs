@@ -14,8 +14,13 @@
 //! - different settings or a different set of rules that run (the token prefilter,
 //!   `crate::prefilter`, skips rules whose words a file lacks), a root that is not (or was not) a `module` (tree-sitter makes the root
 //!   an `ERROR` when nothing parses, and rules are then silent everywhere), a different
-//!   pre-pass digest, a changed whole-file answer or a question
+//!   file-wide part of the pre-pass digest, a changed whole-file answer or a question
 //!   this module cannot re-ask fall back to a full check;
+//! - the other parts of the pre-pass are compared where they are read (`semantic::PrepassDigest`): a
+//!   statement holding a function or loop summary or a marked node that changed, appeared or
+//!   went is checked again, and so is every statement that mentions a function whose by-name
+//!   part changed; such a statement taints what it binds unless it did the same to the index as
+//!   before (equal `ModuleEffects`, as for an edited definition below);
 //! - the names the dirty statements bind in module scope, before and after the edit (for
 //!   module-level code that is not a definition, also every name its text may assign), are
 //!   *tainted*; a later
@@ -665,6 +670,31 @@ pub fn check_with_policy(
                 }
                 // Not inside a top-level statement (none is): every statement may read it.
                 _ => reads_changed_summary.fill(true),
+            }
+        }
+        // A part gone from a statement (or changed in it): that statement as it is now, when it
+        // is clean (a dirty one is checked anyway).
+        if let Some(plan) = &plan {
+            let olds = &plan.old.statements;
+            for &start in &prepass_changes.old_local_starts {
+                let old_index = olds
+                    .partition_point(|statement| statement.range.start <= start)
+                    .checked_sub(1)
+                    .filter(|&old_index| start < olds[old_index].range.end);
+                let Some(old_index) = old_index else {
+                    reads_changed_summary.fill(true);
+                    continue;
+                };
+                let new_index = if old_index < plan.prefix {
+                    Some(old_index)
+                } else {
+                    usize::try_from(old_index as isize - plan.index_shift)
+                        .ok()
+                        .filter(|&new_index| new_index >= plan.suffix)
+                };
+                if let Some(new_index) = new_index.filter(|&index| index < nodes.len()) {
+                    reads_changed_summary[new_index] = true;
+                }
             }
         }
         for (index, mentioned) in mentions.iter().enumerate() {

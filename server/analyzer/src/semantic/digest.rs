@@ -45,10 +45,12 @@ pub(crate) struct PrepassDigest {
     /// The parts any statement may read (imports, file facts, roles, backend, the sets the
     /// pre-pass derives over the whole file), by name: a difference falls back to a full check.
     pub(crate) file_wide: Vec<(&'static str, u64)>,
-    /// Per function and loop summary: a digest of where it is (its top-level statement's text
-    /// hash and its offset there) with what it says, and its start in the text. Only the
-    /// statement that holds the definition or the loop reads these (`function_summary` of a
-    /// definition, `loop_summary` of a loop, the definition's parameters' passed facts).
+    /// Per function and loop summary, and per node the pre-pass marks (throttles, CUDA-only
+    /// blocks, cross-backend comparisons, compared device counts): a digest of where it is (its
+    /// top-level statement's text hash and its offset there) with what it says, and its start in
+    /// the text. Only the statement that holds the node reads these (`function_summary` of a
+    /// definition, `loop_summary` of a loop, the definition's parameters' passed facts, the
+    /// guard frames of the marked blocks and conditions).
     pub(crate) local: Vec<(u64, usize)>,
     /// Per function: a digest of what statements that call it by name read of its summary
     /// ([`super::FunctionSummary::read_by_name`]) with how many functions before it say the same, and
@@ -61,8 +63,11 @@ pub(crate) struct PrepassDigest {
 /// functions whose by-name part changed.
 #[derive(Debug, Default)]
 pub(crate) struct PrepassChanges {
-    /// Starts (in the new text) of the definitions and loops whose summaries changed.
+    /// Starts (in the new text) of the definitions, loops and marked nodes whose summaries
+    /// changed or that are new.
     pub(crate) local_starts: Vec<usize>,
+    /// Starts (in the old text) of the ones that are gone or changed.
+    pub(crate) old_local_starts: Vec<usize>,
     /// [`name_hash`]es of the functions whose by-name part was added, removed or changed.
     pub(crate) names: crate::hash::KeySet,
 }
@@ -83,11 +88,20 @@ impl PrepassDigest {
             }
         }
         let mut changes = PrepassChanges::default();
-        let mut old_local = crate::hash::KeySet::default();
+        let (mut old_local, mut new_local) = (
+            crate::hash::KeySet::default(),
+            crate::hash::KeySet::default(),
+        );
         old_local.extend(old.local.iter().map(|(digest, _)| *digest));
+        new_local.extend(self.local.iter().map(|(digest, _)| *digest));
         for &(digest, start) in &self.local {
             if !old_local.contains(&digest) {
                 changes.local_starts.push(start);
+            }
+        }
+        for &(digest, start) in &old.local {
+            if !new_local.contains(&digest) {
+                changes.old_local_starts.push(start);
             }
         }
         let (mut old_names, mut new_names) = (
@@ -207,9 +221,9 @@ impl SemanticModel<'_> {
             // What every call in the file passes its parameters (`passed_fact`): decided by
             // calls in other statements, read only in its own body.
             let first = parameter_starts.get(index).copied().unwrap_or(0);
-            parameter_facts
-                .get(first..first + function.parameters.len())
-                .hash(&mut state);
+            for position in 0..function.parameters.len() {
+                parameter_facts.get(first + position).hash(&mut state);
+            }
             // A definition the pre-pass did not key (none today) is compared file-wide.
             match definition_starts[index] {
                 Some(start) => {
@@ -230,11 +244,29 @@ impl SemanticModel<'_> {
             let start = (key >> 16) as usize;
             local.push((hash_one((copy, locate(start))), start));
         }
-        // The flat list's length: where each function's part begins is compared per function.
-        file_wide.push((
-            "module summary changed: parameters",
-            hash_one(parameter_facts.len()),
-        ));
+        // Each follows from its own statement (a condition and names bound in its function, a
+        // block's own calls and the imports, a function's own calls) and the file-wide sets
+        // compared below, and is read where it is: compared where it is.
+        for (set, keys) in [
+            "throttle",
+            "throttle exit",
+            "comparison scope",
+            "CUDA library scope",
+            "compared count",
+        ]
+        .into_iter()
+        .zip([
+            throttles,
+            throttle_exits,
+            comparison_scopes,
+            cuda_library_scopes,
+            compared_counts,
+        ]) {
+            for key in keys.iter() {
+                let start = (key >> 16) as usize;
+                local.push((hash_one((set, locate(start), key & 0xFFFF)), start));
+            }
+        }
         let mut file = file.clone();
         let first_module_save = file.first_module_save.take().map(locate);
         file_wide.push((
@@ -259,19 +291,6 @@ impl SemanticModel<'_> {
         file_wide.push((
             "module summary changed: host transform components",
             strings(host_transform_components),
-        ));
-        // Each follows from its own statement (a condition and names bound in its function;
-        // node keys of blocks that need CUDA and of compared device counts): how many there
-        // are is what can be compared across parses.
-        file_wide.push((
-            "module summary changed: throttles, CUDA scopes or compared counts",
-            hash_one((
-                throttles.len(),
-                throttle_exits.len(),
-                comparison_scopes.len(),
-                cuda_library_scopes.len(),
-                compared_counts.len(),
-            )),
         ));
         PrepassDigest {
             file_wide,
