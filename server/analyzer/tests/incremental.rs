@@ -643,3 +643,39 @@ fn a_call_typed_in_a_loop_rechecks_the_helper_it_now_reaches() {
         second.reuse
     );
 }
+
+// `make_mask` returns its parameter, whose fact is what every call in the file passes: an edit of
+// one caller changes its summary (the passed facts), not its text, and what it returns to `step`,
+// which comes before the edited statement (statements before an edit are checked again too).
+const PASSED_MODULE: &str = "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n\n\ndef make_mask(n):\n    return n\n\n\ndef step(batch):\n    mask = make_mask(torch.ones(4, device=device))\n    return mask.nonzero()\n\n\ndef caller():\n    return make_mask(torch.ones(4))\n\n\nprint(step)\n";
+
+#[test]
+fn a_summary_changed_by_another_statement_taints_what_its_statement_binds() {
+    let at = PASSED_MODULE.find("torch.ones(4))").expect("present") + "torch.ones(4".len();
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: ", device=device".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(PASSED_MODULE, edit);
+    let full = check_tree(&new_text, &new_tree, &Settings::default());
+    let before = check_tree(
+        PASSED_MODULE,
+        &syntax::parse(PASSED_MODULE, None).expect("parses"),
+        &Settings::default(),
+    );
+    let codes = |diagnostics: &[tpulint_analyzer::Diagnostic]| {
+        diagnostics
+            .iter()
+            .map(|d| (d.code, d.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(
+        codes(&full),
+        codes(&before),
+        "the fixture no longer shows the dependency"
+    );
+    assert_eq!(second.diagnostics, full);
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
+}
