@@ -144,7 +144,12 @@ fn main() {
     let mut slowest_quick: Vec<(Duration, Duration, Duration, bool, Option<&'static str>)> =
         Vec::new();
     let mut fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
+    // The first publish's own fallbacks (its tree had a syntax error).
+    let mut quick_fallbacks: BTreeMap<&'static str, usize> = BTreeMap::new();
     let (mut checked, mut walked, mut statements) = (0usize, 0usize, 0usize);
+    // Keystrokes whose pre-pass changed outside the edited statements (a summary they hold or a
+    // function they call by name), and the statements checked again for it.
+    let (mut summary_keystrokes, mut summary_statements) = (0usize, 0usize);
     for keystroke in &script {
         let incremental_parse;
         (text, tree, incremental_parse) = type_one(&text, &tree, keystroke);
@@ -160,6 +165,9 @@ fn main() {
                 check_tree(&text, &tree, &settings),
                 "the quick check differs from a full check of its tree after {keystroke:?}"
             );
+            if let Some(reason) = outcome.reuse.full {
+                *quick_fallbacks.entry(reason).or_default() += 1;
+            }
             kept.store(&text, outcome.state);
             slowest_quick.push((
                 incremental_parse + time,
@@ -227,6 +235,10 @@ fn main() {
             *fallbacks.entry(reason).or_default() += 1;
         }
         checked += outcome.reuse.checked;
+        if outcome.reuse.summaries > 0 {
+            summary_keystrokes += 1;
+            summary_statements += outcome.reuse.summaries;
+        }
         walked += outcome.reuse.walked;
         statements += outcome.reuse.statements;
         kept.store(&text, outcome.state);
@@ -277,8 +289,17 @@ fn main() {
         walked as f64 / script.len() as f64,
         statements as f64 / script.len() as f64,
     );
+    println!(
+        "changed summaries read outside the edited statements: {summary_keystrokes} keystrokes, \
+         {summary_statements} statements checked again for them"
+    );
     for (reason, count) in &fallbacks {
         println!("full check ({count} keystrokes): {reason}");
+    }
+    for (reason, count) in &quick_fallbacks {
+        println!(
+            "first publish of a tree with an error, full check ({count} keystrokes): {reason}"
+        );
     }
     println!(
         "fresh parses (the incremental tree had a syntax error): {fresh_parses} of {} keystrokes",

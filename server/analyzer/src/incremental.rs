@@ -14,8 +14,13 @@
 //! - different settings or a different set of rules that run (the token prefilter,
 //!   `crate::prefilter`, skips rules whose words a file lacks), a root that is not (or was not) a `module` (tree-sitter makes the root
 //!   an `ERROR` when nothing parses, and rules are then silent everywhere), a different
-//!   pre-pass digest, a changed whole-file answer or a question
+//!   file-wide part of the pre-pass digest, a changed whole-file answer or a question
 //!   this module cannot re-ask fall back to a full check;
+//! - the other parts of the pre-pass are compared where they are read (`semantic::PrepassDigest`): a
+//!   statement holding a function or loop summary or a marked node that changed, appeared or
+//!   went is checked again, and so is every statement that mentions a function whose by-name
+//!   part changed; such a statement taints what it binds unless it did the same to the index as
+//!   before (equal `ModuleEffects`, as for an edited definition below);
 //! - the names the dirty statements bind in module scope, before and after the edit (for
 //!   module-level code that is not a definition, also every name its text may assign), are
 //!   *tainted*; a later
@@ -56,7 +61,7 @@ use crate::checker::{
 use crate::diagnostic::{Diagnostic, Edit};
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
 use crate::prefilter::Prefilter;
-use crate::semantic::{ModuleEffects, SummaryCache, name_hash};
+use crate::semantic::{ModuleEffects, PrepassChanges, PrepassDigest, SummaryCache, name_hash};
 use crate::settings::Settings;
 use crate::source::TextRange;
 use crate::suppression::Suppressions;
@@ -73,7 +78,7 @@ pub struct IncrementalState {
     root_kind: u16,
     /// The text had a syntax error somewhere.
     has_error: bool,
-    prepass: u64,
+    prepass: PrepassDigest,
     /// Whole-file questions asked by rules (`("source_mentions", needle)`), ever.
     questions: Vec<(&'static str, &'static str)>,
     statements: Vec<Statement>,
@@ -119,6 +124,9 @@ pub struct Reuse {
     pub checked: usize,
     /// Statements the traversal walked (rules or not).
     pub walked: usize,
+    /// Statements checked again, beyond the edited ones, because a function or loop summary
+    /// they hold, or the by-name part of a function they mention, changed.
+    pub summaries: usize,
     /// Why everything was checked, when it was.
     pub full: Option<&'static str>,
 }
@@ -503,9 +511,9 @@ fn usable(
     old: &IncrementalState,
     source: &str,
     root: Node<'_>,
-    (settings_digest, running_digest, prepass): (u64, u64, u64),
+    (settings_digest, running_digest, prepass): (u64, u64, &PrepassDigest),
     policy: ReusePolicy,
-) -> Result<(), &'static str> {
+) -> Result<PrepassChanges, &'static str> {
     if old.settings != settings_digest {
         return Err("settings changed");
     }
@@ -516,11 +524,9 @@ fn usable(
         return Err("the module does not parse as a module");
     }
     if policy == ReusePolicy::UnsoundTextOnly {
-        return Ok(());
+        return Ok(PrepassChanges::default());
     }
-    if old.prepass != prepass {
-        return Err("module summary changed");
-    }
+    let changes = prepass.changes_since(&old.prepass)?;
     for &(question, needle) in &old.questions {
         let ask: fn(&str, &str) -> bool = match question {
             "source_mentions" => |text, needle| text.contains(needle),
@@ -531,7 +537,7 @@ fn usable(
             return Err("a whole-file answer changed");
         }
     }
-    Ok(())
+    Ok(changes)
 }
 
 /// What the walk does at one statement.
@@ -562,6 +568,7 @@ pub fn check_with_policy(
                 statements: nodes.len(),
                 checked: 0,
                 walked: 0,
+                summaries: 0,
                 full: Some("no rule runs on this text"),
             },
             state: IncrementalState {
@@ -569,7 +576,7 @@ pub fn check_with_policy(
                 running: running_digest,
                 root_kind: root.kind_id(),
                 has_error: root.has_error(),
-                prepass: 0,
+                prepass: PrepassDigest::default(),
                 questions: Vec::new(),
                 statements: Vec::new(),
                 summaries: Arc::default(),
@@ -596,14 +603,16 @@ pub fn check_with_policy(
     let new_insertion = import_insertion(source, root);
     let mut full = Some("no previous check");
     let mut plan: Option<Plan<'_>> = None;
+    let mut prepass_changes = PrepassChanges::default();
     for &(old_source, old) in previous {
-        let current = (settings_digest, running_digest, prepass);
+        let current = (settings_digest, running_digest, &prepass);
         let candidate = match usable(old_source, old, source, root, current, policy) {
-            Ok(()) => {
-                let candidate = self::plan(old_source, old, source, &nodes);
+            Ok(changes) => {
+                let candidate = (self::plan(old_source, old, source, &nodes), changes);
                 // A fix that adds an import puts it where the module's leading imports end:
                 // when that moved other than with the text, reused fixes would be wrong.
                 let moved = candidate
+                    .0
                     .map_insertion(&old.import_insertion.range)
                     .is_none_or(|range| {
                         range != new_insertion.range
@@ -626,9 +635,9 @@ pub fn check_with_policy(
         };
         if plan
             .as_ref()
-            .is_none_or(|best| candidate.dirty_statements() < best.dirty_statements())
+            .is_none_or(|best| candidate.0.dirty_statements() < best.dirty_statements())
         {
-            plan = Some(candidate);
+            (plan, prepass_changes) = (Some(candidate.0), candidate.1);
             full = None;
         }
     }
@@ -646,9 +655,62 @@ pub fn check_with_policy(
             }
         })
         .unzip();
+    // Statements that read a part of the pre-pass that changed: the one holding each changed
+    // function or loop summary (its definition's or loop's rules read it, and so does the
+    // guard frame of the definition: hot path, load time, once per run), and every statement
+    // that mentions a function whose by-name part changed (a call of it asks that part). They
+    // are checked again, and taint what they bind unless they did the same to the index.
+    let mut reads_changed_summary = vec![false; nodes.len()];
+    if plan.is_some() {
+        for &start in &prepass_changes.local_starts {
+            let index = starts.partition_point(|&statement| statement <= start);
+            match index.checked_sub(1) {
+                Some(index) if start < nodes[index].end_byte() => {
+                    reads_changed_summary[index] = true;
+                }
+                // Not inside a top-level statement (none is): every statement may read it.
+                _ => reads_changed_summary.fill(true),
+            }
+        }
+        // A part gone from a statement (or changed in it): that statement as it is now, when it
+        // is clean (a dirty one is checked anyway).
+        if let Some(plan) = &plan {
+            let olds = &plan.old.statements;
+            for &start in &prepass_changes.old_local_starts {
+                let old_index = olds
+                    .partition_point(|statement| statement.range.start <= start)
+                    .checked_sub(1)
+                    .filter(|&old_index| start < olds[old_index].range.end);
+                let Some(old_index) = old_index else {
+                    reads_changed_summary.fill(true);
+                    continue;
+                };
+                let new_index = if old_index < plan.prefix {
+                    Some(old_index)
+                } else {
+                    usize::try_from(old_index as isize - plan.index_shift)
+                        .ok()
+                        .filter(|&new_index| new_index >= plan.suffix)
+                };
+                if let Some(new_index) = new_index.filter(|&index| index < nodes.len()) {
+                    reads_changed_summary[new_index] = true;
+                }
+            }
+        }
+        for (index, mentioned) in mentions.iter().enumerate() {
+            if intersects(mentioned, &prepass_changes.names) {
+                reads_changed_summary[index] = true;
+            }
+        }
+    }
     // Clean statements' diagnostics in new coordinates; `None` forces a check.
     let reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
-        .map(|index| plan.as_ref()?.reused(old_of(index)?))
+        .map(|index| {
+            if reads_changed_summary[index] {
+                return None;
+            }
+            plan.as_ref()?.reused(old_of(index)?)
+        })
         .collect();
     // When the edit changed one definition into one definition (typing in a function or a
     // class): its index, so that what it binds taints later statements only if what it did to
@@ -670,17 +732,19 @@ pub fn check_with_policy(
                 .is_some_and(definition))
         .then_some(plan.prefix)
     });
-    // Names the dirty statements bound before the edit.
-    let mut tainted: KeySet = KeySet::default();
+    // Names the dirty statements bound before the edit: tainted from the first of them on (a
+    // statement before it may be checked again for a changed summary, and reads none of them).
+    let mut bound_before: Vec<u64> = Vec::new();
     if let Some(plan) = &plan {
         let first_old = plan.prefix;
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
         for (old_index, old) in plan.old.statements[first_old..last_old].iter().enumerate() {
             if single_definition != Some(first_old + old_index) {
-                tainted.extend(old.binds.iter().copied());
+                bound_before.extend(old.binds.iter().copied());
             }
         }
     }
+    let mut tainted: KeySet = KeySet::default();
     // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
     let mut triggers: KeySet = KeySet::default();
     if plan.is_some() {
@@ -717,6 +781,7 @@ pub fn check_with_policy(
     let mut propagates = false;
     let mut stop = nodes.len();
     let mut checked = 0usize;
+    let mut summaries_checked = 0usize;
     let mut binds_from = 0usize;
     let mut needed: Option<Option<usize>> = None;
     // The names bound since the current statement started, and whether they taint.
@@ -744,8 +809,18 @@ pub fn check_with_policy(
             // A changed definition that binds the same names and did the same to the index
             // (facts equal, their origins outside the edited lines and moved with the text)
             // reads the same to every later statement.
-            let unchanged = single_definition == Some(index)
-                && plan.old.statements.get(index).is_some_and(|old| {
+            // So does a clean statement checked again for a changed summary it reads.
+            let comparable = single_definition == Some(index)
+                || reads_changed_summary[index] && !(plan.prefix..plan.suffix).contains(&index);
+            // The one changed definition replaced the old statement at the same index.
+            let old_index = if single_definition == Some(index) {
+                Some(index)
+            } else {
+                plan.old_index(index)
+            };
+            let old = old_index.and_then(|old_index| plan.old.statements.get(old_index));
+            let unchanged = comparable
+                && old.is_some_and(|old| {
                     old.binds == binds
                         && match (&old.effects, &records[index].effects) {
                             (Some(old_effects), Some(new_effects)) => old_effects
@@ -756,9 +831,7 @@ pub fn check_with_policy(
                 });
             if !unchanged {
                 tainted.extend(binds.iter().copied());
-                if single_definition == Some(index)
-                    && let Some(old) = plan.old.statements.get(index)
-                {
+                if comparable && let Some(old) = old {
                     tainted.extend(old.binds.iter().copied());
                 }
             }
@@ -786,30 +859,39 @@ pub fn check_with_policy(
             &mut needed,
         );
         binds_from = semantic.module_binds().len();
+        if plan.as_ref().is_some_and(|plan| index == plan.prefix) {
+            tainted.extend(bound_before.iter().copied());
+            needed = None;
+        }
         let root_guard = semantic.root_guard_digest();
         let old = old_of(index);
         let guard_changed =
             old.is_some_and(|old| old.root_guard != root_guard) && policy == ReusePolicy::Sound;
+        let edited = plan
+            .as_ref()
+            .is_some_and(|plan| (plan.prefix..plan.suffix).contains(&index));
         propagates = match &plan {
             None => false,
-            Some(plan) if index < plan.prefix => false,
-            Some(plan) if index < plan.suffix => true,
+            Some(_) if edited => true,
             Some(_) => {
                 policy == ReusePolicy::Sound
-                    && (guard_changed || intersects(&mentions[index], &tainted))
+                    && (guard_changed
+                        || reads_changed_summary[index]
+                        || intersects(&mentions[index], &tainted))
             }
         };
         let mut mode = match &plan {
             None => Mode::Check,
+            Some(_) if edited || guard_changed => Mode::Check,
             Some(plan) if index < plan.prefix => {
-                if policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers) {
+                if propagates
+                    || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
+                {
                     Mode::Check
                 } else {
                     Mode::Reuse
                 }
             }
-            Some(plan) if index < plan.suffix => Mode::Check,
-            Some(_) if guard_changed => Mode::Check,
             Some(_) => {
                 let last = *needed.get_or_insert_with(|| last_needed(index, &tainted));
                 if last.is_none_or(|last| last < index) {
@@ -830,6 +912,9 @@ pub fn check_with_policy(
         }
         if mode == Mode::Check {
             checked += 1;
+            if reads_changed_summary[index] && !edited {
+                summaries_checked += 1;
+            }
         }
         let mark = semantic.mark();
         // A reused statement does to the index what it did last time (it reads nothing that
@@ -950,6 +1035,7 @@ pub fn check_with_policy(
             statements: nodes.len(),
             checked,
             walked,
+            summaries: summaries_checked,
             full,
         },
         state: IncrementalState {

@@ -132,7 +132,7 @@ fn random_edit(rng: &mut Rng, text: &str) -> Edit {
             .find('\n')
             .map_or(text.len(), |at| start + at + 1)
     };
-    match rng.below(10) {
+    match rng.below(12) {
         0 | 1 => {
             let at = char_boundary(text, rng.below(text.len() + 1));
             let alphabet = [
@@ -207,6 +207,11 @@ fn random_edit(rng: &mut Rng, text: &str) -> Edit {
                 text: replacements[rng.below(replacements.len())].to_string(),
             }
         }
+        10 | 11 => typing_in_a_body(rng, text, &lines).unwrap_or(Edit {
+            start: 0,
+            end: 0,
+            text: "\n".into(),
+        }),
         _ => {
             let snippet = SNIPPETS[rng.below(SNIPPETS.len())];
             let at = line(rng);
@@ -217,6 +222,63 @@ fn random_edit(rng: &mut Rng, text: &str) -> Edit {
             }
         }
     }
+}
+
+/// Statements typed into a body that change its function's or loop's summary, and through the
+/// call graph other functions' (reach from a loop, syncs through calls, once per run).
+const BODY_STATEMENTS: &[&str] = &[
+    "loss.backward()",
+    "optimizer.step()",
+    "torch_xla.sync()",
+    "xm.mark_step()",
+    "xm.optimizer_step(optimizer)",
+    "return torch.zeros(2)",
+    "return x.to(device)",
+    "batch = batch.to(device)",
+    "value = loss.item()",
+    "torch.save(model.state_dict(), path)",
+    "for step in range(3):\n{indent}    pass",
+];
+
+/// A line typed inside an indented block at that block's indentation: one of
+/// `BODY_STATEMENTS`, or a call of a function the file defines (`name(x)`, `self.name(x)`),
+/// which adds an edge to the call graph. `None` when the file has no indented line.
+fn typing_in_a_body(rng: &mut Rng, text: &str, lines: &[usize]) -> Option<Edit> {
+    let indented: Vec<usize> = lines
+        .iter()
+        .copied()
+        .filter(|&at| {
+            let line = text[at..].split('\n').next().unwrap_or("");
+            line.starts_with(' ') && !line.trim().is_empty()
+        })
+        .collect();
+    if indented.is_empty() {
+        return None;
+    }
+    let at = indented[rng.below(indented.len())];
+    let line = text[at..].split('\n').next().unwrap_or("");
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let defined: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("def "))
+        .filter_map(|rest| rest.split('(').next())
+        .filter(|name| !name.is_empty())
+        .collect();
+    let statement = if !defined.is_empty() && rng.below(2) == 0 {
+        let name = defined[rng.below(defined.len())];
+        if rng.below(2) == 0 {
+            format!("{name}(x)")
+        } else {
+            format!("self.{name}(x)")
+        }
+    } else {
+        BODY_STATEMENTS[rng.below(BODY_STATEMENTS.len())].replace("{indent}", indent)
+    };
+    Some(Edit {
+        start: at,
+        end: at,
+        text: format!("{indent}{statement}\n"),
+    })
 }
 
 fn point_at(text: &str, offset: usize) -> Point {
@@ -518,4 +580,102 @@ fn a_definition_edited_without_changing_what_it_returns_rechecks_only_itself() {
     );
     assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
     assert_eq!(second.reuse.checked, 1, "{:?}", second.reuse);
+}
+
+// A loader loop that passes its batch to a helper of the file: whether the helper moves the batch
+// to the device is read by name from its summary, in the loop's statement (TPU607).
+const PREPARE_MODULE: &str = "import torch\nimport torch_xla\nfrom torch.utils.data import DataLoader\n\ndevice = torch_xla.device()\ntrain_loader = DataLoader(dataset, batch_size=64)\n\n\ndef prepare(batch):\n    return batch\n\n\nfor batch in train_loader:\n    batch = prepare(batch)\n    torch_xla.sync()\n";
+
+#[test]
+fn a_helper_that_now_moves_its_argument_rechecks_the_statements_that_call_it() {
+    // `prepare` now sends its parameter to the device: what it returns is the same (the
+    // parameter), so nothing it binds changed, but its summary's by-name part did, and the loop
+    // that calls it is checked again (its loader now copies every step: TPU607).
+    let at = PREPARE_MODULE.find("    return batch").expect("present");
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: "    moved = batch.to(device)\n".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(PREPARE_MODULE, edit);
+    let full = check_tree(&new_text, &new_tree, &Settings::default());
+    assert!(
+        full.iter().any(|d| d.code == "TPU607"),
+        "the fixture no longer shows the dependency: {full:?}"
+    );
+    assert_eq!(second.diagnostics, full);
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
+}
+
+// A helper whose only call is in a training loop: typing that call makes it reached from the
+// loop, which changes its summary (not its text), and its findings with it.
+const REACH_MODULE: &str = "import torch\nimport torch_xla\n\n\ndef log_loss(loss):\n    print(loss.item())\n\n\ndef train(model, loader, optimizer):\n    for batch in loader:\n        loss = model(batch)\n        loss.backward()\n        optimizer.step()\n        torch_xla.sync()\n\n\nif __name__ == \"__main__\":\n    train(None, [], None)\n";
+
+#[test]
+fn a_call_typed_in_a_loop_rechecks_the_helper_it_now_reaches() {
+    let at = REACH_MODULE
+        .find("        loss.backward()")
+        .expect("present");
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: "        log_loss(loss)\n".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(REACH_MODULE, edit);
+    let full = check_tree(&new_text, &new_tree, &Settings::default());
+    let before = check_tree(
+        REACH_MODULE,
+        &syntax::parse(REACH_MODULE, None).expect("parses"),
+        &Settings::default(),
+    );
+    assert_ne!(
+        full.iter().map(|d| &d.code).collect::<Vec<_>>(),
+        before.iter().map(|d| &d.code).collect::<Vec<_>>(),
+        "the fixture no longer shows the dependency: {full:?}"
+    );
+    assert_eq!(second.diagnostics, full);
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
+    assert!(
+        second.reuse.checked < second.reuse.statements,
+        "{:?}",
+        second.reuse
+    );
+}
+
+// `make_mask` returns its parameter, whose fact is what every call in the file passes: an edit of
+// one caller changes its summary (the passed facts), not its text, and what it returns to `step`,
+// which comes before the edited statement (statements before an edit are checked again too).
+const PASSED_MODULE: &str = "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n\n\ndef make_mask(n):\n    return n\n\n\ndef step(batch):\n    mask = make_mask(torch.ones(4, device=device))\n    return mask.nonzero()\n\n\ndef caller():\n    return make_mask(torch.ones(4))\n\n\nprint(step)\n";
+
+#[test]
+fn a_summary_changed_by_another_statement_taints_what_its_statement_binds() {
+    let at = PASSED_MODULE.find("torch.ones(4))").expect("present") + "torch.ones(4".len();
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: ", device=device".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(PASSED_MODULE, edit);
+    let full = check_tree(&new_text, &new_tree, &Settings::default());
+    let before = check_tree(
+        PASSED_MODULE,
+        &syntax::parse(PASSED_MODULE, None).expect("parses"),
+        &Settings::default(),
+    );
+    let codes = |diagnostics: &[tpulint_analyzer::Diagnostic]| {
+        diagnostics
+            .iter()
+            .map(|d| (d.code, d.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(
+        codes(&full),
+        codes(&before),
+        "the fixture no longer shows the dependency"
+    );
+    assert_eq!(second.diagnostics, full);
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
 }

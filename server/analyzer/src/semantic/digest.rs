@@ -38,10 +38,96 @@ fn strings(set: &crate::hash::StringSet) -> u64 {
     unordered(set.iter(), hash_one)
 }
 
+/// The pre-pass as incremental checking compares it, split by who reads each part: equal
+/// digests mean every rule sees the same imports, summaries, file facts, roles and backend.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PrepassDigest {
+    /// The parts any statement may read (imports, file facts, roles, backend, the sets the
+    /// pre-pass derives over the whole file), by name: a difference falls back to a full check.
+    pub(crate) file_wide: Vec<(&'static str, u64)>,
+    /// Per function and loop summary, and per node the pre-pass marks (throttles, CUDA-only
+    /// blocks, cross-backend comparisons, compared device counts): a digest of where it is (its
+    /// top-level statement's text hash and its offset there) with what it says, and its start in
+    /// the text. Only the statement that holds the node reads these (`function_summary` of a
+    /// definition, `loop_summary` of a loop, the definition's parameters' passed facts, the
+    /// guard frames of the marked blocks and conditions).
+    pub(crate) local: Vec<(u64, usize)>,
+    /// Per function: a digest of what statements that call it by name read of its summary
+    /// ([`super::FunctionSummary::read_by_name`]) with how many functions before it say the same, and
+    /// its name's [`name_hash`].
+    pub(crate) by_name: Vec<(u64, u64)>,
+}
+
+/// What one check's pre-pass differs from an earlier one's in, when only per-function and
+/// per-loop parts differ: the statements that hold a changed part, and the names of the
+/// functions whose by-name part changed.
+#[derive(Debug, Default)]
+pub(crate) struct PrepassChanges {
+    /// Starts (in the new text) of the definitions, loops and marked nodes whose summaries
+    /// changed or that are new.
+    pub(crate) local_starts: Vec<usize>,
+    /// Starts (in the old text) of the ones that are gone or changed.
+    pub(crate) old_local_starts: Vec<usize>,
+    /// [`name_hash`]es of the functions whose by-name part was added, removed or changed.
+    pub(crate) names: crate::hash::KeySet,
+}
+
+impl PrepassDigest {
+    /// How `self` (the new pre-pass) differs from `old`: `Err` with the name of a file-wide part
+    /// that differs, else the per-statement differences.
+    pub(crate) fn changes_since(
+        &self,
+        old: &PrepassDigest,
+    ) -> Result<PrepassChanges, &'static str> {
+        if self.file_wide.len() != old.file_wide.len() {
+            return Err("module summary changed");
+        }
+        for (new, old) in self.file_wide.iter().zip(&old.file_wide) {
+            if new != old {
+                return Err(new.0);
+            }
+        }
+        let mut changes = PrepassChanges::default();
+        let (mut old_local, mut new_local) = (
+            crate::hash::KeySet::default(),
+            crate::hash::KeySet::default(),
+        );
+        old_local.extend(old.local.iter().map(|(digest, _)| *digest));
+        new_local.extend(self.local.iter().map(|(digest, _)| *digest));
+        for &(digest, start) in &self.local {
+            if !old_local.contains(&digest) {
+                changes.local_starts.push(start);
+            }
+        }
+        for &(digest, start) in &old.local {
+            if !new_local.contains(&digest) {
+                changes.old_local_starts.push(start);
+            }
+        }
+        let (mut old_names, mut new_names) = (
+            crate::hash::KeySet::default(),
+            crate::hash::KeySet::default(),
+        );
+        old_names.extend(old.by_name.iter().map(|(digest, _)| *digest));
+        new_names.extend(self.by_name.iter().map(|(digest, _)| *digest));
+        for &(digest, name) in &self.by_name {
+            if !old_names.contains(&digest) {
+                changes.names.insert(name);
+            }
+        }
+        for &(digest, name) in &old.by_name {
+            if !new_names.contains(&digest) {
+                changes.names.insert(name);
+            }
+        }
+        Ok(changes)
+    }
+}
+
 impl SemanticModel<'_> {
-    /// The whole-file part of the index, computed before the traversal: equal digests mean every
-    /// rule sees the same imports, summaries, file facts, roles and backend.
-    pub(crate) fn prepass_digest(&self, locate: Locate<'_>) -> u64 {
+    /// The whole-file part of the index, computed before the traversal, split by who reads it
+    /// ([`PrepassDigest`]).
+    pub(crate) fn prepass_digest(&self, locate: Locate<'_>) -> PrepassDigest {
         let SemanticModel {
             source: _,
             ancestors: _,
@@ -66,23 +152,25 @@ impl SemanticModel<'_> {
             converter: _,
             module_journal: _,
         } = self;
-        let mut state = DigestHasher::default();
-        backend.hash(&mut state);
-        test_framework.hash(&mut state);
-        library_module.hash(&mut state);
-        fragment.hash(&mut state);
+        let mut file_wide = Vec::new();
+        file_wide.push((
+            "module summary changed: backend or roles",
+            hash_one((backend, test_framework, library_module, fragment)),
+        ));
         // Import statements' offsets are left out: rules and the importer compare them with
         // other positions (order, containment), which edits elsewhere preserve, and a fix or
         // related range that points into edited text is never reused (`incremental`).
+        let mut state = DigestHasher::default();
         for record in imports.records() {
             let mut copy = record.clone();
             copy.statement = 0..0;
             copy.guard = copy.guard.map(|_| 0..0);
             copy.hash(&mut state);
         }
+        file_wide.push(("module summary changed: imports", state.finish()));
         let super::Summaries {
             functions,
-            by_node: _,
+            by_node,
             loops,
             file,
             compiled_names,
@@ -101,14 +189,27 @@ impl SemanticModel<'_> {
             ..
         } = summaries;
         // Every field of the summaries is hashed (none holds an offset but those located
-        // here); function indices are positional, and which node maps to which index follows from the texts.
+        // here). Function indices are positional: which index a definition has follows from
+        // the texts, and a function's summary is compared where its definition is.
         // `calls` only feeds the call graph, which matches callees by name against the file's
         // functions: calls of other names (`loss.item()`, `torch.zeros`) change nothing.
         let mut defined = crate::semantic::summaries::NameSet::default();
         for function in functions {
             defined.insert(&function.name);
         }
-        for function in functions {
+        let mut definition_starts = vec![None; functions.len()];
+        for (&key, &index) in by_node.iter() {
+            if let Some(start) = definition_starts.get_mut(index) {
+                *start = Some((key >> 16) as usize);
+            }
+        }
+        let parameter_starts = super::passed::parameter_starts(functions);
+        let mut local = Vec::with_capacity(functions.len() + loops.values().count());
+        let mut by_name = Vec::with_capacity(functions.len());
+        // How many functions so far read the same by name (two equal helpers are two entries).
+        let mut seen: crate::hash::HashMap<u64, usize> = crate::hash::HashMap::default();
+        for (index, function) in functions.iter().enumerate() {
+            let mut state = DigestHasher::default();
             let mut copy = function.clone();
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
@@ -117,38 +218,85 @@ impl SemanticModel<'_> {
                 (name, locate(range.start), locate(range.end)).hash(&mut state);
             }
             copy.hash(&mut state);
+            // What every call in the file passes its parameters (`passed_fact`): decided by
+            // calls in other statements, read only in its own body.
+            let first = parameter_starts.get(index).copied().unwrap_or(0);
+            for position in 0..function.parameters.len() {
+                parameter_facts.get(first + position).hash(&mut state);
+            }
+            // A definition the pre-pass did not key (none today) is compared file-wide.
+            match definition_starts[index] {
+                Some(start) => {
+                    locate(start).hash(&mut state);
+                    local.push((state.finish(), start));
+                }
+                None => file_wide.push(("module summary changed: functions", state.finish())),
+            }
+            let read = hash_one(function.read_by_name());
+            let count = seen.entry(read).or_insert(0);
+            by_name.push((hash_one((read, *count)), name_hash(&function.name)));
+            *count += 1;
         }
-        let mut file = file.clone();
-        file.first_module_save.take().map(locate).hash(&mut state);
-        file.hash(&mut state);
-        unordered(loops.values(), |summary| {
+        for (key, summary) in loops.entries() {
             let mut copy = summary.clone();
             copy.calls
                 .retain(|callee| defined.contains(callee.as_str()));
-            hash_one(copy)
-        })
-        .hash(&mut state);
-        strings(compiled_names).hash(&mut state);
-        strings(step_closures).hash(&mut state);
-        strings(cuda_mode_flags).hash(&mut state);
-        // Decided by assignments in any statement (`self.stream = torch.cuda.Stream()`).
-        strings(cuda_attributes).hash(&mut state);
-        // Decided by calls in other statements (the callers' guards).
-        strings(cuda_only_callees).hash(&mut state);
+            let start = (key >> 16) as usize;
+            local.push((hash_one((copy, locate(start))), start));
+        }
+        // Each follows from its own statement (a condition and names bound in its function, a
+        // block's own calls and the imports, a function's own calls) and the file-wide sets
+        // compared below, and is read where it is: compared where it is.
+        for (set, keys) in [
+            "throttle",
+            "throttle exit",
+            "comparison scope",
+            "CUDA library scope",
+            "compared count",
+        ]
+        .into_iter()
+        .zip([
+            throttles,
+            throttle_exits,
+            comparison_scopes,
+            cuda_library_scopes,
+            compared_counts,
+        ]) {
+            for key in keys.iter() {
+                let start = (key >> 16) as usize;
+                local.push((hash_one((set, locate(start), key & 0xFFFF)), start));
+            }
+        }
+        let mut file = file.clone();
+        let first_module_save = file.first_module_save.take().map(locate);
+        file_wide.push((
+            "module summary changed: file facts",
+            hash_one((file, first_module_save)),
+        ));
+        file_wide.push((
+            "module summary changed: compiled names or step closures",
+            hash_one((strings(compiled_names), strings(step_closures))),
+        ));
+        // Decided by assignments in any statement (`self.stream = torch.cuda.Stream()`) and by
+        // calls in other statements (the callers' guards).
+        file_wide.push((
+            "module summary changed: CUDA-only names",
+            hash_one((
+                strings(cuda_mode_flags),
+                strings(cuda_attributes),
+                strings(cuda_only_callees),
+            )),
+        ));
         // Decided by calls in other statements (the transform's methods).
-        strings(host_transform_components).hash(&mut state);
-        // Decided by calls in other statements (what they pass a function's parameters).
-        parameter_facts.hash(&mut state);
-        // Each follows from its own statement (a condition and names bound in its function).
-        throttles.len().hash(&mut state);
-        throttle_exits.len().hash(&mut state);
-        comparison_scopes.len().hash(&mut state);
-        // Node ids of blocks that need CUDA: each follows from its own statement's text (and
-        // the imports); how many there are is what can be compared across parses.
-        cuda_library_scopes.len().hash(&mut state);
-        // Each follows from its own function.
-        compared_counts.len().hash(&mut state);
-        state.finish()
+        file_wide.push((
+            "module summary changed: host transform components",
+            strings(host_transform_components),
+        ));
+        PrepassDigest {
+            file_wide,
+            local,
+            by_name,
+        }
     }
 
     /// The module-level hardware scope at this point (an early exit at module level, such as

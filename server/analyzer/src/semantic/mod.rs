@@ -30,8 +30,8 @@ mod passed;
 mod roles;
 pub(crate) mod summaries;
 
-pub(crate) use digest::ModuleEffects;
 pub(crate) use digest::name_hash;
+pub(crate) use digest::{ModuleEffects, PrepassChanges, PrepassDigest};
 pub use facts::{Device, Evidence, Fact, ValueKind};
 use guards::GuardFrame;
 pub(crate) use guards::names_cuda_hardware;

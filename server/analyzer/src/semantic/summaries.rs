@@ -153,6 +153,23 @@ pub struct FunctionSummary {
     pub true_only_off_tpu: bool,
 }
 
+impl FunctionSummary {
+    /// What statements other than the one defining it read of this summary: the readers that
+    /// find functions by a callee's name (`SemanticModel::call_moves_argument`, the
+    /// `if self.<name>():` test of `true_only_off_tpu`) read these fields and no other. Every
+    /// statement that mentions the name is checked again when this changes (`incremental`);
+    /// a new reader by name must read only what this returns, or add to it.
+    pub(crate) fn read_by_name(&self) -> impl std::hash::Hash + '_ {
+        (
+            &self.name,
+            self.class_name.is_some(),
+            self.parameters.first(),
+            &self.moved_parameters,
+            self.true_only_off_tpu,
+        )
+    }
+}
+
 /// What a loop's body does (nested loops included), from the pre-pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct LoopSummary {
@@ -247,6 +264,11 @@ impl LoopSummaries {
 
     pub(crate) fn values(&self) -> impl Iterator<Item = &LoopSummary> {
         self.entries.iter().map(|(_, summary)| summary)
+    }
+
+    /// Each loop's node key with its summary.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, &LoopSummary)> {
+        self.entries.iter().map(|(key, summary)| (*key, summary))
     }
 
     pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut LoopSummary> {
