@@ -3,18 +3,15 @@
 
 /** [value, next offset] of the unsigned LEB128 number at `offset` of `bytes`. */
 export function readUnsigned(bytes, offset) {
-  let value = 0;
-  let shift = 0;
-  for (;;) {
-    const byte = bytes[offset++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-    if (byte < 0x80) return [value, offset];
-  }
+  return read(bytes, offset, false);
 }
 
 /** [value, next offset] of the signed LEB128 number (an `i32.const` operand) at `offset`. */
 export function readSigned(bytes, offset) {
+  return read(bytes, offset, true);
+}
+
+function read(bytes, offset, signed) {
   let value = 0;
   let shift = 0;
   for (;;) {
@@ -22,7 +19,7 @@ export function readSigned(bytes, offset) {
     value += (byte & 0x7f) * 2 ** shift;
     shift += 7;
     if (byte < 0x80) {
-      if (byte & 0x40) value -= 2 ** shift;
+      if (signed && byte & 0x40) value -= 2 ** shift;
       return [value, offset];
     }
   }

@@ -88,38 +88,16 @@ impl PrepassDigest {
             }
         }
         let mut changes = PrepassChanges::default();
-        let (mut old_local, mut new_local) = (
-            crate::hash::KeySet::default(),
-            crate::hash::KeySet::default(),
-        );
-        old_local.extend(old.local.iter().map(|(digest, _)| *digest));
-        new_local.extend(self.local.iter().map(|(digest, _)| *digest));
-        for &(digest, start) in &self.local {
-            if !old_local.contains(&digest) {
+        differing_parts(&self.local, &old.local, |start, in_new| {
+            if in_new {
                 changes.local_starts.push(start);
-            }
-        }
-        for &(digest, start) in &old.local {
-            if !new_local.contains(&digest) {
+            } else {
                 changes.old_local_starts.push(start);
             }
-        }
-        let (mut old_names, mut new_names) = (
-            crate::hash::KeySet::default(),
-            crate::hash::KeySet::default(),
-        );
-        old_names.extend(old.by_name.iter().map(|(digest, _)| *digest));
-        new_names.extend(self.by_name.iter().map(|(digest, _)| *digest));
-        for &(digest, name) in &self.by_name {
-            if !old_names.contains(&digest) {
-                changes.names.insert(name);
-            }
-        }
-        for &(digest, name) in &old.by_name {
-            if !new_names.contains(&digest) {
-                changes.names.insert(name);
-            }
-        }
+        });
+        differing_parts(&self.by_name, &old.by_name, |name, _| {
+            changes.names.insert(name);
+        });
         Ok(changes)
     }
 }
@@ -519,5 +497,27 @@ impl ModuleEffects {
             changes,
             root: self.root,
         })
+    }
+}
+
+/// The parts whose digests differ between two lists of (digest, what the part is): `each` gets
+/// every part of `new` whose digest `old` lacks (with `true`), then every part of `old` whose
+/// digest `new` lacks (with `false`).
+fn differing_parts<T: Copy>(new: &[(u64, T)], old: &[(u64, T)], mut each: impl FnMut(T, bool)) {
+    let (mut old_digests, mut new_digests) = (
+        crate::hash::KeySet::default(),
+        crate::hash::KeySet::default(),
+    );
+    old_digests.extend(old.iter().map(|(digest, _)| *digest));
+    new_digests.extend(new.iter().map(|(digest, _)| *digest));
+    for &(digest, part) in new {
+        if !old_digests.contains(&digest) {
+            each(part, true);
+        }
+    }
+    for &(digest, part) in old {
+        if !new_digests.contains(&digest) {
+            each(part, false);
+        }
     }
 }
