@@ -1,5 +1,5 @@
-//! Which tensors of a loop grow onto themselves from their own value: the autoregressive shape
-//! of a decode loop, `logits = model(idx[:, -n:])` … `idx = torch.cat((idx, next_token), 1)`.
+//! Whether a loop is a decode loop: one that grows a tensor onto itself from its own value, the
+//! autoregressive shape `logits = model(idx[:, -n:])` … `idx = torch.cat((idx, next_token), 1)`.
 //!
 //! A tensor concatenated onto itself changes shape every iteration. Whether that costs a
 //! compilation per iteration depends on whether each iteration runs the device; a loop that
@@ -8,8 +8,10 @@
 //! part is computed *from the tensor itself through a call* is different: the next iteration's
 //! input is this iteration's output, so the loop is a generation loop that runs the model once
 //! per step at a new length (eagerly on TorchTPU, and as an ever longer unrolled trace on
-//! PyTorch/XLA), which is what static caches exist for. The pre-pass computes this for a loop
-//! whose own body concatenates (not for every loop), from the body's statements in order.
+//! PyTorch/XLA), which is what static caches exist for; every tensor such a loop concatenates
+//! onto itself (the attention mask beside the tokens) grows per generated step. The pre-pass
+//! computes this for a loop whose own body calls `torch.cat` (not for every loop), from the
+//! body's statements in order.
 
 use crate::kind;
 use tree_sitter::Node;
