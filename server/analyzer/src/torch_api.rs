@@ -68,6 +68,19 @@ pub const LIKE_FACTORIES: &[&str] = &[
     "randint_like",
 ];
 
+/// Tensor methods whose result depends on the receiver's shape (and dtype, device) alone, never
+/// on its values: `x.size(1)`, `x.new_ones(n, 1)`. A value computed by one says how big `x` is,
+/// not what it holds.
+pub const SHAPE_ONLY_METHODS: &[&str] = &[
+    "size",
+    "dim",
+    "numel",
+    "new_zeros",
+    "new_ones",
+    "new_empty",
+    "new_full",
+];
+
 /// torch functions whose result is not a tensor.
 pub const NON_TENSOR_FUNCTIONS: &[&str] = &[
     "device",

@@ -17,6 +17,7 @@ use crate::kind;
 use tree_sitter::Node;
 
 use crate::syntax::{self, NodeExt, node_text};
+use crate::torch_api;
 
 use super::backward_flow::{collect_statements, targets};
 use super::summaries::Resolver;
@@ -205,10 +206,7 @@ fn visit(
         kind::CALL if reads_shape(node, source) => {}
         kind::ATTRIBUTE
             if node.field("attribute").is_some_and(|attribute| {
-                matches!(
-                    node_text(attribute, source),
-                    "shape" | "ndim" | "device" | "dtype"
-                )
+                torch_api::TENSOR_METADATA_ATTRIBUTES.contains(&node_text(attribute, source))
             }) => {}
         kind::CALL => {
             let mut callee_names = Vec::new();
@@ -230,34 +228,25 @@ fn visit(
     }
 }
 
-/// A call whose result depends on its argument's shape only: `x.size(…)`, `x.dim()`,
-/// `x.numel()`, `len(x)`, `torch.zeros_like(x)`, `x.new_ones(…)`.
+/// A call whose result depends on its argument's shape only: `len(x)`, `torch.zeros_like(x)`,
+/// `x.size(1)`, `x.new_ones(...)` ([`torch_api::LIKE_FACTORIES`],
+/// [`torch_api::SHAPE_ONLY_METHODS`]).
 fn reads_shape(call: Node<'_>, source: &str) -> bool {
     let Some((function, _)) = syntax::call_parts(call) else {
         return false;
     };
-    let name = match function.kind_key() {
-        kind::IDENTIFIER => node_text(function, source),
-        kind::ATTRIBUTE => function
-            .field("attribute")
-            .map_or("", |attribute| node_text(attribute, source)),
-        _ => return false,
-    };
-    matches!(
-        name,
-        "len"
-            | "size"
-            | "dim"
-            | "numel"
-            | "zeros_like"
-            | "ones_like"
-            | "empty_like"
-            | "full_like"
-            | "new_zeros"
-            | "new_ones"
-            | "new_empty"
-            | "new_full"
-    )
+    match function.kind_key() {
+        kind::IDENTIFIER => {
+            let name = node_text(function, source);
+            name == "len" || torch_api::LIKE_FACTORIES.contains(&name)
+        }
+        kind::ATTRIBUTE => function.field("attribute").is_some_and(|attribute| {
+            let name = node_text(attribute, source);
+            torch_api::LIKE_FACTORIES.contains(&name)
+                || torch_api::SHAPE_ONLY_METHODS.contains(&name)
+        }),
+        _ => false,
+    }
 }
 
 /// The identifiers in `node` (a loop's target, a callee expression).

@@ -1002,11 +1002,14 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
-            let class_name = defining_class_name(node, source);
+            let class = defining_class(node);
+            let class_name = class
+                .and_then(|class| class.field("name"))
+                .map(|name| node_text(name, source).to_string());
             let takes_host_input =
                 name == "__call__" && class_name.is_some() && takes_host_input(node, resolver);
-            let optimizer_step =
-                name == "step" && class_name.is_some() && derives_from_optimizer(node, resolver);
+            let optimizer_step = name == "step"
+                && class.is_some_and(|class| derives_from_optimizer(class, resolver));
             summaries.functions.push(FunctionSummary {
                 name: name.to_string(),
                 parameters: parameter_names(node, source),
@@ -2479,9 +2482,9 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
     }
 }
 
-/// The name of the class whose body defines `function` (through a decorator), if any. Two
-/// `Node::parent` steps per function definition.
-fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
+/// The class whose body defines `function` (through a decorator), if any. Two `Node::parent`
+/// steps per function definition.
+fn defining_class(function: Node<'_>) -> Option<Node<'_>> {
     let mut definition = function;
     if let Some(parent) = definition
         .parent()
@@ -2490,30 +2493,11 @@ fn defining_class_name(function: Node<'_>, source: &str) -> Option<String> {
         definition = parent;
     }
     let block = definition.parent().filter(|p| p.is(kind::BLOCK))?;
-    let class = block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))?;
-    class
-        .field("name")
-        .map(|name| node_text(name, source).to_string())
+    block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))
 }
 
-/// Whether the class whose body defines `function` names `torch.optim.Optimizer` (however
-/// imported) among its bases. Two `Node::parent` steps, as [`defining_class_name`].
-fn derives_from_optimizer(function: Node<'_>, resolver: &impl Resolver) -> bool {
-    let mut definition = function;
-    if let Some(parent) = definition
-        .parent()
-        .filter(|p| p.is(kind::DECORATED_DEFINITION))
-    {
-        definition = parent;
-    }
-    let Some(class) = definition
-        .parent()
-        .filter(|p| p.is(kind::BLOCK))
-        .and_then(|block| block.parent())
-        .filter(|p| p.is(kind::CLASS_DEFINITION))
-    else {
-        return false;
-    };
+/// Whether `class` names `torch.optim.Optimizer` (however imported) among its bases.
+fn derives_from_optimizer(class: Node<'_>, resolver: &impl Resolver) -> bool {
     class.field("superclasses").is_some_and(|bases| {
         bases.named_nodes().any(|base| {
             resolver

@@ -106,36 +106,24 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     // reads a value back: a decode loop's `if finished.all(): break`) sees a new shape per
     // iteration; a loop inside `forward` over layers is traced once into one graph, whatever
     // shapes its iterations have.
-    let executes_per_iteration =
-        context
-            .semantic()
-            .loop_summary(loop_node)
-            .is_some_and(|summary| {
-                summary.syncs
-                    || summary.calls_backward
-                    || summary.steps_optimizer
-                    || summary.reads_values
-            });
+    let Some(summary) = context.semantic().loop_summary(loop_node) else {
+        return;
+    };
+    // An integer index by the counter matters where each iteration runs the step's whole graph
+    // (it syncs or trains); in a loop that only reads values back (post-processing over a
+    // batch), the read is the problem and the host-sync rules report it.
+    let steps_per_iteration = summary.syncs || summary.calls_backward || summary.steps_optimizer;
+    let executes_per_iteration = steps_per_iteration || summary.reads_values;
     // A decode loop: a tensor grows from its own value through a call (the model), so every
     // iteration runs the model at a new length, whether or not the loop syncs, and whatever else
     // it concatenates onto itself (the attention mask) grows per step with it. Not in `forward`,
     // where a loop over layers (`x = torch.cat([x, layer(x)], 1)`) is one traced graph per call.
-    let decode_loop = node.is(kind::ASSIGNMENT)
-        && context.semantic().hot_path() != Some(HotPath::Forward)
-        && context
-            .semantic()
-            .loop_summary(loop_node)
-            .is_some_and(|summary| summary.decodes);
+    let decode_loop = summary.decodes
+        && node.is(kind::ASSIGNMENT)
+        && context.semantic().hot_path() != Some(HotPath::Forward);
     if !executes_per_iteration && !decode_loop {
         return;
     }
-    // An integer index by the counter matters where each iteration runs the step's whole graph
-    // (it syncs or trains); in a loop that only reads values back (post-processing over a
-    // batch), the read is the problem and the host-sync rules report it.
-    let steps_per_iteration = context
-        .semantic()
-        .loop_summary(loop_node)
-        .is_some_and(|summary| summary.syncs || summary.calls_backward || summary.steps_optimizer);
     let (message, moving_offset) = match node.kind_key() {
         kind::ASSIGNMENT => (
             grows_onto_itself(context, node, loop_node, decode_loop),

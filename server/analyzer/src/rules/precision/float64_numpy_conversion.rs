@@ -389,19 +389,18 @@ fn call_dtype<'t>(context: &Context<'t, '_>, call: Node<'t>, depth: usize) -> Nu
         {
             return NumpyDtype::Float64;
         }
-        if torch_api::NUMPY_FLOATING_RESULT.contains(&name) {
-            return positional
+        // The arguments' dtypes promoted together, as NumPy's ufuncs and joins do.
+        let promoted = || {
+            positional
                 .iter()
                 .map(|a| numpy_dtype(context, *a, depth + 1))
                 .reduce(NumpyDtype::promote)
-                .map_or(NumpyDtype::Unknown, NumpyDtype::floating);
+        };
+        if torch_api::NUMPY_FLOATING_RESULT.contains(&name) {
+            return promoted().map_or(NumpyDtype::Unknown, NumpyDtype::floating);
         }
         if torch_api::NUMPY_PROMOTING.contains(&name) {
-            return positional
-                .iter()
-                .map(|a| numpy_dtype(context, *a, depth + 1))
-                .reduce(NumpyDtype::promote)
-                .map_or(NumpyDtype::Unknown, NumpyDtype::as_array);
+            return promoted().map_or(NumpyDtype::Unknown, NumpyDtype::as_array);
         }
         if torch_api::NUMPY_FIRST_ARGUMENT_DTYPE.contains(&name) {
             return argument_dtype(0).as_array();
