@@ -1401,6 +1401,25 @@ fn call_sites_tell_parameters_what_they_hold() {
             "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(t):\n    f(t.cpu())\n",
             (ValueKind::Unknown, Cpu, Evidence::CallSite),
         ),
+        // A loop's batches: a device loader's are on the device (through `enumerate`); a plain
+        // loader's are whatever its collate function builds until `.to(device)` places them.
+        (
+            "import torch\nimport torch_xla.distributed.parallel_loader as pl\ndef f(x):\n    return ⟦x⟧\ndef g(loader, dev):\n    for step, (x, y) in enumerate(pl.MpDeviceLoader(loader, dev)):\n        f(x)\n",
+            device,
+        ),
+        (
+            "import torch\nfrom torch.utils.data import DataLoader\ndef f(x):\n    return ⟦x⟧\ndef g(loader, dev):\n    for x, y in loader:\n        x = x.to(dev)\n        f(x)\ng(DataLoader(ds), dev)\n",
+            device,
+        ),
+        (
+            "import torch\nfrom torch.utils.data import DataLoader\ndef f(x):\n    return ⟦x⟧\ndef g(loader):\n    for x, y in loader:\n        f(x)\ng(DataLoader(ds))\n",
+            unknown,
+        ),
+        // Not a loader: `.to(device)` of what a loop over a list binds says nothing of its kind.
+        (
+            "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(models, dev):\n    for m in models:\n        m = m.to(dev)\n        f(m)\n",
+            unknown,
+        ),
     ];
     for (source, expected) in cases {
         assert_eq!(passed(source), *expected, "{source}");

@@ -68,6 +68,22 @@ pub const LIKE_FACTORIES: &[&str] = &[
     "randint_like",
 ];
 
+/// torch_xla's loaders that put each batch on the device (`pl.MpDeviceLoader(loader, device)`).
+pub fn is_device_loader(qualified: &str) -> bool {
+    qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+        || qualified.ends_with("parallel_loader.ParallelLoader")
+}
+
+/// torch functions that return one tensor per tensor input, each where its input is:
+/// `ys, xs = torch.meshgrid(shifts_y, shifts_x)` leaves `xs` on the host when `shifts_x` is.
+pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[
+    "meshgrid",
+    "broadcast_tensors",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+];
+
 /// Tensor methods whose result depends on the receiver's shape (and dtype, device) alone, never
 /// on its values: `x.size(1)`, `x.new_ones(n, 1)`. A value computed by one says how big `x` is,
 /// not what it holds.

@@ -1981,6 +1981,30 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// For `ys, xs = torch.meshgrid(sy, sx)`: one fact per input, each where its input is (the
+    /// functions of `torch_api::PER_INPUT_RESULT_FUNCTIONS`), when the counts match.
+    fn per_input_results(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let qualified = self.call_qualified_name(value)?;
+        let name = qualified.strip_prefix("torch.")?;
+        if !torch_api::PER_INPUT_RESULT_FUNCTIONS.contains(&name) {
+            return None;
+        }
+        let (_, arguments) = syntax::call_parts(value)?;
+        if syntax::has_splat(arguments) {
+            return None;
+        }
+        let positional = syntax::positional_args(arguments);
+        let inputs: Vec<Node<'_>> = match positional.as_slice() {
+            [single] if single.is_any(&[kind::LIST, kind::TUPLE]) => single.named_nodes().collect(),
+            _ => positional,
+        };
+        if inputs.len() != count {
+            return None;
+        }
+        let facts: Vec<Fact> = inputs.iter().map(|input| self.fact(*input)).collect();
+        facts.iter().all(Fact::is_tensor).then_some(facts)
+    }
+
     /// `x.shape` or `x.size()` of a tensor: a `torch.Size`, whose elements are Python ints.
     fn is_tensor_shape(&self, expr: Node<'_>, depth: usize) -> bool {
         let expr = syntax::unparenthesize(expr);
@@ -2098,7 +2122,10 @@ impl<'t> SemanticModel<'t> {
         if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) && right.is(kind::CALL) {
             let mut cursor = left.walk();
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
-            if let Some(elements) = self.tuple_elements(right, targets.len()) {
+            if let Some(elements) = self
+                .tuple_elements(right, targets.len())
+                .or_else(|| self.per_input_results(right, targets.len()))
+            {
                 for (target, fact) in targets.into_iter().zip(elements) {
                     self.bind_target(target, fact, 1);
                 }
@@ -3451,9 +3478,7 @@ impl<'t> SemanticModel<'t> {
                 return Fact { origin, ..inner };
             }
         }
-        if qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
-            || qualified.ends_with("parallel_loader.ParallelLoader")
-        {
+        if torch_api::is_device_loader(qualified) {
             return Fact {
                 kind: ValueKind::DataLoader,
                 device: Device::Accelerator,
@@ -3505,8 +3530,6 @@ impl<'t> SemanticModel<'t> {
         Fact::UNKNOWN
     }
 
-    /// The device of the first tensor argument, looking into a list or tuple argument
-    /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
     /// Whether a call's arguments are only Python numbers (literals or values the index knows
     /// to be scalars; strings excluded), with no `device=` or `out=`: at least one positional.
     fn only_python_numbers(&self, arguments: Node<'_>, depth: usize) -> bool {
@@ -3521,6 +3544,8 @@ impl<'t> SemanticModel<'t> {
             })
     }
 
+    /// The device of the first tensor argument, looking into a list or tuple argument
+    /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
         let mut candidates = Vec::new();
         for argument in syntax::positional_args(arguments) {
@@ -3537,8 +3562,6 @@ impl<'t> SemanticModel<'t> {
             .map_or(Device::Unknown, |fact| fact.device)
     }
 
-    /// The device named by a call's `device=` keyword, or for `.to(...)` (`positional_device`)
-    /// its first positional argument.
     /// Whether a dictionary comprehension's values are `v.to(device)` with `device` the
     /// accelerator (`{k: v.to(self.device) for k, v in batch.items()}`).
     fn moves_values_to_accelerator(&self, comprehension: Node<'_>, depth: usize) -> bool {
@@ -3557,6 +3580,8 @@ impl<'t> SemanticModel<'t> {
             })
     }
 
+    /// The device named by a call's `device=` keyword, or for `.to(...)` (`positional_device`)
+    /// its first positional argument.
     fn device_argument(
         &self,
         arguments: Node<'_>,

@@ -55,6 +55,10 @@ enum Value {
     /// `name.to(device)` / `name.cuda()` / `name.cpu()`: the name's kind (a tensor or a module)
     /// on that device.
     Placed(String, Device),
+    /// What a loop over this value binds (`for x, y in loader:`, `enumerate(loader)`'s second
+    /// element): a device loader's batches are tensors on the device; a plain loader's are
+    /// whatever its collate function builds, until placed (`x = x.to(device)`).
+    Element(Box<Value>),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -183,6 +187,81 @@ impl PassedSites {
                     at,
                     block,
                     value: Value::Unknown,
+                }),
+                kind::PATTERN_LIST
+                | kind::TUPLE_PATTERN
+                | kind::LIST_PATTERN
+                | kind::TUPLE
+                | kind::LIST
+                | kind::LIST_SPLAT_PATTERN => pending.extend(node.named_nodes()),
+                _ => {}
+            }
+        }
+    }
+
+    /// Records the names a loop target binds: each an element of what the loop iterates
+    /// (through `enumerate(...)`, whose first element is the count, and `tqdm(...)`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_loop_binding(
+        &mut self,
+        target: Node<'_>,
+        iterable: Option<Node<'_>>,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        let Some(iterable) = iterable.map(syntax::unparenthesize) else {
+            return self.record_binding(target, None, caller, at, block, source, resolver);
+        };
+        let mut iterable = iterable;
+        let mut target = target;
+        // `enumerate(loader)`: `(step, batch)`; `tqdm(loader)` iterates the loader.
+        for _ in 0..2 {
+            let Some((function, arguments)) = syntax::call_parts(iterable) else {
+                break;
+            };
+            let Some(inner) = syntax::positional_args(arguments).first().copied() else {
+                break;
+            };
+            let qualified = resolver.resolve(function);
+            if function.is(kind::IDENTIFIER)
+                && qualified.is_none()
+                && syntax::text_is(function, source, "enumerate")
+            {
+                if !target.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
+                    || target.named_child_count() != 2
+                {
+                    return self.record_binding(target, None, caller, at, block, source, resolver);
+                }
+                if let Some(count) = target.named_child(0) {
+                    self.record_binding(count, None, caller, at, block, source, resolver);
+                }
+                let Some(element) = target.named_child(1) else {
+                    return;
+                };
+                target = element;
+                iterable = syntax::unparenthesize(inner);
+            } else if qualified
+                .as_deref()
+                .is_some_and(|q| q == "tqdm" || q.starts_with("tqdm."))
+            {
+                iterable = syntax::unparenthesize(inner);
+            } else {
+                break;
+            }
+        }
+        let element = Value::Element(Box::new(read_value(iterable, source, resolver)));
+        let mut pending = vec![target];
+        while let Some(node) = pending.pop() {
+            match node.kind_key() {
+                kind::IDENTIFIER => self.bindings.push(NameBinding {
+                    caller,
+                    name: node_text(node, source).to_string(),
+                    at,
+                    block,
+                    value: element.clone(),
                 }),
                 kind::PATTERN_LIST
                 | kind::TUPLE_PATTERN
@@ -437,6 +516,33 @@ impl Names<'_> {
             Value::Known(fact) => Lattice::Fact(*fact),
             Value::Unknown => Lattice::Top,
             Value::Name(name) => self.name(name, caller, at, state, depth),
+            // `for x, y in loader: x = x.to(device)`: whatever the collate function built, a
+            // batch moved to a device is a tensor there (or a mapping of them).
+            Value::Placed(name, device)
+                if self
+                    .loader_element(name, caller, at, state, depth)
+                    .is_some() =>
+            {
+                Lattice::Fact(PassedFact {
+                    kind: ValueKind::Tensor,
+                    device: *device,
+                    placed: true,
+                })
+            }
+            Value::Element(iterable) => match self.value(iterable, caller, at, state, depth + 1) {
+                Lattice::Fact(loader)
+                    if loader.kind == ValueKind::DataLoader
+                        && loader.device == Device::Accelerator =>
+                {
+                    Lattice::Fact(PassedFact {
+                        kind: ValueKind::Tensor,
+                        device: Device::Accelerator,
+                        placed: true,
+                    })
+                }
+                Lattice::Bottom => Lattice::Bottom,
+                _ => Lattice::Top,
+            },
             Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
                 Lattice::Fact(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
@@ -457,6 +563,36 @@ impl Names<'_> {
                 }),
                 _ => Lattice::Top,
             },
+        }
+    }
+
+    /// When the last binding of `name` before `at` in `caller` is a loop's element of a data
+    /// loader, that loader's placement.
+    fn loader_element(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> Option<Device> {
+        if depth >= NAME_CHAIN {
+            return None;
+        }
+        let binding = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|&index| self.all.get(index))
+            .find(|binding| binding.caller == caller && binding.at < at)?;
+        let Value::Element(iterable) = &binding.value else {
+            return None;
+        };
+        match self.value(iterable, caller, binding.at, state, depth + 1) {
+            Lattice::Fact(loader) if loader.kind == ValueKind::DataLoader => Some(loader.device),
+            _ => None,
         }
     }
 
@@ -628,6 +764,11 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         Value::Known(PassedFact::of(ValueKind::Optimizer))
     } else if qualified == "torch.utils.data.DataLoader" {
         Value::Known(PassedFact::of(ValueKind::DataLoader))
+    } else if torch_api::is_device_loader(&qualified) {
+        Value::Known(PassedFact {
+            device: Device::Accelerator,
+            ..PassedFact::of(ValueKind::DataLoader)
+        })
     } else {
         Value::Unknown
     }

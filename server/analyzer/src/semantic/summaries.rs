@@ -1030,9 +1030,9 @@ fn enter(
             if let Some(target) = node.field("left") {
                 let caller = innermost_function(stack);
                 let at = target.end_byte();
-                summaries.passed.record_binding(
+                summaries.passed.record_loop_binding(
                     target,
-                    None,
+                    node.field("right"),
                     caller,
                     at,
                     block_around(ancestors),

@@ -28,8 +28,9 @@ declare_rule! {
     /// points at the place where the CPU tensor was created, also when a helper of the same file
     /// returned it (`mask = make_mask(n)` with `return torch.ones(n)`), and through what the
     /// function computed from it on the host: arithmetic with Python numbers, tensor methods, and
-    /// torch ops that follow their first tensor argument (`yy, xx = torch.meshgrid(sy, sx)`,
-    /// `torch.stack([xx, yy])`).
+    /// torch ops that follow their tensor arguments (`torch.stack([xx, yy])` reports each host
+    /// factory it is built from; `yy, xx = torch.meshgrid(sy, sx)` leaves each output where its
+    /// input is).
     ///
     /// ## Why is this bad?
     /// Factories such as `torch.zeros(n)`, `torch.arange(n)` or `torch.ones(...)` allocate on the
@@ -224,26 +225,61 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(origin) = cpu_fact.origin_range() else {
         return;
     };
-    let Some((factory, factory_function)) = cpu_factory_at(context, origin.clone(), node) else {
-        return;
-    };
+    let (factories, factory_function) = cpu_factories_at(context, origin.clone(), node);
     // Nested operations report once, at the innermost combination.
-    if cpu_operand.is(kind::BINARY_OPERATOR) || device_operand.is(kind::BINARY_OPERATOR) {
-        let inner_cpu = operand_is_combination_with_cpu(context, *cpu_operand);
-        if inner_cpu {
-            return;
-        }
+    if (cpu_operand.is(kind::BINARY_OPERATOR) || device_operand.is(kind::BINARY_OPERATOR))
+        && operand_is_combination_with_cpu(context, *cpu_operand)
+    {
+        return;
     }
-    let factory_name = context
-        .semantic()
-        .call_qualified_name(factory)
-        .unwrap_or_default();
     let from_helper = cpu_fact.evidence == Evidence::Summary;
     let in_same_function = !from_helper
         && context
             .enclosing(node, &["function_definition"])
             .map(|f| f.byte_range())
             == factory_function.map(|f| f.byte_range());
+    // Each factory of this function gets its `device=` (reported at the factory); elsewhere the
+    // report is at this combination, once.
+    let count = if in_same_function { factories.len() } else { 1 };
+    for factory in factories.into_iter().take(count) {
+        report_factory(
+            context,
+            node,
+            Met {
+                operand: *device_operand,
+                module: device_module.is_some(),
+            },
+            factory,
+            factory_function,
+            from_helper,
+            in_same_function,
+        );
+    }
+}
+
+/// What the host tensor meets: a device tensor, or a module (`operand` is then its callee) whose
+/// parameters are on the device.
+struct Met<'t> {
+    operand: Node<'t>,
+    module: bool,
+}
+
+/// Reports one host factory whose tensor meets the device at `node`.
+fn report_factory<'t>(
+    context: &mut Context<'t, '_>,
+    node: Node<'t>,
+    met: Met<'t>,
+    factory: Node<'t>,
+    factory_function: Option<Node<'t>>,
+    from_helper: bool,
+    in_same_function: bool,
+) {
+    let device_operand = &met.operand;
+    let device_module = met.module.then_some(met.operand);
+    let factory_name = context
+        .semantic()
+        .call_qualified_name(factory)
+        .unwrap_or_default();
     let source = context.source();
     let device_text = node_text(*device_operand, source);
     let fix = if in_same_function
@@ -514,10 +550,15 @@ fn report_host_module_tensor<'t>(
         .filter_map(|value| {
             let fact = context.fact(value);
             (fact.is_tensor() && fact.device == Device::Cpu)
-                .then(|| cpu_factory_at(context, fact.origin_range()?, call))
+                .then(|| {
+                    cpu_factories_at(context, fact.origin_range()?, call)
+                        .0
+                        .into_iter()
+                        .next()
+                })
                 .flatten()
         })
-        .map(|(factory, _)| {
+        .map(|factory| {
             let name = context
                 .semantic()
                 .call_qualified_name(factory)
@@ -590,17 +631,20 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
     }
 }
 
-/// The torch factory call (without `device=`, not zero-dimensional) at `origin`, and the function
-/// that contains it, as the index recorded them when the value was bound (the factory may lie
-/// outside the current node's ancestors: an `__init__` attribute).
-fn cpu_factory_at<'t>(
+/// The torch factory calls (without `device=`, not zero-dimensional) the CPU value at `origin`
+/// was computed from, and the function that contains them, as the index recorded them when the
+/// value was bound (the factory may lie outside the current node's ancestors: an `__init__`
+/// attribute). Usually one; `torch.stack([xx, yy])` of two host grids has two.
+fn cpu_factories_at<'t>(
     context: &Context<'t, '_>,
     origin: TextRange,
     at: Node<'t>,
-) -> Option<(Node<'t>, Option<Node<'t>>)> {
+) -> (Vec<Node<'t>>, Option<Node<'t>>) {
     let semantic = context.semantic();
-    let mut node = semantic.origin_node((origin.start, origin.end))?;
     let function = semantic.origin_function((origin.start, origin.end));
+    let Some(start) = semantic.origin_node((origin.start, origin.end)) else {
+        return (Vec::new(), function);
+    };
     // Names inside the recorded value are read with the current bindings: only where the value
     // was recorded in the function being checked (not an `__init__` attribute) do they mean the
     // same values.
@@ -608,87 +652,123 @@ fn cpu_factory_at<'t>(
         .enclosing(at, &["function_definition"])
         .map(|f| f.byte_range());
     let same_function = current_function == function.map(|f| f.byte_range());
+    let mut factories: Vec<Node<'t>> = Vec::new();
     // The value the index recorded may be computed from the factory's result and still be on
     // the CPU (the fact says so); the factory is where `device=` goes. Walk back to it through
     // - arithmetic with Python numbers: `labels = torch.arange(n) + rank * n` (arithmetic with a
     //   device tensor has no CPU fact, so it never arrives here);
     // - methods: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`;
-    // - torch ops whose result is where their first tensor argument is: `torch.stack([xx, yy])`,
-    //   `yy, xx = torch.meshgrid(sy, sx)` (as the index places them).
-    for _ in 0..12 {
-        node = syntax::unparenthesize(node);
-        if node.is(kind::BINARY_OPERATOR) {
-            if !same_function {
-                return None;
+    // - torch ops whose result is where their tensor arguments are: `torch.stack([xx, yy])`
+    //   (every host argument: each factory needs its `device=`), `yy, xx = torch.meshgrid(sy,
+    //   sx)` (as the index places each output).
+    // The bound keeps a pathological chain from costing more than a few steps per operand.
+    let mut pending = vec![(start, 0usize)];
+    while let Some((mut node, mut steps)) = pending.pop() {
+        let found = loop {
+            if steps >= 12 || factories.len() >= 4 {
+                break None;
             }
-            let inner = cpu_source(context, node, 0)?.origin?;
-            // `self.alpha * 2` with `self.alpha` built in `__init__`: reported as an attribute
-            // where it meets the device tensor, not here.
-            if semantic.origin_function(inner).map(|f| f.byte_range()) != current_function {
-                return None;
+            steps += 1;
+            node = syntax::unparenthesize(node);
+            if node.is(kind::BINARY_OPERATOR) {
+                if !same_function {
+                    break None;
+                }
+                let Some(inner) = cpu_source(context, node, 0).and_then(|fact| fact.origin) else {
+                    break None;
+                };
+                // `self.alpha * 2` with `self.alpha` built in `__init__`: reported as an
+                // attribute where it meets the device tensor, not here.
+                if semantic.origin_function(inner).map(|f| f.byte_range()) != current_function {
+                    break None;
+                }
+                match semantic.origin_node(inner) {
+                    Some(inner) => node = inner,
+                    None => break None,
+                }
+                continue;
             }
-            node = semantic.origin_node(inner)?;
-            continue;
-        }
-        if node.is_not(kind::CALL) {
-            return None;
-        }
-        // A torch function: a factory (found), or an op that follows its first tensor argument.
-        if let Some(function_name) = semantic
-            .call_qualified_name(node)
-            .and_then(|q| q.strip_prefix("torch.").map(str::to_string))
-        {
-            if torch_api::TENSOR_FACTORIES.contains(&function_name.as_str())
-                || !torch_api::in_tensor_namespace(&function_name)
-                || !same_function
+            if node.is_not(kind::CALL) {
+                break None;
+            }
+            // A torch function: a factory (found), or an op that follows its tensor arguments.
+            if let Some(function_name) = semantic
+                .call_qualified_name(node)
+                .and_then(|q| q.strip_prefix("torch.").map(str::to_string))
             {
-                break;
+                if torch_api::TENSOR_FACTORIES.contains(&function_name.as_str())
+                    || !torch_api::in_tensor_namespace(&function_name)
+                    || !same_function
+                {
+                    break Some(node);
+                }
+                let Some((_, arguments)) = context.call_parts(node) else {
+                    break None;
+                };
+                let host_arguments: Vec<Node<'t>> = syntax::positional_args(arguments)
+                    .into_iter()
+                    .flat_map(|argument| {
+                        if argument.is_any(&[kind::LIST, kind::TUPLE]) {
+                            argument.named_nodes().collect::<Vec<_>>()
+                        } else {
+                            vec![argument]
+                        }
+                    })
+                    .filter_map(|argument| cpu_tensor_origin(context, argument, &current_function))
+                    .collect();
+                let Some((first, rest)) = host_arguments.split_first() else {
+                    break None;
+                };
+                pending.extend(rest.iter().map(|argument| (*argument, steps)));
+                node = *first;
+                continue;
             }
-            let (_, arguments) = context.call_parts(node)?;
-            let first_tensor = syntax::positional_args(arguments)
-                .into_iter()
-                .flat_map(|argument| {
-                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
-                        argument.named_nodes().collect::<Vec<_>>()
-                    } else {
-                        vec![argument]
-                    }
-                })
-                .find(|argument| context.fact(*argument).is_tensor())?;
-            node = cpu_tensor_origin(context, first_tensor, &current_function)?;
-            continue;
-        }
-        // A method of a tensor: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`.
-        let Some((receiver, method)) = syntax::method_call(node) else {
-            break;
+            // A method of a tensor: `torch.ones(n, n).tril()`, `shifts.reshape(-1, 4)`.
+            let Some((receiver, method)) = syntax::method_call(node) else {
+                break Some(node);
+            };
+            let receiver = syntax::unparenthesize(receiver);
+            if matches!(
+                node_text(method, context.source()),
+                "to" | "cuda" | "cpu" | "type_as"
+            ) {
+                break Some(node);
+            }
+            if receiver.is(kind::CALL) {
+                node = receiver;
+                continue;
+            }
+            if !same_function {
+                break Some(node);
+            }
+            match cpu_tensor_origin(context, receiver, &current_function) {
+                Some(origin) => node = origin,
+                None => break None,
+            }
         };
-        let receiver = syntax::unparenthesize(receiver);
-        if matches!(
-            node_text(method, context.source()),
-            "to" | "cuda" | "cpu" | "type_as"
-        ) {
-            break;
+        let Some(node) = found else { continue };
+        if is_host_factory(context, node) && !factories.iter().any(|f| f.id() == node.id()) {
+            factories.push(node);
         }
-        if receiver.is(kind::CALL) {
-            node = receiver;
-            continue;
-        }
-        if !same_function {
-            break;
-        }
-        node = cpu_tensor_origin(context, receiver, &current_function)?;
     }
-    let qualified = semantic.call_qualified_name(node)?;
-    let factory = qualified.strip_prefix("torch.")?;
-    // Factories that allocate on the default device (`torch.from_numpy` shares NumPy's memory).
+    (factories, function)
+}
+
+/// A torch factory without `device=` that allocates on the default device (not
+/// `torch.from_numpy`, which shares NumPy's memory).
+fn is_host_factory(context: &Context<'_, '_>, node: Node<'_>) -> bool {
+    let Some(qualified) = context.semantic().call_qualified_name(node) else {
+        return false;
+    };
+    let Some(factory) = qualified.strip_prefix("torch.") else {
+        return false;
+    };
     if !torch_api::TENSOR_FACTORIES.contains(&factory) || factory == "from_numpy" {
-        return None;
+        return false;
     }
-    let (_, arguments) = context.call_parts(node)?;
-    if context.keyword_arg(arguments, "device").is_some() || syntax::has_splat(arguments) {
-        return None;
-    }
-    Some((node, function))
+    context.call_parts(node).is_some_and(|(_, arguments)| {
+        context.keyword_arg(arguments, "device").is_none() && !syntax::has_splat(arguments)
+    })
 }
 
 /// Where the CPU tensor `expr` was recorded: the expression itself for a call, else its fact's
