@@ -21,8 +21,8 @@ declare_rule! {
     /// in a binary operation or comparison, `torch.cat` / `torch.stack`, a matmul, `torch.where`
     /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
     /// methods), as an argument of a `torch.nn.functional` op (positional or keyword:
-    /// `F.cross_entropy(logits, y, weight=w)`), or as the input of a submodule
-    /// (`self.pos_emb(positions)`); and for a `torch.nn` module built with such a tensor and never
+    /// `F.cross_entropy(logits, y, weight=w)`), or as an input of a submodule, positional or keyword
+    /// (`self.pos_emb(positions)`, `self.encoder(h, mask=causal)`); and for a `torch.nn` module built with such a tensor and never
     /// moved (`criterion = nn.CrossEntropyLoss(weight=torch.tensor(w))`) that is applied to device
     /// tensors. The diagnostic
     /// points at the place where the CPU tensor was created, also when a helper of the same file
@@ -193,7 +193,13 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                     return;
                 }
                 device_module = Some(function);
-                positional
+                // `self.encoder(h, mask=causal)`: keyword tensors meet the module's parameters
+                // too.
+                let keyword_values = arguments
+                    .named_nodes()
+                    .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
+                    .filter_map(|argument| argument.field("value"));
+                positional.into_iter().chain(keyword_values).collect()
             }
         }
     };
