@@ -22,7 +22,8 @@
 //!   part changed; such a statement taints what it binds unless it did the same to the index as
 //!   before (equal `ModuleEffects`, as for an edited definition below);
 //! - the names the dirty statements bind in module scope, before and after the edit (for
-//!   module-level code that is not a definition, also every name its text may assign), are
+//!   module-level code that is not a definition, also every name its text may assign; for a
+//!   class, also its methods' names, which `obj.method(...)` reads without the class's), are
 //!   *tainted*; a later
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
@@ -500,6 +501,25 @@ fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
     Some(name_hash(&source[name.start_byte()..name.end_byte()]))
 }
 
+/// The [`name_hash`]es of the methods a class definition defines directly in its body.
+fn method_names(node: Node<'_>, source: &str) -> Vec<u64> {
+    let definition = match node.kind_key() {
+        kind::DECORATED_DEFINITION => node.field("definition"),
+        _ => Some(node),
+    };
+    let Some(body) = definition
+        .filter(|d| d.is(kind::CLASS_DEFINITION))
+        .and_then(|class| class.field("body"))
+    else {
+        return Vec::new();
+    };
+    body.named_nodes()
+        .filter_map(|member| {
+            defined_name(member, source).filter(|_| member.is_not(kind::CLASS_DEFINITION))
+        })
+        .collect()
+}
+
 fn intersects(sorted: &[u64], set: &KeySet) -> bool {
     !set.is_empty() && sorted.iter().any(|hash| set.contains(hash))
 }
@@ -797,7 +817,13 @@ pub fn check_with_policy(
         let node = nodes[index];
         let mut binds: Vec<u64> = semantic.module_binds()[binds_from..].to_vec();
         match defined_name(node, source) {
-            Some(name) => binds.push(name),
+            Some(name) => {
+                binds.push(name);
+                // `obj.step(...)` on an object of unknown kind reads the return of the one
+                // method named `step` in the file's classes (`SemanticModel::only_method_named`),
+                // without naming the class: a changed class taints its methods' names too.
+                binds.extend(method_names(node, source));
+            }
             None => binds.extend(assigned_names(&source[node.byte_range()])),
         }
         binds.sort_unstable();

@@ -11,7 +11,9 @@
 //! PyTorch/XLA), which is what static caches exist for; every tensor such a loop concatenates
 //! onto itself (the attention mask beside the tokens) grows per generated step. The pre-pass
 //! computes this for a loop whose own body calls `torch.cat` (not for every loop), from the
-//! body's statements in order.
+//! body's statements in order, and with it the names bound to the model's output
+//! (`logits = model(idx_cond)`), which the index takes for device tensors when it knows nothing
+//! else of them.
 
 use crate::kind;
 use tree_sitter::Node;
@@ -27,15 +29,17 @@ const MAX_DEPTH: usize = 12;
 
 /// Whether `loop_node`'s body concatenates a tensor onto itself (`x = torch.cat([x, y], …)`, `x`
 /// carried from the last iteration) where `y` is computed from `x` in the same iteration through
-/// at least one call: a decode loop.
-pub(crate) fn grows_from_itself(
+/// at least one call: a decode loop. When it is, the model's outputs: the names bound to the
+/// first call the carried tensor goes through (`logits = model(idx_cond)`, with `idx_cond` a slice
+/// of `idx`), each with its assignment's start relative to the loop's. That callee runs the model
+/// on its own output every step; when the index knows nothing of it (a parameter `model`), its
+/// result is the model's output.
+pub(crate) fn decode_model_outputs(
     loop_node: Node<'_>,
     source: &str,
     resolver: &impl Resolver,
-) -> bool {
-    let Some(body) = loop_node.field("body") else {
-        return false;
-    };
+) -> Option<Vec<(String, usize)>> {
+    let body = loop_node.field("body")?;
     let mut statements = Vec::new();
     collect_statements(body, &mut statements, 0);
     // A callee that changes with the iteration (`for layer in self.layers: … layer(x)`,
@@ -45,17 +49,74 @@ pub(crate) fn grows_from_itself(
     if let Some(left) = loop_node.field("left") {
         identifiers(left, source, &mut loop_targets, 0);
     }
-    statements.iter().enumerate().any(|(position, statement)| {
-        self_concatenation(*statement, source, resolver).is_some_and(|(name, appended)| {
-            computed_from_through_call(
-                &statements[..position],
-                name,
-                &appended,
-                &loop_targets,
-                source,
-            )
-        })
-    })
+    let mut decodes = false;
+    let mut outputs = Vec::new();
+    for (position, statement) in statements.iter().enumerate() {
+        let Some((name, appended)) = self_concatenation(*statement, source, resolver) else {
+            continue;
+        };
+        let mut runs = Vec::new();
+        if computed_from_through_call(
+            &statements[..position],
+            name,
+            &appended,
+            &loop_targets,
+            source,
+            resolver,
+            &mut runs,
+        ) {
+            decodes = true;
+            for (target, start) in runs {
+                let Some(at) = start.checked_sub(loop_node.start_byte()) else {
+                    continue;
+                };
+                if !outputs.iter().any(|(n, a)| n == target && *a == at) {
+                    outputs.push((target.to_string(), at));
+                }
+            }
+        }
+    }
+    decodes.then_some(outputs)
+}
+
+/// `logits = model(idx_cond)`, `out = self.lm(x).logits[:, -1]`: the call at the root of `value`
+/// (through fields, subscripts and methods of its result), when its callee is a name or an
+/// attribute of this file's code (no import: not a torch function) and no loop target.
+fn model_run<'t>(
+    value: Node<'t>,
+    loop_targets: &[&str],
+    source: &str,
+    resolver: &impl Resolver,
+) -> Option<Node<'t>> {
+    let mut node = syntax::unparenthesize(value);
+    for _ in 0..MAX_DEPTH {
+        match node.kind_key() {
+            kind::ATTRIBUTE => node = syntax::unparenthesize(node.field("object")?),
+            kind::SUBSCRIPT => node = syntax::unparenthesize(node.field("value")?),
+            kind::CALL => {
+                let function = node.field("function")?;
+                match function.kind_key() {
+                    // A method of the result (`model(x).logits.float()`): the receiver.
+                    kind::ATTRIBUTE
+                        if function.field("object").is_some_and(|object| {
+                            object.is_any(&[kind::CALL, kind::SUBSCRIPT])
+                        }) =>
+                    {
+                        node = syntax::unparenthesize(function.field("object")?);
+                    }
+                    kind::IDENTIFIER | kind::ATTRIBUTE => {
+                        let mut callee_names = Vec::new();
+                        identifiers(function, source, &mut callee_names, 0);
+                        let varies = callee_names.iter().any(|name| loop_targets.contains(name));
+                        return (resolver.resolve(function).is_none() && !varies).then_some(node);
+                    }
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// `x = torch.cat([x, a, b], …)`: `x` and the other parts (`a`, `b`).
@@ -100,12 +161,14 @@ fn self_concatenation<'t, 's>(
 /// `before` in order: a binding whose value mentions `name` (or a name derived from it) derives
 /// from it, and from it through a call when the value calls something with a derived name in
 /// its arguments or receiver, or mentions a name already derived through a call.
-fn computed_from_through_call(
+fn computed_from_through_call<'s>(
     before: &[Node<'_>],
-    name: &str,
+    name: &'s str,
     appended: &[Node<'_>],
-    loop_targets: &[&str],
-    source: &str,
+    loop_targets: &[&'s str],
+    source: &'s str,
+    resolver: &impl Resolver,
+    runs: &mut Vec<(&'s str, usize)>,
 ) -> bool {
     // Rebound earlier in the iteration (`x = model(h)` … `x = torch.cat([pad, x])`): the value
     // concatenated is this iteration's, not one carried from the last.
@@ -139,6 +202,24 @@ fn computed_from_through_call(
         let Some(through_call) = derivation(right, &derived, loop_targets, source) else {
             continue;
         };
+        // The first run of the model on the carried tensor: a call whose arguments hold it
+        // (or a slice of it), not yet anything computed from it by a call.
+        let first_run = runs.is_empty()
+            && model_run(right, loop_targets, source, resolver).is_some_and(|call| {
+                call.field("arguments").is_some_and(|arguments| {
+                    let uncalled: Vec<(&str, bool)> = derived
+                        .iter()
+                        .filter(|(_, through)| !through)
+                        .copied()
+                        .collect();
+                    derivation(arguments, &uncalled, loop_targets, source).is_some()
+                })
+            });
+        if first_run {
+            for target in targets(left) {
+                runs.push((node_text(target, source), assignment.start_byte()));
+            }
+        }
         for target in targets(left) {
             let target = node_text(target, source);
             if target == name {

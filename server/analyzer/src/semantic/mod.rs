@@ -95,6 +95,9 @@ pub enum HotPath {
     Compiled,
     /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
     TrainingLoop,
+    /// Inside such a loop that also feeds the model its own output (`LoopSummary::decodes`): a
+    /// generation loop, every step one token.
+    DecodeLoop,
     /// Inside a function of this file that a training loop or step function calls (directly or
     /// through other functions).
     CalledFromLoop,
@@ -107,6 +110,7 @@ impl HotPath {
             HotPath::StepFunction => "in a step function",
             HotPath::Compiled => "in a compiled function",
             HotPath::TrainingLoop => "in the training loop",
+            HotPath::DecodeLoop => "in the decode loop",
             HotPath::CalledFromLoop => "in a function called every step",
         }
     }
@@ -298,6 +302,8 @@ enum Frame {
         /// An epoch loop: its body holds a training loop or a loop over a data loader, so what
         /// it does itself runs once per epoch.
         outer: bool,
+        /// A decode loop (`LoopSummary::decodes`): hot, it is a generation loop, not training.
+        decodes: bool,
     },
 }
 
@@ -880,13 +886,16 @@ impl<'t> SemanticModel<'t> {
             }
             kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
                 let hot = self.is_training_loop(node);
-                let outer = self.summaries.loop_summary(node).is_some_and(|summary| {
+                let summary = self.summaries.loop_summary(node);
+                let outer = summary.is_some_and(|summary| {
                     summary.nested_training_loop || summary.nested_loader_loop
                 });
+                let decodes = summary.is_some_and(|summary| summary.decodes);
                 self.frames.push(Frame::Loop {
                     hot,
                     node_id: node.id(),
                     outer,
+                    decodes,
                 });
                 self.bind_loop_target(node);
             }
@@ -2030,6 +2039,64 @@ impl<'t> SemanticModel<'t> {
     fn leave_assignment(&mut self, node: Node<'t>) {
         self.bind_assignment(node);
         self.bind_flows_into_backward(node);
+        self.bind_model_outputs(node);
+    }
+
+    /// A binding of a decode loop's model output (`logits = model(idx_cond)`, the loop's
+    /// `model_outputs`) is a device tensor, as a module call's is, when nothing else is known of
+    /// it: the callee is a parameter or a name the index cannot follow, and the loop feeds it its
+    /// own output every step.
+    fn bind_model_outputs(&mut self, node: Node<'t>) {
+        let Some(left) = node.field("left") else {
+            return;
+        };
+        let Some(loop_node) = self
+            .ancestors
+            .iter()
+            .rev()
+            .take_while(|a| {
+                !a.is_any(&[
+                    kind::FUNCTION_DEFINITION,
+                    kind::CLASS_DEFINITION,
+                    kind::LAMBDA,
+                ])
+            })
+            .find(|a| a.is_any(&[kind::FOR_STATEMENT, kind::WHILE_STATEMENT]))
+            .copied()
+        else {
+            return;
+        };
+        let Some(at) = node.start_byte().checked_sub(loop_node.start_byte()) else {
+            return;
+        };
+        let Some(summary) = self.summaries.loop_summary(loop_node) else {
+            return;
+        };
+        if summary.model_outputs.is_empty() {
+            return;
+        }
+        let source = self.source;
+        let outputs: Vec<&str> = backward_flow::targets(left)
+            .into_iter()
+            .map(|target| node_text(target, source))
+            .filter(|name| {
+                summary
+                    .model_outputs
+                    .iter()
+                    .any(|(output, start)| output == name && *start == at)
+            })
+            .filter(|name| {
+                matches!(
+                    self.lookup(name),
+                    Some(Binding::Value(fact)) if fact.kind == ValueKind::Unknown
+                )
+            })
+            .collect();
+        let origin = node.field("right").map(|r| (r.start_byte(), r.end_byte()));
+        let fact = Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::ModuleCall);
+        for name in outputs {
+            self.bind(name.to_string(), Binding::Value(fact));
+        }
     }
 
     /// A binding whose value flows into a backward call of an enclosing training loop (the
@@ -2757,6 +2824,11 @@ impl<'t> SemanticModel<'t> {
         }
         for frame in self.frames.iter().rev() {
             match frame {
+                Frame::Loop {
+                    hot: true,
+                    decodes: true,
+                    ..
+                } => return Some(HotPath::DecodeLoop),
                 Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
                 Frame::Function { hot: Some(hot), .. } => return Some(*hot),
                 _ => {}

@@ -200,6 +200,9 @@ pub struct LoopSummary {
     /// The body concatenates a carried tensor onto itself from its own value through a call
     /// (`idx = torch.cat((idx, sample(model(idx))), 1)`): a decode loop (`decode_feedback`).
     pub decodes: bool,
+    /// In a decode loop, the names bound to the model's output (`logits = model(idx_cond)`) and
+    /// their assignment's start relative to the loop's (`decode_feedback`).
+    pub model_outputs: Vec<(String, usize)>,
 }
 
 /// Facts about the whole file that are not tied to one statement.
@@ -2207,8 +2210,12 @@ fn leave(
             summary.flows_into_backward =
                 super::backward_flow::bindings_into_backward(node, source, resolver);
         }
-        if summary.concatenates {
-            summary.decodes = super::decode_feedback::grows_from_itself(node, source, resolver);
+        if summary.concatenates
+            && let Some(outputs) =
+                super::decode_feedback::decode_model_outputs(node, source, resolver)
+        {
+            summary.decodes = true;
+            summary.model_outputs = outputs;
         }
         // Its calls, nested loops' included (they run every step too), throttled ones not.
         if over_loader || steps_here {
