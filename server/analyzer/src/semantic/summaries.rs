@@ -1002,7 +1002,7 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
-            let class = defining_class(node);
+            let class = defining_class(ancestors);
             let class_name = class
                 .and_then(|class| class.field("name"))
                 .map(|name| node_text(name, source).to_string());
@@ -1024,10 +1024,11 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
-            if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
+            let target_field = node.field("left");
+            if let (Some(target), Some(index)) = (target_field, innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
-            if let Some(target) = node.field("left") {
+            if let Some(target) = target_field {
                 let caller = innermost_function(stack);
                 let at = target.end_byte();
                 summaries.passed.record_binding(
@@ -1068,20 +1069,20 @@ fn enter(
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
         kind::ASSIGNMENT => {
-            if let (Some(left), Some(right), Some(index)) = (
-                node.field("left"),
-                node.field("right"),
-                innermost_function(stack),
-            ) {
+            // Each field lookup searches the node's children: once per assignment.
+            let (left_field, right_field) = (node.field("left"), node.field("right"));
+            if let (Some(left), Some(right), Some(index)) =
+                (left_field, right_field, innermost_function(stack))
+            {
                 let on_device = placed_on_device(right, source, resolver);
                 bind_names(summaries, index, left, node.end_byte(), on_device);
             }
-            if let Some(left) = node.field("left") {
+            if let Some(left) = left_field {
                 let caller = innermost_function(stack);
                 let at = node.end_byte();
                 summaries.passed.record_binding(
                     left,
-                    node.field("right"),
+                    right_field,
                     caller,
                     at,
                     block_around(ancestors),
@@ -1090,7 +1091,7 @@ fn enter(
                 );
             }
             // `skip = step % every != 0`: a throttle by name.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
                 && has_modulo(right, source)
             {
@@ -1100,7 +1101,7 @@ fn enter(
                 ));
             }
             // `n = torch.cuda.device_count()` in a function that only compares `n`.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
                 && right.is(kind::CALL)
                 && syntax::call_parts(right)
@@ -1115,7 +1116,7 @@ fn enter(
                 summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && right.is_not(kind::NONE)
                 && let Some(attribute) = self_attribute(left, source)
             {
@@ -1125,7 +1126,7 @@ fn enter(
                     .push((attribute.to_string(), cuda));
             }
             // `self.<flag> = True` in a method.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && right.is(kind::TRUE)
                 && left.is(kind::ATTRIBUTE)
                 && left
@@ -1191,6 +1192,10 @@ fn call(
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
     };
+    // The arguments' named nodes, walked once: a cursor step over tree-sitter's hidden nodes
+    // costs more than all the questions below ask of a call, and four of them read every
+    // argument.
+    let argument_nodes: Vec<Node<'_>> = arguments.named_nodes().collect();
     let qualified = resolver.resolve(function);
     let method = match function.kind_key() {
         kind::ATTRIBUTE => function.field("attribute").map(|a| node_text(a, source)),
@@ -1287,8 +1292,8 @@ fn call(
         summaries.file.uses_syncing_loader = true;
     }
     // `device == torch.device("xla")` tests for a device; it is no evidence of running on it.
-    if !syntax::is_comparison_operand(node) {
-        device_evidence(q, method, arguments, source, &mut summaries.file);
+    if !is_comparison_operand(ancestors) {
+        device_evidence(q, method, &argument_nodes, source, &mut summaries.file);
     }
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
@@ -1358,7 +1363,7 @@ fn call(
         }
     }
     if let Some(caller) = caller
-        && let Some(hardware) = device_literal(arguments, source)
+        && let Some(hardware) = device_literal(&argument_nodes, source)
     {
         summaries.device_literal_calls.push((
             caller,
@@ -1386,11 +1391,18 @@ fn call(
             repeated: runs_repeatedly(ancestors),
         });
     }
-    summaries
-        .passed
-        .record_call(node, innermost_function(stack), source, resolver);
+    if qualified.is_none() {
+        summaries.passed.record_call(
+            node,
+            function,
+            (arguments, &argument_nodes),
+            innermost_function(stack),
+            source,
+            resolver,
+        );
+    }
     // Functions passed as values may run any number of times.
-    for argument in arguments.named_nodes() {
+    for &argument in &argument_nodes {
         let value = match argument.kind_key() {
             kind::KEYWORD_ARGUMENT => argument.field("value"),
             _ => Some(argument),
@@ -1406,9 +1418,18 @@ fn call(
         summaries.file.first_module_save = Some(node.start_byte());
     }
 }
-/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`).
-fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware> {
-    let value = syntax::keyword_arg(arguments, "device", source)?;
+/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`);
+/// `argument_nodes`: the named nodes of its argument list.
+fn device_literal(argument_nodes: &[Node<'_>], source: &str) -> Option<guards::Hardware> {
+    let value = argument_nodes
+        .iter()
+        .find(|child| {
+            child.is(kind::KEYWORD_ARGUMENT)
+                && child
+                    .field("name")
+                    .is_some_and(|n| node_text(n, source) == "device")
+        })?
+        .field("value")?;
     guards::literal_hardware(&syntax::string_value(value, source)?)
 }
 
@@ -2482,18 +2503,28 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
     }
 }
 
-/// The class whose body defines `function` (through a decorator), if any. Two `Node::parent`
-/// steps per function definition.
-fn defining_class(function: Node<'_>) -> Option<Node<'_>> {
-    let mut definition = function;
-    if let Some(parent) = definition
-        .parent()
-        .filter(|p| p.is(kind::DECORATED_DEFINITION))
-    {
-        definition = parent;
+/// The class whose body defines a function (through a decorator), if any. `ancestors` ends
+/// with the function; read from it rather than by `Node::parent`, which walks down from the root.
+fn defining_class<'t>(ancestors: &[Node<'t>]) -> Option<Node<'t>> {
+    let mut above = ancestors.iter().rev().skip(1).copied().peekable();
+    above.next_if(|p| p.is(kind::DECORATED_DEFINITION));
+    above.next().filter(|p| p.is(kind::BLOCK))?;
+    above.next().filter(|p| p.is(kind::CLASS_DEFINITION))
+}
+
+/// Whether a call (the last of `ancestors`) is an operand of a comparison, perhaps inside
+/// parentheses, a tuple, a list or a set: `syntax::is_comparison_operand` read from the
+/// pre-pass's ancestors rather than by `Node::parent`, which walks down from the root and cost
+/// the pre-pass more than all else it does per call.
+fn is_comparison_operand(ancestors: &[Node<'_>]) -> bool {
+    for parent in ancestors.iter().rev().skip(1).take(syntax::MAX_EXPR_DEPTH) {
+        match parent.kind_key() {
+            kind::COMPARISON_OPERATOR => return true,
+            kind::PARENTHESIZED_EXPRESSION | kind::TUPLE | kind::LIST | kind::SET => {}
+            _ => return false,
+        }
     }
-    let block = definition.parent().filter(|p| p.is(kind::BLOCK))?;
-    block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))
+    false
 }
 
 /// Whether `class` names `torch.optim.Optimizer` (however imported) among its bases.
@@ -2799,7 +2830,7 @@ pub(crate) fn is_step_function_name(name: &str) -> bool {
 fn device_evidence(
     qualified: &str,
     method: Option<&str>,
-    arguments: Node<'_>,
+    argument_nodes: &[Node<'_>],
     source: &str,
     file: &mut FileFacts,
 ) {
@@ -2827,7 +2858,7 @@ fn device_evidence(
         }
     };
     let positional_device = qualified == "torch.device" || method == Some("to");
-    for (index, argument) in arguments.named_nodes().enumerate() {
+    for (index, &argument) in argument_nodes.iter().enumerate() {
         match argument.kind_key() {
             kind::KEYWORD_ARGUMENT => {
                 let name = argument
