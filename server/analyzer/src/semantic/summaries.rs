@@ -346,6 +346,11 @@ pub(crate) struct Summaries {
     /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
     /// are not seen. Computed by `finish` over the whole file.
     pub cuda_only_callees: StringSet,
+    /// Each block's guard (`guards::block_guard`) by block key, in walk order: worked out by the
+    /// pre-pass, which needs it for its own scopes, and read again by the traversal's
+    /// `SemanticModel::enter_block`, which would otherwise repeat the device tests. A list
+    /// searched by key rather than a map: one hash-map type fewer in the WebAssembly module.
+    block_guards: Vec<(u64, guards::BlockGuard)>,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
     /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
     /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
@@ -440,6 +445,16 @@ pub(crate) fn node_key(node: Node<'_>) -> u64 {
 }
 
 impl Summaries {
+    /// The guard of `block` as the pre-pass worked it out, if it walked the block.
+    pub(crate) fn block_guard(&self, block: Node<'_>) -> Option<guards::BlockGuard> {
+        let key = node_key(block);
+        let position = self
+            .block_guards
+            .binary_search_by_key(&key, |(block, _)| *block)
+            .ok()?;
+        Some(self.block_guards[position].1)
+    }
+
     /// The summary index of a function definition.
     pub(crate) fn function_index(&self, definition: Node<'_>) -> Option<usize> {
         self.by_node.get(&node_key(definition)).copied()
@@ -685,8 +700,9 @@ fn walk_statement<'t>(
                     let count = ancestors.len();
                     if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
                         let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
-                        let scope = guards::block_scope(outer, node, parent, grandparent, source);
-                        scopes.push((node.id(), scope));
+                        let guard = guards::block_guard(node, parent, grandparent, source);
+                        summaries.block_guards.push((node_key(node), guard));
+                        scopes.push((node.id(), guard.apply(outer)));
                     }
                 }
                 kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => {
@@ -825,6 +841,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         cuda_device_functions: _,
         body_blocks,
         cuda_only_callees: _,
+        block_guards,
         throttles,
         throttle_exits,
         comparison_scopes,
@@ -847,6 +864,9 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
     loops.rekey(key);
     *cuda_library_scopes = cuda_library_scopes.drain().map(key).collect();
+    for (block, _) in block_guards.iter_mut() {
+        *block = key(*block);
+    }
     *throttles = throttles.drain().map(key).collect();
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
@@ -893,6 +913,7 @@ fn append(
         cuda_device_functions,
         body_blocks,
         cuda_only_callees,
+        block_guards,
         throttles,
         throttle_exits,
         comparison_scopes,
@@ -949,6 +970,7 @@ fn append(
     summaries.attribute_values.extend(attribute_values);
     summaries.compared_counts.extend(compared_counts);
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
+    summaries.block_guards.extend(block_guards);
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
     summaries.passed_names.extend(passed_names);
