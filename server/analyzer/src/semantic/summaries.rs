@@ -2933,4 +2933,80 @@ mod tests {
         // Another module's `rendezvous` is no PyTorch/XLA collective.
         assert!(collective_calls("import mylib\nmylib.rendezvous('x')\n").is_empty());
     }
+
+    /// Every block's guard as the traversal reads it from the pre-pass (`Summaries::block_guard`)
+    /// is the guard worked out afresh with the block's whole ancestry; the pre-pass sees only
+    /// the ancestors inside the top-level statement, and its list is searched by key.
+    #[test]
+    fn the_pre_pass_block_guards_are_the_traversal_s() {
+        use crate::kind;
+        use crate::semantic::guards;
+        use crate::syntax::NodeExt;
+        let mut sources: Vec<String> = [
+            "if torch.cuda.is_available():\n    a()\nelif is_torch_xla_available():\n    b()\nelse:\n    c()\n",
+            "class A:\n    @staticmethod\n    def f(x):\n        if x == 'cuda':\n            return 1\n        for i in range(torch.cuda.device_count()):\n            pass\n        while not use_tpu:\n            break\n",
+            "if TYPE_CHECKING:\n    import torch\nif x.dtype == torch.float16:\n    y = 1\nelse:\n    if is_torch_npu_available():\n        pass\n    else:\n        torch.cuda.manual_seed_all(0)\n",
+            "def g(:\n    if a:\n  pass\n else:\n    pass\n",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every rule fixture and realistic file of the tests crate, read at test time.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+        let mut directories = vec![root.join("fixtures"), root.join("realistic")];
+        while let Some(directory) = directories.pop() {
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    directories.push(path);
+                } else if path.extension().is_some_and(|e| e == "py")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    sources.push(text);
+                }
+            }
+        }
+        assert!(sources.len() > 100, "only {} sources", sources.len());
+        let mut blocks = 0;
+        for source in &sources {
+            let tree = crate::syntax::parse(source, None).expect("parses");
+            let model = SemanticModel::new(source, &tree, BackendSetting::Auto);
+            // Named ancestors from the root down, as the traversal keeps them.
+            let mut ancestors = vec![tree.root_node()];
+            let mut cursor = tree.root_node().walk();
+            let mut descending = cursor.goto_first_child();
+            while descending || cursor.goto_parent() {
+                let node = cursor.node();
+                if descending {
+                    if node.is_named() {
+                        ancestors.push(node);
+                        let count = ancestors.len();
+                        if node.is(kind::BLOCK) && count >= 3 {
+                            let (parent, grandparent) =
+                                (ancestors[count - 2], ancestors[count - 3]);
+                            assert_eq!(
+                                model.summaries.block_guard(node),
+                                Some(guards::block_guard(node, parent, Some(grandparent), source)),
+                                "block at {} in {source:?}",
+                                node.start_byte()
+                            );
+                            blocks += 1;
+                        }
+                    }
+                    descending = cursor.goto_first_child();
+                    if descending {
+                        continue;
+                    }
+                }
+                if node.is_named() {
+                    ancestors.pop();
+                }
+                descending = cursor.goto_next_sibling();
+            }
+        }
+        assert!(blocks > 1000, "only {blocks} blocks");
+    }
 }
