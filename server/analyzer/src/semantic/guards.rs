@@ -451,70 +451,101 @@ fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
             .any(|o| matches!(*o, "torch.float16" | "torch.half"))
 }
 
-/// The scope inside `block`, given the scope around its parent statement.
-pub(crate) fn block_scope(
-    outer: HardwareScope,
+/// What a block's own statement says about where the block runs, apart from the scope around
+/// it ([`BlockGuard::apply`] gives the scope inside): device tests of conditions and of earlier
+/// branches, costly enough that the pre-pass works them out once per block and the traversal
+/// reuses them (`Summaries::block_guard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockGuard {
+    /// The block runs wherever its statement does.
+    Outer,
+    /// The consequence of `if TYPE_CHECKING:`.
+    TypeChecking,
+    /// A branch: of a device test when `test` is one; `float16` when taken only for float16.
+    Branch {
+        test: Option<DeviceTest>,
+        float16: bool,
+    },
+}
+
+impl BlockGuard {
+    /// The scope inside the block, given the scope around its statement.
+    pub(crate) fn apply(self, outer: HardwareScope) -> HardwareScope {
+        match self {
+            BlockGuard::Outer => outer,
+            BlockGuard::TypeChecking => HardwareScope {
+                type_checking: true,
+                ..outer
+            },
+            BlockGuard::Branch { test, float16 } => {
+                let mut scope = outer.branch(test);
+                scope.float16_only |= float16;
+                scope
+            }
+        }
+    }
+}
+
+/// The [`BlockGuard`] of `block`, whose statement is `parent` (inside `grandparent`).
+pub(crate) fn block_guard(
     block: Node<'_>,
     parent: Node<'_>,
     grandparent: Option<Node<'_>>,
     source: &str,
-) -> HardwareScope {
+) -> BlockGuard {
+    let branch = |test| BlockGuard::Branch {
+        test,
+        float16: false,
+    };
     match parent.kind_key() {
         kind::IF_STATEMENT => {
             let is_consequence = parent
                 .field("consequence")
                 .is_some_and(|c| c.id() == block.id());
             if !is_consequence {
-                return outer;
+                return BlockGuard::Outer;
             }
             let condition = parent.field("condition");
             if condition.is_some_and(|c| is_type_checking(c, source)) {
-                return HardwareScope {
-                    type_checking: true,
-                    ..outer
-                };
+                return BlockGuard::TypeChecking;
             }
-            let mut scope = outer.branch(condition.and_then(|c| device_test(c, source)));
-            scope.float16_only |= condition.is_some_and(|c| float16_condition(c, source, 0));
-            scope
+            BlockGuard::Branch {
+                test: condition.and_then(|c| device_test(c, source)),
+                float16: condition.is_some_and(|c| float16_condition(c, source, 0)),
+            }
         }
         kind::ELIF_CLAUSE => {
-            let own = parent
-                .field("condition")
-                .and_then(|c| device_test(c, source));
-            let earlier = grandparent.and_then(|g| earlier_branches(g, parent, source));
-            let mut scope = outer.branch(own.or(earlier));
-            scope.float16_only |= parent
-                .field("condition")
-                .is_some_and(|c| float16_condition(c, source, 0));
-            scope
+            let condition = parent.field("condition");
+            let own = condition.and_then(|c| device_test(c, source));
+            BlockGuard::Branch {
+                test: own.or_else(|| grandparent.and_then(|g| earlier_branches(g, parent, source))),
+                float16: condition.is_some_and(|c| float16_condition(c, source, 0)),
+            }
         }
         kind::ELSE_CLAUSE => match grandparent {
             Some(statement) if statement.is(kind::IF_STATEMENT) => {
                 let earlier = earlier_branches(statement, parent, source);
                 if earlier.is_none() && is_quiet_cuda_arm(statement, block, source) {
-                    return outer.branch(Some(DeviceTest {
+                    return branch(Some(DeviceTest {
                         hardware: Hardware::Cuda,
                         positive: true,
                     }));
                 }
-                outer.branch(earlier)
+                branch(earlier)
             }
-            _ => outer,
+            _ => BlockGuard::Outer,
         },
         // `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA.
-        kind::FOR_STATEMENT if iterates_cuda_devices(parent, source) => {
-            outer.branch(Some(DeviceTest {
-                hardware: Hardware::Cuda,
-                positive: true,
-            }))
-        }
-        kind::WHILE_STATEMENT => outer.branch(
+        kind::FOR_STATEMENT if iterates_cuda_devices(parent, source) => branch(Some(DeviceTest {
+            hardware: Hardware::Cuda,
+            positive: true,
+        })),
+        kind::WHILE_STATEMENT => branch(
             parent
                 .field("condition")
                 .and_then(|c| device_test(c, source)),
         ),
-        _ => outer,
+        _ => BlockGuard::Outer,
     }
 }
 
@@ -947,20 +978,34 @@ fn test_at_depth(condition: Node<'_>, source: &str, depth: usize) -> Option<Devi
 /// `device.type == "cuda"`, `"cuda" in str(device)`, `backend != "nccl"`,
 /// `torch.cuda.device_count() > 0`, `torch.cuda.device_count() < 2`.
 fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<DeviceTest> {
-    let operands: Vec<Node<'_>> = comparison.named_nodes().collect();
+    // One walk over the children, sorting operands (named) from operators: both passes ask this
+    // of every comparison in a condition, and most have one operator between two operands.
+    let mut operands: Vec<Node<'_>> = Vec::with_capacity(2);
+    let mut operator_node = None;
+    let mut operator_count = 0;
     let mut cursor = comparison.walk();
-    let operators: Vec<String> = comparison
-        .children(&mut cursor)
-        .filter(|c| !c.is_named())
-        .map(|c| {
-            let words: Vec<&str> = node_text(c, source).split_whitespace().collect();
-            crate::syntax::join(&words, " ")
-        })
-        .collect();
-    if operands.len() != 2 || operators.len() != 1 {
+    if cursor.goto_first_child() {
+        loop {
+            let child = cursor.node();
+            if child.is_named() {
+                operands.push(child);
+            } else {
+                operator_node = Some(child);
+                operator_count += 1;
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    if operands.len() != 2 || operator_count != 1 {
         return None;
     }
-    let operator = operators[0].as_str();
+    let words: Vec<&str> = node_text(operator_node?, source)
+        .split_whitespace()
+        .collect();
+    let operator = crate::syntax::join(&words, " ");
+    let operator = operator.as_str();
     let negative = matches!(operator, "!=" | "not in" | "is not");
     for operand in &operands {
         if let Some(text) = syntax::string_value(*operand, source)

@@ -1182,13 +1182,13 @@ impl<'t> SemanticModel<'t> {
         ) else {
             return;
         };
-        let mut scope = guards::block_scope(
-            self.current_scope(),
-            block,
-            parent,
-            grandparent,
-            self.source,
-        );
+        // The pre-pass worked out the block's own guard; a block it did not walk (none, in a
+        // full check) gets it afresh.
+        let guard = self
+            .summaries
+            .block_guard(block)
+            .unwrap_or_else(|| guards::block_guard(block, parent, grandparent, self.source));
+        let mut scope = guard.apply(self.current_scope());
         // A block that calls a CUDA-only package (Megatron-LM, bitsandbytes, Triton, …) needs a
         // CUDA GPU whenever it runs.
         if self.summaries.needs_cuda_library(block)

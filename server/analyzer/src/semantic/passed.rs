@@ -102,16 +102,18 @@ const NAME_CHAIN: usize = 8;
 impl PassedSites {
     /// Records a call of a name with its arguments (calls of an import, `torch.zeros(...)`, are
     /// no function of this file and are left out).
+    ///
+    /// `function`, `arguments`: the call's parts, the second with its named nodes; the caller
+    /// has taken the call apart already and knows `function` resolves to no import.
     pub(crate) fn record_call(
         &mut self,
         call: Node<'_>,
+        function: Node<'_>,
+        (arguments, argument_nodes): (Node<'_>, &[Node<'_>]),
         caller: Option<usize>,
         source: &str,
         resolver: &impl Resolver,
     ) {
-        let Some((function, arguments)) = syntax::call_parts(call) else {
-            return;
-        };
         let (callee, method) = match function.kind_key() {
             kind::IDENTIFIER => (node_text(function, source), false),
             kind::ATTRIBUTE => match function.field("attribute") {
@@ -120,13 +122,13 @@ impl PassedSites {
             },
             _ => return,
         };
-        if arguments.is_not(kind::ARGUMENT_LIST) || resolver.resolve(function).is_some() {
+        if arguments.is_not(kind::ARGUMENT_LIST) {
             return;
         }
         let mut positional = Vec::new();
         let mut keywords = Vec::new();
         let mut splat = false;
-        for argument in syntax::named_children(arguments) {
+        for &argument in argument_nodes {
             match argument.kind_key() {
                 kind::KEYWORD_ARGUMENT => {
                     if let (Some(name), Some(value)) =

@@ -349,6 +349,11 @@ pub(crate) struct Summaries {
     /// CUDA-only scope (their block keys are in `cuda_library_scopes`). Callers in other files
     /// are not seen. Computed by `finish` over the whole file.
     pub cuda_only_callees: StringSet,
+    /// Each block's guard (`guards::block_guard`) by block key, in walk order: worked out by the
+    /// pre-pass, which needs it for its own scopes, and read again by the traversal's
+    /// `SemanticModel::enter_block`, which would otherwise repeat the device tests. A list
+    /// searched by key rather than a map: one hash-map type fewer in the WebAssembly module.
+    block_guards: Vec<(u64, guards::BlockGuard)>,
     /// `if` / `elif` statements (node keys) whose condition is a throttle: a modulo
     /// (`step % 100 == 0`), a name bound to one in the same function (`skip = step % every != 0`),
     /// or a test of the innermost loop's counter against a constant (`if i == 0:`).
@@ -443,6 +448,16 @@ pub(crate) fn node_key(node: Node<'_>) -> u64 {
 }
 
 impl Summaries {
+    /// The guard of `block` as the pre-pass worked it out, if it walked the block.
+    pub(crate) fn block_guard(&self, block: Node<'_>) -> Option<guards::BlockGuard> {
+        let key = node_key(block);
+        let position = self
+            .block_guards
+            .binary_search_by_key(&key, |(block, _)| *block)
+            .ok()?;
+        Some(self.block_guards[position].1)
+    }
+
     /// The summary index of a function definition.
     pub(crate) fn function_index(&self, definition: Node<'_>) -> Option<usize> {
         self.by_node.get(&node_key(definition)).copied()
@@ -688,8 +703,9 @@ fn walk_statement<'t>(
                     let count = ancestors.len();
                     if let Some(parent) = count.checked_sub(2).map(|i| ancestors[i]) {
                         let grandparent = count.checked_sub(3).map(|i| ancestors[i]);
-                        let scope = guards::block_scope(outer, node, parent, grandparent, source);
-                        scopes.push((node.id(), scope));
+                        let guard = guards::block_guard(node, parent, grandparent, source);
+                        summaries.block_guards.push((node_key(node), guard));
+                        scopes.push((node.id(), guard.apply(outer)));
                     }
                 }
                 kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => {
@@ -828,6 +844,7 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         cuda_device_functions: _,
         body_blocks,
         cuda_only_callees: _,
+        block_guards,
         throttles,
         throttle_exits,
         comparison_scopes,
@@ -850,6 +867,9 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
     *by_node = by_node.drain().map(|(k, v)| (key(k), v)).collect();
     loops.rekey(key);
     *cuda_library_scopes = cuda_library_scopes.drain().map(key).collect();
+    for (block, _) in block_guards.iter_mut() {
+        *block = key(*block);
+    }
     *throttles = throttles.drain().map(key).collect();
     *throttle_exits = throttle_exits.drain().map(key).collect();
     *comparison_scopes = comparison_scopes.drain().map(key).collect();
@@ -896,6 +916,7 @@ fn append(
         cuda_device_functions,
         body_blocks,
         cuda_only_callees,
+        block_guards,
         throttles,
         throttle_exits,
         comparison_scopes,
@@ -952,6 +973,7 @@ fn append(
     summaries.attribute_values.extend(attribute_values);
     summaries.compared_counts.extend(compared_counts);
     debug_assert!(cuda_only_callees.is_empty() && comparison_scopes.is_empty());
+    summaries.block_guards.extend(block_guards);
     summaries.throttles.extend(throttles);
     summaries.throttle_exits.extend(throttle_exits);
     summaries.passed_names.extend(passed_names);
@@ -1005,7 +1027,7 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
-            let class = defining_class(node);
+            let class = defining_class(ancestors);
             let class_name = class
                 .and_then(|class| class.field("name"))
                 .map(|name| node_text(name, source).to_string());
@@ -1027,10 +1049,11 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
-            if let (Some(target), Some(index)) = (node.field("left"), innermost_function(stack)) {
+            let target_field = node.field("left");
+            if let (Some(target), Some(index)) = (target_field, innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
             }
-            if let Some(target) = node.field("left") {
+            if let Some(target) = target_field {
                 let caller = innermost_function(stack);
                 let at = target.end_byte();
                 summaries.passed.record_loop_binding(
@@ -1071,20 +1094,20 @@ fn enter(
             stack.push((node.id(), Frame::Block { throttled: false }))
         }
         kind::ASSIGNMENT => {
-            if let (Some(left), Some(right), Some(index)) = (
-                node.field("left"),
-                node.field("right"),
-                innermost_function(stack),
-            ) {
+            // Each field lookup searches the node's children: once per assignment.
+            let (left_field, right_field) = (node.field("left"), node.field("right"));
+            if let (Some(left), Some(right), Some(index)) =
+                (left_field, right_field, innermost_function(stack))
+            {
                 let on_device = placed_on_device(right, source, resolver);
                 bind_names(summaries, index, left, node.end_byte(), on_device);
             }
-            if let Some(left) = node.field("left") {
+            if let Some(left) = left_field {
                 let caller = innermost_function(stack);
                 let at = node.end_byte();
                 summaries.passed.record_binding(
                     left,
-                    node.field("right"),
+                    right_field,
                     caller,
                     at,
                     block_around(ancestors),
@@ -1093,7 +1116,7 @@ fn enter(
                 );
             }
             // `skip = step % every != 0`: a throttle by name.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
                 && has_modulo(right, source)
             {
@@ -1103,7 +1126,7 @@ fn enter(
                 ));
             }
             // `n = torch.cuda.device_count()` in a function that only compares `n`.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
                 && right.is(kind::CALL)
                 && syntax::call_parts(right)
@@ -1118,7 +1141,7 @@ fn enter(
                 summaries.compared_counts.insert(node_key(right));
             }
             // `self.<name> = value`: does the value need CUDA (see `cuda_attributes`)?
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && right.is_not(kind::NONE)
                 && let Some(attribute) = self_attribute(left, source)
             {
@@ -1128,7 +1151,7 @@ fn enter(
                     .push((attribute.to_string(), cuda));
             }
             // `self.<flag> = True` in a method.
-            if let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+            if let (Some(left), Some(right)) = (left_field, right_field)
                 && right.is(kind::TRUE)
                 && left.is(kind::ATTRIBUTE)
                 && left
@@ -1194,6 +1217,10 @@ fn call(
     let Some((function, arguments)) = syntax::call_parts(node) else {
         return;
     };
+    // The arguments' named nodes, walked once: a cursor step over tree-sitter's hidden nodes
+    // costs more than all the questions below ask of a call, and four of them read every
+    // argument.
+    let argument_nodes: Vec<Node<'_>> = arguments.named_nodes().collect();
     let qualified = resolver.resolve(function);
     let method = match function.kind_key() {
         kind::ATTRIBUTE => function.field("attribute").map(|a| node_text(a, source)),
@@ -1290,8 +1317,8 @@ fn call(
         summaries.file.uses_syncing_loader = true;
     }
     // `device == torch.device("xla")` tests for a device; it is no evidence of running on it.
-    if !syntax::is_comparison_operand(node) {
-        device_evidence(q, method, arguments, source, &mut summaries.file);
+    if !is_comparison_operand(ancestors) {
+        device_evidence(q, method, &argument_nodes, source, &mut summaries.file);
     }
     if q.ends_with("eager_mode") {
         summaries.file.eager_mode = true;
@@ -1361,7 +1388,7 @@ fn call(
         }
     }
     if let Some(caller) = caller
-        && let Some(hardware) = device_literal(arguments, source)
+        && let Some(hardware) = device_literal(&argument_nodes, source)
     {
         summaries.device_literal_calls.push((
             caller,
@@ -1389,11 +1416,18 @@ fn call(
             repeated: runs_repeatedly(ancestors),
         });
     }
-    summaries
-        .passed
-        .record_call(node, innermost_function(stack), source, resolver);
+    if qualified.is_none() {
+        summaries.passed.record_call(
+            node,
+            function,
+            (arguments, &argument_nodes),
+            innermost_function(stack),
+            source,
+            resolver,
+        );
+    }
     // Functions passed as values may run any number of times.
-    for argument in arguments.named_nodes() {
+    for &argument in &argument_nodes {
         let value = match argument.kind_key() {
             kind::KEYWORD_ARGUMENT => argument.field("value"),
             _ => Some(argument),
@@ -1409,9 +1443,18 @@ fn call(
         summaries.file.first_module_save = Some(node.start_byte());
     }
 }
-/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`).
-fn device_literal(arguments: Node<'_>, source: &str) -> Option<guards::Hardware> {
-    let value = syntax::keyword_arg(arguments, "device", source)?;
+/// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`);
+/// `argument_nodes`: the named nodes of its argument list.
+fn device_literal(argument_nodes: &[Node<'_>], source: &str) -> Option<guards::Hardware> {
+    let value = argument_nodes
+        .iter()
+        .find(|child| {
+            child.is(kind::KEYWORD_ARGUMENT)
+                && child
+                    .field("name")
+                    .is_some_and(|n| node_text(n, source) == "device")
+        })?
+        .field("value")?;
     guards::literal_hardware(&syntax::string_value(value, source)?)
 }
 
@@ -2489,18 +2532,28 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
     }
 }
 
-/// The class whose body defines `function` (through a decorator), if any. Two `Node::parent`
-/// steps per function definition.
-fn defining_class(function: Node<'_>) -> Option<Node<'_>> {
-    let mut definition = function;
-    if let Some(parent) = definition
-        .parent()
-        .filter(|p| p.is(kind::DECORATED_DEFINITION))
-    {
-        definition = parent;
+/// The class whose body defines a function (through a decorator), if any. `ancestors` ends
+/// with the function; read from it rather than by `Node::parent`, which walks down from the root.
+fn defining_class<'t>(ancestors: &[Node<'t>]) -> Option<Node<'t>> {
+    let mut above = ancestors.iter().rev().skip(1).copied().peekable();
+    above.next_if(|p| p.is(kind::DECORATED_DEFINITION));
+    above.next().filter(|p| p.is(kind::BLOCK))?;
+    above.next().filter(|p| p.is(kind::CLASS_DEFINITION))
+}
+
+/// Whether a call (the last of `ancestors`) is an operand of a comparison, perhaps inside
+/// parentheses, a tuple, a list or a set: `syntax::is_comparison_operand` read from the
+/// pre-pass's ancestors rather than by `Node::parent`, which walks down from the root and cost
+/// the pre-pass more than all else it does per call.
+fn is_comparison_operand(ancestors: &[Node<'_>]) -> bool {
+    for parent in ancestors.iter().rev().skip(1).take(syntax::MAX_EXPR_DEPTH) {
+        match parent.kind_key() {
+            kind::COMPARISON_OPERATOR => return true,
+            kind::PARENTHESIZED_EXPRESSION | kind::TUPLE | kind::LIST | kind::SET => {}
+            _ => return false,
+        }
     }
-    let block = definition.parent().filter(|p| p.is(kind::BLOCK))?;
-    block.parent().filter(|p| p.is(kind::CLASS_DEFINITION))
+    false
 }
 
 /// Whether `class` names `torch.optim.Optimizer` (however imported) among its bases.
@@ -2806,7 +2859,7 @@ pub(crate) fn is_step_function_name(name: &str) -> bool {
 fn device_evidence(
     qualified: &str,
     method: Option<&str>,
-    arguments: Node<'_>,
+    argument_nodes: &[Node<'_>],
     source: &str,
     file: &mut FileFacts,
 ) {
@@ -2834,7 +2887,7 @@ fn device_evidence(
         }
     };
     let positional_device = qualified == "torch.device" || method == Some("to");
-    for (index, argument) in arguments.named_nodes().enumerate() {
+    for (index, &argument) in argument_nodes.iter().enumerate() {
         match argument.kind_key() {
             kind::KEYWORD_ARGUMENT => {
                 let name = argument
@@ -2886,5 +2939,81 @@ mod tests {
         );
         // Another module's `rendezvous` is no PyTorch/XLA collective.
         assert!(collective_calls("import mylib\nmylib.rendezvous('x')\n").is_empty());
+    }
+
+    /// Every block's guard as the traversal reads it from the pre-pass (`Summaries::block_guard`)
+    /// is the guard worked out afresh with the block's whole ancestry; the pre-pass sees only
+    /// the ancestors inside the top-level statement, and its list is searched by key.
+    #[test]
+    fn the_pre_pass_block_guards_are_the_traversal_s() {
+        use crate::kind;
+        use crate::semantic::guards;
+        use crate::syntax::NodeExt;
+        let mut sources: Vec<String> = [
+            "if torch.cuda.is_available():\n    a()\nelif is_torch_xla_available():\n    b()\nelse:\n    c()\n",
+            "class A:\n    @staticmethod\n    def f(x):\n        if x == 'cuda':\n            return 1\n        for i in range(torch.cuda.device_count()):\n            pass\n        while not use_tpu:\n            break\n",
+            "if TYPE_CHECKING:\n    import torch\nif x.dtype == torch.float16:\n    y = 1\nelse:\n    if is_torch_npu_available():\n        pass\n    else:\n        torch.cuda.manual_seed_all(0)\n",
+            "def g(:\n    if a:\n  pass\n else:\n    pass\n",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every rule fixture and realistic file of the tests crate, read at test time.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+        let mut directories = vec![root.join("fixtures"), root.join("realistic")];
+        while let Some(directory) = directories.pop() {
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    directories.push(path);
+                } else if path.extension().is_some_and(|e| e == "py")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    sources.push(text);
+                }
+            }
+        }
+        assert!(sources.len() > 100, "only {} sources", sources.len());
+        let mut blocks = 0;
+        for source in &sources {
+            let tree = crate::syntax::parse(source, None).expect("parses");
+            let model = SemanticModel::new(source, &tree, BackendSetting::Auto);
+            // Named ancestors from the root down, as the traversal keeps them.
+            let mut ancestors = vec![tree.root_node()];
+            let mut cursor = tree.root_node().walk();
+            let mut descending = cursor.goto_first_child();
+            while descending || cursor.goto_parent() {
+                let node = cursor.node();
+                if descending {
+                    if node.is_named() {
+                        ancestors.push(node);
+                        let count = ancestors.len();
+                        if node.is(kind::BLOCK) && count >= 3 {
+                            let (parent, grandparent) =
+                                (ancestors[count - 2], ancestors[count - 3]);
+                            assert_eq!(
+                                model.summaries.block_guard(node),
+                                Some(guards::block_guard(node, parent, Some(grandparent), source)),
+                                "block at {} in {source:?}",
+                                node.start_byte()
+                            );
+                            blocks += 1;
+                        }
+                    }
+                    descending = cursor.goto_first_child();
+                    if descending {
+                        continue;
+                    }
+                }
+                if node.is_named() {
+                    ancestors.pop();
+                }
+                descending = cursor.goto_next_sibling();
+            }
+        }
+        assert!(blocks > 1000, "only {blocks} blocks");
     }
 }

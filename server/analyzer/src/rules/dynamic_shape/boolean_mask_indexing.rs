@@ -69,13 +69,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     let Some(value) = subscript.field("value") else {
         return;
     };
-    // A value of unknown kind (a helper's parameter: `box_preds[pos_mask]` in a loss function)
-    // indexed by a boolean tensor is a tensor too: lists and dicts cannot be indexed by one.
-    // Only a value known to be something else (a NumPy array, a Python value) is left alone.
-    let value_is_tensor = context.fact(value).is_tensor();
-    if !value_is_tensor && tensor_values::is_known_non_tensor(context, value) {
-        return;
-    }
+    // The mask first: most subscripts have none, and the value's fact costs more.
     let mut cursor = subscript.walk();
     let indices: Vec<Node<'_>> = subscript
         .children_by_field_name("subscript", &mut cursor)
@@ -87,6 +81,13 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     else {
         return;
     };
+    // A value of unknown kind (a helper's parameter: `box_preds[pos_mask]` in a loss function)
+    // indexed by a boolean tensor is a tensor too: lists and dicts cannot be indexed by one.
+    // Only a value known to be something else (a NumPy array, a Python value) is left alone.
+    let value_is_tensor = context.fact(value).is_tensor();
+    if !value_is_tensor && tensor_values::is_known_non_tensor(context, value) {
+        return;
+    }
     // With the value's kind unknown, the mask itself must be known to be a tensor.
     if !value_is_tensor && !mask_is_known_tensor(context, mask) {
         return;

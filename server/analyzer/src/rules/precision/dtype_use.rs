@@ -113,6 +113,19 @@ pub fn dtype_use(
 
     let (receiver, method) = context.method_call(call)?;
     let method_name = node_text(method, source);
+    // The conversion first (`.double()`, `.to(torch.float64)`), then what the receiver is: its
+    // fact costs more than the method's name, and most method calls convert nothing.
+    let replacement = if method_name == shorthand && arguments.named_child_count() == 0 {
+        Edit::replace(method.byte_range(), replacement_method)
+    } else if matches!(method_name, "to" | "type")
+        && let Some(value) = syntax::positional_args(arguments)
+            .into_iter()
+            .find(|argument| is_dtype(*argument))
+    {
+        replace_dtype(value)
+    } else {
+        return None;
+    };
     let receiver_fact = context.fact(receiver);
     let is_module = receiver_fact.kind == ValueKind::Module;
     if !is_module && !helpers::is_probably_tensor(context, receiver) {
@@ -128,25 +141,11 @@ pub fn dtype_use(
     } else {
         DtypeUseKind::Conversion
     };
-    if method_name == shorthand && arguments.named_child_count() == 0 {
-        return Some(DtypeUse {
-            kind,
-            range: method.start_byte()..call.end_byte(),
-            replacement: Edit::replace(method.byte_range(), replacement_method),
-        });
-    }
-    if matches!(method_name, "to" | "type")
-        && let Some(value) = syntax::positional_args(arguments)
-            .into_iter()
-            .find(|argument| is_dtype(*argument))
-    {
-        return Some(DtypeUse {
-            kind,
-            range: method.start_byte()..call.end_byte(),
-            replacement: replace_dtype(value),
-        });
-    }
-    None
+    Some(DtypeUse {
+        kind,
+        range: method.start_byte()..call.end_byte(),
+        replacement,
+    })
 }
 
 /// `x.cpu().sum(dtype=...)`: a method of a tensor known to be on the host.
