@@ -48,7 +48,7 @@ def evaluate(model, loader, device):
     model.eval()
     confusion = torch.zeros(NUM_CLASSES, NUM_CLASSES, dtype=torch.long, device=device)  # ok
     with torch.no_grad():
-        for images, masks in loader:
+        for images, masks in loader:  # expect: TPU607
             images, masks = images.to(device), masks.to(device)
             logits = model(images)["out"]
             preds = F.interpolate(logits, size=masks.shape[-2:], mode="bilinear", align_corners=False).argmax(1)  # ok
