@@ -721,6 +721,28 @@ fn helpers_passed_device_loader_batches_hold_device_tensors() {
 }
 
 #[test]
+fn fields_of_reductions_are_tensors() {
+    // `.values` / `.indices` of `max(dim)`, `topk`, `sort`: tensors where the input was, not
+    // Python values (a mask built from them indexes a tensor).
+    let source =
+        "import torch\ndef f(x: torch.Tensor):\n    best = x.max(dim=1)\n    return MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    for expr in [
+        "best.values",
+        "x.topk(3).indices",
+        "torch.min(x, dim=0).values",
+    ] {
+        let fact = check(expr);
+        assert_eq!(
+            (fact.kind, fact.device),
+            (ValueKind::Tensor, Device::Accelerator),
+            "{expr}"
+        );
+    }
+    assert_eq!(check("x.dtype").kind, ValueKind::Scalar);
+}
+
+#[test]
 fn items_of_module_sequences_are_modules() {
     // `for block in self.blocks:` over an `nn.ModuleList` or `nn.Sequential` (also through
     // `zip` and `enumerate`) binds a submodule, and calling it gives a tensor on the device.

@@ -3101,7 +3101,10 @@ impl<'t> SemanticModel<'t> {
         let object_fact = self.fact_at_depth(object, depth + 1);
         match object_fact.kind {
             ValueKind::Tensor => match attribute {
-                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" => Fact::tensor(
+                // `.values` / `.indices` of a reduction's named tuple (`d.max(dim=1).values`,
+                // `x.topk(k).indices`, `x.sort().values`): tensors where the input was.
+                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" | "values"
+                | "indices" => Fact::tensor(
                     object_fact.device,
                     Some((expr.start_byte(), expr.end_byte())),
                 ),
