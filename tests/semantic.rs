@@ -697,6 +697,100 @@ fn names_and_loops() {
 }
 
 #[test]
+fn helpers_passed_device_loader_batches_hold_device_tensors() {
+    // Every call passes a batch of a device loader (iterated directly, through `enumerate`, or
+    // through a name bound to one): the helper's parameters are tensors on the device. A
+    // plain loader's batch, or a value of unknown kind beside it, says nothing.
+    let source = "import torch\nimport torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n\ndef pair_loss(emb, labels, extra):\n    return MARK\n\ndef train(model, train_loader, plain_loader, device, scale):\n    for step, (images, labels) in enumerate(pl.MpDeviceLoader(train_loader, device)):\n        pair_loss(images, labels, scale)\n    loader = pl.MpDeviceLoader(train_loader, device)\n    for images, labels in loader:\n        pair_loss(images, labels, scale)\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    for name in ["emb", "labels"] {
+        let fact = check(name);
+        assert_eq!(
+            (fact.kind, fact.device, fact.evidence),
+            (ValueKind::Tensor, Device::Accelerator, Evidence::CallSite),
+            "{name}"
+        );
+    }
+    assert_ne!(check("extra").device, Device::Accelerator);
+    let plain = source.replace(
+        "    loader = pl.MpDeviceLoader(train_loader, device)\n",
+        "    loader = plain_loader\n",
+    );
+    let labels = at(&plain.replace("MARK", "⟦labels⟧")).fact;
+    assert_ne!(labels.evidence, Evidence::CallSite);
+}
+
+#[test]
+fn fields_of_reductions_are_tensors() {
+    // `.values` / `.indices` of `max(dim)`, `topk`, `sort`: tensors where the input was, not
+    // Python values (a mask built from them indexes a tensor).
+    let source =
+        "import torch\ndef f(x: torch.Tensor):\n    best = x.max(dim=1)\n    return MARK\n";
+    let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    for expr in [
+        "best.values",
+        "x.topk(3).indices",
+        "torch.min(x, dim=0).values",
+    ] {
+        let fact = check(expr);
+        assert_eq!(
+            (fact.kind, fact.device),
+            (ValueKind::Tensor, Device::Accelerator),
+            "{expr}"
+        );
+    }
+    assert_eq!(check("x.dtype").kind, ValueKind::Scalar);
+}
+
+#[test]
+fn items_of_module_sequences_are_modules() {
+    // `for block in self.blocks:` over an `nn.ModuleList` or `nn.Sequential` (also through
+    // `zip` and `enumerate`) binds a submodule, and calling it gives a tensor on the device.
+    let source = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])\n        self.stack = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\n        self.heads = nn.ModuleDict({\"a\": nn.Linear(4, 4)})\n\n    def forward(self, x):\n        LOOP\n            return MARK\n";
+    let check = |header: &str, expr: &str| {
+        at(&source
+            .replace("LOOP", header)
+            .replace("MARK", &format!("⟦{expr}⟧")))
+        .fact
+    };
+    let block = check("for block in self.blocks:", "block");
+    assert_eq!(block.kind, ValueKind::Module);
+    let out = check("for block in self.blocks:", "block(x)");
+    assert_eq!(
+        (out.kind, out.device),
+        (ValueKind::Tensor, Device::Accelerator)
+    );
+    assert_eq!(
+        check("for layer in self.stack:", "layer").kind,
+        ValueKind::Module
+    );
+    assert_eq!(
+        check("for i, block in enumerate(self.blocks):", "block").kind,
+        ValueKind::Module
+    );
+    assert_eq!(
+        check(
+            "for block, layer in zip(self.blocks, self.stack):",
+            "layer(x)"
+        )
+        .kind,
+        ValueKind::Tensor
+    );
+    // A `ModuleDict` yields its keys, strings.
+    assert_ne!(
+        check("for name in self.heads:", "name").kind,
+        ValueKind::Module
+    );
+    // A module of another kind iterated (a custom container) says nothing about its items.
+    assert_ne!(
+        at("from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(4, 4)\n    def forward(self, x):\n        for p in self.proj:\n            return ⟦p⟧\n")
+            .fact
+            .kind,
+        ValueKind::Module
+    );
+}
+
+#[test]
 fn device_loader_batches_and_called_parameters() {
     let source = "import torch_xla.distributed.parallel_loader as pl\nfrom tqdm import tqdm\ndef evaluate(model, loader, criterion, device):\n    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n    for step, (images, labels) in enumerate(pbar):\n        logits = model(images)\n        loss = criterion(logits, labels)\n        MARK\n";
     let check = |expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧")));

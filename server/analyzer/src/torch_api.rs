@@ -334,6 +334,17 @@ pub const MODULE_WRAPPERS: &[&str] = &[
     "torch.compile",
 ];
 
+/// Calls that wrap a module and move it onto the XLA device themselves: FSDPv2's constructor
+/// runs `module.to(xm.xla_device())` "in case it's not moved by the caller already"
+/// (pytorch/xla `torch_xla/experimental/spmd_fully_sharded_data_parallel.py`), so
+/// `model = FSDPv2(AutoModel.from_pretrained(...))` is on the device.
+pub const MODULE_WRAPPERS_ONTO_XLA: &[&str] =
+    &["torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel"];
+
+/// Module containers whose iteration yields their submodules: `for block in self.blocks:` over
+/// an `nn.ModuleList` or `nn.Sequential`. (`nn.ModuleDict` yields its keys, and is absent.)
+pub const MODULE_SEQUENCES: &[&str] = &["torch.nn.ModuleList", "torch.nn.Sequential"];
+
 pub const XLA_COLLECTIVES: &[&str] = &[
     "all_reduce",
     "all_gather",

@@ -922,6 +922,15 @@ impl<'t> SemanticModel<'t> {
             );
             return;
         }
+        if left.is(kind::IDENTIFIER)
+            && let Some(item) = self.module_sequence_item(fact)
+        {
+            self.bind(
+                node_text(left, self.source).to_string(),
+                Binding::Value(item),
+            );
+            return;
+        }
         if fact.is_tensor() && left.is(kind::IDENTIFIER) {
             let row = Fact::tensor(fact.device, origin).with_evidence(fact.evidence);
             self.bind(
@@ -954,7 +963,10 @@ impl<'t> SemanticModel<'t> {
             for target in targets {
                 let name = node_text(target, self.source);
                 if let Some(row) = self.iteration_target_fact(left, right, name, 0)
-                    && (row.is_tensor() || row.kind == ValueKind::NumpyArray)
+                    && matches!(
+                        row.kind,
+                        ValueKind::Tensor | ValueKind::NumpyArray | ValueKind::Module
+                    )
                 {
                     self.bind(name.to_string(), Binding::Value(row));
                     bound = true;
@@ -1015,6 +1027,26 @@ impl<'t> SemanticModel<'t> {
         }
         let batch = Fact::tensor(loader.device, origin);
         self.bind_batch(target, batch, 0);
+    }
+
+    /// An item of a module sequence (`nn.ModuleList`, `nn.Sequential`; the fact's origin is its
+    /// constructor): a module where the sequence is. `for block in self.blocks: h = block(h)`
+    /// calls a submodule as `self.block(h)` would. The item keeps no origin: the constructor's
+    /// arguments describe the sequence, not the item.
+    fn module_sequence_item(&self, sequence: Fact) -> Option<Fact> {
+        if sequence.kind != ValueKind::Module {
+            return None;
+        }
+        let (start, end) = sequence.origin?;
+        let constructor = self.node_at(start, end).filter(|n| n.is(kind::CALL))?;
+        let qualified = self.call_qualified_name(constructor)?;
+        torch_api::MODULE_SEQUENCES
+            .contains(&qualified.as_str())
+            .then_some(Fact {
+                kind: ValueKind::Module,
+                device: sequence.device,
+                ..Fact::UNKNOWN
+            })
     }
 
     /// An optimizer's parameter groups and their parameters: `for group in
@@ -2659,6 +2691,8 @@ impl<'t> SemanticModel<'t> {
             } else if fact.kind == ValueKind::NumpyArray {
                 // A row of a NumPy array is an array or a NumPy scalar: on the host.
                 Fact::of(ValueKind::NumpyArray)
+            } else if let Some(item) = self.module_sequence_item(fact) {
+                item
             } else {
                 Fact::UNKNOWN
             }
@@ -3139,7 +3173,10 @@ impl<'t> SemanticModel<'t> {
         let object_fact = self.fact_at_depth(object, depth + 1);
         match object_fact.kind {
             ValueKind::Tensor => match attribute {
-                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" => Fact::tensor(
+                // `.values` / `.indices` of a reduction's named tuple (`d.max(dim=1).values`,
+                // `x.topk(k).indices`, `x.sort().values`): tensors where the input was.
+                "T" | "mT" | "H" | "mH" | "data" | "grad" | "real" | "imag" | "values"
+                | "indices" => Fact::tensor(
                     object_fact.device,
                     Some((expr.start_byte(), expr.end_byte())),
                 ),
@@ -3468,6 +3505,14 @@ impl<'t> SemanticModel<'t> {
                 .filter(|fact| fact.kind == ValueKind::Module)
         {
             return Fact { origin, ..wrapped };
+        }
+        if torch_api::MODULE_WRAPPERS_ONTO_XLA.contains(&qualified) {
+            return Fact {
+                kind: ValueKind::Module,
+                device: Device::Accelerator,
+                origin,
+                ..Fact::UNKNOWN
+            };
         }
         if let Some(function) = qualified.strip_prefix("torch.") {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
