@@ -138,6 +138,18 @@ pub const NON_TENSOR_METHODS: &[&str] = &[
 /// class whose `train` is its training loop).
 pub const MODULE_MODE_SWITCHES: &[&str] = &["train", "eval"];
 
+/// Methods of a training launcher that place the modules, optimizers and loaders handed to them
+/// on the run's device: Accelerate's `accelerator.prepare(model, optimizer, loader)` and
+/// Lightning Fabric's `fabric.setup(model, optimizer)` / `setup_module` / `setup_dataloaders`,
+/// by the receiver's last name. An object that hands its model to one of these places its
+/// members through it and is not itself placed: its own buffers stay where they were built.
+pub const LAUNCHER_PLACING_METHODS: &[(&str, &str)] = &[
+    ("accelerator", "prepare"),
+    ("accelerator", "prepare_model"),
+    ("fabric", "setup"),
+    ("fabric", "setup_module"),
+];
+
 /// Module methods that return the module itself.
 pub const MODULE_SELF_METHODS: &[&str] = &[
     "to",

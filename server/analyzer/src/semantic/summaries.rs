@@ -151,6 +151,11 @@ pub struct FunctionSummary {
     /// on a TPU. Only that positive use is sound: a false result says nothing about the
     /// hardware (`return False` may have other causes).
     pub true_only_off_tpu: bool,
+    /// Whether its own body hands objects to a training launcher that places them
+    /// (`self.accelerator.prepare(self.model, ...)`, `fabric.setup(model)`;
+    /// `torch_api::LAUNCHER_PLACING_METHODS`): its class is a trainer that places its members
+    /// through the launcher rather than a module someone moves.
+    pub places_through_launcher: bool,
 }
 
 impl FunctionSummary {
@@ -1179,6 +1184,31 @@ fn enter(
     }
 }
 
+/// `self.accelerator.prepare(self.model, ...)` / `fabric.setup(model)`: a launcher's placing
+/// method (`torch_api::LAUNCHER_PLACING_METHODS`, by the receiver's last name) called with
+/// objects other than `self` (a launcher handed `self` places the caller itself).
+fn places_through_launcher(
+    receiver: Node<'_>,
+    method: &str,
+    arguments: Node<'_>,
+    source: &str,
+) -> bool {
+    let receiver_name = match receiver.kind_key() {
+        kind::ATTRIBUTE => receiver.field("attribute").map(|a| node_text(a, source)),
+        kind::IDENTIFIER => Some(node_text(receiver, source)),
+        _ => None,
+    };
+    let Some(receiver_name) = receiver_name else {
+        return false;
+    };
+    crate::torch_api::LAUNCHER_PLACING_METHODS
+        .iter()
+        .any(|(launcher, placing)| receiver_name == *launcher && method == *placing)
+        && !syntax::positional_args(arguments)
+            .iter()
+            .any(|argument| syntax::text_is(*argument, source, "self"))
+}
+
 fn call(
     node: Node<'_>,
     source: &str,
@@ -1280,6 +1310,12 @@ fn call(
                 text.contains("opt") && !text.contains("sched")
             }))
         || (method == Some("step") && steps_through_scaler(receiver, arguments, source));
+    if let (Some(method), Some(receiver)) = (method, receiver)
+        && let Some(index) = innermost_function(stack)
+        && places_through_launcher(receiver, method, arguments, source)
+    {
+        summaries.functions[index].places_through_launcher = true;
+    }
     if q.ends_with("MpDeviceLoader")
         || q.ends_with("ParallelLoader")
         || method == Some("per_device_loader")
