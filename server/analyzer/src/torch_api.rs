@@ -150,6 +150,14 @@ pub const LAUNCHER_PLACING_METHODS: &[(&str, &str)] = &[
     ("fabric", "setup_module"),
 ];
 
+/// `torch.optim.Optimizer`'s per-parameter state: `self.state[p]`, conventionally bound to a
+/// local `state` (or `param_state`). In an optimizer's `step`, a branch taken while that state is
+/// empty (`if len(state) == 0:`, `if not state:`, `if "exp_avg" not in state:`) or at its first
+/// step (`if state["step"] == 0:`) initialises it: it runs once per parameter, not every step.
+pub const OPTIMIZER_STATE: &str = "state";
+/// The per-parameter state's step counter (`state["step"]`).
+pub const OPTIMIZER_STATE_STEP: &str = "step";
+
 /// Module methods that return the module itself.
 pub const MODULE_SELF_METHODS: &[&str] = &[
     "to",
