@@ -139,6 +139,21 @@ HELD_OUT_7_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "yolov5==7.0.14",
 ])
 
+# The thirteenth pass's held-out code bases (docs/precision.md, seed 10498): an eighth set no
+# session had looked at, selected with `precision-sample.py --bases held-out-8` together with the
+# TPU-aware repository of HELD_OUT_8_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any); the import packages are k_diffusion, stable_audio_tools,
+# vector_quantize_pytorch, e2_tts_pytorch, vit_pytorch, torch_optimizer and meshgpt_pytorch.
+HELD_OUT_8_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "k-diffusion==0.1.1.post1",
+    "stable-audio-tools==0.0.19",
+    "vector-quantize-pytorch==1.32.0",
+    "e2-tts-pytorch==2.2.2",
+    "vit-pytorch==1.26.14",
+    "torch-optimizer==0.3.0",
+    "meshgpt-pytorch==1.8.1",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -167,9 +182,14 @@ HELD_OUT_6_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_7_REPOSITORIES: dict[str, tuple[str, str]] = {
     "lit-llama": ("Lightning-AI/lit-llama", "2a464de2a1d2f266614d15091d3d7f30330c3ede"),
 }
+# The thirteenth pass's TPU-aware repository: mlpug, a training framework with PyTorch, PyTorch/XLA
+# (mlpug/pytorch/xla: trainers, evaluation, multi-processing) and other back ends, and its examples.
+HELD_OUT_8_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "mlpug": ("nuhame/mlpug", "8d291f4796ba754f1055314bf40b70b9bcd089b5"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
-                                                **HELD_OUT_7_REPOSITORIES}
+                                                **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -179,7 +199,8 @@ def log(message: str) -> None:
 def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                        **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES}[name]
+                        **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
+                        **HELD_OUT_8_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -289,7 +310,8 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
-                    **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES}:
+                    **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
+                        **HELD_OUT_8_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

@@ -154,6 +154,26 @@ pub const NON_TENSOR_METHODS: &[&str] = &[
 /// class whose `train` is its training loop).
 pub const MODULE_MODE_SWITCHES: &[&str] = &["train", "eval"];
 
+/// Methods of a training launcher that place the modules, optimizers and loaders handed to them
+/// on the run's device: Accelerate's `accelerator.prepare(model, optimizer, loader)` and
+/// Lightning Fabric's `fabric.setup(model, optimizer)` / `setup_module` / `setup_dataloaders`,
+/// by the receiver's last name. An object that hands its model to one of these places its
+/// members through it and is not itself placed: its own buffers stay where they were built.
+pub const LAUNCHER_PLACING_METHODS: &[(&str, &str)] = &[
+    ("accelerator", "prepare"),
+    ("accelerator", "prepare_model"),
+    ("fabric", "setup"),
+    ("fabric", "setup_module"),
+];
+
+/// `torch.optim.Optimizer`'s per-parameter state: `self.state[p]`, conventionally bound to a
+/// local `state` (or `param_state`). In an optimizer's `step`, a branch taken while that state is
+/// empty (`if len(state) == 0:`, `if not state:`, `if "exp_avg" not in state:`) or at its first
+/// step (`if state["step"] == 0:`) initialises it: it runs once per parameter, not every step.
+pub const OPTIMIZER_STATE: &str = "state";
+/// The per-parameter state's step counter (`state["step"]`).
+pub const OPTIMIZER_STATE_STEP: &str = "step";
+
 /// Module methods that return the module itself.
 pub const MODULE_SELF_METHODS: &[&str] = &[
     "to",

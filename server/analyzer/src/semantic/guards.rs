@@ -687,7 +687,52 @@ pub(crate) fn after_early_exit(if_statement: Node<'_>, source: &str) -> Option<D
     ]) {
         return None;
     }
-    false_test(if_statement.field("condition")?, source, 0)
+    let condition = if_statement.field("condition")?;
+    false_test(condition, source, 0).or_else(|| bound_flag_test(if_statement, condition, source))
+}
+
+/// `if not <flag>: return` where the block bound the flag from a device test a few statements
+/// up (`self.use_flash = torch.cuda.is_available() and ...`, `ok = torch.cuda.is_available()`):
+/// past the exit the flag is true, so its test held. Only the `not <flag>` form, whose truth
+/// after the exit implies every conjunct of the test, and only a binding among the few
+/// statements just before the `if` in the same block (the nearest one: a sibling lookup costs a
+/// walk of the block, so the search stays short).
+fn bound_flag_test(
+    if_statement: Node<'_>,
+    condition: Node<'_>,
+    source: &str,
+) -> Option<DeviceTest> {
+    const LOOK_BACK: usize = 8;
+    let condition = syntax::unparenthesize(condition);
+    if condition.is_not(kind::NOT_OPERATOR) {
+        return None;
+    }
+    let flag = syntax::unparenthesize(condition.field("argument")?);
+    if !flag.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) {
+        return None;
+    }
+    let flag_text = node_text(flag, source);
+    let mut statement = if_statement.prev_named_sibling();
+    let mut looked = 0;
+    while let Some(current) = statement
+        && looked < LOOK_BACK
+    {
+        looked += 1;
+        if let Some(assignment) = current
+            .named_child(0)
+            .filter(|_| current.is(kind::EXPRESSION_STATEMENT))
+            .filter(|a| a.is(kind::ASSIGNMENT))
+            && assignment
+                .field("left")
+                .is_some_and(|left| node_text(left, source) == flag_text)
+        {
+            return assignment
+                .field("right")
+                .and_then(|value| device_test(value, source));
+        }
+        statement = current.prev_named_sibling();
+    }
+    None
 }
 
 /// After `assert <test>` the rest of the block runs only when the test held, as after

@@ -280,6 +280,12 @@ struct ClassInfo {
     /// attributes) and defines no `__init__`. Its `self.<name>(h)` calls can only be submodules
     /// assigned in code that is not there (a bug report's excerpt).
     module_without_constructor: bool,
+    /// A method of the class hands objects to a training launcher that places them
+    /// (`self.accelerator.prepare(self.model, ...)`; `FunctionSummary::places_through_launcher`):
+    /// a trainer. Its members are placed by the launcher and nothing places the trainer, so a
+    /// buffer it registers from a host tensor (`self.register_buffer("step", torch.tensor(0))`)
+    /// stays on the host.
+    places_through_launcher: bool,
 }
 
 #[derive(Debug)]
@@ -1871,6 +1877,20 @@ impl<'t> SemanticModel<'t> {
                 _ => None,
             })
             .unwrap_or_default();
+        // Read from the pre-pass summaries of the class body's own methods: the class
+        // definition is one statement, so an incremental check re-reads them with it.
+        let places_through_launcher = node.field("body").is_some_and(|body| {
+            body.named_nodes().any(|statement| {
+                let definition = match statement.kind_key() {
+                    kind::DECORATED_DEFINITION => statement.field("definition"),
+                    _ => Some(statement),
+                };
+                definition
+                    .filter(|d| d.is(kind::FUNCTION_DEFINITION))
+                    .and_then(|d| self.function_summary(d))
+                    .is_some_and(|summary| summary.places_through_launcher)
+            })
+        });
         let index = self.classes.len();
         self.classes.push(ClassInfo {
             is_module,
@@ -1878,6 +1898,7 @@ impl<'t> SemanticModel<'t> {
             is_optimizer,
             attributes: inherited,
             module_without_constructor: derives_from_nn_module && !defines_constructor,
+            places_through_launcher,
         });
         if let Some(name) = node.field("name") {
             self.bind(node_text(name, source).to_string(), Binding::Class(index));
@@ -2439,19 +2460,33 @@ impl<'t> SemanticModel<'t> {
         let Some((_, arguments)) = syntax::call_parts(call) else {
             return;
         };
-        let Some(name) = syntax::positional_args(arguments)
+        let positional = syntax::positional_args(arguments);
+        let Some(name) = positional
             .first()
             .and_then(|n| syntax::string_value(*n, source))
         else {
             return;
         };
-        let fact = Fact::tensor(
-            Device::Accelerator,
-            Some((call.start_byte(), call.end_byte())),
-        );
-        if let Some(class) = self.current_method_class()
-            && let Some(info) = self.classes.get_mut(class)
-        {
+        let Some(class) = self.current_method_class() else {
+            return;
+        };
+        // A buffer follows its module to the device, except in a trainer that places its
+        // members through a launcher: nothing moves the trainer, so a host tensor stays there.
+        let stays_on_host = self
+            .classes
+            .get(class)
+            .is_some_and(|info| info.places_through_launcher)
+            && positional.get(1).is_some_and(|value| {
+                let value = self.fact(*value);
+                value.is_tensor() && value.device == Device::Cpu
+            });
+        let device = if stays_on_host {
+            Device::Cpu
+        } else {
+            Device::Accelerator
+        };
+        let fact = Fact::tensor(device, Some((call.start_byte(), call.end_byte())));
+        if let Some(info) = self.classes.get_mut(class) {
             info.attributes.insert(name.into_owned(), fact);
         }
     }

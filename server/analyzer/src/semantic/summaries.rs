@@ -151,6 +151,11 @@ pub struct FunctionSummary {
     /// on a TPU. Only that positive use is sound: a false result says nothing about the
     /// hardware (`return False` may have other causes).
     pub true_only_off_tpu: bool,
+    /// Whether its own body hands objects to a training launcher that places them
+    /// (`self.accelerator.prepare(self.model, ...)`, `fabric.setup(model)`;
+    /// `torch_api::LAUNCHER_PLACING_METHODS`): its class is a trainer that places its members
+    /// through the launcher rather than a module someone moves.
+    pub places_through_launcher: bool,
 }
 
 impl FunctionSummary {
@@ -1179,6 +1184,18 @@ fn enter(
             summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle { exits: true }))
         }
+        // An optimizer step's state initialisation (`if len(state) == 0:`) runs once per
+        // parameter, at the first step.
+        kind::IF_STATEMENT
+            if innermost_function(stack)
+                .is_some_and(|index| summaries.functions[index].optimizer_step)
+                && node
+                    .field("condition")
+                    .is_some_and(|c| tests_state_initialisation(c, source)) =>
+        {
+            summaries.throttles.insert(node_key(node));
+            stack.push((node.id(), Frame::Throttle { exits: false }))
+        }
         // `if i == 0:` runs once per loop; an early exit there (`if i == 0: continue`) leaves the
         // rest of the loop hot.
         kind::IF_STATEMENT
@@ -1203,6 +1220,31 @@ fn enter(
         ),
         _ => {}
     }
+}
+
+/// `self.accelerator.prepare(self.model, ...)` / `fabric.setup(model)`: a launcher's placing
+/// method (`torch_api::LAUNCHER_PLACING_METHODS`, by the receiver's last name) called with
+/// objects other than `self` (a launcher handed `self` places the caller itself).
+fn places_through_launcher(
+    receiver: Node<'_>,
+    method: &str,
+    arguments: Node<'_>,
+    source: &str,
+) -> bool {
+    let receiver_name = match receiver.kind_key() {
+        kind::ATTRIBUTE => receiver.field("attribute").map(|a| node_text(a, source)),
+        kind::IDENTIFIER => Some(node_text(receiver, source)),
+        _ => None,
+    };
+    let Some(receiver_name) = receiver_name else {
+        return false;
+    };
+    crate::torch_api::LAUNCHER_PLACING_METHODS
+        .iter()
+        .any(|(launcher, placing)| receiver_name == *launcher && method == *placing)
+        && !syntax::positional_args(arguments)
+            .iter()
+            .any(|argument| syntax::text_is(*argument, source, "self"))
 }
 
 fn call(
@@ -1310,6 +1352,12 @@ fn call(
                 text.contains("opt") && !text.contains("sched")
             }))
         || (method == Some("step") && steps_through_scaler(receiver, arguments, source));
+    if let (Some(method), Some(receiver)) = (method, receiver)
+        && let Some(index) = innermost_function(stack)
+        && places_through_launcher(receiver, method, arguments, source)
+    {
+        summaries.functions[index].places_through_launcher = true;
+    }
     if q.ends_with("MpDeviceLoader")
         || q.ends_with("ParallelLoader")
         || method == Some("per_device_loader")
@@ -2119,6 +2167,80 @@ fn mark_cuda_library_use(
 /// Whether an `if` (the last of `ancestors`) tests that the counter of its innermost loop equals
 /// a constant (`for i, batch in enumerate(loader): if i == 0:`, `for epoch in range(n): if
 /// epoch == 0:`, also as one side of `and`): its body runs once per loop, not every iteration.
+/// Whether `condition` holds only while an optimizer's per-parameter state is uninitialised
+/// (`torch_api::OPTIMIZER_STATE`): `len(state) == 0`, `not state`, `"exp_avg" not in state`,
+/// `state["step"] == 0`, where `state` is a name ending in `state` or `self.state[p]`.
+fn tests_state_initialisation(condition: Node<'_>, source: &str) -> bool {
+    let is_state = |node: Node<'_>| {
+        let node = syntax::unparenthesize(node);
+        match node.kind_key() {
+            kind::IDENTIFIER => {
+                node_text(node, source).ends_with(crate::torch_api::OPTIMIZER_STATE)
+            }
+            kind::SUBSCRIPT => node.field("value").is_some_and(|value| {
+                syntax::dotted_parts(value, source)
+                    .is_some_and(|parts| parts == ["self", crate::torch_api::OPTIMIZER_STATE])
+            }),
+            _ => false,
+        }
+    };
+    let condition = syntax::unparenthesize(condition);
+    if condition.is(kind::NOT_OPERATOR) {
+        return condition.field("argument").is_some_and(is_state);
+    }
+    if condition.is_not(kind::COMPARISON_OPERATOR) || condition.named_child_count() != 2 {
+        return false;
+    }
+    let mut cursor = condition.walk();
+    // `not  in` is one token whatever the spaces between its words.
+    let operators: Vec<String> = condition
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .map(|c| {
+            let words: Vec<&str> = node_text(c, source).split_whitespace().collect();
+            syntax::join(&words, " ")
+        })
+        .collect();
+    let (Some(left), Some(right)) = (condition.named_child(0), condition.named_child(1)) else {
+        return false;
+    };
+    let is_zero = |node: Node<'_>| node.is(kind::INTEGER) && node_text(node, source) == "0";
+    match operators
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["not in"] => left.is(kind::STRING) && is_state(right),
+        ["=="] => {
+            let (measured, zero) = if is_zero(right) {
+                (left, right)
+            } else {
+                (right, left)
+            };
+            if !is_zero(zero) {
+                return false;
+            }
+            let measured = syntax::unparenthesize(measured);
+            // `len(state) == 0`
+            if let Some((function, arguments)) = syntax::call_parts(measured)
+                && syntax::text_is(function, source, "len")
+                && let [argument] = syntax::positional_args(arguments)[..]
+            {
+                return is_state(argument);
+            }
+            // `state["step"] == 0`
+            measured.is(kind::SUBSCRIPT)
+                && measured.field("value").is_some_and(is_state)
+                && measured
+                    .field("subscript")
+                    .and_then(|key| syntax::string_value(key, source))
+                    .is_some_and(|key| key == crate::torch_api::OPTIMIZER_STATE_STEP)
+        }
+        _ => false,
+    }
+}
+
 fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]) -> bool {
     let condition = syntax::unparenthesize(condition);
     if condition.is(kind::BOOLEAN_OPERATOR)
