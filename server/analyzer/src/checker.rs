@@ -315,6 +315,19 @@ impl<'t> Context<'t, '_> {
         self.semantic.hot_path()
     }
 
+    /// How often a host read repeats, for messages: "every step" on a hot path, "on every
+    /// iteration" in a loop, and ahead of a module step marker, that the read is an execution
+    /// of its own ([`Self::repeated_host_read`]).
+    pub fn host_read_frequency(&self) -> &'static str {
+        if self.hot_path().is_some() {
+            "every step"
+        } else if self.semantic.in_repeating_loop() {
+            "on every iteration"
+        } else {
+            "in an execution of its own"
+        }
+    }
+
     /// The rule's severity on a hot path, `Info` elsewhere.
     pub fn hot_path_severity(&self) -> Severity {
         if self.hot_path().is_some() {
@@ -340,6 +353,21 @@ impl<'t> Context<'t, '_> {
             .then_some((Severity::Info, "in a loop"))
     }
 
+    /// [`Self::repeated_host_read`], and also straight-line module-level code ahead of a step
+    /// marker written later at module level
+    /// ([`crate::semantic::SemanticModel::ahead_of_module_step_marker`]): information, "before
+    /// the step marker below". For the reads whose Python value the script goes on computing
+    /// with (`.item()`, `float(t)`, a tensor condition): the value is needed before the
+    /// marker, so the pending graph runs early as an execution of its own and the marker runs
+    /// the rest. Prints and host copies there are the script's output, read on purpose.
+    pub fn host_value_read(&self) -> Option<(Severity, &'static str)> {
+        self.repeated_host_read().or_else(|| {
+            self.semantic
+                .ahead_of_module_step_marker()
+                .then_some((Severity::Info, BEFORE_STEP_MARKER))
+        })
+    }
+
     /// The rule being run.
     pub fn rule(&self) -> &'static RuleMeta {
         self.rule
@@ -362,6 +390,9 @@ impl<'t> Context<'t, '_> {
         &mut self.diagnostics[last]
     }
 }
+
+/// Where [`Context::repeated_host_read`] places a read ahead of a module step marker.
+pub const BEFORE_STEP_MARKER: &str = "before the step marker below";
 
 /// Walks `tree` once, keeping `semantic` current: `visit(semantic, node, dispatchable)` runs for
 /// every named node after `SemanticModel::enter` and before its children. `dispatchable` is false

@@ -247,9 +247,17 @@ impl SemanticModel<'_> {
         }
         let mut file = file.clone();
         let first_module_save = file.first_module_save.take().map(locate);
+        let module_step_markers: Vec<_> = std::mem::take(&mut file.module_step_markers)
+            .into_iter()
+            .map(locate)
+            .collect();
+        let module_loops: Vec<_> = std::mem::take(&mut file.module_loops)
+            .into_iter()
+            .map(locate)
+            .collect();
         file_wide.push((
             "module summary changed: file facts",
-            hash_one((file, first_module_save)),
+            hash_one((file, first_module_save, module_step_markers, module_loops)),
         ));
         file_wide.push((
             "module summary changed: compiled names or step closures",

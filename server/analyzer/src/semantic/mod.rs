@@ -2928,6 +2928,35 @@ impl<'t> SemanticModel<'t> {
             )
     }
 
+    /// Whether the current node is straight-line module-level code (no function, class, loop or
+    /// lambda around it, off throttles) that runs ahead of a step marker written later at module
+    /// level (`xm.mark_step()`, `torch_xla.sync()`; `FileFacts::module_step_markers`) with no
+    /// module-level loop in between. A script or reproducer marks there where its graph should
+    /// run: a host read before the marker runs the pending graph early, as its own compiled
+    /// execution, and the marker then runs the rest (pytorch/xla#3429: `t or 1.0` compiled and
+    /// executed at that line). Code after the last marker, or before a loop that ends with its
+    /// own marker, reads results and is left alone.
+    pub fn ahead_of_module_step_marker(&self) -> bool {
+        let Some(current) = self.ancestors.last() else {
+            return false;
+        };
+        if !self.frames.is_empty()
+            || self.in_cold_code()
+            || self.ancestors.iter().any(|node| node.is(kind::LAMBDA))
+        {
+            return false;
+        }
+        let start = current.start_byte();
+        let file = self.file_facts();
+        file.module_step_markers.iter().any(|&marker| {
+            marker > start
+                && !file
+                    .module_loops
+                    .iter()
+                    .any(|&loop_start| loop_start > start && loop_start < marker)
+        })
+    }
+
     /// Name of the innermost enclosing function, and whether it is a method of an `nn.Module`.
     pub fn function(&self) -> Option<FunctionContext<'_>> {
         self.frames.iter().rev().find_map(|frame| match frame {

@@ -229,6 +229,13 @@ pub struct FileFacts {
     pub tpu_evidence: bool,
     /// Where module-level code first calls `torch.save` / `xm.save` (a byte offset).
     pub first_module_save: Option<usize>,
+    /// Where straight-line module-level code (no function, class, lambda or loop around it)
+    /// calls a step marker (`xm.mark_step()`, `torch_xla.sync()`, `torch_xla.step()`): the
+    /// places a script or reproducer says its graph should run (byte offsets).
+    pub module_step_markers: Vec<usize>,
+    /// The starts of module-level loops, kept only in files with a module step marker (else
+    /// empty): a marker after a loop ends that loop's phase, not the code before it.
+    pub module_loops: Vec<usize>,
     /// How many functions of the file call `torch.save` / `xm.save`: a module that writes
     /// checkpoints in one function and reads them in another reads back its own files.
     pub saving_functions: usize,
@@ -883,6 +890,13 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         *block = key(*block);
     }
     file.first_module_save = file.first_module_save.map(offset);
+    for at in file
+        .module_step_markers
+        .iter_mut()
+        .chain(file.module_loops.iter_mut())
+    {
+        *at = offset(*at);
+    }
 }
 
 /// Appends a statement's part (starting at `base`) to the file's summaries, in statement order.
@@ -953,6 +967,8 @@ fn append(
         compiles_optimizer_step: _,
         tpu_evidence,
         first_module_save,
+        module_step_markers,
+        module_loops,
         saving_functions: _,
         saved_paths,
         collective_calls,
@@ -964,6 +980,8 @@ fn append(
     into.xla_evidence |= xla_evidence;
     into.tpu_evidence |= tpu_evidence;
     into.first_module_save = into.first_module_save.or(first_module_save);
+    into.module_step_markers.extend(module_step_markers);
+    into.module_loops.extend(module_loops);
     for path in saved_paths {
         if !into.saved_paths.contains(&path) {
             into.saved_paths.push(path);
@@ -1054,6 +1072,9 @@ fn enter(
             stack.push((node.id(), Frame::Function(index)));
         }
         kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
+            if runs_at_module_level(stack) {
+                summaries.file.module_loops.push(node.start_byte());
+            }
             let target_field = node.field("left");
             if let (Some(target), Some(index)) = (target_field, innermost_function(stack)) {
                 bind_names(summaries, index, target, target.end_byte(), false);
@@ -1490,6 +1511,9 @@ fn call(
     if caller.is_none() && saves && summaries.file.first_module_save.is_none() {
         summaries.file.first_module_save = Some(node.start_byte());
     }
+    if syncs && runs_at_module_level(stack) {
+        summaries.file.module_step_markers.push(node.start_byte());
+    }
 }
 /// The hardware named by a call's `device="…"` string argument (`device="cuda"`, `device="xla"`);
 /// `argument_nodes`: the named nodes of its argument list.
@@ -1879,6 +1903,17 @@ fn runs_repeatedly(ancestors: &[Node<'_>]) -> bool {
         }
     }
     false
+}
+
+/// Whether the node being visited is straight-line module-level code: no function, class,
+/// lambda or loop frame around it (blocks, throttles and `with` bodies do not count).
+fn runs_at_module_level(stack: &[(usize, Frame)]) -> bool {
+    stack.iter().all(|(_, frame)| {
+        !matches!(
+            frame,
+            Frame::Function(_) | Frame::Loop { .. } | Frame::Other
+        )
+    })
 }
 
 fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
@@ -2552,6 +2587,11 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .iter()
         .filter(|f| f.first_save.is_some())
         .count();
+    // Module loops matter only before a module step marker (`FileFacts::module_loops`); without
+    // one they are dropped, so that edits inside a script's training loop compare equal.
+    if summaries.file.module_step_markers.is_empty() {
+        summaries.file.module_loops.clear();
+    }
     load_time(summaries, &by_name);
     once_per_run(summaries, &by_name);
     host_transform_components(summaries);

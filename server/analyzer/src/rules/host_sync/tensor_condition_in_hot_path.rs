@@ -18,7 +18,10 @@ declare_rule! {
     /// truth value of the left operand, or of the operand of `not`), inside a hot path (a
     /// warning) or in a loop outside hot paths (information: each iteration waits, but nothing
     /// says the loop runs every step — a reproducer's loop that computes on the device and never
-    /// syncs, an iterative solver).
+    /// syncs, an iterative solver), or in straight-line module-level code ahead of a step marker
+    /// written later at module level (information: a script or reproducer marks with
+    /// `xm.mark_step()` / `torch_xla.sync()` where its graph should run, and the condition runs
+    /// the pending graph before that as an execution of its own, pytorch/xla#3429).
     ///
     /// ## Why is this bad?
     /// Python must know the condition's truth value, so the tensor is materialized: the host
@@ -56,7 +59,8 @@ declare_rule! {
     /// `mask = mask or default` on a parameter that may be `None` (`Optional[Tensor]`, a `None`
     /// default: a `None` test in the writer's mind, although a tensor passed there is read).
     /// The right side of `step % N == 0 and …` runs every N steps and is not reported. Code that
-    /// runs once (outside loops and hot paths, after a loop), per-epoch code (in a loop around a
+    /// runs once (outside loops and hot paths, after a loop; at module level, after the last
+    /// module-level step marker or before a loop between it and the marker), per-epoch code (in a loop around a
     /// training or loader loop), throttled branches, and loops of
     /// library functions that no hot path of the file reaches (information is dropped there,
     /// see `library-code`) are not reported. Comparisons with a `clip_grad_norm_` result are
@@ -93,7 +97,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(condition) = condition_of(node) else {
         return;
     };
-    let Some((severity, place)) = context.repeated_host_read() else {
+    let Some((severity, place)) = context.host_value_read() else {
         return;
     };
     let Some(tensor) = tensor_condition(context, condition, 0) else {
@@ -128,7 +132,7 @@ fn check_value_operator<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     let Some(operand) = operand else {
         return;
     };
-    let Some((severity, place)) = context.repeated_host_read() else {
+    let Some((severity, place)) = context.host_value_read() else {
         return;
     };
     let Some(tensor) = tensor_condition(context, operand, 0) else {

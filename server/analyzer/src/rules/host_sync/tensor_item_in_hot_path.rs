@@ -54,7 +54,10 @@ declare_rule! {
     /// paths, a call that repeats with a loop of its function (or of module-level code) that is
     /// not an epoch loop and that no throttle guards is reported at information severity, and
     /// only on a receiver the index is sure is a device tensor (a script's or a reproducer's
-    /// loop over `range(n)`); a call that runs once (after training, per epoch) is not reported.
+    /// loop over `range(n)`), and so is a call in straight-line module-level code ahead of a step
+    /// marker written later at module level (`xm.mark_step()` / `torch_xla.sync()`: the value is
+    /// needed before the marker, so the pending graph runs early as an execution of its own); a
+    /// call that runs once otherwise (after training, per epoch) is not reported.
     ///
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known Performance Caveats* (`docs/source/learn/troubleshoot.md`)
@@ -86,7 +89,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if arguments.named_child_count() != 0 {
         return;
     }
-    let Some((severity, place)) = context.repeated_host_read() else {
+    let Some((severity, place)) = context.host_value_read() else {
         return;
     };
     // On a hot path a receiver of unknown type is taken to be a tensor (the file imports torch);
@@ -101,11 +104,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     let receiver_text = context.text(receiver);
-    let how_often = if on_hot_path {
-        "every step"
-    } else {
-        "on every iteration"
-    };
+    let how_often = context.host_read_frequency();
     let message = format!(
         "`{}.item()` {place} waits for the device {how_often}{}",
         helpers::short_code(receiver_text),

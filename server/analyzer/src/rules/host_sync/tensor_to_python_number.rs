@@ -16,7 +16,9 @@ declare_rule! {
     /// `math.isfinite(t)` or `math.sqrt(t)`, and `max(1.0, t)` / `min(t, 0)` against a Python
     /// number — applied to a tensor inside a hot path (a warning), or in a loop outside hot
     /// paths (information: a reproducer's loop that computes on the device and never syncs, so
-    /// each `float()` runs the graph built so far).
+    /// each `float()` runs the graph built so far), or in straight-line module-level code ahead
+    /// of a step marker written later at module level (information: the conversion runs the
+    /// pending graph before the marker, as an execution of its own).
     ///
     /// ## Why is this bad?
     /// Converting a tensor to a Python number is `.item()` in disguise: the host waits for the
@@ -43,7 +45,8 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Conversions inside `range(...)` are reported by TPU109 instead. Arguments count as
-    /// tensors only on solid evidence. Conversions that run once (outside loops and hot paths),
+    /// tensors only on solid evidence. Conversions that run once (outside loops and hot paths,
+    /// except ahead of a module-level step marker),
     /// per epoch (in a loop around a training or loader loop), in throttled branches, or in loops of library functions that no hot path of the file
     /// reaches (see `library-code`) are not reported.
     ///
@@ -98,7 +101,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         },
         _ => return,
     };
-    let Some((severity, place)) = context.repeated_host_read() else {
+    let Some((severity, place)) = context.host_value_read() else {
         return;
     };
     // An error message is built at most once.
