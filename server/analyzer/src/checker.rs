@@ -947,7 +947,7 @@ mod tests {
 
     #[test]
     fn the_replayed_traversal_is_the_walk() {
-        let mut sources: Vec<String> = [
+        let sources = crate::test_sources(&[
             "",
             "\n\n# only a comment\n",
             "a = 1; b = 2;\nc = 3 ; # trailing\n",
@@ -958,29 +958,7 @@ mod tests {
             "if a:\n    pass\nelif b:\n  pass\n else:\n    pass\nwhile True:\n    with open(p) as f, g() as h:\n        try:\n            yield\n        except E as e:\n            raise\n",
             "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
             "\u{0}\u{1}\u{feff}é = '\\\n'\nb'\\xff'\n",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        // Every rule fixture and realistic file of the tests crate, read at test time.
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
-        let mut directories = vec![root.join("fixtures"), root.join("realistic")];
-        while let Some(directory) = directories.pop() {
-            let Ok(entries) = std::fs::read_dir(&directory) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    directories.push(path);
-                } else if path.extension().is_some_and(|e| e == "py")
-                    && let Ok(text) = std::fs::read_to_string(&path)
-                {
-                    sources.push(text);
-                }
-            }
-        }
-        assert!(sources.len() > 100, "only {} sources", sources.len());
+        ]);
         for source in &sources {
             let tree = syntax::parse(source, None).expect("parses");
             let walked = visits(source, &tree, false);

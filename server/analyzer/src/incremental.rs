@@ -492,32 +492,22 @@ fn import_insertion(source: &str, root: Node<'_>) -> Edit {
 
 /// The names a definition statement defines (a decorated definition's inner name), by hash.
 fn defined_name(node: Node<'_>, source: &str) -> Option<u64> {
-    let definition = match node.kind_key() {
-        kind::DECORATED_DEFINITION => node.field("definition")?,
-        kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => node,
-        _ => return None,
-    };
-    let name = definition.field("name")?;
+    let name = crate::syntax::undecorated(node)?.field("name")?;
     Some(name_hash(&source[name.start_byte()..name.end_byte()]))
 }
 
 /// The [`name_hash`]es of the methods a class definition defines directly in its body.
 fn method_names(node: Node<'_>, source: &str) -> Vec<u64> {
-    let definition = match node.kind_key() {
-        kind::DECORATED_DEFINITION => node.field("definition"),
-        _ => Some(node),
-    };
-    let Some(body) = definition
-        .filter(|d| d.is(kind::CLASS_DEFINITION))
+    crate::syntax::undecorated(node)
+        .filter(|definition| definition.is(kind::CLASS_DEFINITION))
         .and_then(|class| class.field("body"))
-    else {
-        return Vec::new();
-    };
-    body.named_nodes()
-        .filter_map(|member| {
-            defined_name(member, source).filter(|_| member.is_not(kind::CLASS_DEFINITION))
+        .map(|body| {
+            crate::syntax::methods(body)
+                .filter_map(|method| method.field("name"))
+                .map(|name| name_hash(&source[name.start_byte()..name.end_byte()]))
+                .collect()
         })
-        .collect()
+        .unwrap_or_default()
 }
 
 fn intersects(sorted: &[u64], set: &KeySet) -> bool {

@@ -41,3 +41,29 @@ pub use settings::{
 };
 pub use source::{LineIndex, TextRange};
 pub use syntax_errors::INVALID_SYNTAX;
+
+/// Sources for the analyzer's own whole-corpus unit tests: `extra`, then every rule fixture and
+/// realistic file of the tests crate, read at test time.
+#[cfg(test)]
+pub(crate) fn test_sources(extra: &[&str]) -> Vec<String> {
+    let mut sources: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let mut directories = vec![root.join("fixtures"), root.join("realistic")];
+    while let Some(directory) = directories.pop() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                directories.push(path);
+            } else if path.extension().is_some_and(|e| e == "py")
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                sources.push(text);
+            }
+        }
+    }
+    assert!(sources.len() > 100, "only {} sources", sources.len());
+    sources
+}

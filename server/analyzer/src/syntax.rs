@@ -612,6 +612,23 @@ pub fn dotted_root(node: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
+/// The function or class definition a statement holds: itself, or what its decorators wrap;
+/// `None` for any other statement.
+pub fn undecorated(statement: Node<'_>) -> Option<Node<'_>> {
+    match statement.kind_key() {
+        kind::DECORATED_DEFINITION => statement.field("definition"),
+        kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => Some(statement),
+        _ => None,
+    }
+}
+
+/// The function definitions directly in a class body (decorated ones included).
+pub fn methods(body: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    body.named_nodes()
+        .filter_map(undecorated)
+        .filter(|definition| definition.is(kind::FUNCTION_DEFINITION))
+}
+
 /// Strips any number of enclosing parentheses.
 pub fn unparenthesize(mut node: Node<'_>) -> Node<'_> {
     for _ in 0..MAX_EXPR_DEPTH {

@@ -1849,14 +1849,9 @@ impl<'t> SemanticModel<'t> {
                 })
         });
         let defines_constructor = node.field("body").is_some_and(|body| {
-            body.named_nodes().any(|statement| {
-                let definition = match statement.kind_key() {
-                    kind::DECORATED_DEFINITION => statement.field("definition"),
-                    _ => Some(statement),
-                };
-                definition
-                    .filter(|d| d.is(kind::FUNCTION_DEFINITION))
-                    .and_then(|d| d.field("name"))
+            syntax::methods(body).any(|method| {
+                method
+                    .field("name")
                     .is_some_and(|name| node_text(name, source) == "__init__")
             })
         });
@@ -1880,14 +1875,8 @@ impl<'t> SemanticModel<'t> {
         // Read from the pre-pass summaries of the class body's own methods: the class
         // definition is one statement, so an incremental check re-reads them with it.
         let places_through_launcher = node.field("body").is_some_and(|body| {
-            body.named_nodes().any(|statement| {
-                let definition = match statement.kind_key() {
-                    kind::DECORATED_DEFINITION => statement.field("definition"),
-                    _ => Some(statement),
-                };
-                definition
-                    .filter(|d| d.is(kind::FUNCTION_DEFINITION))
-                    .and_then(|d| self.function_summary(d))
+            syntax::methods(body).any(|method| {
+                self.function_summary(method)
                     .is_some_and(|summary| summary.places_through_launcher)
             })
         });

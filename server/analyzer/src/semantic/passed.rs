@@ -169,17 +169,23 @@ impl PassedSites {
         source: &str,
         resolver: &impl Resolver,
     ) {
-        if target.is(kind::IDENTIFIER) {
-            let value = value.map_or(Value::Unknown, |v| read_value(v, source, resolver));
-            self.bindings.push(NameBinding {
-                caller,
-                name: node_text(target, source).to_string(),
-                at,
-                block,
-                value,
-            });
-            return;
-        }
+        let value = match value {
+            Some(value) if target.is(kind::IDENTIFIER) => read_value(value, source, resolver),
+            _ => Value::Unknown,
+        };
+        self.bind_pattern(target, value, caller, at, block, source);
+    }
+
+    /// Binds every name of `target` (a name, or a tuple or list pattern, nested) to `value`.
+    fn bind_pattern(
+        &mut self,
+        target: Node<'_>,
+        value: Value,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+    ) {
         let mut pending = vec![target];
         while let Some(node) = pending.pop() {
             match node.kind_key() {
@@ -188,7 +194,7 @@ impl PassedSites {
                     name: node_text(node, source).to_string(),
                     at,
                     block,
-                    value: Value::Unknown,
+                    value: value.clone(),
                 }),
                 kind::PATTERN_LIST
                 | kind::TUPLE_PATTERN
@@ -255,25 +261,7 @@ impl PassedSites {
             }
         }
         let element = Value::Element(Box::new(read_value(iterable, source, resolver)));
-        let mut pending = vec![target];
-        while let Some(node) = pending.pop() {
-            match node.kind_key() {
-                kind::IDENTIFIER => self.bindings.push(NameBinding {
-                    caller,
-                    name: node_text(node, source).to_string(),
-                    at,
-                    block,
-                    value: element.clone(),
-                }),
-                kind::PATTERN_LIST
-                | kind::TUPLE_PATTERN
-                | kind::LIST_PATTERN
-                | kind::TUPLE
-                | kind::LIST
-                | kind::LIST_SPLAT_PATTERN => pending.extend(node.named_nodes()),
-                _ => {}
-            }
-        }
+        self.bind_pattern(target, element, caller, at, block, source);
     }
 
     /// Moves every offset by `base` (back when `forward` is false).

@@ -53,12 +53,7 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     let mut tests = 0;
     let mut test_functions: Vec<&str> = Vec::new();
     for statement in root.named_nodes() {
-        let definition = match statement.kind_key() {
-            kind::DECORATED_DEFINITION => statement.field("definition"),
-            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION => Some(statement),
-            _ => None,
-        };
-        let Some(definition) = definition else {
+        let Some(definition) = syntax::undecorated(statement) else {
             continue;
         };
         let name = definition

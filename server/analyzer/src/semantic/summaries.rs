@@ -3111,34 +3111,12 @@ mod tests {
         use crate::kind;
         use crate::semantic::guards;
         use crate::syntax::NodeExt;
-        let mut sources: Vec<String> = [
+        let sources = crate::test_sources(&[
             "if torch.cuda.is_available():\n    a()\nelif is_torch_xla_available():\n    b()\nelse:\n    c()\n",
             "class A:\n    @staticmethod\n    def f(x):\n        if x == 'cuda':\n            return 1\n        for i in range(torch.cuda.device_count()):\n            pass\n        while not use_tpu:\n            break\n",
             "if TYPE_CHECKING:\n    import torch\nif x.dtype == torch.float16:\n    y = 1\nelse:\n    if is_torch_npu_available():\n        pass\n    else:\n        torch.cuda.manual_seed_all(0)\n",
             "def g(:\n    if a:\n  pass\n else:\n    pass\n",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        // Every rule fixture and realistic file of the tests crate, read at test time.
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
-        let mut directories = vec![root.join("fixtures"), root.join("realistic")];
-        while let Some(directory) = directories.pop() {
-            let Ok(entries) = std::fs::read_dir(&directory) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    directories.push(path);
-                } else if path.extension().is_some_and(|e| e == "py")
-                    && let Ok(text) = std::fs::read_to_string(&path)
-                {
-                    sources.push(text);
-                }
-            }
-        }
-        assert!(sources.len() > 100, "only {} sources", sources.len());
+        ]);
         let mut blocks = 0;
         for source in &sources {
             let tree = crate::syntax::parse(source, None).expect("parses");
