@@ -211,6 +211,9 @@ fn modules_buffers_and_forward_parameters() {
 
 #[test]
 fn hot_paths() {
+    // With an import: a file without one that reads as torch code is an excerpt, whose code is
+    // `HotPath::Excerpt` wherever nothing else makes it hot.
+    let at = |marked: &str| at(&format!("import torch\n{marked}"));
     let loader_loop = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    ⟦x⟧\n";
     assert_eq!(at(loader_loop).hot_path, Some(HotPath::TrainingLoop));
     assert_eq!(at(loader_loop).fact.kind, ValueKind::Unknown);
@@ -472,6 +475,35 @@ fn guards_and_hardware_scope() {
 }
 
 #[test]
+fn excerpts_read_free_names_as_device_values() {
+    // A file without imports that reads as torch code: its free names are device values of the
+    // code it was cut from, and its code is `HotPath::Excerpt`; builtins stay what they are.
+    let loss = at("if running_loss is None:\n    running_loss = ⟦loss⟧.item()\n");
+    assert_eq!(
+        (loss.fact.kind, loss.fact.device, loss.hot_path),
+        (
+            ValueKind::Tensor,
+            Device::Accelerator,
+            Some(HotPath::Excerpt)
+        )
+    );
+    let builtin = at("x.cpu()\nn = ⟦len⟧(x)\n");
+    assert_eq!(builtin.fact.kind, ValueKind::Unknown);
+    // No torch in it (an exception module): no excerpt.
+    let plain = at("class E(Exception):\n    def __str__(self):\n        return str(⟦message⟧)\n");
+    assert_eq!(
+        (plain.fact.kind, plain.hot_path),
+        (ValueKind::Unknown, None)
+    );
+    // With an import it is a module like any other.
+    let module = at("import torch\ny = ⟦loss⟧.item()\n");
+    assert_eq!(
+        (module.fact.kind, module.hot_path),
+        (ValueKind::Unknown, None)
+    );
+}
+
+#[test]
 fn code_roles() {
     let test_code = |marked: &str| at(marked).test_code;
     // pytest and unittest conventions, in files that use the framework.
@@ -569,6 +601,9 @@ fn function_summaries_give_call_facts() {
 
 #[test]
 fn reach_through_the_call_graph() {
+    // With an import: a file without one that reads as torch code is an excerpt, whose code is
+    // `HotPath::Excerpt` wherever nothing else makes it hot.
+    let at = |marked: &str| at(&format!("import torch\n{marked}"));
     let hot = |marked: &str| at(marked).hot_path;
     let helper = "def log_loss(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    log_loss(batch)\n";
     assert_eq!(hot(helper), Some(HotPath::CalledFromLoop));

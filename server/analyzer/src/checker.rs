@@ -319,7 +319,9 @@ impl<'t> Context<'t, '_> {
     /// iteration" in a loop, and ahead of a module step marker, that the read is an execution
     /// of its own ([`Self::repeated_host_read`]).
     pub fn host_read_frequency(&self) -> &'static str {
-        if self.hot_path().is_some() {
+        if self.hot_path() == Some(HotPath::Excerpt) {
+            "each time it runs"
+        } else if self.hot_path().is_some() {
             "every step"
         } else if self.semantic.in_repeating_loop() {
             "on every iteration"

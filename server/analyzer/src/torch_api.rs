@@ -68,6 +68,82 @@ pub const LIKE_FACTORIES: &[&str] = &[
     "randint_like",
 ];
 
+/// Python's builtins that code uses as values without binding them: an excerpt's free names
+/// other than these are values of the code it was cut from (`SemanticModel`'s excerpt reading).
+pub const PYTHON_BUILTINS: &[&str] = &[
+    "print",
+    "len",
+    "range",
+    "int",
+    "float",
+    "bool",
+    "str",
+    "bytes",
+    "list",
+    "dict",
+    "tuple",
+    "set",
+    "frozenset",
+    "max",
+    "min",
+    "sum",
+    "abs",
+    "round",
+    "pow",
+    "divmod",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "sorted",
+    "reversed",
+    "iter",
+    "next",
+    "any",
+    "all",
+    "isinstance",
+    "issubclass",
+    "type",
+    "object",
+    "super",
+    "open",
+    "getattr",
+    "setattr",
+    "hasattr",
+    "delattr",
+    "callable",
+    "id",
+    "hash",
+    "repr",
+    "format",
+    "vars",
+    "globals",
+    "locals",
+    "slice",
+    "input",
+    "exit",
+    "quit",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "Exception",
+    "BaseException",
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "RuntimeError",
+    "AssertionError",
+    "NotImplementedError",
+    "StopIteration",
+    "NotImplemented",
+    "Ellipsis",
+    "__name__",
+    "__file__",
+    "self",
+    "cls",
+];
+
 /// torch_xla's loaders that put each batch on the device (`pl.MpDeviceLoader(loader, device)`).
 pub fn is_device_loader(qualified: &str) -> bool {
     qualified == "torch_xla.distributed.parallel_loader.MpDeviceLoader"
@@ -703,6 +779,25 @@ pub const FRAGMENT_ALIASES: &[(&str, &str)] = &[
     ("xmp", "torch_xla.distributed.xla_multiprocessing"),
     ("met", "torch_xla.debug.metrics"),
     ("xr", "torch_xla.runtime"),
+];
+
+/// Methods only torch tensors and modules have, whose call marks a file without imports as an
+/// excerpt of torch code (`roles::reads_like_torch_code`; the aliases of [`FRAGMENT_ALIASES`]
+/// other than `np` and `math` count too).
+pub const EXCERPT_EVIDENCE_METHODS: &[&str] = &[
+    "item",
+    "cpu",
+    "cuda",
+    "numpy",
+    "backward",
+    "detach",
+    "nonzero",
+    "masked_fill",
+    "unsqueeze",
+    "contiguous",
+    "bfloat16",
+    "state_dict",
+    "zero_grad",
 ];
 
 /// Packages that run only on CUDA GPUs: NVIDIA's kernels and runtimes, and the libraries built on

@@ -120,6 +120,7 @@ impl SemanticModel<'_> {
             test_framework,
             library_module,
             fragment,
+            excerpt,
             summaries,
             functions: _,
             file_memo: _,
@@ -133,7 +134,7 @@ impl SemanticModel<'_> {
         let mut file_wide = Vec::new();
         file_wide.push((
             "module summary changed: backend or roles",
-            hash_one((backend, test_framework, library_module, fragment)),
+            hash_one((backend, test_framework, library_module, fragment, excerpt)),
         ));
         // Import statements' offsets are left out: rules and the importer compare them with
         // other positions (order, containment), which edits elsewhere preserve, and a fix or

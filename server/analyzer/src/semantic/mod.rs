@@ -101,6 +101,10 @@ pub enum HotPath {
     /// Inside a function of this file that a training loop or step function calls (directly or
     /// through other functions).
     CalledFromLoop,
+    /// Anywhere else in an excerpt: a file without imports that reads as torch code (a snippet
+    /// from a bug report or a forum, a cell copied alone), whose context, and so how often each
+    /// line runs, is not there.
+    Excerpt,
 }
 
 impl HotPath {
@@ -112,6 +116,7 @@ impl HotPath {
             HotPath::TrainingLoop => "in the training loop",
             HotPath::DecodeLoop => "in the decode loop",
             HotPath::CalledFromLoop => "in a function called every step",
+            HotPath::Excerpt => "in this excerpt",
         }
     }
 }
@@ -345,6 +350,10 @@ pub struct SemanticModel<'t> {
     /// Whether the file is a fragment: it has no import statement at all (a bug report's
     /// snippet, a cell copied alone; see `bind_module_imports`).
     fragment: bool,
+    /// A fragment that reads as torch code (`roles::reads_like_torch_code`): an excerpt, whose
+    /// free names are the device values of the code it was cut from and whose code runs on the
+    /// TPU (`HotPath::Excerpt`).
+    excerpt: bool,
     /// Function and loop summaries and file facts from the pre-pass.
     summaries: Summaries,
     /// What each function met so far returns, by the id its binding carries.
@@ -543,6 +552,7 @@ impl<'t> SemanticModel<'t> {
             test_framework: false,
             library_module: false,
             fragment: false,
+            excerpt: false,
             summaries: Summaries::default(),
             functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
@@ -562,6 +572,7 @@ impl<'t> SemanticModel<'t> {
                     kind::FUTURE_IMPORT_STATEMENT,
                 ])
             });
+        model.excerpt = model.fragment && roles::reads_like_torch_code(source);
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
@@ -1667,6 +1678,8 @@ impl<'t> SemanticModel<'t> {
             .is_some_and(|index| self.summaries.functions[index].reached_from_loop)
         {
             Some(HotPath::CalledFromLoop)
+        } else if self.excerpt {
+            Some(HotPath::Excerpt)
         } else {
             None
         };
@@ -2892,7 +2905,8 @@ impl<'t> SemanticModel<'t> {
                 _ => {}
             }
         }
-        None
+        // An excerpt's code is what its poster asks about, cut from code that runs on the TPU.
+        self.excerpt.then_some(HotPath::Excerpt)
     }
 
     /// Whether the current node is inside a loop (any loop) within the current function.
@@ -2999,6 +3013,15 @@ impl<'t> SemanticModel<'t> {
                 Some(Binding::Value(fact)) => self.before_its_move(*fact, expr),
                 Some(Binding::Import(_)) | Some(Binding::Class(_)) | Some(Binding::Function(_)) => {
                     Fact::of(ValueKind::Namespace)
+                }
+                // In an excerpt (a file without imports), a name it never binds is a value of
+                // the code it was cut from, which runs on the TPU: taken for a device tensor, as
+                // a hot function's parameter is (Python's builtins excepted).
+                None if self.excerpt
+                    && !torch_api::PYTHON_BUILTINS.contains(&node_text(expr, source)) =>
+                {
+                    Fact::tensor(Device::Accelerator, origin)
+                        .with_evidence(Evidence::GuessedParameter)
                 }
                 None => Fact::UNKNOWN,
             },

@@ -328,6 +328,25 @@ pub(crate) fn concerns_execution_cost(code: &str) -> bool {
     concerns_device_values(code) || code == "TPU407"
 }
 
+/// Whether a file's text reads as torch code: it names one of the conventional torch aliases a
+/// fragment is read with (`torch`, `F`, `xm`, …: `torch_api::FRAGMENT_ALIASES` but `np` and
+/// `math`) or calls a method only torch has (`.item()`, `.cpu()`, `.backward()`:
+/// `torch_api::EXCERPT_EVIDENCE_METHODS`). Asked of fragments only (files without imports),
+/// which are few: an exception module or a table of constants without imports is no excerpt of
+/// TPU code.
+pub(crate) fn reads_like_torch_code(source: &str) -> bool {
+    let mut words = source.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+    words.any(|chunk| {
+        let mut parts = chunk.split('.');
+        let first = parts.next().unwrap_or("");
+        let aliased = !matches!(first, "np" | "math")
+            && crate::torch_api::FRAGMENT_ALIASES
+                .iter()
+                .any(|(local, _)| *local == first);
+        aliased || parts.any(|part| crate::torch_api::EXCERPT_EVIDENCE_METHODS.contains(&part))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_library_module;
@@ -452,5 +471,25 @@ class Dice(torch.nn.Module):
         assert!(library("def f(x):\n    return x\n\ng = lambda y: f(y)\n"));
         // Broken input is classified without panicking (whatever the recovered tree says).
         let _ = library("def f(:\n    pass\nf(\n");
+    }
+
+    #[test]
+    fn excerpts_read_as_torch_code() {
+        for excerpt in [
+            "latents.cpu().numpy()\n",
+            "if running_loss is None:\n    running_loss = loss.item()\n",
+            "def f(x):\n    return F.relu(x)\n",
+            "xm.mark_step()\n",
+        ] {
+            assert!(super::reads_like_torch_code(excerpt), "{excerpt}");
+        }
+        for plain in [
+            "class E(Exception):\n    def __str__(self):\n        return f\"{self.message}\"\n",
+            "WIDTH = 3\nNAMES = ['a', 'b']\n",
+            "def area(w, h):\n    return math.sqrt(w * h) + np.pi\n",
+            "",
+        ] {
+            assert!(!super::reads_like_torch_code(plain), "{plain}");
+        }
     }
 }
