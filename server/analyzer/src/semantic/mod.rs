@@ -2097,16 +2097,10 @@ impl<'t> SemanticModel<'t> {
         self.bind_model_outputs(node);
     }
 
-    /// A binding of a decode loop's model output (`logits = model(idx_cond)`, the loop's
-    /// `model_outputs`) is a device tensor, as a module call's is, when nothing else is known of
-    /// it: the callee is a parameter or a name the index cannot follow, and the loop feeds it its
-    /// own output every step.
-    fn bind_model_outputs(&mut self, node: Node<'t>) {
-        let Some(left) = node.field("left") else {
-            return;
-        };
-        let Some(loop_node) = self
-            .ancestors
+    /// The loops around the current node within its function, class body or lambda, innermost
+    /// first.
+    fn loops_in_scope(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+        self.ancestors
             .iter()
             .rev()
             .take_while(|a| {
@@ -2116,9 +2110,19 @@ impl<'t> SemanticModel<'t> {
                     kind::LAMBDA,
                 ])
             })
-            .find(|a| a.is_any(&[kind::FOR_STATEMENT, kind::WHILE_STATEMENT]))
+            .filter(|a| a.is_any(&[kind::FOR_STATEMENT, kind::WHILE_STATEMENT]))
             .copied()
-        else {
+    }
+
+    /// A binding of a decode loop's model output (`logits = model(idx_cond)`, the loop's
+    /// `model_outputs`) is a device tensor, as a module call's is, when nothing else is known of
+    /// it: the callee is a parameter or a name the index cannot follow, and the loop feeds it its
+    /// own output every step.
+    fn bind_model_outputs(&mut self, node: Node<'t>) {
+        let Some(left) = node.field("left") else {
+            return;
+        };
+        let Some(loop_node) = self.loops_in_scope().next() else {
             return;
         };
         let Some(at) = node.start_byte().checked_sub(loop_node.start_byte()) else {
@@ -2165,20 +2169,10 @@ impl<'t> SemanticModel<'t> {
         // The enclosing loops' lists (most assignments have none, and then nothing is looked
         // up), with the assignment's offset into each loop.
         let flowing: Vec<(&[(String, usize)], usize)> = self
-            .ancestors
-            .iter()
-            .rev()
-            .take_while(|a| {
-                !a.is_any(&[
-                    kind::FUNCTION_DEFINITION,
-                    kind::CLASS_DEFINITION,
-                    kind::LAMBDA,
-                ])
-            })
-            .filter(|a| a.is_any(&[kind::FOR_STATEMENT, kind::WHILE_STATEMENT]))
+            .loops_in_scope()
             .filter_map(|loop_node| {
                 let at = node.start_byte().checked_sub(loop_node.start_byte())?;
-                let summary = self.summaries.loop_summary(*loop_node)?;
+                let summary = self.summaries.loop_summary(loop_node)?;
                 (!summary.flows_into_backward.is_empty())
                     .then_some((summary.flows_into_backward.as_slice(), at))
             })
