@@ -36,6 +36,18 @@ def run(name, step) -> None:
     print(f"{name:45} ok, {transfers() - before} transfers in {STEPS} steps")
 
 
+def inplace_slice(x, scalar):
+    y = x.clone().view(-1)
+    y[0:-1:5] *= scalar
+    return y
+
+
+def inplace_whole(x, scalar):
+    y = x.clone()
+    y *= scalar
+    return y
+
+
 def main() -> None:
     device = torch_xla.device()
     x = torch.randn(4, 4, device=device)
@@ -51,6 +63,9 @@ def main() -> None:
         ("x.add(cpu(4, 4))", lambda i: x.add(torch.ones(4, 4))),
         ("x + torch.tensor(0.5)", lambda i: x + torch.tensor(0.5)),
         ("x * torch.tensor(float(i)) (changing value)", lambda i: x * torch.tensor(float(i))),
+        ("torch.tensor(0.5, dtype=x.dtype) * x", lambda i: torch.tensor(0.5, dtype=x.dtype) * x),
+        ("x.clone()[0:-1:5] *= torch.tensor(2)", lambda i: inplace_slice(x, torch.tensor(2))),
+        ("x.clone() *= torch.tensor(2)", lambda i: inplace_whole(x, torch.tensor(2))),
         ("x > torch.tensor(0.0)", lambda i: x > torch.tensor(0.0)),
         ("x >= cpu(4, 4)", lambda i: x >= torch.ones(4, 4)),
         ("x @ cpu(4, 4)", lambda i: x @ torch.ones(4, 4)),
