@@ -124,6 +124,7 @@ impl SemanticModel<'_> {
             summaries,
             functions: _,
             file_memo: _,
+            assignment_records: _,
             qualified_name_memo: _,
             // Read by incremental checking, per statement (`module_binds`, `module_journal`).
             module_binds: _,

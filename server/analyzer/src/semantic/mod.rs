@@ -360,6 +360,10 @@ pub struct SemanticModel<'t> {
     functions: Vec<FunctionReturns>,
     /// Answers to whole-file questions rules ask at many nodes (see [`Self::file_memo`]).
     file_memo: RefCell<Vec<((&'static str, &'static str), bool)>>,
+    /// The plain assignments of each function (or module) body that
+    /// [`Self::last_assignment_before`] was asked about, by the body's node id: one walk per
+    /// body, kept as positions (a node kept in a cell would tie the model's lifetime).
+    assignment_records: RefCell<Vec<(usize, Option<BodyAssignments>)>>,
     /// The last expression resolved by [`Self::qualified_name`], with its answer. Bindings
     /// change only in `enter`/`leave`, which clear it.
     qualified_name_memo: RefCell<Option<(usize, Option<String>)>>,
@@ -371,6 +375,51 @@ pub struct SemanticModel<'t> {
     /// Every change to the module scope during the traversal, in order (for incremental
     /// checking: what a top-level statement does to the index, replayed instead of walked).
     module_journal: Vec<digest::ModuleChange>,
+}
+
+/// One plain assignment `target = value` of a body, by position.
+struct PlainAssignment {
+    target: std::ops::Range<usize>,
+    value: std::ops::Range<usize>,
+    value_kind: u16,
+    /// Where the whole assignment ends: it counts only at positions past this.
+    end: usize,
+}
+
+/// The plain assignments of one body, shared by the questions about it.
+type BodyAssignments = Arc<[PlainAssignment]>;
+
+/// How many nodes a search for assignments visits in one body before it gives up.
+const ASSIGNMENT_WALK_BUDGET: usize = 20_000;
+
+/// Pushes the children of `node` that may hold an assignment: nested functions, classes and
+/// lambdas are other scopes, and expressions without assignments are skipped.
+fn push_assignment_holders<'t>(node: Node<'t>, stack: &mut Vec<Node<'t>>) {
+    for child in node.named_nodes() {
+        let kind = child.kind_name();
+        if matches!(kind, "function_definition" | "class_definition" | "lambda")
+            || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
+        {
+            continue;
+        }
+        stack.push(child);
+    }
+}
+
+/// The node of kind `kind` spanning exactly `range` inside `scope`: the smallest named node
+/// spanning it, or the first of its ancestors of that kind with the same range.
+fn node_with_range<'t>(
+    scope: Node<'t>,
+    range: std::ops::Range<usize>,
+    kind: u16,
+) -> Option<Node<'t>> {
+    let mut node = scope.named_descendant_for_byte_range(range.start, range.end)?;
+    while node.kind_id() != kind {
+        node = node
+            .parent()
+            .filter(|parent| parent.byte_range() == range)?;
+    }
+    (node.byte_range() == range).then_some(node)
 }
 
 /// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
@@ -556,6 +605,7 @@ impl<'t> SemanticModel<'t> {
             summaries: Summaries::default(),
             functions: Vec::new(),
             file_memo: RefCell::new(Vec::new()),
+            assignment_records: RefCell::new(Vec::new()),
             qualified_name_memo: RefCell::new(None),
             module_binds: Vec::new(),
             converter: false,
@@ -844,13 +894,74 @@ impl<'t> SemanticModel<'t> {
         if !text.contains(name) {
             return None;
         }
+        let Some(assignments) = self.plain_assignments(scope) else {
+            return self.last_assignment_walk(scope, name, before);
+        };
+        let best = assignments
+            .iter()
+            .filter(|assignment| {
+                assignment.end <= before && self.source.get(assignment.target.clone()) == Some(name)
+            })
+            .max_by_key(|assignment| assignment.value.start)?;
+        node_with_range(scope, best.value.clone(), best.value_kind)
+    }
+
+    /// Every plain assignment `name = value` in `scope`'s body (nested functions and classes
+    /// excluded), found by one walk and kept for the next question about the same body; `None`
+    /// when the body is larger than the walk's budget, and [`Self::last_assignment_walk`]
+    /// then answers question by question, as before these records existed.
+    fn plain_assignments(&self, scope: Node<'t>) -> Option<BodyAssignments> {
+        if let Some((_, assignments)) = self
+            .assignment_records
+            .borrow()
+            .iter()
+            .find(|(id, _)| *id == scope.id())
+        {
+            return assignments.clone();
+        }
+        let body = scope.field("body").unwrap_or(scope);
+        let mut assignments = Vec::new();
+        let mut stack = vec![body];
+        let mut visited = 0usize;
+        let mut complete = true;
+        while let Some(node) = stack.pop() {
+            visited += 1;
+            // Within the budget here, the per-question walk (which enters fewer nodes) never
+            // reaches it either, so the records answer exactly as that walk would.
+            if visited > ASSIGNMENT_WALK_BUDGET {
+                complete = false;
+                break;
+            }
+            if node.is(kind::ASSIGNMENT)
+                && let (Some(left), Some(right)) = (node.field("left"), node.field("right"))
+                && left.is(kind::IDENTIFIER)
+            {
+                assignments.push(PlainAssignment {
+                    target: left.byte_range(),
+                    value: right.byte_range(),
+                    value_kind: right.kind_id(),
+                    end: node.end_byte(),
+                });
+            }
+            push_assignment_holders(node, &mut stack);
+        }
+        let assignments: Option<BodyAssignments> = complete.then(|| assignments.into());
+        self.assignment_records
+            .borrow_mut()
+            .push((scope.id(), assignments.clone()));
+        assignments
+    }
+
+    /// [`Self::last_assignment_before`] by a walk of its own, for a body over the walk's
+    /// budget: nodes that start after `before` are not entered, so it reaches further.
+    fn last_assignment_walk(&self, scope: Node<'t>, name: &str, before: usize) -> Option<Node<'t>> {
         let body = scope.field("body").unwrap_or(scope);
         let mut best: Option<Node<'t>> = None;
         let mut stack = vec![body];
         let mut visited = 0usize;
         while let Some(node) = stack.pop() {
             visited += 1;
-            if visited > 20_000 || node.start_byte() >= before {
+            if visited > ASSIGNMENT_WALK_BUDGET || node.start_byte() >= before {
                 continue;
             }
             if node.is(kind::ASSIGNMENT)
@@ -862,15 +973,7 @@ impl<'t> SemanticModel<'t> {
             {
                 best = Some(right);
             }
-            for child in node.named_nodes() {
-                let kind = child.kind_name();
-                if matches!(kind, "function_definition" | "class_definition" | "lambda")
-                    || (EXPRESSIONS_WITHOUT_ASSIGNMENTS.contains(&kind) && !child.has_error())
-                {
-                    continue;
-                }
-                stack.push(child);
-            }
+            push_assignment_holders(node, &mut stack);
         }
         best
     }
