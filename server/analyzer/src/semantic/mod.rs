@@ -3585,7 +3585,9 @@ impl<'t> SemanticModel<'t> {
             };
         }
         if let Some(function) = qualified.strip_prefix("torch.") {
-            if torch_api::TENSOR_FACTORIES.contains(&function) {
+            if torch_api::TENSOR_FACTORIES.contains(&function)
+                || torch_api::LEGACY_TENSOR_CONSTRUCTORS.contains(&function)
+            {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {
