@@ -154,6 +154,21 @@ HELD_OUT_8_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "meshgpt-pytorch==1.8.1",
 ])
 
+# The fourteenth pass's held-out code bases (docs/precision.md, seed 21498): a ninth set no session
+# had looked at, selected with `precision-sample.py --bases held-out-9` together with the TPU-aware
+# repository of HELD_OUT_9_REPOSITORIES; never used by the real-code harness or CI. Pure-Python
+# wheels (py3-none-any); the import packages are esm, dac, muse_maskgit_pytorch, voicebox_pytorch,
+# naturalspeech2_pytorch, schedulefree and torchdiffeq.
+HELD_OUT_9_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "fair-esm==2.0.0",
+    "descript-audio-codec==1.0.0",
+    "muse-maskgit-pytorch==0.3.5",
+    "voicebox-pytorch==0.5.0",
+    "naturalspeech2-pytorch==0.1.8",
+    "schedulefree==1.4.1",
+    "torchdiffeq==0.2.5",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -187,9 +202,15 @@ HELD_OUT_7_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_8_REPOSITORIES: dict[str, tuple[str, str]] = {
     "mlpug": ("nuhame/mlpug", "8d291f4796ba754f1055314bf40b70b9bcd089b5"),
 }
+# The fourteenth pass's TPU-aware repository: MoCo v3 and SimCLR ViT pretraining and linear
+# evaluation on torch_xla (TPU pods: xla_multiprocessing, a cross-replica SyncBatchNorm).
+HELD_OUT_9_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "moco_v3_tpu": ("ronghanghu/moco_v3_tpu", "4766876857e6a797c897b3f17be6494cc143c8f4"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
-                                                **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES}
+                                                **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
+                                                **HELD_OUT_9_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -200,7 +221,7 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES}[name]
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -311,7 +332,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES}:
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

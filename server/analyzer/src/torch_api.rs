@@ -33,6 +33,23 @@ pub const TENSOR_FACTORIES: &[&str] = &[
     "polar",
 ];
 
+/// The legacy tensor constructors (`torch.Tensor([0])`, `torch.LongTensor(n)`): like the
+/// factories, they allocate on the host unless `device=` says otherwise (the typed CUDA ones,
+/// `torch.cuda.FloatTensor`, are other names).
+pub const LEGACY_TENSOR_CONSTRUCTORS: &[&str] = &[
+    "Tensor",
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "BFloat16Tensor",
+    "LongTensor",
+    "IntTensor",
+    "ShortTensor",
+    "CharTensor",
+    "ByteTensor",
+    "BoolTensor",
+];
+
 /// The factories of [`TENSOR_FACTORIES`] that build a tensor from a shape or range alone (no
 /// data argument): a `.to(device)` right after one copies what `device=` would have allocated
 /// in place.

@@ -160,14 +160,25 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
     annotation_admits_none || defaults_to_none
 }
 
-/// Whether `node` is inside a `raise` statement: an error path that runs at most once.
-pub fn in_raise_statement<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+/// Whether `node` is evaluated only on an error path, at most once: inside a `raise` statement,
+/// or in an `assert`'s message, which Python evaluates only when the assertion fails (the test
+/// itself runs every time).
+pub fn in_error_path<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    let mut child = node;
     let mut current = context.parent(node);
     while let Some(parent) = current {
         match parent.kind_key() {
             kind::RAISE_STATEMENT => return true,
+            kind::ASSERT_STATEMENT => {
+                return parent
+                    .named_child(1)
+                    .is_some_and(|message| message.id() == child.id());
+            }
             kind::BLOCK | kind::FUNCTION_DEFINITION | kind::MODULE => return false,
-            _ => current = context.parent(parent),
+            _ => {
+                child = parent;
+                current = context.parent(parent);
+            }
         }
     }
     false

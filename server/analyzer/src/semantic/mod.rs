@@ -1614,7 +1614,9 @@ impl<'t> SemanticModel<'t> {
         if self.converter && severity != crate::diagnostic::Severity::Error && code != "TPU406" {
             return false;
         }
-        if frame.load_time && roles::concerns_execution_cost(code) {
+        // Once per checkpoint load: the cost is paid once; where a load puts its tensors
+        // (`torch.load` without `map_location` in `load_checkpoint`, TPU406) still matters.
+        if frame.load_time && code != "TPU406" && roles::concerns_execution_cost(code) {
             return false;
         }
         // Once per run (a tutorial's helper, a table built at import): the cost is paid once;
@@ -3688,7 +3690,9 @@ impl<'t> SemanticModel<'t> {
             };
         }
         if let Some(function) = qualified.strip_prefix("torch.") {
-            if torch_api::TENSOR_FACTORIES.contains(&function) {
+            if torch_api::TENSOR_FACTORIES.contains(&function)
+                || torch_api::LEGACY_TENSOR_CONSTRUCTORS.contains(&function)
+            {
                 let device = if function == "from_numpy" {
                     Device::Cpu
                 } else {

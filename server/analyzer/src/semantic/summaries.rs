@@ -2826,17 +2826,31 @@ fn parameter_names(function: Node<'_>, source: &str) -> Vec<String> {
 }
 
 /// Whether a function is a load-time root: it takes a state dict to rewrite
-/// (`checkpoint_filter_fn(state_dict, model)`, `convert(original_state_dict)`), or it is one of
-/// `nn.Module`'s state-dict hooks. (A `checkpoint=` parameter is not enough: a `train()` may take
+/// (`checkpoint_filter_fn(state_dict, model)`, `convert(original_state_dict)`), it is one of
+/// `nn.Module`'s state-dict hooks, or its name says it loads weights into a model
+/// ([`names_weight_loading`]). (A `checkpoint=` parameter is not enough: a `train()` may take
 /// one to resume from.)
 fn is_load_time_root(function: &FunctionSummary) -> bool {
     matches!(
         function.name.as_str(),
         "_load_from_state_dict" | "load_state_dict" | "_register_load_state_dict_pre_hook"
-    ) || function.parameters.iter().any(|parameter| {
-        let lower = parameter.to_ascii_lowercase();
-        lower == "state_dict" || lower.ends_with("_state_dict")
-    })
+    ) || names_weight_loading(&function.name)
+        || function.parameters.iter().any(|parameter| {
+            let lower = parameter.to_ascii_lowercase();
+            lower == "state_dict" || lower.ends_with("_state_dict")
+        })
+}
+
+/// A name that starts with `load` (leading underscores aside) and names what it loads as weights,
+/// a pretrained model or a checkpoint: `load_pretrained`, `_load_weights`, `load_checkpoint`,
+/// `load_ckpt`. Such a function runs once per load (timm-style ViTs resize their position
+/// embeddings there); reach still wins if a training loop of the file calls it.
+fn names_weight_loading(name: &str) -> bool {
+    let name = name.trim_start_matches('_').to_ascii_lowercase();
+    name.starts_with("load")
+        && ["weight", "pretrained", "checkpoint", "ckpt"]
+            .iter()
+            .any(|what| name.contains(what))
 }
 
 /// Marks load-time functions: the roots, then (to a fixpoint) functions every one of whose callers

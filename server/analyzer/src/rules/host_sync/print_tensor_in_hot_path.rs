@@ -75,7 +75,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_raise_statement(context, call) {
+    if tensor_values::in_error_path(context, call) {
         return;
     }
     let Some((_, arguments)) = context.call_parts(call) else {

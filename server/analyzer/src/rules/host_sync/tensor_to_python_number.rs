@@ -105,7 +105,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_raise_statement(context, call) {
+    if tensor_values::in_error_path(context, call) {
         return;
     }
     let positional = syntax::positional_args(arguments);

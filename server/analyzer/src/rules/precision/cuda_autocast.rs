@@ -6,9 +6,10 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Edit, Fix, Severity};
 use crate::fix::importer::Importer;
+use crate::kind;
 use crate::rules::helpers;
 use crate::semantic::Backend;
-use crate::syntax::{self, node_text};
+use crate::syntax::{self, NodeExt, node_text};
 
 declare_rule! {
     /// ## What it does
@@ -43,10 +44,15 @@ declare_rule! {
     /// `dtype=torch.float16` argument should become bfloat16 (TPU503). No fix is offered when
     /// the backend is unknown.
     ///
+    /// A CUDA autocast with `enabled=False` (a region kept in float32 inside a mixed-precision
+    /// model: rotary embeddings, quantisers) is reported at information severity with its own
+    /// message: it does not turn off a TPU autocast around it, so that region runs in bfloat16
+    /// when the model runs under `torch.autocast("xla")`, and in float32 as intended otherwise.
+    ///
     /// ## Known problems
     /// The severity is `Error` in files that target a TPU backend, `Warning` otherwise (GPU
-    /// code that may be ported). Autocast inside a branch that tests for CUDA
-    /// (`if device.type == "cuda":`) is not reported.
+    /// code that may be ported); `Info` for `enabled=False`. Autocast inside a branch that tests
+    /// for CUDA (`if device.type == "cuda":`) is not reported.
     ///
     /// ## References
     /// - pytorch/pytorch issue #115900; PyTorch/XLA *AMP* (`docs/source/perf/amp.md`)
@@ -86,6 +92,24 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     } else {
         Severity::Error
     };
+    // `enabled` is the first positional argument of `torch.cuda.amp.autocast`, the third of
+    // `torch.autocast(device_type, dtype, enabled)`.
+    let enabled_position = if qualified.starts_with("torch.cuda.") {
+        0
+    } else {
+        2
+    };
+    let disables = syntax::argument(arguments, enabled_position, "enabled", source)
+        .is_some_and(|enabled| enabled.is(kind::FALSE));
+    let (severity, message_end) = if disables {
+        (
+            Severity::Info,
+            " with `enabled=False` does not turn off a TPU autocast: under \
+             `torch.autocast(\"xla\")` this region runs in bfloat16",
+        )
+    } else {
+        (severity, " does not apply to TPU tensors")
+    };
     match qualified.as_str() {
         "torch.autocast" | "torch.amp.autocast" | "torch.amp.autocast_mode.autocast" => {
             let Some(device_type) = syntax::argument(arguments, 0, "device_type", source) else {
@@ -110,7 +134,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             });
             let diagnostic = context.report(
                 device_type.byte_range(),
-                "Autocast for `\"cuda\"` does not apply to TPU tensors",
+                format!("Autocast for `\"cuda\"`{message_end}"),
             );
             diagnostic.severity = severity;
             diagnostic.fix = fix;
@@ -142,7 +166,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             });
             let diagnostic = context.report(
                 function.byte_range(),
-                "`torch.cuda.amp.autocast` does not apply to TPU tensors",
+                format!("`torch.cuda.amp.autocast`{message_end}"),
             );
             diagnostic.severity = severity;
             diagnostic.fix = fix;
