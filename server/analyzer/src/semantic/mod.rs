@@ -3377,8 +3377,11 @@ impl<'t> SemanticModel<'t> {
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
                     // parameter): applied to a device tensor, it is taken to be a module or loss.
+                    // A hot function's parameter (or an excerpt's free name) guessed to be a
+                    // tensor is no tensor once it is called: tensors are not callable.
                     Some(Binding::Value(fact))
-                        if fact.kind == ValueKind::Unknown
+                        if (fact.kind == ValueKind::Unknown
+                            || fact.evidence == Evidence::GuessedParameter)
                             && self.first_argument_on_device(arguments, depth) =>
                     {
                         Fact::tensor(Device::Accelerator, origin)
@@ -3588,6 +3591,12 @@ impl<'t> SemanticModel<'t> {
             if torch_api::TENSOR_FACTORIES.contains(&function) {
                 let device = if function == "from_numpy" {
                     Device::Cpu
+                } else if torch_api::ARGUMENT_PLACED_FACTORIES.contains(&function) {
+                    syntax::positional_args(arguments)
+                        .first()
+                        .map_or(Device::Unknown, |a| {
+                            self.fact_at_depth(*a, depth + 1).device
+                        })
                 } else {
                     self.device_argument(arguments, false, depth)
                         .unwrap_or(Device::Cpu)
