@@ -50,6 +50,10 @@ pub const LEGACY_TENSOR_CONSTRUCTORS: &[&str] = &[
     "BoolTensor",
 ];
 
+/// The factories of [`TENSOR_FACTORIES`] built from tensors (`torch.complex(real, imag)`,
+/// `torch.polar(abs, angle)`): they take no `device=` and return on their arguments' device.
+pub const ARGUMENT_PLACED_FACTORIES: &[&str] = &["complex", "polar"];
+
 /// The factories of [`TENSOR_FACTORIES`] that build a tensor from a shape or range alone (no
 /// data argument): a `.to(device)` right after one copies what `device=` would have allocated
 /// in place.

@@ -3482,8 +3482,11 @@ impl<'t> SemanticModel<'t> {
                     Some(Binding::Function(id)) => self.summary_return(*id, origin),
                     // `criterion(logits, labels)`, `model(images)` with an unknown callable (a
                     // parameter): applied to a device tensor, it is taken to be a module or loss.
+                    // A hot function's parameter (or an excerpt's free name) guessed to be a
+                    // tensor is no tensor once it is called: tensors are not callable.
                     Some(Binding::Value(fact))
-                        if fact.kind == ValueKind::Unknown
+                        if (fact.kind == ValueKind::Unknown
+                            || fact.evidence == Evidence::GuessedParameter)
                             && self.first_argument_on_device(arguments, depth) =>
                     {
                         Fact::tensor(Device::Accelerator, origin)
@@ -3695,6 +3698,12 @@ impl<'t> SemanticModel<'t> {
             {
                 let device = if function == "from_numpy" {
                     Device::Cpu
+                } else if torch_api::ARGUMENT_PLACED_FACTORIES.contains(&function) {
+                    syntax::positional_args(arguments)
+                        .first()
+                        .map_or(Device::Unknown, |a| {
+                            self.fact_at_depth(*a, depth + 1).device
+                        })
                 } else {
                     self.device_argument(arguments, false, depth)
                         .unwrap_or(Device::Cpu)

@@ -20,7 +20,8 @@ declare_rule! {
     /// on the CPU) that meets a forward input, a parameter or a buffer (on the model's device):
     /// in a binary operation or comparison, `torch.cat` / `torch.stack`, a matmul, `torch.where`
     /// or an indexing op (`gather`, `index_select`, `masked_fill`, `scatter`, … as functions or
-    /// methods), as an argument of a `torch.nn.functional` op (positional or keyword:
+    /// methods), in an index assignment (`preds[i * n:(i + 1) * n] = logits.argmax(-1)` into a
+    /// host buffer, or a host tensor written into a device one), as an argument of a `torch.nn.functional` op (positional or keyword:
     /// `F.cross_entropy(logits, y, weight=w)`), or as an input of a submodule, positional or keyword
     /// (`self.pos_emb(positions)`, `self.encoder(h, mask=causal)`); and for a `torch.nn` module built with such a tensor and never
     /// moved (`criterion = nn.CrossEntropyLoss(weight=torch.tensor(w))`) that is applied to device
@@ -42,7 +43,11 @@ declare_rule! {
     /// `scatter`, a `masked_fill` mask, and a CPU tensor passed to an `nn.Linear` or
     /// `nn.Embedding` on the device. Functional ops differ: `F.cross_entropy`'s `weight` and
     /// `F.scaled_dot_product_attention`'s `attn_mask` are copied every call, `F.linear`,
-    /// `F.embedding` and `F.mse_loss` raise; they are reported as warnings. On TorchTPU and on GPUs the same lines raise a device
+    /// `F.embedding` and `F.mse_loss` raise; they are reported as warnings. An index assignment
+    /// copies across devices (a warning): a device value written into a host buffer (an
+    /// evaluation loop collecting predictions in `torch.zeros(n)`) makes each step wait for the
+    /// device and copy the value to the host, as `.cpu()` does (pytorch/xla#894: "The tensors
+    /// should live on the `device`"). On TorchTPU and on GPUs the same lines raise a device
     /// mismatch. A tensor stored as a plain attribute in `__init__` has the same problem:
     /// `model.to(device)` moves parameters and registered buffers, not plain attributes.
     ///
@@ -87,7 +92,7 @@ declare_rule! {
         name: "cpu-tensor-meets-device-tensor",
         severity: Error,
         fix: Sometimes,
-        kinds: ["binary_operator", "augmented_assignment", "comparison_operator", "call"],
+        kinds: ["binary_operator", "augmented_assignment", "assignment", "comparison_operator", "call"],
         check: check,
     }
 }
@@ -125,6 +130,17 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
     // (`self.pos_emb(positions)`), the module itself: the model's parameters are on the device.
     let mut device_module: Option<Node<'_>> = None;
     let operands: Vec<Node<'_>> = match node.kind_key() {
+        // `preds[i * n:(i + 1) * n] = logits.argmax(-1)`: the written tensor (through its
+        // subscript) and the value. Plain bindings (`x = ...`) combine nothing.
+        kind::ASSIGNMENT => {
+            let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
+                return;
+            };
+            if left.is_not(kind::SUBSCRIPT) {
+                return;
+            }
+            vec![left, right]
+        }
         // `x * scale` and `x *= scale`.
         kind::BINARY_OPERATOR | kind::AUGMENTED_ASSIGNMENT => {
             let (Some(left), Some(right)) = (node.field("left"), node.field("right")) else {
@@ -254,6 +270,16 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             Met {
                 operand: *device_operand,
                 module: device_module.is_some(),
+                written: node.is(kind::ASSIGNMENT).then(|| {
+                    if node
+                        .field("left")
+                        .is_some_and(|left| left.byte_range() == cpu_operand.byte_range())
+                    {
+                        Written::DeviceIntoHost
+                    } else {
+                        Written::HostIntoDevice
+                    }
+                }),
             },
             factory,
             factory_function,
@@ -268,6 +294,17 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 struct Met<'t> {
     operand: Node<'t>,
     module: bool,
+    /// An index assignment, and which way it copies.
+    written: Option<Written>,
+}
+
+/// The direction of an index assignment across devices.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// `host_buffer[i] = device_value`: each write waits for the device and copies to the host.
+    DeviceIntoHost,
+    /// `device_batch[i] = host_factory`: each write copies the host tensor to the device.
+    HostIntoDevice,
 }
 
 /// Reports one host factory whose tensor meets the device at `node`.
@@ -288,8 +325,12 @@ fn report_factory<'t>(
         .unwrap_or_default();
     let source = context.source();
     let device_text = node_text(*device_operand, source);
+    // An index assignment's device value is usually computed later in the loop than the
+    // buffer it is written into: `device=<value>.device` at the factory would name it before
+    // it exists.
     let fix = if in_same_function
         && device_module.is_none()
+        && node.is_not(kind::ASSIGNMENT)
         && syntax::dotted_parts(*device_operand, source).is_some()
         && let Some((_, factory_arguments)) = context.call_parts(factory)
     {
@@ -308,7 +349,17 @@ fn report_factory<'t>(
         .unwrap_or("a helper");
     // What the CPU tensor meets: a device tensor, or a submodule whose parameters are on the
     // device.
-    let met = if device_module.is_some() {
+    let met = if met.written == Some(Written::DeviceIntoHost) {
+        format!(
+            "is written with device tensor `{}`: each write waits for the device and copies the value to the host",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else if met.written == Some(Written::HostIntoDevice) {
+        format!(
+            "is written into device tensor `{}`: each write copies it to the device",
+            crate::rules::helpers::short_code(device_text)
+        )
+    } else if device_module.is_some() {
         format!(
             "is passed to module `{}` on the device",
             crate::rules::helpers::short_code(device_text)
@@ -361,6 +412,8 @@ fn report_factory<'t>(
                 range: node.byte_range(),
                 message: if device_module.is_some() {
                     "passed to a module on the device here".to_string()
+                } else if node.is(kind::ASSIGNMENT) {
+                    "written across devices here".to_string()
                 } else {
                     "meets a device tensor here".to_string()
                 },
@@ -389,6 +442,8 @@ fn report_factory<'t>(
 fn combination_raises(context: &Context<'_, '_>, node: Node<'_>) -> bool {
     let source = context.source();
     match node.kind_key() {
+        // An index assignment copies the value to the written tensor's device.
+        kind::ASSIGNMENT => false,
         kind::BINARY_OPERATOR => node
             .child_by_field_name("operator")
             .is_some_and(|operator| syntax::text_is(operator, source, "@")),
