@@ -165,6 +165,7 @@ impl SemanticModel<'_> {
             comparison_scopes,
             host_transform_components,
             parameter_facts,
+            stale_parameter_moves,
             // Intermediate results of the pre-pass, summarised by the fields above.
             ..
         } = summaries;
@@ -246,6 +247,21 @@ impl SemanticModel<'_> {
                 let start = (key >> 16) as usize;
                 local.push((hash_one((set, locate(start), key & 0xFFFF)), start));
             }
+        }
+        // A stale move follows from calls elsewhere in its function (the holders of its
+        // parameters) and is read where the move is: compared there, with its holder's place.
+        for (call, capture) in stale_parameter_moves {
+            let start = (call >> 16) as usize;
+            local.push((
+                hash_one((
+                    "stale parameter move",
+                    locate(start),
+                    call & 0xFFFF,
+                    locate(capture.start),
+                    locate(capture.end),
+                )),
+                start,
+            ));
         }
         let mut file = file.clone();
         let first_module_save = file.first_module_save.take().map(locate);

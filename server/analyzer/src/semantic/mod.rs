@@ -1697,6 +1697,18 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// For a device move of a module (`model.to(device)`) whose parameters an earlier call of
+    /// the same function kept (`torch.optim.AdamW(model.parameters())`) with none after the
+    /// move: that call's range (see `Summaries::stale_parameter_moves`).
+    pub fn parameters_kept_before_move(&self, call: Node<'_>) -> Option<TextRange> {
+        let call = summaries::node_key(call);
+        self.summaries
+            .stale_parameter_moves
+            .iter()
+            .find(|(moved, _)| *moved == call)
+            .map(|(_, capture)| capture.clone())
+    }
+
     /// Whether a `torch.cuda.device_count()` call is bound to a name its function only compares
     /// (see `Summaries::compared_counts`).
     pub fn count_only_compared(&self, call: Node<'_>) -> bool {

@@ -400,6 +400,22 @@ pub(crate) struct Summaries {
     /// whether the value is visibly placed on a device. A list: it is searched only at device
     /// moves of a plain name.
     bound_names: Vec<(usize, usize, usize, usize, bool)>,
+    /// Calls that keep a module's parameters (`torch.optim.AdamW(model.parameters())`,
+    /// `EMA(model.named_parameters())`): the function (by index; `None` at module level), the
+    /// module's text (`model`, `self.model`) and the call's range.
+    parameter_captures: Vec<(Option<usize>, String, TextRange)>,
+    /// Device moves of a named module or attribute (`model.to(device)`): the function, the
+    /// receiver's text, where the call starts and its node key.
+    module_moves: Vec<(Option<usize>, String, usize, u64)>,
+    /// Optimizer steps (`optimizer.step()`, `scaler.step(optimizer)`, `xm.optimizer_step(o)`):
+    /// the function, where the call starts, and the outermost loop of that function around it
+    /// (the whole loop runs the step again after anything in it).
+    optimizer_steps: Vec<(Option<usize>, usize, Option<TextRange>)>,
+    /// Moves (call keys) of a module whose parameters an earlier call of the same function kept,
+    /// with no such call after the move, and the range of the last earlier one: on an XLA
+    /// device the move makes new parameter objects, and the optimizer keeps the old ones.
+    /// Computed by `finish`.
+    pub stale_parameter_moves: Vec<(u64, TextRange)>,
     /// The calls and name bindings whose values flow to parameters (`passed.rs`).
     passed: PassedSites,
     /// Per function (by index), per parameter (`parameters`' positions): what every call of it
@@ -866,10 +882,31 @@ fn shift(summaries: &mut Summaries, base: usize, forward: bool) {
         device_literal_calls: _,
         passed_names: _,
         bound_names: _,
+        parameter_captures,
+        module_moves,
+        optimizer_steps,
+        stale_parameter_moves,
         passed,
         parameter_facts: _,
     } = summaries;
     passed.shift(base, forward);
+    for (_, _, range) in parameter_captures.iter_mut() {
+        *range = offset(range.start)..offset(range.end);
+    }
+    for (_, _, at, call) in module_moves.iter_mut() {
+        *at = offset(*at);
+        *call = key(*call);
+    }
+    for (_, at, outer_loop) in optimizer_steps.iter_mut() {
+        *at = offset(*at);
+        if let Some(range) = outer_loop {
+            *range = offset(range.start)..offset(range.end);
+        }
+    }
+    for (call, capture) in stale_parameter_moves.iter_mut() {
+        *call = key(*call);
+        *capture = offset(capture.start)..offset(capture.end);
+    }
     for function in functions.iter_mut() {
         function.first_save = function.first_save.map(offset);
         for (_, range) in function.host_until_moved.iter_mut() {
@@ -948,11 +985,32 @@ fn append(
         passed_names,
         // Needed only while the statement is walked.
         bound_names: _,
+        parameter_captures,
+        module_moves,
+        optimizer_steps,
+        // Computed by `finish` over the whole file.
+        stale_parameter_moves: _,
         passed,
         // Computed by `finish` over the whole file.
         parameter_facts: _,
     } = moved;
     summaries.passed.append(passed, first);
+    let renumber = |function: Option<usize>| function.map(|index| first + index);
+    summaries.parameter_captures.extend(
+        parameter_captures
+            .into_iter()
+            .map(|(function, module, range)| (renumber(function), module, range)),
+    );
+    summaries.module_moves.extend(
+        module_moves
+            .into_iter()
+            .map(|(function, module, at, call)| (renumber(function), module, at, call)),
+    );
+    summaries.optimizer_steps.extend(
+        optimizer_steps
+            .into_iter()
+            .map(|(function, at, outer_loop)| (renumber(function), at, outer_loop)),
+    );
     summaries.functions.extend(functions);
     summaries
         .by_node
@@ -1336,6 +1394,10 @@ fn call(
             ancestors,
         );
     }
+    record_parameter_use(
+        node, function, arguments, method, receiver, q, source, resolver, summaries, stack,
+        ancestors,
+    );
     let syncs = SYNC_CALLS.contains(&q);
     let concatenates = matches!(q, "torch.cat" | "torch.concat" | "torch.concatenate");
     let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
@@ -1914,6 +1976,161 @@ fn runs_at_module_level(stack: &[(usize, Frame)]) -> bool {
             Frame::Function(_) | Frame::Loop { .. } | Frame::Other
         )
     })
+}
+
+/// Records a call that keeps a module's parameters or a device move of a module (see
+/// `Summaries::parameter_captures`, `Summaries::module_moves`).
+#[allow(clippy::too_many_arguments)]
+fn record_parameter_use(
+    call: Node<'_>,
+    function: Node<'_>,
+    arguments: Node<'_>,
+    method: Option<&str>,
+    receiver: Option<Node<'_>>,
+    qualified: &str,
+    source: &str,
+    resolver: &impl Resolver,
+    summaries: &mut Summaries,
+    stack: &[(usize, Frame)],
+    ancestors: &[Node<'_>],
+) {
+    let steps = match method {
+        Some("step") => receiver.is_some_and(|r| {
+            let text = node_text(r, source).to_ascii_lowercase();
+            text.contains("opt") || text.contains("scaler")
+        }),
+        _ => qualified.ends_with("optimizer_step"),
+    };
+    if steps {
+        let mut outer_loop = None;
+        for ancestor in ancestors.iter().rev().skip(1) {
+            match ancestor.kind_key() {
+                kind::FUNCTION_DEFINITION | kind::LAMBDA | kind::CLASS_DEFINITION => break,
+                kind::FOR_STATEMENT | kind::WHILE_STATEMENT => {
+                    outer_loop = Some(ancestor.byte_range())
+                }
+                _ => {}
+            }
+        }
+        summaries
+            .optimizer_steps
+            .push((innermost_function(stack), call.start_byte(), outer_loop));
+        return;
+    }
+    if method == Some("to")
+        && let Some(receiver) = receiver.filter(|r| is_dotted_name(*r))
+        && moves_to_device(method, arguments, source, resolver)
+    {
+        summaries.module_moves.push((
+            innermost_function(stack),
+            node_text(receiver, source).to_string(),
+            call.start_byte(),
+            node_key(call),
+        ));
+        return;
+    }
+    // A class (`AdamW(...)`, `EMA(...)`) or an optimizer (`optim.adamw(...)` is no class, but
+    // its package says what it is) given `<module>.parameters()` keeps those parameter objects.
+    let class_like = syntax::dotted_parts(function, source)
+        .and_then(|parts| parts.last().copied())
+        .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()));
+    if !(class_like || qualified.contains("optim."))
+        || !node_text(arguments, source).contains("parameters(")
+    {
+        return;
+    }
+    let mut pending = vec![arguments];
+    let mut visited = 0;
+    while let Some(node) = pending.pop() {
+        visited += 1;
+        if visited > 200 {
+            break;
+        }
+        if node.is(kind::CALL)
+            && let Some((callee, _)) = syntax::call_parts(node)
+            && callee.is(kind::ATTRIBUTE)
+            && let (Some(module), Some(attribute)) =
+                (callee.field("object"), callee.field("attribute"))
+            && matches!(
+                node_text(attribute, source),
+                "parameters" | "named_parameters"
+            )
+            && is_dotted_name(module)
+        {
+            summaries.parameter_captures.push((
+                innermost_function(stack),
+                node_text(module, source).to_string(),
+                call.byte_range(),
+            ));
+            continue;
+        }
+        if node.is(kind::LAMBDA) {
+            continue;
+        }
+        pending.extend(node.named_nodes());
+    }
+}
+
+/// `model`, `self.model`, `self.model.encoder`: a name or attributes of one.
+fn is_dotted_name(node: Node<'_>) -> bool {
+    let mut current = node;
+    loop {
+        match current.kind_key() {
+            kind::IDENTIFIER => return true,
+            kind::ATTRIBUTE => match current.field("object") {
+                Some(object) => current = object,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+}
+
+/// Finds the device moves of modules whose parameters an optimizer (or another holder) kept
+/// before them (see `Summaries::stale_parameter_moves`).
+fn stale_parameter_moves(summaries: &mut Summaries) {
+    // The move of `model` moves `model.encoder`'s parameters, and the move of `model.encoder`
+    // some of `model`'s.
+    let overlaps = |a: &str, b: &str| {
+        a == b
+            || a.strip_prefix(b).is_some_and(|rest| rest.starts_with('.'))
+            || b.strip_prefix(a).is_some_and(|rest| rest.starts_with('.'))
+    };
+    let mut stale = Vec::new();
+    for (function, moved, at, call) in &summaries.module_moves {
+        // Training over before the move (evaluation after the loop, a final export): the old
+        // parameters are never stepped again. A function without a step hands its optimizer on.
+        let mut steps = summaries
+            .optimizer_steps
+            .iter()
+            .filter(|(step_function, _, _)| step_function == function)
+            .peekable();
+        if steps.peek().is_some()
+            && !steps.any(|(_, step_at, outer_loop)| {
+                step_at > at || outer_loop.as_ref().is_some_and(|range| range.contains(at))
+            })
+        {
+            continue;
+        }
+        let mut kept_before: Option<&TextRange> = None;
+        let mut kept_after = false;
+        for (holder_function, module, range) in &summaries.parameter_captures {
+            if holder_function != function || !overlaps(module, moved) {
+                continue;
+            }
+            if range.end <= *at {
+                if kept_before.is_none_or(|before| before.end < range.end) {
+                    kept_before = Some(range);
+                }
+            } else {
+                kept_after = true;
+            }
+        }
+        if let (Some(range), false) = (kept_before, kept_after) {
+            stale.push((*call, range.clone()));
+        }
+    }
+    summaries.stale_parameter_moves = stale;
 }
 
 fn innermost_function(stack: &[(usize, Frame)]) -> Option<usize> {
@@ -2530,6 +2747,7 @@ fn compiles(decorated: Node<'_>, resolver: &impl Resolver) -> bool {
 /// Propagates syncs backwards along the call graph and reach forwards from the loop roots and
 /// step functions (both cycle-safe: each function is visited once).
 fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
+    stale_parameter_moves(summaries);
     for function in &mut summaries.functions {
         function.compiled |= summaries.compiled_names.contains(&function.name);
     }

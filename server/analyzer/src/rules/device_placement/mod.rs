@@ -8,6 +8,7 @@ mod cuda_method_call;
 mod cuda_only_api;
 pub(crate) mod factory_then_move;
 mod jax_import_before_guard;
+mod optimizer_before_device_move;
 mod pin_memory_on_tpu;
 mod torch_load_without_map_location;
 mod torch_save_device_tensors;
@@ -27,4 +28,5 @@ pub const RULES: &[&RuleMeta] = &[
     &pin_memory_on_tpu::PIN_MEMORY_ON_TPU,
     &cuda_backend_flag::CUDA_BACKEND_FLAG,
     &jax_import_before_guard::JAX_IMPORT_BEFORE_GUARD,
+    &optimizer_before_device_move::OPTIMIZER_BEFORE_DEVICE_MOVE,
 ];
