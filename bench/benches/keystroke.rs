@@ -10,7 +10,8 @@
 //! both, their ratio, how many keystrokes fell back to a full check and why, the editor's parse
 //! (incremental, then afresh when that tree has a syntax error, as `tpulint_ide::document` does)
 //! and parse + incremental check per keystroke, and the slowest keystrokes split into the two
-//! (`TPULINT_BENCH_PARSE_DETAIL=1` prints each fresh parse's two parts).
+//! (`TPULINT_BENCH_PARSE_DETAIL=1` prints each fresh parse's two parts, `TPULINT_BENCH_DETAIL=1`
+//! each keystroke's statements checked and why).
 //!
 //! Since session 13 the language server publishes first from the incremental tree even when it
 //! has a syntax error, and settles afterwards (fresh parse, exact check, published only where it
@@ -22,13 +23,73 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tpulint_analyzer::incremental::{IncrementalState, check_tree_incremental};
+use tpulint_analyzer::incremental::{
+    CheckedBecause, IncrementalState, Reuse, check_tree_incremental,
+};
 use tpulint_analyzer::{Settings, check_tree, syntax};
 use tpulint_bench::documents::{self, Keystroke};
 use tpulint_bench::stats::{millis, summarize};
 use tree_sitter::{InputEdit, Point, Tree};
 
 const LARGE_LINES: usize = 5_000;
+
+/// Statements checked per keystroke (load-independent): their distribution and why they were
+/// checked, summed over the keystrokes (a full check counts every statement as "full").
+#[derive(Default)]
+struct CheckedCounts {
+    per_keystroke: Vec<usize>,
+    why: CheckedBecause,
+    full: usize,
+}
+
+impl CheckedCounts {
+    fn add(&mut self, reuse: &Reuse) {
+        self.per_keystroke.push(reuse.checked);
+        if reuse.full.is_some() {
+            self.full += reuse.checked;
+            return;
+        }
+        let why = &mut self.why;
+        why.edited += reuse.why.edited;
+        why.guard += reuse.why.guard;
+        why.summary += reuse.why.summary;
+        why.tainted += reuse.why.tainted;
+        why.triggered += reuse.why.triggered;
+        why.diagnostics_moved += reuse.why.diagnostics_moved;
+    }
+
+    fn print(&self, label: &str) {
+        let mut sorted = self.per_keystroke.clone();
+        sorted.sort_unstable();
+        let at = |quantile: f64| -> usize {
+            let index = ((sorted.len() as f64 * quantile).ceil() as usize).saturating_sub(1);
+            sorted
+                .get(index.min(sorted.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0)
+        };
+        let total: usize = sorted.iter().sum();
+        let why = &self.why;
+        println!(
+            "statements checked per keystroke, {label} ({} keystrokes): p50 {}, p90 {}, p99 {}, \
+             max {}, mean {:.1}; why (statements, all keystrokes): edited {}, hardware scope {}, \
+             summary {}, taint {}, rule trigger {}, diagnostic in the changed span {}, full check {}",
+            sorted.len(),
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            sorted.last().copied().unwrap_or(0),
+            total as f64 / sorted.len().max(1) as f64,
+            why.edited,
+            why.guard,
+            why.summary,
+            why.tainted,
+            why.triggered,
+            why.diagnostics_moved,
+            self.full,
+        );
+    }
+}
 
 fn point_at(text: &str, offset: usize) -> Point {
     let before = &text.as_bytes()[..offset];
@@ -150,6 +211,11 @@ fn main() {
     // Keystrokes whose pre-pass changed outside the edited statements (a summary they hold or a
     // function they call by name), and the statements checked again for it.
     let (mut summary_keystrokes, mut summary_statements) = (0usize, 0usize);
+    // The first publish's check (the latency path) and the editor's check of the fresh tree.
+    let (mut quick_counts, mut editor_counts) =
+        (CheckedCounts::default(), CheckedCounts::default());
+    // `TPULINT_BENCH_DETAIL=1`: each keystroke's statement counts and reasons.
+    let detail = std::env::var_os("TPULINT_BENCH_DETAIL").is_some();
     for keystroke in &script {
         let incremental_parse;
         (text, tree, incremental_parse) = type_one(&text, &tree, keystroke);
@@ -167,6 +233,10 @@ fn main() {
             );
             if let Some(reason) = outcome.reuse.full {
                 *quick_fallbacks.entry(reason).or_default() += 1;
+            }
+            quick_counts.add(&outcome.reuse);
+            if detail {
+                println!("  quick   {keystroke:?}: {:?}", outcome.reuse);
             }
             kept.store(&text, outcome.state);
             slowest_quick.push((
@@ -235,6 +305,16 @@ fn main() {
             *fallbacks.entry(reason).or_default() += 1;
         }
         checked += outcome.reuse.checked;
+        editor_counts.add(&outcome.reuse);
+        if detail {
+            println!("  editor  {keystroke:?} fresh {fresh}: {:?}", outcome.reuse);
+        }
+        if !fresh {
+            quick_counts.add(&outcome.reuse);
+            if detail {
+                println!("  quick   {keystroke:?}: {:?}", outcome.reuse);
+            }
+        }
         if outcome.reuse.summaries > 0 {
             summary_keystrokes += 1;
             summary_statements += outcome.reuse.summaries;
@@ -293,6 +373,8 @@ fn main() {
         "changed summaries read outside the edited statements: {summary_keystrokes} keystrokes, \
          {summary_statements} statements checked again for them"
     );
+    quick_counts.print("first publish");
+    editor_counts.print("editor's check of the fresh tree");
     for (reason, count) in &fallbacks {
         println!("full check ({count} keystrokes): {reason}");
     }

@@ -27,13 +27,21 @@
 //!   *tainted*; a later
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
-//!   module's hardware scope. One exception: when the edit changed one definition into one
-//!   definition and it binds the same names and did the same to the index as before (equal
-//!   [`ModuleEffects`], every fact's origin outside the edited lines and moved with the text),
-//!   it taints nothing;
+//!   module's hardware scope. Exceptions: when the edit changed one definition into one
+//!   definition, or a clean statement is checked again, and it binds the same names and did
+//!   the same to the index as before (equal [`ModuleEffects`], every fact's origin outside the
+//!   edited lines and moved with the text), it taints nothing; when what it did differs only in
+//!   what its functions return, it taints its own name and the functions whose returns
+//!   changed. A class's method names are never tainted when classes of two other names in
+//!   clean statements define the same method (`obj.method(...)` reads a method by name only
+//!   when one class defines it);
 //! - a few rules read other statements' text directly (`READS_OTHER_STATEMENTS`): the
 //!   statements mentioning an identifier they report on (`jax`, `use_spmd`, `mark_sharding`,
-//!   `GradScaler`, the clocks) are checked again after every edit, before it or after it;
+//!   `GradScaler`, the clocks, the dtypes) are checked again after an edit that can change
+//!   what they read: after the edit for the rules that read earlier text (outside function
+//!   bodies for the ones that read only their own function's text from there), before it too
+//!   for a rule that reads the whole file, and for the ones that read module-level `assert`
+//!   and expression statements of their block, only when the edit changed one of those;
 //! - a reused diagnostic whose range, fix or related range reaches into the dirty span (an import
 //!   inserted next to an edited one, a fact's origin) is not reused: its statement is checked
 //!   again (the importer's whole-text question, whether an alias is free, is re-asked like
@@ -100,6 +108,8 @@ struct Statement {
     root_guard: u64,
     /// Hashes of the names it binds for later statements (see the module docs), sorted.
     binds: Vec<u64>,
+    /// For a class definition, the [`name_hash`]es of the methods it defines directly, sorted.
+    methods: Vec<u64>,
     /// Hashes of every identifier in its text, sorted.
     mentions: Vec<u64>,
     diagnostics: Vec<Diagnostic>,
@@ -128,8 +138,29 @@ pub struct Reuse {
     /// Statements checked again, beyond the edited ones, because a function or loop summary
     /// they hold, or the by-name part of a function they mention, changed.
     pub summaries: usize,
+    /// Why each checked statement was checked (the first reason that applies, in this order;
+    /// they add up to `checked` when the check reused anything).
+    pub why: CheckedBecause,
     /// Why everything was checked, when it was.
     pub full: Option<&'static str>,
+}
+
+/// Per reason, how many statements an incremental check checked again (see [`Reuse::why`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckedBecause {
+    /// The edit changed them (or they have a syntax error, before or after it).
+    pub edited: usize,
+    /// The module's hardware scope at their start changed.
+    pub guard: usize,
+    /// They hold or read by name a part of the pre-pass that changed (`Reuse::summaries`, and
+    /// the same before the edit).
+    pub summary: usize,
+    /// They mention a name a checked statement bound (taint).
+    pub tainted: usize,
+    /// They mention an identifier a rule of `READS_OTHER_STATEMENTS` reports on.
+    pub triggered: usize,
+    /// A diagnostic of theirs reaches into the changed span.
+    pub diagnostics_moved: usize,
 }
 
 /// Which reuse the checker allows. Only [`ReusePolicy::Sound`] keeps the invariant; the other
@@ -382,26 +413,68 @@ fn plan<'p>(
     }
 }
 
+/// Which other statements a rule of [`READS_OTHER_STATEMENTS`] reads, from the statement it
+/// reports on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OtherStatements {
+    /// Only text before it (earlier statements, an earlier part of the file): an edit after it
+    /// cannot change what it reports.
+    Earlier,
+    /// As `Earlier`, but from a function's body only text of the same function (the enclosing
+    /// block, the function's earlier statements): a function definition that mentions none of
+    /// the rule's identifiers outside its body (decorators, parameters) reads no other
+    /// statement.
+    EarlierOutsideFunctionBodies,
+    /// The module-level `assert` statements and expression statements of its block (every
+    /// block inside a definition or a compound statement lies inside its top-level statement):
+    /// only an edit that changes, adds or removes one of those at module level can.
+    BlockAssertsAndCalls,
+    /// Anywhere in the file.
+    File,
+}
+
 /// Rules that read other statements' text directly, not through the index (`TPU412`: an
 /// earlier `jax_import_guard()` or device use in the block; `TPU704`: an earlier device use;
 /// `TPU703`: an earlier `mark_sharding(`; `TPU505`: a line of the file that autocasts to
 /// bfloat16; `TPU111`: the text between a clock read and the one it is subtracted from;
 /// `TPU503` and `TPU501`: an `assert … .dtype …` among the statements of the same block, which
-/// makes the dtype deliberate and the fix not offered; `TPU708`: the statements of the block
-/// around an `xm.optimizer_step(...)`, reported from there), with
-/// identifiers one of which every statement they report on mentions: after any edit,
-/// statements mentioning one are checked again. (Rules should read beyond their statement only
-/// through the index or `source_mentions`; the property test finds the ones that do not.)
-const READS_OTHER_STATEMENTS: &[(&str, &[&str])] = &[
-    ("TPU412", &["jax"]),
-    ("TPU704", &["use_spmd"]),
-    ("TPU703", &["mark_sharding"]),
-    ("TPU505", &["GradScaler"]),
-    ("TPU503", &["float16", "half"]),
-    ("TPU501", &["float64", "double"]),
-    ("TPU708", &["optimizer_step"]),
+/// makes the dtype deliberate and the fix not offered; `TPU708`: the expression statements of
+/// the block around an `xm.optimizer_step(...)`, reported from there), with what they read and
+/// identifiers one of which every statement they report on mentions: after an edit that can
+/// change what they read, statements mentioning one are checked again. (Rules should read
+/// beyond their statement only through the index or `source_mentions`; the property test finds
+/// the ones that do not.)
+const READS_OTHER_STATEMENTS: &[(&str, OtherStatements, &[&str])] = &[
+    (
+        "TPU412",
+        OtherStatements::EarlierOutsideFunctionBodies,
+        &["jax"],
+    ),
+    (
+        "TPU704",
+        OtherStatements::EarlierOutsideFunctionBodies,
+        &["use_spmd"],
+    ),
+    ("TPU703", OtherStatements::Earlier, &["mark_sharding"]),
+    ("TPU505", OtherStatements::File, &["GradScaler"]),
+    (
+        "TPU503",
+        OtherStatements::BlockAssertsAndCalls,
+        &["float16", "half"],
+    ),
+    (
+        "TPU501",
+        OtherStatements::BlockAssertsAndCalls,
+        &["float64", "double"],
+    ),
+    (
+        "TPU708",
+        OtherStatements::BlockAssertsAndCalls,
+        &["optimizer_step"],
+    ),
     (
         "TPU111",
+        OtherStatements::EarlierOutsideFunctionBodies,
         &[
             "time",
             "perf_counter",
@@ -510,6 +583,68 @@ fn method_names(node: Node<'_>, source: &str) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// What a definition checked again (the edit's one changed definition, or a clean statement),
+/// binding the same names as before, taints when its effects on the index differ only in what
+/// its functions return: its own names but its methods' (`binds` less `methods`, and the name
+/// it defines), and the functions whose returns changed, but for methods another class defines
+/// too (`defined_elsewhere`). `None` when the difference is more than that, or an origin lies
+/// on the edited lines: then everything it binds is tainted.
+fn changed_names(
+    old: &Statement,
+    new: &Statement,
+    (own, binds, methods): (u64, &[u64], &[u64]),
+    plan: &Plan<'_>,
+    defined_elsewhere: &dyn Fn(u64) -> bool,
+) -> Option<Vec<u64>> {
+    if old.binds != binds || old.methods != methods {
+        return None;
+    }
+    let old_effects = old
+        .effects
+        .as_ref()?
+        .mapped(&|range| plan.map_outside_edited_lines(range))?;
+    let changed = old_effects.functions_with_other_returns(new.effects.as_ref()?)?;
+    let mut names: Vec<u64> = binds
+        .iter()
+        .copied()
+        .filter(|name| *name == own || methods.binary_search(name).is_err())
+        .collect();
+    for function in changed {
+        let name = name_hash(function);
+        if methods.binary_search(&name).is_err() || !defined_elsewhere(name) {
+            names.push(name);
+        }
+    }
+    Some(names)
+}
+
+/// Per top-level class, the methods it defines directly: `(method, statement, class)`, names by
+/// [`name_hash`].
+fn definers_of_methods(nodes: &[Node<'_>], source: &str) -> Vec<(u64, usize, u64)> {
+    let mut definers = Vec::new();
+    for (index, &node) in nodes.iter().enumerate() {
+        if let Some(name) = defined_name(node, source) {
+            for method in method_names(node, source) {
+                definers.push((method, index, name));
+            }
+        }
+    }
+    definers
+}
+
+/// Whether `statement` mentions one of `names` outside a function body: anywhere unless it is
+/// a function definition, else in its decorators, name and parameters.
+fn mentioned_outside_function_body(statement: Node<'_>, source: &str, names: &KeySet) -> bool {
+    let body = crate::syntax::undecorated(statement)
+        .filter(|definition| definition.is(kind::FUNCTION_DEFINITION))
+        .and_then(|function| function.field("body"));
+    let outside = match body {
+        Some(body) => &source[statement.start_byte()..body.start_byte()],
+        None => &source[statement.byte_range()],
+    };
+    intersects(&identifiers(outside), names)
+}
+
 fn intersects(sorted: &[u64], set: &KeySet) -> bool {
     !set.is_empty() && sorted.iter().any(|hash| set.contains(hash))
 }
@@ -579,6 +714,7 @@ pub fn check_with_policy(
                 checked: 0,
                 walked: 0,
                 summaries: 0,
+                why: CheckedBecause::default(),
                 full: Some("no rule runs on this text"),
             },
             state: IncrementalState {
@@ -742,6 +878,43 @@ pub fn check_with_policy(
                 .is_some_and(definition))
         .then_some(plan.prefix)
     });
+    // Per top-level class, the methods it defines directly: `(method, statement, class)` by
+    // name hash, computed when a changed class is first compared (see `changed_names`).
+    let method_definers: std::cell::OnceCell<Vec<(u64, usize, u64)>> = std::cell::OnceCell::new();
+    // Whether a class other than `class` (by name), defined in a clean top-level statement other
+    // than `statement`, defines `method` directly too. `obj.method(...)` then never reads it
+    // through `SemanticModel::only_method_named` (two classes define it, before the edit and
+    // after), so a change of its return in `class` taints only the class's own name.
+    let defined_elsewhere = |method: u64, statement: usize, class: u64| -> bool {
+        let definers = method_definers.get_or_init(|| definers_of_methods(&nodes, source));
+        let dirty = plan.as_ref().map_or(0..0, |plan| plan.prefix..plan.suffix);
+        definers.iter().any(|&(defined, index, name)| {
+            defined == method && index != statement && name != class && !dirty.contains(&index)
+        })
+    };
+    // Whether classes of two names, in clean statements, define `method` directly: then
+    // `only_method_named` answers nothing for it before the edit and after, whatever the
+    // changed statements define, and a changed class's method of that name taints nothing.
+    let defined_by_two_clean_classes = |method: u64| -> bool {
+        let dirty = plan.as_ref().map_or(0..0, |plan| plan.prefix..plan.suffix);
+        let mut clean_class = None;
+        method_definers
+            .get_or_init(|| definers_of_methods(&nodes, source))
+            .iter()
+            .filter(|&&(defined, index, _)| defined == method && !dirty.contains(&index))
+            .any(|&(_, _, class)| *clean_class.get_or_insert(class) != class)
+    };
+    // What a changed statement taints of the names it binds: all but the methods no
+    // `obj.method(...)` reads by name (see above).
+    let taint_of = |binds: &[u64], methods: &[u64]| -> Vec<u64> {
+        binds
+            .iter()
+            .copied()
+            .filter(|name| {
+                methods.binary_search(name).is_err() || !defined_by_two_clean_classes(*name)
+            })
+            .collect()
+    };
     // Names the dirty statements bound before the edit: tainted from the first of them on (a
     // statement before it may be checked again for a changed summary, and reads none of them).
     let mut bound_before: Vec<u64> = Vec::new();
@@ -750,33 +923,67 @@ pub fn check_with_policy(
         let last_old = (plan.suffix as isize + plan.index_shift) as usize;
         for (old_index, old) in plan.old.statements[first_old..last_old].iter().enumerate() {
             if single_definition != Some(first_old + old_index) {
-                bound_before.extend(old.binds.iter().copied());
+                bound_before.extend(taint_of(&old.binds, &old.methods));
             }
         }
     }
     let mut tainted: KeySet = KeySet::default();
-    // Statements the rules of `READS_OTHER_STATEMENTS` may report on, before or after the edit.
+    // Statements the rules of `READS_OTHER_STATEMENTS` may report on differently after this
+    // edit: `triggers` before the changed statements and after them, `triggers_after` after
+    // them only (the rules that read earlier text), `triggers_after_outside_bodies` after them
+    // and outside function bodies.
     let mut triggers: KeySet = KeySet::default();
-    if plan.is_some() {
-        for &trigger in READS_OTHER_STATEMENTS.iter().flat_map(|(_, names)| *names) {
-            triggers.insert(name_hash(trigger));
-            // `from torch_xla.runtime import use_spmd as start_spmd`: the local name too.
-            for record in semantic.imports().records() {
-                if record.qualified.rsplit('.').next() == Some(trigger)
-                    || record.member.as_deref() == Some(trigger)
-                {
-                    triggers.insert(name_hash(&record.local));
+    let mut triggers_after: KeySet = KeySet::default();
+    let mut triggers_after_outside_bodies: KeySet = KeySet::default();
+    if let Some(plan) = &plan {
+        // A changed module-level `assert` or expression statement, before the edit or after.
+        let last_old = (plan.suffix as isize + plan.index_shift) as usize;
+        let block_siblings_changed = plan.old.statements[plan.prefix..last_old]
+            .iter()
+            .map(|old| old.kind)
+            .chain(nodes[plan.prefix..plan.suffix].iter().map(Node::kind_id))
+            .any(|kind_id| {
+                crate::syntax::PYTHON
+                    .node_kind_for_id(kind_id)
+                    .is_none_or(|kind| matches!(kind, "assert_statement" | "expression_statement"))
+            });
+        for &(_, reads, names) in READS_OTHER_STATEMENTS {
+            let set = match reads {
+                OtherStatements::Earlier => &mut triggers_after,
+                OtherStatements::EarlierOutsideFunctionBodies => &mut triggers_after_outside_bodies,
+                OtherStatements::BlockAssertsAndCalls if !block_siblings_changed => continue,
+                OtherStatements::BlockAssertsAndCalls | OtherStatements::File => &mut triggers,
+            };
+            for &trigger in names {
+                set.insert(name_hash(trigger));
+                // `from torch_xla.runtime import use_spmd as start_spmd`: the local name too.
+                for record in semantic.imports().records() {
+                    if record.qualified.rsplit('.').next() == Some(trigger)
+                        || record.member.as_deref() == Some(trigger)
+                    {
+                        set.insert(name_hash(&record.local));
+                    }
                 }
             }
         }
     }
+    let triggered_at = |index: usize| -> bool {
+        intersects(&mentions[index], &triggers)
+            || plan.as_ref().is_some_and(|plan| index >= plan.prefix)
+                && (intersects(&mentions[index], &triggers_after)
+                    || intersects(&mentions[index], &triggers_after_outside_bodies)
+                        && mentioned_outside_function_body(
+                            nodes[index],
+                            source,
+                            &triggers_after_outside_bodies,
+                        ))
+    };
     // The last statement at or after `from` that must be checked under `tainted`.
     let last_needed = |from: usize, tainted: &KeySet| -> Option<usize> {
         (from..nodes.len()).rev().find(|&index| {
             reusable[index].is_none()
                 || policy == ReusePolicy::Sound
-                    && (intersects(&mentions[index], tainted)
-                        || intersects(&mentions[index], &triggers))
+                    && (intersects(&mentions[index], tainted) || triggered_at(index))
         })
     };
 
@@ -792,6 +999,7 @@ pub fn check_with_policy(
     let mut stop = nodes.len();
     let mut checked = 0usize;
     let mut summaries_checked = 0usize;
+    let mut why = CheckedBecause::default();
     let mut binds_from = 0usize;
     let mut needed: Option<Option<usize>> = None;
     // The names bound since the current statement started, and whether they taint.
@@ -806,13 +1014,17 @@ pub fn check_with_policy(
         };
         let node = nodes[index];
         let mut binds: Vec<u64> = semantic.module_binds()[binds_from..].to_vec();
+        let mut methods = Vec::new();
         match defined_name(node, source) {
             Some(name) => {
                 binds.push(name);
                 // `obj.step(...)` on an object of unknown kind reads the return of the one
                 // method named `step` in the file's classes (`SemanticModel::only_method_named`),
                 // without naming the class: a changed class taints its methods' names too.
-                binds.extend(method_names(node, source));
+                methods = method_names(node, source);
+                methods.sort_unstable();
+                methods.dedup();
+                binds.extend(methods.iter().copied());
             }
             None => binds.extend(assigned_names(&source[node.byte_range()])),
         }
@@ -825,9 +1037,11 @@ pub fn check_with_policy(
             // A changed definition that binds the same names and did the same to the index
             // (facts equal, their origins outside the edited lines and moved with the text)
             // reads the same to every later statement.
-            // So does a clean statement checked again for a changed summary it reads.
-            let comparable = single_definition == Some(index)
-                || reads_changed_summary[index] && !(plan.prefix..plan.suffix).contains(&index);
+            // So does a clean statement checked again (for a changed summary it reads, or a
+            // tainted name it mentions: its text is the same, so only what it did to the index
+            // can differ).
+            let clean = !(plan.prefix..plan.suffix).contains(&index);
+            let comparable = single_definition == Some(index) || clean;
             // The one changed definition replaced the old statement at the same index.
             let old_index = if single_definition == Some(index) {
                 Some(index)
@@ -846,9 +1060,26 @@ pub fn check_with_policy(
                         }
                 });
             if !unchanged {
-                tainted.extend(binds.iter().copied());
-                if comparable && let Some(old) = old {
-                    tainted.extend(old.binds.iter().copied());
+                match comparable
+                    .then(|| {
+                        let own = defined_name(node, source)?;
+                        changed_names(
+                            old?,
+                            &records[index],
+                            (own, &binds, &methods),
+                            plan,
+                            &|method| defined_elsewhere(method, index, own),
+                        )
+                    })
+                    .flatten()
+                {
+                    Some(names) => tainted.extend(names),
+                    None => {
+                        tainted.extend(taint_of(&binds, &methods));
+                        if comparable && let Some(old) = old {
+                            tainted.extend(taint_of(&old.binds, &old.methods));
+                        }
+                    }
                 }
             }
             if tainted.len() != before {
@@ -856,6 +1087,7 @@ pub fn check_with_policy(
             }
         }
         records[index].binds = binds;
+        records[index].methods = methods;
     };
     // The module node, then each top-level statement: walked (rules running or not) or, when
     // reused, its recorded effects on the index replayed.
@@ -900,9 +1132,7 @@ pub fn check_with_policy(
             None => Mode::Check,
             Some(_) if edited || guard_changed => Mode::Check,
             Some(plan) if index < plan.prefix => {
-                if propagates
-                    || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
-                {
+                if propagates || policy == ReusePolicy::Sound && triggered_at(index) {
                     Mode::Check
                 } else {
                     Mode::Reuse
@@ -914,9 +1144,7 @@ pub fn check_with_policy(
                     stop = index;
                     break;
                 }
-                if propagates
-                    || policy == ReusePolicy::Sound && intersects(&mentions[index], &triggers)
-                {
+                if propagates || policy == ReusePolicy::Sound && triggered_at(index) {
                     Mode::Check
                 } else {
                     Mode::Reuse
@@ -930,6 +1158,22 @@ pub fn check_with_policy(
             checked += 1;
             if reads_changed_summary[index] && !edited {
                 summaries_checked += 1;
+            }
+            if plan.is_some() {
+                let reason = if edited {
+                    &mut why.edited
+                } else if guard_changed {
+                    &mut why.guard
+                } else if reads_changed_summary[index] {
+                    &mut why.summary
+                } else if intersects(&mentions[index], &tainted) {
+                    &mut why.tainted
+                } else if triggered_at(index) {
+                    &mut why.triggered
+                } else {
+                    &mut why.diagnostics_moved
+                };
+                *reason += 1;
             }
         }
         let mark = semantic.mark();
@@ -983,6 +1227,7 @@ pub fn check_with_policy(
             hash: hashes[index],
             root_guard,
             binds: Vec::new(),
+            methods: Vec::new(),
             mentions: mentions[index].clone(),
             diagnostics,
             comments,
@@ -1052,6 +1297,7 @@ pub fn check_with_policy(
             checked,
             walked,
             summaries: summaries_checked,
+            why,
             full,
         },
         state: IncrementalState {

@@ -679,3 +679,56 @@ fn a_summary_changed_by_another_statement_taints_what_its_statement_binds() {
     assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
     assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
 }
+
+// Three modules with a `forward` each, and functions that call `forward` on objects of unknown
+// kind: with classes of two other names defining `forward`, no `obj.forward(...)` reads one
+// class's `forward` by name.
+const FORWARDS_MODULE: &str = "import torch\nfrom torch import nn\n\n\nclass Encoder(nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\nclass Decoder(nn.Module):\n    def forward(self, x):\n        return x.cpu()\n\n\nclass Head(nn.Module):\n    def forward(self, x):\n        return x.sum()\n\n\ndef run(model, batch):\n    out = model.forward(batch)\n    return out.item()\n\n\ndef run_twice(model, batch):\n    return model.forward(model.forward(batch))\n\n\ndef build():\n    return Encoder()\n";
+
+#[test]
+fn a_method_that_other_classes_define_too_does_not_taint_its_callers_by_name() {
+    // `Encoder.forward` returns something else: `Encoder` is tainted (`build` is checked again),
+    // `forward` is not (`run` and `run_twice` mention only it, and are reused).
+    let at = FORWARDS_MODULE
+        .find("        return x.cuda()")
+        .expect("present");
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: "        x = 3\n".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(FORWARDS_MODULE, edit);
+    assert_eq!(
+        second.diagnostics,
+        check_tree(&new_text, &new_tree, &Settings::default())
+    );
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert_eq!(second.reuse.checked, 2, "{:?}", second.reuse);
+    assert_eq!(second.reuse.why.edited, 1, "{:?}", second.reuse);
+    assert_eq!(second.reuse.why.tainted, 1, "{:?}", second.reuse);
+}
+
+// Functions that time themselves (TPU111 reads their own text) and a module-level timing after
+// them (it reads the module's text before it).
+const TIMING_MODULE: &str = "import time\nimport torch\n\n\ndef timed(x):\n    start = time.perf_counter()\n    y = x * 2\n    return y, time.perf_counter() - start\n\n\ndef helper(x):\n    return x + 1\n\n\ndef timed_again(x):\n    start = time.perf_counter()\n    return time.perf_counter() - start\n\n\nbegin = time.perf_counter()\nelapsed = time.perf_counter() - begin\n";
+
+#[test]
+fn an_edit_rechecks_only_the_timing_statements_that_can_read_it() {
+    // Typing in `helper`: `timed` (before it) and `timed_again` (a function: it reads only its
+    // own text) are reused; the module-level timing after it reads the text before it.
+    let at = TIMING_MODULE.find("    return x + 1").expect("present");
+    let edit = Edit {
+        start: at,
+        end: at,
+        text: "    x = x * 3\n".into(),
+    };
+    let (new_text, second, new_tree) = check_after_edit(TIMING_MODULE, edit);
+    assert_eq!(
+        second.diagnostics,
+        check_tree(&new_text, &new_tree, &Settings::default())
+    );
+    assert_eq!(second.reuse.full, None, "{:?}", second.reuse);
+    assert_eq!(second.reuse.why.edited, 1, "{:?}", second.reuse);
+    assert_eq!(second.reuse.why.triggered, 2, "{:?}", second.reuse);
+    assert_eq!(second.reuse.checked, 3, "{:?}", second.reuse);
+}

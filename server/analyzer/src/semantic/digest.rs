@@ -484,6 +484,34 @@ impl<'t> SemanticModel<'t> {
 }
 
 impl ModuleEffects {
+    /// The functions (methods included) whose returns differ between `self` and `other`, by
+    /// name, when the two statements did otherwise the same to the index but for the classes'
+    /// own facts: the same functions in the same order, the same module-scope changes and the
+    /// same guard frame after them. `None` when they differ in anything else. The caller taints
+    /// the statement's own names either way; this says which of its functions' names a later
+    /// `obj.name(...)` reads differently.
+    pub(crate) fn functions_with_other_returns(&self, other: &ModuleEffects) -> Option<Vec<&str>> {
+        if self.first_class != other.first_class
+            || self.classes.len() != other.classes.len()
+            || self.first_function != other.first_function
+            || self.functions.len() != other.functions.len()
+            || self.changes != other.changes
+            || self.root != other.root
+        {
+            return None;
+        }
+        let mut names = Vec::new();
+        for (mine, theirs) in self.functions.iter().zip(&other.functions) {
+            if mine.class != theirs.class || mine.name != theirs.name {
+                return None;
+            }
+            if mine.returns != theirs.returns || mine.complete != theirs.complete {
+                names.push(mine.name.as_str());
+            }
+        }
+        Some(names)
+    }
+
     /// The same effects with every recorded offset mapped by `map` (`None` if one does not map).
     pub(crate) fn mapped(&self, map: MapRange<'_>) -> Option<ModuleEffects> {
         let mut classes = Vec::with_capacity(self.classes.len());
