@@ -170,6 +170,11 @@ pub const TORCHVISION_TENSOR_OPS: &[&str] = &[
     "roi_pool",
 ];
 
+/// Library functions that return the state dict of the module they are given, its tensors where
+/// the module is (no CPU copy), by qualified-name prefix and last name: PEFT's
+/// `get_peft_model_state_dict(model)` (the adapter weights a LoRA script saves).
+pub const MODULE_STATE_DICT_FUNCTIONS: &[(&str, &str)] = &[("peft", "get_peft_model_state_dict")];
+
 /// torch functions that return one tensor per tensor input, each where its input is:
 /// `ys, xs = torch.meshgrid(shifts_y, shifts_x)` leaves `xs` on the host when `shifts_x` is.
 pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[
