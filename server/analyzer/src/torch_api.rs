@@ -175,6 +175,17 @@ pub const TORCHVISION_TENSOR_OPS: &[&str] = &[
 /// `get_peft_model_state_dict(model)` (the adapter weights a LoRA script saves).
 pub const MODULE_STATE_DICT_FUNCTIONS: &[(&str, &str)] = &[("peft", "get_peft_model_state_dict")];
 
+/// torchaudio transforms (`torchaudio.transforms.<name>`) whose forward computes `torch.stft`
+/// (or `torch.istft`): as a layer of a model they run it wherever the model runs.
+pub const TORCHAUDIO_STFT_TRANSFORMS: &[&str] = &[
+    "Spectrogram",
+    "MelSpectrogram",
+    "MFCC",
+    "LFCC",
+    "InverseSpectrogram",
+    "GriffinLim",
+];
+
 /// torch functions that return one tensor per tensor input, each where its input is:
 /// `ys, xs = torch.meshgrid(shifts_y, shifts_x)` leaves `xs` on the host when `shifts_x` is.
 pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[
