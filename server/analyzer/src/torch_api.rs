@@ -171,6 +171,42 @@ pub fn is_device_loader(qualified: &str) -> bool {
         || qualified.ends_with("parallel_loader.ParallelLoader")
 }
 
+/// torchvision's box and detection ops (`torchvision.ops.*`, by their last name) that compute a
+/// tensor where their tensor arguments are: `iou = box_iou(gt_boxes, anchors)` is a tensor on
+/// the anchors' device, and so what it is compared with (`iou.max(dim=0).values < 0.4`) is a
+/// boolean tensor.
+pub const TORCHVISION_TENSOR_OPS: &[&str] = &[
+    "box_iou",
+    "generalized_box_iou",
+    "distance_box_iou",
+    "complete_box_iou",
+    "box_area",
+    "box_convert",
+    "clip_boxes_to_image",
+    "masks_to_boxes",
+    "sigmoid_focal_loss",
+    "nms",
+    "batched_nms",
+    "roi_align",
+    "roi_pool",
+];
+
+/// Library functions that return the state dict of the module they are given, its tensors where
+/// the module is (no CPU copy), by qualified-name prefix and last name: PEFT's
+/// `get_peft_model_state_dict(model)` (the adapter weights a LoRA script saves).
+pub const MODULE_STATE_DICT_FUNCTIONS: &[(&str, &str)] = &[("peft", "get_peft_model_state_dict")];
+
+/// torchaudio transforms (`torchaudio.transforms.<name>`) whose forward computes `torch.stft`
+/// (or `torch.istft`): as a layer of a model they run it wherever the model runs.
+pub const TORCHAUDIO_STFT_TRANSFORMS: &[&str] = &[
+    "Spectrogram",
+    "MelSpectrogram",
+    "MFCC",
+    "LFCC",
+    "InverseSpectrogram",
+    "GriffinLim",
+];
+
 /// torch functions that return one tensor per tensor input, each where its input is:
 /// `ys, xs = torch.meshgrid(shifts_y, shifts_x)` leaves `xs` on the host when `shifts_x` is.
 pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[

@@ -108,10 +108,11 @@ pub(crate) struct GuardFrame {
     pub host_data: bool,
 }
 
-/// Whether `block` is the body of an `if` (or `elif`) that ends the loop with `break`: it runs at
-/// most once per run of the loop (`if loss < -1000: print("diverged", loss); break`), so what it
-/// costs is not paid per step. The test of the `if` still runs every iteration.
-pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
+/// Whether `block` is the body of an `if` (or `elif`) that ends the loop with `break`, or the
+/// program with `sys.exit(...)`: it runs at most once per run of the loop (`if loss < -1000:
+/// print("diverged", loss); break`), so what it costs is not paid per step. The test of the `if`
+/// still runs every iteration.
+pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
     let is_body = match parent.kind_key() {
         kind::IF_STATEMENT | kind::ELIF_CLAUSE => parent
             .field("consequence")
@@ -123,7 +124,16 @@ pub(crate) fn is_loop_exit_branch(block: Node<'_>, parent: Node<'_>) -> bool {
             .named_nodes()
             .filter(|s| s.is_not(kind::COMMENT))
             .last()
-            .is_some_and(|last| last.is(kind::BREAK_STATEMENT))
+            .is_some_and(|last| last.is(kind::BREAK_STATEMENT) || is_exit_statement(last, source))
+}
+
+/// `sys.exit(...)`, `exit()`, `quit()`, `os._exit(...)` as a statement, whatever the status.
+fn is_exit_statement(statement: Node<'_>, source: &str) -> bool {
+    statement.is(kind::EXPRESSION_STATEMENT)
+        && statement
+            .named_child(0)
+            .and_then(syntax::call_parts)
+            .is_some_and(|(function, _)| is_exit_function(node_text(function, source)))
 }
 
 /// Whether code at `range` inside `node` (a child of `parent`) runs only when `name` is not a
@@ -253,8 +263,9 @@ fn is_isinstance_of_tensor(call: Node<'_>, name: &str, source: &str) -> bool {
 }
 
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
-/// `torch._assert(False, ...)`, `assert False`): an error branch, taken only on the way to an
-/// exception.
+/// `torch._assert(False, ...)`, `assert False`) or by exiting with a failure status
+/// (`sys.exit(1)`, `sys.exit("loss is nan")`, `os._exit(1)`): an error branch, taken only on the
+/// way to an exception or the end of the program, so at most once per run.
 pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
     if !parent.is_any(&[kind::IF_STATEMENT, kind::ELIF_CLAUSE, kind::ELSE_CLAUSE]) {
         return false;
@@ -278,12 +289,29 @@ pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -
         kind::ASSERT_STATEMENT => last.named_child(0).is_some_and(|c| c.is(kind::FALSE)),
         kind::EXPRESSION_STATEMENT => last.named_child(0).is_some_and(|call| {
             syntax::call_parts(call).is_some_and(|(function, arguments)| {
-                node_text(function, source).ends_with("_assert")
-                    && syntax::positional_args(arguments)
-                        .first()
-                        .is_some_and(|first| first.is(kind::FALSE))
+                let first = syntax::positional_args(arguments).first().copied();
+                let name = node_text(function, source);
+                (name.ends_with("_assert") && first.is_some_and(|first| first.is(kind::FALSE)))
+                    || (is_exit_function(name)
+                        && first.is_some_and(|f| is_failure_status(f, source)))
             })
         }),
+        _ => false,
+    }
+}
+
+/// `sys.exit`, `exit`, `quit`, `os._exit`: calls that end the program.
+fn is_exit_function(name: &str) -> bool {
+    matches!(name, "sys.exit" | "exit" | "quit" | "os._exit")
+}
+
+/// An exit status that says the program failed: a nonzero integer or a message (printed to
+/// stderr with status 1). `sys.exit(0)` / `sys.exit()` end a run that went well, as its last
+/// step (`if step == max_steps: save(); sys.exit(0)`): not an error branch.
+fn is_failure_status(status: Node<'_>, source: &str) -> bool {
+    match status.kind_key() {
+        kind::INTEGER => node_text(status, source).trim() != "0",
+        kind::STRING => true,
         _ => false,
     }
 }

@@ -310,8 +310,9 @@ enum Frame {
     Loop {
         hot: bool,
         node_id: usize,
-        /// An epoch loop: its body holds a training loop or a loop over a data loader, so what
-        /// it does itself runs once per epoch.
+        /// An epoch loop: its body holds a training loop or a loop over a data loader, or calls
+        /// a function of the file that runs its own step loop, so what it does itself runs once
+        /// per epoch (or per call of that function).
         outer: bool,
         /// A decode loop (`LoopSummary::decodes`): hot, it is a generation loop, not training.
         decodes: bool,
@@ -1008,7 +1009,9 @@ impl<'t> SemanticModel<'t> {
                 let hot = self.is_training_loop(node);
                 let summary = self.summaries.loop_summary(node);
                 let outer = summary.is_some_and(|summary| {
-                    summary.nested_training_loop || summary.nested_loader_loop
+                    summary.nested_training_loop
+                        || summary.nested_loader_loop
+                        || summary.calls_step_loop_owner
                 });
                 let decodes = summary.is_some_and(|summary| summary.decodes);
                 self.frames.push(Frame::Loop {
@@ -1362,7 +1365,7 @@ impl<'t> SemanticModel<'t> {
         let error_branch = guards::is_error_branch(block, parent, self.source);
         let cold = self.in_cold_code()
             || error_branch
-            || guards::is_loop_exit_branch(block, parent)
+            || guards::is_loop_exit_branch(block, parent, self.source)
             || guards::is_throttled_block(block, parent, &self.summaries.throttles);
         let outer = self.guard_frames.last().copied();
         self.guard_frames.push(GuardFrame {
@@ -3783,6 +3786,13 @@ impl<'t> SemanticModel<'t> {
                 return Fact::tensor(device, origin);
             }
             return Fact::UNKNOWN;
+        }
+        // `box_iou(gt, anchors)`, `torchvision.ops.nms(boxes, scores, t)`: a tensor where its
+        // tensor arguments are.
+        if let Some(op) = qualified.strip_prefix("torchvision.ops.")
+            && torch_api::TORCHVISION_TENSOR_OPS.contains(&op.rsplit('.').next().unwrap_or(op))
+        {
+            return Fact::tensor(self.first_tensor_device(arguments, depth), origin);
         }
         // `tqdm(loader)` iterates the loader.
         if (qualified == "tqdm" || qualified.starts_with("tqdm."))

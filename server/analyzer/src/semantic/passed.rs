@@ -156,8 +156,9 @@ impl PassedSites {
         });
     }
 
-    /// Records the names a binding target binds (`x = value`; `a, b = …` and loop targets bind
-    /// values the pre-pass does not read: unknown).
+    /// Records the names a binding target binds (`x = value`; `a, b = x.to(d), y.to(d)` element
+    /// by element; other unpackings and loop targets bind values the pre-pass does not read:
+    /// unknown).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_binding(
         &mut self,
@@ -169,6 +170,32 @@ impl PassedSites {
         source: &str,
         resolver: &impl Resolver,
     ) {
+        // `images, masks = images.to(device), masks.to(device)`: as many names as values, none
+        // starred, each name binds its value (the right side is read before any name is bound,
+        // and each value reads the bindings before `at`).
+        if let Some(values) = value.map(syntax::unparenthesize)
+            && target.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN, kind::LIST_PATTERN])
+            && values.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE, kind::LIST])
+        {
+            let names: Vec<Node<'_>> = target
+                .named_nodes()
+                .filter(|n| n.is_not(kind::COMMENT))
+                .collect();
+            let items: Vec<Node<'_>> = values
+                .named_nodes()
+                .filter(|n| n.is_not(kind::COMMENT))
+                .collect();
+            let starred = |n: &Node<'_>| n.is_any(&[kind::LIST_SPLAT, kind::LIST_SPLAT_PATTERN]);
+            if names.len() == items.len()
+                && !names.iter().any(starred)
+                && !items.iter().any(starred)
+            {
+                for (name, item) in names.into_iter().zip(items) {
+                    self.record_binding(name, Some(item), caller, at, block, source, resolver);
+                }
+                return;
+            }
+        }
         let value = match value {
             Some(value) if target.is(kind::IDENTIFIER) => read_value(value, source, resolver),
             _ => Value::Unknown,

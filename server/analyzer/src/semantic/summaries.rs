@@ -89,6 +89,11 @@ pub struct FunctionSummary {
     /// Whether it cuts the lazy graph itself: `torch_xla.sync()`, `xm.mark_step()`,
     /// `xm.optimizer_step(...)`, `with torch_xla.step():`.
     pub syncs: bool,
+    /// Whether it cuts the graph outside its own loops (once per call). A function that cuts it
+    /// only inside a loop of its own (`generate()`'s decode loop with `xm.mark_step()` per
+    /// token, `evaluate()`'s loop over batches) runs the steps itself: a loop calling it once per
+    /// prompt or per epoch is no step loop because of it.
+    pub syncs_outside_loops: bool,
     /// Whether it steps an optimizer (`optimizer.step()`, `xm.optimizer_step(optimizer)`).
     pub steps_optimizer: bool,
     /// Whether it calls `backward` (`loss.backward()`, `accelerator.backward(loss)`).
@@ -189,6 +194,10 @@ pub struct LoopSummary {
     pub reads_values: bool,
     /// The body holds another loop that calls backward (that loop owns the step).
     pub nested_training_loop: bool,
+    /// The body calls a function of this file that syncs only inside a loop of its own
+    /// (`FunctionSummary::syncs_outside_loops`): that function runs the steps, so this loop
+    /// runs once per call of it (a loop over prompts around `generate()`). Computed by `finish`.
+    pub calls_step_loop_owner: bool,
     /// The body holds a loop over a data loader (an epoch loop around the step or evaluation
     /// loop).
     pub nested_loader_loop: bool,
@@ -1500,6 +1509,7 @@ fn call(
             Frame::Function(index) => {
                 let function = &mut summaries.functions[*index];
                 function.syncs |= syncs;
+                function.syncs_outside_loops |= syncs && in_loop;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
                 if saves && function.first_save.is_none() {
@@ -2790,13 +2800,23 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     for (index, function) in summaries.functions.iter_mut().enumerate() {
         function.syncs_through_calls = syncing[index] && !function.syncs;
     }
-    // A loop whose body calls a function that syncs syncs.
+    // A loop whose body calls a function that syncs syncs, unless that function syncs only in
+    // loops of its own (it owns the steps, as a nested step loop would).
+    let owns_step_loop = |id: usize| {
+        let function = &summaries.functions[id];
+        function.syncs && !function.syncs_outside_loops
+    };
     for summary in summaries.loops.values_mut() {
+        summary.calls_step_loop_owner = summary.calls.iter().any(|callee| {
+            by_name
+                .get(callee)
+                .is_some_and(|ids| ids.iter().any(|id| owns_step_loop(*id)))
+        });
         if !summary.syncs {
             summary.syncs = summary.calls.iter().any(|callee| {
                 by_name
                     .get(callee)
-                    .is_some_and(|ids| ids.iter().any(|id| syncing[*id]))
+                    .is_some_and(|ids| ids.iter().any(|id| syncing[*id] && !owns_step_loop(*id)))
             });
         }
     }

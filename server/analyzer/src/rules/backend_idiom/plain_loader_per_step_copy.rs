@@ -41,8 +41,8 @@ declare_rule! {
     /// ```
     ///
     /// ## Known problems
-    /// Only loops whose iterable is a `DataLoader` built in the same function or a name containing
-    /// `loader` are checked. In files that mention `MpDeviceLoader` / `ParallelLoader`, a name
+    /// Only loops whose iterable is a `DataLoader` built in the same function (or in place: `for
+    /// x, y in DataLoader(test_set, batch_size=64):`) or a name containing `loader` are checked. In files that mention `MpDeviceLoader` / `ParallelLoader`, a name
     /// alone is not enough: only a loader the index knows to be a plain `DataLoader` (built in the
     /// function, or passed one by every call of the function in the file) is checked.
     ///
@@ -105,7 +105,6 @@ fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
     );
 }
 
-/// The loader expression of `for … in loader` / `enumerate(loader)` / `tqdm(loader)`.
 /// Whether a loop moves the batches it iterates to the device itself, in a file that never
 /// wraps a loader in `MpDeviceLoader` / `ParallelLoader`: whatever it iterates (a loader passed
 /// in included), the loader is a plain one, and nothing prefetches or cuts the graph per batch.
@@ -123,9 +122,15 @@ pub(crate) fn moves_batches_of_plain_loader<'t>(
     !names.is_empty() && moves_a_batch(context, body, &names)
 }
 
+/// The loader expression of `for … in loader` / `enumerate(loader)` / `tqdm(loader)` /
+/// `DataLoader(...)`.
 fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'t>> {
     let source = context.source();
     let mut expr = syntax::unparenthesize(iterable);
+    // `for x, y in DataLoader(test_set, batch_size=64):` builds the loader in place.
+    if expr.is(kind::CALL) && context.fact(expr).kind == ValueKind::DataLoader {
+        return (context.fact(expr).device != Device::Accelerator).then_some(expr);
+    }
     if expr.is(kind::CALL) {
         let name = context.callee_name(expr)?;
         if !matches!(name, "enumerate" | "tqdm" | "iter") {

@@ -9,7 +9,10 @@ use crate::rules::helpers;
 declare_rule! {
     /// ## What it does
     /// Checks for `torch.fft.*` transforms, `torch.stft` / `torch.istft` (and the tensor
-    /// methods `x.stft()` / `x.istft()`), `torch.polar` and `torch.complex`.
+    /// methods `x.stft()` / `x.istft()`), `torch.polar` and `torch.complex`, and for torchaudio's
+    /// spectrogram transforms (`torchaudio.transforms.MelSpectrogram`, `Spectrogram`, `MFCC`,
+    /// `LFCC`, `InverseSpectrogram`, `GriffinLim`, which run `torch.stft` / `torch.istft`) built
+    /// as layers of an `nn.Module`.
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA has no lowering for the FFT primitives (`_fft_r2c`, `_fft_c2c`, `_fft_c2r`
@@ -38,6 +41,9 @@ declare_rule! {
     /// matrix multiplication with precomputed cosine/sine bases (which runs on the MXU).
     ///
     /// ## Known problems
+    /// A torchaudio transform is reported only where it is built inside an `nn.Module` class
+    /// (a layer of the model, on the model's device); one built in a dataset or a collate
+    /// function runs on the host and is fine.
     /// `torch.view_as_complex` is not reported: PyTorch/XLA lowers `view_as_complex_copy` for
     /// half, float and double inputs (its autocast comment calling it "not lowered" is stale).
     ///
@@ -53,14 +59,29 @@ declare_rule! {
         severity: Warning,
         fix: None,
         kinds: ["call"],
-        tokens: ["fft", "stft", "istft", "polar", "complex"],
-        calls: ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "stft", "istft", "polar", "complex"],
+        tokens: ["fft", "stft", "istft", "polar", "complex", "Spectrogram", "MelSpectrogram", "InverseSpectrogram", "MFCC", "LFCC", "GriffinLim"],
+        calls: ["Spectrogram", "MelSpectrogram", "MFCC", "LFCC", "InverseSpectrogram", "GriffinLim", "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "stft", "istft", "polar", "complex"],
         check: check,
     }
 }
 
 /// TPU204
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
+    if let Some((function, _)) = context.call_parts(call)
+        && let Some(qualified) = context.qualified_name(function)
+        && let Some(transform) = qualified.strip_prefix("torchaudio.transforms.")
+        && crate::torch_api::TORCHAUDIO_STFT_TRANSFORMS.contains(&transform)
+    {
+        // A layer of a model runs where the model runs; in a dataset it runs on the host.
+        if context.semantic().in_module_class() {
+            let message = format!(
+                "`{}` computes `torch.stft`, which has no XLA lowering: as a layer of the model it runs on the CPU every forward; compute spectrograms in the data pipeline",
+                context.text(function)
+            );
+            context.report(function.byte_range(), message);
+        }
+        return;
+    }
     let Some(target) = helpers::torch_call(context, call) else {
         return;
     };

@@ -17,7 +17,8 @@ declare_rule! {
     /// device: the state dict of a model moved there (`model = Net().to(device)`,
     /// `torch.save(model.state_dict(), path)`), a device tensor, or a dictionary holding one of
     /// them (`{"model": model.state_dict(), "epoch": epoch}`), also a filtered copy of a state
-    /// dict (`{k: v for k, v in model.state_dict().items() if "lora_" in k}`).
+    /// dict (`{k: v for k, v in model.state_dict().items() if "lora_" in k}`) or PEFT's
+    /// `get_peft_model_state_dict(model)` of a device model.
     ///
     /// ## Why is this bad?
     /// PyTorch/XLA's troubleshooting guide: "XLA tensors should be moved to the CPU before
@@ -108,6 +109,23 @@ fn device_state<'t>(
     let value = syntax::unparenthesize(value);
     match value.kind_key() {
         kind::CALL => {
+            // `get_peft_model_state_dict(unet)`: the state dict of the module it is given.
+            if let Some((function, arguments)) = context.call_parts(value)
+                && let Some(qualified) = context.qualified_name(function)
+                && torch_api::MODULE_STATE_DICT_FUNCTIONS
+                    .iter()
+                    .any(|(package, last)| {
+                        qualified.starts_with(package)
+                            && qualified.rsplit('.').next() == Some(*last)
+                    })
+            {
+                let module = *syntax::positional_args(arguments).first()?;
+                let fact = context.fact(module);
+                let on_device = (fact.kind == ValueKind::Module
+                    && fact.device == Device::Accelerator)
+                    || bound_by_move_to_device(context, module);
+                return on_device.then_some("a device model's state dict");
+            }
             let (receiver, method) = context.method_call(value)?;
             if !context.text_is(method, "state_dict") {
                 return None;

@@ -14,7 +14,9 @@ declare_rule! {
     /// arguments are literals (`np.arange(8)`, `range(8)`, a list of ids; a tuple of ints; a
     /// tuple of strings) for
     /// - a `mesh_shape` whose product differs from the number of device ids;
-    /// - a number of `axis_names` different from the number of mesh dimensions;
+    /// - a number of `axis_names` different from the number of mesh dimensions (the number of
+    ///   elements of a written `mesh_shape` tuple, also when the sizes are computed:
+    ///   `(num_devices, 1)` with `("data",)`);
     /// - repeated axis names.
     ///
     /// ## Why is this bad?
@@ -38,7 +40,8 @@ declare_rule! {
     /// No fix: which of the literals is wrong is not known.
     ///
     /// ## Known problems
-    /// Only literal arguments are checked; `mark_sharding` partition specs are not compared
+    /// Only literal arguments are checked (for the dimension count, a written tuple whose sizes
+    /// may be computed, without a starred part); `mark_sharding` partition specs are not compared
     /// with tensor ranks.
     ///
     /// ## References
@@ -123,15 +126,26 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(literal) = literal else {
         return;
     };
-    if let Some(dims) = &dimensions
-        && dims.len() != literal.len()
+    // The number of dimensions needs only the shape's elements, not their values:
+    // `(num_devices, 1)` is two-dimensional whatever `num_devices` is.
+    let rank = shape.map(syntax::unparenthesize).and_then(|shape| {
+        let elements: Vec<Node<'t>> = shape.is_any(&[kind::TUPLE, kind::LIST]).then(|| {
+            shape
+                .named_nodes()
+                .filter(|child| child.is_not(kind::COMMENT))
+                .collect()
+        })?;
+        // `(*outer, 2)`: the starred part's length is unknown.
+        (!elements.iter().any(|e| e.is(kind::LIST_SPLAT))).then_some(elements.len())
+    });
+    if let Some(rank) = rank
+        && rank != literal.len()
     {
         context.report(
             names.byte_range(),
             format!(
-                "{} axis names for a {}-dimensional mesh: `Mesh` asserts they match",
+                "{} axis names for a {rank}-dimensional mesh: `Mesh` asserts they match",
                 literal.len(),
-                dims.len()
             ),
         );
         return;
