@@ -1014,6 +1014,17 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
     assert!(at(pipeline).roles.host_data);
     let detector = "from torch import nn\nclass Det(nn.Module):\n    def postprocess_detections(self, boxes):\n        ⟦x⟧ = 1\n    def forward(self, x):\n        return self.postprocess_detections(x)\n";
     assert!(!at(detector).roles.host_data);
+    // A collate function batches host samples in DataLoader workers, unless a loop calls it.
+    let collate = "import torch\ndef collate_inputs_to_batch(inputs):\n    ⟦lengths⟧ = torch.stack([i.shape[0] for i in inputs])\n";
+    assert!(at(collate).roles.host_data);
+    let looped =
+        format!("{collate}for batch in loader:\n    model(collate_inputs_to_batch(batch))\n");
+    assert!(!at(&looped).roles.host_data);
+    assert!(
+        !at("def collect_inputs(inputs):\n    ⟦lengths⟧ = 1\n")
+            .roles
+            .host_data
+    );
     assert!(
         !at("class Net:\n    def forward(self, x):\n        ⟦y⟧ = 1\n")
             .roles
