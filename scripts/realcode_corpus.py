@@ -169,6 +169,22 @@ HELD_OUT_9_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "torchdiffeq==0.2.5",
 ])
 
+# The fifteenth pass's held-out code bases (docs/precision.md, seed 24357): a tenth set no session
+# had looked at, selected with `precision-sample.py --bases held-out-10` together with the
+# TPU-aware repository of HELD_OUT_10_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any; mmpretrain's and mmpose's are py2.py3-none-any); the import
+# packages are alphafold3_pytorch, mmpretrain, mmpose, nerfstudio, open_flamingo,
+# soundstorm_pytorch and magvit2_pytorch.
+HELD_OUT_10_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "alphafold3-pytorch==0.7.11",
+    "mmpretrain==1.2.0",
+    "mmpose==1.3.2",
+    "nerfstudio==1.1.5",
+    "open-flamingo==2.0.1",
+    "soundstorm-pytorch==0.4.11",
+    "magvit2-pytorch==0.5.1",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -207,10 +223,15 @@ HELD_OUT_8_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_9_REPOSITORIES: dict[str, tuple[str, str]] = {
     "moco_v3_tpu": ("ronghanghu/moco_v3_tpu", "4766876857e6a797c897b3f17be6494cc143c8f4"),
 }
+# The fifteenth pass's TPU-aware repository: a 10-billion-parameter ViT trained with torch_xla's
+# FSDP (XlaFullyShardedDataParallel, gradient checkpointing, xmp.spawn on TPU pods).
+HELD_OUT_10_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "vit_10b_fsdp_example": ("ronghanghu/vit_10b_fsdp_example", "d672ec7fa63783069a6795c5af5058a47d71132d"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
-                                                **HELD_OUT_9_REPOSITORIES}
+                                                **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -221,7 +242,7 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES}[name]
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -332,7 +353,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES}:
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

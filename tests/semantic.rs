@@ -215,10 +215,20 @@ fn hot_paths() {
     // `HotPath::Excerpt` wherever nothing else makes it hot.
     let at = |marked: &str| at(&format!("import torch\n{marked}"));
     let loader_loop = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    ⟦x⟧\n";
-    assert_eq!(at(loader_loop).hot_path, Some(HotPath::TrainingLoop));
+    // A loop over a loader that does not train (no backward, optimizer step or graph cut, in
+    // its body or a function of the file it calls) is a loop over batches, not "the training
+    // loop": an evaluation or inference loop.
+    assert_eq!(at(loader_loop).hot_path, Some(HotPath::BatchLoop));
     assert_eq!(at(loader_loop).fact.kind, ValueKind::Unknown);
+    let training = loader_loop.replace("    ⟦x⟧\n", "    model(x).sum().backward()\n    ⟦x⟧\n");
+    assert_eq!(at(&training).hot_path, Some(HotPath::TrainingLoop));
+    let stepping = loader_loop.replace(
+        "    ⟦x⟧\n",
+        "    train_step(x)\n    ⟦x⟧\ndef train_step(x):\n    optimizer.step()\n",
+    );
+    assert_eq!(at(&stepping).hot_path, Some(HotPath::TrainingLoop));
     let named_loader = "for step, batch in enumerate(tqdm(train_dataloader)):\n    ⟦batch⟧\n";
-    assert_eq!(at(named_loader).hot_path, Some(HotPath::TrainingLoop));
+    assert_eq!(at(named_loader).hot_path, Some(HotPath::BatchLoop));
     let backward_loop = "for i in range(100):\n    loss = f()\n    loss.backward()\n    ⟦i⟧\n";
     assert_eq!(at(backward_loop).hot_path, Some(HotPath::TrainingLoop));
     // The epoch loop around a loader loop is not itself per-step.
@@ -630,7 +640,7 @@ fn throttles_closures_and_per_step_methods() {
     let throttled = "for step, batch in enumerate(loader):\n    if step % 100 == 0 and rank == 0:\n        ⟦x⟧ = 1\n";
     assert_eq!(hot(throttled), None);
     let unthrottled = "for step, batch in enumerate(loader):\n    if rank == 0:\n        ⟦x⟧ = 1\n";
-    assert_eq!(hot(unthrottled), Some(HotPath::TrainingLoop));
+    assert_eq!(hot(unthrottled), Some(HotPath::BatchLoop));
     // A test of the innermost loop's counter against a constant runs once per loop; an early
     // exit there leaves the rest of the loop hot, and an outer loop's counter proves nothing.
     let first = "for i, batch in enumerate(loader):\n    if i == 0:\n        ⟦x⟧ = 1\n";
@@ -641,11 +651,11 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(every), Some(HotPath::TrainingLoop));
     let skip_first =
         "for i, batch in enumerate(loader):\n    if i == 0:\n        continue\n    ⟦x⟧ = 1\n";
-    assert_eq!(hot(skip_first), Some(HotPath::TrainingLoop));
+    assert_eq!(hot(skip_first), Some(HotPath::BatchLoop));
     let outer = "for epoch in range(3):\n    for batch in loader:\n        if epoch == 0:\n            ⟦x⟧ = 1\n";
-    assert_eq!(hot(outer), Some(HotPath::TrainingLoop));
+    assert_eq!(hot(outer), Some(HotPath::BatchLoop));
     let not_counter = "for i, batch in enumerate(loader):\n    if n == 0:\n        ⟦x⟧ = 1\n";
-    assert_eq!(hot(not_counter), Some(HotPath::TrainingLoop));
+    assert_eq!(hot(not_counter), Some(HotPath::BatchLoop));
     let closure = "import torch_xla.core.xla_model as xm\nfor batch in loader:\n    xm.add_step_closure(lambda: print(⟦loss⟧))\n";
     assert_eq!(hot(closure), None);
     let named_closure = "import torch_xla.core.xla_model as xm\ndef report(loss):\n    ⟦x⟧ = loss\nfor batch in loader:\n    xm.add_step_closure(report, args=(loss,))\n";
@@ -672,9 +682,9 @@ fn throttles_closures_and_per_step_methods() {
     assert_eq!(hot(from_forward), Some(HotPath::CalledFromLoop));
     let method_edge = "class Buffer:\n    def sample(self, n):\n        ⟦x⟧ = n\nfor batch in loader:\n    buffer.sample(32)\n";
     assert_eq!(hot(method_edge), Some(HotPath::CalledFromLoop));
-    // An evaluation loop over `tqdm(loader)` is hot.
+    // An evaluation loop over `tqdm(loader)` is hot: a loop over batches.
     let eval = "from tqdm import tqdm\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\npbar = tqdm(loader)\nfor images, labels in pbar:\n    ⟦x⟧ = 1\n";
-    assert_eq!(hot(eval), Some(HotPath::TrainingLoop));
+    assert_eq!(hot(eval), Some(HotPath::BatchLoop));
 }
 
 #[test]
@@ -834,7 +844,7 @@ fn device_loader_batches_and_called_parameters() {
         (images.fact.kind, images.fact.device),
         (ValueKind::Tensor, Device::Accelerator)
     );
-    assert_eq!(images.hot_path, Some(HotPath::TrainingLoop));
+    assert_eq!(images.hot_path, Some(HotPath::BatchLoop));
     let loss = check("loss").fact;
     assert_eq!(
         (loss.kind, loss.device),
@@ -1014,6 +1024,17 @@ fn host_data_pipeline_code_reports_no_device_value_findings() {
     assert!(at(pipeline).roles.host_data);
     let detector = "from torch import nn\nclass Det(nn.Module):\n    def postprocess_detections(self, boxes):\n        ⟦x⟧ = 1\n    def forward(self, x):\n        return self.postprocess_detections(x)\n";
     assert!(!at(detector).roles.host_data);
+    // A collate function batches host samples in DataLoader workers, unless a loop calls it.
+    let collate = "import torch\ndef collate_inputs_to_batch(inputs):\n    ⟦lengths⟧ = torch.stack([i.shape[0] for i in inputs])\n";
+    assert!(at(collate).roles.host_data);
+    let looped =
+        format!("{collate}for batch in loader:\n    model(collate_inputs_to_batch(batch))\n");
+    assert!(!at(&looped).roles.host_data);
+    assert!(
+        !at("def collect_inputs(inputs):\n    ⟦lengths⟧ = 1\n")
+            .roles
+            .host_data
+    );
     assert!(
         !at("class Net:\n    def forward(self, x):\n        ⟦y⟧ = 1\n")
             .roles

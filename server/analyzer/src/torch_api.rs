@@ -282,6 +282,10 @@ pub const NON_TENSOR_METHODS: &[&str] = &[
     "__len__",
 ];
 
+/// Tensor methods that copy a tensor's values to the host: their result lives in host memory
+/// (a CPU tensor, a NumPy array, Python numbers), whatever the receiver's device was.
+pub const HOST_COPY_METHODS: &[&str] = &["cpu", "numpy", "tolist", "item"];
+
 /// `nn.Module`'s mode switches: `obj.train()` / `obj.eval()` on an object other than `self` sets
 /// a submodule's mode, whatever methods of those names the file's own classes define (a trainer
 /// class whose `train` is its training loop).

@@ -95,6 +95,11 @@ pub enum HotPath {
     Compiled,
     /// Inside a loop over a data loader, or a loop that calls `backward()` / `optimizer.step()`.
     TrainingLoop,
+    /// Inside such a loop over a data loader that neither calls `backward()`, steps an optimizer
+    /// nor cuts the graph, itself or through a function of this file it calls: an evaluation
+    /// or inference loop (or a training loop whose step is elsewhere). It runs every batch, but
+    /// calling it "the training loop" would say more than the file does.
+    BatchLoop,
     /// Inside such a loop that also feeds the model its own output (`LoopSummary::decodes`): a
     /// generation loop, every step one token.
     DecodeLoop,
@@ -114,6 +119,7 @@ impl HotPath {
             HotPath::StepFunction => "in a step function",
             HotPath::Compiled => "in a compiled function",
             HotPath::TrainingLoop => "in the training loop",
+            HotPath::BatchLoop => "in a loop over batches",
             HotPath::DecodeLoop => "in the decode loop",
             HotPath::CalledFromLoop => "in a function called every step",
             HotPath::Excerpt => "in this excerpt",
@@ -316,6 +322,10 @@ enum Frame {
         outer: bool,
         /// A decode loop (`LoopSummary::decodes`): hot, it is a generation loop, not training.
         decodes: bool,
+        /// The loop calls `backward()`, steps an optimizer or cuts the graph, itself (or, for
+        /// the first two, through a function of this file it calls): hot, it is a training
+        /// loop, not only a loop over batches.
+        trains: bool,
     },
 }
 
@@ -1014,11 +1024,25 @@ impl<'t> SemanticModel<'t> {
                         || summary.calls_step_loop_owner
                 });
                 let decodes = summary.is_some_and(|summary| summary.decodes);
+                // A loop that cuts the graph itself (`xm.mark_step()` per denoising step) is
+                // hot for that reason, not for its batches: it keeps the training loop's words.
+                let trains = summary.is_some_and(|summary| {
+                    summary.calls_backward
+                        || summary.steps_optimizer
+                        || summary.syncs
+                        || summary.calls.iter().any(|callee| {
+                            self.summaries.functions.iter().any(|function| {
+                                function.name == *callee
+                                    && (function.calls_backward || function.steps_optimizer)
+                            })
+                        })
+                });
                 self.frames.push(Frame::Loop {
                     hot,
                     node_id: node.id(),
                     outer,
                     decodes,
+                    trains,
                 });
                 self.bind_loop_target(node);
             }
@@ -3014,6 +3038,11 @@ impl<'t> SemanticModel<'t> {
                     decodes: true,
                     ..
                 } => return Some(HotPath::DecodeLoop),
+                Frame::Loop {
+                    hot: true,
+                    trains: false,
+                    ..
+                } => return Some(HotPath::BatchLoop),
                 Frame::Loop { hot: true, .. } => return Some(HotPath::TrainingLoop),
                 Frame::Function { hot: Some(hot), .. } => return Some(*hot),
                 _ => {}

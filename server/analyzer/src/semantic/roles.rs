@@ -285,13 +285,18 @@ pub(crate) fn is_dataset_class(class: Node<'_>, source: &str) -> bool {
 /// Whether a function is a processing step around the model, by the convention of inference
 /// pipelines (Hugging Face `Pipeline.preprocess` / `postprocess`, image processors'
 /// `post_process_*`), or a visualisation utility (`draw_segmentation_masks`, `plot_boxes`,
-/// `visualize_attention`): it runs on the host, once per call, before or after the model.
+/// `visualize_attention`): it runs on the host, once per call, before or after the model. A
+/// collate function (`collate_fn`, `collate_inputs_to_batch`, `pad_collate`) too: it batches
+/// the samples a DataLoader worker built, on the host, before anything is placed.
 pub(crate) fn is_processing_function(function: Node<'_>, source: &str) -> bool {
     let name = function
         .field("name")
         .map(|n| node_text(n, source))
         .unwrap_or("");
     let name = name.trim_start_matches('_');
+    if name.to_ascii_lowercase().contains("collate") {
+        return true;
+    }
     [
         "preprocess",
         "postprocess",

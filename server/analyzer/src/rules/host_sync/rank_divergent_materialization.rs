@@ -155,7 +155,10 @@ fn check<'t>(context: &mut Context<'t, '_>, if_statement: Node<'t>) {
     // `if rank == 0 and step >= max_steps: return` in the training loop: one rank leaves the
     // loop, the others wait for it in the next step's collectives.
     if context.semantic().in_loop()
-        && context.hot_path() == Some(crate::semantic::HotPath::TrainingLoop)
+        && matches!(
+            context.hot_path(),
+            Some(crate::semantic::HotPath::TrainingLoop | crate::semantic::HotPath::BatchLoop)
+        )
     {
         for statement in body.named_nodes() {
             let exit = match statement.kind_key() {

@@ -5,8 +5,11 @@ use tree_sitter::Node;
 use crate::checker::Context;
 use crate::declare_rule;
 use crate::diagnostic::{Fix, Severity};
+use crate::kind;
 use crate::rules::precision::dtype_use::{DtypeUseKind, dtype_use};
 use crate::semantic::{Backend, Device};
+use crate::syntax::{NodeExt, node_text};
+use crate::torch_api;
 
 declare_rule! {
     /// ## What it does
@@ -45,7 +48,9 @@ declare_rule! {
     /// Float64 computations on the host are legitimate (schedulers, metrics, NumPy interop):
     /// a factory without `device=` (or with `device="cpu"`) is reported only on hot paths,
     /// where its result usually meets device tensors, and methods of tensors known to be on the
-    /// CPU (`x.cpu().double()`) are not reported. Receivers whose type is unknown are taken to
+    /// CPU (`x.cpu().double()`) are not reported; nor, off hot paths, a conversion whose result
+    /// is copied to the host at once (`points.double().cpu().numpy()` for a library that wants
+    /// float64 arrays: an export, a plot). Receivers whose type is unknown are taken to
     /// be tensors; off hot paths, those of unknown placement in a file that names no device
     /// (no `device`, XLA or TPU: a checkpoint converter comparing CPU state dicts) are taken to
     /// be on the host and are not reported.
@@ -82,6 +87,38 @@ fn runs_on_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         && !context.source()[..call.end_byte()].contains("cuda")
 }
 
+/// Whether the converted tensor goes straight to the host: the conversion's result, through
+/// value-preserving methods (`.detach()`, `.contiguous()`, a reshape), is the receiver of a host
+/// copy (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`). The float64 value is wanted in host
+/// memory (NumPy interop, an export, a printed number); off the hot paths, converting on the
+/// device first costs one conversion, not a float64 computation.
+fn copied_to_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let source = context.source();
+    let mut value = call;
+    loop {
+        let Some(attribute) = context.parent(value).filter(|p| p.is(kind::ATTRIBUTE)) else {
+            return false;
+        };
+        if attribute.field("object").map(|o| o.id()) != Some(value.id()) {
+            return false;
+        }
+        let Some(method_call) = context.parent(attribute).filter(|p| p.is(kind::CALL)) else {
+            return false;
+        };
+        let method = attribute
+            .field("attribute")
+            .map(|a| node_text(a, source))
+            .unwrap_or("");
+        if torch_api::HOST_COPY_METHODS.contains(&method) {
+            return true;
+        }
+        if !torch_api::DTYPE_PRESERVING_METHODS.contains(&method) {
+            return false;
+        }
+        value = method_call;
+    }
+}
+
 /// TPU501
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(found) = dtype_use(context, call, "float64", "double", "float32", "float") else {
@@ -91,7 +128,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let (message, severity) = match found.kind {
         DtypeUseKind::HostFactoryKeyword if hot.is_none() => return,
         DtypeUseKind::ShorthandOnTensor | DtypeUseKind::Conversion
-            if hot.is_none() && runs_on_the_host(context, call) =>
+            if hot.is_none()
+                && (runs_on_the_host(context, call) || copied_to_the_host(context, call)) =>
         {
             return;
         }
