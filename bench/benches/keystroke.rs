@@ -11,7 +11,8 @@
 //! (incremental, then afresh when that tree has a syntax error, as `tpulint_ide::document` does)
 //! and parse + incremental check per keystroke, and the slowest keystrokes split into the two
 //! (`TPULINT_BENCH_PARSE_DETAIL=1` prints each fresh parse's two parts, `TPULINT_BENCH_DETAIL=1`
-//! each keystroke's statements checked and why).
+//! each keystroke's statements checked and why, `TPULINT_BENCH_KEYSTROKES=N` types only the
+//! first N keystrokes, for an instruction profile under callgrind).
 //!
 //! Since session 13 the language server publishes first from the incremental tree even when it
 //! has a syntax error, and settles afterwards (fresh parse, exact check, published only where it
@@ -179,7 +180,15 @@ fn main() {
         std::fs::write(&path, &text).expect("TPULINT_BENCH_SAVE is writable");
     }
     let settings = Settings::default();
-    let script = documents::typing_script(&text, 6);
+    let mut script = documents::typing_script(&text, 6);
+    // For profiling under an instruction counter: only the first N keystrokes (the script types
+    // into the last site first, so these are ordinary keystrokes into one function).
+    if let Some(limit) = std::env::var("TPULINT_BENCH_KEYSTROKES")
+        .ok()
+        .and_then(|limit| limit.parse::<usize>().ok())
+    {
+        script.truncate(limit);
+    }
     let mut tree = syntax::parse(&text, None).expect("parses");
     let first = check_tree_incremental(&text, &tree, &settings, &[]);
     println!(

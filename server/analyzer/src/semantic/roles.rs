@@ -81,35 +81,92 @@ fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool
     if test_functions.is_empty() {
         return false;
     }
-    let is_test_definition = |node: Node<'_>| {
-        let definition = match node.kind_key() {
-            kind::DECORATED_DEFINITION => node.field("definition"),
-            kind::FUNCTION_DEFINITION => Some(node),
-            _ => None,
+    // Every node the walk reports holds a test function's name in its text: look only where the
+    // names occur (this runs at every check, the editor's keystrokes included, and the walk visits
+    // the whole tree). Overlapping occurrences count, so none a node could hold is missed; many
+    // occurrences (a name that is a common word of the file) are cheaper walked.
+    const MOST_OCCURRENCES_LOOKED_UP: usize = 64;
+    let mut occurrences: Vec<(usize, usize)> = Vec::new();
+    for name in test_functions {
+        let mut from = 0;
+        while let Some(at) = source.get(from..).and_then(|rest| rest.find(name)) {
+            occurrences.push((from + at, from + at + name.len()));
+            from += at + 1;
+        }
+    }
+    // Each definition of a test function holds one occurrence (its name): with no other, no
+    // node names one.
+    if occurrences.len() <= test_functions.len() {
+        return false;
+    }
+    if occurrences.len() > MOST_OCCURRENCES_LOOKED_UP {
+        return walk_for_own_tests(root, source, test_functions);
+    }
+    occurrences.iter().any(|&(start, end)| {
+        let Some(smallest) = root.descendant_for_byte_range(start, end) else {
+            return false;
         };
-        definition
-            .and_then(|d| d.field("name"))
-            .is_some_and(|name| test_functions.contains(&node_text(name, source)))
+        // The nodes holding this occurrence, innermost first, up to the root: one the walk
+        // reports is an identifier or a string's content, and the walk reaches it when it and
+        // every node above it are named and none above it is a test function's definition.
+        let mut holders = vec![smallest];
+        let mut node = smallest;
+        while let Some(parent) = node.parent() {
+            holders.push(parent);
+            node = parent;
+        }
+        holders.iter().enumerate().any(|(depth, &holder)| {
+            reported_by_walk(holder, source, test_functions)
+                && holders[depth..].iter().all(Node::is_named)
+                && !holders[depth + 1..]
+                    .iter()
+                    .any(|&above| is_test_definition(above, source, test_functions))
+        })
+    })
+}
+
+/// Whether `node` defines one of `test_functions` (decorated or not).
+fn is_test_definition(node: Node<'_>, source: &str, test_functions: &[&str]) -> bool {
+    let definition = match node.kind_key() {
+        kind::DECORATED_DEFINITION => node.field("definition"),
+        kind::FUNCTION_DEFINITION => Some(node),
+        _ => None,
     };
+    definition
+        .and_then(|d| d.field("name"))
+        .is_some_and(|name| test_functions.contains(&node_text(name, source)))
+}
+
+/// Whether `node` names one of `test_functions`: an identifier that is one, or a string's content
+/// that calls one (`"test_store()"`).
+fn reported_by_walk(node: Node<'_>, source: &str, test_functions: &[&str]) -> bool {
+    match node.kind_key() {
+        kind::IDENTIFIER => test_functions.contains(&node_text(node, source)),
+        kind::STRING_CONTENT => {
+            let text = node_text(node, source);
+            test_functions.iter().any(|name| {
+                text.match_indices(name).any(|(at, _)| {
+                    let before = text[..at].chars().next_back();
+                    let after = text[at + name.len()..].trim_start().chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                        && after == Some('(')
+                })
+            })
+        }
+        _ => false,
+    }
+}
+
+/// [`runs_own_tests`] by walking the whole tree (named nodes, not into the test functions'
+/// definitions).
+fn walk_for_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool {
     let mut pending = vec![root];
     while let Some(node) = pending.pop() {
-        match node.kind_key() {
-            kind::IDENTIFIER if test_functions.contains(&node_text(node, source)) => return true,
-            kind::STRING_CONTENT => {
-                let text = node_text(node, source);
-                if test_functions.iter().any(|name| {
-                    text.match_indices(name).any(|(at, _)| {
-                        let before = text[..at].chars().next_back();
-                        let after = text[at + name.len()..].trim_start().chars().next();
-                        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
-                            && after == Some('(')
-                    })
-                }) {
-                    return true;
-                }
-            }
-            _ if is_test_definition(node) => continue,
-            _ => {}
+        if reported_by_walk(node, source, test_functions) {
+            return true;
+        }
+        if is_test_definition(node, source, test_functions) {
+            continue;
         }
         pending.extend(node.named_nodes());
     }
@@ -402,6 +459,82 @@ mod tests {
         for source in still_tests {
             assert!(test_framework(source), "{source}");
         }
+    }
+
+    /// `runs_own_tests` looks only where the test functions' names occur; its answer is the
+    /// whole-tree walk's, on the repository's Python files (fixtures, examples) with their
+    /// `test_*` functions and on edge cases: a name inside a longer name, in a comment, an
+    /// attribute, a nested test definition, overlapping occurrences, an error tree, a
+    /// decorator, an f-string.
+    #[test]
+    fn looking_up_occurrences_answers_as_the_walk() {
+        use crate::syntax::{NodeExt, node_text};
+        let mut sources: Vec<String> = [
+            "def test_a():\n    pass\n\ndef test_ab():\n    test_ab.x = 1\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\n# test_a() runs below\nx = obj.test_a\n",
+            "def test_a():\n    def test_b():\n        test_a()\n    pass\n\ndef test_b():\n    pass\n",
+            "def test_xtest_x():\n    pass\n\ndef test_x():\n    pass\n\ns = 'test_xtest_xtest_x()'\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nrun(test_a, (\n",
+            "@mark(test_b)\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nprint(f'{test_a()}')\nprint(f'test_b() {x}')\n",
+            "def test_a():\n    pass\n\ndef test_b():\n    pass\n\nclass K:\n    def test_a(self):\n        return test_b\n",
+        ]
+        .iter()
+        .map(|source| source.to_string())
+        .collect();
+        let mut many = String::from("def test_a():\n    pass\n\ndef test_b():\n    pass\n\n");
+        for _ in 0..70 {
+            many.push_str("x = 'test_a is a fixture'\n");
+        }
+        many.push_str("test_b()\n");
+        sources.push(many);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut pending = vec![root.join("tests/fixtures"), root.join("examples")];
+        while let Some(directory) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|extension| extension == "py")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    sources.push(text);
+                }
+            }
+        }
+        assert!(sources.len() > 100, "{} sources", sources.len());
+        let mut compared = 0;
+        for source in &sources {
+            let tree = crate::syntax::parse(source, None).expect("parses");
+            let root = tree.root_node();
+            let mut names: Vec<&str> = Vec::new();
+            for statement in root.named_nodes() {
+                if let Some(definition) = crate::syntax::undecorated(statement)
+                    && definition.is(crate::kind::FUNCTION_DEFINITION)
+                    && let Some(name) = definition.field("name")
+                {
+                    names.push(node_text(name, source));
+                }
+            }
+            // Every module-level function as a test function, and the `test_*` ones alone.
+            let tests: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|name| name.starts_with("test_"))
+                .collect();
+            for functions in [&names, &tests] {
+                assert_eq!(
+                    super::runs_own_tests(root, source, functions),
+                    super::walk_for_own_tests(root, source, functions),
+                    "{functions:?} in\n{source}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 200);
     }
 
     fn library(source: &str) -> bool {
