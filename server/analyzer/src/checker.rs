@@ -572,12 +572,20 @@ pub(crate) struct RunningRules(Vec<bool>, bool);
 impl RunningRules {
     pub(crate) fn of(source: &str, settings: &Settings, prefilter: Prefilter) -> RunningRules {
         let present = (prefilter != Prefilter::Off).then(|| PresentTokens::of(source));
+        Self::with_tokens(present.as_ref(), settings, prefilter)
+    }
+
+    /// [`Self::of`] with the file's words found already (`None`: the prefilter is off).
+    pub(crate) fn with_tokens(
+        present: Option<&PresentTokens>,
+        settings: &Settings,
+        prefilter: Prefilter,
+    ) -> RunningRules {
         RunningRules(
             (0..rules().len())
                 .map(|index| {
                     let id = RuleId(index as u16);
-                    settings.rules.is_enabled(id)
-                        && present.as_ref().is_none_or(|p| p.may_report(id))
+                    settings.rules.is_enabled(id) && present.is_none_or(|p| p.may_report(id))
                 })
                 .collect(),
             prefilter == Prefilter::On,
@@ -612,8 +620,10 @@ pub(crate) fn new_model_reusing<'t>(
     tree: &'t Tree,
     settings: &Settings,
     caches: &[&SummaryCache],
+    statements: &[Node<'t>],
 ) -> (SemanticModel<'t>, SummaryCache) {
-    let (mut semantic, cache) = SemanticModel::new_reusing(source, tree, settings.backend, caches);
+    let (mut semantic, cache) =
+        SemanticModel::new_reusing(source, tree, settings.backend, caches, statements);
     configure_model(&mut semantic, settings);
     (semantic, cache)
 }

@@ -69,11 +69,11 @@ use crate::checker::{
 };
 use crate::diagnostic::{Diagnostic, Edit};
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
-use crate::prefilter::Prefilter;
+use crate::prefilter::{Prefilter, TokenCounts};
 use crate::semantic::{ModuleEffects, PrepassChanges, PrepassDigest, SummaryCache, name_hash};
 use crate::settings::Settings;
 use crate::source::TextRange;
-use crate::suppression::Suppressions;
+use crate::suppression::{Suppressions, may_hold_directive};
 use crate::syntax::NodeExt;
 
 /// What a check keeps for the next one: per top-level statement, its range, text hash, the
@@ -96,6 +96,9 @@ pub struct IncrementalState {
     /// Where a fix would add a module import (`fix::edits::insert_module_import`: after the
     /// leading imports and docstring): fixes anywhere in the file put theirs there.
     import_insertion: Edit,
+    /// How often each word a rule declares occurs in the text (`crate::prefilter`): the next
+    /// check scans only its changed bytes for them.
+    tokens: TokenCounts,
 }
 
 #[derive(Debug, Clone)]
@@ -109,10 +112,16 @@ struct Statement {
     /// Hashes of the names it binds for later statements (see the module docs), sorted.
     binds: Vec<u64>,
     /// For a class definition, the [`name_hash`]es of the methods it defines directly, sorted.
-    methods: Vec<u64>,
+    methods: Arc<[u64]>,
+    /// The names its text may bind (its definition's name and methods, or `assigned_names`):
+    /// part of `binds`, carried while its text is unchanged.
+    text_binds: Arc<[u64]>,
     /// Hashes of every identifier in its text, sorted.
-    mentions: Vec<u64>,
+    /// Shared: a clean statement carries it from check to check unchanged.
+    mentions: Arc<[u64]>,
     diagnostics: Vec<Diagnostic>,
+    /// Its comments that may hold a suppression directive (`suppression::may_hold_directive`;
+    /// the others record nothing), read again when it is reused.
     comments: Vec<TextRange>,
     /// What it did to the index (replayed when it is reused; `None` if it was not recorded).
     effects: Option<ModuleEffects>,
@@ -200,27 +209,53 @@ fn hash_one(value: impl Hash) -> u64 {
 fn changed_bytes(old: &str, new: &str) -> (usize, usize, isize) {
     let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
     let limit = old_bytes.len().min(new_bytes.len());
-    let mut prefix = old_bytes
-        .iter()
-        .zip(new_bytes)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let mut prefix = common_prefix(old_bytes, new_bytes);
     // Whole characters only: `é` and `ü` share their first byte, `é` and `©` their last.
     while !(old.is_char_boundary(prefix) && new.is_char_boundary(prefix)) {
         prefix -= 1;
     }
-    let mut suffix = old_bytes[prefix..]
-        .iter()
-        .rev()
-        .zip(new_bytes[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count()
-        .min(limit - prefix);
+    let mut suffix = common_suffix(&old_bytes[prefix..], &new_bytes[prefix..]).min(limit - prefix);
     while !(old.is_char_boundary(old.len() - suffix) && new.is_char_boundary(new.len() - suffix)) {
         suffix -= 1;
     }
     let delta = new_bytes.len() as isize - old_bytes.len() as isize;
     (prefix, old_bytes.len() - suffix, delta)
+}
+
+/// How many leading bytes `a` and `b` share: compared a block at a time (a slice comparison, which
+/// the standard library vectorises), then byte by byte in the first block that differs. Runs over
+/// the whole text at every keystroke.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let limit = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= limit && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..limit]
+        .iter()
+        .zip(&b[at..limit])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many trailing bytes `a` and `b` share (as [`common_prefix`], from the ends).
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let limit = a.len().min(b.len());
+    let (a_end, b_end) = (a.len(), b.len());
+    let mut at = 0;
+    while at + BLOCK <= limit
+        && a[a_end - at - BLOCK..a_end - at] == b[b_end - at - BLOCK..b_end - at]
+    {
+        at += BLOCK;
+    }
+    at + a[..a_end - at]
+        .iter()
+        .rev()
+        .zip(b[..b_end - at].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// How the new statements relate to the old ones.
@@ -311,13 +346,15 @@ impl Plan<'_> {
     }
 }
 
+/// `changed`: [`changed_bytes`]`(old_source, source)`.
 fn plan<'p>(
     old_source: &'p str,
     old: &'p IncrementalState,
     source: &str,
     nodes: &[Node<'_>],
+    changed: (usize, usize, isize),
 ) -> Plan<'p> {
-    let (prefix_bytes, old_end, delta) = changed_bytes(old_source, source);
+    let (prefix_bytes, old_end, delta) = changed;
     let same = |o: &Statement, n: &Node<'_>, shift: isize| {
         !o.has_error
             && !n.has_error()
@@ -596,7 +633,7 @@ fn changed_names(
     plan: &Plan<'_>,
     defined_elsewhere: &dyn Fn(u64) -> bool,
 ) -> Option<Vec<u64>> {
-    if old.binds != binds || old.methods != methods {
+    if old.binds != binds || *old.methods != *methods {
         return None;
     }
     let old_effects = old
@@ -703,7 +740,17 @@ pub fn check_with_policy(
     let root = tree.root_node();
     let nodes: Vec<Node<'_>> = root.named_nodes().collect();
     let settings_digest = hash_one(settings);
-    let running = RunningRules::of(source, settings, Prefilter::On);
+    // The changed bytes against each previous text; the words of the text from the first
+    // previous one's (only the changed bytes scanned again).
+    let changes: Vec<(usize, usize, isize)> = previous
+        .iter()
+        .map(|(old_source, _)| changed_bytes(old_source, source))
+        .collect();
+    let tokens = match previous.first().zip(changes.first()) {
+        Some(((old_source, old), &changed)) => old.tokens.edited(old_source, source, changed),
+        None => TokenCounts::of(source),
+    };
+    let running = RunningRules::with_tokens(Some(&tokens.present()), settings, Prefilter::On);
     let running_digest = hash_one(running.flags());
     if !running.any() {
         // As `check_tree`: no rule can report, only syntax errors; nothing to reuse next time.
@@ -727,11 +774,12 @@ pub fn check_with_policy(
                 statements: Vec::new(),
                 summaries: Arc::default(),
                 import_insertion: import_insertion(source, root),
+                tokens,
             },
         };
     }
     let caches: Vec<&SummaryCache> = previous.iter().map(|(_, old)| &*old.summaries).collect();
-    let (mut semantic, summary_cache) = new_model_reusing(source, tree, settings, &caches);
+    let (mut semantic, summary_cache) = new_model_reusing(source, tree, settings, &caches, &nodes);
     // Offsets in the pre-pass (where functions first save) are compared by statement text and
     // offset inside it.
     let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
@@ -750,11 +798,14 @@ pub fn check_with_policy(
     let mut full = Some("no previous check");
     let mut plan: Option<Plan<'_>> = None;
     let mut prepass_changes = PrepassChanges::default();
-    for &(old_source, old) in previous {
+    for (&(old_source, old), &changed) in previous.iter().zip(&changes) {
         let current = (settings_digest, running_digest, &prepass);
         let candidate = match usable(old_source, old, source, root, current, policy) {
             Ok(changes) => {
-                let candidate = (self::plan(old_source, old, source, &nodes), changes);
+                let candidate = (
+                    self::plan(old_source, old, source, &nodes, changed),
+                    changes,
+                );
                 // A fix that adds an import puts it where the module's leading imports end:
                 // when that moved other than with the text, reused fixes would be wrong.
                 let moved = candidate
@@ -792,12 +843,15 @@ pub fn check_with_policy(
         Some(&plan.old.statements[plan.old_index(index)?])
     };
     // Text hashes and identifiers: carried for clean statements, computed for the others.
-    let (hashes, mentions): (Vec<u64>, Vec<Vec<u64>>) = (0..nodes.len())
+    let (hashes, mentions): (Vec<u64>, Vec<Arc<[u64]>>) = (0..nodes.len())
         .map(|index| match old_of(index) {
             Some(old) => (old.hash, old.mentions.clone()),
             None => {
                 let text = &source[nodes[index].byte_range()];
-                (hash_one((nodes[index].kind_id(), text)), identifiers(text))
+                (
+                    hash_one((nodes[index].kind_id(), text)),
+                    identifiers(text).into(),
+                )
             }
         })
         .unzip();
@@ -850,7 +904,7 @@ pub fn check_with_policy(
         }
     }
     // Clean statements' diagnostics in new coordinates; `None` forces a check.
-    let reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
+    let mut reusable: Vec<Option<Vec<Diagnostic>>> = (0..nodes.len())
         .map(|index| {
             if reads_changed_summary[index] {
                 return None;
@@ -858,6 +912,9 @@ pub fn check_with_policy(
             plan.as_ref()?.reused(old_of(index)?)
         })
         .collect();
+    // Which statements can be reused (their diagnostics are taken from `reusable` as the walk
+    // meets them).
+    let can_reuse: Vec<bool> = reusable.iter().map(Option::is_some).collect();
     // When the edit changed one definition into one definition (typing in a function or a
     // class): its index, so that what it binds taints later statements only if what it did to
     // the index changed (see `finish_statement`).
@@ -981,7 +1038,7 @@ pub fn check_with_policy(
     // The last statement at or after `from` that must be checked under `tainted`.
     let last_needed = |from: usize, tainted: &KeySet| -> Option<usize> {
         (from..nodes.len()).rev().find(|&index| {
-            reusable[index].is_none()
+            !can_reuse[index]
                 || policy == ReusePolicy::Sound
                     && (intersects(&mentions[index], tainted) || triggered_at(index))
         })
@@ -1013,21 +1070,31 @@ pub fn check_with_policy(
             return;
         };
         let node = nodes[index];
+        // What its text binds follows from its text: a clean statement's is carried.
+        let (text_binds, methods) = match old_of(index) {
+            Some(old) => (old.text_binds.clone(), old.methods.clone()),
+            None => match defined_name(node, source) {
+                Some(name) => {
+                    // `obj.step(...)` on an object of unknown kind reads the return of the one
+                    // method named `step` in the file's classes
+                    // (`SemanticModel::only_method_named`), without naming the class: a
+                    // changed class taints its methods' names too.
+                    let mut methods = method_names(node, source);
+                    methods.sort_unstable();
+                    methods.dedup();
+                    let text_binds: Vec<u64> = std::iter::once(name)
+                        .chain(methods.iter().copied())
+                        .collect();
+                    (text_binds.into(), methods.into())
+                }
+                None => (
+                    assigned_names(&source[node.byte_range()]).into(),
+                    Arc::default(),
+                ),
+            },
+        };
         let mut binds: Vec<u64> = semantic.module_binds()[binds_from..].to_vec();
-        let mut methods = Vec::new();
-        match defined_name(node, source) {
-            Some(name) => {
-                binds.push(name);
-                // `obj.step(...)` on an object of unknown kind reads the return of the one
-                // method named `step` in the file's classes (`SemanticModel::only_method_named`),
-                // without naming the class: a changed class taints its methods' names too.
-                methods = method_names(node, source);
-                methods.sort_unstable();
-                methods.dedup();
-                binds.extend(methods.iter().copied());
-            }
-            None => binds.extend(assigned_names(&source[node.byte_range()])),
-        }
+        binds.extend(text_binds.iter().copied());
         binds.sort_unstable();
         binds.dedup();
         if let Some(plan) = &plan
@@ -1087,6 +1154,7 @@ pub fn check_with_policy(
             }
         }
         records[index].binds = binds;
+        records[index].text_binds = text_binds;
         records[index].methods = methods;
     };
     // The module node, then each top-level statement: walked (rules running or not) or, when
@@ -1151,7 +1219,7 @@ pub fn check_with_policy(
                 }
             }
         };
-        if mode == Mode::Reuse && reusable[index].is_none() {
+        if mode == Mode::Reuse && !can_reuse[index] {
             mode = Mode::Check;
         }
         if mode == Mode::Check {
@@ -1192,7 +1260,8 @@ pub fn check_with_policy(
             });
         let mut comments = Vec::new();
         let mut diagnostics = match mode {
-            Mode::Reuse => reusable[index].clone().unwrap_or_default(),
+            // Each statement is met once: its reused diagnostics move into its record.
+            Mode::Reuse => reusable[index].take().unwrap_or_default(),
             Mode::Check => Vec::new(),
         };
         if replayed {
@@ -1210,8 +1279,11 @@ pub fn check_with_policy(
                 &mut semantic,
                 &mut |semantic, node, dispatchable| {
                     if node.is(kind::COMMENT) {
-                        suppressions.add_comment(node, source);
-                        comments.push(node.byte_range());
+                        let text = crate::syntax::node_text(node, source);
+                        if may_hold_directive(text) {
+                            suppressions.add_comment_text(node.start_byte(), text);
+                            comments.push(node.byte_range());
+                        }
                     }
                     if dispatchable && mode == Mode::Check {
                         dispatcher.run(semantic, node, &mut diagnostics);
@@ -1227,7 +1299,8 @@ pub fn check_with_policy(
             hash: hashes[index],
             root_guard,
             binds: Vec::new(),
-            methods: Vec::new(),
+            text_binds: Arc::default(),
+            methods: Arc::default(),
             mentions: mentions[index].clone(),
             diagnostics,
             comments,
@@ -1265,7 +1338,7 @@ pub fn check_with_policy(
             };
             records.push(Statement {
                 range: nodes[index].byte_range(),
-                diagnostics: reusable[index].clone().unwrap_or_default(),
+                diagnostics: reusable[index].take().unwrap_or_default(),
                 comments,
                 effects: old
                     .effects
@@ -1310,6 +1383,48 @@ pub fn check_with_policy(
             statements: records,
             summaries: Arc::new(summary_cache),
             import_insertion: import_insertion(source, root),
+            tokens,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The block-wise comparisons count what a byte-by-byte one counts, for texts shorter and
+    /// longer than a block and differences anywhere (the first, the last, a block's edge).
+    #[test]
+    fn common_prefix_and_suffix_count_as_byte_by_byte() {
+        let naive_prefix = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let naive_suffix = |a: &[u8], b: &[u8]| {
+            a.iter()
+                .rev()
+                .zip(b.iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count()
+        };
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        for _ in 0..5_000 {
+            let a: Vec<u8> = (0..next(300)).map(|_| b'a' + next(2) as u8).collect();
+            let mut b = a.clone();
+            match next(4) {
+                0 if !b.is_empty() => {
+                    let at = next(b.len());
+                    b[at] ^= 1;
+                }
+                1 => b.insert(next(b.len() + 1), b'x'),
+                2 if !b.is_empty() => {
+                    b.remove(next(b.len()));
+                }
+                _ => b = (0..next(300)).map(|_| b'a' + next(2) as u8).collect(),
+            }
+            assert_eq!(super::common_prefix(&a, &b), naive_prefix(&a, &b));
+            assert_eq!(super::common_suffix(&a, &b), naive_suffix(&a, &b));
+        }
     }
 }

@@ -106,40 +106,121 @@ pub struct PresentTokens {
     bits: Vec<u64>,
 }
 
+/// Calls `found` with the number of each declared word in `bytes` (once per occurrence).
+fn for_each_declared_word(bytes: &[u8], mut found: impl FnMut(usize)) {
+    let vocabulary = &*VOCABULARY;
+    let mut buffer = [0u8; 64];
+    let mut position = 0;
+    while position < bytes.len() {
+        if !WORD_BYTES[bytes[position] as usize] {
+            position += 1;
+            continue;
+        }
+        let start = position;
+        position += bytes[start..]
+            .iter()
+            .position(|byte| !WORD_BYTES[*byte as usize])
+            .unwrap_or(bytes.len() - start);
+        let word = &bytes[start..position];
+        if word.len() >= buffer.len()
+            || vocabulary.shapes[word[0].to_ascii_lowercase() as usize] & (1 << word.len()) == 0
+        {
+            continue;
+        }
+        let lowered = &mut buffer[..word.len()];
+        lowered.copy_from_slice(word);
+        lowered.make_ascii_lowercase();
+        // Word bytes are ASCII, so always UTF-8.
+        if let Ok(lowered) = std::str::from_utf8(lowered)
+            && let Some(&number) = vocabulary.index.get(&name_hash(lowered))
+        {
+            found(number);
+        }
+    }
+}
+
+/// How often each declared word occurs in one text: what an incremental check keeps so that
+/// after an edit only the changed bytes are scanned again ([`TokenCounts::edited`]), not the
+/// whole text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenCounts {
+    counts: Vec<u32>,
+}
+
+impl TokenCounts {
+    /// Scans `source` once.
+    pub fn of(source: &str) -> TokenCounts {
+        let mut counts = TokenCounts {
+            counts: vec![0; VOCABULARY.index.len()],
+        };
+        counts.add(source.as_bytes(), true);
+        counts
+    }
+
+    fn add(&mut self, bytes: &[u8], add: bool) {
+        let counts = &mut self.counts;
+        for_each_declared_word(bytes, |number| {
+            if let Some(count) = counts.get_mut(number) {
+                *count = if add {
+                    count.saturating_add(1)
+                } else {
+                    count.saturating_sub(1)
+                };
+            }
+        });
+    }
+
+    /// The counts of `new`, from these (the counts of `old`) and the changed bytes
+    /// (`old[..prefix]` and `old[old_end..]` unchanged, the new text `delta` bytes longer): the
+    /// change widened to whole words (a word byte before or after it continues a word it
+    /// changed), the old words there taken out and the new ones added. Outside the widened span
+    /// the two texts hold the same words, each ended by the same bytes.
+    pub fn edited(
+        &self,
+        old: &str,
+        new: &str,
+        (prefix, old_end, delta): (usize, usize, isize),
+    ) -> TokenCounts {
+        let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
+        let mut start = prefix.min(old_bytes.len());
+        while start > 0 && WORD_BYTES[old_bytes[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = old_end.clamp(start, old_bytes.len());
+        while end < old_bytes.len() && WORD_BYTES[old_bytes[end] as usize] {
+            end += 1;
+        }
+        let new_end = usize::try_from(end as isize + delta)
+            .unwrap_or(0)
+            .clamp(start.min(new_bytes.len()), new_bytes.len());
+        let mut counts = self.clone();
+        counts.add(&old_bytes[start..end], false);
+        counts.add(&new_bytes[start.min(new_bytes.len())..new_end], true);
+        counts
+    }
+
+    /// The words that occur.
+    pub fn present(&self) -> PresentTokens {
+        let mut bits = vec![0u64; self.counts.len().div_ceil(64)];
+        for (number, _) in self
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+        {
+            bits[number / 64] |= 1 << (number % 64);
+        }
+        PresentTokens { bits }
+    }
+}
+
 impl PresentTokens {
     /// Scans `source` once.
     pub fn of(source: &str) -> PresentTokens {
-        let vocabulary = &*VOCABULARY;
-        let mut bits = vec![0u64; vocabulary.index.len().div_ceil(64)];
-        let bytes = source.as_bytes();
-        let mut buffer = [0u8; 64];
-        let mut position = 0;
-        while position < bytes.len() {
-            if !WORD_BYTES[bytes[position] as usize] {
-                position += 1;
-                continue;
-            }
-            let start = position;
-            position += bytes[start..]
-                .iter()
-                .position(|byte| !WORD_BYTES[*byte as usize])
-                .unwrap_or(bytes.len() - start);
-            let word = &bytes[start..position];
-            if word.len() >= buffer.len()
-                || vocabulary.shapes[word[0].to_ascii_lowercase() as usize] & (1 << word.len()) == 0
-            {
-                continue;
-            }
-            let lowered = &mut buffer[..word.len()];
-            lowered.copy_from_slice(word);
-            lowered.make_ascii_lowercase();
-            // Word bytes are ASCII, so always UTF-8.
-            if let Ok(lowered) = std::str::from_utf8(lowered)
-                && let Some(&number) = vocabulary.index.get(&name_hash(lowered))
-            {
-                bits[number / 64] |= 1 << (number % 64);
-            }
-        }
+        let mut bits = vec![0u64; VOCABULARY.index.len().div_ceil(64)];
+        for_each_declared_word(source.as_bytes(), |number| {
+            bits[number / 64] |= 1 << (number % 64);
+        });
         PresentTokens { bits }
     }
 
@@ -174,6 +255,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// After any edit, the counts from the old text's counts and the changed bytes are the
+    /// counts of the new text: words split, joined, grown or cut by the edit, at its edges, at
+    /// the text's ends.
+    #[test]
+    fn edited_counts_are_the_counts_of_the_new_text() {
+        let pieces = [
+            "item", "ITEM", "items", "cuda", "x", ".", " ", "_", "\n", "é", "9", "()",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        let mut compared = 0;
+        for _ in 0..3_000 {
+            let old: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();
+            let inserted: String = (0..3).map(|_| pieces[next(pieces.len())]).collect();
+            let boundaries: Vec<usize> = (0..=old.len())
+                .filter(|&at| old.is_char_boundary(at))
+                .collect();
+            let (mut a, mut b) = (
+                boundaries[next(boundaries.len())],
+                boundaries[next(boundaries.len())],
+            );
+            if a > b {
+                (a, b) = (b, a);
+            }
+            let inserted = &inserted[..inserted.len() * next(2)];
+            let new = format!("{}{inserted}{}", &old[..a], &old[b..]);
+            let delta = new.len() as isize - old.len() as isize;
+            let edited = TokenCounts::of(&old).edited(&old, &new, (a, b, delta));
+            assert_eq!(edited, TokenCounts::of(&new), "{old:?} -> {new:?}");
+            assert_eq!(edited.present().bits, PresentTokens::of(&new).bits);
+            compared += usize::from(TokenCounts::of(&old) != edited);
+        }
+        assert!(compared > 100, "{compared} edits changed a count");
     }
 
     #[test]

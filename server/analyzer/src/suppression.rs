@@ -6,7 +6,7 @@ use tree_sitter::Node;
 use crate::diagnostic::{Diagnostic, Edit, Fix, Severity};
 use crate::registry::rule_by_code_or_name;
 use crate::settings::RuleSet;
-use crate::source::{LineIndex, TextRange};
+use crate::source::TextRange;
 use crate::syntax::node_text;
 
 /// One code listed in a `# noqa: …` comment.
@@ -50,6 +50,10 @@ impl Suppressions {
 
     /// Records the directives in the comment `text` that starts at byte `base`.
     pub fn add_comment_text(&mut self, base: usize, text: &str) {
+        // Every directive (`# noqa…`, `# tpulint: noqa…`) holds the word.
+        if !may_hold_directive(text) {
+            return;
+        }
         let lower = text.to_ascii_lowercase();
         if let Some(position) = lower.find("tpulint:") {
             let rest = &text[position + "tpulint:".len()..];
@@ -101,14 +105,10 @@ impl Suppressions {
         if matches!(self.file, FileDirective::All) {
             return Vec::new();
         }
-        let index = LineIndex::new(source);
-        // Lines as u64: the map type is then one the engine already has (node keys to indices),
-        // which keeps the WebAssembly module within its size guard.
-        let mut directive_by_line: crate::hash::HashMap<u64, usize> =
-            crate::hash::HashMap::default();
-        for (position, directive) in self.lines.iter().enumerate() {
-            directive_by_line.insert(index.line_of(directive.comment_start) as u64, position);
-        }
+        let directive_lines = DirectiveLines::new(
+            source,
+            self.lines.iter().map(|directive| directive.comment_start),
+        );
         let mut kept = Vec::with_capacity(diagnostics.len());
         for diagnostic in diagnostics {
             if let FileDirective::Codes(codes) = &self.file
@@ -116,11 +116,13 @@ impl Suppressions {
             {
                 continue;
             }
-            let start_line = index.line_of(diagnostic.range.start);
-            let end_line = index.line_of(diagnostic.range.end.max(diagnostic.range.start));
+            let (start, end) = (
+                diagnostic.range.start,
+                diagnostic.range.end.max(diagnostic.range.start),
+            );
             let mut suppressed = false;
-            for line in [start_line, end_line] {
-                let Some(&position) = directive_by_line.get(&(line as u64)) else {
+            for offset in [start, end] {
+                let Some(position) = directive_lines.at(offset) else {
                     continue;
                 };
                 let directive = &mut self.lines[position];
@@ -153,6 +155,91 @@ impl Suppressions {
             }
         }
         kept
+    }
+}
+
+/// Whether a comment's `text` may hold a suppression directive: every one (`# noqa…`,
+/// `# tpulint: noqa…`) holds `noqa`, in any case. A comment without it records nothing, so an
+/// incremental check keeps (and reads again) only the comments with it.
+pub fn may_hold_directive(text: &str) -> bool {
+    text.as_bytes()
+        .windows(4)
+        .any(|window| window.eq_ignore_ascii_case(b"noqa"))
+}
+
+/// The lines holding line-level directives, for finding the directive on a diagnostic's line
+/// without a line index of the whole file (built at every check, the editor's keystrokes
+/// included): each directive's line as a byte span, found by scanning from its comment to the
+/// line breaks around it (lines end as in [`crate::source::LineIndex`]: `\n`, `\r\n`, a lone `\r`).
+struct DirectiveLines {
+    /// `(line start, next line start, directive)`, by line start; the last line's span runs on
+    /// (offsets past the end of the text are on the last line).
+    spans: Vec<(usize, usize, usize)>,
+}
+
+impl DirectiveLines {
+    fn new(source: &str, comment_starts: impl Iterator<Item = usize>) -> Self {
+        let bytes = source.as_bytes();
+        let mut spans: Vec<(usize, usize, usize)> = comment_starts
+            .enumerate()
+            .map(|(position, offset)| {
+                let offset = offset.min(bytes.len());
+                (
+                    line_start(bytes, offset),
+                    next_line_start(bytes, offset),
+                    position,
+                )
+            })
+            .collect();
+        // One directive per line; should two share one, the later wins.
+        spans.sort_by_key(|&(start, _, position)| (start, position));
+        spans.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.2 = later.2;
+            }
+            same
+        });
+        DirectiveLines { spans }
+    }
+
+    /// The directive on the line of `offset`.
+    fn at(&self, offset: usize) -> Option<usize> {
+        let index = self
+            .spans
+            .partition_point(|&(start, _, _)| start <= offset)
+            .checked_sub(1)?;
+        let (_, end, position) = self.spans[index];
+        (offset < end).then_some(position)
+    }
+}
+
+/// Where the line holding `offset` (at most the text's length) starts.
+fn line_start(bytes: &[u8], offset: usize) -> usize {
+    (1..=offset)
+        .rev()
+        .find(|&after| match bytes[after - 1] {
+            b'\n' => true,
+            // `\r\n` ends at its `\n`.
+            b'\r' => bytes.get(after) != Some(&b'\n'),
+            _ => false,
+        })
+        .unwrap_or(0)
+}
+
+/// Where the line after the one holding `offset` starts (`usize::MAX` for the last line).
+fn next_line_start(bytes: &[u8], offset: usize) -> usize {
+    let Some(at) = bytes[offset..]
+        .iter()
+        .position(|&byte| byte == b'\n' || byte == b'\r')
+        .map(|at| offset + at)
+    else {
+        return usize::MAX;
+    };
+    if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+        at + 2
+    } else {
+        at + 1
     }
 }
 
@@ -305,5 +392,35 @@ mod tests {
         let codes: Vec<&str> = parsed.iter().map(|(c, _)| c.as_str()).collect();
         assert_eq!(codes, ["TPU101", "TPU102"]);
         assert!(parse_code_list("  because", 0).is_none());
+    }
+
+    /// The directive found on an offset's line is the one a line index of the whole file finds,
+    /// whatever mix of `\n`, `\r\n` and lone `\r` ends the lines, offsets past the end included.
+    #[test]
+    fn directive_lines_agree_with_a_line_index() {
+        use crate::source::LineIndex;
+        let pieces = ["a", "#", "\n", "\r", "\r\n", "\n\r", "é"];
+        // A small deterministic generator (no randomness crate in the engine).
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        for _ in 0..2_000 {
+            let text: String = (0..next(12)).map(|_| pieces[next(pieces.len())]).collect();
+            let comments: Vec<usize> = (0..text.len())
+                .filter(|&at| text.as_bytes()[at] == b'#')
+                .collect();
+            let lines = DirectiveLines::new(&text, comments.iter().copied());
+            let index = LineIndex::new(&text);
+            for offset in 0..text.len() + 3 {
+                let expected = comments
+                    .iter()
+                    .rposition(|&comment| index.line_of(comment) == index.line_of(offset));
+                assert_eq!(lines.at(offset), expected, "{offset} in {text:?}");
+            }
+        }
     }
 }

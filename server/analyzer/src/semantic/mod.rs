@@ -492,16 +492,20 @@ impl Prepass for FreshPrepass<'_> {
 /// when its text is unchanged, and the parts kept in `cache` for the next check.
 struct ReusingPrepass<'c> {
     caches: &'c [&'c SummaryCache],
+    /// The module's statements (its named children: stepping from one to the next is a walk
+    /// through tree-sitter's balanced tree of hidden repetition nodes, so they are listed once
+    /// per check and shared).
+    statements: &'c [Node<'c>],
     import_parts: crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
     cache: Option<SummaryCache>,
 }
 
 impl Prepass for ReusingPrepass<'_> {
-    fn imports(&mut self, root: Node<'_>, source: &str) -> ModuleImports {
+    fn imports(&mut self, _root: Node<'_>, source: &str) -> ModuleImports {
         // By statement, reusing the records of statements of unchanged text.
-        let mut cursor = root.walk();
-        let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> = Vec::new();
-        for statement in root.named_children(&mut cursor) {
+        let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> =
+            Vec::with_capacity(self.statements.len());
+        for &statement in self.statements {
             let key = (!statement.has_error()).then(|| {
                 crate::hash::text_key(statement.kind_id(), node_text(statement, source), false)
             });
@@ -520,7 +524,7 @@ impl Prepass for ReusingPrepass<'_> {
         ModuleImports::from_statements(parts.iter().map(|(base, part)| (*base, part.as_slice())))
     }
 
-    fn summaries(&mut self, tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
+    fn summaries(&mut self, _tree: &Tree, source: &str, model: &SemanticModel<'_>) -> Summaries {
         // What the pre-pass resolves calls through: the module-level imports' bindings.
         let mut hasher = crate::hash::DigestHasher::default();
         for record in model.imports.records() {
@@ -530,7 +534,7 @@ impl Prepass for ReusingPrepass<'_> {
         }
         let imports = hasher.finish();
         let (built, cache) =
-            summaries::build_reusing(tree, source, model, imports, self.caches, true);
+            summaries::build_reusing(self.statements, source, model, imports, self.caches, true);
         self.cache = cache.map(|mut cache| {
             cache.import_parts = std::mem::take(&mut self.import_parts);
             cache
@@ -543,7 +547,7 @@ impl<'t> SemanticModel<'t> {
     /// Builds the module-level part of the index (imports, backend, compiled functions).
     pub fn new(source: &'t str, tree: &Tree, backend_setting: BackendSetting) -> Self {
         let mut prepass = FreshPrepass { tree, steps: None };
-        Self::build(source, tree, backend_setting, &mut prepass)
+        Self::build(source, tree, backend_setting, &mut prepass, None)
     }
 
     /// [`Self::new`], also returning every named node of `tree` below the root in the order of
@@ -559,35 +563,45 @@ impl<'t> SemanticModel<'t> {
             tree,
             steps: Some(Vec::new()),
         };
-        let model = Self::build(source, tree, backend_setting, &mut prepass);
+        let model = Self::build(source, tree, backend_setting, &mut prepass, None);
         (model, prepass.steps.unwrap_or_default())
     }
 
     /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
     /// (earlier checks of the same document) and returning what the next check can reuse. The
-    /// index is the same as [`Self::new`]'s.
+    /// index is the same as [`Self::new`]'s. `statements`: the root's named children.
     pub(crate) fn new_reusing(
         source: &'t str,
         tree: &Tree,
         backend_setting: BackendSetting,
         caches: &[&SummaryCache],
+        statements: &[Node<'_>],
     ) -> (Self, SummaryCache) {
         let mut prepass = ReusingPrepass {
             caches,
+            statements,
             import_parts: crate::hash::HashMap::default(),
             cache: None,
         };
-        let model = Self::build(source, tree, backend_setting, &mut prepass);
+        let model = Self::build(
+            source,
+            tree,
+            backend_setting,
+            &mut prepass,
+            Some(statements),
+        );
         (model, prepass.cache.unwrap_or_default())
     }
 
     /// Generic over the pre-pass so that a full check's code ([`FreshPrepass`]) does not link
     /// the reusing one (the WebAssembly playground checks in full only: its size budget).
+    /// `statements`: the root's named children, when listed already.
     fn build(
         source: &'t str,
         tree: &Tree,
         backend_setting: BackendSetting,
         prepass: &mut impl Prepass,
+        statements: Option<&[Node<'_>]>,
     ) -> Self {
         let mut model = SemanticModel {
             source,
@@ -637,7 +651,13 @@ impl<'t> SemanticModel<'t> {
         model.bind_module_imports();
         // The journal records the traversal's changes; the imports above belong to the pre-pass.
         model.module_journal.clear();
-        model.test_framework = roles::uses_test_framework(&model.imports, tree.root_node(), source);
+        let root = tree.root_node();
+        model.test_framework = match statements {
+            Some(statements) => {
+                roles::uses_test_framework(&model.imports, root, statements.iter().copied(), source)
+            }
+            None => roles::uses_test_framework(&model.imports, root, root.named_nodes(), source),
+        };
         // A fragment (no imports at all, see `bind_module_imports`) is never an importable
         // library module: it is code a user runs.
         model.library_module =

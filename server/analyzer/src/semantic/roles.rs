@@ -37,7 +37,13 @@ use crate::syntax::{self, NodeExt, node_text};
 /// `parameterized` or torch's internal test utilities, or defines at module level at least two
 /// `test_*` functions or `Test*` classes (pytest collects those without an import; a training
 /// script's single `def test_epoch(...)` is not enough).
-pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, source: &str) -> bool {
+/// `statements`: the root's named children.
+pub(crate) fn uses_test_framework<'t>(
+    imports: &ModuleImports,
+    root: Node<'_>,
+    statements: impl Iterator<Item = Node<'t>>,
+    source: &str,
+) -> bool {
     let imported = [
         "pytest",
         "unittest",
@@ -52,7 +58,7 @@ pub(crate) fn uses_test_framework(imports: &ModuleImports, root: Node<'_>, sourc
     }
     let mut tests = 0;
     let mut test_functions: Vec<&str> = Vec::new();
-    for statement in root.named_nodes() {
+    for statement in statements {
         let Some(definition) = syntax::undecorated(statement) else {
             continue;
         };
@@ -86,14 +92,7 @@ fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool
     // the whole tree). Overlapping occurrences count, so none a node could hold is missed; many
     // occurrences (a name that is a common word of the file) are cheaper walked.
     const MOST_OCCURRENCES_LOOKED_UP: usize = 64;
-    let mut occurrences: Vec<(usize, usize)> = Vec::new();
-    for name in test_functions {
-        let mut from = 0;
-        while let Some(at) = source.get(from..).and_then(|rest| rest.find(name)) {
-            occurrences.push((from + at, from + at + name.len()));
-            from += at + 1;
-        }
-    }
+    let occurrences = occurrences_of(source, test_functions);
     // Each definition of a test function holds one occurrence (its name): with no other, no
     // node names one.
     if occurrences.len() <= test_functions.len() {
@@ -123,6 +122,54 @@ fn runs_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool
                     .any(|&above| is_test_definition(above, source, test_functions))
         })
     })
+}
+
+/// Every occurrence of each of `names` in `source`, overlapping ones included, as byte ranges.
+/// One search for the names' common prefix (`test_` for test functions: seven names cost one
+/// pass over the text, not seven), each name then compared where the prefix occurs; a search per
+/// name when they share no prefix.
+fn occurrences_of(source: &str, names: &[&str]) -> Vec<(usize, usize)> {
+    let mut occurrences = Vec::new();
+    let Some(first) = names.first() else {
+        return occurrences;
+    };
+    let mut common = names.iter().fold(first.len(), |common, name| {
+        common.min(
+            first
+                .bytes()
+                .zip(name.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        )
+    });
+    while !first.is_char_boundary(common) {
+        common -= 1;
+    }
+    if common == 0 {
+        for name in names {
+            let mut from = 0;
+            while let Some(at) = source.get(from..).and_then(|rest| rest.find(name)) {
+                occurrences.push((from + at, from + at + name.len()));
+                from += at + 1;
+            }
+        }
+        return occurrences;
+    }
+    let prefix = &first[..common];
+    // The next occurrence may overlap this one; it starts at the next character boundary.
+    let step = prefix.chars().next().map_or(1, char::len_utf8);
+    let mut from = 0;
+    while let Some(at) = source[from..].find(prefix) {
+        let at = from + at;
+        let rest = &source[at..];
+        for name in names {
+            if rest.starts_with(name) {
+                occurrences.push((at, at + name.len()));
+            }
+        }
+        from = at + step;
+    }
+    occurrences
 }
 
 /// Whether `node` defines one of `test_functions` (decorated or not).
@@ -416,7 +463,13 @@ mod tests {
     fn test_framework(source: &str) -> bool {
         let tree = crate::syntax::parse(source, None).expect("parses");
         let imports = crate::semantic::ModuleImports::build(tree.root_node(), source);
-        super::uses_test_framework(&imports, tree.root_node(), source)
+        let root = tree.root_node();
+        super::uses_test_framework(
+            &imports,
+            root,
+            crate::syntax::NodeExt::named_nodes(&root),
+            source,
+        )
     }
 
     #[test]
@@ -535,6 +588,38 @@ mod tests {
             }
         }
         assert!(compared > 200);
+    }
+
+    /// One search for the names' common prefix finds what a search per name finds: every
+    /// occurrence, overlapping ones and names inside names included.
+    #[test]
+    fn occurrences_by_common_prefix_are_the_occurrences_by_name() {
+        let by_name = |source: &str, names: &[&str]| {
+            let mut found = Vec::new();
+            for name in names {
+                for at in (0..source.len()).filter(|&at| source.is_char_boundary(at)) {
+                    if source[at..].starts_with(name) {
+                        found.push((at, at + name.len()));
+                    }
+                }
+            }
+            found.sort_unstable();
+            found
+        };
+        let cases: &[(&str, &[&str])] = &[
+            ("test_a test_ab test_abc xtest_a", &["test_a", "test_ab"]),
+            ("test_xtest_xtest_x()", &["test_xtest_x", "test_x"]),
+            ("aaaab aab aa", &["aab", "aa", "aaab"]),
+            ("test_a test_a", &["test_a", "test_a"]),
+            ("é_a é_b ééé_a", &["é_a", "é_b"]),
+            ("test_ä test_äb", &["test_ä", "test_äb"]),
+            ("no tests here", &["test_a", "test_b"]),
+        ];
+        for &(source, names) in cases {
+            let mut found = super::occurrences_of(source, names);
+            found.sort_unstable();
+            assert_eq!(found, by_name(source, names), "{names:?} in {source:?}");
+        }
     }
 
     fn library(source: &str) -> bool {

@@ -634,16 +634,16 @@ pub(crate) struct SummaryCache {
 /// [`build`], reusing the parts of `caches` built under the same `imports` digest (the
 /// resolver's module bindings) for statements of equal text; returns the parts for the next
 /// build when `keep`. The result equals [`build`]'s: a top-level statement's part of the walk
-/// depends on nothing outside it but the resolver and the decorator flag.
+/// depends on nothing outside it but the resolver and the decorator flag. `statements`: the
+/// root's named children.
 pub(crate) fn build_reusing(
-    tree: &Tree,
+    statements: &[Node<'_>],
     source: &str,
     resolver: &impl Resolver,
     imports: u64,
     caches: &[&SummaryCache],
     keep: bool,
 ) -> (Summaries, Option<SummaryCache>) {
-    let root = tree.root_node();
     let mut summaries = Summaries::default();
     let mut loop_roots: Vec<String> = Vec::new();
     let mut compiled_decorator = false;
@@ -654,7 +654,7 @@ pub(crate) fn build_reusing(
     });
     let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
     // The root itself is no function, loop or block: the walk of each statement starts empty.
-    for statement in root.named_nodes() {
+    for &statement in statements {
         let base = statement.start_byte();
         // Statements with syntax errors are always walked again (their parse depends on more
         // than their text).
