@@ -311,6 +311,11 @@ impl PassedSites {
         }
     }
 
+    /// No call and no binding recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.bindings.is_empty()
+    }
+
     /// Appends a statement's sites, whose function indices start at `first` in the file.
     pub(crate) fn append(&mut self, part: PassedSites, first: usize) {
         self.calls

@@ -618,6 +618,9 @@ pub(crate) struct StatementPart {
     /// A compiling decorator that no function definition took yet (`@torch.compile` on a
     /// class without methods): the next function definition takes it.
     compiled_decorator: bool,
+    /// Nothing to merge: no summary, fact, site or loop root (most comments, imports and
+    /// docstrings; [`Summaries::is_empty`]). The reusing pre-pass skips merging it.
+    empty: bool,
 }
 
 /// The statement parts of a pre-pass, for the next pre-pass of the same document to reuse
@@ -674,10 +677,15 @@ pub(crate) fn build_reusing(
                         let mut part =
                             walk_statement(statement, source, resolver, compiled_decorator, None);
                         shift(&mut part.summaries, base, false);
+                        part.empty = part.loop_roots.is_empty() && part.summaries.is_empty();
                         Arc::new(part)
                     });
                 compiled_decorator = part.compiled_decorator;
-                merge(&mut summaries, &mut loop_roots, (*part).clone(), base);
+                // Merging an empty part changes nothing; cloning, shifting and appending its
+                // thirty empty fields costs, at every statement of every keystroke.
+                if !part.empty {
+                    merge(&mut summaries, &mut loop_roots, (*part).clone(), base);
+                }
                 if let Some(kept) = &mut kept {
                     kept.parts.insert(key, part);
                 }
@@ -842,9 +850,82 @@ fn walk_statement<'t>(
                     summaries,
                     loop_roots,
                     compiled_decorator,
+                    // Decided where a part is kept (`build_reusing`).
+                    empty: false,
                 };
             }
         }
+    }
+}
+
+impl Summaries {
+    /// Whether every field is empty (as [`Summaries::default`]): merging it into a file's
+    /// summaries would change nothing.
+    fn is_empty(&self) -> bool {
+        let Summaries {
+            functions,
+            by_node,
+            loops,
+            file,
+            compiled_names,
+            step_closures,
+            cuda_library_scopes,
+            cuda_mode_flags,
+            cuda_attributes,
+            compared_counts,
+            attribute_values,
+            flag_sets,
+            cuda_device_functions,
+            body_blocks,
+            cuda_only_callees,
+            block_guards,
+            throttles,
+            throttle_exits,
+            comparison_scopes,
+            host_transform_components,
+            call_sites,
+            throttle_names,
+            device_literal_calls,
+            passed_names,
+            bound_names,
+            parameter_captures,
+            module_moves,
+            optimizer_steps,
+            stale_parameter_moves,
+            passed,
+            parameter_facts,
+        } = self;
+        functions.is_empty()
+            && by_node.is_empty()
+            && loops.entries().next().is_none()
+            && *file == FileFacts::default()
+            && compiled_names.is_empty()
+            && step_closures.is_empty()
+            && cuda_library_scopes.is_empty()
+            && cuda_mode_flags.is_empty()
+            && cuda_attributes.is_empty()
+            && compared_counts.is_empty()
+            && attribute_values.is_empty()
+            && flag_sets.is_empty()
+            && cuda_device_functions.is_empty()
+            && body_blocks.is_empty()
+            && cuda_only_callees.is_empty()
+            && block_guards.is_empty()
+            && throttles.is_empty()
+            && throttle_exits.is_empty()
+            && comparison_scopes.is_empty()
+            && host_transform_components.is_empty()
+            && call_sites.is_empty()
+            && throttle_names.is_empty()
+            && device_literal_calls.is_empty()
+            && passed_names.is_empty()
+            && bound_names.is_empty()
+            && parameter_captures.is_empty()
+            && module_moves.is_empty()
+            && optimizer_steps.is_empty()
+            && stale_parameter_moves.is_empty()
+            && passed.is_empty()
+            && parameter_facts.is_empty()
     }
 }
 
@@ -3328,6 +3409,56 @@ fn device_evidence(
 mod tests {
     use crate::semantic::SemanticModel;
     use crate::settings::BackendSetting;
+
+    /// `Summaries::is_empty` says what a comparison with the default says, for every top-level
+    /// statement's part of the repository's fixtures and examples (both kinds occur), so that no
+    /// part the reusing pre-pass skips had anything to merge.
+    #[test]
+    fn an_empty_part_is_the_default() {
+        use crate::syntax::NodeExt;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut pending = vec![root.join("tests/fixtures"), root.join("examples")];
+        let (mut empty, mut other) = (0, 0);
+        while let Some(directory) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|extension| extension != "py") {
+                    continue;
+                }
+                let Ok(source) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                let tree = crate::syntax::parse(&source, None).expect("parses");
+                let model = SemanticModel::new(&source, &tree, BackendSetting::Auto);
+                for statement in tree.root_node().named_nodes() {
+                    let part = super::walk_statement(statement, &source, &model, false, None);
+                    let is_default = part.loop_roots.is_empty()
+                        && format!("{:?}", part.summaries)
+                            == format!("{:?}", super::Summaries::default());
+                    assert_eq!(
+                        part.loop_roots.is_empty() && part.summaries.is_empty(),
+                        is_default,
+                        "{}: {}",
+                        path.display(),
+                        &source[statement.byte_range()]
+                    );
+                    if is_default {
+                        empty += 1;
+                    } else {
+                        other += 1;
+                    }
+                }
+            }
+        }
+        assert!(empty > 100 && other > 100, "{empty} empty, {other} not");
+    }
 
     fn collective_calls(source: &str) -> Vec<String> {
         let tree = crate::syntax::parse(source, None).expect("parses");
