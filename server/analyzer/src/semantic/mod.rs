@@ -1374,6 +1374,7 @@ impl<'t> SemanticModel<'t> {
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
             || self.is_off_tpu_predicate_branch(block, parent)
+            || self.is_off_tpu_test_value_branch(block, parent)
         {
             scope.never_on_tpu = true;
             scope.device_branch = true;
@@ -2441,6 +2442,36 @@ impl<'t> SemanticModel<'t> {
     /// scope needs CUDA (see `Scope::cuda_values`), or `if self.stream is not None:` where every
     /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
     /// branch runs only with CUDA.
+    /// `if x_is_mps_xpu:` where the name was last bound, in the same function, to a device test
+    /// that never holds on a TPU (`x_is_mps_xpu = x.device.type in ["mps", "xpu"]`): the branch
+    /// runs only there, as if the test were written in the `if`.
+    fn is_off_tpu_test_value_branch(&self, block: Node<'t>, parent: Node<'t>) -> bool {
+        if parent.is_not(kind::IF_STATEMENT)
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+        {
+            return false;
+        }
+        let Some(condition) = parent
+            .field("condition")
+            .map(syntax::unparenthesize)
+            .filter(|c| c.is(kind::IDENTIFIER))
+        else {
+            return false;
+        };
+        let Some(function) = self.function_around(condition) else {
+            return false;
+        };
+        self.last_assignment_before(
+            function,
+            node_text(condition, self.source),
+            condition.start_byte(),
+        )
+        .and_then(|value| guards::device_test(value, self.source))
+        .is_some_and(guards::never_on_tpu_when_true)
+    }
+
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
         if parent.is_not(kind::IF_STATEMENT)
             || parent
