@@ -185,6 +185,22 @@ HELD_OUT_10_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "magvit2-pytorch==0.5.1",
 ])
 
+# The sixteenth pass's held-out code bases (docs/precision.md, sixteenth pass): an eleventh set no
+# session had looked at, selected with `precision-sample.py --bases held-out-11` together with the
+# TPU-aware repository of HELD_OUT_11_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any; mmagic's and mmaction2's are py2.py3-none-any); the import
+# packages are mmagic, mmaction, super_gradients, lerobot, demucs, phenaki_pytorch and
+# gigagan_pytorch.
+HELD_OUT_11_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "mmagic==1.2.0",
+    "mmaction2==1.2.0",
+    "super-gradients==3.7.1",
+    "lerobot==0.3.3",
+    "demucs==4.1.0",
+    "phenaki-pytorch==0.5.0",
+    "gigagan-pytorch==0.3.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -228,10 +244,16 @@ HELD_OUT_9_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_10_REPOSITORIES: dict[str, tuple[str, str]] = {
     "vit_10b_fsdp_example": ("ronghanghu/vit_10b_fsdp_example", "d672ec7fa63783069a6795c5af5058a47d71132d"),
 }
+# The sixteenth pass's TPU-aware repository: MonArc, energy-based language models trained on TPUs
+# with torch_xla (xmp.spawn, XLA trainers, packed and WebDataset loaders).
+HELD_OUT_11_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "MonArc": ("aklein4/MonArc", "2c995fa953cac1e400534c7d44c8756b9b3413b4"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
-                                                **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES}
+                                                **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES,
+                                                **HELD_OUT_11_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -242,7 +264,8 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     """The cached wheel or sdist of a pinned release, downloaded once."""
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES}[name]
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
+                        **HELD_OUT_11_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -353,7 +376,8 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         dest.mkdir(parents=True)
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
-                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES}:
+                        **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
+                        **HELD_OUT_11_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

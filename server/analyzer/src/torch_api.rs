@@ -552,6 +552,19 @@ pub const BOOLEAN_METHODS: &[&str] = &[
     "signbit",
 ];
 
+/// Torch functions and tensor methods that return a Python tuple of tensors, the pieces of their
+/// input (`torch.split(x, n)`, `x.chunk(k)`, `x.unbind(0)`): indexing the tuple picks a piece the
+/// call already made, as iterating it does.
+pub const TENSOR_TUPLE_FUNCTIONS: &[&str] = &[
+    "split",
+    "chunk",
+    "unbind",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+];
+
 /// Tensor methods whose result has the receiver's dtype and elements, rearranged or
 /// re-viewed: a boolean mask stays a boolean mask through them (`~m.transpose(0, 1)`,
 /// `m.view(-1)`, `m.unsqueeze(-1).expand_as(x)`).

@@ -22,6 +22,9 @@ pub enum Hardware {
     /// `torch.jit.is_tracing()`, `torch.onnx.is_in_onnx_export()`): an export path, never taken
     /// when a model runs eagerly or compiled on a TPU.
     Export,
+    /// Another accelerator's device type (`x.device.type in ["mps", "xpu"]`: Apple MPS, Intel
+    /// XPU, Ascend NPU, Gaudi HPU): a branch taken only there never runs on a TPU.
+    OtherAccelerator,
 }
 
 /// A condition that tests for hardware: `positive` when it is true on that hardware.
@@ -73,11 +76,10 @@ impl HardwareScope {
         if let Some(test) = test {
             scope.device_branch = true;
             match (test.hardware, test.positive) {
-                (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false) => {
-                    scope.never_on_tpu = true
-                }
+                (Hardware::Cuda | Hardware::Export | Hardware::OtherAccelerator, true)
+                | (Hardware::Tpu, false) => scope.never_on_tpu = true,
                 (Hardware::Tpu, true) => scope.tpu_only = true,
-                (Hardware::Cuda | Hardware::Export, false) => {}
+                (Hardware::Cuda | Hardware::Export | Hardware::OtherAccelerator, false) => {}
             }
         }
         scope
@@ -401,7 +403,10 @@ pub(crate) fn expression_never_on_tpu<'t>(
 pub(crate) fn never_on_tpu_when_true(test: DeviceTest) -> bool {
     matches!(
         (test.hardware, test.positive),
-        (Hardware::Cuda | Hardware::Export, true) | (Hardware::Tpu, false)
+        (
+            Hardware::Cuda | Hardware::Export | Hardware::OtherAccelerator,
+            true
+        ) | (Hardware::Tpu, false)
     )
 }
 
@@ -875,7 +880,7 @@ pub(crate) fn definition_scope(
         for decorator in decorated.named_nodes().filter(|c| c.is(kind::DECORATOR)) {
             if let Some(expression) = decorator.named_child(0) {
                 match decorator_requirement(expression, source) {
-                    Some(Hardware::Cuda | Hardware::Export) => {
+                    Some(Hardware::Cuda | Hardware::Export | Hardware::OtherAccelerator) => {
                         scope.never_on_tpu = true;
                         scope.device_branch = true;
                     }
@@ -1082,7 +1087,7 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     let negative = matches!(operator, "!=" | "not in" | "is not");
     for operand in &operands {
         if let Some(text) = syntax::string_value(*operand, source)
-            && let Some(hardware) = literal_hardware(&text).or(
+            && let Some(hardware) = device_type_hardware(&text).or(
                 crate::torch_api::is_cuda_only_attention_implementation(&text)
                     .then_some(Hardware::Cuda),
             )
@@ -1095,6 +1100,16 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
                 positive: !negative,
             });
         }
+    }
+    // `x.device.type in ["mps", "xpu"]`, `device not in ("cuda", "mps")`: a membership test in a
+    // literal collection of device types, all of one kind.
+    if matches!(operator, "in" | "not in")
+        && let Some(hardware) = collection_hardware(operands[1], source)
+    {
+        return Some(DeviceTest {
+            hardware,
+            positive: !negative,
+        });
     }
     // `accelerator.distributed_type == DistributedType.XLA`, `state.backend != Backend.CUDA`.
     if matches!(operator, "==" | "!=" | "is" | "is not") {
@@ -1198,6 +1213,42 @@ pub(crate) fn literal_hardware(text: &str) -> Option<Hardware> {
         "xla" | "tpu" => Some(Hardware::Tpu),
         _ => None,
     }
+}
+
+/// The hardware of a device type compared with a device (`x.device.type == "mps"`): CUDA's or a
+/// TPU's ([`literal_hardware`]), or another accelerator's (`"mps"`, `"xpu"`, `"npu"`, `"hpu"`,
+/// `"mlu"`), none of which a TPU machine has. `"cpu"` is none of them: host tensors exist on
+/// every machine.
+fn device_type_hardware(text: &str) -> Option<Hardware> {
+    literal_hardware(text).or_else(|| {
+        let kind = text.split(':').next().unwrap_or("").trim();
+        ["mps", "xpu", "npu", "hpu", "mlu"]
+            .iter()
+            .any(|other| kind.eq_ignore_ascii_case(other))
+            .then_some(Hardware::OtherAccelerator)
+    })
+}
+
+/// The hardware of a literal list, tuple or set of device types (`["mps", "xpu"]`): a TPU's when
+/// every element names one; otherwise, when every element names CUDA or another accelerator,
+/// hardware that is not a TPU (CUDA's when all are CUDA's). `None` when an element is not a
+/// string or names no accelerator (`"cpu"`).
+fn collection_hardware(collection: Node<'_>, source: &str) -> Option<Hardware> {
+    let collection = syntax::unparenthesize(collection);
+    if !collection.is_any(&[kind::LIST, kind::TUPLE, kind::SET]) {
+        return None;
+    }
+    let mut found: Option<Hardware> = None;
+    for element in collection.named_nodes() {
+        let hardware = device_type_hardware(&syntax::string_value(element, source)?)?;
+        found = Some(match (found, hardware) {
+            (None, hardware) => hardware,
+            (Some(previous), hardware) if previous == hardware => hardware,
+            (Some(Hardware::Tpu), _) | (Some(_), Hardware::Tpu) => return None,
+            (Some(_), _) => Hardware::OtherAccelerator,
+        });
+    }
+    found
 }
 
 fn is_cuda_word(word: &str) -> bool {

@@ -1009,6 +1009,74 @@ impl<'t> SemanticModel<'t> {
         best
     }
 
+    /// The reads of `name` in the body of `function` that start after `after`, up to the next
+    /// plain assignment to it (the reads on its right side included: `x = x.numpy()`), nested
+    /// functions, classes and lambdas excluded; `None` when the body is larger than the walk's
+    /// budget. A cheap stand-in for the uses of one definition, like
+    /// [`Self::last_assignment_before`]: branches are not distinguished.
+    pub fn reads_after(
+        &self,
+        function: Node<'t>,
+        name: &str,
+        after: usize,
+    ) -> Option<Vec<Node<'t>>> {
+        let body = function.field("body")?;
+        let mut reads: Vec<Node<'t>> = Vec::new();
+        // Where the name is bound again: the end of the first plain assignment to it after `after`.
+        let mut rebound_at = usize::MAX;
+        let mut stack = vec![body];
+        let mut visited = 0usize;
+        while let Some(node) = stack.pop() {
+            visited += 1;
+            if visited > ASSIGNMENT_WALK_BUDGET {
+                return None;
+            }
+            if node.end_byte() <= after {
+                continue;
+            }
+            match node.kind_key() {
+                kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
+                kind::IDENTIFIER => {
+                    if node.start_byte() >= after && node_text(node, self.source) == name {
+                        reads.push(node);
+                    }
+                    continue;
+                }
+                // `obj.name`: the attribute is no read of a variable.
+                kind::ATTRIBUTE => {
+                    if let Some(object) = node.field("object") {
+                        stack.push(object);
+                    }
+                    continue;
+                }
+                // `f(name=...)`: the keyword is no read either.
+                kind::KEYWORD_ARGUMENT => {
+                    if let Some(value) = node.field("value") {
+                        stack.push(value);
+                    }
+                    continue;
+                }
+                kind::ASSIGNMENT => {
+                    if let Some(left) = node.field("left")
+                        && left.is(kind::IDENTIFIER)
+                        && node_text(left, self.source) == name
+                        && left.start_byte() >= after
+                    {
+                        rebound_at = rebound_at.min(node.end_byte());
+                        if let Some(right) = node.field("right") {
+                            stack.push(right);
+                        }
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            stack.extend(node.named_nodes());
+        }
+        reads.retain(|read| read.start_byte() < rebound_at);
+        Some(reads)
+    }
+
     fn lookup(&self, name: &str) -> Option<&Binding> {
         // Class scopes are not visible from methods; the innermost function scope and the
         // module scope cover what rules need.
@@ -1394,6 +1462,7 @@ impl<'t> SemanticModel<'t> {
             || self.is_cuda_mode_branch(block, parent)
             || self.is_cuda_value_branch(block, parent)
             || self.is_off_tpu_predicate_branch(block, parent)
+            || self.is_off_tpu_test_value_branch(block, parent)
         {
             scope.never_on_tpu = true;
             scope.device_branch = true;
@@ -2461,6 +2530,36 @@ impl<'t> SemanticModel<'t> {
     /// scope needs CUDA (see `Scope::cuda_values`), or `if self.stream is not None:` where every
     /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
     /// branch runs only with CUDA.
+    /// `if x_is_mps_xpu:` where the name was last bound, in the same function, to a device test
+    /// that never holds on a TPU (`x_is_mps_xpu = x.device.type in ["mps", "xpu"]`): the branch
+    /// runs only there, as if the test were written in the `if`.
+    fn is_off_tpu_test_value_branch(&self, block: Node<'t>, parent: Node<'t>) -> bool {
+        if parent.is_not(kind::IF_STATEMENT)
+            || parent
+                .field("consequence")
+                .is_none_or(|c| c.id() != block.id())
+        {
+            return false;
+        }
+        let Some(condition) = parent
+            .field("condition")
+            .map(syntax::unparenthesize)
+            .filter(|c| c.is(kind::IDENTIFIER))
+        else {
+            return false;
+        };
+        let Some(function) = self.function_around(condition) else {
+            return false;
+        };
+        self.last_assignment_before(
+            function,
+            node_text(condition, self.source),
+            condition.start_byte(),
+        )
+        .and_then(|value| guards::device_test(value, self.source))
+        .is_some_and(guards::never_on_tpu_when_true)
+    }
+
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
         if parent.is_not(kind::IF_STATEMENT)
             || parent

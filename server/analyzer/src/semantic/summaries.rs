@@ -1771,7 +1771,7 @@ fn comparison_scopes(summaries: &mut Summaries) {
         let cuda = match hardware {
             guards::Hardware::Cuda => true,
             guards::Hardware::Tpu => false,
-            guards::Hardware::Export => continue,
+            guards::Hardware::Export | guards::Hardware::OtherAccelerator => continue,
         };
         by_callee.push(callee, (Some(*caller), cuda));
     }

@@ -75,7 +75,9 @@ declare_rule! {
     /// `sigmas.index_select(0, step)` with `step` a device tensor compiles one, and so does a host
     /// list of the values read before the loop. The counter is followed only in its own loop:
     /// `self.sigmas[i]` in a scheduler method that the sampling loop calls with its counter is
-    /// not reported.
+    /// not reported. Nor is an index into the tuple a split returns (`x_split = torch.split(x, n)`,
+    /// `x.chunk(k)`, `x.unbind(0)`; `x_split[i]` per micro-batch): it picks one of the pieces the
+    /// split made, as `for piece in x_split` does.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
@@ -263,7 +265,10 @@ fn sliced_by_counter<'t>(
     }
     let counter = node_text(counter, source);
     let value = subscript.field("value")?;
-    if !context.fact(value).is_tensor() || helpers::is_on_host(context, value) {
+    if !context.fact(value).is_tensor()
+        || helpers::is_on_host(context, value)
+        || is_tensor_tuple(context, value)
+    {
         return None;
     }
     let mut cursor = subscript.walk();
@@ -312,6 +317,25 @@ fn sliced_by_counter<'t>(
     Some(SliceFinding::NewShape(format!(
         "`{name}` is sliced by the loop counter `{counter}`: a new shape, and a compilation, per iteration; slice a fixed size and mask instead"
     )))
+}
+
+/// Whether `value` is a tuple of tensors, or a name last bound to one (`x_split = torch.split(x,
+/// n)`): `x_split[i]` picks one of the pieces the split made, as `for piece in x_split` does;
+/// the counter indexes a Python tuple, not a tensor of the graph.
+fn is_tensor_tuple<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
+    let value = syntax::unparenthesize(value);
+    let bound = if value.is(kind::IDENTIFIER) {
+        crate::rules::tensor_values::last_assignment_value(context, context.text(value), value)
+    } else {
+        Some(value)
+    };
+    bound
+        .and_then(|bound| syntax::call_parts(syntax::unparenthesize(bound)))
+        .is_some_and(|(function, _)| {
+            let text = context.text(function);
+            let last = text.rsplit('.').next().unwrap_or(text);
+            crate::torch_api::TENSOR_TUPLE_FUNCTIONS.contains(&last)
+        })
 }
 
 /// What a slice by the loop counter changes per iteration.

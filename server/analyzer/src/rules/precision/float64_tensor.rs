@@ -50,7 +50,9 @@ declare_rule! {
     /// where its result usually meets device tensors, and methods of tensors known to be on the
     /// CPU (`x.cpu().double()`) are not reported; nor, off hot paths, a conversion whose result
     /// is copied to the host at once (`points.double().cpu().numpy()` for a library that wants
-    /// float64 arrays: an export, a plot). Receivers whose type is unknown are taken to
+    /// float64 arrays: an export, a plot), or bound in a function to a name whose later reads
+    /// are all host copies (`refs = refs.double()`, then only `metric(refs.cpu())`, up to the
+    /// name's next binding). Receivers whose type is unknown are taken to
     /// be tensors; off hot paths, those of unknown placement in a file that names no device
     /// (no `device`, XLA or TPU: a checkpoint converter comparing CPU state dicts) are taken to
     /// be on the host and are not reported.
@@ -119,6 +121,57 @@ fn copied_to_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     }
 }
 
+/// Whether the converted tensor is bound to a name that is only ever copied to the host
+/// afterwards: `refs = refs.transpose(1, 2).double()` in a function whose later reads of `refs`
+/// (up to its next binding) are each the receiver of a host copy (`refs.cpu()`, `refs.numpy()`),
+/// as [`copied_to_the_host`] asks of the expression itself.
+fn bound_for_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let source = context.source();
+    // Up through value-preserving methods (`x.double().contiguous()`) to the bound value.
+    let mut value = call;
+    while let Some(attribute) = context.parent(value).filter(|p| p.is(kind::ATTRIBUTE))
+        && attribute.field("object").map(|o| o.id()) == Some(value.id())
+        && attribute
+            .field("attribute")
+            .is_some_and(|a| torch_api::DTYPE_PRESERVING_METHODS.contains(&node_text(a, source)))
+        && let Some(method_call) = context.parent(attribute).filter(|p| p.is(kind::CALL))
+    {
+        value = method_call;
+    }
+    let Some(assignment) = context.parent(value).filter(|p| p.is(kind::ASSIGNMENT)) else {
+        return false;
+    };
+    let Some(target) = assignment.field("left").filter(|l| l.is(kind::IDENTIFIER)) else {
+        return false;
+    };
+    if assignment.field("right").map(|r| r.id()) != Some(value.id()) {
+        return false;
+    }
+    // Inside a function only: its body is one statement of the module for incremental checks.
+    let Some(Some(function)) = context.semantic().function_around(call) else {
+        return false;
+    };
+    // Not in a loop: a read earlier in the loop's body runs after the binding on the next
+    // iteration, and the reads after the binding are not all of them.
+    if context
+        .enclosing(
+            call,
+            &["for_statement", "while_statement", "function_definition"],
+        )
+        .is_none_or(|enclosing| enclosing.id() != function.id())
+    {
+        return false;
+    }
+    let Some(reads) =
+        context
+            .semantic()
+            .reads_after(function, node_text(target, source), assignment.end_byte())
+    else {
+        return false;
+    };
+    !reads.is_empty() && reads.iter().all(|read| copied_to_the_host(context, *read))
+}
+
 /// TPU501
 fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(found) = dtype_use(context, call, "float64", "double", "float32", "float") else {
@@ -129,7 +182,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         DtypeUseKind::HostFactoryKeyword if hot.is_none() => return,
         DtypeUseKind::ShorthandOnTensor | DtypeUseKind::Conversion
             if hot.is_none()
-                && (runs_on_the_host(context, call) || copied_to_the_host(context, call)) =>
+                && (runs_on_the_host(context, call)
+                    || copied_to_the_host(context, call)
+                    || bound_for_the_host(context, call)) =>
         {
             return;
         }
