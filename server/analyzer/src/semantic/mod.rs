@@ -2364,7 +2364,19 @@ impl<'t> SemanticModel<'t> {
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
             let mut cursor = right.walk();
             let values: Vec<Node<'_>> = right.named_children(&mut cursor).collect();
-            let facts: Vec<Fact> = values.iter().map(|v| self.fact(*v)).collect();
+            // Each name's value is recorded where it is written, as a one-name binding records
+            // its right side: a rule walks back from there to the factory it was computed from
+            // (`lower, upper = torch.cat([z[:, :1], mids], -1), torch.cat(...)`).
+            let facts: Vec<Fact> = values
+                .iter()
+                .map(|value| {
+                    let fact = self.fact(*value);
+                    Fact {
+                        origin: fact.origin.or(Some((value.start_byte(), value.end_byte()))),
+                        ..fact
+                    }
+                })
+                .collect();
             for (target, fact) in targets.into_iter().zip(facts) {
                 self.bind_target(target, fact, 1);
             }
