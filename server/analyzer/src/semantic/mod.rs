@@ -1689,6 +1689,27 @@ impl<'t> SemanticModel<'t> {
     }
 
     /// The summary of a function definition (what it does, whether a training loop reaches it).
+    /// Whether the statement `module.to(device)` (or any `.to(device)` call on that name or
+    /// attribute) moves `module` to a device between the byte offsets `after` and `before`, in
+    /// `function`'s body (the module's when `None`).
+    pub fn module_moved_between(
+        &self,
+        function: Option<Node<'_>>,
+        module: &str,
+        after: usize,
+        before: usize,
+    ) -> bool {
+        let index = match function {
+            Some(definition) => match self.summaries.function_index(definition) {
+                Some(index) => Some(index),
+                None => return false,
+            },
+            None => None,
+        };
+        self.summaries
+            .module_moved_within(index, module, after..before)
+    }
+
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
         let index = self.summaries.function_index(definition)?;
         self.summaries.functions.get(index)
