@@ -344,6 +344,11 @@ pub struct SemanticModel<'t> {
     /// (quadratic over a large flat module), so parents come from this stack instead.
     ancestors: Vec<Node<'t>>,
     backend: Backend,
+    /// Import statements of a TPU backend inside function bodies that name another backend than
+    /// the file's (`def bench_xla(): import torch_xla` in a file whose other functions use
+    /// `torch.device("tpu")`), with the backend each names: code in a function around one of
+    /// them targets that backend. Empty unless the backend is detected.
+    function_backends: Vec<(std::ops::Range<usize>, Backend)>,
     imported_modules: StringSet,
     scopes: Vec<Scope>,
     frames: Vec<Frame>,
@@ -593,6 +598,7 @@ impl<'t> SemanticModel<'t> {
             source,
             ancestors: Vec::new(),
             backend: Backend::Unknown,
+            function_backends: Vec::new(),
             imported_modules: StringSet::default(),
             scopes: vec![Scope::default()],
             frames: Vec::new(),
@@ -649,7 +655,30 @@ impl<'t> SemanticModel<'t> {
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
+        if backend_setting == BackendSetting::Auto {
+            model.function_backends = model.function_local_backends();
+        }
         model
+    }
+
+    /// The imports of `torch_xla` / `torch_tpu` inside function bodies (not under `if
+    /// TYPE_CHECKING:`) that name a backend other than the file's (see `function_backends`).
+    fn function_local_backends(&self) -> Vec<(std::ops::Range<usize>, Backend)> {
+        self.imports
+            .records()
+            .iter()
+            .filter(|record| record.in_function && !record.type_checking)
+            .filter_map(|record| {
+                let backend = if record.names_package("torch_xla") {
+                    Backend::TorchXla
+                } else if record.names_package("torch_tpu") {
+                    Backend::TorchTpu
+                } else {
+                    return None;
+                };
+                (backend != self.backend).then(|| (record.statement.clone(), backend))
+            })
+            .collect()
     }
 
     pub fn source(&self) -> &'t str {
@@ -677,9 +706,28 @@ impl<'t> SemanticModel<'t> {
         answer
     }
 
-    /// The backend this file targets (configured, or detected from its imports and device strings).
+    /// The backend the code at the traversal's current node targets: the file's (configured, or
+    /// detected from its imports and device strings), or, inside a function that imports
+    /// another backend itself (`def bench_xla(index): import torch_xla`, in a script whose other
+    /// functions run TorchTPU or CUDA), that backend.
     pub fn backend(&self) -> Backend {
-        self.backend
+        if self.function_backends.is_empty() {
+            return self.backend;
+        }
+        self.ancestors
+            .iter()
+            .rev()
+            .filter(|ancestor| ancestor.is(kind::FUNCTION_DEFINITION))
+            .find_map(|function| {
+                let range = function.byte_range();
+                self.function_backends
+                    .iter()
+                    .find(|(statement, _)| {
+                        range.start <= statement.start && statement.end <= range.end
+                    })
+                    .map(|(_, backend)| *backend)
+            })
+            .unwrap_or(self.backend)
     }
 
     /// Whether any module with this qualified prefix is imported anywhere at module level
