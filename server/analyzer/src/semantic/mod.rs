@@ -1737,6 +1737,25 @@ impl<'t> SemanticModel<'t> {
     }
 
     /// The summary of a function definition (what it does, whether a training loop reaches it).
+    /// Whether a function around the traversal's current node imports `package` itself, under
+    /// no narrower guard than the function (`def _mp_fn(index): import torch_xla`): the code
+    /// there runs with the package loaded whenever it runs at all.
+    pub fn function_imports_unconditionally(&self, package: &str) -> bool {
+        self.imports
+            .records()
+            .iter()
+            .filter(|record| {
+                record.condition == ImportCondition::InFunction && record.names_package(package)
+            })
+            .any(|record| {
+                self.ancestors.iter().any(|ancestor| {
+                    ancestor.is(kind::FUNCTION_DEFINITION)
+                        && ancestor.start_byte() <= record.statement.start
+                        && record.statement.end <= ancestor.end_byte()
+                })
+            })
+    }
+
     /// Whether the statement `module.to(device)` (or any `.to(device)` call on that name or
     /// attribute) moves `module` to a device between the byte offsets `after` and `before`, in
     /// `function`'s body (the module's when `None`).
