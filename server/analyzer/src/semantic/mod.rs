@@ -347,7 +347,7 @@ pub struct SemanticModel<'t> {
     /// Import statements of a TPU backend inside function bodies that name another backend than
     /// the file's (`def bench_xla(): import torch_xla` in a file whose other functions use
     /// `torch.device("tpu")`), with the backend each names: code in a function around one of
-    /// them targets that backend. Empty unless the backend is detected.
+    /// them targets that backend. Empty when the backend is configured.
     function_backends: Vec<(std::ops::Range<usize>, Backend)>,
     imported_modules: StringSet,
     scopes: Vec<Scope>,
@@ -1736,7 +1736,6 @@ impl<'t> SemanticModel<'t> {
         self.summaries.loop_summary(loop_node)
     }
 
-    /// The summary of a function definition (what it does, whether a training loop reaches it).
     /// Whether a function around the traversal's current node imports `package` itself, under
     /// no narrower guard than the function (`def _mp_fn(index): import torch_xla`): the code
     /// there runs with the package loaded whenever it runs at all.
@@ -1777,6 +1776,7 @@ impl<'t> SemanticModel<'t> {
             .module_moved_within(index, module, after..before)
     }
 
+    /// The summary of a function definition (what it does, whether a training loop reaches it).
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
         let index = self.summaries.function_index(definition)?;
         self.summaries.functions.get(index)
