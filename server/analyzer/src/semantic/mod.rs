@@ -2973,8 +2973,24 @@ impl<'t> SemanticModel<'t> {
             }
         };
         let left = syntax::unparenthesize(left);
+        // `{k: v.float() for k, v in state.items()}` over state loaded onto the host: the values
+        // are host tensors, as a `for` loop over the same view binds them.
+        let host_view = self.host_container_view(iterable, depth);
+        let host_value = || {
+            Fact::tensor(
+                Device::Cpu,
+                Some((iterable.start_byte(), iterable.end_byte())),
+            )
+        };
         if left.is(kind::IDENTIFIER) {
-            return (node_text(left, source) == name).then(|| row(iterable));
+            if node_text(left, source) != name {
+                return None;
+            }
+            return Some(if host_view == Some("values") {
+                host_value()
+            } else {
+                row(iterable)
+            });
         }
         if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) {
             return None;
@@ -2997,6 +3013,13 @@ impl<'t> SemanticModel<'t> {
                     syntax::positional_args(arguments),
                 )
             });
+        if host_view == Some("items") && targets.len() == 2 {
+            return Some(if position == 1 {
+                host_value()
+            } else {
+                Fact::UNKNOWN
+            });
+        }
         Some(match call {
             Some(("zip", arguments)) if arguments.len() == targets.len() => {
                 row(arguments[position])
@@ -3010,6 +3033,22 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         })
+    }
+
+    /// `"items"` / `"values"` when `iterable` is `state.items()` / `state.values()` of a
+    /// container the index places on the host (`torch.load(path, map_location="cpu")`).
+    fn host_container_view(&self, iterable: Node<'_>, depth: usize) -> Option<&'static str> {
+        let (function, arguments) = syntax::call_parts(syntax::unparenthesize(iterable))?;
+        if arguments.named_child_count() != 0 || function.is_not(kind::ATTRIBUTE) {
+            return None;
+        }
+        let view = match node_text(function.field("attribute")?, self.source) {
+            "items" => "items",
+            "values" => "values",
+            _ => return None,
+        };
+        let container = self.fact_at_depth(function.field("object")?, depth + 1);
+        (container.kind == ValueKind::Container && container.device == Device::Cpu).then_some(view)
     }
 
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
