@@ -300,3 +300,49 @@ pub fn in_branch_testing<'t>(context: &Context<'t, '_>, node: Node<'t>, markers:
     }
     false
 }
+
+/// The values a metric logger call records, when `call` is one: `writer.add_scalar(tag,
+/// scalar_value, ...)`'s value, or the values of the dictionary literal given to `wandb.log`,
+/// `accelerator.log`, `run.log`-style `x.log_metrics`. These loggers read each tensor value
+/// (`.item()`), as printing it does.
+pub fn metric_logger_values<'t>(
+    context: &Context<'t, '_>,
+    call: Node<'t>,
+) -> Option<Vec<Node<'t>>> {
+    let (function, arguments) = context.call_parts(call)?;
+    let method = function
+        .is(kind::ATTRIBUTE)
+        .then(|| function.field("attribute"))
+        .flatten()
+        .map(|attribute| context.text(attribute))?;
+    if method == "add_scalar" {
+        return Some(
+            syntax::argument(arguments, 1, "scalar_value", context.source())
+                .into_iter()
+                .collect(),
+        );
+    }
+    let metrics_log = method == "log_metrics"
+        || method == "log"
+            && (context
+                .qualified_name(function)
+                .is_some_and(|name| name == "wandb.log")
+                || function.field("object").is_some_and(|object| {
+                    matches!(context.text(object), "accelerator" | "self.accelerator")
+                }));
+    if !metrics_log {
+        return None;
+    }
+    let values = syntax::positional_args(arguments)
+        .first()
+        .filter(|metrics| metrics.is(kind::DICTIONARY))
+        .map(|metrics| {
+            metrics
+                .named_nodes()
+                .filter(|child| child.is(kind::PAIR))
+                .filter_map(|pair| pair.field("value"))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(values)
+}

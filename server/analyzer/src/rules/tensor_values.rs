@@ -335,6 +335,14 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>, depth: usize) -> 
     if torch_api::BOOLEAN_METHODS.contains(&method) {
         return true;
     }
+    // `torch.isnan(y).any(-1)`, `m.all(dim=1)`: a reduction along a dimension is a boolean
+    // tensor whatever the receiver's dtype (without one it is a single truth value).
+    if matches!(method, "any" | "all")
+        && (!syntax::positional_args(arguments).is_empty()
+            || context.keyword_arg(arguments, "dim").is_some())
+    {
+        return true;
+    }
     // `~m.transpose(0, 1)`, `m.view(-1)`: the receiver's booleanness carries through.
     if torch_api::DTYPE_PRESERVING_METHODS.contains(&method) {
         return boolean(context, receiver, depth + 1);

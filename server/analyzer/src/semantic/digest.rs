@@ -110,6 +110,8 @@ impl SemanticModel<'_> {
             source: _,
             ancestors: _,
             backend,
+            // Derived from the import records and the backend, both hashed below.
+            function_backends: _,
             imported_modules: _,
             scopes: _,
             frames: _,

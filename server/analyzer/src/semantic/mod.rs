@@ -344,6 +344,11 @@ pub struct SemanticModel<'t> {
     /// (quadratic over a large flat module), so parents come from this stack instead.
     ancestors: Vec<Node<'t>>,
     backend: Backend,
+    /// Import statements of a TPU backend inside function bodies that name another backend than
+    /// the file's (`def bench_xla(): import torch_xla` in a file whose other functions use
+    /// `torch.device("tpu")`), with the backend each names: code in a function around one of
+    /// them targets that backend. Empty when the backend is configured.
+    function_backends: Vec<(std::ops::Range<usize>, Backend)>,
     imported_modules: StringSet,
     scopes: Vec<Scope>,
     frames: Vec<Frame>,
@@ -607,6 +612,7 @@ impl<'t> SemanticModel<'t> {
             source,
             ancestors: Vec::new(),
             backend: Backend::Unknown,
+            function_backends: Vec::new(),
             imported_modules: StringSet::default(),
             scopes: vec![Scope::default()],
             frames: Vec::new(),
@@ -669,7 +675,30 @@ impl<'t> SemanticModel<'t> {
             BackendSetting::TorchTpu => Backend::TorchTpu,
             BackendSetting::Auto => model.detect_backend(),
         };
+        if backend_setting == BackendSetting::Auto {
+            model.function_backends = model.function_local_backends();
+        }
         model
+    }
+
+    /// The imports of `torch_xla` / `torch_tpu` inside function bodies (not under `if
+    /// TYPE_CHECKING:`) that name a backend other than the file's (see `function_backends`).
+    fn function_local_backends(&self) -> Vec<(std::ops::Range<usize>, Backend)> {
+        self.imports
+            .records()
+            .iter()
+            .filter(|record| record.in_function && !record.type_checking)
+            .filter_map(|record| {
+                let backend = if record.names_package("torch_xla") {
+                    Backend::TorchXla
+                } else if record.names_package("torch_tpu") {
+                    Backend::TorchTpu
+                } else {
+                    return None;
+                };
+                (backend != self.backend).then(|| (record.statement.clone(), backend))
+            })
+            .collect()
     }
 
     pub fn source(&self) -> &'t str {
@@ -697,9 +726,28 @@ impl<'t> SemanticModel<'t> {
         answer
     }
 
-    /// The backend this file targets (configured, or detected from its imports and device strings).
+    /// The backend the code at the traversal's current node targets: the file's (configured, or
+    /// detected from its imports and device strings), or, inside a function that imports
+    /// another backend itself (`def bench_xla(index): import torch_xla`, in a script whose other
+    /// functions run TorchTPU or CUDA), that backend.
     pub fn backend(&self) -> Backend {
-        self.backend
+        if self.function_backends.is_empty() {
+            return self.backend;
+        }
+        self.ancestors
+            .iter()
+            .rev()
+            .filter(|ancestor| ancestor.is(kind::FUNCTION_DEFINITION))
+            .find_map(|function| {
+                let range = function.byte_range();
+                self.function_backends
+                    .iter()
+                    .find(|(statement, _)| {
+                        range.start <= statement.start && statement.end <= range.end
+                    })
+                    .map(|(_, backend)| *backend)
+            })
+            .unwrap_or(self.backend)
     }
 
     /// Whether any module with this qualified prefix is imported anywhere at module level
@@ -1777,6 +1825,46 @@ impl<'t> SemanticModel<'t> {
         self.summaries.loop_summary(loop_node)
     }
 
+    /// Whether a function around the traversal's current node imports `package` itself, under
+    /// no narrower guard than the function (`def _mp_fn(index): import torch_xla`): the code
+    /// there runs with the package loaded whenever it runs at all.
+    pub fn function_imports_unconditionally(&self, package: &str) -> bool {
+        self.imports
+            .records()
+            .iter()
+            .filter(|record| {
+                record.condition == ImportCondition::InFunction && record.names_package(package)
+            })
+            .any(|record| {
+                self.ancestors.iter().any(|ancestor| {
+                    ancestor.is(kind::FUNCTION_DEFINITION)
+                        && ancestor.start_byte() <= record.statement.start
+                        && record.statement.end <= ancestor.end_byte()
+                })
+            })
+    }
+
+    /// Whether the statement `module.to(device)` (or any `.to(device)` call on that name or
+    /// attribute) moves `module` to a device between the byte offsets `after` and `before`, in
+    /// `function`'s body (the module's when `None`).
+    pub fn module_moved_between(
+        &self,
+        function: Option<Node<'_>>,
+        module: &str,
+        after: usize,
+        before: usize,
+    ) -> bool {
+        let index = match function {
+            Some(definition) => match self.summaries.function_index(definition) {
+                Some(index) => Some(index),
+                None => return false,
+            },
+            None => None,
+        };
+        self.summaries
+            .module_moved_within(index, module, after..before)
+    }
+
     /// The summary of a function definition (what it does, whether a training loop reaches it).
     pub fn function_summary(&self, definition: Node<'_>) -> Option<&FunctionSummary> {
         let index = self.summaries.function_index(definition)?;
@@ -2453,7 +2541,19 @@ impl<'t> SemanticModel<'t> {
             let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
             let mut cursor = right.walk();
             let values: Vec<Node<'_>> = right.named_children(&mut cursor).collect();
-            let facts: Vec<Fact> = values.iter().map(|v| self.fact(*v)).collect();
+            // Each name's value is recorded where it is written, as a one-name binding records
+            // its right side: a rule walks back from there to the factory it was computed from
+            // (`lower, upper = torch.cat([z[:, :1], mids], -1), torch.cat(...)`).
+            let facts: Vec<Fact> = values
+                .iter()
+                .map(|value| {
+                    let fact = self.fact(*value);
+                    Fact {
+                        origin: fact.origin.or(Some((value.start_byte(), value.end_byte()))),
+                        ..fact
+                    }
+                })
+                .collect();
             for (target, fact) in targets.into_iter().zip(facts) {
                 self.bind_target(target, fact, 1);
             }
@@ -2992,8 +3092,24 @@ impl<'t> SemanticModel<'t> {
             }
         };
         let left = syntax::unparenthesize(left);
+        // `{k: v.float() for k, v in state.items()}` over state loaded onto the host: the values
+        // are host tensors, as a `for` loop over the same view binds them.
+        let host_view = self.host_container_view(iterable, depth);
+        let host_value = || {
+            Fact::tensor(
+                Device::Cpu,
+                Some((iterable.start_byte(), iterable.end_byte())),
+            )
+        };
         if left.is(kind::IDENTIFIER) {
-            return (node_text(left, source) == name).then(|| row(iterable));
+            if node_text(left, source) != name {
+                return None;
+            }
+            return Some(if host_view == Some("values") {
+                host_value()
+            } else {
+                row(iterable)
+            });
         }
         if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN]) {
             return None;
@@ -3016,6 +3132,13 @@ impl<'t> SemanticModel<'t> {
                     syntax::positional_args(arguments),
                 )
             });
+        if host_view == Some("items") && targets.len() == 2 {
+            return Some(if position == 1 {
+                host_value()
+            } else {
+                Fact::UNKNOWN
+            });
+        }
         Some(match call {
             Some(("zip", arguments)) if arguments.len() == targets.len() => {
                 row(arguments[position])
@@ -3029,6 +3152,22 @@ impl<'t> SemanticModel<'t> {
             }
             _ => Fact::UNKNOWN,
         })
+    }
+
+    /// `"items"` / `"values"` when `iterable` is `state.items()` / `state.values()` of a
+    /// container the index places on the host (`torch.load(path, map_location="cpu")`).
+    fn host_container_view(&self, iterable: Node<'_>, depth: usize) -> Option<&'static str> {
+        let (function, arguments) = syntax::call_parts(syntax::unparenthesize(iterable))?;
+        if arguments.named_child_count() != 0 || function.is_not(kind::ATTRIBUTE) {
+            return None;
+        }
+        let view = match node_text(function.field("attribute")?, self.source) {
+            "items" => "items",
+            "values" => "values",
+            _ => return None,
+        };
+        let container = self.fact_at_depth(function.field("object")?, depth + 1);
+        (container.kind == ValueKind::Container && container.device == Device::Cpu).then_some(view)
     }
 
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not

@@ -500,6 +500,20 @@ impl Summaries {
         self.by_node.get(&node_key(definition)).copied()
     }
 
+    /// Whether `module` (a name or attribute's text) is moved to a device in place, by a call
+    /// `module.to(device)` of the function `function` (by index; `None` at module level) that
+    /// starts inside `within`: `nn.Module.to` moves the module it is called on.
+    pub(crate) fn module_moved_within(
+        &self,
+        function: Option<usize>,
+        module: &str,
+        within: std::ops::Range<usize>,
+    ) -> bool {
+        self.module_moves.iter().any(|(moved_in, moved, at, _)| {
+            *moved_in == function && moved == module && within.contains(at)
+        })
+    }
+
     pub(crate) fn loop_summary(&self, loop_node: Node<'_>) -> Option<&LoopSummary> {
         self.loops.get(&node_key(loop_node))
     }

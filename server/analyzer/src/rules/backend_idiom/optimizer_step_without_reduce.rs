@@ -48,7 +48,10 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Receivers are recognised as optimizers by construction (`torch.optim.*`) or by name
-    /// (`optimizer`, `opt`, `optim`); schedulers and scalers are never reported.
+    /// (`optimizer`, `opt`, `optim`); schedulers and scalers are never reported. The file must
+    /// import torch_xla unconditionally, at module level or in a function around the step (`def
+    /// _mp_fn(index): import torch_xla`); files that import it only under an availability test
+    /// are libraries and are not checked.
     ///
     /// ## References
     /// - PyTorch/XLA, *PyTorch on XLA devices* (https://github.com/pytorch/xla/blob/master/docs/source/learn/pytorch-on-xla-devices.md):
@@ -87,7 +90,10 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     if !context.text_is(method, "step")
         || (context.backend() != Backend::TorchXla
-            || !tpu_api::imports_unconditionally(context, "torch_xla"))
+            || !(tpu_api::imports_unconditionally(context, "torch_xla")
+                || context
+                    .semantic()
+                    .function_imports_unconditionally("torch_xla")))
     {
         return;
     }

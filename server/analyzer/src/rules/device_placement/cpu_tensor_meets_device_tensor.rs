@@ -189,8 +189,17 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
             } else if let Some((receiver, method)) = syntax::method_call(node)
                 && torch_api::DEVICE_MATCHING_METHODS.contains(&node_text(method, context.source()))
             {
-                // `scores.masked_fill(mask == 0, -inf)`: the receiver and its tensor arguments.
-                std::iter::once(receiver).chain(positional).collect()
+                // `scores.masked_fill(mask == 0, -inf)`: the receiver and its tensor arguments;
+                // `counts.index_put_((rows, cols), ones)`: each index of the tuple too.
+                std::iter::once(receiver)
+                    .chain(positional.into_iter().flat_map(|argument| {
+                        if argument.is_any(&[kind::LIST, kind::TUPLE]) {
+                            argument.named_nodes().collect::<Vec<_>>()
+                        } else {
+                            vec![argument]
+                        }
+                    }))
+                    .collect()
             } else {
                 // A submodule (`self.pos_emb`) moves with `model.to(device)` wherever it was
                 // built; another module counts when it is not known to stay on the host.
@@ -795,7 +804,9 @@ fn cpu_factories_at<'t>(
             ) {
                 break Some(node);
             }
-            if receiver.is(kind::CALL) {
+            // `(near * (1.0 - t) + far * t).expand(n, k)`: the method of host arithmetic, walked
+            // back through the arithmetic at the top of the loop.
+            if receiver.is_any(&[kind::CALL, kind::BINARY_OPERATOR]) {
                 node = receiver;
                 continue;
             }

@@ -48,9 +48,9 @@ declare_rule! {
     /// ## Known problems
     /// Only files whose backend is PyTorch/XLA are checked. The model must be visibly moved to
     /// the device where it is bound (`model = Net().to(device)`, any callee, or a wrapper of such a
-    /// value: `FSDP(net.to(device))`), or be known to the index as a module on the device; a model
-    /// moved in place (`model.to(device)` on its own line) and an optimizer's state dict are not
-    /// recognised.
+    /// value: `FSDP(net.to(device))`), be moved in place after that binding in the same function
+    /// (`model.to(device)` on its own line), or be known to the index as a module on the device;
+    /// an optimizer's state dict is not recognised.
     ///
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — Known quirks*, 2
@@ -185,8 +185,19 @@ fn bound_by_move_to_device<'t>(context: &Context<'t, '_>, receiver: Node<'t>) ->
     if receiver.is_not(kind::IDENTIFIER) {
         return false;
     }
-    tensor_values::last_assignment_value(context, context.text(receiver), receiver)
-        .is_some_and(|bound| moved_to_device(context, bound, 0))
+    let name = context.text(receiver);
+    let Some(bound) = tensor_values::last_assignment_value(context, name, receiver) else {
+        return false;
+    };
+    if moved_to_device(context, bound, 0) {
+        return true;
+    }
+    // `model = Whisper.from_pretrained(name)` then `model.to(device)` on its own line:
+    // `nn.Module.to` moves the module in place, so the name holds the moved model from there on.
+    let semantic = context.semantic();
+    semantic.function_around(receiver).is_some_and(|function| {
+        semantic.module_moved_between(function, name, bound.end_byte(), receiver.start_byte())
+    })
 }
 
 fn moved_to_device<'t>(context: &Context<'t, '_>, value: Node<'t>, depth: usize) -> bool {

@@ -13,7 +13,8 @@ declare_rule! {
     /// ## What it does
     /// Checks for subscripts of a tensor whose index is known to be a boolean tensor: a
     /// comparison of tensors (`x[x > 0]`), `~mask`, `m1 & m2`, `torch.isnan(x)`, `x.eq(y)`,
-    /// `t.bool()`, or a local name bound to one of these. Both reads (`y = x[mask]`) and writes
+    /// `t.bool()`, a reduction along a dimension (`torch.isnan(y).any(-1)`, `m.all(dim=1)`), or a
+    /// local name bound to one of these. Both reads (`y = x[mask]`) and writes
     /// (`x[mask] = 0`) are reported.
     ///
     /// ## Why is this bad?

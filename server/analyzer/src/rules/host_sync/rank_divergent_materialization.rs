@@ -16,7 +16,9 @@ use crate::torch_api;
 declare_rule! {
     /// ## What it does
     /// In TorchTPU code, checks for tensor materializations — `.item()`, `.tolist()`, `.cpu()`,
-    /// `.numpy()`, `print(tensor)`, `torch.save(...)` — inside an `if` that only one rank takes:
+    /// `.numpy()`, `print(tensor)`, `torch.save(...)`, a tensor given to a metric logger
+    /// (`wandb.log({"loss": loss})`, `writer.add_scalar("loss", loss, step)`) — inside an `if`
+    /// that only one rank takes:
     /// `if rank == 0:`, `if dist.get_rank() == 0:`, `if accelerator.is_main_process:`,
     /// `if is_master:` — and, in a training loop, a `return` or `break` such a branch takes
     /// (`if rank == 0 and step >= max_steps: return`): one rank leaves the loop while the others
@@ -356,6 +358,14 @@ fn collect_materializations<'t>(
 
 fn materialization<'t>(context: &Context<'t, '_>, call: Node<'t>) -> Option<String> {
     let (function, arguments) = context.call_parts(call)?;
+    // `wandb.log({"loss": loss})`, `writer.add_scalar("loss", loss, step)`: the logger reads
+    // each tensor's value.
+    if let Some(values) = helpers::metric_logger_values(context, call) {
+        return values
+            .into_iter()
+            .any(|value| tensor_values::is_confident_tensor(context, value))
+            .then(|| "Logging a tensor".to_string());
+    }
     if let Some(qualified) = context.qualified_name(function) {
         // `torch.save(cpu_state, path)`: tensors already copied to the host on every rank.
         let saves_host_copy = syntax::positional_args(arguments)

@@ -125,16 +125,8 @@ fn check_call<'t>(context: &mut Context<'t, '_>, call: Node<'t>, hot: Place) {
             .is_some_and(|object| object.is(kind::STRING))
     {
         syntax::positional_args(arguments)
-    } else if callee_is(context, function, "add_scalar") {
-        // `SummaryWriter.add_scalar(tag, scalar_value, ...)`
-        syntax::argument(arguments, 1, "scalar_value", context.source())
-            .into_iter()
-            .collect()
-    } else if is_metrics_log(context, function) {
-        syntax::positional_args(arguments)
-            .first()
-            .map(|metrics| dictionary_values(*metrics))
-            .unwrap_or_default()
+    } else if let Some(values) = helpers::metric_logger_values(context, call) {
+        values
     } else {
         return;
     };
@@ -231,35 +223,4 @@ fn is_logging_call<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
         .unwrap_or("")
         .to_ascii_lowercase();
     receiver.contains("logger") || matches!(receiver.as_str(), "log" | "_log" | "logging")
-}
-
-/// `wandb.log({...})`, `accelerator.log({...})`, `run.log({...})`, `x.log_metrics({...})`.
-fn is_metrics_log<'t>(context: &Context<'t, '_>, function: Node<'t>) -> bool {
-    if callee_is(context, function, "log_metrics") {
-        return true;
-    }
-    if !callee_is(context, function, "log") {
-        return false;
-    }
-    if context
-        .qualified_name(function)
-        .is_some_and(|name| name == "wandb.log")
-    {
-        return true;
-    }
-    function
-        .field("object")
-        .is_some_and(|object| matches!(context.text(object), "accelerator" | "self.accelerator"))
-}
-
-/// The values of a dictionary literal.
-fn dictionary_values(dictionary: Node<'_>) -> Vec<Node<'_>> {
-    if dictionary.is_not(kind::DICTIONARY) {
-        return Vec::new();
-    }
-    dictionary
-        .named_nodes()
-        .filter(|child| child.is(kind::PAIR))
-        .filter_map(|pair| pair.field("value"))
-        .collect()
 }

@@ -14,7 +14,8 @@ declare_rule! {
     /// ## What it does
     /// In PyTorch/XLA code, checks for elapsed-time measurements (`time.time() - start`,
     /// `time.perf_counter() - t0`, …) where the code between the two clock reads cuts the graph
-    /// with `torch_xla.sync()` or `xm.mark_step()`, or iterates an `MpDeviceLoader` (which cuts
+    /// with `torch_xla.sync()` or `xm.mark_step()`, calls a function compiled with
+    /// `torch_xla.compile` (which cuts it before and after), or iterates an `MpDeviceLoader` (which cuts
     /// it at every batch), but never waits for the device:
     /// no `torch_xla.sync(wait=True)`, no `xm.wait_device_ops()`, and no value read back
     /// (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `print`). A read inside a closure given to
@@ -120,7 +121,8 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let statements = interval_statements(context, scope, lower, upper);
     let cuts_graph = interval.contains("torch_xla.sync(")
         || interval.contains("mark_step(")
-        || statements.loops_over_device_loader;
+        || statements.loops_over_device_loader
+        || statements.runs_compiled_step;
     // What runs in the interval itself: a step closure's body runs only when the runtime runs
     // it, and `torch.cuda.synchronize()` waits for a CUDA device, not the XLA one.
     let mut running = interval.as_bytes().to_vec();
@@ -155,6 +157,10 @@ struct IntervalStatements {
     /// A loop over a device loader (`MpDeviceLoader`, `ParallelLoader`): each batch it yields
     /// cuts the graph like `torch_xla.sync()`, and waits no more than it does.
     loops_over_device_loader: bool,
+    /// A call of a function compiled with `torch_xla.compile` (`step_fn = torch_xla.compile(step)`;
+    /// `step_fn(batch)`): it cuts the graph before and after the function runs, and returns
+    /// before the device has run it.
+    runs_compiled_step: bool,
     /// Byte ranges that do not run before the clock is read: `xm.add_step_closure(...)` calls
     /// (their closures run after a later barrier, on the steps that register one) and the
     /// callee of a call around the clock read.
@@ -169,6 +175,7 @@ fn interval_statements<'t>(
 ) -> IntervalStatements {
     let mut found = IntervalStatements {
         loops_over_device_loader: false,
+        runs_compiled_step: false,
         deferred: Vec::new(),
     };
     let mut stack = vec![scope];
@@ -198,6 +205,9 @@ fn interval_statements<'t>(
                 continue;
             }
         }
+        if inside && node.is(kind::CALL) && !found.runs_compiled_step {
+            found.runs_compiled_step = calls_xla_compiled(context, node);
+        }
         if inside
             && node.is(kind::FOR_STATEMENT)
             && node
@@ -209,6 +219,24 @@ fn interval_statements<'t>(
         stack.extend(node.named_nodes());
     }
     found
+}
+
+/// Whether `call` calls a name last bound to `torch_xla.compile(f, ...)` in its function.
+fn calls_xla_compiled<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let Some((function, _)) = context.call_parts(call) else {
+        return false;
+    };
+    if function.is_not(kind::IDENTIFIER) {
+        return false;
+    }
+    tensor_values::last_assignment_value(context, context.text(function), function).is_some_and(
+        |bound| {
+            context
+                .semantic()
+                .call_qualified_name(syntax::unparenthesize(bound))
+                .is_some_and(|name| name == "torch_xla.compile")
+        },
+    )
 }
 
 /// `device_loader`, `enumerate(device_loader)`, `tqdm(device_loader)` of a loader that places
