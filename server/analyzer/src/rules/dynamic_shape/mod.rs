@@ -5,6 +5,7 @@ mod boolean_mask_indexing;
 mod dataloader_without_drop_last;
 mod dynamic_padding;
 mod growing_shape_in_loop;
+mod index_read_from_device;
 mod masked_select;
 mod nonzero_dynamic_shape;
 mod pad_sequence_per_batch;
@@ -33,6 +34,7 @@ pub const RULES: &[&RuleMeta] = &[
     &pad_sequence_per_batch::PAD_SEQUENCE_PER_BATCH,
     &size_from_dynamic_op::SIZE_FROM_DYNAMIC_OP,
     &growing_shape_in_loop::GROWING_SHAPE_IN_LOOP,
+    &index_read_from_device::INDEX_READ_FROM_DEVICE,
 ];
 
 /// `torch.<name>` functions whose output shape depends on the input's values.
