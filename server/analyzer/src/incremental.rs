@@ -1402,13 +1402,7 @@ mod tests {
                 .take_while(|(x, y)| x == y)
                 .count()
         };
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut next = crate::test_random(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..5_000 {
             let a: Vec<u8> = (0..next(300)).map(|_| b'a' + next(2) as u8).collect();
             let mut b = a.clone();

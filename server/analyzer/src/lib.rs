@@ -47,23 +47,49 @@ pub use syntax_errors::INVALID_SYNTAX;
 #[cfg(test)]
 pub(crate) fn test_sources(extra: &[&str]) -> Vec<String> {
     let mut sources: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
-    let mut directories = vec![root.join("fixtures"), root.join("realistic")];
-    while let Some(directory) = directories.pop() {
+    sources.extend(
+        python_files_under(&["tests/fixtures", "tests/realistic"])
+            .into_iter()
+            .map(|(_, text)| text),
+    );
+    assert!(sources.len() > 100, "only {} sources", sources.len());
+    sources
+}
+
+/// Every Python file under the repository's `directories` (relative to its root), with its
+/// path, read at test time; unreadable entries are skipped.
+#[cfg(test)]
+pub(crate) fn python_files_under(directories: &[&str]) -> Vec<(std::path::PathBuf, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pending: Vec<_> = directories.iter().map(|d| root.join(d)).collect();
+    let mut files = Vec::new();
+    while let Some(directory) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&directory) else {
             continue;
         };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
-                directories.push(path);
+                pending.push(path);
             } else if path.extension().is_some_and(|e| e == "py")
                 && let Ok(text) = std::fs::read_to_string(&path)
             {
-                sources.push(text);
+                files.push((path, text));
             }
         }
     }
-    assert!(sources.len() > 100, "only {} sources", sources.len());
-    sources
+    files
+}
+
+/// A small deterministic generator for the unit tests' random cases (no randomness crate in the
+/// engine): xorshift64 from `seed`, returning values below the bound it is given.
+#[cfg(test)]
+pub(crate) fn test_random(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    }
 }

@@ -265,13 +265,7 @@ mod tests {
         let pieces = [
             "item", "ITEM", "items", "cuda", "x", ".", " ", "_", "\n", "é", "9", "()",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut next = crate::test_random(0x9e37_79b9_7f4a_7c15_u64);
         let mut compared = 0;
         for _ in 0..3_000 {
             let old: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();

@@ -400,14 +400,7 @@ mod tests {
     fn directive_lines_agree_with_a_line_index() {
         use crate::source::LineIndex;
         let pieces = ["a", "#", "\n", "\r", "\r\n", "\n\r", "é"];
-        // A small deterministic generator (no randomness crate in the engine).
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut next = crate::test_random(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..2_000 {
             let text: String = (0..next(12)).map(|_| pieces[next(pieces.len())]).collect();
             let comments: Vec<usize> = (0..text.len())

@@ -541,23 +541,11 @@ mod tests {
         }
         many.push_str("test_b()\n");
         sources.push(many);
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut pending = vec![root.join("tests/fixtures"), root.join("examples")];
-        while let Some(directory) = pending.pop() {
-            let Ok(entries) = std::fs::read_dir(&directory) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    pending.push(path);
-                } else if path.extension().is_some_and(|extension| extension == "py")
-                    && let Ok(text) = std::fs::read_to_string(&path)
-                {
-                    sources.push(text);
-                }
-            }
-        }
+        sources.extend(
+            crate::python_files_under(&["tests/fixtures", "examples"])
+                .into_iter()
+                .map(|(_, text)| text),
+        );
         assert!(sources.len() > 100, "{} sources", sources.len());
         let mut compared = 0;
         for source in &sources {

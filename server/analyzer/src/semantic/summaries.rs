@@ -3430,44 +3430,26 @@ mod tests {
     #[test]
     fn an_empty_part_is_the_default() {
         use crate::syntax::NodeExt;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut pending = vec![root.join("tests/fixtures"), root.join("examples")];
         let (mut empty, mut other) = (0, 0);
-        while let Some(directory) = pending.pop() {
-            let Ok(entries) = std::fs::read_dir(&directory) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    pending.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|extension| extension != "py") {
-                    continue;
-                }
-                let Ok(source) = std::fs::read_to_string(&path) else {
-                    continue;
-                };
-                let tree = crate::syntax::parse(&source, None).expect("parses");
-                let model = SemanticModel::new(&source, &tree, BackendSetting::Auto);
-                for statement in tree.root_node().named_nodes() {
-                    let part = super::walk_statement(statement, &source, &model, false, None);
-                    let is_default = part.loop_roots.is_empty()
-                        && format!("{:?}", part.summaries)
-                            == format!("{:?}", super::Summaries::default());
-                    assert_eq!(
-                        part.loop_roots.is_empty() && part.summaries.is_empty(),
-                        is_default,
-                        "{}: {}",
-                        path.display(),
-                        &source[statement.byte_range()]
-                    );
-                    if is_default {
-                        empty += 1;
-                    } else {
-                        other += 1;
-                    }
+        for (path, source) in crate::python_files_under(&["tests/fixtures", "examples"]) {
+            let tree = crate::syntax::parse(&source, None).expect("parses");
+            let model = SemanticModel::new(&source, &tree, BackendSetting::Auto);
+            for statement in tree.root_node().named_nodes() {
+                let part = super::walk_statement(statement, &source, &model, false, None);
+                let is_default = part.loop_roots.is_empty()
+                    && format!("{:?}", part.summaries)
+                        == format!("{:?}", super::Summaries::default());
+                assert_eq!(
+                    part.loop_roots.is_empty() && part.summaries.is_empty(),
+                    is_default,
+                    "{}: {}",
+                    path.display(),
+                    &source[statement.byte_range()]
+                );
+                if is_default {
+                    empty += 1;
+                } else {
+                    other += 1;
                 }
             }
         }
