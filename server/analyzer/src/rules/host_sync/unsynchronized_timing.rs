@@ -119,10 +119,18 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
         .enclosing(operator, &["function_definition"])
         .unwrap_or_else(|| context.root());
     let statements = interval_statements(context, scope, lower, upper);
-    let cuts_graph = interval.contains("torch_xla.sync(")
-        || interval.contains("mark_step(")
-        || statements.loops_over_device_loader
-        || statements.runs_compiled_step;
+    // The barrier the message names: the first kind found, in the order users write them.
+    let barrier = if interval.contains("torch_xla.sync(") {
+        Some("`torch_xla.sync()`")
+    } else if interval.contains("mark_step(") {
+        Some("`mark_step()`")
+    } else if statements.runs_compiled_step {
+        Some("a `torch_xla.compile`d step")
+    } else if statements.loops_over_device_loader {
+        Some("a device loader's batches")
+    } else {
+        None
+    };
     // What runs in the interval itself: a step closure's body runs only when the runtime runs
     // it, and `torch.cuda.synchronize()` waits for a CUDA device, not the XLA one.
     let mut running = interval.as_bytes().to_vec();
@@ -132,12 +140,17 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
         }
     }
     let running = String::from_utf8_lossy(&running).replace("cuda.synchronize(", "");
-    if !cuts_graph || WAITS.iter().any(|wait| running.contains(wait)) {
+    let Some(barrier) = barrier else {
+        return;
+    };
+    if WAITS.iter().any(|wait| running.contains(wait)) {
         return;
     }
     context.report(
         operator.byte_range(),
-        "Timing ends after a barrier that does not wait (`torch_xla.sync()` / `mark_step()`): this measures tracing, not execution",
+        format!(
+            "Timing ends after a barrier that does not wait ({barrier}): this measures tracing, not execution"
+        ),
     );
 }
 
