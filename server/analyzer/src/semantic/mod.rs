@@ -2626,23 +2626,11 @@ impl<'t> SemanticModel<'t> {
         summaries::value_needs_cuda(value, self.source, self, depth)
     }
 
-    /// `if stream is not None:` / `if stream:` where every non-`None` value of `stream` in this
-    /// scope needs CUDA (see `Scope::cuda_values`), or `if self.stream is not None:` where every
-    /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
-    /// branch runs only with CUDA.
     /// `if x_is_mps_xpu:` where the name was last bound, in the same function, to a device test
     /// that never holds on a TPU (`x_is_mps_xpu = x.device.type in ["mps", "xpu"]`): the branch
     /// runs only there, as if the test were written in the `if`.
     fn is_off_tpu_test_value_branch(&self, block: Node<'t>, parent: Node<'t>) -> bool {
-        if parent.is_not(kind::IF_STATEMENT)
-            || parent
-                .field("consequence")
-                .is_none_or(|c| c.id() != block.id())
-        {
-            return false;
-        }
-        let Some(condition) = parent
-            .field("condition")
+        let Some(condition) = if_condition_of_consequence(block, parent)
             .map(syntax::unparenthesize)
             .filter(|c| c.is(kind::IDENTIFIER))
         else {
@@ -2660,18 +2648,13 @@ impl<'t> SemanticModel<'t> {
         .is_some_and(guards::never_on_tpu_when_true)
     }
 
+    /// `if stream is not None:` / `if stream:` where every non-`None` value of `stream` in this
+    /// scope needs CUDA (see `Scope::cuda_values`), or `if self.stream is not None:` where every
+    /// non-`None` value of that attribute in the file does (`Summaries::cuda_attributes`): the
+    /// branch runs only with CUDA.
     fn is_cuda_value_branch(&self, block: Node<'_>, parent: Node<'_>) -> bool {
-        if parent.is_not(kind::IF_STATEMENT)
-            || parent
-                .field("consequence")
-                .is_none_or(|c| c.id() != block.id())
-        {
-            return false;
-        }
-        let Some(condition) = parent.field("condition") else {
-            return false;
-        };
-        self.tests_cuda_value(condition, 0)
+        if_condition_of_consequence(block, parent)
+            .is_some_and(|condition| self.tests_cuda_value(condition, 0))
     }
 
     /// Whether `condition` holds only when a CUDA-only value exists: `x`, `x is not None`, or
@@ -4362,4 +4345,17 @@ impl summaries::Resolver for SemanticModel<'_> {
     fn resolve(&self, expr: Node<'_>) -> Option<String> {
         self.resolve_qualified_name(expr)
     }
+}
+
+/// The condition of `parent` when it is an `if` statement and `block` its consequence (the body
+/// that runs when the condition holds).
+fn if_condition_of_consequence<'t>(block: Node<'t>, parent: Node<'t>) -> Option<Node<'t>> {
+    if parent.is_not(kind::IF_STATEMENT)
+        || parent
+            .field("consequence")
+            .is_none_or(|c| c.id() != block.id())
+    {
+        return None;
+    }
+    parent.field("condition")
 }
