@@ -665,6 +665,8 @@ pub const ACCELERATOR_PROBES: &[&str] = &[
 
 /// The `torch` namespaces of non-CUDA accelerators whose `is_available()` is a probe like
 /// [`ACCELERATOR_PROBES`]: `torch.xpu.is_available()`, `torch.backends.mps.is_available()`.
+/// They are also those accelerators' device types (`x.device.type == "mps"`), none of which a
+/// TPU machine has.
 pub const ACCELERATOR_NAMESPACES: &[&str] = &["xpu", "npu", "mlu", "musa", "hpu", "mps"];
 
 /// Whether a called dotted name (`is_torch_npu_available`, `utils.is_xpu_available`,

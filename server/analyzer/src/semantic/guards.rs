@@ -23,7 +23,7 @@ pub enum Hardware {
     /// when a model runs eagerly or compiled on a TPU.
     Export,
     /// Another accelerator's device type (`x.device.type in ["mps", "xpu"]`: Apple MPS, Intel
-    /// XPU, Ascend NPU, Gaudi HPU): a branch taken only there never runs on a TPU.
+    /// XPU, Ascend NPU, Gaudi HPU, …: `torch_api::ACCELERATOR_NAMESPACES`): a branch taken only there never runs on a TPU.
     OtherAccelerator,
 }
 
@@ -1216,13 +1216,13 @@ pub(crate) fn literal_hardware(text: &str) -> Option<Hardware> {
 }
 
 /// The hardware of a device type compared with a device (`x.device.type == "mps"`): CUDA's or a
-/// TPU's ([`literal_hardware`]), or another accelerator's (`"mps"`, `"xpu"`, `"npu"`, `"hpu"`,
-/// `"mlu"`), none of which a TPU machine has. `"cpu"` is none of them: host tensors exist on
-/// every machine.
+/// TPU's ([`literal_hardware`]), or another accelerator's (the device types of
+/// [`crate::torch_api::ACCELERATOR_NAMESPACES`]: `"mps"`, `"xpu"`, `"npu"`, …), none of which a TPU
+/// machine has. `"cpu"` is none of them: host tensors exist on every machine.
 fn device_type_hardware(text: &str) -> Option<Hardware> {
     literal_hardware(text).or_else(|| {
         let kind = text.split(':').next().unwrap_or("").trim();
-        ["mps", "xpu", "npu", "hpu", "mlu"]
+        crate::torch_api::ACCELERATOR_NAMESPACES
             .iter()
             .any(|other| kind.eq_ignore_ascii_case(other))
             .then_some(Hardware::OtherAccelerator)
