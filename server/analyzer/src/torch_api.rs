@@ -663,6 +663,16 @@ pub const ACCELERATOR_PROBES: &[&str] = &[
     "is_tpu_available",
 ];
 
+/// Hugging Face availability probes whose meaning changed under their users: transformers'
+/// `is_torch_tpu_available` meant "torch_xla is importable" (deprecated for
+/// `is_torch_xla_available` by huggingface/transformers#29334) and, since
+/// huggingface/transformers#45918 (2026), probes TorchTPU (`torch_tpu`). Matched on the
+/// qualified name a file imports it under (`transformers.is_torch_tpu_available`,
+/// `transformers.utils.is_torch_tpu_available`, `transformers.file_utils.…`).
+pub fn is_repurposed_tpu_probe(qualified: &str) -> bool {
+    qualified.starts_with("transformers.") && qualified.ends_with(".is_torch_tpu_available")
+}
+
 /// The `torch` namespaces of non-CUDA accelerators whose `is_available()` is a probe like
 /// [`ACCELERATOR_PROBES`]: `torch.xpu.is_available()`, `torch.backends.mps.is_available()`.
 /// They are also those accelerators' device types (`x.device.type == "mps"`), none of which a

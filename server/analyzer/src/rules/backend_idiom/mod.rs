@@ -10,6 +10,7 @@ mod optimizer_step_without_reduce;
 mod optimizer_without_capturable;
 mod plain_loader_per_step_copy;
 mod removed_torch_xla_api;
+mod torch_tpu_probe_for_torch_xla;
 mod torchtpu_dynamic_compile;
 mod torchtpu_graph_break;
 mod torchtpu_internal_api;
@@ -32,4 +33,5 @@ pub const RULES: &[&RuleMeta] = &[
     &removed_torch_xla_api::REMOVED_TORCH_XLA_API,
     &torchtpu_graph_break::TORCHTPU_GRAPH_BREAK,
     &env_var_after_backend_import::ENV_VAR_AFTER_BACKEND_IMPORT,
+    &torch_tpu_probe_for_torch_xla::TORCH_TPU_PROBE_FOR_TORCH_XLA,
 ];
