@@ -4030,7 +4030,22 @@ impl<'t> SemanticModel<'t> {
                 }
                 let last = rest.rsplit('.').next().unwrap_or(rest);
                 if last == "Parameter" || last == "Buffer" {
-                    return Fact::tensor(Device::Accelerator, origin);
+                    // A parameter made in a method is a module's member and follows the module
+                    // to the device. One made outside any class (a script's `phi =
+                    // nn.Parameter(torch.zeros(16))` optimised by hand) is where its data is.
+                    let data_on_host = self.current_method_class().is_none()
+                        && syntax::positional_args(arguments)
+                            .first()
+                            .is_some_and(|data| {
+                                let data = self.fact_at_depth(*data, depth + 1);
+                                data.is_tensor() && data.device == Device::Cpu
+                            });
+                    let device = if data_on_host {
+                        Device::Cpu
+                    } else {
+                        Device::Accelerator
+                    };
+                    return Fact::tensor(device, origin);
                 }
                 if !rest.contains('.') && last.starts_with(|c: char| c.is_ascii_uppercase()) {
                     return Fact {
