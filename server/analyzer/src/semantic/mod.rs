@@ -3150,7 +3150,13 @@ impl<'t> SemanticModel<'t> {
             _ => return None,
         };
         let container = self.fact_at_depth(function.field("object")?, depth + 1);
-        (container.kind == ValueKind::Container && container.device == Device::Cpu).then_some(view)
+        // `torch.load(p, map_location="cpu")["model"].items()`: an entry of loaded host state
+        // reads as a host tensor, but a tensor has no `.items()`, so this entry is a nested
+        // state dict, on the host like everything loaded with it.
+        let nested_state = container.kind == ValueKind::Tensor && view == "items";
+        ((container.kind == ValueKind::Container || nested_state)
+            && container.device == Device::Cpu)
+            .then_some(view)
     }
 
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
