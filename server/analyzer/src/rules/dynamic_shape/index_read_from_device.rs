@@ -51,10 +51,9 @@ declare_rule! {
     /// ## Known problems
     /// Only reads written in the same function are followed (a name bound to `int(t)`,
     /// `t.item()` or an element of `t.tolist()`, possibly through arithmetic on such names); a
-    /// position carried in a Python
-    /// attribute (`self.ptr`) or passed in by a caller is not. Only hot paths are checked: in a
-    /// loop that post-processes results on the host the read back is the cost, and the host-sync
-    /// rules report it.
+    /// position carried in a Python attribute (`self.ptr`) or passed in by a caller is not. Only
+    /// hot paths are checked: in a loop that post-processes results on the host the read back is
+    /// the cost, and the host-sync rules report it.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
