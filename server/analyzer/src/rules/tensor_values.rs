@@ -63,6 +63,12 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
             if is_backward_operand(context, node) {
                 return true;
             }
+            // `left_off = self.left_off`: an alias of a buffer or parameter the module
+            // registered, whose recorded origin is the registration call in `__init__`, which
+            // itself is no tensor. `self.left_off` written out is confident (below).
+            if is_member_registration(context, node) {
+                return true;
+            }
             // The expression the name was bound to, judged with today's bindings.
             node.byte_range() != expr.byte_range() && confident(context, node, depth + 1)
         }
@@ -191,6 +197,19 @@ fn is_backward_operand<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let after = source.get(node.end_byte()..).unwrap_or("");
     let before = source.get(..node.start_byte()).unwrap_or("");
     after.starts_with(".backward(") || before.trim_end().ends_with("backward(")
+}
+
+/// Whether `node` is `self.register_buffer(...)` or `self.register_parameter(...)`: the origin
+/// the index records for a module's registered tensor.
+fn is_member_registration<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+    node.is(kind::CALL)
+        && context.method_call(node).is_some_and(|(receiver, method)| {
+            context.text_is(receiver, "self")
+                && matches!(
+                    context.text(method),
+                    "register_buffer" | "register_parameter"
+                )
+        })
 }
 
 /// The comparison operators of a `comparison_operator` node (`<`, `is not`, `in`, ...).

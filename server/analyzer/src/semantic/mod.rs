@@ -3150,7 +3150,13 @@ impl<'t> SemanticModel<'t> {
             _ => return None,
         };
         let container = self.fact_at_depth(function.field("object")?, depth + 1);
-        (container.kind == ValueKind::Container && container.device == Device::Cpu).then_some(view)
+        // `torch.load(p, map_location="cpu")["model"].items()`: an entry of loaded host state
+        // reads as a host tensor, but a tensor has no `.items()`, so this entry is a nested
+        // state dict, on the host like everything loaded with it.
+        let nested_state = container.kind == ValueKind::Tensor && view == "items";
+        ((container.kind == ValueKind::Container || nested_state)
+            && container.device == Device::Cpu)
+            .then_some(view)
     }
 
     /// The closest ancestor of `node` (or `node` itself) whose kind is one of `kinds`, not
@@ -4030,7 +4036,22 @@ impl<'t> SemanticModel<'t> {
                 }
                 let last = rest.rsplit('.').next().unwrap_or(rest);
                 if last == "Parameter" || last == "Buffer" {
-                    return Fact::tensor(Device::Accelerator, origin);
+                    // A parameter made in a method is a module's member and follows the module
+                    // to the device. One made outside any class (a script's `phi =
+                    // nn.Parameter(torch.zeros(16))` optimised by hand) is where its data is.
+                    let data_on_host = self.current_method_class().is_none()
+                        && syntax::positional_args(arguments)
+                            .first()
+                            .is_some_and(|data| {
+                                let data = self.fact_at_depth(*data, depth + 1);
+                                data.is_tensor() && data.device == Device::Cpu
+                            });
+                    let device = if data_on_host {
+                        Device::Cpu
+                    } else {
+                        Device::Accelerator
+                    };
+                    return Fact::tensor(device, origin);
                 }
                 if !rest.contains('.') && last.starts_with(|c: char| c.is_ascii_uppercase()) {
                     return Fact {

@@ -14,9 +14,9 @@ declare_rule! {
     /// Checks subscripts of a device tensor, on a hot path, whose slice bound or integer index
     /// is a value read back from the device: a Python number bound to `int(t)` or `t.item()` of
     /// a device tensor in the same function (`ptr = int(self.queue_ptr)`; `queue[:, ptr:ptr + n]`),
-    /// such a read written in the subscript (`x[:, : int(n)]`), or a device tensor used as a
-    /// slice bound (`x[:, :n]` with `n` a tensor), which Python turns into an integer the same
-    /// way.
+    /// an element of `t.tolist()`, such a read written in the subscript (`x[:, : int(n)]`), or a
+    /// device tensor used as a slice bound (`x[:, :n]` with `n` a tensor, also a local alias of
+    /// a buffer), which Python turns into an integer the same way.
     ///
     /// ## Why is this bad?
     /// A slice bound or an integer index is a constant of the traced graph. PyTorch/XLA bakes
@@ -49,11 +49,11 @@ declare_rule! {
     /// fixed-size slice and a mask.
     ///
     /// ## Known problems
-    /// Only reads written in the same function are followed (a name bound to `int(t)` or
-    /// `t.item()`, possibly through arithmetic on such names); a position carried in a Python
-    /// attribute (`self.ptr`) or passed in by a caller is not. Only hot paths are checked: in a
-    /// loop that post-processes results on the host the read back is the cost, and the host-sync
-    /// rules report it.
+    /// Only reads written in the same function are followed (a name bound to `int(t)`,
+    /// `t.item()` or an element of `t.tolist()`, possibly through arithmetic on such names); a
+    /// position carried in a Python attribute (`self.ptr`) or passed in by a caller is not. Only
+    /// hot paths are checked: in a loop that post-processes results on the host the read back is
+    /// the cost, and the host-sync rules report it.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* (`docs/source/notes/source_of_recompilation.md`:
@@ -197,13 +197,34 @@ fn read_back<'t>(
                     in_slice,
                 });
             }
-            // `end = ptr + n`: arithmetic on a read, bound to a name of its own. Only Python
-            // arithmetic is followed, not a tensor operation that would keep it on the device.
-            if assigned.is_any(&[kind::BINARY_OPERATOR, kind::UNARY_OPERATOR]) {
+            // `end = ptr + n`: arithmetic on a read, bound to a name of its own; `start =
+            // starts[0]`: an element of a list read back. Only Python arithmetic is followed,
+            // not a tensor operation that would keep it on the device.
+            if assigned.is_any(&[kind::BINARY_OPERATOR, kind::UNARY_OPERATOR, kind::SUBSCRIPT]) {
                 return read_back(context, subscript, assigned, in_slice, depth + 1)
                     .filter(|source| matches!(source, Source::HostRead { .. }));
             }
             None
+        }
+        // `starts[i]` with `starts = t.tolist()`, or `t.tolist()[i]`: an element of a device
+        // tensor read back as a Python list, a number like `int(t[i])`.
+        kind::SUBSCRIPT => {
+            let list = syntax::unparenthesize(expr.field("value")?);
+            let list = if list.is(kind::IDENTIFIER) {
+                let semantic = context.semantic();
+                let function = semantic.function_around(subscript)?;
+                syntax::unparenthesize(semantic.last_assignment_before(
+                    function,
+                    node_text(list, context.source()),
+                    subscript.start_byte(),
+                )?)
+            } else {
+                list
+            };
+            list_read_of_device_tensor(context, list).then_some(Source::HostRead {
+                read: list,
+                in_slice,
+            })
         }
         kind::ATTRIBUTE if in_slice && computed_on_device(context, expr) => {
             Some(Source::TensorBound { bound: expr })
@@ -232,6 +253,14 @@ fn host_read_of_device_tensor<'t>(context: &Context<'t, '_>, call: Node<'t>) -> 
         || computed_on_device(context, argument)
 }
 
+/// `t.tolist()` with `t` a device tensor the index is sure of.
+fn list_read_of_device_tensor<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    call.is(kind::CALL)
+        && context.method_call(call).is_some_and(|(receiver, method)| {
+            context.text_is(method, "tolist") && computed_on_device(context, receiver)
+        })
+}
+
 /// Whether `expr` is a device tensor the file computes or holds (an operation's result, a
 /// module's output or buffer, a factory with a device), as opposed to one a parameter's
 /// annotation or its callers make a tensor: lengths passed in as `lengths: torch.LongTensor`
@@ -251,6 +280,11 @@ fn position_name<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<&'t st
     let expr = syntax::unparenthesize(expr);
     match expr.kind_key() {
         kind::IDENTIFIER => Some(node_text(expr, context.source())),
+        // `starts[i]`: the list read back is the position's source.
+        kind::SUBSCRIPT => expr
+            .field("value")
+            .filter(|list| list.is(kind::IDENTIFIER))
+            .map(|list| node_text(list, context.source())),
         kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
             .into_iter()
             .flatten()
