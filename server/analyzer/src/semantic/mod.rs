@@ -2075,7 +2075,11 @@ impl<'t> SemanticModel<'t> {
         if annotated != torch_api::AnnotatedKind::Tensor {
             return annotated;
         }
-        let Some(alias) = torch_api::annotation_alias_name(text) else {
+        // `Tensor`, `FloatTensor`: a tensor type's own name, no alias to look up (the
+        // common case, which skips the module's assignments).
+        let Some(alias) =
+            torch_api::annotation_alias_name(text).filter(|name| !name.ends_with("Tensor"))
+        else {
             return annotated;
         };
         match self.last_assignment_before(None, &alias, before) {
