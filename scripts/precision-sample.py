@@ -57,6 +57,9 @@ HELD_OUT_10 = list(realcode_corpus.HELD_OUT_10_RELEASES) + list(realcode_corpus.
 # The sixteenth pass: `--bases held-out-11` (seven wheels of HELD_OUT_11_RELEASES and the TPU-aware
 # repository of HELD_OUT_11_REPOSITORIES).
 HELD_OUT_11 = list(realcode_corpus.HELD_OUT_11_RELEASES) + list(realcode_corpus.HELD_OUT_11_REPOSITORIES)
+# The seventeenth pass: `--bases held-out-12` (seven wheels of HELD_OUT_12_RELEASES and the TPU-aware
+# repository of HELD_OUT_12_REPOSITORIES).
+HELD_OUT_12 = list(realcode_corpus.HELD_OUT_12_RELEASES) + list(realcode_corpus.HELD_OUT_12_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -173,7 +176,8 @@ def main() -> int:
     named = {"held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3, "held-out-4": HELD_OUT_4,
              "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6,
              "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9,
-             "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11}
+             "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
+             "held-out-12": HELD_OUT_12}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

@@ -201,6 +201,21 @@ HELD_OUT_11_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "gigagan-pytorch==0.3.0",
 ])
 
+# The seventeenth pass's held-out code bases (docs/precision.md, seventeenth pass): a twelfth set no
+# session had looked at, selected with `precision-sample.py --bases held-out-12` together with the
+# TPU-aware repository of HELD_OUT_12_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any; mmocr's is py2.py3-none-any); the import packages are mmocr,
+# mmdet3d, allennlp, f5_tts, chronos, musiclm_pytorch and transfusion_pytorch.
+HELD_OUT_12_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "mmocr==1.0.1",
+    "mmdet3d==1.4.0",
+    "allennlp==2.10.1",
+    "f5-tts==1.1.22",
+    "chronos-forecasting==2.3.2",
+    "musiclm-pytorch==0.2.8",
+    "transfusion-pytorch==0.20.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -249,11 +264,16 @@ HELD_OUT_10_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_11_REPOSITORIES: dict[str, tuple[str, str]] = {
     "MonArc": ("aklein4/MonArc", "2c995fa953cac1e400534c7d44c8756b9b3413b4"),
 }
+# The seventeenth pass's TPU-aware repository: tpuTraining, language-model training on TPUs with
+# torch_xla (SPMD meshes, xmp.spawn, parallel loaders, its training utilities).
+HELD_OUT_12_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "tpuTraining": ("TobiasStd/tpuTraining", "49e40aa02b246f09b8edb3944fb4f6e1ef4515ac"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
                                                 **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES,
-                                                **HELD_OUT_11_REPOSITORIES}
+                                                **HELD_OUT_11_REPOSITORIES, **HELD_OUT_12_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -265,7 +285,7 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES}[name]
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -377,7 +397,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES}:
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

@@ -44,6 +44,7 @@ pub const FOR_STATEMENT: u16 = 137;
 pub const FUNCTION_DEFINITION: u16 = 145;
 pub const FUTURE_IMPORT_STATEMENT: u16 = 114;
 pub const GENERATOR_EXPRESSION: u16 = 223;
+pub const GENERIC_TYPE: u16 = 210;
 pub const IDENTIFIER: u16 = 1;
 pub const IF_CLAUSE: u16 = 228;
 pub const IF_STATEMENT: u16 = 131;
@@ -79,6 +80,7 @@ pub const TRUE: u16 = 96;
 pub const TRY_STATEMENT: u16 = 139;
 pub const TUPLE: u16 = 217;
 pub const TUPLE_PATTERN: u16 = 168;
+pub const TYPE: u16 = 43;
 pub const TYPED_DEFAULT_PARAMETER: u16 = 182;
 pub const TYPED_PARAMETER: u16 = 207;
 pub const UNARY_OPERATOR: u16 = 192;
@@ -129,6 +131,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (FUNCTION_DEFINITION, "function_definition"),
     (FUTURE_IMPORT_STATEMENT, "future_import_statement"),
     (GENERATOR_EXPRESSION, "generator_expression"),
+    (GENERIC_TYPE, "generic_type"),
     (IDENTIFIER, "identifier"),
     (IF_CLAUSE, "if_clause"),
     (IF_STATEMENT, "if_statement"),
@@ -164,6 +167,7 @@ pub(crate) const ALL: &[(u16, &str)] = &[
     (TRY_STATEMENT, "try_statement"),
     (TUPLE, "tuple"),
     (TUPLE_PATTERN, "tuple_pattern"),
+    (TYPE, "type"),
     (TYPED_DEFAULT_PARAMETER, "typed_default_parameter"),
     (TYPED_PARAMETER, "typed_parameter"),
     (UNARY_OPERATOR, "unary_operator"),

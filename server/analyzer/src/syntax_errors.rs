@@ -8,6 +8,7 @@
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::kind;
 use crate::syntax::NodeExt;
 
 /// The code (and name) of a syntax-error diagnostic; no rule has it.
@@ -27,7 +28,9 @@ pub fn syntax_errors(source: &str, tree: &Tree) -> Vec<Diagnostic> {
     loop {
         let node = cursor.node();
         let reported = if node.is_error() {
-            if !parses_when_parenthesized(node, source) {
+            if !parses_when_parenthesized(node, source)
+                && !continues_a_subscripted_annotation(node, source)
+            {
                 found.push(unexpected(node, source));
             }
             true
@@ -101,6 +104,43 @@ fn parses_when_parenthesized(node: Node<'_>, source: &str) -> bool {
     } else {
         return false;
     };
+    crate::syntax::parse(&candidate, None).is_some_and(|tree| !tree.root_node().has_error())
+}
+
+/// tree-sitter-python reads an annotation that starts with a subscript as a generic type, which
+/// no `or` or `and` may follow, so a valid boolean annotation that starts with one is an error
+/// region right after the type (`target_size: Tuple[int, int] or int`, in mmocr; `x: T[int] and
+/// U = v`). An error region that directly follows an annotation and, joined to it and
+/// parenthesized, parses as one annotation is valid Python, not a syntax error.
+fn continues_a_subscripted_annotation(node: Node<'_>, source: &str) -> bool {
+    // The annotation is the error's previous sibling (an assignment's or a defaulted parameter's
+    // `type`) or the last child of the previous sibling (a plain typed parameter's `type`).
+    let Some(before) = node.prev_named_sibling() else {
+        return false;
+    };
+    let annotation = if before.is(kind::TYPE) {
+        Some(before)
+    } else if before.is(kind::TYPED_PARAMETER) {
+        before.field("type")
+    } else {
+        None
+    };
+    let Some(annotation) = annotation.filter(|a| a.end_byte() == before.end_byte()) else {
+        return false;
+    };
+    let holds_a_subscript = {
+        let mut cursor = annotation.walk();
+        annotation
+            .named_children(&mut cursor)
+            .any(|child| child.is(kind::GENERIC_TYPE))
+    };
+    if !holds_a_subscript {
+        return false;
+    }
+    let Some(joined) = source.get(annotation.start_byte()..node.end_byte()) else {
+        return false;
+    };
+    let candidate = format!("x: (\n{joined}\n)\n");
     crate::syntax::parse(&candidate, None).is_some_and(|tree| !tree.root_node().has_error())
 }
 
@@ -279,6 +319,32 @@ mod tests {
         }
         // A real error with a star is still one.
         assert_eq!(errors("def f():\n    return *\n").len(), 1);
+    }
+
+    #[test]
+    fn valid_operators_after_a_subscripted_annotation_are_not_errors() {
+        for source in [
+            "def f(self, target_size: Tuple[int, int] or int, ratio: float = 0.5):\n    pass\n",
+            "def f(size: Tuple[int] or int = 3):\n    pass\n",
+            "def f(size: List[int] and int):\n    pass\n",
+            "size: Tuple[int, int] or int = 1\n",
+        ] {
+            let tree = parse(source, None).expect("parses");
+            assert!(
+                tree.root_node().has_error(),
+                "the grammar now accepts {source:?}"
+            );
+            assert_eq!(errors(source), [], "{source:?}");
+        }
+        // Text after an annotation that does not continue it is still an error, as is an
+        // operator with nothing after it.
+        for source in [
+            "def f(size: Tuple[int] int):\n    pass\n",
+            "size: Tuple[int] or = 1\n",
+            "def f(size: int or):\n    pass\n",
+        ] {
+            assert_eq!(errors(source).len(), 1, "{source:?}: {:?}", errors(source));
+        }
     }
 
     #[test]

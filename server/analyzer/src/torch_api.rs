@@ -556,6 +556,19 @@ pub const BOOLEAN_METHODS: &[&str] = &[
     "signbit",
 ];
 
+/// Tensor methods whose result carries no gradient: a detached copy, an integer or boolean
+/// conversion, an index. When one of them ends a chain (`up(x).round().bool()`), no backward
+/// pass runs through the ops before it (together with the comparisons of [`BOOLEAN_METHODS`]).
+pub const GRADIENT_CUTTING_METHODS: &[&str] = &[
+    "detach", "bool", "long", "int", "short", "byte", "char", "argmax", "argmin",
+];
+
+/// Whether a tensor method's result carries no gradient ([`GRADIENT_CUTTING_METHODS`], or a
+/// boolean result of [`BOOLEAN_METHODS`]).
+pub fn cuts_gradient(method: &str) -> bool {
+    GRADIENT_CUTTING_METHODS.contains(&method) || BOOLEAN_METHODS.contains(&method)
+}
+
 /// Torch functions and tensor methods that return a Python tuple of tensors, the pieces of their
 /// input (`torch.split(x, n)`, `x.chunk(k)`, `x.unbind(0)`): indexing the tuple picks a piece the
 /// call already made, as iterating it does.
@@ -813,6 +826,17 @@ pub fn annotated_kind(annotation: &str) -> AnnotatedKind {
     }
 }
 
+/// The name an annotation consists of once `Optional[...]`, `| None` and quotes are looked
+/// through (`Optional[TensorPair]` -> `TensorPair`), when it is a plain name: it may be a type
+/// alias bound in the module, whose value then says what the annotation means.
+pub fn annotation_alias_name(annotation: &str) -> Option<String> {
+    let text = unwrapped_annotation(annotation);
+    let plain = !text.is_empty()
+        && !text.starts_with(|c: char| c.is_ascii_digit())
+        && text.chars().all(|c| c.is_alphanumeric() || c == '_');
+    plain.then_some(text)
+}
+
 /// Whether an annotation names torch's legacy boolean tensor type (`torch.BoolTensor`,
 /// `Optional[torch.BoolTensor]`, `torch.cuda.BoolTensor`): a mask, as HF-style signatures
 /// declare them (`bool_masked_pos: Optional[torch.BoolTensor] = None`).
@@ -892,13 +916,14 @@ pub const EXCERPT_EVIDENCE_METHODS: &[&str] = &[
 
 /// Packages that run only on CUDA GPUs: NVIDIA's kernels and runtimes, and the libraries built on
 /// them (Megatron-LM, bitsandbytes' quantised kernels, Transformer Engine's fp8, Apex's fused
-/// ops, Triton's GPU kernels, FlashAttention, xFormers, NVML, CuPy, TensorRT, MS-AMP). Code that
-/// calls them cannot run on a TPU, so what it does there is no TPU problem.
+/// ops, Triton's GPU kernels, FlashAttention, xFormers, NVML, CuPy, TensorRT and TensorRT-LLM,
+/// MS-AMP). Code that calls them cannot run on a TPU, so what it does there is no TPU problem.
 ///
 /// Sources: each project's installation requirements (CUDA toolkit / NVIDIA GPU):
 /// <https://github.com/NVIDIA/Megatron-LM>, <https://github.com/bitsandbytes-foundation/bitsandbytes>,
 /// <https://github.com/NVIDIA/TransformerEngine>, <https://github.com/NVIDIA/apex>,
-/// <https://github.com/triton-lang/triton>, <https://github.com/Dao-AILab/flash-attention>.
+/// <https://github.com/triton-lang/triton>, <https://github.com/Dao-AILab/flash-attention>,
+/// <https://github.com/NVIDIA/TensorRT-LLM> (builds and runs TensorRT engines on NVIDIA GPUs).
 pub const CUDA_ONLY_PACKAGES: &[&str] = &[
     "megatron",
     "bitsandbytes",
@@ -911,6 +936,7 @@ pub const CUDA_ONLY_PACKAGES: &[&str] = &[
     "cupy",
     "torch_tensorrt",
     "tensorrt",
+    "tensorrt_llm",
     "msamp",
 ];
 

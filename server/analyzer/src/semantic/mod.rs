@@ -2060,6 +2060,43 @@ impl<'t> SemanticModel<'t> {
                 .is_some_and(|index| self.summaries.functions[index].compiled)
     }
 
+    /// What a parameter's annotation says the value is, through a type alias bound earlier in
+    /// the module (`TensorPair = Tuple[torch.Tensor, torch.Tensor]`, then `initial_state:
+    /// Optional[TensorPair]`): a name that merely contains `Tensor` says nothing; the alias's
+    /// value (here a tuple of tensors, a container) says what it is. Only a value that is itself
+    /// a type expression (a subscript, a dotted or plain name, a `|` union) counts.
+    fn parameter_annotation_kind(
+        &self,
+        annotation: Node<'t>,
+        before: usize,
+    ) -> torch_api::AnnotatedKind {
+        let text = node_text(annotation, self.source);
+        let annotated = torch_api::annotated_kind(text);
+        if annotated != torch_api::AnnotatedKind::Tensor {
+            return annotated;
+        }
+        // `Tensor`, `FloatTensor`: a tensor type's own name, no alias to look up (the
+        // common case, which skips the module's assignments).
+        let Some(alias) =
+            torch_api::annotation_alias_name(text).filter(|name| !name.ends_with("Tensor"))
+        else {
+            return annotated;
+        };
+        match self.last_assignment_before(None, &alias, before) {
+            Some(value)
+                if value.is_any(&[
+                    kind::SUBSCRIPT,
+                    kind::ATTRIBUTE,
+                    kind::IDENTIFIER,
+                    kind::BINARY_OPERATOR,
+                ]) =>
+            {
+                torch_api::annotated_kind(node_text(value, self.source))
+            }
+            _ => annotated,
+        }
+    }
+
     /// Binds parameters: annotated tensors are tensors; in hot functions, unannotated parameters
     /// without a literal default are taken to be tensors on the model's device. What every call
     /// of the function in the file passes (`passed.rs`; `function` is its summary index) comes
@@ -2099,7 +2136,7 @@ impl<'t> SemanticModel<'t> {
             let fact = if flag_default {
                 Fact::of(ValueKind::Scalar)
             } else if let Some(annotation) = annotation {
-                match torch_api::annotated_kind(node_text(annotation, source)) {
+                match self.parameter_annotation_kind(annotation, parameters.start_byte()) {
                     // The annotation names the kind, not the placement: where every call in the
                     // file passes an explicit host copy (`compute_dtm(target.cpu(), pred)`), it
                     // is on the host. A factory's default placement (a demo's

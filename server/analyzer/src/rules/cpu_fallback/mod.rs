@@ -178,6 +178,45 @@ fn under_no_grad<'t>(
     false
 }
 
+/// Whether the value `result` computes reaches nothing differentiable: a method of its chain
+/// cuts the gradient (`F.interpolate(mask, mode="trilinear").round().bool()`, `.detach()`), or
+/// the chain ends in a comparison (`up(x) > 0.5`). The chain's intermediate values are bound to
+/// no name, so no backward pass reaches `result` through them.
+fn result_leaves_autograd<'t>(
+    context: &crate::checker::Context<'t, '_>,
+    result: tree_sitter::Node<'t>,
+) -> bool {
+    use crate::syntax::NodeExt;
+    let mut value = result;
+    while let Some(parent) = context.parent(value) {
+        if parent.is(kind::COMPARISON_OPERATOR) {
+            return true;
+        }
+        let method_call = (parent.is(kind::ATTRIBUTE)
+            && parent.field("object").is_some_and(|o| o.id() == value.id()))
+        .then(|| context.parent(parent))
+        .flatten()
+        .filter(|call| {
+            call.is(kind::CALL)
+                && call
+                    .field("function")
+                    .is_some_and(|f| f.id() == parent.id())
+        });
+        let Some(method_call) = method_call else {
+            return false;
+        };
+        let method = parent
+            .field("attribute")
+            .map(|a| context.text(a))
+            .unwrap_or("");
+        if crate::torch_api::cuts_gradient(method) {
+            return true;
+        }
+        value = method_call;
+    }
+    false
+}
+
 /// The context managers and decorators that turn autograd off.
 fn disables_grad(qualified_name: &str) -> bool {
     matches!(qualified_name, "torch.no_grad" | "torch.inference_mode")

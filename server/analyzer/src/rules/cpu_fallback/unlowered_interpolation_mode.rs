@@ -136,7 +136,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         "nearest-exact" => "_upsample_nearest_exact",
         "bilinear" if antialias => "_upsample_bilinear2d_aa",
         // The forward decomposes into lowered ops; the backward was measured falling back.
-        "trilinear" if !super::under_no_grad(context, call) => "upsample_trilinear3d_backward",
+        "trilinear"
+            if !super::under_no_grad(context, call)
+                && !super::result_leaves_autograd(
+                    context,
+                    applied_result(context, call, is_module),
+                ) =>
+        {
+            "upsample_trilinear3d_backward"
+        }
         "nearest" => {
             let spatial_dims = [
                 syntax::argument(arguments, size_position, "size", source),
@@ -192,4 +200,21 @@ fn sequence_length(node: Node<'_>) -> Option<usize> {
             .filter(|child| child.is_not(kind::COMMENT))
             .count(),
     )
+}
+
+/// The node that holds the resized tensor: the call itself, or for the module form applied
+/// where it is built (`nn.Upsample(size=s, mode="trilinear")(x)`) the call of the new module.
+fn applied_result<'t>(context: &Context<'t, '_>, call: Node<'t>, is_module: bool) -> Node<'t> {
+    if !is_module {
+        return call;
+    }
+    context
+        .parent(call)
+        .filter(|parent| {
+            parent.is(kind::CALL)
+                && parent
+                    .field("function")
+                    .is_some_and(|f| f.id() == call.id())
+        })
+        .unwrap_or(call)
 }
