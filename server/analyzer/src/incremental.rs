@@ -786,13 +786,22 @@ pub fn check_with_policy(
     // Offsets in the pre-pass (where functions first save) are compared by statement text and
     // offset inside it.
     let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
+    // Each statement's text hash, computed once: a class holding many functions is located
+    // once per function, and hashing its whole text each time cost as much as a small check.
+    let text_hashes: Vec<std::cell::OnceCell<u64>> = vec![std::cell::OnceCell::new(); nodes.len()];
+    let text_hash = |index: usize| -> u64 {
+        let hash = || hash_one((nodes[index].kind_id(), &source[nodes[index].byte_range()]));
+        match text_hashes.get(index) {
+            Some(memo) => *memo.get_or_init(hash),
+            None => hash(),
+        }
+    };
     let locate = |offset: usize| -> (u64, usize) {
         let index = starts.partition_point(|&start| start <= offset);
         match index.checked_sub(1) {
-            Some(index) if offset <= nodes[index].end_byte() => (
-                hash_one((nodes[index].kind_id(), &source[nodes[index].byte_range()])),
-                offset - starts[index],
-            ),
+            Some(index) if offset <= nodes[index].end_byte() => {
+                (text_hash(index), offset - starts[index])
+            }
             _ => (u64::MAX, offset),
         }
     };
@@ -851,10 +860,7 @@ pub fn check_with_policy(
             Some(old) => (old.hash, old.mentions.clone()),
             None => {
                 let text = &source[nodes[index].byte_range()];
-                (
-                    hash_one((nodes[index].kind_id(), text)),
-                    identifiers(text).into(),
-                )
+                (text_hash(index), identifiers(text).into())
             }
         })
         .unzip();
