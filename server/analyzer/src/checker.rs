@@ -11,7 +11,8 @@ use crate::hash::HashMap;
 use crate::prefilter::{Prefilter, PresentTokens};
 use crate::registry::{RuleId, RuleMeta, rules};
 use crate::semantic::{
-    Backend, Fact, HardwareScope, HotPath, SemanticModel, SummaryCache, WalkStep, name_hash,
+    Backend, Fact, HardwareScope, HotPath, SemanticModel, StatementWalks, SummaryCache, WalkStep,
+    name_hash,
 };
 use crate::settings::{LibraryCodePolicy, Settings, TestCodePolicy};
 use crate::source::TextRange;
@@ -519,6 +520,38 @@ fn replay<'t>(
     tree: &'t Tree,
     steps: &[WalkStep<'t>],
     semantic: &mut SemanticModel<'t>,
+    visit: impl FnMut(&SemanticModel<'t>, Node<'t>, u16, bool),
+) {
+    let root = tree.root_node();
+    let root = WalkStep {
+        node: root,
+        depth: 0,
+        kind: root.kind_id(),
+    };
+    replay_steps(std::slice::from_ref(&root), steps, 0, semantic, visit);
+}
+
+/// [`walk_node`] over a top-level statement whose named nodes the pre-pass recorded (`steps`:
+/// the statement first, at depth 1; see [`StatementWalks`]), below `error_depth` `ERROR` nodes
+/// (the root's): the same visits, with the node's `kind_id()`, without a second cursor walk.
+pub(crate) fn replay_statement<'t>(
+    steps: &[WalkStep<'t>],
+    error_depth: usize,
+    semantic: &mut SemanticModel<'t>,
+    visit: impl FnMut(&SemanticModel<'t>, Node<'t>, u16, bool),
+) {
+    replay_steps(&[], steps, error_depth, semantic, visit);
+}
+
+/// Enters `open` (the nodes above `steps`, outermost first, at depths 0, 1, ...), then each step
+/// after leaving the open nodes at its depth or deeper, then leaves every node still open.
+/// `errors`: the `ERROR` nodes around `open[0]`.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+fn replay_steps<'t>(
+    open: &[WalkStep<'t>],
+    steps: &[WalkStep<'t>],
+    mut errors: usize,
+    semantic: &mut SemanticModel<'t>,
     mut visit: impl FnMut(&SemanticModel<'t>, Node<'t>, u16, bool),
 ) {
     // `Node::is_error` is `kind_id() == ts_builtin_sym_error`.
@@ -539,28 +572,28 @@ fn replay<'t>(
             *errors = errors.saturating_sub(1);
         }
     };
-    // The entered nodes not yet left, root first; a step at depth `d` follows the leaving of
-    // every open node at depth `d` or deeper.
-    let mut open: Vec<WalkStep<'t>> = Vec::with_capacity(64);
-    let mut errors = 0usize;
-    let root = tree.root_node();
-    let root = WalkStep {
-        node: root,
-        depth: 0,
-        kind: root.kind_id(),
-    };
-    enter(root, semantic, &mut errors);
-    open.push(root);
+    // The entered nodes not yet left, outermost first; a step at depth `d` follows the leaving
+    // of every open node at depth `d` or deeper (the open nodes' depths are 0, 1, ...).
+    let mut entered: Vec<WalkStep<'t>> = Vec::with_capacity(64);
+    for &step in open {
+        enter(step, semantic, &mut errors);
+        entered.push(step);
+    }
+    // Depths are counted from the first open node (the root at 0); without one, the steps
+    // start below a root entered by the caller.
+    let base = usize::from(open.is_empty());
     for &step in steps {
-        while open.len() > step.depth as usize {
-            if let Some(done) = open.pop() {
+        while entered.len() + base > step.depth as usize {
+            if let Some(done) = entered.pop() {
                 leave(done, semantic, &mut errors);
+            } else {
+                break;
             }
         }
         enter(step, semantic, &mut errors);
-        open.push(step);
+        entered.push(step);
     }
-    while let Some(done) = open.pop() {
+    while let Some(done) = entered.pop() {
         leave(done, semantic, &mut errors);
     }
 }
@@ -621,11 +654,11 @@ pub(crate) fn new_model_reusing<'t>(
     settings: &Settings,
     caches: &[&SummaryCache],
     statements: &[Node<'t>],
-) -> (SemanticModel<'t>, SummaryCache) {
-    let (mut semantic, cache) =
+) -> (SemanticModel<'t>, SummaryCache, StatementWalks<'t>) {
+    let (mut semantic, cache, walks) =
         SemanticModel::new_reusing(source, tree, settings.backend, caches, statements);
     configure_model(&mut semantic, settings);
-    (semantic, cache)
+    (semantic, cache, walks)
 }
 
 /// Runs the running rules registered for a node's kind, and the policy every rule shares.
@@ -942,6 +975,82 @@ mod tests {
             });
         }
         seen
+    }
+
+    /// [`visits`] of an incremental check's traversal, statement by statement below the root:
+    /// each statement walked, or replayed from the reusing pre-pass's recorded walk.
+    fn statement_visits(
+        source: &str,
+        tree: &Tree,
+        replayed: bool,
+    ) -> Vec<(usize, bool, Option<usize>)> {
+        let settings = Settings::default();
+        let root = tree.root_node();
+        let statements: Vec<Node<'_>> = root.named_nodes().collect();
+        let (mut semantic, _, walks) = new_model_reusing(source, tree, &settings, &[], &statements);
+        let root_errors = usize::from(root.is_error());
+        let mut seen = Vec::new();
+        semantic.enter(root);
+        for (index, &statement) in statements.iter().enumerate() {
+            let mut record = |semantic: &SemanticModel<'_>, node: Node<'_>, dispatchable| {
+                seen.push((
+                    node.id(),
+                    dispatchable,
+                    semantic.parent(node).map(|p| p.id()),
+                ));
+            };
+            if replayed {
+                // No cache: the pre-pass walked (and recorded) every statement.
+                let steps = walks.of(index).expect("every statement was walked");
+                replay_statement(
+                    steps,
+                    root_errors,
+                    &mut semantic,
+                    |semantic, node, kind, d| {
+                        assert_eq!(kind, node.kind_id());
+                        record(semantic, node, d);
+                    },
+                );
+            } else {
+                walk_node(
+                    statement,
+                    root_errors,
+                    &mut semantic,
+                    &mut |semantic, node, d| {
+                        record(semantic, node, d);
+                        true
+                    },
+                );
+            }
+        }
+        semantic.leave(root);
+        seen
+    }
+
+    #[test]
+    fn a_replayed_statement_is_its_walk() {
+        let sources = crate::test_sources(&[
+            "",
+            "\n\n# only a comment\n",
+            "a = 1; b = 2;\nc = 3 ; # trailing\n",
+            "@torch.compile\n@other(1)\ndef f(x):\n    # inside\n    return [y for y in x if y]\n",
+            "class A(B):\n    def f(self, a: int = 1) -> None:\n        g = lambda z: z % 2\n        return f\"{a!r}\"\n",
+            "def g(:\n    exec x\nfor i in range(3):\n    if i: continue\n    else:\n        break\n",
+            "x = (\n  1 +\n  )\n)) ]] def\n\tclass ::\n",
+            "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
+        ]);
+        for source in &sources {
+            let tree = syntax::parse(source, None).expect("parses");
+            let walked = statement_visits(source, &tree, false);
+            assert_eq!(
+                walked,
+                statement_visits(source, &tree, true),
+                "on {source:?}"
+            );
+            // The same visits as the whole-tree walk, the root's own aside.
+            let whole = visits(source, &tree, false);
+            assert_eq!(whole.get(1..).unwrap_or_default(), walked, "on {source:?}");
+        }
     }
 
     #[test]

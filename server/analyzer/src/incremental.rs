@@ -65,7 +65,7 @@ use std::sync::Arc;
 use tree_sitter::{Node, Tree};
 
 use crate::checker::{
-    Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, walk_node,
+    Dispatcher, RunningRules, finish, finish_syntax, new_model_reusing, replay_statement, walk_node,
 };
 use crate::diagnostic::{Diagnostic, Edit};
 use crate::fix::importer::{CONTAINS_WORD, contains_word};
@@ -779,17 +779,29 @@ pub fn check_with_policy(
         };
     }
     let caches: Vec<&SummaryCache> = previous.iter().map(|(_, old)| &*old.summaries).collect();
-    let (mut semantic, summary_cache) = new_model_reusing(source, tree, settings, &caches, &nodes);
+    // `walks`: the named nodes of the statements the pre-pass walked (their parts not reused),
+    // which the traversal replays instead of walking them again.
+    let (mut semantic, summary_cache, walks) =
+        new_model_reusing(source, tree, settings, &caches, &nodes);
     // Offsets in the pre-pass (where functions first save) are compared by statement text and
     // offset inside it.
     let starts: Vec<usize> = nodes.iter().map(Node::start_byte).collect();
+    // Each statement's text hash, computed once: a class holding many functions is located
+    // once per function, and hashing its whole text each time cost as much as a small check.
+    let text_hashes: Vec<std::cell::OnceCell<u64>> = vec![std::cell::OnceCell::new(); nodes.len()];
+    let text_hash = |index: usize| -> u64 {
+        let hash = || hash_one((nodes[index].kind_id(), &source[nodes[index].byte_range()]));
+        match text_hashes.get(index) {
+            Some(memo) => *memo.get_or_init(hash),
+            None => hash(),
+        }
+    };
     let locate = |offset: usize| -> (u64, usize) {
         let index = starts.partition_point(|&start| start <= offset);
         match index.checked_sub(1) {
-            Some(index) if offset <= nodes[index].end_byte() => (
-                hash_one((nodes[index].kind_id(), &source[nodes[index].byte_range()])),
-                offset - starts[index],
-            ),
+            Some(index) if offset <= nodes[index].end_byte() => {
+                (text_hash(index), offset - starts[index])
+            }
             _ => (u64::MAX, offset),
         }
     };
@@ -848,10 +860,7 @@ pub fn check_with_policy(
             Some(old) => (old.hash, old.mentions.clone()),
             None => {
                 let text = &source[nodes[index].byte_range()];
-                (
-                    hash_one((nodes[index].kind_id(), text)),
-                    identifiers(text).into(),
-                )
+                (text_hash(index), identifiers(text).into())
             }
         })
         .unzip();
@@ -1273,24 +1282,35 @@ pub fn check_with_policy(
             }
         } else {
             walked += 1;
-            walk_node(
-                node,
-                root_errors,
-                &mut semantic,
-                &mut |semantic, node, dispatchable| {
-                    if node.is(kind::COMMENT) {
-                        let text = crate::syntax::node_text(node, source);
-                        if may_hold_directive(text) {
-                            suppressions.add_comment_text(node.start_byte(), text);
-                            comments.push(node.byte_range());
-                        }
+            let mut visit = |semantic: &_, node, kind, dispatchable| {
+                if crate::syntax::kind_name_with_id(node, kind) == "comment" {
+                    let text = crate::syntax::node_text(node, source);
+                    if may_hold_directive(text) {
+                        suppressions.add_comment_text(node.start_byte(), text);
+                        comments.push(node.byte_range());
                     }
-                    if dispatchable && mode == Mode::Check {
-                        dispatcher.run(semantic, node, &mut diagnostics);
-                    }
-                    true
-                },
-            );
+                }
+                if dispatchable && mode == Mode::Check {
+                    dispatcher.run_kind(semantic, node, kind, &mut diagnostics);
+                }
+            };
+            // The statement the pre-pass walked (edited, or with a syntax error) is replayed
+            // from its recorded nodes: the same visits, without a second walk of its subtree
+            // (in a file that is mostly one class, that subtree is most of the file).
+            match walks.of(index) {
+                Some(steps) => replay_statement(steps, root_errors, &mut semantic, visit),
+                None => {
+                    walk_node(
+                        node,
+                        root_errors,
+                        &mut semantic,
+                        &mut |semantic, node, dispatchable| {
+                            visit(semantic, node, node.kind_id(), dispatchable);
+                            true
+                        },
+                    );
+                }
+            }
         }
         records.push(Statement {
             range: node.byte_range(),

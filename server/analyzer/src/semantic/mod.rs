@@ -40,7 +40,7 @@ pub use roles::CodeRoles;
 pub(crate) use roles::concerns_execution_cost;
 pub use summaries::{FileFacts, FunctionSummary, LoopSummary};
 use summaries::{ReturnFacts, Summaries};
-pub(crate) use summaries::{SummaryCache, WalkStep};
+pub(crate) use summaries::{StatementWalks, SummaryCache, WalkStep};
 
 use imports::compact_dotted;
 pub use imports::{ImportCondition, ImportRecord, ModuleImports};
@@ -495,17 +495,19 @@ impl Prepass for FreshPrepass<'_> {
 
 /// The pre-pass of an incremental check: each top-level statement's part reused from `caches`
 /// when its text is unchanged, and the parts kept in `cache` for the next check.
-struct ReusingPrepass<'c> {
+struct ReusingPrepass<'c, 't> {
     caches: &'c [&'c SummaryCache],
     /// The module's statements (its named children: stepping from one to the next is a walk
     /// through tree-sitter's balanced tree of hidden repetition nodes, so they are listed once
     /// per check and shared).
-    statements: &'c [Node<'c>],
+    statements: &'c [Node<'t>],
     import_parts: crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
     cache: Option<SummaryCache>,
+    /// The walks of the statements whose parts were not reused, for the traversal to replay.
+    walks: StatementWalks<'t>,
 }
 
-impl Prepass for ReusingPrepass<'_> {
+impl Prepass for ReusingPrepass<'_, '_> {
     fn imports(&mut self, _root: Node<'_>, source: &str) -> ModuleImports {
         // By statement, reusing the records of statements of unchanged text.
         let mut parts: Vec<(usize, Arc<Vec<ImportRecord>>)> =
@@ -538,8 +540,15 @@ impl Prepass for ReusingPrepass<'_> {
             }
         }
         let imports = hasher.finish();
-        let (built, cache) =
-            summaries::build_reusing(self.statements, source, model, imports, self.caches, true);
+        let (built, cache) = summaries::build_reusing(
+            self.statements,
+            source,
+            model,
+            imports,
+            self.caches,
+            true,
+            Some(&mut self.walks),
+        );
         self.cache = cache.map(|mut cache| {
             cache.import_parts = std::mem::take(&mut self.import_parts);
             cache
@@ -574,19 +583,21 @@ impl<'t> SemanticModel<'t> {
 
     /// [`Self::new`], reusing the pre-pass of unchanged top-level statements from `caches`
     /// (earlier checks of the same document) and returning what the next check can reuse. The
-    /// index is the same as [`Self::new`]'s. `statements`: the root's named children.
-    pub(crate) fn new_reusing(
+    /// index is the same as [`Self::new`]'s. `statements`: the root's named children. Also
+    /// returns the walks of the statements whose pre-pass was not reused ([`StatementWalks`]).
+    pub(crate) fn new_reusing<'s>(
         source: &'t str,
         tree: &Tree,
         backend_setting: BackendSetting,
         caches: &[&SummaryCache],
-        statements: &[Node<'_>],
-    ) -> (Self, SummaryCache) {
+        statements: &[Node<'s>],
+    ) -> (Self, SummaryCache, StatementWalks<'s>) {
         let mut prepass = ReusingPrepass {
             caches,
             statements,
             import_parts: crate::hash::HashMap::default(),
             cache: None,
+            walks: StatementWalks::default(),
         };
         let model = Self::build(
             source,
@@ -595,7 +606,7 @@ impl<'t> SemanticModel<'t> {
             &mut prepass,
             Some(statements),
         );
-        (model, prepass.cache.unwrap_or_default())
+        (model, prepass.cache.unwrap_or_default(), prepass.walks)
     }
 
     /// Generic over the pre-pass so that a full check's code ([`FreshPrepass`]) does not link

@@ -653,13 +653,18 @@ pub(crate) struct SummaryCache {
 /// build when `keep`. The result equals [`build`]'s: a top-level statement's part of the walk
 /// depends on nothing outside it but the resolver and the decorator flag. `statements`: the
 /// root's named children.
-pub(crate) fn build_reusing(
-    statements: &[Node<'_>],
+///
+/// With `walks`, the named nodes of each statement walked here (its part not reused) are kept
+/// in walk order ([`StatementWalks`]): the incremental traversal replays them instead of
+/// walking that statement's subtree a second time.
+pub(crate) fn build_reusing<'t>(
+    statements: &[Node<'t>],
     source: &str,
     resolver: &impl Resolver,
     imports: u64,
     caches: &[&SummaryCache],
     keep: bool,
+    mut walks: Option<&mut StatementWalks<'t>>,
 ) -> (Summaries, Option<SummaryCache>) {
     let mut summaries = Summaries::default();
     let mut loop_roots: Vec<String> = Vec::new();
@@ -671,8 +676,14 @@ pub(crate) fn build_reusing(
     });
     let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
     // The root itself is no function, loop or block: the walk of each statement starts empty.
-    for &statement in statements {
+    if let Some(walks) = walks.as_deref_mut() {
+        walks.steps.clear();
+        walks.ranges.clear();
+        walks.ranges.resize(statements.len(), 0..0);
+    }
+    for (index, &statement) in statements.iter().enumerate() {
         let base = statement.start_byte();
+        let first_step = walks.as_ref().map_or(0, |walks| walks.steps.len());
         // Statements with syntax errors are always walked again (their parse depends on more
         // than their text).
         let key = (keep && !statement.has_error()).then(|| {
@@ -688,8 +699,13 @@ pub(crate) fn build_reusing(
                     .iter()
                     .find_map(|cache| cache.parts.get(&key).cloned())
                     .unwrap_or_else(|| {
-                        let mut part =
-                            walk_statement(statement, source, resolver, compiled_decorator, None);
+                        let mut part = walk_statement(
+                            statement,
+                            source,
+                            resolver,
+                            compiled_decorator,
+                            walks.as_deref_mut().map(|walks| &mut walks.steps),
+                        );
                         shift(&mut part.summaries, base, false);
                         part.empty = part.loop_roots.is_empty() && part.summaries.is_empty();
                         Arc::new(part)
@@ -712,13 +728,40 @@ pub(crate) fn build_reusing(
                     compiled_decorator,
                     &mut summaries,
                     &mut loop_roots,
-                    None,
+                    walks.as_deref_mut().map(|walks| &mut walks.steps),
                 );
+            }
+        }
+        if let Some(walks) = walks.as_deref_mut() {
+            let end = walks.steps.len();
+            if let Some(range) = walks.ranges.get_mut(index) {
+                *range = first_step..end;
             }
         }
     }
     finish(&mut summaries, loop_roots);
     (summaries, kept)
+}
+
+/// The walks of the top-level statements a reusing pre-pass walked ([`build_reusing`]): each
+/// one's named nodes in walk order, the statement itself first at depth 1 ([`WalkStep`]).
+#[derive(Default)]
+pub(crate) struct StatementWalks<'t> {
+    steps: Vec<WalkStep<'t>>,
+    /// By statement index, its steps in `steps`; empty when its part was reused (not walked).
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl<'t> StatementWalks<'t> {
+    /// The steps of the statement at `index` (among the root's named children), if the pre-pass
+    /// walked it.
+    pub(crate) fn of(&self, index: usize) -> Option<&[WalkStep<'t>]> {
+        let range = self.ranges.get(index)?.clone();
+        if range.is_empty() {
+            return None;
+        }
+        self.steps.get(range)
+    }
 }
 
 /// The pre-pass over one top-level statement (iteratively); keys and offsets are absolute.
