@@ -84,7 +84,8 @@ def main():
         sampler.set_epoch(epoch)
         for wave, ids, mask in loader:
             loss, scale = train_step(wave.to(device), ids.to(device), mask.to(device))
-            sched.step()  # expect: TPUxxx (a Python-float lr changing every step recompiles the compiled optimizer step)
+            # A Python-float lr changing every step recompiles the compiled optimizer step.
+            sched.step()  # expect: TPUxxx
             step += 1
             if rank == 0 and step % 100 == 0:
                 wandb.log({"loss": loss, "logit_scale": scale, "lr": sched.get_last_lr()[0]}, step=step)  # expect: TPU110

@@ -20,7 +20,8 @@ class RotatE(nn.Module):
         super().__init__()
         self.dim = dim
         self.emb_range = (GAMMA + EPS) / dim
-        self.ent = nn.Embedding(n_ent, 2 * dim, sparse=True)  # expect: TPUxxx (sparse gradients have no TPU path)
+        # Sparse gradients have no TPU path.
+        self.ent = nn.Embedding(n_ent, 2 * dim, sparse=True)  # expect: TPUxxx
         self.rel = nn.Embedding(n_rel, dim)
         nn.init.uniform_(self.ent.weight, -self.emb_range, self.emb_range)
         nn.init.uniform_(self.rel.weight, -self.emb_range, self.emb_range)
