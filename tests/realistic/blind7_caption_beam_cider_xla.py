@@ -61,7 +61,7 @@ def beam_search(encoder, decoder, images, beam=3):
     feats = encoder(images)
     results = []
     for i in range(feats.size(0)):
-        f = feats[i : i + 1].expand(beam, -1, -1)
+        f = feats[i : i + 1].expand(beam, -1, -1)  # expect: TPU310
         tokens = torch.full((beam, 1), BOS, dtype=torch.long, device=f.device)  # ok
         scores = torch.zeros(beam, device=f.device)
         state = (f.new_zeros(beam, f.size(-1)), f.new_zeros(beam, f.size(-1)))

@@ -26,7 +26,7 @@ f1_metric = evaluate.load("f1")
 class FocalRDropTrainer(Trainer):
     def __init__(self, *args, class_weights=None, gamma=2.0, rdrop_alpha=1.0, **kwargs):
         super().__init__(*args, **kwargs)
-        self.class_weights = torch.tensor(class_weights, dtype=torch.float32)  # expect: TPU405
+        self.class_weights = torch.tensor(class_weights, dtype=torch.float32)
         self.gamma, self.rdrop_alpha = gamma, rdrop_alpha
         self.last_pt = None
 
@@ -34,7 +34,7 @@ class FocalRDropTrainer(Trainer):
         labels = inputs.pop("labels")
         out1 = model(**inputs)
         out2 = model(**inputs)
-        ce = F.cross_entropy(out1.logits, labels, weight=self.class_weights, reduction="none")
+        ce = F.cross_entropy(out1.logits, labels, weight=self.class_weights, reduction="none")  # expect: TPU405
         pt = torch.exp(-ce)
         focal = ((1 - pt) ** self.gamma * ce).mean()
         p1, p2 = out1.logits.log_softmax(-1), out2.logits.log_softmax(-1)

@@ -29,7 +29,7 @@ class TabularDataset(Dataset):
 class TabTransformer(nn.Module):
     def __init__(self, cardinalities, n_num, dim=32, depth=6, heads=8):
         super().__init__()
-        self.offsets = torch.tensor(np.concatenate([[0], np.cumsum(cardinalities)[:-1]]))  # expect: TPU405
+        self.offsets = torch.tensor(np.concatenate([[0], np.cumsum(cardinalities)[:-1]]))
         self.embed = nn.Embedding(sum(cardinalities), dim)
         layer = nn.TransformerEncoderLayer(dim, heads, dim_feedforward=4 * dim, dropout=0.1, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, depth)
@@ -38,7 +38,7 @@ class TabTransformer(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.ReLU(), nn.Linear(4 * hidden, 1))
 
     def forward(self, x_cat, x_num):
-        tokens = self.embed(x_cat + self.offsets)
+        tokens = self.embed(x_cat + self.offsets)  # expect: TPU405
         ctx = self.encoder(tokens).flatten(1)
         return self.mlp(torch.cat([ctx, self.num_norm(x_num)], -1)).squeeze(-1)
 
