@@ -608,6 +608,19 @@ pub const DTYPE_PRESERVING_METHODS: &[&str] = &[
     "narrow",
 ];
 
+/// Tensor methods that write some elements and return a tensor of the receiver's dtype
+/// (`remove.scatter(-1, order, remove)`, `m.masked_fill(pad, False)`): a boolean mask stays a
+/// boolean mask through them, although its elements change.
+pub const DTYPE_KEEPING_UPDATE_METHODS: &[&str] = &[
+    "scatter",
+    "scatter_",
+    "masked_fill",
+    "masked_fill_",
+    "index_fill",
+    "index_fill_",
+    "masked_scatter",
+];
+
 /// `torch.<name>` functions returning a boolean tensor.
 pub const BOOLEAN_FUNCTIONS: &[&str] = &[
     "eq",

@@ -363,7 +363,9 @@ fn boolean_call<'t>(context: &Context<'t, '_>, call: Node<'t>, depth: usize) -> 
         return true;
     }
     // `~m.transpose(0, 1)`, `m.view(-1)`: the receiver's booleanness carries through.
-    if torch_api::DTYPE_PRESERVING_METHODS.contains(&method) {
+    if torch_api::DTYPE_PRESERVING_METHODS.contains(&method)
+        || torch_api::DTYPE_KEEPING_UPDATE_METHODS.contains(&method)
+    {
         return boolean(context, receiver, depth + 1);
     }
     if method == "to" {

@@ -63,20 +63,32 @@ pub(crate) fn bindings_into_backward(
             continue;
         };
         let mut bound_live = false;
-        for target in targets(left) {
+        // `ids, mask = ids.to(device), mask.to(device)`: each name is bound to its own element,
+        // which is what makes it live (and only that element's operands become live).
+        let pairs: Vec<(Node<'_>, Node<'_>)> = match paired_elements(left, right) {
+            Some(pairs) => pairs,
+            None => targets(left).into_iter().map(|t| (t, right)).collect(),
+        };
+        let mut live_values = Vec::new();
+        for (target, value) in pairs {
             let name = node_text(target, source);
             if live.contains(&name) {
                 bound_live = true;
-                if assignment.is(kind::ASSIGNMENT) && binds_computed_value(right) {
+                if assignment.is(kind::ASSIGNMENT) && binds_computed_value(value) {
                     let at = assignment.start_byte() - loop_node.start_byte();
                     if !found.iter().any(|(n, a)| n == name && *a == at) {
                         found.push((name.to_string(), at));
                     }
                 }
+                if !live_values.iter().any(|v: &Node<'_>| v.id() == value.id()) {
+                    live_values.push(value);
+                }
             }
         }
         if bound_live {
-            operands(right, source, resolver, &mut live, 0);
+            for value in live_values {
+                operands(value, source, resolver, &mut live, 0);
+            }
         }
     }
     found
@@ -147,6 +159,25 @@ pub(crate) fn targets(left: Node<'_>) -> Vec<Node<'_>> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The (name, value) pairs of a tuple assignment written element by element (`a, b = x, y`),
+/// when both sides have the same number of elements and every target is a plain name.
+pub(crate) fn paired_elements<'t>(
+    left: Node<'t>,
+    right: Node<'t>,
+) -> Option<Vec<(Node<'t>, Node<'t>)>> {
+    if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
+        || !right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
+        || left.named_child_count() != right.named_child_count()
+    {
+        return None;
+    }
+    let names: Vec<Node<'t>> = left.named_nodes().collect();
+    if !names.iter().all(|n| n.is(kind::IDENTIFIER)) {
+        return None;
+    }
+    Some(names.into_iter().zip(right.named_nodes()).collect())
 }
 
 /// Whether a value is computed by code (a call, an operation, a field or element of a value),

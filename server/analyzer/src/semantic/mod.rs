@@ -1317,10 +1317,48 @@ impl<'t> SemanticModel<'t> {
         // Only a device loader's batches are known to be tensors on the device; a plain loader
         // yields whatever the collate function builds (dicts, strings, host tensors).
         if loader.kind != ValueKind::DataLoader || loader.device != Device::Accelerator {
+            if loader.kind == ValueKind::DataLoader {
+                self.forget_stale_tensors(target, origin);
+            }
             return;
         }
         let batch = Fact::tensor(loader.device, origin);
         self.bind_batch(target, batch, 0);
+    }
+
+    /// A loop over a plain `DataLoader` rebinds its target names to whatever the collate
+    /// function builds: a name that held a tensor (`yb = yb.to(device)` in the training loop
+    /// above `for xb, yb in test_dl:`) holds a batch of unknown kind now, not that device tensor.
+    /// Only tensor bindings are dropped, and only for a known loader: over other iterables a
+    /// stale row binding is often the same kind of value (`for target in targets:` twice).
+    fn forget_stale_tensors(&mut self, target: Node<'_>, origin: Option<(usize, usize)>) {
+        let mut stack = vec![target];
+        let mut stale = Vec::new();
+        while let Some(node) = stack.pop() {
+            match node.kind_key() {
+                kind::IDENTIFIER => {
+                    let name = node_text(node, self.source);
+                    if matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.is_tensor()) {
+                        stale.push(name.to_string());
+                    }
+                }
+                kind::PATTERN_LIST
+                | kind::TUPLE_PATTERN
+                | kind::LIST_PATTERN
+                | kind::TUPLE
+                | kind::LIST => stack.extend(node.named_nodes()),
+                _ => {}
+            }
+        }
+        for name in stale {
+            self.bind(
+                name,
+                Binding::Value(Fact {
+                    origin,
+                    ..Fact::UNKNOWN
+                }),
+            );
+        }
     }
 
     /// An item of a module sequence (`nn.ModuleList`, `nn.Sequential`; the fact's origin is its
@@ -2551,7 +2589,15 @@ impl<'t> SemanticModel<'t> {
         }
         let source = self.source;
         let mut flows_in = Vec::new();
-        for target in backward_flow::targets(left) {
+        // `ids, mask = ids.to(device), mask.to(device)`: each name's own element is its value.
+        let pairs: Vec<(Node<'t>, Node<'t>)> = backward_flow::paired_elements(left, right)
+            .unwrap_or_else(|| {
+                backward_flow::targets(left)
+                    .into_iter()
+                    .map(|t| (t, right))
+                    .collect()
+            });
+        for (target, value) in pairs {
             let name = node_text(target, source);
             let unknown = matches!(
                 self.lookup(name),
@@ -2564,14 +2610,14 @@ impl<'t> SemanticModel<'t> {
                         .any(|(flowing, start)| flowing == name && start == at)
                 })
             {
-                flows_in.push(name);
+                flows_in.push((name, value));
             }
         }
         // The value is the evidence, as for any assignment.
-        let origin = Some((right.start_byte(), right.end_byte()));
-        let fact =
-            Fact::tensor(Device::Accelerator, origin).with_evidence(Evidence::FlowsIntoBackward);
-        for name in flows_in {
+        for (name, value) in flows_in {
+            let origin = Some((value.start_byte(), value.end_byte()));
+            let fact = Fact::tensor(Device::Accelerator, origin)
+                .with_evidence(Evidence::FlowsIntoBackward);
             self.bind(name.to_string(), Binding::Value(fact));
         }
     }
