@@ -280,10 +280,14 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
             let is_invert = expr
                 .field("operator")
                 .is_some_and(|op| context.text_is(op, "~"));
+            // `~` of a tensor is defined only for boolean and integer dtypes, and the integer
+            // complement (`-(t + 1)`) is no index anyone writes: in an index (the only place this
+            // is asked) `x[~keep]` complements a mask whatever `keep` is known to be. A Python
+            // integer's complement (`x[~i]`, the `i`-th from the end) is no tensor and stays out.
             is_invert
-                && expr
-                    .field("argument")
-                    .is_some_and(|argument| boolean(context, argument, depth + 1))
+                && expr.field("argument").is_some_and(|argument| {
+                    boolean(context, argument, depth + 1) || context.fact(argument).is_tensor()
+                })
         }
         kind::BINARY_OPERATOR => {
             let is_logical = expr

@@ -2407,7 +2407,10 @@ pub(crate) fn self_attribute<'s>(target: Node<'_>, source: &'s str) -> Option<&'
 
 /// Whether a value is a `torch.cuda.*` object (`torch.cuda.Stream()`), or a choice between
 /// such objects and `None` (`torch.cuda.Stream() if flag else None`), or a choice whose
-/// non-`None` branches are taken only with CUDA (`index if device.type == "cuda" else None`).
+/// non-`None` branches are taken only with CUDA (`index if device.type == "cuda" else None`),
+/// or a flag true only with CUDA (`config._attn_implementation == "flash_attention_2"`, whose
+/// kernels exist only on CUDA; `device.type == "cuda"`): `if self._use_flash_attention_2:` in
+/// another method then runs only with CUDA, as `if self.stream is not None:` does.
 pub(crate) fn value_needs_cuda(
     value: Node<'_>,
     source: &str,
@@ -2419,6 +2422,9 @@ pub(crate) fn value_needs_cuda(
         kind::CALL => syntax::call_parts(value)
             .and_then(|(function, _)| resolver.resolve(function))
             .is_some_and(|q| q.starts_with("torch.cuda.")),
+        kind::COMPARISON_OPERATOR => {
+            guards::device_test(value, source).is_some_and(guards::never_on_tpu_when_true)
+        }
         kind::CONDITIONAL_EXPRESSION if depth < 4 => {
             let (Some(first), Some(second)) = (value.named_child(0), value.named_child(2)) else {
                 return false;
