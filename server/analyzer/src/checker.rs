@@ -1027,18 +1027,25 @@ mod tests {
         seen
     }
 
+    /// Edge cases for the walk and replay tests (empty, comments only, `;`-separated statements,
+    /// decorators, nested definitions, syntax errors, compound statements, `match`, odd bytes),
+    /// besides the fixtures and examples `test_sources` adds.
+    const WALK_EDGE_CASES: &[&str] = &[
+        "",
+        "\n\n# only a comment\n",
+        "a = 1; b = 2;\nc = 3 ; # trailing\n",
+        "@torch.compile\n@other(1)\ndef f(x):\n    # inside\n    return [y for y in x if y]\n",
+        "class A(B):\n    def f(self, a: int = 1) -> None:\n        g = lambda z: z % 2\n        return f\"{a!r}\"\n",
+        "def g(:\n    exec x\nfor i in range(3):\n    if i: continue\n    else:\n        break\n",
+        "x = (\n  1 +\n  )\n)) ]] def\n\tclass ::\n",
+        "if a:\n    pass\nelif b:\n  pass\n else:\n    pass\nwhile True:\n    with open(p) as f, g() as h:\n        try:\n            yield\n        except E as e:\n            raise\n",
+        "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
+        "\u{0}\u{1}\u{feff}é = '\\\n'\nb'\\xff'\n",
+    ];
+
     #[test]
     fn a_replayed_statement_is_its_walk() {
-        let sources = crate::test_sources(&[
-            "",
-            "\n\n# only a comment\n",
-            "a = 1; b = 2;\nc = 3 ; # trailing\n",
-            "@torch.compile\n@other(1)\ndef f(x):\n    # inside\n    return [y for y in x if y]\n",
-            "class A(B):\n    def f(self, a: int = 1) -> None:\n        g = lambda z: z % 2\n        return f\"{a!r}\"\n",
-            "def g(:\n    exec x\nfor i in range(3):\n    if i: continue\n    else:\n        break\n",
-            "x = (\n  1 +\n  )\n)) ]] def\n\tclass ::\n",
-            "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
-        ]);
+        let sources = crate::test_sources(WALK_EDGE_CASES);
         for source in &sources {
             let tree = syntax::parse(source, None).expect("parses");
             let walked = statement_visits(source, &tree, false);
@@ -1068,18 +1075,7 @@ mod tests {
 
     #[test]
     fn the_replayed_traversal_is_the_walk() {
-        let sources = crate::test_sources(&[
-            "",
-            "\n\n# only a comment\n",
-            "a = 1; b = 2;\nc = 3 ; # trailing\n",
-            "@torch.compile\n@other(1)\ndef f(x):\n    # inside\n    return [y for y in x if y]\n",
-            "class A(B):\n    def f(self, a: int = 1) -> None:\n        g = lambda z: z % 2\n        return f\"{a!r}\"\n",
-            "def g(:\n    exec x\nfor i in range(3):\n    if i: continue\n    else:\n        break\n",
-            "x = (\n  1 +\n  )\n)) ]] def\n\tclass ::\n",
-            "if a:\n    pass\nelif b:\n  pass\n else:\n    pass\nwhile True:\n    with open(p) as f, g() as h:\n        try:\n            yield\n        except E as e:\n            raise\n",
-            "match x:\n    case [a, *b] if a > 0:\n        pass\n    case {'k': v}:\n        pass\n",
-            "\u{0}\u{1}\u{feff}é = '\\\n'\nb'\\xff'\n",
-        ]);
+        let sources = crate::test_sources(WALK_EDGE_CASES);
         for source in &sources {
             let tree = syntax::parse(source, None).expect("parses");
             let walked = visits(source, &tree, false);
