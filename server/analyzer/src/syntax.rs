@@ -4,6 +4,7 @@
 //! rather than walking raw children, so a grammar upgrade touches few places.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use std::borrow::Cow;
 use std::ops::{ControlFlow, Deref};
 use std::sync::LazyLock;
@@ -32,7 +33,7 @@ impl Deref for PythonGrammar {
 }
 
 /// Field names the engine looks up, resolved to the grammar's field ids once.
-const FIELD_NAMES: &[&str] = &[
+const FIELD_NAMES: WordList = word_list![
     "value",
     "attribute",
     "name",

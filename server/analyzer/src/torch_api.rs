@@ -7,9 +7,11 @@
 //! `torch.cuda`, "Tensor Attributes" for dtypes); `../shared/domain/pitfalls.md` B.5 for CUDA APIs
 //! on a TPU.
 
+use crate::word_list::{WordList, word_list};
+
 /// `torch.<factory>(...)`: allocate on the default device (the host) unless `device=` says
 /// otherwise; `torch.from_numpy` always shares host memory.
-pub const TENSOR_FACTORIES: &[&str] = &[
+pub const TENSOR_FACTORIES: WordList = word_list![
     "zeros",
     "ones",
     "empty",
@@ -36,7 +38,7 @@ pub const TENSOR_FACTORIES: &[&str] = &[
 /// The legacy tensor constructors (`torch.Tensor([0])`, `torch.LongTensor(n)`): like the
 /// factories, they allocate on the host unless `device=` says otherwise (the typed CUDA ones,
 /// `torch.cuda.FloatTensor`, are other names).
-pub const LEGACY_TENSOR_CONSTRUCTORS: &[&str] = &[
+pub const LEGACY_TENSOR_CONSTRUCTORS: WordList = word_list![
     "Tensor",
     "FloatTensor",
     "DoubleTensor",
@@ -52,12 +54,12 @@ pub const LEGACY_TENSOR_CONSTRUCTORS: &[&str] = &[
 
 /// The factories of [`TENSOR_FACTORIES`] built from tensors (`torch.complex(real, imag)`,
 /// `torch.polar(abs, angle)`): they take no `device=` and return on their arguments' device.
-pub const ARGUMENT_PLACED_FACTORIES: &[&str] = &["complex", "polar"];
+pub const ARGUMENT_PLACED_FACTORIES: WordList = word_list!["complex", "polar"];
 
 /// The factories of [`TENSOR_FACTORIES`] that build a tensor from a shape or range alone (no
 /// data argument): a `.to(device)` right after one copies what `device=` would have allocated
 /// in place.
-pub const SHAPE_FACTORIES: &[&str] = &[
+pub const SHAPE_FACTORIES: WordList = word_list![
     "zeros",
     "ones",
     "empty",
@@ -76,10 +78,10 @@ pub const SHAPE_FACTORIES: &[&str] = &[
 
 /// The random factories: with `device=` they draw from the device's generator instead of the
 /// host's, so moving `device=` into one changes the numbers drawn.
-pub const RANDOM_FACTORIES: &[&str] = &["rand", "randn", "randint", "randperm"];
+pub const RANDOM_FACTORIES: WordList = word_list!["rand", "randn", "randint", "randperm"];
 
 /// `torch.<factory>_like(t)`: the device (and dtype) of `t` unless given.
-pub const LIKE_FACTORIES: &[&str] = &[
+pub const LIKE_FACTORIES: WordList = word_list![
     "zeros_like",
     "ones_like",
     "empty_like",
@@ -91,7 +93,7 @@ pub const LIKE_FACTORIES: &[&str] = &[
 
 /// Python's builtins that code uses as values without binding them: an excerpt's free names
 /// other than these are values of the code it was cut from (`SemanticModel`'s excerpt reading).
-pub const PYTHON_BUILTINS: &[&str] = &[
+pub const PYTHON_BUILTINS: WordList = word_list![
     "print",
     "len",
     "range",
@@ -175,7 +177,7 @@ pub fn is_device_loader(qualified: &str) -> bool {
 /// tensor where their tensor arguments are: `iou = box_iou(gt_boxes, anchors)` is a tensor on
 /// the anchors' device, and so what it is compared with (`iou.max(dim=0).values < 0.4`) is a
 /// boolean tensor.
-pub const TORCHVISION_TENSOR_OPS: &[&str] = &[
+pub const TORCHVISION_TENSOR_OPS: WordList = word_list![
     "box_iou",
     "generalized_box_iou",
     "distance_box_iou",
@@ -198,7 +200,7 @@ pub const MODULE_STATE_DICT_FUNCTIONS: &[(&str, &str)] = &[("peft", "get_peft_mo
 
 /// torchaudio transforms (`torchaudio.transforms.<name>`) whose forward computes `torch.stft`
 /// (or `torch.istft`): as a layer of a model they run it wherever the model runs.
-pub const TORCHAUDIO_STFT_TRANSFORMS: &[&str] = &[
+pub const TORCHAUDIO_STFT_TRANSFORMS: WordList = word_list![
     "Spectrogram",
     "MelSpectrogram",
     "MFCC",
@@ -209,7 +211,7 @@ pub const TORCHAUDIO_STFT_TRANSFORMS: &[&str] = &[
 
 /// torch functions that return one tensor per tensor input, each where its input is:
 /// `ys, xs = torch.meshgrid(shifts_y, shifts_x)` leaves `xs` on the host when `shifts_x` is.
-pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[
+pub const PER_INPUT_RESULT_FUNCTIONS: WordList = word_list![
     "meshgrid",
     "broadcast_tensors",
     "atleast_1d",
@@ -220,7 +222,7 @@ pub const PER_INPUT_RESULT_FUNCTIONS: &[&str] = &[
 /// Tensor methods whose result depends on the receiver's shape (and dtype, device) alone, never
 /// on its values: `x.size(1)`, `x.new_ones(n, 1)`. A value computed by one says how big `x` is,
 /// not what it holds.
-pub const SHAPE_ONLY_METHODS: &[&str] = &[
+pub const SHAPE_ONLY_METHODS: WordList = word_list![
     "size",
     "dim",
     "numel",
@@ -231,7 +233,7 @@ pub const SHAPE_ONLY_METHODS: &[&str] = &[
 ];
 
 /// torch functions whose result is not a tensor.
-pub const NON_TENSOR_FUNCTIONS: &[&str] = &[
+pub const NON_TENSOR_FUNCTIONS: WordList = word_list![
     "device",
     "is_tensor",
     "is_floating_point",
@@ -260,7 +262,7 @@ pub const NON_TENSOR_FUNCTIONS: &[&str] = &[
 ];
 
 /// Tensor methods that return something other than a tensor.
-pub const NON_TENSOR_METHODS: &[&str] = &[
+pub const NON_TENSOR_METHODS: WordList = word_list![
     "item",
     "tolist",
     "numpy",
@@ -289,7 +291,7 @@ pub const HOST_COPY_METHODS: &[&str] = &["cpu", "numpy", "tolist", "item"];
 /// `nn.Module`'s mode switches: `obj.train()` / `obj.eval()` on an object other than `self` sets
 /// a submodule's mode, whatever methods of those names the file's own classes define (a trainer
 /// class whose `train` is its training loop).
-pub const MODULE_MODE_SWITCHES: &[&str] = &["train", "eval"];
+pub const MODULE_MODE_SWITCHES: WordList = word_list!["train", "eval"];
 
 /// Methods of a training launcher that place the modules, optimizers and loaders handed to them
 /// on the run's device: Accelerate's `accelerator.prepare(model, optimizer, loader)` and
@@ -312,7 +314,7 @@ pub const OPTIMIZER_STATE: &str = "state";
 pub const OPTIMIZER_STATE_STEP: &str = "step";
 
 /// Module methods that return the module itself.
-pub const MODULE_SELF_METHODS: &[&str] = &[
+pub const MODULE_SELF_METHODS: WordList = word_list![
     "to",
     "cuda",
     "cpu",
@@ -331,7 +333,7 @@ pub const MODULE_SELF_METHODS: &[&str] = &[
 
 /// Tensor methods that only tensors (and arrays) have: calling one on a guessed parameter is
 /// evidence enough that it is a tensor.
-pub const TENSOR_ONLY_METHODS: &[&str] = &[
+pub const TENSOR_ONLY_METHODS: WordList = word_list![
     "sum",
     "mean",
     "max",
@@ -391,7 +393,7 @@ pub const TENSOR_ONLY_METHODS: &[&str] = &[
 /// the receiver's device (`x.masked_fill(mask, v)`, `x.index_select(0, idx)`, `x.add(y)`): a
 /// CPU argument with a device receiver is copied to the device on every call or raises.
 /// `copy_` is absent: copying across devices is what it is for.
-pub const DEVICE_MATCHING_METHODS: &[&str] = &[
+pub const DEVICE_MATCHING_METHODS: WordList = word_list![
     "add",
     "sub",
     "mul",
@@ -438,7 +440,7 @@ pub fn is_parameterless_module(name: &str) -> bool {
 }
 
 /// The `torch.nn` activations and reshaping modules [`is_parameterless_module`] names one by one.
-const PARAMETERLESS_MODULES: &[&str] = &[
+const PARAMETERLESS_MODULES: WordList = word_list![
     "ReLU",
     "ReLU6",
     "LeakyReLU",
@@ -484,7 +486,7 @@ const PARAMETERLESS_MODULES: &[&str] = &[
 /// Calls that wrap a module and return a module whose parameters stay where the wrapped
 /// module's are: `model = DDP(model)`, `model = torch.compile(model)`. (`FSDP` shards the
 /// parameters over the same devices.)
-pub const MODULE_WRAPPERS: &[&str] = &[
+pub const MODULE_WRAPPERS: WordList = word_list![
     "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.nn.DataParallel",
@@ -499,14 +501,15 @@ pub const MODULE_WRAPPERS: &[&str] = &[
 /// runs `module.to(xm.xla_device())` "in case it's not moved by the caller already"
 /// (pytorch/xla `torch_xla/experimental/spmd_fully_sharded_data_parallel.py`), so
 /// `model = FSDPv2(AutoModel.from_pretrained(...))` is on the device.
-pub const MODULE_WRAPPERS_ONTO_XLA: &[&str] =
-    &["torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel"];
+pub const MODULE_WRAPPERS_ONTO_XLA: WordList = word_list![
+    "torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel"
+];
 
 /// Module containers whose iteration yields their submodules: `for block in self.blocks:` over
 /// an `nn.ModuleList` or `nn.Sequential`. (`nn.ModuleDict` yields its keys, and is absent.)
-pub const MODULE_SEQUENCES: &[&str] = &["torch.nn.ModuleList", "torch.nn.Sequential"];
+pub const MODULE_SEQUENCES: WordList = word_list!["torch.nn.ModuleList", "torch.nn.Sequential"];
 
-pub const XLA_COLLECTIVES: &[&str] = &[
+pub const XLA_COLLECTIVES: WordList = word_list![
     "all_reduce",
     "all_gather",
     "all_to_all",
@@ -525,7 +528,7 @@ pub const XLA_COLLECTIVES: &[&str] = &[
 /// The collectives of [`XLA_COLLECTIVES`] whose first parameter is a tag naming the meeting
 /// point (`xm.rendezvous(tag)`, `xm.mesh_reduce(tag, data, reduce_fn)`): two calls with the same
 /// tag are the same meeting, whichever branch each sits in.
-pub const XLA_TAGGED_COLLECTIVES: &[&str] = &["rendezvous", "mesh_reduce"];
+pub const XLA_TAGGED_COLLECTIVES: WordList = word_list!["rendezvous", "mesh_reduce"];
 
 /// Whether a qualified name is one of [`XLA_COLLECTIVES`] (`torch_xla.core.xla_model.all_reduce`).
 pub fn is_xla_collective(qualified: &str) -> bool {
@@ -535,7 +538,7 @@ pub fn is_xla_collective(qualified: &str) -> bool {
 }
 
 /// Methods returning a boolean tensor when called on a tensor.
-pub const BOOLEAN_METHODS: &[&str] = &[
+pub const BOOLEAN_METHODS: WordList = word_list![
     "eq",
     "ne",
     "gt",
@@ -559,7 +562,7 @@ pub const BOOLEAN_METHODS: &[&str] = &[
 /// Tensor methods whose result carries no gradient: a detached copy, an integer or boolean
 /// conversion, an index. When one of them ends a chain (`up(x).round().bool()`), no backward
 /// pass runs through the ops before it (together with the comparisons of [`BOOLEAN_METHODS`]).
-pub const GRADIENT_CUTTING_METHODS: &[&str] = &[
+pub const GRADIENT_CUTTING_METHODS: WordList = word_list![
     "detach", "bool", "long", "int", "short", "byte", "char", "argmax", "argmin",
 ];
 
@@ -572,7 +575,7 @@ pub fn cuts_gradient(method: &str) -> bool {
 /// Torch functions and tensor methods that return a Python tuple of tensors, the pieces of their
 /// input (`torch.split(x, n)`, `x.chunk(k)`, `x.unbind(0)`): indexing the tuple picks a piece the
 /// call already made, as iterating it does.
-pub const TENSOR_TUPLE_FUNCTIONS: &[&str] = &[
+pub const TENSOR_TUPLE_FUNCTIONS: WordList = word_list![
     "split",
     "chunk",
     "unbind",
@@ -585,7 +588,7 @@ pub const TENSOR_TUPLE_FUNCTIONS: &[&str] = &[
 /// Tensor methods whose result has the receiver's dtype and elements, rearranged or
 /// re-viewed: a boolean mask stays a boolean mask through them (`~m.transpose(0, 1)`,
 /// `m.view(-1)`, `m.unsqueeze(-1).expand_as(x)`).
-pub const DTYPE_PRESERVING_METHODS: &[&str] = &[
+pub const DTYPE_PRESERVING_METHODS: WordList = word_list![
     "transpose",
     "permute",
     "view",
@@ -611,7 +614,7 @@ pub const DTYPE_PRESERVING_METHODS: &[&str] = &[
 /// Tensor methods that write some elements and return a tensor of the receiver's dtype
 /// (`remove.scatter(-1, order, remove)`, `m.masked_fill(pad, False)`): a boolean mask stays a
 /// boolean mask through them, although its elements change.
-pub const DTYPE_KEEPING_UPDATE_METHODS: &[&str] = &[
+pub const DTYPE_KEEPING_UPDATE_METHODS: WordList = word_list![
     "scatter",
     "scatter_",
     "masked_fill",
@@ -622,7 +625,7 @@ pub const DTYPE_KEEPING_UPDATE_METHODS: &[&str] = &[
 ];
 
 /// `torch.<name>` functions returning a boolean tensor.
-pub const BOOLEAN_FUNCTIONS: &[&str] = &[
+pub const BOOLEAN_FUNCTIONS: WordList = word_list![
     "eq",
     "ne",
     "gt",
@@ -670,7 +673,7 @@ pub fn is_cuda_only_attention_implementation(text: &str) -> bool {
 /// `torch.xpu.is_available()` / `torch.backends.mps.is_available()`. An `if`/`elif` chain of these
 /// dispatches by vendor (see `semantic::guards`); the last name part is compared, so
 /// `accelerate.utils.is_npu_available()` counts too.
-pub const ACCELERATOR_PROBES: &[&str] = &[
+pub const ACCELERATOR_PROBES: WordList = word_list![
     "is_torch_xpu_available",
     "is_torch_npu_available",
     "is_torch_mlu_available",
@@ -703,7 +706,7 @@ pub fn is_repurposed_tpu_probe(qualified: &str) -> bool {
 /// [`ACCELERATOR_PROBES`]: `torch.xpu.is_available()`, `torch.backends.mps.is_available()`.
 /// They are also those accelerators' device types (`x.device.type == "mps"`), none of which a
 /// TPU machine has.
-pub const ACCELERATOR_NAMESPACES: &[&str] = &["xpu", "npu", "mlu", "musa", "hpu", "mps"];
+pub const ACCELERATOR_NAMESPACES: WordList = word_list!["xpu", "npu", "mlu", "musa", "hpu", "mps"];
 
 /// Whether a called dotted name (`is_torch_npu_available`, `utils.is_xpu_available`,
 /// `torch.xpu.is_available`, `torch.backends.mps.is_available`) probes for one accelerator.
@@ -783,7 +786,7 @@ pub const CUDA_RAISING_OR_SILENT: [&str;
 /// Tensor attributes that describe a tensor rather than hold its values: reading them never
 /// syncs, and they are no tensors (`x.dtype == torch.float16`, `x.ndim == 4`). A model output's
 /// other fields (`out.logits`) are tensors; these never are.
-pub const TENSOR_METADATA_ATTRIBUTES: &[&str] = &[
+pub const TENSOR_METADATA_ATTRIBUTES: WordList = word_list![
     "dtype",
     "ndim",
     "shape",
@@ -911,7 +914,7 @@ pub const FRAGMENT_ALIASES: &[(&str, &str)] = &[
 /// Methods only torch tensors and modules have, whose call marks a file without imports as an
 /// excerpt of torch code (`roles::reads_like_torch_code`; the aliases of [`FRAGMENT_ALIASES`]
 /// other than `np` and `math` count too).
-pub const EXCERPT_EVIDENCE_METHODS: &[&str] = &[
+pub const EXCERPT_EVIDENCE_METHODS: WordList = word_list![
     "item",
     "cpu",
     "cuda",
@@ -937,7 +940,7 @@ pub const EXCERPT_EVIDENCE_METHODS: &[&str] = &[
 /// <https://github.com/NVIDIA/TransformerEngine>, <https://github.com/NVIDIA/apex>,
 /// <https://github.com/triton-lang/triton>, <https://github.com/Dao-AILab/flash-attention>,
 /// <https://github.com/NVIDIA/TensorRT-LLM> (builds and runs TensorRT engines on NVIDIA GPUs).
-pub const CUDA_ONLY_PACKAGES: &[&str] = &[
+pub const CUDA_ONLY_PACKAGES: WordList = word_list![
     "megatron",
     "bitsandbytes",
     "transformer_engine",
@@ -1007,7 +1010,7 @@ fn is_query_function(function: &str) -> bool {
 /// The others (`cuda.`, `npu.`, `compiler.`, `_dynamo.`, `fx.`, ...) manage devices,
 /// compilation or tooling: `torch.npu.device_count()` is no tensor.
 pub fn in_tensor_namespace(function: &str) -> bool {
-    const TENSOR_NAMESPACES: &[&str] = &[
+    const TENSOR_NAMESPACES: WordList = word_list![
         "nn.",
         "linalg.",
         "fft.",
@@ -1059,7 +1062,7 @@ pub fn canonical_dtype(name: &str) -> Option<&'static str> {
 // array's dtype, an integer array with a Python float or under true division becomes float64).
 
 /// `numpy.<name>(...)` that return float64 unless given a `dtype=`.
-pub const NUMPY_FLOAT64_BY_DEFAULT: &[&str] = &[
+pub const NUMPY_FLOAT64_BY_DEFAULT: WordList = word_list![
     "zeros",
     "ones",
     "empty",
@@ -1091,12 +1094,12 @@ pub const NUMPY_FLOAT64_BY_DEFAULT: &[&str] = &[
 
 /// `numpy.<name>(...)` whose result is float64 whatever the (real) inputs: `np.interp`
 /// computes in float64.
-pub const NUMPY_ALWAYS_FLOAT64: &[&str] = &["interp"];
+pub const NUMPY_ALWAYS_FLOAT64: WordList = word_list!["interp"];
 
 /// `numpy.<name>(x, ...)` (ufuncs and reductions) whose result is floating: float64 for float64
 /// and integer inputs, the input's dtype for float32 / float16 inputs (`np.cos(np.arange(n))` is
 /// float64, `np.cos(x32)` float32). Arrays only (`mean`, `std`, `var` as methods too).
-pub const NUMPY_FLOATING_RESULT: &[&str] = &[
+pub const NUMPY_FLOATING_RESULT: WordList = word_list![
     "sin",
     "cos",
     "tan",
@@ -1142,7 +1145,7 @@ pub const NUMPY_FLOATING_RESULT: &[&str] = &[
 /// `numpy.<name>(...)` whose result has the promoted dtype of all their array arguments (a list
 /// of Python floats is a float64 array; a Python number next to an array is weak): joins,
 /// products, elementwise arithmetic.
-pub const NUMPY_PROMOTING: &[&str] = &[
+pub const NUMPY_PROMOTING: WordList = word_list![
     "concatenate",
     "stack",
     "vstack",
@@ -1165,7 +1168,7 @@ pub const NUMPY_PROMOTING: &[&str] = &[
 
 /// `numpy.<name>(x, ...)` whose result has the dtype of their first argument (the others are
 /// shapes, counts, axes or weak bounds).
-pub const NUMPY_FIRST_ARGUMENT_DTYPE: &[&str] = &[
+pub const NUMPY_FIRST_ARGUMENT_DTYPE: WordList = word_list![
     "square",
     "abs",
     "absolute",
@@ -1198,7 +1201,7 @@ pub const NUMPY_FIRST_ARGUMENT_DTYPE: &[&str] = &[
 
 /// Methods of `numpy.random.Generator` (`np.random.default_rng(0)`) and `RandomState` that
 /// return float64 samples unless given a `dtype=`.
-pub const NUMPY_GENERATOR_FLOAT64_METHODS: &[&str] = &[
+pub const NUMPY_GENERATOR_FLOAT64_METHODS: WordList = word_list![
     "standard_normal",
     "random",
     "normal",
@@ -1217,18 +1220,18 @@ pub const NUMPY_GENERATOR_FLOAT64_METHODS: &[&str] = &[
 
 /// Method names no library but NumPy's random generators spell: a receiver of unknown kind that
 /// has one is a NumPy generator (`rng.standard_normal(shape)` with `rng` a fixture).
-pub const NUMPY_GENERATOR_ONLY_METHODS: &[&str] =
-    &["standard_normal", "standard_exponential", "standard_gamma"];
+pub const NUMPY_GENERATOR_ONLY_METHODS: WordList =
+    word_list!["standard_normal", "standard_exponential", "standard_gamma"];
 
 /// `numpy.random.<name>(...)` that make a generator.
-pub const NUMPY_GENERATOR_CONSTRUCTORS: &[&str] = &[
+pub const NUMPY_GENERATOR_CONSTRUCTORS: WordList = word_list![
     "random.default_rng",
     "random.RandomState",
     "random.Generator",
 ];
 
 /// Array methods whose result keeps the receiver's dtype.
-pub const NUMPY_DTYPE_PRESERVING_METHODS: &[&str] = &[
+pub const NUMPY_DTYPE_PRESERVING_METHODS: WordList = word_list![
     "copy",
     "reshape",
     "transpose",

@@ -18,6 +18,7 @@
 //! A fix combines the applicability of its own rewrite with [`ImportedName::applicability`].
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -28,7 +29,8 @@ use crate::syntax::NodeExt;
 
 /// Packages that a machine may lack: a module-level import of one in a file that does not
 /// already import it unconditionally makes the file fail to import there.
-pub const OPTIONAL_PACKAGES: &[&str] = &["torch_xla", "torch_tpu", "jax", "jaxlib", "libtpu"];
+pub const OPTIONAL_PACKAGES: WordList =
+    word_list!["torch_xla", "torch_tpu", "jax", "jaxlib", "libtpu"];
 
 /// How a fix refers to a module (or member) at its site.
 #[derive(Debug, Clone, PartialEq, Eq)]

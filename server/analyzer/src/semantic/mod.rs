@@ -9,6 +9,7 @@
 
 use crate::hash::{HashMap, StringSet};
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -441,7 +442,7 @@ fn node_with_range<'t>(
 /// Expression kinds that hold no `assignment` node when free of syntax errors: in the grammar,
 /// assignments occur only in expression statements and on the right of other assignments.
 /// [`SemanticModel::last_assignment_before`] does not descend into them.
-const EXPRESSIONS_WITHOUT_ASSIGNMENTS: &[&str] = &[
+const EXPRESSIONS_WITHOUT_ASSIGNMENTS: WordList = word_list![
     "call",
     "argument_list",
     "attribute",

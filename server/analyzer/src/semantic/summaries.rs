@@ -5,6 +5,7 @@
 //! or a step function calls them, directly or through other functions of the file.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use std::sync::Arc;
 
 use crate::hash::{HashMap, StringSet};
@@ -537,7 +538,7 @@ pub(crate) trait Resolver {
     fn resolve(&self, expr: Node<'_>) -> Option<String>;
 }
 
-const SYNC_CALLS: &[&str] = &[
+const SYNC_CALLS: WordList = word_list![
     "torch_xla.sync",
     "torch_xla.step",
     "torch_xla.core.xla_model.mark_step",

@@ -1,5 +1,6 @@
 //! TPU606: `optimizer.step()` in a multi-process PyTorch/XLA program without gradient all-reduce.
 
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -70,7 +71,7 @@ declare_rule! {
 }
 
 /// Text showing that gradients are reduced some other way.
-const REDUCERS: &[&str] = &[
+const REDUCERS: WordList = word_list![
     "DistributedDataParallel",
     "DDP(",
     "FullyShardedDataParallel",

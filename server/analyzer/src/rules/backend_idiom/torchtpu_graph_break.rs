@@ -1,6 +1,7 @@
 //! TPU613: TorchTPU context managers and custom generators inside compiled functions.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -66,7 +67,7 @@ declare_rule! {
     }
 }
 
-const EXECUTION_MODE_MANAGERS: &[&str] = &[
+const EXECUTION_MODE_MANAGERS: WordList = word_list![
     "eager_mode",
     "set_eager_mode",
     "defer_mode",

@@ -1,6 +1,7 @@
 //! TPU207: random ops given an explicit `generator=`, which PyTorch/XLA runs on the CPU.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -71,7 +72,7 @@ declare_rule! {
 }
 
 /// Samplers whose first argument (or receiver) is the tensor the result lives with.
-const SAMPLERS: &[&str] = &[
+const SAMPLERS: WordList = word_list![
     "torch.bernoulli",
     "torch.normal",
     "torch.poisson",
@@ -88,14 +89,14 @@ const SAMPLERS: &[&str] = &[
 
 /// Factories: the device comes from `device=` (the CPU when absent).
 /// Samplers that raised (instead of falling back) with a CPU generator on torch_xla 2.9.
-const RAISE_WITH_GENERATOR: &[&str] = &[
+const RAISE_WITH_GENERATOR: WordList = word_list![
     "torch.cauchy_",
     "torch.exponential_",
     "torch.geometric_",
     "torch.log_normal_",
 ];
 
-const FACTORIES: &[&str] = &[
+const FACTORIES: WordList = word_list![
     "torch.rand",
     "torch.randn",
     "torch.randint",

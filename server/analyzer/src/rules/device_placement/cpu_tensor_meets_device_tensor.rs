@@ -1,6 +1,7 @@
 //! TPU405: a tensor created on the CPU inside `forward` combined with tensors on the device.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -97,7 +98,7 @@ declare_rule! {
     }
 }
 
-const COMBINING_FUNCTIONS: &[&str] = &[
+const COMBINING_FUNCTIONS: WordList = word_list![
     "torch.cat",
     "torch.concat",
     "torch.concatenate",
@@ -559,7 +560,7 @@ fn has_no_elements(context: &Context<'_, '_>, factory: Node<'_>) -> bool {
 }
 
 /// Elementwise arithmetic, which copies a CPU operand to the device on every call.
-const COPYING_COMBINATIONS: &[&str] = &["add", "sub", "mul", "div"];
+const COPYING_COMBINATIONS: WordList = word_list!["add", "sub", "mul", "div"];
 
 /// Whether the module was built here by a `torch.nn` class without parameters (`nn.Dropout`,
 /// `nn.CTCLoss`): nothing of it is on the device, so the CPU tensor passes through it.
@@ -655,7 +656,7 @@ fn report_host_module_tensor<'t>(
 }
 
 /// Combinations that raise with a CPU operand instead of copying it.
-const RAISING_COMBINATIONS: &[&str] = &[
+const RAISING_COMBINATIONS: WordList = word_list![
     "torch.cat",
     "torch.concat",
     "torch.concatenate",

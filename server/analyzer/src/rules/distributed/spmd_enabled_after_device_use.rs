@@ -1,6 +1,7 @@
 //! TPU704: `xr.use_spmd()` called after tensors or modules were put on the XLA device.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -59,7 +60,7 @@ declare_rule! {
     }
 }
 
-const DEVICE_CALLS: &[&str] = &[
+const DEVICE_CALLS: WordList = word_list![
     "torch_xla.device",
     "torch_xla.core.xla_model.xla_device",
     "torch_xla.runtime.xla_device",

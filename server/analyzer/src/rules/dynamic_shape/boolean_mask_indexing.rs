@@ -1,6 +1,7 @@
 //! TPU302: indexing a tensor with a boolean mask (`x[mask]`, `x[mask] = v`).
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -186,7 +187,7 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
                     .any(|side| mask_has_shape_of(context, side, target))
         }
         kind::CALL => {
-            const ELEMENTWISE: &[&str] = &[
+            const ELEMENTWISE: WordList = word_list![
                 "isnan",
                 "isinf",
                 "isfinite",

@@ -1,6 +1,7 @@
 //! TPU108: the tensor returned by `clip_grad_norm_` compared or converted in Python.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -62,8 +63,8 @@ declare_rule! {
     }
 }
 
-const CONVERTERS: &[&str] = &["float", "bool", "int"];
-const MATH_FUNCTIONS: &[&str] = &["math.isfinite", "math.isnan", "math.isinf"];
+const CONVERTERS: WordList = word_list!["float", "bool", "int"];
+const MATH_FUNCTIONS: WordList = word_list!["math.isfinite", "math.isnan", "math.isinf"];
 
 /// TPU108
 fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {

@@ -1,6 +1,7 @@
 //! TPU104: a tensor formatted into a string or handed to a logger in a hot path.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -63,7 +64,7 @@ declare_rule! {
     }
 }
 
-const LOG_METHODS: &[&str] = &[
+const LOG_METHODS: WordList = word_list![
     "debug",
     "info",
     "warning",

@@ -1,6 +1,7 @@
 //! TPU111: wall-clock timing of PyTorch/XLA work whose only barrier does not wait.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -65,7 +66,7 @@ declare_rule! {
     }
 }
 
-const CLOCKS: &[&str] = &[
+const CLOCKS: WordList = word_list![
     "time.time",
     "time.perf_counter",
     "time.monotonic",
@@ -75,7 +76,7 @@ const CLOCKS: &[&str] = &[
 ];
 
 /// Text that shows the interval waits for the device.
-const WAITS: &[&str] = &[
+const WAITS: WordList = word_list![
     "wait=True",
     "wait_device_ops(",
     ".item()",

@@ -1,6 +1,7 @@
 //! TPU507: `backward()` or the optimizer step inside an autocast region.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -58,7 +59,7 @@ declare_rule! {
     }
 }
 
-const AUTOCAST_CONTEXTS: &[&str] = &[
+const AUTOCAST_CONTEXTS: WordList = word_list![
     "torch.autocast",
     "torch.amp.autocast",
     "torch.cuda.amp.autocast",

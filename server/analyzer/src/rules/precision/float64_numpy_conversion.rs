@@ -1,6 +1,7 @@
 //! TPU502: tensors made from NumPy arrays that are float64 by NumPy's default.
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -65,7 +66,7 @@ declare_rule! {
 }
 
 /// Methods that cast right after the conversion.
-const CASTS: &[&str] = &[
+const CASTS: WordList = word_list![
     "float", "half", "bfloat16", "long", "int", "bool", "short", "byte", "char", "double",
 ];
 

@@ -10,6 +10,7 @@ mod float64_tensor;
 mod grad_scaler_on_tpu;
 
 use crate::kind;
+use crate::word_list::{WordList, word_list};
 use tree_sitter::Node;
 
 use crate::checker::Context;
@@ -52,7 +53,7 @@ pub(crate) fn dtype_is_deliberate<'t>(
         statement = parent;
     }
     let after = &source[call.end_byte().min(statement.end_byte())..statement.end_byte()];
-    const CASTS: &[&str] = &[
+    const CASTS: WordList = word_list![
         ".float()",
         ".half()",
         ".bfloat16()",
