@@ -59,6 +59,14 @@ enum Value {
     /// element): a device loader's batches are tensors on the device; a plain loader's are
     /// whatever its collate function builds, until placed (`x = x.to(device)`).
     Element(Box<Value>),
+    /// `Name(...)`, a call of a capitalised name no import gives: an instance of a class of
+    /// this file, maybe an `nn.Module` (placed on a device when `Some`: `Net(n).to(device)`).
+    /// The instance itself stays unknown (a helper's `model` parameter is not read as a device
+    /// module: session 20's evaluation-loop false positive); only its call's output is read.
+    Instance(String, Option<Device>),
+    /// `name(...)`, a call of a plain name no import gives: when the name holds a module of
+    /// this file placed on the accelerator, its output is a tensor there.
+    CallOf(String),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -565,6 +573,18 @@ impl Names<'_> {
                 Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
+            Value::Instance(..) => Lattice::Top,
+            Value::CallOf(name) => {
+                if self.module_on_accelerator(name, caller, at, state, depth) {
+                    Lattice::Fact(PassedFact {
+                        kind: ValueKind::Tensor,
+                        device: Device::Accelerator,
+                        placed: true,
+                    })
+                } else {
+                    Lattice::Top
+                }
+            }
             Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
                 Lattice::Fact(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
@@ -586,6 +606,94 @@ impl Names<'_> {
                 _ => Lattice::Top,
             },
         }
+    }
+
+    /// Whether `name`, read at `at` in `caller`, holds a module placed on the accelerator: an
+    /// instance of a class of this file that defines `forward`, moved there where it was built
+    /// (`query = QueryTower(n).to(device)`) or where it was rebound (`model = model.to(device)`),
+    /// or a `torch.nn` module moved there. Only the last binding of the name in `caller` before
+    /// the read counts, and only when it is not under a block the read is outside of.
+    fn module_on_accelerator(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        let Some(binding) = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|&index| self.all.get(index))
+            .find(|binding| binding.caller == caller && binding.at < at)
+        else {
+            return false;
+        };
+        if binding
+            .block
+            .is_some_and(|(start, end)| !(start <= at && at < end))
+        {
+            return false;
+        }
+        match &binding.value {
+            Value::Instance(class, Some(Device::Accelerator)) => self.is_module_class(class),
+            Value::Name(other) => {
+                self.module_on_accelerator(other, caller, binding.at, state, depth + 1)
+            }
+            Value::Placed(other, Device::Accelerator) => {
+                self.is_module_instance(other, caller, binding.at, depth + 1)
+                    || matches!(
+                        self.name(other, caller, binding.at, state, depth + 1),
+                        Lattice::Fact(PassedFact {
+                            kind: ValueKind::Module,
+                            ..
+                        })
+                    )
+            }
+            Value::Known(PassedFact {
+                kind: ValueKind::Module,
+                device: Device::Accelerator,
+                ..
+            }) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the last binding of `name` before `at` in `caller` builds an instance of a
+    /// module class of this file (`model = Net()`), wherever it is.
+    fn is_module_instance(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        let binding = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|&index| self.all.get(index))
+            .find(|binding| binding.caller == caller && binding.at < at);
+        matches!(binding, Some(NameBinding { value: Value::Instance(class, _), .. }) if self.is_module_class(class))
+    }
+
+    /// Whether a class of this file by that name defines `forward` (a module: its call runs
+    /// `forward` on the module's device). One such class is enough: the name is the file's own.
+    fn is_module_class(&self, class: &str) -> bool {
+        self.functions
+            .iter()
+            .any(|f| f.name == "forward" && f.class_name.as_deref() == Some(class))
     }
 
     /// When the last binding of `name` before `at` in `caller` is a loop's element of a data
@@ -738,6 +846,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         if let Some(device) = device {
             return match read_value(receiver, source, resolver) {
                 Value::Name(name) => Value::Placed(name, device),
+                Value::Instance(class, _) => Value::Instance(class, Some(device)),
                 Value::Known(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
                 {
@@ -758,6 +867,14 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         }
     }
     let Some(qualified) = resolver.resolve(function) else {
+        if function.is(kind::IDENTIFIER) {
+            let name = node_text(function, source);
+            return if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                Value::Instance(name.to_string(), None)
+            } else {
+                Value::CallOf(name.to_string())
+            };
+        }
         return Value::Unknown;
     };
     if let Some(factory) = qualified.strip_prefix("torch.")
