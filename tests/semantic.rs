@@ -766,6 +766,38 @@ fn helpers_passed_device_loader_batches_hold_device_tensors() {
 }
 
 #[test]
+fn helpers_passed_module_outputs_hold_device_tensors() {
+    // Every call passes the output of a module of this file on the accelerator (moved where it
+    // was built, or in place and wrapped): the helper's parameter is a device tensor. The
+    // module passed itself stays unknown (an evaluation helper's `model` is not a device
+    // module by its call sites); a class without `forward`, a dtype-only move or one host call
+    // says nothing.
+    let source = "import torch\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\nclass Tower(nn.Module):\n    def forward(self, x):\n        return x\n\ndef loss_fn(q, model):\n    return MARK\n\ndef train(x, device):\n    query = Tower().to(device)\n    loss_fn(query(x), query)\n    other = Tower()\n    other.to(device)\n    wrapped = DDP(other)\n    loss_fn(wrapped(x), wrapped)\n";
+    let check = |source: &str, expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    let q = check(source, "q");
+    assert_eq!(
+        (q.kind, q.device, q.evidence),
+        (ValueKind::Tensor, Device::Accelerator, Evidence::CallSite)
+    );
+    let model = check(source, "model");
+    assert_ne!(
+        (model.device, model.evidence),
+        (Device::Accelerator, Evidence::CallSite)
+    );
+    for variant in [
+        source.replace("    def forward(self, x):", "    def run(self, x):"),
+        source.replace("other.to(device)", "other.to(torch.bfloat16)"),
+        format!("{source}    loss_fn(torch.zeros(3), None)\n"),
+    ] {
+        let q = check(&variant, "q");
+        assert_ne!(
+            (q.device, q.evidence),
+            (Device::Accelerator, Evidence::CallSite)
+        );
+    }
+}
+
+#[test]
 fn fields_of_reductions_are_tensors() {
     // `.values` / `.indices` of `max(dim)`, `topk`, `sort`: tensors where the input was, not
     // Python values (a mask built from them indexes a tensor).

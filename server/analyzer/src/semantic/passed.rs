@@ -67,6 +67,13 @@ enum Value {
     /// `name(...)`, a call of a plain name no import gives: when the name holds a module of
     /// this file placed on the accelerator, its output is a tensor there.
     CallOf(String),
+    /// `wrapper(module, ...)` of `torch_api::MODULE_WRAPPERS` (`DDP(model)`): the wrapped
+    /// module's value, and what the call reads as itself (a `torch.nn` class is a module).
+    Wrapped(Box<(Value, Value)>),
+    /// `name.to(device)` as a statement: a module moves in place (a tensor does not). Only
+    /// the reading of a module's call (`CallOf`) uses the move; as a value the name keeps what
+    /// it held before.
+    MovedInPlace(String, Device),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -240,6 +247,35 @@ impl PassedSites {
                 _ => {}
             }
         }
+    }
+
+    /// Records `receiver.to(device)` as a statement (a module moved in place) when the receiver
+    /// is a plain name and the target a device (`call`'s parts: the receiver and arguments).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_in_place_move(
+        &mut self,
+        receiver: Node<'_>,
+        arguments: Node<'_>,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        if receiver.is_not(kind::IDENTIFIER) {
+            return;
+        }
+        let Some(device) = to_device(arguments, source, resolver) else {
+            return;
+        };
+        let name = node_text(receiver, source).to_string();
+        self.bindings.push(NameBinding {
+            caller,
+            name: name.clone(),
+            at,
+            block,
+            value: Value::MovedInPlace(name, device),
+        });
     }
 
     /// Records the names a loop target binds: each an element of what the loop iterates
@@ -574,6 +610,8 @@ impl Names<'_> {
                 _ => Lattice::Top,
             },
             Value::Instance(..) => Lattice::Top,
+            Value::Wrapped(pair) => self.value(&pair.1, caller, at, state, depth + 1),
+            Value::MovedInPlace(name, _) => self.name(name, caller, at, state, depth + 1),
             Value::CallOf(name) => {
                 if self.module_on_accelerator(name, caller, at, state, depth) {
                     Lattice::Fact(PassedFact {
@@ -610,8 +648,9 @@ impl Names<'_> {
 
     /// Whether `name`, read at `at` in `caller`, holds a module placed on the accelerator: an
     /// instance of a class of this file that defines `forward`, moved there where it was built
-    /// (`query = QueryTower(n).to(device)`) or where it was rebound (`model = model.to(device)`),
-    /// or a `torch.nn` module moved there. Only the last binding of the name in `caller` before
+    /// (`query = QueryTower(n).to(device)`), where it was rebound (`model = model.to(device)`)
+    /// or in place (`model.to(device)`), or a `torch.nn` module moved there; a wrapper
+    /// (`DDP(model)`) of such a module. Only the last binding of the name in `caller` before
     /// the read counts, and only when it is not under a block the read is outside of.
     fn module_on_accelerator(
         &self,
@@ -641,15 +680,32 @@ impl Names<'_> {
         {
             return false;
         }
-        match &binding.value {
+        self.module_value_on_accelerator(&binding.value, caller, binding.at, state, depth + 1)
+    }
+
+    /// [`Names::module_on_accelerator`] for a value read at `at` in `caller`.
+    fn module_value_on_accelerator(
+        &self,
+        value: &Value,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        match value {
             Value::Instance(class, Some(Device::Accelerator)) => self.is_module_class(class),
-            Value::Name(other) => {
-                self.module_on_accelerator(other, caller, binding.at, state, depth + 1)
+            Value::Name(other) => self.module_on_accelerator(other, caller, at, state, depth + 1),
+            Value::Wrapped(pair) => {
+                self.module_value_on_accelerator(&pair.0, caller, at, state, depth + 1)
             }
-            Value::Placed(other, Device::Accelerator) => {
-                self.is_module_instance(other, caller, binding.at, depth + 1)
+            Value::Placed(other, Device::Accelerator)
+            | Value::MovedInPlace(other, Device::Accelerator) => {
+                self.is_module_instance(other, caller, at, depth + 1)
                     || matches!(
-                        self.name(other, caller, binding.at, state, depth + 1),
+                        self.name(other, caller, at, state, depth + 1),
                         Lattice::Fact(PassedFact {
                             kind: ValueKind::Module,
                             ..
@@ -889,6 +945,18 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         };
         return Value::Known(PassedFact::tensor(device));
     }
+    let reading = read_qualified_call(&qualified);
+    match syntax::positional_args(arguments).first() {
+        Some(&module) if torch_api::MODULE_WRAPPERS.contains(&qualified.as_str()) => {
+            Value::Wrapped(Box::new((read_value(module, source, resolver), reading)))
+        }
+        _ => reading,
+    }
+}
+
+/// A call of a torch class or function other than a factory: a device object, a module, an
+/// optimizer or a data loader (`qualified`: the callee's qualified name).
+fn read_qualified_call(qualified: &str) -> Value {
     let last = qualified.rsplit('.').next().unwrap_or("");
     let class = last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     if qualified == "torch.device" {
@@ -903,7 +971,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         Value::Known(PassedFact::of(ValueKind::Optimizer))
     } else if qualified == "torch.utils.data.DataLoader" {
         Value::Known(PassedFact::of(ValueKind::DataLoader))
-    } else if torch_api::is_device_loader(&qualified) {
+    } else if torch_api::is_device_loader(qualified) {
         Value::Known(PassedFact {
             device: Device::Accelerator,
             ..PassedFact::of(ValueKind::DataLoader)

@@ -1541,6 +1541,26 @@ fn call(
             ancestors,
         );
     }
+    // `model.to(device)` as a statement: a module moved in place (call-site facts read it for
+    // the module's calls).
+    if method == Some("to")
+        && let Some(receiver) = receiver
+        && ancestors
+            .iter()
+            .rev()
+            .nth(1)
+            .is_some_and(|parent| parent.is(kind::EXPRESSION_STATEMENT))
+    {
+        summaries.passed.record_in_place_move(
+            receiver,
+            arguments,
+            innermost_function(stack),
+            node.end_byte(),
+            block_around(ancestors),
+            source,
+            resolver,
+        );
+    }
     record_parameter_use(
         node, function, arguments, method, receiver, q, source, resolver, summaries, stack,
         ancestors,
