@@ -798,6 +798,31 @@ fn helpers_passed_module_outputs_hold_device_tensors() {
 }
 
 #[test]
+fn nested_steps_read_enclosing_modules_at_call_sites() {
+    // A step defined in the training function calls the module it closes over and unpacks the
+    // output: the helper it passes the elements to gets device tensors. A step whose own
+    // parameter shadows the name, or an enclosing binding that is no device module, says
+    // nothing.
+    let source = "import torch\nimport torch.nn as nn\n\nclass Tower(nn.Module):\n    def forward(self, x):\n        return x, x\n\ndef pair(q):\n    return MARK\n\ndef train(x, device):\n    model = Tower().to(device)\n    def step(batch):\n        q, v = model(batch)\n        pair(q)\n    step(x)\n";
+    let check = |source: &str| at(&source.replace("MARK", "⟦q⟧")).fact;
+    let q = check(source);
+    assert_eq!(
+        (q.kind, q.device, q.evidence),
+        (ValueKind::Tensor, Device::Accelerator, Evidence::CallSite)
+    );
+    for variant in [
+        source.replace("def step(batch):", "def step(batch, model):"),
+        source.replace("    step(x)\n", "    model = Tower()\n    step(x)\n"),
+    ] {
+        let q = check(&variant);
+        assert_ne!(
+            (q.device, q.evidence),
+            (Device::Accelerator, Evidence::CallSite)
+        );
+    }
+}
+
+#[test]
 fn fields_of_reductions_are_tensors() {
     // `.values` / `.indices` of `max(dim)`, `topk`, `sort`: tensors where the input was, not
     // Python values (a mask built from them indexes a tensor).

@@ -109,6 +109,8 @@ struct NameBinding {
 pub(crate) struct PassedSites {
     calls: Vec<PassedCall>,
     bindings: Vec<NameBinding>,
+    /// Functions defined in another function's body: (the nested one, the enclosing one).
+    enclosing: Vec<(usize, usize)>,
 }
 
 /// How deep a chain of names (`a = b`, `b = c`, …) is followed before it is taken as unknown.
@@ -213,6 +215,12 @@ impl PassedSites {
         }
         let value = match value {
             Some(value) if target.is(kind::IDENTIFIER) => read_value(value, source, resolver),
+            // `a, t, scale = model(wave, ids, mask)`: the elements of a module's output tuple
+            // are its tensors, on the module's device.
+            Some(value) => match read_value(value, source, resolver) {
+                call @ Value::CallOf(_) => call,
+                _ => Value::Unknown,
+            },
             _ => Value::Unknown,
         };
         self.bind_pattern(target, value, caller, at, block, source);
@@ -355,9 +363,14 @@ impl PassedSites {
         }
     }
 
-    /// No call and no binding recorded.
+    /// Records that function `nested` is defined in the body of function `enclosing`.
+    pub(crate) fn record_enclosing(&mut self, nested: usize, enclosing: usize) {
+        self.enclosing.push((nested, enclosing));
+    }
+
+    /// No call, no binding and no nesting recorded.
     pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.bindings.is_empty()
+        self.calls.is_empty() && self.bindings.is_empty() && self.enclosing.is_empty()
     }
 
     /// Appends a statement's sites, whose function indices start at `first` in the file.
@@ -372,6 +385,11 @@ impl PassedSites {
                 caller: binding.caller.map(|caller| first + caller),
                 ..binding
             }));
+        self.enclosing.extend(
+            part.enclosing
+                .into_iter()
+                .map(|(nested, enclosing)| (first + nested, first + enclosing)),
+        );
     }
 
     /// Per function, per parameter (`self` included, by position in
@@ -431,6 +449,7 @@ impl PassedSites {
             all: &self.bindings,
             functions,
             starts: &[],
+            enclosing: &self.enclosing,
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
         // raise a parameter's state, so it ends within three rounds per parameter; the bound is
@@ -567,6 +586,8 @@ struct Names<'a> {
     functions: &'a [FunctionSummary],
     /// `parameter_starts(functions)`.
     starts: &'a [usize],
+    /// `PassedSites::enclosing`.
+    enclosing: &'a [(usize, usize)],
 }
 
 impl Names<'_> {
@@ -672,7 +693,7 @@ impl Names<'_> {
             .filter_map(|&index| self.all.get(index))
             .find(|binding| binding.caller == caller && binding.at < at)
         else {
-            return false;
+            return self.closure_module_on_accelerator(name, caller, state, depth);
         };
         if binding
             .block
@@ -681,6 +702,54 @@ impl Names<'_> {
             return false;
         }
         self.module_value_on_accelerator(&binding.value, caller, binding.at, state, depth + 1)
+    }
+
+    /// A name a nested function reads from the function around it (`ddp` in a `train_step`
+    /// defined in `main`): a module on the accelerator when the nested function has no
+    /// parameter by that name and every binding of it in the enclosing function is one (the
+    /// nested function may run after any of them).
+    fn closure_module_on_accelerator(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        let Some(function) = caller else {
+            return false;
+        };
+        if self
+            .functions
+            .get(function)
+            .is_none_or(|f| f.parameters.iter().any(|p| p == name))
+        {
+            return false;
+        }
+        let Some(&(_, enclosing)) = self
+            .enclosing
+            .iter()
+            .find(|(nested, _)| *nested == function)
+        else {
+            return false;
+        };
+        let mut bindings = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|&index| self.all.get(index))
+            .filter(|binding| binding.caller == Some(enclosing))
+            .peekable();
+        bindings.peek().is_some()
+            && bindings.all(|binding| {
+                self.module_value_on_accelerator(
+                    &binding.value,
+                    Some(enclosing),
+                    binding.at,
+                    state,
+                    depth + 1,
+                )
+            })
     }
 
     /// [`Names::module_on_accelerator`] for a value read at `at` in `caller`.

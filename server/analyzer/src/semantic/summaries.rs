@@ -1255,6 +1255,15 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
+            // A function defined in another's body reads that one's names (a closure).
+            let enclosing = stack.iter().rev().find_map(|(_, frame)| match frame {
+                Frame::Function(parent) => Some(Some(*parent)),
+                Frame::Other => Some(None),
+                _ => None,
+            });
+            if let Some(Some(parent)) = enclosing {
+                summaries.passed.record_enclosing(index, parent);
+            }
             let class = defining_class(ancestors);
             let class_name = class
                 .and_then(|class| class.field("name"))
