@@ -1349,7 +1349,7 @@ fn enter(
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
-                && has_modulo(right, source)
+                && is_throttle_value(right, source)
             {
                 summaries.throttle_names.push((
                     innermost_function(stack),
@@ -2710,6 +2710,23 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
         _ => return None,
     };
     (counter.is(kind::IDENTIFIER)).then(|| node_text(counter, source))
+}
+
+/// Whether an assigned value is a throttle test or phase (`skip = step % every != 0`,
+/// `log_now = not step % 50`, `phase = step % every`), not a value that merely holds a modulo
+/// somewhere in its operands: `tokens = torch.cat([tokens[origin], (idx % vocab).unsqueeze(1)], 1)`
+/// in a beam search is a tensor, and a test of it (`if (tokens[:, -1] == eos).all():`) is the
+/// loop's exit, read every step, not a throttle.
+fn is_throttle_value(value: Node<'_>, source: &str) -> bool {
+    let value = syntax::unparenthesize(value);
+    let test_or_phase = match value.kind_key() {
+        kind::COMPARISON_OPERATOR | kind::BOOLEAN_OPERATOR | kind::NOT_OPERATOR => true,
+        kind::BINARY_OPERATOR => value
+            .field("operator")
+            .is_some_and(|operator| syntax::text_is(operator, source, "%")),
+        _ => false,
+    };
+    test_or_phase && has_modulo(value, source)
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
