@@ -1980,6 +1980,55 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// The name of the function of this file a call runs (`generate(lm, cond, steps)`,
+    /// `self.generate(...)`) when that function cuts the graph, itself or through the functions
+    /// it calls, and neither it nor any function of the file it reaches waits for the device
+    /// ([`FunctionSummary::waits`]): the call returns with the device work still queued. Every
+    /// function of that name is taken into account (the call graph joins by name).
+    pub fn call_syncs_without_waiting(&self, call: Node<'_>) -> Option<&'t str> {
+        let (function, _) = syntax::call_parts(call)?;
+        let name = match function.kind_key() {
+            kind::IDENTIFIER => node_text(function, self.source),
+            kind::ATTRIBUTE
+                if function
+                    .field("object")
+                    .is_some_and(|o| syntax::text_is(o, self.source, "self")) =>
+            {
+                node_text(function.field("attribute")?, self.source)
+            }
+            _ => return None,
+        };
+        let functions = &self.summaries.functions;
+        let named: Vec<usize> = (0..functions.len())
+            .filter(|&index| functions[index].name == name)
+            .collect();
+        if named.is_empty()
+            || !named
+                .iter()
+                .any(|&index| functions[index].syncs || functions[index].syncs_through_calls)
+        {
+            return None;
+        }
+        // Every function reachable from it by name, each visited once.
+        let mut seen = vec![false; functions.len()];
+        let mut pending = named;
+        while let Some(index) = pending.pop() {
+            if std::mem::replace(&mut seen[index], true) {
+                continue;
+            }
+            if functions[index].waits {
+                return None;
+            }
+            for callee in &functions[index].calls {
+                pending.extend(
+                    (0..functions.len())
+                        .filter(|&other| !seen[other] && functions[other].name == *callee),
+                );
+            }
+        }
+        Some(name)
+    }
+
     /// For a device move of a module (`model.to(device)`) whose parameters an earlier call of
     /// the same function kept (`torch.optim.AdamW(model.parameters())`) with none after the
     /// move: that call's range (see `Summaries::stale_parameter_moves`).

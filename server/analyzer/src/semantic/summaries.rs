@@ -105,6 +105,10 @@ pub struct FunctionSummary {
     pub calls: Vec<String>,
     /// Whether a function of this file it calls, directly or transitively, syncs.
     pub syncs_through_calls: bool,
+    /// Whether its own body waits for the device: reads a value back (`.item()`, `.tolist()`,
+    /// `.numpy()`, `.cpu()`), prints, or calls `xm.wait_device_ops()` /
+    /// `torch_xla.sync(wait=True)`. A clock read after a call of it measures execution (TPU111).
+    pub waits: bool,
     /// Whether a training loop or step function reaches it through the call graph.
     pub reached_from_loop: bool,
     /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
@@ -1549,6 +1553,12 @@ fn call(
     let concatenates = matches!(q, "torch.cat" | "torch.concat" | "torch.concatenate");
     let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
         || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
+    let waits = matches!(method, Some("item" | "tolist" | "numpy" | "cpu"))
+        || name == Some("print")
+        || q.ends_with("wait_device_ops")
+        || (q == "torch_xla.sync"
+            && syntax::keyword_arg(arguments, "wait", source)
+                .is_some_and(|wait| node_text(wait, source) == "True"));
     let backward = name == Some("backward");
     let saves = matches!(
         q,
@@ -1648,6 +1658,7 @@ fn call(
                 let function = &mut summaries.functions[*index];
                 function.syncs |= syncs;
                 function.syncs_outside_loops |= syncs && in_loop;
+                function.waits |= waits;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
                 if saves && function.first_save.is_none() {
