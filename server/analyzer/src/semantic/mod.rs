@@ -1894,6 +1894,36 @@ impl<'t> SemanticModel<'t> {
             })
     }
 
+    /// Whether a function around the traversal's current node, in a file that is no library
+    /// module, imports `package` itself, unconditionally or under the script's own `if`
+    /// (`if args.tpu: import torch_xla.core.xla_model as xm` in `main`): the user's flag chooses
+    /// the TPU path, and the function's code is that path's code. An availability probe
+    /// (`if is_torch_xla_available():`), a `try: … except ImportError:` and every import of a
+    /// library module are left out: there the package is optional, and the code serves other
+    /// devices as much.
+    pub fn script_function_imports(&self, package: &str) -> bool {
+        !self.library_module
+            && self
+                .imports
+                .records()
+                .iter()
+                .filter(|record| {
+                    matches!(
+                        record.condition,
+                        ImportCondition::InFunction | ImportCondition::OtherIf
+                    ) && record.in_function
+                        && !record.type_checking
+                        && record.names_package(package)
+                })
+                .any(|record| {
+                    self.ancestors.iter().any(|ancestor| {
+                        ancestor.is(kind::FUNCTION_DEFINITION)
+                            && ancestor.start_byte() <= record.statement.start
+                            && record.statement.end <= ancestor.end_byte()
+                    })
+                })
+    }
+
     /// Whether the statement `module.to(device)` (or any `.to(device)` call on that name or
     /// attribute) moves `module` to a device between the byte offsets `after` and `before`, in
     /// `function`'s body (the module's when `None`).
@@ -1949,6 +1979,55 @@ impl<'t> SemanticModel<'t> {
                     .moved_parameters
                     .contains(&(position + usize::from(bound)))
         })
+    }
+
+    /// The name of the function of this file a call runs (`generate(lm, cond, steps)`,
+    /// `self.generate(...)`) when that function cuts the graph, itself or through the functions
+    /// it calls, and neither it nor any function of the file it reaches waits for the device
+    /// ([`FunctionSummary::waits`]): the call returns with the device work still queued. Every
+    /// function of that name is taken into account (the call graph joins by name).
+    pub fn call_syncs_without_waiting(&self, call: Node<'_>) -> Option<&'t str> {
+        let (function, _) = syntax::call_parts(call)?;
+        let name = match function.kind_key() {
+            kind::IDENTIFIER => node_text(function, self.source),
+            kind::ATTRIBUTE
+                if function
+                    .field("object")
+                    .is_some_and(|o| syntax::text_is(o, self.source, "self")) =>
+            {
+                node_text(function.field("attribute")?, self.source)
+            }
+            _ => return None,
+        };
+        let functions = &self.summaries.functions;
+        let named: Vec<usize> = (0..functions.len())
+            .filter(|&index| functions[index].name == name)
+            .collect();
+        if named.is_empty()
+            || !named
+                .iter()
+                .any(|&index| functions[index].syncs || functions[index].syncs_through_calls)
+        {
+            return None;
+        }
+        // Every function reachable from it by name, each visited once.
+        let mut seen = vec![false; functions.len()];
+        let mut pending = named;
+        while let Some(index) = pending.pop() {
+            if std::mem::replace(&mut seen[index], true) {
+                continue;
+            }
+            if functions[index].waits {
+                return None;
+            }
+            for callee in &functions[index].calls {
+                pending.extend(
+                    (0..functions.len())
+                        .filter(|&other| !seen[other] && functions[other].name == *callee),
+                );
+            }
+        }
+        Some(name)
     }
 
     /// For a device move of a module (`model.to(device)`) whose parameters an earlier call of
@@ -4380,6 +4459,9 @@ impl SemanticModel<'_> {
             return None;
         };
         let mut choice = self.origin_node(fact.origin?)?;
+        if self.other_branch_binds_accelerator(node_text(name, self.source), choice) {
+            return None;
+        }
         if choice.is(kind::CALL) {
             let (function, arguments) = syntax::call_parts(choice)?;
             if self.qualified_name(function).as_deref() != Some("torch.device") {
@@ -4400,6 +4482,80 @@ impl SemanticModel<'_> {
         let (first, second) = (device(branches.first())?, device(branches.get(2))?);
         let accelerator = |d: Device| d == Device::Accelerator || d == Device::Unknown;
         (!accelerator(first) && !accelerator(second)).then(|| first.merge(second))
+    }
+}
+
+impl<'t> SemanticModel<'t> {
+    /// Whether `name = value` sits in a branch of an `if` another branch of which binds `name`
+    /// to the accelerator by name (`if args.tpu: device = xm.xla_device()` / `else: device =
+    /// torch.device("cuda" if … else "cpu")`): the name is then the XLA (or TPU) device
+    /// whenever the code runs on one, whichever binding the index saw last.
+    fn other_branch_binds_accelerator(&self, name: &str, value: Node<'t>) -> bool {
+        let Some(assignment) = value.parent().filter(|parent| parent.is(kind::ASSIGNMENT)) else {
+            return false;
+        };
+        // assignment → expression statement → block → `else` / `elif` clause or the `if`.
+        let mut branch = assignment.parent().and_then(|statement| statement.parent());
+        let mut if_statement = None;
+        for _ in 0..2 {
+            let Some(parent) = branch.and_then(|node| node.parent()) else {
+                break;
+            };
+            if parent.is(kind::IF_STATEMENT) {
+                if_statement = Some(parent);
+                break;
+            }
+            branch = Some(parent);
+        }
+        let Some(if_statement) = if_statement else {
+            return false;
+        };
+        let mut blocks: Vec<Node<'t>> = if_statement.field("consequence").into_iter().collect();
+        let mut cursor = if_statement.walk();
+        for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
+            blocks.extend(clause.field("consequence").or_else(|| clause.field("body")));
+        }
+        blocks
+            .iter()
+            .filter(|block| !block.byte_range().contains(&assignment.start_byte()))
+            .flat_map(|block| block.named_nodes())
+            .filter_map(|statement| {
+                statement.named_child(0).filter(|child| {
+                    statement.is(kind::EXPRESSION_STATEMENT) && child.is(kind::ASSIGNMENT)
+                })
+            })
+            .any(|other| {
+                other.field("left").is_some_and(|left| {
+                    left.is(kind::IDENTIFIER) && node_text(left, self.source) == name
+                }) && other
+                    .field("right")
+                    .is_some_and(|right| self.names_accelerator(right))
+            })
+    }
+
+    /// `xm.xla_device()`, `torch_xla.device()`, TorchTPU's `api.tpu_device()`,
+    /// `torch.device("xla")`, `"tpu"`: the accelerator
+    /// named as such (not any call, which `device_of_expr` takes for the accelerator by default).
+    fn names_accelerator(&self, value: Node<'t>) -> bool {
+        let value = syntax::unparenthesize(value);
+        if let Some(text) = syntax::string_value(value, self.source) {
+            return device_from_str(&text) == Device::Accelerator;
+        }
+        let Some((function, arguments)) = syntax::call_parts(value) else {
+            return false;
+        };
+        match self.qualified_name(function).as_deref() {
+            Some("torch.device") => syntax::positional_args(arguments)
+                .first()
+                .and_then(|argument| syntax::string_value(*argument, self.source))
+                .is_some_and(|text| device_from_str(&text) == Device::Accelerator),
+            Some(qualified) => {
+                qualified.ends_with("xla_device")
+                    || qualified == "torch_xla.device"
+                    || qualified.starts_with("torch_tpu.") && qualified.ends_with(".tpu_device")
+            }
+            None => false,
+        }
     }
 }
 

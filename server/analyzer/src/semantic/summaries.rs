@@ -106,6 +106,10 @@ pub struct FunctionSummary {
     pub calls: Vec<String>,
     /// Whether a function of this file it calls, directly or transitively, syncs.
     pub syncs_through_calls: bool,
+    /// Whether its own body waits for the device: reads a value back (`.item()`, `.tolist()`,
+    /// `.numpy()`, `.cpu()`), prints, or calls `xm.wait_device_ops()` /
+    /// `torch_xla.sync(wait=True)`. A clock read after a call of it measures execution (TPU111).
+    pub waits: bool,
     /// Whether a training loop or step function reaches it through the call graph.
     pub reached_from_loop: bool,
     /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
@@ -1359,7 +1363,7 @@ fn enter(
             // `skip = step % every != 0`: a throttle by name.
             if let (Some(left), Some(right)) = (left_field, right_field)
                 && left.is(kind::IDENTIFIER)
-                && has_modulo(right, source)
+                && is_throttle_value(right, source)
             {
                 summaries.throttle_names.push((
                     innermost_function(stack),
@@ -1579,6 +1583,12 @@ fn call(
     let concatenates = matches!(q, "torch.cat" | "torch.concat" | "torch.concatenate");
     let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
         || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
+    let waits = matches!(method, Some("item" | "tolist" | "numpy" | "cpu"))
+        || name == Some("print")
+        || q.ends_with("wait_device_ops")
+        || (q == "torch_xla.sync"
+            && syntax::keyword_arg(arguments, "wait", source)
+                .is_some_and(|wait| node_text(wait, source) == "True"));
     let backward = name == Some("backward");
     let saves = matches!(
         q,
@@ -1678,6 +1688,7 @@ fn call(
                 let function = &mut summaries.functions[*index];
                 function.syncs |= syncs;
                 function.syncs_outside_loops |= syncs && in_loop;
+                function.waits |= waits;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
                 if saves && function.first_save.is_none() {
@@ -2746,6 +2757,23 @@ fn loop_counter<'s>(target: Node<'_>, iterable: Node<'_>, source: &'s str) -> Op
         _ => return None,
     };
     (counter.is(kind::IDENTIFIER)).then(|| node_text(counter, source))
+}
+
+/// Whether an assigned value is a throttle test or phase (`skip = step % every != 0`,
+/// `log_now = not step % 50`, `phase = step % every`), not a value that merely holds a modulo
+/// somewhere in its operands: `tokens = torch.cat([tokens[origin], (idx % vocab).unsqueeze(1)], 1)`
+/// in a beam search is a tensor, and a test of it (`if (tokens[:, -1] == eos).all():`) is the
+/// loop's exit, read every step, not a throttle.
+fn is_throttle_value(value: Node<'_>, source: &str) -> bool {
+    let value = syntax::unparenthesize(value);
+    let test_or_phase = match value.kind_key() {
+        kind::COMPARISON_OPERATOR | kind::BOOLEAN_OPERATOR | kind::NOT_OPERATOR => true,
+        kind::BINARY_OPERATOR => value
+            .field("operator")
+            .is_some_and(|operator| syntax::text_is(operator, source, "%")),
+        _ => false,
+    };
+    test_or_phase && has_modulo(value, source)
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {

@@ -45,6 +45,11 @@ declare_rule! {
     /// x, y in DataLoader(test_set, batch_size=64):`) or a name containing `loader` are checked. In files that mention `MpDeviceLoader` / `ParallelLoader`, a name
     /// alone is not enough: only a loader the index knows to be a plain `DataLoader` (built in the
     /// function, or passed one by every call of the function in the file) is checked.
+    /// Only PyTorch/XLA code is checked: a file that imports `torch_xla` at module level,
+    /// unconditionally, or a function of a script that imports it itself, also under the
+    /// script's own flag (`if args.tpu: import torch_xla.core.xla_model as xm` in `main`). A
+    /// library module's import under an availability test, a `try`, or any `if` in a function
+    /// is not enough: its loops serve other devices as much.
     ///
     /// ## Fix safety
     /// No fix: wrapping the loader changes where batches live and when the step syncs.
@@ -68,8 +73,12 @@ declare_rule! {
 
 /// TPU607
 fn check<'t>(context: &mut Context<'t, '_>, loop_node: Node<'t>) {
+    // A script's function that imports torch_xla itself (under the user's `--tpu` flag) runs
+    // its loops on the XLA device when the flag is set; a library module's guarded import does not
+    // make its loops PyTorch/XLA code.
     if context.backend() != Backend::TorchXla
-        || !tpu_api::imports_unconditionally(context, "torch_xla")
+        || !(tpu_api::imports_unconditionally(context, "torch_xla")
+            || context.semantic().script_function_imports("torch_xla"))
     {
         return;
     }

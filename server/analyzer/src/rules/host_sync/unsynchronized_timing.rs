@@ -16,8 +16,9 @@ declare_rule! {
     /// In PyTorch/XLA code, checks for elapsed-time measurements (`time.time() - start`,
     /// `time.perf_counter() - t0`, …) where the code between the two clock reads cuts the graph
     /// with `torch_xla.sync()` or `xm.mark_step()`, calls a function compiled with
-    /// `torch_xla.compile` (which cuts it before and after), or iterates an `MpDeviceLoader` (which cuts
-    /// it at every batch), but never waits for the device:
+    /// `torch_xla.compile` (which cuts it before and after), iterates an `MpDeviceLoader` (which cuts
+    /// it at every batch), or calls a function of the file that cuts it (`generate()` with a
+    /// `torch_xla.sync()` per token), but never waits for the device:
     /// no `torch_xla.sync(wait=True)`, no `xm.wait_device_ops()`, and no value read back
     /// (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `print`). A read inside a closure given to
     /// `xm.add_step_closure` is no wait there (it runs after a later barrier, and only on the
@@ -49,7 +50,10 @@ declare_rule! {
     /// ## Known problems
     /// Only files that use PyTorch/XLA are checked, and only a start time bound in the same
     /// function (`start = time.time()`). Timing with no barrier at all is not reported: without
-    /// one the index cannot tell whether the interval holds XLA work.
+    /// one the index cannot tell whether the interval holds XLA work. A called function of the
+    /// file counts as a barrier when it (or a function of the file it calls) syncs and none of
+    /// the functions it reaches waits (reads a value back, prints, `xm.wait_device_ops()`,
+    /// `torch_xla.sync(wait=True)`); functions are joined by name, methods only through `self`.
     ///
     /// ## References
     /// - PyTorch/XLA, *Trace vs. execution time* (`docs/source/learn/trace-vs-execution-time.md`)
@@ -122,15 +126,17 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     let statements = interval_statements(context, scope, lower, upper);
     // The barrier the message names: the first kind found, in the order users write them.
     let barrier = if interval.contains("torch_xla.sync(") {
-        Some("`torch_xla.sync()`")
+        Some("`torch_xla.sync()`".to_string())
     } else if interval.contains("mark_step(") {
-        Some("`mark_step()`")
+        Some("`mark_step()`".to_string())
     } else if statements.runs_compiled_step {
-        Some("a `torch_xla.compile`d step")
+        Some("a `torch_xla.compile`d step".to_string())
     } else if statements.loops_over_device_loader {
-        Some("a device loader's batches")
+        Some("a device loader's batches".to_string())
     } else {
-        None
+        statements
+            .runs_syncing_function
+            .map(|name| format!("`{name}()`, which syncs"))
     };
     // What runs in the interval itself: a step closure's body runs only when the runtime runs
     // it, and `torch.cuda.synchronize()` waits for a CUDA device, not the XLA one.
@@ -167,7 +173,7 @@ fn is_clock_read<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
 }
 
 /// What the code between the two clock reads does, beyond its text.
-struct IntervalStatements {
+struct IntervalStatements<'t> {
     /// A loop over a device loader (`MpDeviceLoader`, `ParallelLoader`): each batch it yields
     /// cuts the graph like `torch_xla.sync()`, and waits no more than it does.
     loops_over_device_loader: bool,
@@ -175,6 +181,10 @@ struct IntervalStatements {
     /// `step_fn(batch)`): it cuts the graph before and after the function runs, and returns
     /// before the device has run it.
     runs_compiled_step: bool,
+    /// A call of a function of this file that cuts the graph and returns without waiting
+    /// (`codes = generate(lm, cond, steps)`, whose decode loop runs `torch_xla.sync()` per
+    /// token): its name.
+    runs_syncing_function: Option<&'t str>,
     /// Byte ranges that do not run before the clock is read: `xm.add_step_closure(...)` calls
     /// (their closures run after a later barrier, on the steps that register one) and the
     /// callee of a call around the clock read.
@@ -186,10 +196,11 @@ fn interval_statements<'t>(
     scope: Node<'t>,
     lower: usize,
     upper: usize,
-) -> IntervalStatements {
+) -> IntervalStatements<'t> {
     let mut found = IntervalStatements {
         loops_over_device_loader: false,
         runs_compiled_step: false,
+        runs_syncing_function: None,
         deferred: Vec::new(),
     };
     let mut stack = vec![scope];
@@ -221,6 +232,9 @@ fn interval_statements<'t>(
         }
         if inside && node.is(kind::CALL) && !found.runs_compiled_step {
             found.runs_compiled_step = calls_xla_compiled(context, node);
+        }
+        if inside && node.is(kind::CALL) && found.runs_syncing_function.is_none() {
+            found.runs_syncing_function = context.semantic().call_syncs_without_waiting(node);
         }
         if inside
             && node.is(kind::FOR_STATEMENT)
