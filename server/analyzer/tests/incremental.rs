@@ -608,6 +608,49 @@ fn a_helper_that_now_moves_its_argument_rechecks_the_statements_that_call_it() {
     assert!(second.reuse.summaries >= 1, "{:?}", second.reuse);
 }
 
+#[test]
+fn a_function_that_no_longer_syncs_rechecks_the_timings_of_its_callers() {
+    // Random-edit seed 252 on TPU111's fixture, replayed: a syntax error typed into `prepare`,
+    // then `generate`'s `torch_xla.sync()` deleted. `main` times a call of `generate` and reads
+    // by name whether it syncs without waiting; only the edited statement was checked again, so
+    // the stale TPU111 stayed until `syncs` and `waits` joined what callers read by name.
+    let path = repository().join("tests/fixtures/host_sync/TPU111_syncing_function.py");
+    let text = std::fs::read_to_string(path).expect("the fixture is readable");
+    let settings = Settings::default();
+    let tree = syntax::parse(&text, None).expect("parses");
+    let mut state = check_with_policy(&text, &tree, &settings, &[], ReusePolicy::Sound).state;
+    let (mut text, mut tree) = (text, tree);
+    let prepare_body = text.find("    return batch * 2\n").expect("present");
+    let sync = text.find("        torch_xla.sync()\n").expect("present");
+    for edit in [
+        Edit {
+            start: prepare_body,
+            end: prepare_body + "    return batch * 2\n".len(),
+            text: "    for _ in range(steps):\n".into(),
+        },
+        Edit {
+            start: sync,
+            end: sync + "        torch_xla.sync()\n".len(),
+            text: String::new(),
+        },
+    ] {
+        let (new_text, new_tree) = apply(&text, &tree, &edit);
+        let check = check_with_policy(
+            &new_text,
+            &new_tree,
+            &settings,
+            &[(&text, &state)],
+            ReusePolicy::Sound,
+        );
+        assert_eq!(
+            check.diagnostics,
+            check_tree(&new_text, &new_tree, &settings),
+            "after {edit:?}"
+        );
+        (text, tree, state) = (new_text, new_tree, check.state);
+    }
+}
+
 // A helper whose only call is in a training loop: typing that call makes it reached from the
 // loop, which changes its summary (not its text), and its findings with it.
 const REACH_MODULE: &str = "import torch\nimport torch_xla\n\n\ndef log_loss(loss):\n    print(loss.item())\n\n\ndef train(model, loader, optimizer):\n    for batch in loader:\n        loss = model(batch)\n        loss.backward()\n        optimizer.step()\n        torch_xla.sync()\n\n\nif __name__ == \"__main__\":\n    train(None, [], None)\n";

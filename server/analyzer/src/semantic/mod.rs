@@ -2010,22 +2010,13 @@ impl<'t> SemanticModel<'t> {
         {
             return None;
         }
-        // Every function reachable from it by name, each visited once.
-        let mut seen = vec![false; functions.len()];
-        let mut pending = named;
-        while let Some(index) = pending.pop() {
-            if std::mem::replace(&mut seen[index], true) {
-                continue;
-            }
-            if functions[index].waits {
-                return None;
-            }
-            for callee in &functions[index].calls {
-                pending.extend(
-                    (0..functions.len())
-                        .filter(|&other| !seen[other] && functions[other].name == *callee),
-                );
-            }
+        // Neither it nor any function of the file it reaches waits (transitively, by name:
+        // `FunctionSummary::waits_through_calls`, part of what callers read by name).
+        if named
+            .iter()
+            .any(|&index| functions[index].waits || functions[index].waits_through_calls)
+        {
+            return None;
         }
         Some(name)
     }

@@ -110,6 +110,10 @@ pub struct FunctionSummary {
     /// `.numpy()`, `.cpu()`), prints, or calls `xm.wait_device_ops()` /
     /// `torch_xla.sync(wait=True)`. A clock read after a call of it measures execution (TPU111).
     pub waits: bool,
+    /// Whether a function of this file it calls, directly or transitively, waits (see `waits`).
+    /// Computed by `finish`, like `syncs_through_calls`, so that a caller's reader by name
+    /// (`SemanticModel::call_syncs_without_waiting`) reads only the named function's summary.
+    pub waits_through_calls: bool,
     /// Whether a training loop or step function reaches it through the call graph.
     pub reached_from_loop: bool,
     /// Whether it is compiled: decorated with `torch.compile` / `torch_xla.compile` or passed to
@@ -181,6 +185,9 @@ impl FunctionSummary {
             self.parameters.first(),
             &self.moved_parameters,
             self.true_only_off_tpu,
+            // `call_syncs_without_waiting` (TPU111's barrier through a called function).
+            self.syncs || self.syncs_through_calls,
+            self.waits || self.waits_through_calls,
         )
     }
 }
@@ -3001,6 +3008,31 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
     }
     for (index, function) in summaries.functions.iter_mut().enumerate() {
         function.syncs_through_calls = syncing[index] && !function.syncs;
+    }
+    // Waits: the same fixpoint over "calls a function that waits".
+    let mut waiting: Vec<bool> = summaries.functions.iter().map(|f| f.waits).collect();
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for index in 0..count {
+            if waiting[index] {
+                continue;
+            }
+            let through = summaries.functions[index].calls.iter().any(|callee| {
+                by_name
+                    .get(callee)
+                    .is_some_and(|ids| ids.iter().any(|id| waiting[*id]))
+            });
+            if through {
+                waiting[index] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (index, function) in summaries.functions.iter_mut().enumerate() {
+        function.waits_through_calls = waiting[index] && !function.waits;
     }
     // A loop whose body calls a function that syncs syncs, unless that function syncs only in
     // loops of its own (it owns the steps, as a nested step loop would).
