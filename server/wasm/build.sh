@@ -127,9 +127,10 @@ optimise() {
   # segments, tree-sitter-python's sparse parse tables above all): raw-smallest, but each
   # segment's header is an offset and a length gzip cannot compress, while zeros cost it almost
   # nothing. Gaps of at most 32 zero bytes go back into the segments around them (merge-data.mjs;
-  # the memory the module starts with is the same): about 7 KB gzipped for 16 KB raw. A wider gap
-  # buys less (64 B: 1 KB more gzipped for 9 KB more raw).
-  node "$root/server/wasm/merge-data.mjs" "$1" 32
+  # the memory the module starts with is the same): about 7 KB gzipped for 16 KB raw. Up to 64 B
+  # (session 22): about 0.7 KB more gzipped for 9 KB more raw, the gzipped budget being the one
+  # the module meets with less room.
+  node "$root/server/wasm/merge-data.mjs" "$1" 64
 }
 if [[ $optimize -eq 1 && ! -x $wasm_opt ]]; then
   # Debian's binaryen (108) breaks this module; npm's (>= 132) does not. Pinned, so sizes repeat.
@@ -261,9 +262,11 @@ if [[ $check_size -eq 1 ]]; then
   # ("After the session-21 merges": no cuts were made in either); raised in session 22 to what
   # main 965b4c7 measured with s22b/wasm7's word tables (whose cuts, 1.1 KB gzipped off the
   # playground's module and 0.6 KB off this one, did not bring it back under), 1,075,283 B raw and
-  # 342,970 B gzipped, plus about 1 KB ("Room again (session 22, s22b/wasm7)"). Growth beyond
-  # them needs cuts first.
-  lsp_raw_limit=1076300
+  # 342,970 B gzipped, plus about 1 KB ("Room again (session 22, s22b/wasm7)"); the raw limit
+  # raised again at the session's end to 1,088,723 B plus about 1 KB, the price of merging data
+  # across gaps of 64 B instead of 32 (the gzipped limit unchanged: "Over the budget again, and
+  # what was reverted (session 22, main)"). Growth beyond them needs cuts first.
+  lsp_raw_limit=1089800
   lsp_gzipped_limit=344000
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
