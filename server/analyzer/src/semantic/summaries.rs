@@ -2954,55 +2954,12 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         .resolve(&summaries.functions, &by_name, |name| {
             summaries.passed_names.contains(name)
         });
-    // Syncs: a fixpoint over "calls a function that syncs", at most one round per function.
     let count = summaries.functions.len();
-    let mut syncing: Vec<bool> = summaries.functions.iter().map(|f| f.syncs).collect();
-    for _ in 0..count.min(64) {
-        let mut changed = false;
-        for index in 0..count {
-            if syncing[index] {
-                continue;
-            }
-            let through = summaries.functions[index].calls.iter().any(|callee| {
-                by_name
-                    .get(callee)
-                    .is_some_and(|ids| ids.iter().any(|id| syncing[*id]))
-            });
-            if through {
-                syncing[index] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    // Syncs, and waits: whether a function of the file it calls does, transitively.
+    let syncing = through_calls(&summaries.functions, &by_name, |f| f.syncs);
+    let waiting = through_calls(&summaries.functions, &by_name, |f| f.waits);
     for (index, function) in summaries.functions.iter_mut().enumerate() {
         function.syncs_through_calls = syncing[index] && !function.syncs;
-    }
-    // Waits: the same fixpoint over "calls a function that waits".
-    let mut waiting: Vec<bool> = summaries.functions.iter().map(|f| f.waits).collect();
-    for _ in 0..count.min(64) {
-        let mut changed = false;
-        for index in 0..count {
-            if waiting[index] {
-                continue;
-            }
-            let through = summaries.functions[index].calls.iter().any(|callee| {
-                by_name
-                    .get(callee)
-                    .is_some_and(|ids| ids.iter().any(|id| waiting[*id]))
-            });
-            if through {
-                waiting[index] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    for (index, function) in summaries.functions.iter_mut().enumerate() {
         function.waits_through_calls = waiting[index] && !function.waits;
     }
     // A loop whose body calls a function that syncs syncs, unless that function syncs only in
@@ -3087,6 +3044,39 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
 /// Marks the functions every call of which in this file runs only with CUDA (directly under a
 /// CUDA guard, or from another such function or one whose body calls a CUDA-only package, to a
 /// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
+/// Per function, whether it has the property `own` or calls (by name, transitively) a function
+/// of the file that has it: a fixpoint over the call graph, at most one round per function
+/// (64 at most), so cycles end.
+fn through_calls(
+    functions: &[FunctionSummary],
+    by_name: &FunctionsByName,
+    own: impl Fn(&FunctionSummary) -> bool,
+) -> Vec<bool> {
+    let count = functions.len();
+    let mut marked: Vec<bool> = functions.iter().map(own).collect();
+    for _ in 0..count.min(64) {
+        let mut changed = false;
+        for index in 0..count {
+            if marked[index] {
+                continue;
+            }
+            let through = functions[index].calls.iter().any(|callee| {
+                by_name
+                    .get(callee)
+                    .is_some_and(|ids| ids.iter().any(|id| marked[*id]))
+            });
+            if through {
+                marked[index] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    marked
+}
+
 fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let mut sites = CallerGroups::default();
     for site in &summaries.call_sites {
