@@ -692,6 +692,15 @@ pub const ACCELERATOR_PROBES: WordList = word_list![
     "is_tpu_available",
 ];
 
+/// Functions that return the TPU device itself, by qualified name: torch_xla's
+/// `xm.xla_device()` (and `xr.xla_device()` of older releases), `torch_xla.device()`, TorchTPU's
+/// `torch_tpu.api.tpu_device()`.
+pub fn is_accelerator_device_function(qualified: &str) -> bool {
+    qualified.ends_with("xla_device")
+        || qualified == "torch_xla.device"
+        || qualified.starts_with("torch_tpu.") && qualified.ends_with(".tpu_device")
+}
+
 /// Hugging Face availability probes whose meaning changed under their users: transformers'
 /// `is_torch_tpu_available` meant "torch_xla is importable" (deprecated for
 /// `is_torch_xla_available` by huggingface/transformers#29334) and, since

@@ -167,17 +167,20 @@ pub(crate) fn paired_elements<'t>(
     left: Node<'t>,
     right: Node<'t>,
 ) -> Option<Vec<(Node<'t>, Node<'t>)>> {
-    if !left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
-        || !right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
-        || left.named_child_count() != right.named_child_count()
-    {
-        return None;
-    }
-    let names: Vec<Node<'t>> = left.named_nodes().collect();
-    if !names.iter().all(|n| n.is(kind::IDENTIFIER)) {
-        return None;
-    }
-    Some(names.into_iter().zip(right.named_nodes()).collect())
+    element_pairs(left, right)
+        .filter(|pairs| pairs.iter().all(|(name, _)| name.is(kind::IDENTIFIER)))
+}
+
+/// The (target, value) pairs of a tuple assignment written element by element (`a, b = x, y`;
+/// targets of any kind), when both sides have the same number of elements.
+pub(crate) fn element_pairs<'t>(
+    left: Node<'t>,
+    right: Node<'t>,
+) -> Option<Vec<(Node<'t>, Node<'t>)>> {
+    (left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
+        && right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
+        && left.named_child_count() == right.named_child_count())
+    .then(|| left.named_nodes().zip(right.named_nodes()).collect())
 }
 
 /// Whether a value is computed by code (a call, an operation, a field or element of a value),

@@ -2698,28 +2698,20 @@ impl<'t> SemanticModel<'t> {
             return;
         };
         // `a, b = x.get("a"), x.get("b")`: element by element.
-        if left.is_any(&[kind::PATTERN_LIST, kind::TUPLE_PATTERN])
-            && right.is_any(&[kind::EXPRESSION_LIST, kind::TUPLE])
-            && left.named_child_count() == right.named_child_count()
-        {
-            let mut cursor = left.walk();
-            let targets: Vec<Node<'_>> = left.named_children(&mut cursor).collect();
-            let mut cursor = right.walk();
-            let values: Vec<Node<'_>> = right.named_children(&mut cursor).collect();
+        if let Some(pairs) = backward_flow::element_pairs(left, right) {
             // Each name's value is recorded where it is written, as a one-name binding records
             // its right side: a rule walks back from there to the factory it was computed from
-            // (`lower, upper = torch.cat([z[:, :1], mids], -1), torch.cat(...)`).
-            let facts: Vec<Fact> = values
-                .iter()
-                .map(|value| {
-                    let fact = self.fact(*value);
-                    Fact {
-                        origin: fact.origin.or(Some((value.start_byte(), value.end_byte()))),
-                        ..fact
-                    }
+            // (`lower, upper = torch.cat([z[:, :1], mids], -1), torch.cat(...)`). All facts
+            // first, then the bindings: `a, b = b, a` reads the old values.
+            let facts: Vec<(Node<'t>, Fact)> = pairs
+                .into_iter()
+                .map(|(target, value)| {
+                    let fact = self.fact(value);
+                    let origin = fact.origin.or(Some((value.start_byte(), value.end_byte())));
+                    (target, Fact { origin, ..fact })
                 })
                 .collect();
-            for (target, fact) in targets.into_iter().zip(facts) {
+            for (target, fact) in facts {
                 self.bind_target(target, fact, 1);
             }
             return;
@@ -4408,9 +4400,7 @@ impl<'t> SemanticModel<'t> {
                         .first()
                         .and_then(|a| syntax::string_value(*a, source))
                         .map_or(Device::Accelerator, |s| device_from_str(&s)),
-                    Some(q) if q.ends_with("xla_device") || q == "torch_xla.device" => {
-                        Device::Accelerator
-                    }
+                    Some(q) if torch_api::is_accelerator_device_function(q) => Device::Accelerator,
                     _ => Device::Accelerator,
                 }
             }
@@ -4540,11 +4530,7 @@ impl<'t> SemanticModel<'t> {
                 .first()
                 .and_then(|argument| syntax::string_value(*argument, self.source))
                 .is_some_and(|text| device_from_str(&text) == Device::Accelerator),
-            Some(qualified) => {
-                qualified.ends_with("xla_device")
-                    || qualified == "torch_xla.device"
-                    || qualified.starts_with("torch_tpu.") && qualified.ends_with(".tpu_device")
-            }
+            Some(qualified) => torch_api::is_accelerator_device_function(qualified),
             None => false,
         }
     }
