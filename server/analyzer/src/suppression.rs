@@ -192,7 +192,10 @@ impl DirectiveLines {
             })
             .collect();
         // One directive per line; should two share one, the later wins.
-        spans.sort_by_key(|&(start, _, position)| (start, position));
+        // The engine's one stable sort (`crate::sort`), not another instance of the library's.
+        crate::sort::sort_stably_by_key(&mut spans, |&(start, _, position)| {
+            (start, position, 0, "")
+        });
         spans.dedup_by(|later, earlier| {
             let same = later.0 == earlier.0;
             if same {

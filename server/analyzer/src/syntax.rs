@@ -513,6 +513,73 @@ pub fn positional_args<'t>(arguments: Node<'t>) -> Vec<Node<'t>> {
     out
 }
 
+/// `arguments` with each list or tuple replaced by its elements (`torch.cat([a, b], dim)`'s
+/// positional arguments → `a`, `b`, `dim`): the tensors a combining call or an index receives.
+/// One function for the rules and the index that spread them.
+pub fn spread_sequences<'t>(arguments: Vec<Node<'t>>) -> Vec<Node<'t>> {
+    let mut spread = Vec::new();
+    for argument in arguments {
+        if argument.is_any(&[kind::LIST, kind::TUPLE]) {
+            spread.extend(argument.named_nodes());
+        } else {
+            spread.push(argument);
+        }
+    }
+    spread
+}
+
+/// `positional` (the [`positional_args`] of the `argument_list` `arguments`), then the values of
+/// its keyword arguments, in order (`f(x, y, weight=w)` → `x`, `y`, `w`).
+pub fn with_keyword_values<'t>(
+    mut positional: Vec<Node<'t>>,
+    arguments: Node<'t>,
+) -> Vec<Node<'t>> {
+    positional.extend(
+        arguments
+            .named_nodes()
+            .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
+            .filter_map(|argument| argument.field("value")),
+    );
+    positional
+}
+
+/// The texts of a comparison's operators, its unnamed children (`a < b <= c` → `<`, `<=`;
+/// `x is not None` → `is not`, as written). One walk for the sites that read them.
+pub fn comparison_operators<'s>(comparison: Node<'_>, source: &'s str) -> Vec<&'s str> {
+    let mut operators = Vec::new();
+    let mut cursor = comparison.walk();
+    for child in comparison.children(&mut cursor) {
+        if !child.is_named() {
+            operators.push(node_text(child, source));
+        }
+    }
+    operators
+}
+
+/// The `left` then the `right` operand of a binary or boolean operator, those present.
+pub fn sides(operator: Node<'_>) -> Sides<'_> {
+    Sides([operator.field("left"), operator.field("right")], 0)
+}
+
+/// The iterator of [`sides`]: its own, whose folds (`any`, `find_map`) are the default loop over
+/// `next`, where `[left, right].into_iter().flatten()` instantiated the `Flatten` adapter's folds
+/// for each closure in the WebAssembly module.
+pub struct Sides<'t>([Option<Node<'t>>; 2], usize);
+
+impl<'t> Iterator for Sides<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        while let Some(side) = self.0.get(self.1) {
+            self.1 += 1;
+            if side.is_some() {
+                return *side;
+            }
+        }
+        None
+    }
+}
+
 /// Whether the argument list has `*args` or `**kwargs`, which may carry any keyword.
 pub fn has_splat(arguments: Node<'_>) -> bool {
     for child in named_children(arguments) {

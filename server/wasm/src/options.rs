@@ -44,13 +44,18 @@ impl CheckOptions {
             let strings = || -> Result<Vec<String>, String> {
                 match value {
                     JsonValue::Null => Ok(Vec::new()),
-                    JsonValue::Array(items) => items
-                        .iter()
-                        .map(|item| match item {
-                            JsonValue::String(text) => Ok(text.clone()),
-                            _ => Err(invalid(format!("`{key}` must be a list of strings"))),
-                        })
-                        .collect(),
+                    // Loops rather than `collect` into a `Result`, whose adapter instances cost
+                    // the module room.
+                    JsonValue::Array(items) => {
+                        let mut strings = Vec::with_capacity(items.len());
+                        for item in items {
+                            let JsonValue::String(text) = item else {
+                                return Err(invalid(format!("`{key}` must be a list of strings")));
+                            };
+                            strings.push(text.clone());
+                        }
+                        Ok(strings)
+                    }
                     _ => Err(invalid(format!("`{key}` must be a list of strings"))),
                 }
             };
@@ -87,10 +92,11 @@ impl CheckOptions {
     /// CLI rejects them on its command line.
     pub fn settings(&self) -> Result<Settings, String> {
         let parse_all = |selectors: &[String]| -> Result<Vec<RuleSelector>, String> {
-            selectors
-                .iter()
-                .map(|text| RuleSelector::parse(text).map_err(|error| error.to_string()))
-                .collect()
+            let mut parsed = Vec::with_capacity(selectors.len());
+            for text in selectors {
+                parsed.push(RuleSelector::parse(text).map_err(|error| error.to_string())?);
+            }
+            Ok(parsed)
         };
         let backend = match &self.backend {
             None => BackendSetting::Auto,

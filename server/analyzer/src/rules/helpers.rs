@@ -181,11 +181,15 @@ pub fn literal_bool(node: Node<'_>) -> Option<bool> {
 pub fn literal_numbers(node: Node<'_>, source: &str) -> Option<Vec<f64>> {
     let node = syntax::unparenthesize(node);
     match node.kind_key() {
-        kind::TUPLE | kind::LIST => node
-            .named_nodes()
-            .filter(|child| child.is_not(kind::COMMENT))
-            .map(|child| literal_number(child, source))
-            .collect(),
+        kind::TUPLE | kind::LIST => {
+            let mut values = Vec::new();
+            for child in node.named_nodes() {
+                if child.is_not(kind::COMMENT) {
+                    values.push(literal_number(child, source)?);
+                }
+            }
+            Some(values)
+        }
         _ => literal_number(node, source).map(|value| vec![value]),
     }
 }

@@ -293,11 +293,7 @@ fn boolean<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> bool 
             let is_logical = expr
                 .field("operator")
                 .is_some_and(|op| matches!(context.text(op), "&" | "|" | "^"));
-            is_logical
-                && [expr.field("left"), expr.field("right")]
-                    .into_iter()
-                    .flatten()
-                    .any(|side| boolean(context, side, depth + 1))
+            is_logical && syntax::sides(expr).any(|side| boolean(context, side, depth + 1))
         }
         kind::CALL => boolean_call(context, expr, depth),
         // `m[:, 0]`, `m[idx]`: elements of a boolean tensor are booleans.

@@ -230,9 +230,7 @@ fn isinstance_test(
                 .map(|operator| node_text(operator, source));
             let joins = if positive { Some("or") } else { Some("and") };
             operator == joins
-                && [condition.field("left"), condition.field("right")]
-                    .into_iter()
-                    .flatten()
+                && syntax::sides(condition)
                     .any(|side| isinstance_test(side, name, positive, source, depth + 1))
         }
         "call" if positive => is_isinstance_of_tensor(condition, name, source),
@@ -338,14 +336,15 @@ pub(crate) fn is_throttled_block(
 /// `<CUDA test> and …` (or `x.dtype == torch.float16 and …`: TPU code runs bfloat16) or of
 /// `not <CUDA test> or …`, or in the
 /// branch of `… if <device test> else …` taken without a TPU. `ancestors` are the node's
-/// ancestors, innermost first, up to its statement.
+/// ancestors, innermost last, read from the innermost up to its statement (a slice rather than
+/// an iterator, so that the two callers share one instance of this function).
 pub(crate) fn expression_never_on_tpu<'t>(
     node: Node<'t>,
-    ancestors: impl Iterator<Item = Node<'t>>,
+    ancestors: &[Node<'t>],
     source: &str,
 ) -> bool {
     let mut child = node;
-    for parent in ancestors {
+    for &parent in ancestors.iter().rev() {
         match parent.kind_key() {
             kind::BOOLEAN_OPERATOR => {
                 let operator = parent.field("operator").map(|o| node_text(o, source));
@@ -422,17 +421,12 @@ fn float16_condition(condition: Node<'_>, source: &str, depth: usize) -> bool {
             condition
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and"))
-                && [condition.field("left"), condition.field("right")]
-                    .into_iter()
-                    .flatten()
-                    .any(|side| float16_condition(side, source, depth + 1))
+                && syntax::sides(condition).any(|side| float16_condition(side, source, depth + 1))
         }
         kind::COMPARISON_OPERATOR => {
-            let mut cursor = condition.walk();
-            let equality = condition
-                .children(&mut cursor)
-                .filter(|c| !c.is_named())
-                .all(|c| matches!(node_text(c, source), "==" | "is"));
+            let equality = syntax::comparison_operators(condition, source)
+                .iter()
+                .all(|operator| matches!(*operator, "==" | "is"));
             let operands: Vec<Node<'_>> = condition.named_nodes().collect();
             equality
                 && operands.len() == 2
@@ -469,11 +463,9 @@ fn is_float16_test(condition: Node<'_>, source: &str) -> bool {
         .named_nodes()
         .map(|operand| node_text(operand, source))
         .collect();
-    let mut cursor = condition.walk();
-    let equality = condition
-        .children(&mut cursor)
-        .filter(|c| !c.is_named())
-        .all(|c| matches!(node_text(c, source), "==" | "is"));
+    let equality = syntax::comparison_operators(condition, source)
+        .iter()
+        .all(|operator| matches!(*operator, "==" | "is"));
     equality
         && operands.len() == 2
         && operands
@@ -626,10 +618,7 @@ fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, source, "and")) =>
         {
-            [condition.field("left"), condition.field("right")]
-                .into_iter()
-                .flatten()
-                .any(|side| is_accelerator_probe(side, source, depth + 1))
+            syntax::sides(condition).any(|side| is_accelerator_probe(side, source, depth + 1))
         }
         _ => false,
     }

@@ -465,19 +465,7 @@ impl Collector<'_> {
             return; // relative imports name project modules, not torch
         }
         let module_name = compact_dotted(node_text(module, source));
-        let mut cursor = statement.walk();
-        for name in statement.children_by_field_name("name", &mut cursor) {
-            let (imported, local) = match name.kind_key() {
-                kind::DOTTED_NAME => (name, name),
-                kind::ALIASED_IMPORT => {
-                    let (Some(imported), Some(alias)) = (name.field("name"), name.field("alias"))
-                    else {
-                        continue;
-                    };
-                    (imported, alias)
-                }
-                _ => continue,
-            };
+        for (imported, local) in from_import_names(statement) {
             let member = compact_dotted(node_text(imported, source));
             self.push(
                 node_text(local, source).to_string(),
@@ -489,6 +477,25 @@ impl Collector<'_> {
             );
         }
     }
+}
+
+/// The names a `from m import a, b as c` statement binds, as (imported, local) pairs: `(a, a)`,
+/// `(b, c)`. One walk for the import records and the semantic index's bindings.
+pub(crate) fn from_import_names<'t>(statement: Node<'t>) -> Vec<(Node<'t>, Node<'t>)> {
+    let mut names = Vec::new();
+    let mut cursor = statement.walk();
+    for name in statement.children_by_field_name("name", &mut cursor) {
+        match name.kind_key() {
+            kind::DOTTED_NAME => names.push((name, name)),
+            kind::ALIASED_IMPORT => {
+                if let (Some(imported), Some(alias)) = (name.field("name"), name.field("alias")) {
+                    names.push((imported, alias));
+                }
+            }
+            _ => {}
+        }
+    }
+    names
 }
 
 /// `torch . nn` → `torch.nn` (a dotted name may contain whitespace or line continuations).

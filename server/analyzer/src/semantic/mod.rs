@@ -228,6 +228,12 @@ impl ByName<Vec<usize>> {
         };
         self.entries[position].1.push(index);
     }
+
+    /// The indices of `name` (none when it has none): a slice to loop over, where `get`'s
+    /// option flattened into the loop instantiated the `Flatten` adapter at each site.
+    pub(crate) fn indices(&self, name: &str) -> &[usize] {
+        self.get(name).map_or(&[], Vec::as_slice)
+    }
 }
 
 impl<T: PartialEq> PartialEq for ByName<T> {
@@ -672,9 +678,14 @@ impl<'t> SemanticModel<'t> {
         let root = tree.root_node();
         model.test_framework = match statements {
             Some(statements) => {
-                roles::uses_test_framework(&model.imports, root, statements.iter().copied(), source)
+                roles::uses_test_framework(&model.imports, root, statements, source)
             }
-            None => roles::uses_test_framework(&model.imports, root, root.named_nodes(), source),
+            None => roles::uses_test_framework(
+                &model.imports,
+                root,
+                &syntax::named_children(root),
+                source,
+            ),
         };
         // A fragment (no imports at all, see `bind_module_imports`) is never an importable
         // library module: it is code a user runs.
@@ -864,20 +875,7 @@ impl<'t> SemanticModel<'t> {
                 }
                 let module_name = compact_dotted(node_text(module, source));
                 self.imported_modules.insert(module_name.clone());
-                let mut cursor = statement.walk();
-                for name in statement.children_by_field_name("name", &mut cursor) {
-                    let (imported, local) = match name.kind_key() {
-                        kind::DOTTED_NAME => (name, name),
-                        kind::ALIASED_IMPORT => {
-                            let (Some(imported), Some(alias)) =
-                                (name.field("name"), name.field("alias"))
-                            else {
-                                continue;
-                            };
-                            (imported, alias)
-                        }
-                        _ => continue,
-                    };
+                for (imported, local) in imports::from_import_names(statement) {
                     let qualified = format!(
                         "{module_name}.{}",
                         compact_dotted(node_text(imported, source))
@@ -1658,8 +1656,10 @@ impl<'t> SemanticModel<'t> {
         } else {
             [Some(condition), None]
         };
-        tested.into_iter().flatten().any(|tested| {
-            let Some((function, _)) = syntax::call_parts(syntax::unparenthesize(tested)) else {
+        tested.into_iter().any(|tested| {
+            let Some((function, _)) =
+                tested.and_then(|tested| syntax::call_parts(syntax::unparenthesize(tested)))
+            else {
                 return false;
             };
             let text = node_text(function, self.source);
@@ -1670,13 +1670,17 @@ impl<'t> SemanticModel<'t> {
             if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return false;
             }
-            let mut candidates = self
-                .summaries
-                .functions
-                .iter()
-                .filter(|f| f.name == name && f.class_name.is_some() == method)
-                .peekable();
-            candidates.peek().is_some() && candidates.all(|f| f.true_only_off_tpu)
+            // Some function of that name, and every one only true off a TPU.
+            let mut found = false;
+            for function in &self.summaries.functions {
+                if function.name == name && function.class_name.is_some() == method {
+                    if !function.true_only_off_tpu {
+                        return false;
+                    }
+                    found = true;
+                }
+            }
+            found
         })
     }
 
@@ -2068,11 +2072,10 @@ impl<'t> SemanticModel<'t> {
                 return false;
             }
         }
-        let chain = down
-            .into_iter()
-            .rev()
-            .chain(self.ancestors[..position].iter().rev().copied());
-        guards::expression_never_on_tpu(target, chain, self.source)
+        // The ancestors of `target`, innermost last.
+        let mut path = self.ancestors[..position].to_vec();
+        path.extend(down);
+        guards::expression_never_on_tpu(target, &path, self.source)
     }
 
     /// Facts about the whole file (a syncing loader, eager mode, compilation).
@@ -2824,20 +2827,12 @@ impl<'t> SemanticModel<'t> {
                 .field("operator")
                 .is_some_and(|o| syntax::text_is(o, self.source, "and"))
         {
-            return [condition.field("left"), condition.field("right")]
-                .into_iter()
-                .flatten()
-                .any(|side| self.tests_cuda_value(side, depth + 1));
+            return syntax::sides(condition).any(|side| self.tests_cuda_value(side, depth + 1));
         }
         let name = match condition.kind_key() {
             kind::IDENTIFIER => Some(condition),
             kind::COMPARISON_OPERATOR if condition.named_child_count() == 2 => {
-                let mut cursor = condition.walk();
-                let operators: Vec<&str> = condition
-                    .children(&mut cursor)
-                    .filter(|c| !c.is_named())
-                    .map(|c| node_text(c, self.source))
-                    .collect();
+                let operators = crate::syntax::comparison_operators(condition, self.source);
                 let operator = crate::syntax::join(&operators, " ");
                 let right_is_none = condition.named_child(1).is_some_and(|r| r.is(kind::NONE));
                 (operator == "is not" && right_is_none)
@@ -3176,13 +3171,20 @@ impl<'t> SemanticModel<'t> {
             node = child;
         }
         let name = node_text(identifier, self.source);
-        let above = self
-            .ancestors
-            .iter()
-            .rev()
-            .take_while(|n| !bounded && !is_scope(n))
-            .filter(|n| is_comprehension(n));
-        for comprehension in below.iter().rev().chain(above) {
+        // Innermost first: those below, then those above up to a scope (one list rather than a
+        // chain of the two, whose adapters cost the WebAssembly module room).
+        let mut comprehensions = below;
+        comprehensions.reverse();
+        if !bounded {
+            comprehensions.extend(
+                self.ancestors
+                    .iter()
+                    .rev()
+                    .take_while(|n| !is_scope(n))
+                    .filter(|n| is_comprehension(n)),
+            );
+        }
+        for comprehension in comprehensions {
             let mut cursor = comprehension.walk();
             for clause in comprehension.named_children(&mut cursor) {
                 if clause.is_not(kind::FOR_IN_CLAUSE) {
@@ -3704,12 +3706,17 @@ impl<'t> SemanticModel<'t> {
             }
         }
         let name = node_text(expr, self.source);
-        let chain = self.ancestors[..self.ancestors.len() - 1]
-            .iter()
-            .rev()
-            .copied()
-            .take(MAX_LEVELS);
-        let mut path = below.into_iter().rev().chain(chain);
+        // One list of the two parts rather than a `chain` of them (whose adapters cost the
+        // WebAssembly module room).
+        let mut path = below;
+        path.reverse();
+        path.extend(
+            self.ancestors[..self.ancestors.len() - 1]
+                .iter()
+                .rev()
+                .take(MAX_LEVELS),
+        );
+        let mut path = path.into_iter();
         let Some(mut node) = path.next() else {
             return false;
         };
@@ -4320,15 +4327,7 @@ impl<'t> SemanticModel<'t> {
     /// The device of the first tensor argument, looking into a list or tuple argument
     /// (`torch.cat([a, b])`, `torch.stack((a, b))`).
     fn first_tensor_device(&self, arguments: Node<'_>, depth: usize) -> Device {
-        let mut candidates = Vec::new();
-        for argument in syntax::positional_args(arguments) {
-            if argument.is_any(&[kind::LIST, kind::TUPLE]) {
-                candidates.extend(argument.named_nodes());
-            } else {
-                candidates.push(argument);
-            }
-        }
-        candidates
+        syntax::spread_sequences(syntax::positional_args(arguments))
             .into_iter()
             .map(|a| self.fact_at_depth(a, depth + 1))
             .find(|fact| fact.is_tensor())
@@ -4496,22 +4495,28 @@ impl<'t> SemanticModel<'t> {
         for clause in if_statement.children_by_field_name("alternative", &mut cursor) {
             blocks.extend(clause.field("consequence").or_else(|| clause.field("body")));
         }
-        blocks
-            .iter()
-            .filter(|block| !block.byte_range().contains(&assignment.start_byte()))
-            .flat_map(|block| block.named_nodes())
-            .filter_map(|statement| {
-                statement.named_child(0).filter(|child| {
+        // Loops rather than a `flat_map` chain: one body instead of the adapters' instances.
+        for block in blocks {
+            if block.byte_range().contains(&assignment.start_byte()) {
+                continue;
+            }
+            for statement in block.named_nodes() {
+                let Some(other) = statement.named_child(0).filter(|child| {
                     statement.is(kind::EXPRESSION_STATEMENT) && child.is(kind::ASSIGNMENT)
-                })
-            })
-            .any(|other| {
-                other.field("left").is_some_and(|left| {
+                }) else {
+                    continue;
+                };
+                if other.field("left").is_some_and(|left| {
                     left.is(kind::IDENTIFIER) && node_text(left, self.source) == name
                 }) && other
                     .field("right")
                     .is_some_and(|right| self.names_accelerator(right))
-            })
+                {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// `xm.xla_device()`, `torch_xla.device()`, TorchTPU's `api.tpu_device()`,
@@ -4554,17 +4559,12 @@ fn scaled_loss<'t>(receiver: Node<'t>, source: &str) -> Option<Node<'t>> {
     }
 }
 
-/// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are.
-fn is_identity_or_membership(comparison: Node<'_>, source: &str) -> bool {
-    let mut cursor = comparison.walk();
-    let operators: Vec<Node<'_>> = comparison
-        .children(&mut cursor)
-        .filter(|child| !child.is_named())
-        .collect();
-    operators.into_iter().any(|operator| {
-        let text = node_text(operator, source);
-        text.starts_with("is") || text.ends_with("in")
-    })
+/// `x is None`, `k in d`, `a is not b`: Python booleans whatever the operands are (comparisons
+/// of objects, not of tensor elements).
+pub(crate) fn is_identity_or_membership(comparison: Node<'_>, source: &str) -> bool {
+    syntax::comparison_operators(comparison, source)
+        .iter()
+        .any(|text| text.starts_with("is") || text.ends_with("in"))
 }
 
 /// `"cuda:0"` → `Cuda`, `"cpu"` → `Cpu`, `"xla"`/`"tpu"` → `Accelerator`.

@@ -352,14 +352,14 @@ impl PassedSites {
             // attribute call a method (its positional arguments map past `self`).
             let mut target = None;
             let mut candidates = 0;
-            for &id in by_name.get(&call.callee).into_iter().flatten() {
+            for &id in by_name.indices(&call.callee) {
                 if functions[id].class_name.is_some() == call.method {
                     candidates += 1;
                     target = Some(id);
                 }
             }
             if candidates > 1 {
-                for &id in by_name.get(&call.callee).into_iter().flatten() {
+                for &id in by_name.indices(&call.callee) {
                     if functions[id].class_name.is_some() == call.method {
                         opaque[id] = true;
                     }
@@ -603,9 +603,8 @@ impl Names<'_> {
         }
         let binding = self
             .bindings
-            .get(name)
-            .into_iter()
-            .flatten()
+            .indices(name)
+            .iter()
             .rev()
             .filter_map(|&index| self.all.get(index))
             .find(|binding| binding.caller == caller && binding.at < at)?;
@@ -635,7 +634,7 @@ impl Names<'_> {
         // block the read is not in (it may not have run), and with the name's value before any
         // binding when every one of them may not have run.
         let mut joined = Lattice::Bottom;
-        for &index in self.bindings.get(name).into_iter().flatten().rev() {
+        for &index in self.bindings.indices(name).iter().rev() {
             let Some(binding) = self.all.get(index) else {
                 continue;
             };
@@ -676,20 +675,17 @@ impl Names<'_> {
                     .unwrap_or(Lattice::Top);
             }
             // A global read in a function: every module-level binding of it may be the one.
-            let mut module_level = self
-                .bindings
-                .get(name)
-                .into_iter()
-                .flatten()
-                .filter_map(|&index| self.all.get(index))
-                .filter(|binding| binding.caller.is_none())
-                .peekable();
-            if module_level.peek().is_some() {
-                let mut joined = Lattice::Bottom;
-                for binding in module_level {
-                    joined =
-                        joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
-                }
+            let mut joined = Lattice::Bottom;
+            let mut module_level = false;
+            for &index in self.bindings.indices(name) {
+                let Some(binding) = self.all.get(index).filter(|b| b.caller.is_none()) else {
+                    continue;
+                };
+                module_level = true;
+                joined =
+                    joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
+            }
+            if module_level {
                 return if joined == Lattice::Bottom {
                     Lattice::Top
                 } else {

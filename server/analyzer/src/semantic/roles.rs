@@ -37,11 +37,12 @@ use crate::syntax::{self, NodeExt, node_text};
 /// `parameterized` or torch's internal test utilities, or defines at module level at least two
 /// `test_*` functions or `Test*` classes (pytest collects those without an import; a training
 /// script's single `def test_epoch(...)` is not enough).
-/// `statements`: the root's named children.
-pub(crate) fn uses_test_framework<'t>(
+/// `statements`: the root's named children (a slice: one instance of this function for its
+/// callers).
+pub(crate) fn uses_test_framework(
     imports: &ModuleImports,
     root: Node<'_>,
-    statements: impl Iterator<Item = Node<'t>>,
+    statements: &[Node<'_>],
     source: &str,
 ) -> bool {
     let imported = [
@@ -58,7 +59,7 @@ pub(crate) fn uses_test_framework<'t>(
     }
     let mut tests = 0;
     let mut test_functions: Vec<&str> = Vec::new();
-    for statement in statements {
+    for &statement in statements {
         let Some(definition) = syntax::undecorated(statement) else {
             continue;
         };
@@ -336,15 +337,16 @@ pub(crate) fn is_test_class(class: Node<'_>, framework: bool, source: &str) -> b
     })
 }
 
-/// Whether one of `class`'s bases, by the last part of its dotted name, satisfies `name`.
-fn has_base_named(class: Node<'_>, source: &str, name: impl Fn(&str) -> bool) -> bool {
+/// Whether one of `class`'s bases, by the last part of its dotted name, satisfies `name` (a
+/// function pointer: one instance of this function for its callers).
+fn has_base_named(class: Node<'_>, source: &str, name: fn(&str) -> bool) -> bool {
     let Some(superclasses) = class.field("superclasses") else {
         return false;
     };
     superclasses.named_nodes().any(|base| {
         syntax::dotted_parts(base, source)
             .and_then(|parts| parts.last().copied())
-            .is_some_and(&name)
+            .is_some_and(name)
     })
 }
 
@@ -464,12 +466,7 @@ mod tests {
         let tree = crate::syntax::parse(source, None).expect("parses");
         let imports = crate::semantic::ModuleImports::build(tree.root_node(), source);
         let root = tree.root_node();
-        super::uses_test_framework(
-            &imports,
-            root,
-            crate::syntax::NodeExt::named_nodes(&root),
-            source,
-        )
+        super::uses_test_framework(&imports, root, &crate::syntax::named_children(root), source)
     }
 
     #[test]

@@ -839,7 +839,7 @@ fn walk_statement<'t>(
                     outer.never_on_tpu
                         || guards::expression_never_on_tpu(
                             node,
-                            ancestors.iter().rev().skip(1).copied(),
+                            &ancestors[..ancestors.len().saturating_sub(1)],
                             source,
                         )
                 }
@@ -2267,16 +2267,16 @@ fn stale_parameter_moves(summaries: &mut Summaries) {
     for (function, moved, at, call) in &summaries.module_moves {
         // Training over before the move (evaluation after the loop, a final export): the old
         // parameters are never stepped again. A function without a step hands its optimizer on.
-        let mut steps = summaries
-            .optimizer_steps
-            .iter()
-            .filter(|(step_function, _, _)| step_function == function)
-            .peekable();
-        if steps.peek().is_some()
-            && !steps.any(|(_, step_at, outer_loop)| {
-                step_at > at || outer_loop.as_ref().is_some_and(|range| range.contains(at))
-            })
-        {
+        let mut steps = false;
+        let mut steps_after = false;
+        for (step_function, step_at, outer_loop) in &summaries.optimizer_steps {
+            if step_function == function {
+                steps = true;
+                steps_after |=
+                    step_at > at || outer_loop.as_ref().is_some_and(|range| range.contains(at));
+            }
+        }
+        if steps && !steps_after {
             continue;
         }
         let mut kept_before: Option<&TextRange> = None;
@@ -2616,28 +2616,18 @@ fn tests_state_initialisation(condition: Node<'_>, source: &str) -> bool {
     if condition.is_not(kind::COMPARISON_OPERATOR) || condition.named_child_count() != 2 {
         return false;
     }
-    let mut cursor = condition.walk();
-    // `not  in` is one token whatever the spaces between its words.
-    let operators: Vec<String> = condition
-        .children(&mut cursor)
-        .filter(|c| !c.is_named())
-        .map(|c| {
-            let words: Vec<&str> = node_text(c, source).split_whitespace().collect();
-            syntax::join(&words, " ")
-        })
-        .collect();
+    let [operator] = syntax::comparison_operators(condition, source)[..] else {
+        return false;
+    };
     let (Some(left), Some(right)) = (condition.named_child(0), condition.named_child(1)) else {
         return false;
     };
     let is_zero = |node: Node<'_>| node.is(kind::INTEGER) && node_text(node, source) == "0";
-    match operators
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["not in"] => left.is(kind::STRING) && is_state(right),
-        ["=="] => {
+    match operator {
+        // `not  in` is one token whatever the spaces between its words (and the only comparison
+        // operator that starts with `not`).
+        _ if operator.starts_with("not") => left.is(kind::STRING) && is_state(right),
+        "==" => {
             let (measured, zero) = if is_zero(right) {
                 (left, right)
             } else {
@@ -2673,21 +2663,12 @@ fn tests_one_iteration(condition: Node<'_>, source: &str, ancestors: &[Node<'_>]
             .field("operator")
             .is_some_and(|o| syntax::text_is(o, source, "and"))
     {
-        return [condition.field("left"), condition.field("right")]
-            .into_iter()
-            .flatten()
-            .any(|side| tests_one_iteration(side, source, ancestors));
+        return syntax::sides(condition).any(|side| tests_one_iteration(side, source, ancestors));
     }
     if condition.is_not(kind::COMPARISON_OPERATOR) || condition.named_child_count() != 2 {
         return false;
     }
-    let mut cursor = condition.walk();
-    let operators: Vec<&str> = condition
-        .children(&mut cursor)
-        .filter(|c| !c.is_named())
-        .map(|c| node_text(c, source))
-        .collect();
-    if operators != ["=="] {
+    if syntax::comparison_operators(condition, source) != ["=="] {
         return false;
     }
     let (Some(left), Some(right)) = (condition.named_child(0), condition.named_child(1)) else {
@@ -3046,11 +3027,12 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
 /// fixpoint) and makes their bodies CUDA-only scope. A function the file never calls is left alone: its callers are elsewhere.
 /// Per function, whether it has the property `own` or calls (by name, transitively) a function
 /// of the file that has it: a fixpoint over the call graph, at most one round per function
-/// (64 at most), so cycles end.
+/// (64 at most), so cycles end. (`own` is a function pointer: one instance of this function
+/// for its callers.)
 fn through_calls(
     functions: &[FunctionSummary],
     by_name: &FunctionsByName,
-    own: impl Fn(&FunctionSummary) -> bool,
+    own: fn(&FunctionSummary) -> bool,
 ) -> Vec<bool> {
     let count = functions.len();
     let mut marked: Vec<bool> = functions.iter().map(own).collect();
@@ -3105,7 +3087,7 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
             if !all {
                 continue;
             }
-            for id in by_name.get(name).into_iter().flatten() {
+            for id in by_name.indices(name) {
                 // A recursive call alone does not make a function CUDA-only.
                 if calls.iter().all(|(caller, _)| *caller == Some(*id)) {
                     continue;
@@ -3130,10 +3112,15 @@ fn cuda_only_callees(summaries: &mut Summaries, by_name: &FunctionsByName) {
 /// The class whose body defines a function (through a decorator), if any. `ancestors` ends
 /// with the function; read from it rather than by `Node::parent`, which walks down from the root.
 fn defining_class<'t>(ancestors: &[Node<'t>]) -> Option<Node<'t>> {
-    let mut above = ancestors.iter().rev().skip(1).copied().peekable();
-    above.next_if(|p| p.is(kind::DECORATED_DEFINITION));
-    above.next().filter(|p| p.is(kind::BLOCK))?;
-    above.next().filter(|p| p.is(kind::CLASS_DEFINITION))
+    let above = &ancestors[..ancestors.len().saturating_sub(1)];
+    let above = match above {
+        [rest @ .., decorated] if decorated.is(kind::DECORATED_DEFINITION) => rest,
+        _ => above,
+    };
+    let [.., class, block] = above else {
+        return None;
+    };
+    (block.is(kind::BLOCK) && class.is(kind::CLASS_DEFINITION)).then_some(*class)
 }
 
 /// Whether a call (the last of `ancestors`) is an operand of a comparison, perhaps inside
@@ -3293,7 +3280,7 @@ fn load_time(summaries: &mut Summaries, by_name: &FunctionsByName) {
     let mut callers: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (caller, function) in summaries.functions.iter().enumerate() {
         for callee in &function.calls {
-            for id in by_name.get(callee).into_iter().flatten() {
+            for id in by_name.indices(callee) {
                 if *id != caller {
                     callers[*id].push(caller);
                 }
@@ -3388,7 +3375,7 @@ fn once_per_run(summaries: &mut Summaries, by_name: &FunctionsByName) {
     for _ in 0..count.min(64) {
         let mut changed = false;
         for (name, calls) in &sites.entries {
-            for id in by_name.get(name).into_iter().flatten() {
+            for id in by_name.indices(name) {
                 if once[*id] || !eligible[*id] {
                     continue;
                 }

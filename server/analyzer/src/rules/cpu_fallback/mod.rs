@@ -158,17 +158,21 @@ fn under_no_grad<'t>(
             }
             kind::CLASS_DEFINITION | kind::LAMBDA => return false,
             kind::WITH_STATEMENT => {
-                let disables_grad = ancestor
-                    .named_nodes()
-                    .filter(|child| child.is(kind::WITH_CLAUSE))
-                    .flat_map(|clause| clause.named_nodes().collect::<Vec<_>>())
-                    .filter_map(|item| item.field("value"))
-                    .filter(|value| value.is(kind::CALL))
-                    .filter_map(|call| call.field("function"))
-                    .filter_map(|function| context.qualified_name(function))
-                    .any(|name| disables_grad(&name));
-                if disables_grad {
-                    return true;
+                for clause in ancestor.named_nodes() {
+                    if clause.is_not(kind::WITH_CLAUSE) {
+                        continue;
+                    }
+                    for item in clause.named_nodes() {
+                        if item
+                            .field("value")
+                            .filter(|value| value.is(kind::CALL))
+                            .and_then(|call| call.field("function"))
+                            .and_then(|function| context.qualified_name(function))
+                            .is_some_and(|name| disables_grad(&name))
+                        {
+                            return true;
+                        }
+                    }
                 }
             }
             _ => {}

@@ -78,16 +78,17 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         },
     }
     // `beta` and `alpha` are keyword-only.
-    let scaled: Vec<Node<'_>> = ["beta", "alpha"]
-        .into_iter()
-        .filter_map(|name| context.keyword_arg_node(arguments, name))
-        .filter(|keyword| {
-            keyword
+    let mut scaled: Vec<Node<'_>> = Vec::new();
+    for name in ["beta", "alpha"] {
+        if let Some(keyword) = context.keyword_arg_node(arguments, name)
+            && keyword
                 .field("value")
                 .and_then(|value| helpers::literal_number(value, source))
                 .is_some_and(|value| value != 1.0)
-        })
-        .collect();
+        {
+            scaled.push(keyword);
+        }
+    }
     let Some(first) = scaled.first() else {
         return;
     };

@@ -152,7 +152,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         // `torch.arange(n)[None, :] >= lengths[:, None]`: an elementwise comparison combines its
         // operands like arithmetic does. `is` / `in` compare Python objects, not elements.
         kind::COMPARISON_OPERATOR => {
-            if is_identity_or_membership(context, node) {
+            if crate::semantic::is_identity_or_membership(node, context.source()) {
                 return;
             }
             node.named_nodes().collect()
@@ -167,40 +167,22 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 .as_deref()
                 .is_some_and(|q| COMBINING_FUNCTIONS.contains(&q))
             {
-                let mut operands = Vec::new();
-                for argument in positional {
-                    if argument.is_any(&[kind::LIST, kind::TUPLE]) {
-                        operands.extend(argument.named_nodes());
-                    } else {
-                        operands.push(argument);
-                    }
-                }
-                operands
+                syntax::spread_sequences(positional)
             } else if qualified
                 .as_deref()
                 .is_some_and(|q| q.starts_with("torch.nn.functional."))
             {
                 // `F.cross_entropy(logits, labels, weight=class_weights)`: every tensor argument,
                 // positional or keyword.
-                let keyword_values = arguments
-                    .named_nodes()
-                    .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
-                    .filter_map(|argument| argument.field("value"));
-                positional.into_iter().chain(keyword_values).collect()
+                syntax::with_keyword_values(positional, arguments)
             } else if let Some((receiver, method)) = syntax::method_call(node)
                 && torch_api::DEVICE_MATCHING_METHODS.contains(&node_text(method, context.source()))
             {
                 // `scores.masked_fill(mask == 0, -inf)`: the receiver and its tensor arguments;
                 // `counts.index_put_((rows, cols), ones)`: each index of the tuple too.
-                std::iter::once(receiver)
-                    .chain(positional.into_iter().flat_map(|argument| {
-                        if argument.is_any(&[kind::LIST, kind::TUPLE]) {
-                            argument.named_nodes().collect::<Vec<_>>()
-                        } else {
-                            vec![argument]
-                        }
-                    }))
-                    .collect()
+                let mut operands = vec![receiver];
+                operands.extend(syntax::spread_sequences(positional));
+                operands
             } else {
                 // A submodule (`self.pos_emb`) moves with `model.to(device)` wherever it was
                 // built; another module counts when it is not known to stay on the host.
@@ -221,11 +203,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
                 device_module = Some(function);
                 // `self.encoder(h, mask=causal)`: keyword tensors meet the module's parameters
                 // too.
-                let keyword_values = arguments
-                    .named_nodes()
-                    .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
-                    .filter_map(|argument| argument.field("value"));
-                positional.into_iter().chain(keyword_values).collect()
+                syntax::with_keyword_values(positional, arguments)
             }
         }
     };
@@ -611,12 +589,8 @@ fn report_host_module_tensor<'t>(
     let Some((_, arguments)) = context.call_parts(constructor) else {
         return;
     };
-    let values = syntax::positional_args(arguments).into_iter().chain(
-        arguments
-            .named_nodes()
-            .filter(|argument| argument.is(kind::KEYWORD_ARGUMENT))
-            .filter_map(|argument| argument.field("value")),
-    );
+    let values =
+        syntax::with_keyword_values(syntax::positional_args(arguments), arguments).into_iter();
     let Some((factory, factory_name)) = values
         .filter_map(|value| {
             let fact = context.fact(value);
@@ -673,15 +647,12 @@ fn cpu_source<'t>(context: &Context<'t, '_>, operand: Node<'t>, depth: usize) ->
     }
     let operand = syntax::unparenthesize(operand);
     match operand.kind_key() {
-        kind::BINARY_OPERATOR => [operand.field("left"), operand.field("right")]
-            .into_iter()
-            .flatten()
-            .find_map(|side| {
-                let fact = context.fact(side);
-                (fact.is_tensor() && fact.device == Device::Cpu)
-                    .then(|| cpu_source(context, side, depth + 1))
-                    .flatten()
-            }),
+        kind::BINARY_OPERATOR => syntax::sides(operand).find_map(|side| {
+            let fact = context.fact(side);
+            (fact.is_tensor() && fact.device == Device::Cpu)
+                .then(|| cpu_source(context, side, depth + 1))
+                .flatten()
+        }),
         // `mask == 0`, `~keep`: an elementwise comparison or negation of the CPU tensor.
         kind::COMPARISON_OPERATOR => operand.named_nodes().find_map(|side| {
             let fact = context.fact(side);
@@ -776,17 +747,13 @@ fn cpu_factories_at<'t>(
                 let Some((_, arguments)) = context.call_parts(node) else {
                     break None;
                 };
-                let host_arguments: Vec<Node<'t>> = syntax::positional_args(arguments)
-                    .into_iter()
-                    .flat_map(|argument| {
-                        if argument.is_any(&[kind::LIST, kind::TUPLE]) {
-                            argument.named_nodes().collect::<Vec<_>>()
-                        } else {
-                            vec![argument]
-                        }
-                    })
-                    .filter_map(|argument| cpu_tensor_origin(context, argument, &current_function))
-                    .collect();
+                let host_arguments: Vec<Node<'t>> =
+                    syntax::spread_sequences(syntax::positional_args(arguments))
+                        .into_iter()
+                        .filter_map(|argument| {
+                            cpu_tensor_origin(context, argument, &current_function)
+                        })
+                        .collect();
                 let Some((first, rest)) = host_arguments.split_first() else {
                     break None;
                 };
@@ -888,17 +855,4 @@ fn operand_is_combination_with_cpu<'t>(context: &Context<'t, '_>, operand: Node<
     let cpu = |f: &Fact| f.is_tensor() && f.device == Device::Cpu;
     let dev = |f: &Fact| f.is_tensor() && f.device == Device::Accelerator;
     (cpu(&l) && dev(&r)) || (dev(&l) && cpu(&r))
-}
-
-/// `x is None`, `k in d`, `a is not b`: Python comparisons of objects, not of tensor elements.
-fn is_identity_or_membership<'t>(context: &Context<'t, '_>, comparison: Node<'t>) -> bool {
-    let mut cursor = comparison.walk();
-    let operators: Vec<Node<'t>> = comparison
-        .children(&mut cursor)
-        .filter(|child| !child.is_named())
-        .collect();
-    operators.into_iter().any(|operator| {
-        let text = context.text(operator);
-        text.starts_with("is") || text.ends_with("in")
-    })
 }

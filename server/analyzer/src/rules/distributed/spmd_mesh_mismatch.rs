@@ -118,14 +118,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     if !names.is_any(&[kind::TUPLE, kind::LIST]) {
         return;
     }
-    let literal: Option<Vec<String>> = names
-        .named_nodes()
-        .filter(|child| child.is_not(kind::COMMENT))
-        .map(|child| syntax::string_value(child, source).map(|value| value.into_owned()))
-        .collect();
-    let Some(literal) = literal else {
-        return;
-    };
+    let mut literal: Vec<String> = Vec::new();
+    for child in names.named_nodes() {
+        if child.is_not(kind::COMMENT) {
+            let Some(value) = syntax::string_value(child, source) else {
+                return;
+            };
+            literal.push(value.into_owned());
+        }
+    }
     // The number of dimensions needs only the shape's elements, not their values:
     // `(num_devices, 1)` is two-dimensional whatever `num_devices` is.
     let rank = shape.map(syntax::unparenthesize).and_then(|shape| {

@@ -181,10 +181,7 @@ fn mask_has_shape_of<'t>(context: &Context<'t, '_>, mask: Node<'t>, target: Node
         kind::BINARY_OPERATOR => {
             let operator = mask.field("operator").map(|o| context.text(o));
             matches!(operator, Some("&" | "|" | "^"))
-                && [mask.field("left"), mask.field("right")]
-                    .into_iter()
-                    .flatten()
-                    .any(|side| mask_has_shape_of(context, side, target))
+                && syntax::sides(mask).any(|side| mask_has_shape_of(context, side, target))
         }
         kind::CALL => {
             const ELEMENTWISE: WordList = word_list![

@@ -468,10 +468,7 @@ fn mentions(expr: Node<'_>, name: &str, source: &str) -> bool {
     let expr = syntax::unparenthesize(expr);
     match expr.kind_key() {
         kind::IDENTIFIER => node_text(expr, source) == name,
-        kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
-            .into_iter()
-            .flatten()
-            .any(|side| mentions(side, name, source)),
+        kind::BINARY_OPERATOR => syntax::sides(expr).any(|side| mentions(side, name, source)),
         _ => false,
     }
 }

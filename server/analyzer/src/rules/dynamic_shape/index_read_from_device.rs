@@ -166,9 +166,7 @@ fn read_back<'t>(
     }
     let expr = syntax::unparenthesize(expr);
     match expr.kind_key() {
-        kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
-            .into_iter()
-            .flatten()
+        kind::BINARY_OPERATOR => syntax::sides(expr)
             .find_map(|side| read_back(context, subscript, side, in_slice, depth + 1)),
         kind::UNARY_OPERATOR => expr
             .field("argument")
@@ -285,10 +283,7 @@ fn position_name<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> Option<&'t st
             .field("value")
             .filter(|list| list.is(kind::IDENTIFIER))
             .map(|list| node_text(list, context.source())),
-        kind::BINARY_OPERATOR => [expr.field("left"), expr.field("right")]
-            .into_iter()
-            .flatten()
-            .find_map(|side| position_name(context, side)),
+        kind::BINARY_OPERATOR => syntax::sides(expr).find_map(|side| position_name(context, side)),
         kind::UNARY_OPERATOR => expr
             .field("argument")
             .and_then(|argument| position_name(context, argument)),

@@ -151,9 +151,7 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
         return false;
     }
     let mentions = |expr: Node<'t>| mentions_name(context, expr, name);
-    [node.field("left"), node.field("right")]
-        .into_iter()
-        .flatten()
+    syntax::sides(node)
         .map(syntax::unparenthesize)
         .any(|factor| match factor.kind_key() {
             kind::BINARY_OPERATOR => {

@@ -113,10 +113,9 @@ fn tensor_read<'t>(context: &Context<'t, '_>, bound: Node<'t>, depth: usize) -> 
             }
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }
-        kind::BINARY_OPERATOR => [bound.field("left"), bound.field("right")]
-            .into_iter()
-            .flatten()
-            .find_map(|side| tensor_read(context, side, depth + 1)),
+        kind::BINARY_OPERATOR => {
+            syntax::sides(bound).find_map(|side| tensor_read(context, side, depth + 1))
+        }
         kind::IDENTIFIER | kind::ATTRIBUTE | kind::SUBSCRIPT => {
             tensor_values::is_confident_tensor(context, bound).then_some(bound)
         }

@@ -288,11 +288,7 @@ fn is_rank_test<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
             let is_and = condition
                 .field("operator")
                 .is_some_and(|op| context.text_is(op, "and"));
-            is_and
-                && [condition.field("left"), condition.field("right")]
-                    .into_iter()
-                    .flatten()
-                    .any(|side| is_rank_test(context, side))
+            is_and && syntax::sides(condition).any(|side| is_rank_test(context, side))
         }
         kind::COMPARISON_OPERATOR => {
             let operators = tensor_values::comparison_operators(context, condition);

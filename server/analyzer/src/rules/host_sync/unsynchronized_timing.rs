@@ -140,13 +140,24 @@ fn check<'t>(context: &mut Context<'t, '_>, operator: Node<'t>) {
     };
     // What runs in the interval itself: a step closure's body runs only when the runtime runs
     // it, and `torch.cuda.synchronize()` waits for a CUDA device, not the XLA one.
-    let mut running = interval.as_bytes().to_vec();
-    for (from, to) in statements.deferred {
-        for byte in &mut running[from - lower..to - lower] {
-            *byte = b' ';
+    // The deferred ranges' characters become spaces, byte for byte (built as text: no lossy
+    // decoding of blanked bytes is linked into the WebAssembly module for this).
+    let mut running = String::with_capacity(interval.len());
+    for (offset, character) in interval.char_indices() {
+        let at = lower + offset;
+        if statements
+            .deferred
+            .iter()
+            .any(|&(from, to)| from <= at && at < to)
+        {
+            for _ in 0..character.len_utf8() {
+                running.push(' ');
+            }
+        } else {
+            running.push(character);
         }
     }
-    let running = String::from_utf8_lossy(&running).replace("cuda.synchronize(", "");
+    let running = running.replace("cuda.synchronize(", "");
     let Some(barrier) = barrier else {
         return;
     };
