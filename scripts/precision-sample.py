@@ -60,6 +60,9 @@ HELD_OUT_11 = list(realcode_corpus.HELD_OUT_11_RELEASES) + list(realcode_corpus.
 # The seventeenth pass: `--bases held-out-12` (seven wheels of HELD_OUT_12_RELEASES and the TPU-aware
 # repository of HELD_OUT_12_REPOSITORIES).
 HELD_OUT_12 = list(realcode_corpus.HELD_OUT_12_RELEASES) + list(realcode_corpus.HELD_OUT_12_REPOSITORIES)
+# The eighteenth pass: `--bases held-out-13` (seven wheels of HELD_OUT_13_RELEASES and the TPU-aware
+# repository of HELD_OUT_13_REPOSITORIES).
+HELD_OUT_13 = list(realcode_corpus.HELD_OUT_13_RELEASES) + list(realcode_corpus.HELD_OUT_13_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -177,7 +180,7 @@ def main() -> int:
              "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6,
              "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9,
              "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
-             "held-out-12": HELD_OUT_12}
+             "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

@@ -216,6 +216,21 @@ HELD_OUT_12_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "transfusion-pytorch==0.20.0",
 ])
 
+# The eighteenth pass's held-out code bases (docs/precision.md, eighteenth pass): a thirteenth set no
+# session had looked at, selected with `precision-sample.py --bases held-out-13` together with the
+# TPU-aware repository of HELD_OUT_13_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any); the import packages are nnunetv2, olmo (with hf_olmo), mace,
+# d3rlpy, rfdetr, gliner and stanza.
+HELD_OUT_13_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "nnunetv2==2.8.1",
+    "ai2-olmo==0.6.0",
+    "mace-torch==0.3.16",
+    "d3rlpy==2.8.1",
+    "rfdetr==1.11.2",
+    "gliner==0.2.29",
+    "stanza==1.15.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -269,11 +284,18 @@ HELD_OUT_11_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_12_REPOSITORIES: dict[str, tuple[str, str]] = {
     "tpuTraining": ("TobiasStd/tpuTraining", "49e40aa02b246f09b8edb3944fb4f6e1ef4515ac"),
 }
+# The eighteenth pass's TPU-aware repository: pytorch-tpu/stable-diffusion, latent diffusion
+# (CompVis's code) adapted to train and sample on TPUs (main_tpu.py with Lightning's TPU
+# accelerator, device choices for XLA in the samplers and scripts).
+HELD_OUT_13_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "pytorch-tpu-stable-diffusion": ("pytorch-tpu/stable-diffusion", "978da4c625a712a01ee066d019a0b0d2319cd8b3"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
                                                 **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES,
-                                                **HELD_OUT_11_REPOSITORIES, **HELD_OUT_12_REPOSITORIES}
+                                                **HELD_OUT_11_REPOSITORIES, **HELD_OUT_12_REPOSITORIES,
+                                                **HELD_OUT_13_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -285,7 +307,7 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES}[name]
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -397,7 +419,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES}:
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

@@ -659,11 +659,18 @@ pub fn is_export_mode_query(name: &str) -> bool {
     )
 }
 
-/// Attention implementations that exist only on CUDA (Hugging Face's `attn_implementation`
-/// values backed by the FlashAttention kernels): `if config._attn_implementation ==
-/// "flash_attention_2":` is a CUDA-only branch.
-pub fn is_cuda_only_attention_implementation(text: &str) -> bool {
-    matches!(text, "flash_attention_2" | "flash_attention_3")
+/// Back ends that exist only on CUDA, as strings code compares with: Hugging Face's
+/// `attn_implementation` values backed by the FlashAttention kernels and ONNX Runtime's NVIDIA
+/// execution providers. `if config._attn_implementation == "flash_attention_2":` and
+/// `if "CUDAExecutionProvider" in providers:` are CUDA-only branches.
+pub fn is_cuda_only_backend_name(text: &str) -> bool {
+    matches!(
+        text,
+        "flash_attention_2"
+            | "flash_attention_3"
+            | "CUDAExecutionProvider"
+            | "TensorrtExecutionProvider"
+    )
 }
 
 /// Availability probes of one accelerator each, as libraries that serve several vendors write

@@ -1076,10 +1076,8 @@ fn comparison_test(comparison: Node<'_>, source: &str, depth: usize) -> Option<D
     let negative = matches!(operator, "!=" | "not in" | "is not");
     for operand in &operands {
         if let Some(text) = syntax::string_value(*operand, source)
-            && let Some(hardware) = device_type_hardware(&text).or(
-                crate::torch_api::is_cuda_only_attention_implementation(&text)
-                    .then_some(Hardware::Cuda),
-            )
+            && let Some(hardware) = device_type_hardware(&text)
+                .or(crate::torch_api::is_cuda_only_backend_name(&text).then_some(Hardware::Cuda))
         {
             if !matches!(operator, "==" | "!=" | "in" | "not in" | "is" | "is not") {
                 return None;

@@ -170,6 +170,10 @@ pub struct FunctionSummary {
     /// `torch_api::LAUNCHER_PLACING_METHODS`): its class is a trainer that places its members
     /// through the launcher rather than a module someone moves.
     pub places_through_launcher: bool,
+    /// Positions (into `parameters`) of the parameters its body passes by name to the method it
+    /// overrides (`super().__init__(plans, device=device)` in `__init__`): their defaults repeat
+    /// the overridden signature's, so TPU401 reports a CUDA default where it is first written.
+    pub forwarded_to_super: Vec<usize>,
 }
 
 impl FunctionSummary {
@@ -1552,6 +1556,31 @@ fn call(
             source,
             ancestors,
         );
+    }
+    if let (Some(method), Some(receiver)) = (method, receiver)
+        && receiver.is(kind::CALL)
+        && receiver
+            .field("function")
+            .is_some_and(|f| syntax::text_is(f, source, "super"))
+        && let Some(index) = innermost_function(stack)
+        && summaries.functions[index].name == method
+    {
+        for argument in &argument_nodes {
+            let value = match argument.kind_key() {
+                kind::KEYWORD_ARGUMENT => argument.field("value"),
+                _ => Some(*argument),
+            };
+            let summary = &mut summaries.functions[index];
+            if let Some(value) = value.filter(|v| v.is(kind::IDENTIFIER))
+                && let Some(position) = summary
+                    .parameters
+                    .iter()
+                    .position(|p| p == node_text(value, source))
+                && !summary.forwarded_to_super.contains(&position)
+            {
+                summary.forwarded_to_super.push(position);
+            }
+        }
     }
     record_parameter_use(
         node, function, arguments, method, receiver, q, source, resolver, summaries, stack,

@@ -48,7 +48,10 @@ declare_rule! {
     /// ## Known problems
     /// An `if`/`else` statement that assigns the two strings separately is not recognised.
     /// A choice whose condition inspects a device string that already exists
-    /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported.
+    /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported, nor
+    /// is a choice written as `map_location=` of a load: the CPU branch loads into host memory,
+    /// as TPU406 recommends (a device chosen into a name and passed there is still reported where
+    /// it is chosen).
     ///
     /// ## References
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
@@ -100,6 +103,16 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         && syntax::positional_args(arguments).len() == 1
     {
         target = call;
+    }
+    // `torch.load(path, map_location=...)` only says where the loaded tensors land: on a TPU
+    // VM the CPU branch loads into host memory, which is what TPU406 recommends before a move.
+    if context.parent(target).is_some_and(|parent| {
+        parent.is(kind::KEYWORD_ARGUMENT)
+            && parent
+                .field("name")
+                .is_some_and(|name| syntax::text_is(name, context.source(), "map_location"))
+    }) {
+        return;
     }
     let message = "Device chosen between CUDA and CPU runs on the CPU on a TPU VM".to_string();
     let fix = match tpu_api::device_expression(context, target) {

@@ -47,7 +47,11 @@ declare_rule! {
     /// `device.type == "cuda"`, `device in ("cuda", "cuda:0")`) is a test, not a placement, and is
     /// not reported, and neither is the type read off a literal device (`torch.device("cuda").type`
     /// is the string `"cuda"`). Strings under a CUDA check (`if torch.cuda.is_available():`), in CUDA-specific functions
-    /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported.
+    /// or tests (`@unittest.skipIf(not torch.cuda.is_available(), ...)`) are not reported. The
+    /// default of a parameter that a method passes on to the method it overrides
+    /// (`super().__init__(..., device)`) is the overridden signature's default written again and
+    /// is not reported there; the base class's own default is (when the base is defined in
+    /// another package, nothing reports it).
     ///
     /// ## References
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
@@ -76,7 +80,10 @@ fn check<'t>(context: &mut Context<'t, '_>, string: Node<'t>) {
         return;
     }
     // `"cuda" if torch.cuda.is_available() else "cpu"` has its own rule (TPU402).
-    if in_cuda_or_cpu_choice(context, string) || tpu_api::guarded_by_cuda_check(context, string) {
+    if in_cuda_or_cpu_choice(context, string)
+        || tpu_api::guarded_by_cuda_check(context, string)
+        || default_forwarded_to_super(context, string)
+    {
         return;
     }
     let quote = node_text(string, context.source())
@@ -145,6 +152,41 @@ fn is_device_position<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether the string is in the default of a parameter that its method passes on by name to the
+/// method it overrides (`def __init__(self, device=torch.device("cuda")): super().__init__(device)`):
+/// the override repeats the overridden signature, whose own default is reported where it is
+/// written (`FunctionSummary::forwarded_to_super`), not in each of a hierarchy's copies.
+fn default_forwarded_to_super<'t>(context: &Context<'t, '_>, string: Node<'t>) -> bool {
+    let Some(call) = context
+        .parent(string)
+        .and_then(|arguments| context.parent(arguments))
+    else {
+        return false;
+    };
+    let Some(parameter) = context.parent(call).filter(|parameter| {
+        parameter.is_any(&[kind::DEFAULT_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])
+            && parameter
+                .field("value")
+                .is_some_and(|value| value.id() == call.id())
+    }) else {
+        return false;
+    };
+    let Some(name) = parameter.field("name") else {
+        return false;
+    };
+    let name = node_text(name, context.source());
+    context
+        .parent(parameter)
+        .and_then(|parameters| context.parent(parameters))
+        .and_then(|function| context.semantic().function_summary(function))
+        .is_some_and(|summary| {
+            summary
+                .forwarded_to_super
+                .iter()
+                .any(|&position| summary.parameters.get(position).is_some_and(|p| p == name))
+        })
 }
 
 /// Whether the string is a branch of a CUDA-or-CPU choice (directly or inside `torch.device(...)`).
