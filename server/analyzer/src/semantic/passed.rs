@@ -59,6 +59,21 @@ enum Value {
     /// element): a device loader's batches are tensors on the device; a plain loader's are
     /// whatever its collate function builds, until placed (`x = x.to(device)`).
     Element(Box<Value>),
+    /// `Name(...)`, a call of a capitalised name no import gives: an instance of a class of
+    /// this file, maybe an `nn.Module` (placed on a device when `Some`: `Net(n).to(device)`).
+    /// The instance itself stays unknown (a helper's `model` parameter is not read as a device
+    /// module: session 20's evaluation-loop false positive); only its call's output is read.
+    Instance(String, Option<Device>),
+    /// `name(...)`, a call of a plain name no import gives: when the name holds a module of
+    /// this file placed on the accelerator, its output is a tensor there.
+    CallOf(String),
+    /// `wrapper(module, ...)` of `torch_api::MODULE_WRAPPERS` (`DDP(model)`): the wrapped
+    /// module's value, and what the call reads as itself (a `torch.nn` class is a module).
+    Wrapped(Box<(Value, Value)>),
+    /// `name.to(device)` as a statement: a module moves in place (a tensor does not). Only
+    /// the reading of a module's call (`CallOf`) uses the move; as a value the name keeps what
+    /// it held before.
+    MovedInPlace(String, Device),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -94,6 +109,8 @@ struct NameBinding {
 pub(crate) struct PassedSites {
     calls: Vec<PassedCall>,
     bindings: Vec<NameBinding>,
+    /// Functions defined in another function's body: (the nested one, the enclosing one).
+    enclosing: Vec<(usize, usize)>,
 }
 
 /// How deep a chain of names (`a = b`, `b = c`, …) is followed before it is taken as unknown.
@@ -198,6 +215,12 @@ impl PassedSites {
         }
         let value = match value {
             Some(value) if target.is(kind::IDENTIFIER) => read_value(value, source, resolver),
+            // `a, t, scale = model(wave, ids, mask)`: the elements of a module's output tuple
+            // are its tensors, on the module's device.
+            Some(value) => match read_value(value, source, resolver) {
+                call @ Value::CallOf(_) => call,
+                _ => Value::Unknown,
+            },
             _ => Value::Unknown,
         };
         self.bind_pattern(target, value, caller, at, block, source);
@@ -232,6 +255,35 @@ impl PassedSites {
                 _ => {}
             }
         }
+    }
+
+    /// Records `receiver.to(device)` as a statement (a module moved in place) when the receiver
+    /// is a plain name and the target a device (`call`'s parts: the receiver and arguments).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_in_place_move(
+        &mut self,
+        receiver: Node<'_>,
+        arguments: Node<'_>,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        if receiver.is_not(kind::IDENTIFIER) {
+            return;
+        }
+        let Some(device) = to_device(arguments, source, resolver) else {
+            return;
+        };
+        let name = node_text(receiver, source).to_string();
+        self.bindings.push(NameBinding {
+            caller,
+            name: name.clone(),
+            at,
+            block,
+            value: Value::MovedInPlace(name, device),
+        });
     }
 
     /// Records the names a loop target binds: each an element of what the loop iterates
@@ -311,9 +363,14 @@ impl PassedSites {
         }
     }
 
-    /// No call and no binding recorded.
+    /// Records that function `nested` is defined in the body of function `enclosing`.
+    pub(crate) fn record_enclosing(&mut self, nested: usize, enclosing: usize) {
+        self.enclosing.push((nested, enclosing));
+    }
+
+    /// No call, no binding and no nesting recorded.
     pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.bindings.is_empty()
+        self.calls.is_empty() && self.bindings.is_empty() && self.enclosing.is_empty()
     }
 
     /// Appends a statement's sites, whose function indices start at `first` in the file.
@@ -328,6 +385,11 @@ impl PassedSites {
                 caller: binding.caller.map(|caller| first + caller),
                 ..binding
             }));
+        self.enclosing.extend(
+            part.enclosing
+                .into_iter()
+                .map(|(nested, enclosing)| (first + nested, first + enclosing)),
+        );
     }
 
     /// Per function, per parameter (`self` included, by position in
@@ -387,6 +449,7 @@ impl PassedSites {
             all: &self.bindings,
             functions,
             starts: &[],
+            enclosing: &self.enclosing,
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
         // raise a parameter's state, so it ends within three rounds per parameter; the bound is
@@ -523,6 +586,8 @@ struct Names<'a> {
     functions: &'a [FunctionSummary],
     /// `parameter_starts(functions)`.
     starts: &'a [usize],
+    /// `PassedSites::enclosing`.
+    enclosing: &'a [(usize, usize)],
 }
 
 impl Names<'_> {
@@ -565,6 +630,20 @@ impl Names<'_> {
                 Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
+            Value::Instance(..) => Lattice::Top,
+            Value::Wrapped(pair) => self.value(&pair.1, caller, at, state, depth + 1),
+            Value::MovedInPlace(name, _) => self.name(name, caller, at, state, depth + 1),
+            Value::CallOf(name) => {
+                if self.module_on_accelerator(name, caller, at, state, depth) {
+                    Lattice::Fact(PassedFact {
+                        kind: ValueKind::Tensor,
+                        device: Device::Accelerator,
+                        placed: true,
+                    })
+                } else {
+                    Lattice::Top
+                }
+            }
             Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
                 Lattice::Fact(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
@@ -586,6 +665,160 @@ impl Names<'_> {
                 _ => Lattice::Top,
             },
         }
+    }
+
+    /// Whether `name`, read at `at` in `caller`, holds a module placed on the accelerator: an
+    /// instance of a class of this file that defines `forward`, moved there where it was built
+    /// (`query = QueryTower(n).to(device)`), where it was rebound (`model = model.to(device)`)
+    /// or in place (`model.to(device)`), or a `torch.nn` module moved there; a wrapper
+    /// (`DDP(model)`) of such a module. Only the last binding of the name in `caller` before
+    /// the read counts, and only when it is not under a block the read is outside of.
+    fn module_on_accelerator(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        let Some(binding) = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|&index| self.all.get(index))
+            .find(|binding| binding.caller == caller && binding.at < at)
+        else {
+            return self.closure_module_on_accelerator(name, caller, state, depth);
+        };
+        if binding
+            .block
+            .is_some_and(|(start, end)| !(start <= at && at < end))
+        {
+            return false;
+        }
+        self.module_value_on_accelerator(&binding.value, caller, binding.at, state, depth + 1)
+    }
+
+    /// A name a nested function reads from the function around it (`ddp` in a `train_step`
+    /// defined in `main`): a module on the accelerator when the nested function has no
+    /// parameter by that name and every binding of it in the enclosing function is one (the
+    /// nested function may run after any of them).
+    fn closure_module_on_accelerator(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        let Some(function) = caller else {
+            return false;
+        };
+        if self
+            .functions
+            .get(function)
+            .is_none_or(|f| f.parameters.iter().any(|p| p == name))
+        {
+            return false;
+        }
+        let Some(&(_, enclosing)) = self
+            .enclosing
+            .iter()
+            .find(|(nested, _)| *nested == function)
+        else {
+            return false;
+        };
+        let mut bindings = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|&index| self.all.get(index))
+            .filter(|binding| binding.caller == Some(enclosing))
+            .peekable();
+        bindings.peek().is_some()
+            && bindings.all(|binding| {
+                self.module_value_on_accelerator(
+                    &binding.value,
+                    Some(enclosing),
+                    binding.at,
+                    state,
+                    depth + 1,
+                )
+            })
+    }
+
+    /// [`Names::module_on_accelerator`] for a value read at `at` in `caller`.
+    fn module_value_on_accelerator(
+        &self,
+        value: &Value,
+        caller: Option<usize>,
+        at: usize,
+        state: &[Lattice],
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        match value {
+            Value::Instance(class, Some(Device::Accelerator)) => self.is_module_class(class),
+            Value::Name(other) => self.module_on_accelerator(other, caller, at, state, depth + 1),
+            Value::Wrapped(pair) => {
+                self.module_value_on_accelerator(&pair.0, caller, at, state, depth + 1)
+            }
+            Value::Placed(other, Device::Accelerator)
+            | Value::MovedInPlace(other, Device::Accelerator) => {
+                self.is_module_instance(other, caller, at, depth + 1)
+                    || matches!(
+                        self.name(other, caller, at, state, depth + 1),
+                        Lattice::Fact(PassedFact {
+                            kind: ValueKind::Module,
+                            ..
+                        })
+                    )
+            }
+            Value::Known(PassedFact {
+                kind: ValueKind::Module,
+                device: Device::Accelerator,
+                ..
+            }) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the last binding of `name` before `at` in `caller` builds an instance of a
+    /// module class of this file (`model = Net()`), wherever it is.
+    fn is_module_instance(
+        &self,
+        name: &str,
+        caller: Option<usize>,
+        at: usize,
+        depth: usize,
+    ) -> bool {
+        if depth >= NAME_CHAIN {
+            return false;
+        }
+        let binding = self
+            .bindings
+            .get(name)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|&index| self.all.get(index))
+            .find(|binding| binding.caller == caller && binding.at < at);
+        matches!(binding, Some(NameBinding { value: Value::Instance(class, _), .. }) if self.is_module_class(class))
+    }
+
+    /// Whether a class of this file by that name defines `forward` (a module: its call runs
+    /// `forward` on the module's device). One such class is enough: the name is the file's own.
+    fn is_module_class(&self, class: &str) -> bool {
+        self.functions
+            .iter()
+            .any(|f| f.name == "forward" && f.class_name.as_deref() == Some(class))
     }
 
     /// When the last binding of `name` before `at` in `caller` is a loop's element of a data
@@ -738,6 +971,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         if let Some(device) = device {
             return match read_value(receiver, source, resolver) {
                 Value::Name(name) => Value::Placed(name, device),
+                Value::Instance(class, _) => Value::Instance(class, Some(device)),
                 Value::Known(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
                 {
@@ -758,6 +992,14 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         }
     }
     let Some(qualified) = resolver.resolve(function) else {
+        if function.is(kind::IDENTIFIER) {
+            let name = node_text(function, source);
+            return if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                Value::Instance(name.to_string(), None)
+            } else {
+                Value::CallOf(name.to_string())
+            };
+        }
         return Value::Unknown;
     };
     if let Some(factory) = qualified.strip_prefix("torch.")
@@ -772,6 +1014,18 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         };
         return Value::Known(PassedFact::tensor(device));
     }
+    let reading = read_qualified_call(&qualified);
+    match syntax::positional_args(arguments).first() {
+        Some(&module) if torch_api::MODULE_WRAPPERS.contains(&qualified.as_str()) => {
+            Value::Wrapped(Box::new((read_value(module, source, resolver), reading)))
+        }
+        _ => reading,
+    }
+}
+
+/// A call of a torch class or function other than a factory: a device object, a module, an
+/// optimizer or a data loader (`qualified`: the callee's qualified name).
+fn read_qualified_call(qualified: &str) -> Value {
     let last = qualified.rsplit('.').next().unwrap_or("");
     let class = last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     if qualified == "torch.device" {
@@ -786,7 +1040,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         Value::Known(PassedFact::of(ValueKind::Optimizer))
     } else if qualified == "torch.utils.data.DataLoader" {
         Value::Known(PassedFact::of(ValueKind::DataLoader))
-    } else if torch_api::is_device_loader(&qualified) {
+    } else if torch_api::is_device_loader(qualified) {
         Value::Known(PassedFact {
             device: Device::Accelerator,
             ..PassedFact::of(ValueKind::DataLoader)

@@ -1267,6 +1267,15 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
+            // A function defined in another's body reads that one's names (a closure).
+            let enclosing = stack.iter().rev().find_map(|(_, frame)| match frame {
+                Frame::Function(parent) => Some(Some(*parent)),
+                Frame::Other => Some(None),
+                _ => None,
+            });
+            if let Some(Some(parent)) = enclosing {
+                summaries.passed.record_enclosing(index, parent);
+            }
             let class = defining_class(ancestors);
             let class_name = class
                 .and_then(|class| class.field("name"))
@@ -1551,6 +1560,26 @@ fn call(
             node.start_byte(),
             source,
             ancestors,
+        );
+    }
+    // `model.to(device)` as a statement: a module moved in place (call-site facts read it for
+    // the module's calls).
+    if method == Some("to")
+        && let Some(receiver) = receiver
+        && ancestors
+            .iter()
+            .rev()
+            .nth(1)
+            .is_some_and(|parent| parent.is(kind::EXPRESSION_STATEMENT))
+    {
+        summaries.passed.record_in_place_move(
+            receiver,
+            arguments,
+            innermost_function(stack),
+            node.end_byte(),
+            block_around(ancestors),
+            source,
+            resolver,
         );
     }
     record_parameter_use(
