@@ -257,33 +257,25 @@ impl PassedSites {
         }
     }
 
-    /// Records `receiver.to(device)` as a statement (a module moved in place) when the receiver
-    /// is a plain name and the target a device (`call`'s parts: the receiver and arguments).
-    #[allow(clippy::too_many_arguments)]
+    /// Records `name.to(device)` as a statement (`call`): a module moved in place.
     pub(crate) fn record_in_place_move(
         &mut self,
-        receiver: Node<'_>,
-        arguments: Node<'_>,
+        call: Node<'_>,
         caller: Option<usize>,
         at: usize,
         block: Option<(usize, usize)>,
         source: &str,
         resolver: &impl Resolver,
     ) {
-        if receiver.is_not(kind::IDENTIFIER) {
-            return;
+        if let Value::Placed(name, device) = read_call(call, source, resolver) {
+            self.bindings.push(NameBinding {
+                caller,
+                name: name.clone(),
+                at,
+                block,
+                value: Value::MovedInPlace(name, device),
+            });
         }
-        let Some(device) = to_device(arguments, source, resolver) else {
-            return;
-        };
-        let name = node_text(receiver, source).to_string();
-        self.bindings.push(NameBinding {
-            caller,
-            name: name.clone(),
-            at,
-            block,
-            value: Value::MovedInPlace(name, device),
-        });
     }
 
     /// Records the names a loop target binds: each an element of what the loop iterates
@@ -450,6 +442,7 @@ impl PassedSites {
             functions,
             starts: &[],
             enclosing: &self.enclosing,
+            modules: false,
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
         // raise a parameter's state, so it ends within three rounds per parameter; the bound is
@@ -579,6 +572,7 @@ impl Lattice {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Names<'a> {
     /// Per name, indices into `all`.
     bindings: &'a FunctionsByName,
@@ -588,6 +582,12 @@ struct Names<'a> {
     starts: &'a [usize],
     /// `PassedSites::enclosing`.
     enclosing: &'a [(usize, usize)],
+    /// Reading the callee of a call (`model(x)`): an instance of a module class of the file
+    /// is a module, a wrapper (`DDP(model)`) is what it wraps, an in-place `model.to(device)`
+    /// moves it, and a nested function reads the names of the function around it. Passed as
+    /// an argument, an instance stays unknown (a helper's `model` parameter is not read as a
+    /// device module: session 20's evaluation-loop false positive).
+    modules: bool,
 }
 
 impl Names<'_> {
@@ -630,187 +630,62 @@ impl Names<'_> {
                 Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
-            Value::Instance(..) => Lattice::Top,
-            Value::Wrapped(pair) => self.value(&pair.1, caller, at, state, depth + 1),
-            Value::MovedInPlace(name, _) => self.name(name, caller, at, state, depth + 1),
-            Value::CallOf(name) => {
-                if self.module_on_accelerator(name, caller, at, state, depth) {
-                    Lattice::Fact(PassedFact {
-                        kind: ValueKind::Tensor,
-                        device: Device::Accelerator,
-                        placed: true,
-                    })
-                } else {
-                    Lattice::Top
-                }
+            Value::Instance(class, device) if self.modules && self.is_module_class(class) => {
+                Lattice::Fact(PassedFact {
+                    device: device.unwrap_or(Device::Unknown),
+                    ..PassedFact::of(ValueKind::Module)
+                })
             }
-            Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
-                Lattice::Fact(fact)
-                    if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
-                {
-                    Lattice::Fact(PassedFact {
-                        kind: fact.kind,
-                        device: *device,
-                        placed: true,
-                    })
-                }
-                Lattice::Bottom => Lattice::Bottom,
-                // `target.cpu()` of a name whose value is unknown (a parameter no call in the
-                // file fills): whatever it is, it is on the host now.
-                _ if *device == Device::Cpu => Lattice::Fact(PassedFact {
-                    kind: ValueKind::Unknown,
-                    device: Device::Cpu,
+            Value::Instance(..) => Lattice::Top,
+            Value::Wrapped(pair) => {
+                let read = if self.modules { &pair.0 } else { &pair.1 };
+                self.value(read, caller, at, state, depth + 1)
+            }
+            Value::MovedInPlace(name, _) if !self.modules => {
+                self.name(name, caller, at, state, depth + 1)
+            }
+            // `model(x)` of a module on the accelerator: its output is a tensor there.
+            Value::CallOf(name) => match (Names {
+                modules: true,
+                ..*self
+            })
+            .name(name, caller, at, state, depth + 1)
+            {
+                Lattice::Fact(PassedFact {
+                    kind: ValueKind::Module,
+                    device: Device::Accelerator,
+                    ..
+                }) => Lattice::Fact(PassedFact {
+                    kind: ValueKind::Tensor,
+                    device: Device::Accelerator,
                     placed: true,
                 }),
+                Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
-        }
-    }
-
-    /// Whether `name`, read at `at` in `caller`, holds a module placed on the accelerator: an
-    /// instance of a class of this file that defines `forward`, moved there where it was built
-    /// (`query = QueryTower(n).to(device)`), where it was rebound (`model = model.to(device)`)
-    /// or in place (`model.to(device)`), or a `torch.nn` module moved there; a wrapper
-    /// (`DDP(model)`) of such a module. Only the last binding of the name in `caller` before
-    /// the read counts, and only when it is not under a block the read is outside of.
-    fn module_on_accelerator(
-        &self,
-        name: &str,
-        caller: Option<usize>,
-        at: usize,
-        state: &[Lattice],
-        depth: usize,
-    ) -> bool {
-        if depth >= NAME_CHAIN {
-            return false;
-        }
-        let Some(binding) = self
-            .bindings
-            .get(name)
-            .into_iter()
-            .flatten()
-            .rev()
-            .filter_map(|&index| self.all.get(index))
-            .find(|binding| binding.caller == caller && binding.at < at)
-        else {
-            return self.closure_module_on_accelerator(name, caller, state, depth);
-        };
-        if binding
-            .block
-            .is_some_and(|(start, end)| !(start <= at && at < end))
-        {
-            return false;
-        }
-        self.module_value_on_accelerator(&binding.value, caller, binding.at, state, depth + 1)
-    }
-
-    /// A name a nested function reads from the function around it (`ddp` in a `train_step`
-    /// defined in `main`): a module on the accelerator when the nested function has no
-    /// parameter by that name and every binding of it in the enclosing function is one (the
-    /// nested function may run after any of them).
-    fn closure_module_on_accelerator(
-        &self,
-        name: &str,
-        caller: Option<usize>,
-        state: &[Lattice],
-        depth: usize,
-    ) -> bool {
-        let Some(function) = caller else {
-            return false;
-        };
-        if self
-            .functions
-            .get(function)
-            .is_none_or(|f| f.parameters.iter().any(|p| p == name))
-        {
-            return false;
-        }
-        let Some(&(_, enclosing)) = self
-            .enclosing
-            .iter()
-            .find(|(nested, _)| *nested == function)
-        else {
-            return false;
-        };
-        let mut bindings = self
-            .bindings
-            .get(name)
-            .into_iter()
-            .flatten()
-            .filter_map(|&index| self.all.get(index))
-            .filter(|binding| binding.caller == Some(enclosing))
-            .peekable();
-        bindings.peek().is_some()
-            && bindings.all(|binding| {
-                self.module_value_on_accelerator(
-                    &binding.value,
-                    Some(enclosing),
-                    binding.at,
-                    state,
-                    depth + 1,
-                )
-            })
-    }
-
-    /// [`Names::module_on_accelerator`] for a value read at `at` in `caller`.
-    fn module_value_on_accelerator(
-        &self,
-        value: &Value,
-        caller: Option<usize>,
-        at: usize,
-        state: &[Lattice],
-        depth: usize,
-    ) -> bool {
-        if depth >= NAME_CHAIN {
-            return false;
-        }
-        match value {
-            Value::Instance(class, Some(Device::Accelerator)) => self.is_module_class(class),
-            Value::Name(other) => self.module_on_accelerator(other, caller, at, state, depth + 1),
-            Value::Wrapped(pair) => {
-                self.module_value_on_accelerator(&pair.0, caller, at, state, depth + 1)
-            }
-            Value::Placed(other, Device::Accelerator)
-            | Value::MovedInPlace(other, Device::Accelerator) => {
-                self.is_module_instance(other, caller, at, depth + 1)
-                    || matches!(
-                        self.name(other, caller, at, state, depth + 1),
+            Value::Placed(name, device) | Value::MovedInPlace(name, device) => {
+                match self.name(name, caller, at, state, depth) {
+                    Lattice::Fact(fact)
+                        if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
+                    {
                         Lattice::Fact(PassedFact {
-                            kind: ValueKind::Module,
-                            ..
+                            kind: fact.kind,
+                            device: *device,
+                            placed: true,
                         })
-                    )
+                    }
+                    Lattice::Bottom => Lattice::Bottom,
+                    // `target.cpu()` of a name whose value is unknown (a parameter no call in the
+                    // file fills): whatever it is, it is on the host now.
+                    _ if *device == Device::Cpu => Lattice::Fact(PassedFact {
+                        kind: ValueKind::Unknown,
+                        device: Device::Cpu,
+                        placed: true,
+                    }),
+                    _ => Lattice::Top,
+                }
             }
-            Value::Known(PassedFact {
-                kind: ValueKind::Module,
-                device: Device::Accelerator,
-                ..
-            }) => true,
-            _ => false,
         }
-    }
-
-    /// Whether the last binding of `name` before `at` in `caller` builds an instance of a
-    /// module class of this file (`model = Net()`), wherever it is.
-    fn is_module_instance(
-        &self,
-        name: &str,
-        caller: Option<usize>,
-        at: usize,
-        depth: usize,
-    ) -> bool {
-        if depth >= NAME_CHAIN {
-            return false;
-        }
-        let binding = self
-            .bindings
-            .get(name)
-            .into_iter()
-            .flatten()
-            .rev()
-            .filter_map(|&index| self.all.get(index))
-            .find(|binding| binding.caller == caller && binding.at < at);
-        matches!(binding, Some(NameBinding { value: Value::Instance(class, _), .. }) if self.is_module_class(class))
     }
 
     /// Whether a class of this file by that name defines `forward` (a module: its call runs
@@ -908,20 +783,32 @@ impl Names<'_> {
                     .copied()
                     .unwrap_or(Lattice::Top);
             }
-            // A global read in a function: every module-level binding of it may be the one.
+            // A global read in a function: every module-level binding of it may be the one. For
+            // a module's call in a nested function (`ddp` in a `train_step` defined in `main`),
+            // every binding of the function around it (the nested one may run after any).
+            let scope = self
+                .enclosing
+                .iter()
+                .find(|(nested, _)| self.modules && *nested == function)
+                .map(|&(_, enclosing)| enclosing);
             let mut module_level = self
                 .bindings
                 .get(name)
                 .into_iter()
                 .flatten()
                 .filter_map(|&index| self.all.get(index))
-                .filter(|binding| binding.caller.is_none())
+                .filter(|binding| binding.caller == scope)
                 .peekable();
             if module_level.peek().is_some() {
                 let mut joined = Lattice::Bottom;
                 for binding in module_level {
-                    joined =
-                        joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
+                    joined = joined.join(self.value(
+                        &binding.value,
+                        scope,
+                        binding.at,
+                        state,
+                        depth + 1,
+                    ));
                 }
                 return if joined == Lattice::Bottom {
                     Lattice::Top

@@ -1268,12 +1268,7 @@ fn enter(
                 .unwrap_or("");
             let index = summaries.functions.len();
             // A function defined in another's body reads that one's names (a closure).
-            let enclosing = stack.iter().rev().find_map(|(_, frame)| match frame {
-                Frame::Function(parent) => Some(Some(*parent)),
-                Frame::Other => Some(None),
-                _ => None,
-            });
-            if let Some(Some(parent)) = enclosing {
+            if let Some(parent) = innermost_function(stack) {
                 summaries.passed.record_enclosing(index, parent);
             }
             let class = defining_class(ancestors);
@@ -1565,7 +1560,6 @@ fn call(
     // `model.to(device)` as a statement: a module moved in place (call-site facts read it for
     // the module's calls).
     if method == Some("to")
-        && let Some(receiver) = receiver
         && ancestors
             .iter()
             .rev()
@@ -1573,8 +1567,7 @@ fn call(
             .is_some_and(|parent| parent.is(kind::EXPRESSION_STATEMENT))
     {
         summaries.passed.record_in_place_move(
-            receiver,
-            arguments,
+            node,
             innermost_function(stack),
             node.end_byte(),
             block_around(ancestors),
