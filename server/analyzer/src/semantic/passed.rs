@@ -59,21 +59,15 @@ enum Value {
     /// element): a device loader's batches are tensors on the device; a plain loader's are
     /// whatever its collate function builds, until placed (`x = x.to(device)`).
     Element(Box<Value>),
-    /// `Name(...)`, a call of a capitalised name no import gives: an instance of a class of
-    /// this file, maybe an `nn.Module` (placed on a device when `Some`: `Net(n).to(device)`).
-    /// The instance itself stays unknown (a helper's `model` parameter is not read as a device
-    /// module: session 20's evaluation-loop false positive); only its call's output is read.
-    Instance(String, Option<Device>),
-    /// `name(...)`, a call of a plain name no import gives: when the name holds a module of
-    /// this file placed on the accelerator, its output is a tensor there.
-    CallOf(String),
-    /// `wrapper(module, ...)` of `torch_api::MODULE_WRAPPERS` (`DDP(model)`): the wrapped
-    /// module's value, and what the call reads as itself (a `torch.nn` class is a module).
+    /// `name(...)`, a call of a name no import gives, placed when `Some` (`Net(n).to(device)`):
+    /// an instance when `name` is a module class of this file (read as a module only for its
+    /// own calls, `Names::modules`), else a tensor on the accelerator when the name holds a
+    /// module there (`model(x)`).
+    CallOf(String, Option<Device>),
+    /// Two readings: the first for a module's call (`Names::modules`), the second otherwise.
+    /// `DDP(model)`: the wrapped module / what the call reads as itself; `model.to(device)` as
+    /// a statement: the module moved in place / the name as it was (a tensor's does not move).
     Wrapped(Box<(Value, Value)>),
-    /// `name.to(device)` as a statement: a module moves in place (a tensor does not). Only
-    /// the reading of a module's call (`CallOf`) uses the move; as a value the name keeps what
-    /// it held before.
-    MovedInPlace(String, Device),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -218,7 +212,7 @@ impl PassedSites {
             // `a, t, scale = model(wave, ids, mask)`: the elements of a module's output tuple
             // are its tensors, on the module's device.
             Some(value) => match read_value(value, source, resolver) {
-                call @ Value::CallOf(_) => call,
+                call @ Value::CallOf(..) => call,
                 _ => Value::Unknown,
             },
             _ => Value::Unknown,
@@ -268,12 +262,13 @@ impl PassedSites {
         resolver: &impl Resolver,
     ) {
         if let Value::Placed(name, device) = read_call(call, source, resolver) {
+            let moved = Value::Placed(name.clone(), device);
             self.bindings.push(NameBinding {
                 caller,
                 name: name.clone(),
                 at,
                 block,
-                value: Value::MovedInPlace(name, device),
+                value: Value::Wrapped(Box::new((moved, Value::Name(name)))),
             });
         }
     }
@@ -630,40 +625,37 @@ impl Names<'_> {
                 Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
-            Value::Instance(class, device) if self.modules && self.is_module_class(class) => {
-                Lattice::Fact(PassedFact {
-                    device: device.unwrap_or(Device::Unknown),
-                    ..PassedFact::of(ValueKind::Module)
-                })
-            }
-            Value::Instance(..) => Lattice::Top,
             Value::Wrapped(pair) => {
                 let read = if self.modules { &pair.0 } else { &pair.1 };
                 self.value(read, caller, at, state, depth + 1)
             }
-            Value::MovedInPlace(name, _) if !self.modules => {
-                self.name(name, caller, at, state, depth + 1)
-            }
-            // `model(x)` of a module on the accelerator: its output is a tensor there.
-            Value::CallOf(name) => match (Names {
-                modules: true,
-                ..*self
-            })
-            .name(name, caller, at, state, depth + 1)
-            {
-                Lattice::Fact(PassedFact {
-                    kind: ValueKind::Module,
-                    device: Device::Accelerator,
-                    ..
-                }) => Lattice::Fact(PassedFact {
-                    kind: ValueKind::Tensor,
-                    device: Device::Accelerator,
-                    placed: true,
+            Value::CallOf(callee, device) => match (self.is_module_class(callee), device) {
+                (true, _) if self.modules => Lattice::Fact(PassedFact {
+                    device: device.unwrap_or(Device::Unknown),
+                    ..PassedFact::of(ValueKind::Module)
                 }),
-                Lattice::Bottom => Lattice::Bottom,
+                // `model(x)` of a module on the accelerator: its output is a tensor there.
+                (false, None) => match (Names {
+                    modules: true,
+                    ..*self
+                })
+                .name(callee, caller, at, state, depth + 1)
+                {
+                    Lattice::Fact(PassedFact {
+                        kind: ValueKind::Module,
+                        device: Device::Accelerator,
+                        ..
+                    }) => Lattice::Fact(PassedFact {
+                        kind: ValueKind::Tensor,
+                        device: Device::Accelerator,
+                        placed: true,
+                    }),
+                    Lattice::Bottom => Lattice::Bottom,
+                    _ => Lattice::Top,
+                },
                 _ => Lattice::Top,
             },
-            Value::Placed(name, device) | Value::MovedInPlace(name, device) => {
+            Value::Placed(name, device) => {
                 match self.name(name, caller, at, state, depth) {
                     Lattice::Fact(fact)
                         if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
@@ -858,7 +850,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         if let Some(device) = device {
             return match read_value(receiver, source, resolver) {
                 Value::Name(name) => Value::Placed(name, device),
-                Value::Instance(class, _) => Value::Instance(class, Some(device)),
+                Value::CallOf(callee, None) => Value::CallOf(callee, Some(device)),
                 Value::Known(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
                 {
@@ -880,12 +872,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
     }
     let Some(qualified) = resolver.resolve(function) else {
         if function.is(kind::IDENTIFIER) {
-            let name = node_text(function, source);
-            return if name.starts_with(|c: char| c.is_ascii_uppercase()) {
-                Value::Instance(name.to_string(), None)
-            } else {
-                Value::CallOf(name.to_string())
-            };
+            return Value::CallOf(node_text(function, source).to_string(), None);
         }
         return Value::Unknown;
     };
