@@ -766,6 +766,63 @@ fn helpers_passed_device_loader_batches_hold_device_tensors() {
 }
 
 #[test]
+fn helpers_passed_module_outputs_hold_device_tensors() {
+    // Every call passes the output of a module of this file on the accelerator (moved where it
+    // was built, or in place and wrapped): the helper's parameter is a device tensor. The
+    // module passed itself stays unknown (an evaluation helper's `model` is not a device
+    // module by its call sites); a class without `forward`, a dtype-only move or one host call
+    // says nothing.
+    let source = "import torch\nimport torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\nclass Tower(nn.Module):\n    def forward(self, x):\n        return x\n\ndef loss_fn(q, model):\n    return MARK\n\ndef train(x, device):\n    query = Tower().to(device)\n    loss_fn(query(x), query)\n    other = Tower()\n    other.to(device)\n    wrapped = DDP(other)\n    loss_fn(wrapped(x), wrapped)\n";
+    let check = |source: &str, expr: &str| at(&source.replace("MARK", &format!("⟦{expr}⟧"))).fact;
+    let q = check(source, "q");
+    assert_eq!(
+        (q.kind, q.device, q.evidence),
+        (ValueKind::Tensor, Device::Accelerator, Evidence::CallSite)
+    );
+    let model = check(source, "model");
+    assert_ne!(
+        (model.device, model.evidence),
+        (Device::Accelerator, Evidence::CallSite)
+    );
+    for variant in [
+        source.replace("    def forward(self, x):", "    def run(self, x):"),
+        source.replace("other.to(device)", "other.to(torch.bfloat16)"),
+        format!("{source}    loss_fn(torch.zeros(3), None)\n"),
+    ] {
+        let q = check(&variant, "q");
+        assert_ne!(
+            (q.device, q.evidence),
+            (Device::Accelerator, Evidence::CallSite)
+        );
+    }
+}
+
+#[test]
+fn nested_steps_read_enclosing_modules_at_call_sites() {
+    // A step defined in the training function calls the module it closes over and unpacks the
+    // output: the helper it passes the elements to gets device tensors. A step whose own
+    // parameter shadows the name, or an enclosing binding that is no device module, says
+    // nothing.
+    let source = "import torch\nimport torch.nn as nn\n\nclass Tower(nn.Module):\n    def forward(self, x):\n        return x, x\n\ndef pair(q):\n    return MARK\n\ndef train(x, device):\n    model = Tower().to(device)\n    def step(batch):\n        q, v = model(batch)\n        pair(q)\n    step(x)\n";
+    let check = |source: &str| at(&source.replace("MARK", "⟦q⟧")).fact;
+    let q = check(source);
+    assert_eq!(
+        (q.kind, q.device, q.evidence),
+        (ValueKind::Tensor, Device::Accelerator, Evidence::CallSite)
+    );
+    for variant in [
+        source.replace("def step(batch):", "def step(batch, model):"),
+        source.replace("    step(x)\n", "    model = Tower()\n    step(x)\n"),
+    ] {
+        let q = check(&variant);
+        assert_ne!(
+            (q.device, q.evidence),
+            (Device::Accelerator, Evidence::CallSite)
+        );
+    }
+}
+
+#[test]
 fn fields_of_reductions_are_tensors() {
     // `.values` / `.indices` of `max(dim)`, `topk`, `sort`: tensors where the input was, not
     // Python values (a mask built from them indexes a tensor).

@@ -1039,6 +1039,9 @@ pub fn in_tensor_namespace(function: &str) -> bool {
         "Tensor.",
         "distributions.",
         "signal.",
+        // The differentiable collectives (`all_gather`, `all_reduce`, ...): tensors, or a
+        // tuple of them, where their input is.
+        "distributed.nn.functional.",
     ];
     !function.contains('.')
         || TENSOR_NAMESPACES

@@ -59,6 +59,15 @@ enum Value {
     /// element): a device loader's batches are tensors on the device; a plain loader's are
     /// whatever its collate function builds, until placed (`x = x.to(device)`).
     Element(Box<Value>),
+    /// `name(...)`, a call of a name no import gives, placed when `Some` (`Net(n).to(device)`):
+    /// an instance when `name` is a module class of this file (read as a module only for its
+    /// own calls, `Names::modules`), else a tensor on the accelerator when the name holds a
+    /// module there (`model(x)`).
+    CallOf(String, Option<Device>),
+    /// Two readings: the first for a module's call (`Names::modules`), the second otherwise.
+    /// `DDP(model)`: the wrapped module / what the call reads as itself; `model.to(device)` as
+    /// a statement: the module moved in place / the name as it was (a tensor's does not move).
+    Wrapped(Box<(Value, Value)>),
 }
 
 /// One call of a name (`f(...)`, `self.f(...)`, `obj.f(...)`) with its arguments read.
@@ -94,6 +103,8 @@ struct NameBinding {
 pub(crate) struct PassedSites {
     calls: Vec<PassedCall>,
     bindings: Vec<NameBinding>,
+    /// Functions defined in another function's body: (the nested one, the enclosing one).
+    enclosing: Vec<(usize, usize)>,
 }
 
 /// How deep a chain of names (`a = b`, `b = c`, …) is followed before it is taken as unknown.
@@ -198,6 +209,12 @@ impl PassedSites {
         }
         let value = match value {
             Some(value) if target.is(kind::IDENTIFIER) => read_value(value, source, resolver),
+            // `a, t, scale = model(wave, ids, mask)`: the elements of a module's output tuple
+            // are its tensors, on the module's device.
+            Some(value) => match read_value(value, source, resolver) {
+                call @ Value::CallOf(..) => call,
+                _ => Value::Unknown,
+            },
             _ => Value::Unknown,
         };
         self.bind_pattern(target, value, caller, at, block, source);
@@ -231,6 +248,28 @@ impl PassedSites {
                 | kind::LIST_SPLAT_PATTERN => pending.extend(node.named_nodes()),
                 _ => {}
             }
+        }
+    }
+
+    /// Records `name.to(device)` as a statement (`call`): a module moved in place.
+    pub(crate) fn record_in_place_move(
+        &mut self,
+        call: Node<'_>,
+        caller: Option<usize>,
+        at: usize,
+        block: Option<(usize, usize)>,
+        source: &str,
+        resolver: &impl Resolver,
+    ) {
+        if let Value::Placed(name, device) = read_call(call, source, resolver) {
+            let moved = Value::Placed(name.clone(), device);
+            self.bindings.push(NameBinding {
+                caller,
+                name: name.clone(),
+                at,
+                block,
+                value: Value::Wrapped(Box::new((moved, Value::Name(name)))),
+            });
         }
     }
 
@@ -311,9 +350,14 @@ impl PassedSites {
         }
     }
 
-    /// No call and no binding recorded.
+    /// Records that function `nested` is defined in the body of function `enclosing`.
+    pub(crate) fn record_enclosing(&mut self, nested: usize, enclosing: usize) {
+        self.enclosing.push((nested, enclosing));
+    }
+
+    /// No call, no binding and no nesting recorded.
     pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.bindings.is_empty()
+        self.calls.is_empty() && self.bindings.is_empty() && self.enclosing.is_empty()
     }
 
     /// Appends a statement's sites, whose function indices start at `first` in the file.
@@ -328,6 +372,11 @@ impl PassedSites {
                 caller: binding.caller.map(|caller| first + caller),
                 ..binding
             }));
+        self.enclosing.extend(
+            part.enclosing
+                .into_iter()
+                .map(|(nested, enclosing)| (first + nested, first + enclosing)),
+        );
     }
 
     /// Per function, per parameter (`self` included, by position in
@@ -387,6 +436,8 @@ impl PassedSites {
             all: &self.bindings,
             functions,
             starts: &[],
+            enclosing: &self.enclosing,
+            modules: false,
         };
         // A fixpoint over the lattice "nothing yet" < a fact < unknown: each round can only
         // raise a parameter's state, so it ends within three rounds per parameter; the bound is
@@ -516,6 +567,7 @@ impl Lattice {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Names<'a> {
     /// Per name, indices into `all`.
     bindings: &'a FunctionsByName,
@@ -523,6 +575,14 @@ struct Names<'a> {
     functions: &'a [FunctionSummary],
     /// `parameter_starts(functions)`.
     starts: &'a [usize],
+    /// `PassedSites::enclosing`.
+    enclosing: &'a [(usize, usize)],
+    /// Reading the callee of a call (`model(x)`): an instance of a module class of the file
+    /// is a module, a wrapper (`DDP(model)`) is what it wraps, an in-place `model.to(device)`
+    /// moves it, and a nested function reads the names of the function around it. Passed as
+    /// an argument, an instance stays unknown (a helper's `model` parameter is not read as a
+    /// device module: session 20's evaluation-loop false positive).
+    modules: bool,
 }
 
 impl Names<'_> {
@@ -565,27 +625,67 @@ impl Names<'_> {
                 Lattice::Bottom => Lattice::Bottom,
                 _ => Lattice::Top,
             },
-            Value::Placed(name, device) => match self.name(name, caller, at, state, depth) {
-                Lattice::Fact(fact)
-                    if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
+            Value::Wrapped(pair) => {
+                let read = if self.modules { &pair.0 } else { &pair.1 };
+                self.value(read, caller, at, state, depth + 1)
+            }
+            Value::CallOf(callee, device) => match (self.is_module_class(callee), device) {
+                (true, _) if self.modules => Lattice::Fact(PassedFact {
+                    device: device.unwrap_or(Device::Unknown),
+                    ..PassedFact::of(ValueKind::Module)
+                }),
+                // `model(x)` of a module on the accelerator: its output is a tensor there.
+                (false, None) => match (Names {
+                    modules: true,
+                    ..*self
+                })
+                .name(callee, caller, at, state, depth + 1)
                 {
                     Lattice::Fact(PassedFact {
-                        kind: fact.kind,
-                        device: *device,
+                        kind: ValueKind::Module,
+                        device: Device::Accelerator,
+                        ..
+                    }) => Lattice::Fact(PassedFact {
+                        kind: ValueKind::Tensor,
+                        device: Device::Accelerator,
                         placed: true,
-                    })
-                }
-                Lattice::Bottom => Lattice::Bottom,
-                // `target.cpu()` of a name whose value is unknown (a parameter no call in the
-                // file fills): whatever it is, it is on the host now.
-                _ if *device == Device::Cpu => Lattice::Fact(PassedFact {
-                    kind: ValueKind::Unknown,
-                    device: Device::Cpu,
-                    placed: true,
-                }),
+                    }),
+                    Lattice::Bottom => Lattice::Bottom,
+                    _ => Lattice::Top,
+                },
                 _ => Lattice::Top,
             },
+            Value::Placed(name, device) => {
+                match self.name(name, caller, at, state, depth) {
+                    Lattice::Fact(fact)
+                        if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
+                    {
+                        Lattice::Fact(PassedFact {
+                            kind: fact.kind,
+                            device: *device,
+                            placed: true,
+                        })
+                    }
+                    Lattice::Bottom => Lattice::Bottom,
+                    // `target.cpu()` of a name whose value is unknown (a parameter no call in the
+                    // file fills): whatever it is, it is on the host now.
+                    _ if *device == Device::Cpu => Lattice::Fact(PassedFact {
+                        kind: ValueKind::Unknown,
+                        device: Device::Cpu,
+                        placed: true,
+                    }),
+                    _ => Lattice::Top,
+                }
+            }
         }
+    }
+
+    /// Whether a class of this file by that name defines `forward` (a module: its call runs
+    /// `forward` on the module's device). One such class is enough: the name is the file's own.
+    fn is_module_class(&self, class: &str) -> bool {
+        self.functions
+            .iter()
+            .any(|f| f.name == "forward" && f.class_name.as_deref() == Some(class))
     }
 
     /// When the last binding of `name` before `at` in `caller` is a loop's element of a data
@@ -674,16 +774,23 @@ impl Names<'_> {
                     .copied()
                     .unwrap_or(Lattice::Top);
             }
-            // A global read in a function: every module-level binding of it may be the one.
+            // A global read in a function: every module-level binding of it may be the one. For
+            // a module's call in a nested function (`ddp` in a `train_step` defined in `main`),
+            // every binding of the function around it (the nested one may run after any).
+            let scope = self
+                .enclosing
+                .iter()
+                .find(|(nested, _)| self.modules && *nested == function)
+                .map(|&(_, enclosing)| enclosing);
             let mut joined = Lattice::Bottom;
             let mut module_level = false;
             for &index in self.bindings.indices(name) {
-                let Some(binding) = self.all.get(index).filter(|b| b.caller.is_none()) else {
+                let Some(binding) = self.all.get(index).filter(|b| b.caller == scope) else {
                     continue;
                 };
                 module_level = true;
                 joined =
-                    joined.join(self.value(&binding.value, None, binding.at, state, depth + 1));
+                    joined.join(self.value(&binding.value, scope, binding.at, state, depth + 1));
             }
             if module_level {
                 return if joined == Lattice::Bottom {
@@ -734,6 +841,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         if let Some(device) = device {
             return match read_value(receiver, source, resolver) {
                 Value::Name(name) => Value::Placed(name, device),
+                Value::CallOf(callee, None) => Value::CallOf(callee, Some(device)),
                 Value::Known(fact)
                     if matches!(fact.kind, ValueKind::Tensor | ValueKind::Module) =>
                 {
@@ -754,6 +862,9 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         }
     }
     let Some(qualified) = resolver.resolve(function) else {
+        if function.is(kind::IDENTIFIER) {
+            return Value::CallOf(node_text(function, source).to_string(), None);
+        }
         return Value::Unknown;
     };
     if let Some(factory) = qualified.strip_prefix("torch.")
@@ -768,6 +879,18 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         };
         return Value::Known(PassedFact::tensor(device));
     }
+    let reading = read_qualified_call(&qualified);
+    match syntax::positional_args(arguments).first() {
+        Some(&module) if torch_api::MODULE_WRAPPERS.contains(&qualified.as_str()) => {
+            Value::Wrapped(Box::new((read_value(module, source, resolver), reading)))
+        }
+        _ => reading,
+    }
+}
+
+/// A call of a torch class or function other than a factory: a device object, a module, an
+/// optimizer or a data loader (`qualified`: the callee's qualified name).
+fn read_qualified_call(qualified: &str) -> Value {
     let last = qualified.rsplit('.').next().unwrap_or("");
     let class = last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
     if qualified == "torch.device" {
@@ -782,7 +905,7 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         Value::Known(PassedFact::of(ValueKind::Optimizer))
     } else if qualified == "torch.utils.data.DataLoader" {
         Value::Known(PassedFact::of(ValueKind::DataLoader))
-    } else if torch_api::is_device_loader(&qualified) {
+    } else if torch_api::is_device_loader(qualified) {
         Value::Known(PassedFact {
             device: Device::Accelerator,
             ..PassedFact::of(ValueKind::DataLoader)

@@ -1271,6 +1271,10 @@ fn enter(
                 .map(|n| node_text(n, source))
                 .unwrap_or("");
             let index = summaries.functions.len();
+            // A function defined in another's body reads that one's names (a closure).
+            if let Some(parent) = innermost_function(stack) {
+                summaries.passed.record_enclosing(index, parent);
+            }
             let class = defining_class(ancestors);
             let class_name = class
                 .and_then(|class| class.field("name"))
@@ -1581,6 +1585,24 @@ fn call(
                 summary.forwarded_to_super.push(position);
             }
         }
+    }
+    // `model.to(device)` as a statement: a module moved in place (call-site facts read it for
+    // the module's calls).
+    if method == Some("to")
+        && ancestors
+            .iter()
+            .rev()
+            .nth(1)
+            .is_some_and(|parent| parent.is(kind::EXPRESSION_STATEMENT))
+    {
+        summaries.passed.record_in_place_move(
+            node,
+            innermost_function(stack),
+            node.end_byte(),
+            block_around(ancestors),
+            source,
+            resolver,
+        );
     }
     record_parameter_use(
         node, function, arguments, method, receiver, q, source, resolver, summaries, stack,
