@@ -50,6 +50,12 @@ fn confident<'t>(context: &Context<'t, '_>, expr: Node<'t>, depth: usize) -> boo
                 return false;
             };
             if let Some(parameter) = enclosing_parameter(context, expr, origin.clone()) {
+                // Every call of the function in the file passes a device tensor
+                // (`self.loss_masks(out, num_boxes)` after `num_boxes = torch.ones(1,
+                // device=device)`): the callers show what it holds, as a type would.
+                if fact.evidence == Evidence::CallSite && fact.device == Device::Accelerator {
+                    return true;
+                }
                 // The index only calls an annotated parameter a tensor when the annotation
                 // names `Tensor`; `int | torch.Tensor` may still be a Python number.
                 return parameter.is_any(&[kind::TYPED_PARAMETER, kind::TYPED_DEFAULT_PARAMETER])

@@ -55,6 +55,10 @@ enum Value {
     /// `name.to(device)` / `name.cuda()` / `name.cpu()`: the name's kind (a tensor or a module)
     /// on that device.
     Placed(String, Device),
+    /// Tensor arithmetic on a name (`n / k`, `torch.clamp(n / k, min=1)`): a tensor on the
+    /// name's device when the name holds a tensor; unknown otherwise (`scale * x` of a number
+    /// `scale` is a tensor too, so a number on the left says nothing).
+    Computed(String),
     /// What a loop over this value binds (`for x, y in loader:`, `enumerate(loader)`'s second
     /// element): a device loader's batches are tensors on the device; a plain loader's are
     /// whatever its collate function builds, until placed (`x = x.to(device)`).
@@ -598,6 +602,16 @@ impl Names<'_> {
             Value::Known(fact) => Lattice::Fact(*fact),
             Value::Unknown => Lattice::Top,
             Value::Name(name) => self.name(name, caller, at, state, depth),
+            Value::Computed(name) => match self.name(name, caller, at, state, depth) {
+                Lattice::Fact(fact) if fact.kind == ValueKind::Tensor => {
+                    Lattice::Fact(PassedFact {
+                        placed: false,
+                        ..fact
+                    })
+                }
+                Lattice::Bottom => Lattice::Bottom,
+                _ => Lattice::Top,
+            },
             // `for x, y in loader: x = x.to(device)`: whatever the collate function built, a
             // batch moved to a device is a tensor there (or a mapping of them).
             Value::Placed(name, device)
@@ -811,6 +825,8 @@ fn read_value(value: Node<'_>, source: &str, resolver: &impl Resolver) -> Value 
     let value = syntax::unparenthesize(value);
     match value.kind_key() {
         kind::IDENTIFIER => Value::Name(node_text(value, source).to_string()),
+        // `num_boxes / world_size`: a tensor on the left keeps the result on its device.
+        kind::BINARY_OPERATOR => left_operand_name(value, source),
         // Not `None`: passing it usually stands for "the default", which says nothing of what
         // other calls pass.
         _ if let Some(kind) = super::facts::literal_kind(value) => {
@@ -879,6 +895,16 @@ fn read_call(call: Node<'_>, source: &str, resolver: &impl Resolver) -> Value {
         };
         return Value::Known(PassedFact::tensor(device));
     }
+    // `torch.clamp(num_boxes / n, min=1)`, `torch.sqrt(x)`: a torch function computes on its
+    // first argument's device.
+    if let Some(function) = qualified.strip_prefix("torch.")
+        && !function.contains('.')
+        && !torch_api::is_non_tensor_function(function)
+        && let Some(first) = syntax::positional_args(arguments).first()
+        && let Value::Name(name) | Value::Computed(name) = read_value(*first, source, resolver)
+    {
+        return Value::Computed(name);
+    }
     let reading = read_qualified_call(&qualified);
     match syntax::positional_args(arguments).first() {
         Some(&module) if torch_api::MODULE_WRAPPERS.contains(&qualified.as_str()) => {
@@ -912,6 +938,16 @@ fn read_qualified_call(qualified: &str) -> Value {
         })
     } else {
         Value::Unknown
+    }
+}
+
+/// The name on the left of an arithmetic operator (`n` in `n / k`), as a computation on it.
+fn left_operand_name(operator: Node<'_>, source: &str) -> Value {
+    match operator.field("left").map(syntax::unparenthesize) {
+        Some(left) if left.is(kind::IDENTIFIER) => {
+            Value::Computed(node_text(left, source).to_string())
+        }
+        _ => Value::Unknown,
     }
 }
 

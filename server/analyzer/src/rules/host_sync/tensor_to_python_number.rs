@@ -45,7 +45,9 @@ declare_rule! {
     ///
     /// ## Known problems
     /// Conversions inside `range(...)` are reported by TPU109 instead. Arguments count as
-    /// tensors only on solid evidence. Conversions that run once (outside loops and hot paths,
+    /// tensors only on solid evidence: a helper's unannotated parameter counts when every call
+    /// of the helper in the file passes a device tensor (`self.loss_masks(out, num_boxes)` after
+    /// `num_boxes = torch.clamp(n / world_size, min=1)` of a device `n`). Conversions that run once (outside loops and hot paths,
     /// except ahead of a module-level step marker),
     /// per epoch (in a loop around a training or loader loop), in throttled branches, or in loops of library functions that no hot path of the file
     /// reaches (see `library-code`) are not reported.
