@@ -1603,6 +1603,21 @@ fn call_sites_tell_parameters_what_they_hold() {
             "import torch\ndef f(x: torch.Tensor):\n    return ⟦x⟧\ndef g(t, p):\n    f(t.cpu())\n    f(p)\n",
             (Tensor, Accelerator, Evidence::Annotation),
         ),
+        // A private function's callers are all in the file: a factory's default placement at
+        // every one of them is where the value is (chronos2's `_mass(torch.tensor(levels))`),
+        // through a caller's own annotated parameter too; one device call leaves the annotation.
+        (
+            "import torch\ndef _f(x: torch.Tensor):\n    return ⟦x⟧\n_f(torch.tensor([0.1, 0.5]))\n",
+            (Tensor, Cpu, Evidence::CallSite),
+        ),
+        (
+            "import torch\nclass P:\n    def _f(self, x: torch.Tensor):\n        return ⟦x⟧\n    def _g(self, y: torch.Tensor):\n        return self._f(y) + self._f(torch.ones(2))\n    def run(self, q):\n        return self._g(y=torch.tensor(q))\n",
+            (Tensor, Cpu, Evidence::CallSite),
+        ),
+        (
+            "import torch\ndef _f(x: torch.Tensor):\n    return ⟦x⟧\n_f(torch.zeros(3))\n_f(torch.zeros(3, device=dev))\n",
+            (Tensor, Accelerator, Evidence::Annotation),
+        ),
         // `.cpu()` of a value of unknown kind: on the host, kind unknown.
         (
             "import torch\ndef f(x):\n    return ⟦x⟧\ndef g(t):\n    f(t.cpu())\n",

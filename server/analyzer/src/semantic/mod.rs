@@ -2263,14 +2263,19 @@ impl<'t> SemanticModel<'t> {
                     // The annotation names the kind, not the placement: where every call in the
                     // file passes an explicit host copy (`compute_dtm(target.cpu(), pred)`), it
                     // is on the host. A factory's default placement (a demo's
-                    // `f(torch.zeros(3))`) does not outweigh the annotation.
+                    // `f(torch.zeros(3))`) does not outweigh the annotation of a public
+                    // function, which callers elsewhere give device tensors; a private one's
+                    // (`_mass(torch.tensor(levels))`) callers are all in this file, so what
+                    // they pass is where the value is.
                     torch_api::AnnotatedKind::Tensor
-                        if function
-                            .and_then(|f| self.passed_fact(f, name))
-                            .is_some_and(|passed| {
+                        if let Some(f) = function
+                            && self.passed_fact(f, name).is_some_and(|passed| {
                                 matches!(passed.kind, ValueKind::Tensor | ValueKind::Unknown)
                                     && passed.device == Device::Cpu
-                                    && passed.placed
+                                    && (passed.placed || {
+                                        let callee = &self.summaries.functions[f].name;
+                                        callee.starts_with('_') && !callee.ends_with("__")
+                                    })
                             }) =>
                     {
                         Fact {

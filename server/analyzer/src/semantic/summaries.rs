@@ -1612,7 +1612,14 @@ fn call(
     let concatenates = matches!(q, "torch.cat" | "torch.concat" | "torch.concatenate");
     let reads_value = matches!(method, Some("item" | "tolist" | "numpy"))
         || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
+    // `float(loss)`, `int(mask.sum())`: Python's conversions of a value read it back; of a
+    // literal (`float("-inf")`) or a builtin's result (`int(len(x))`) they read nothing.
     let waits = matches!(method, Some("item" | "tolist" | "numpy" | "cpu"))
+        || (qualified.is_none()
+            && function.is(kind::IDENTIFIER)
+            && matches!(name, Some("float" | "int" | "bool"))
+            && matches!(&argument_nodes[..], [value] if value.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE, kind::SUBSCRIPT])
+                || syntax::call_parts(*value).is_some_and(|(f, _)| f.is(kind::ATTRIBUTE))))
         || name == Some("print")
         || q.ends_with("wait_device_ops")
         || (q == "torch_xla.sync"

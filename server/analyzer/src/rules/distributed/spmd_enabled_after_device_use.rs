@@ -17,12 +17,14 @@ declare_rule! {
     /// `torch_xla.device()`, `xm.xla_device()`, or `.to(...)` of a device string `"xla"`.
     ///
     /// ## Why is this bad?
-    /// SPMD mode must be set before any tensor is created on the device. Called later,
-    /// `use_spmd()` has to move every tensor already placed on the non-virtual device and warns
-    /// "Replicating tensors already initialized on non-virtual XLA device for SPMD … please set
-    /// SPMD mode before initializting tensors (i.e., call use_spmd() in the beginning of the
-    /// program)": extra transfers and memory, and sharding annotations that start from
-    /// replicated copies.
+    /// SPMD mode must be set before the runtime picks its device. Taking the device handle is
+    /// enough: it fixes the default device and locks the SPMD configuration (`GetDefaultDevice`
+    /// calls `UseVirtualDevice`, which sets the lock). Called later, `use_spmd()` forces the
+    /// virtual device, waits for the device, moves every tensor already placed on the
+    /// non-virtual device and warns "Replicating tensors already initialized on non-virtual XLA
+    /// device for SPMD … please set SPMD mode before initializting tensors (i.e., call
+    /// use_spmd() in the beginning of the program)": extra transfers and memory, and sharding
+    /// annotations that start from replicated copies.
     ///
     /// ## Example
     /// ```python
@@ -46,7 +48,11 @@ declare_rule! {
     ///
     /// ## References
     /// - https://github.com/pytorch/xla/blob/v2.9.0/torch_xla/runtime.py (`use_spmd`, the
-    ///   replication warning)
+    ///   replication warning when `_xla_get_spmd_config_is_locked()`)
+    /// - https://github.com/pytorch/xla/blob/2cacf596651875193dc08cf525e84fe85999fc30/torch_xla/csrc/aten_xla_bridge.cpp
+    ///   (`GetDefaultDevice`, reached from `torch_xla.device()` through
+    ///   `_xla_get_default_device` and `GetCurrentAtenDevice`, calls `UseVirtualDevice`, which
+    ///   locks the configuration)
     /// - https://github.com/pytorch/xla/blob/master/docs/source/perf/spmd_basic.md
     pub(crate) static SPMD_ENABLED_AFTER_DEVICE_USE = {
         code: "TPU704",
@@ -84,20 +90,11 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some(block) = block else {
         return;
     };
-    let earlier: Vec<Node<'t>> = block
+    // A device handle alone (`device = torch_xla.device()`) counts: it locks the SPMD
+    // configuration whether or not anything is placed there yet.
+    let Some(device_use) = block
         .named_nodes()
         .take_while(|sibling| sibling.id() != statement.id())
-        .collect();
-    // A device handle alone (`torch_xla.device()`) places nothing: a tensor or module must
-    // have been moved or created there.
-    if !earlier
-        .iter()
-        .any(|sibling| places_on_device(context, *sibling))
-    {
-        return;
-    }
-    let Some(device_use) = earlier
-        .into_iter()
         .find_map(|sibling| first_device_use(context, sibling))
     else {
         return;
@@ -108,37 +105,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let diagnostic = context.report(
         call.byte_range(),
-        "`use_spmd()` after the XLA device was used: tensors already there are replicated; call it first",
+        "`use_spmd()` after the XLA device was taken: SPMD is forced on a runtime set up without it, replicating any tensors already there; call it first",
     );
     diagnostic.related.push(related);
-}
-
-/// Whether `statement` moves or creates something on a device: a `.to(...)` call or a
-/// `device=` argument (the device itself is found by [`first_device_use`]).
-fn places_on_device<'t>(context: &Context<'t, '_>, statement: Node<'t>) -> bool {
-    let mut stack = vec![statement];
-    while let Some(node) = stack.pop() {
-        match node.kind_key() {
-            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
-            kind::CALL
-                if context
-                    .method_call(node)
-                    .is_some_and(|(_, method)| context.text_is(method, "to")) =>
-            {
-                return true;
-            }
-            kind::KEYWORD_ARGUMENT
-                if node
-                    .field("name")
-                    .is_some_and(|name| context.text_is(name, "device")) =>
-            {
-                return true;
-            }
-            _ => {}
-        }
-        stack.extend(node.named_nodes());
-    }
-    false
 }
 
 /// The first call in `statement` (not inside a nested function or class) that uses the XLA
