@@ -1118,6 +1118,13 @@ pub fn check_with_policy(
             // can differ).
             let clean = !(plan.prefix..plan.suffix).contains(&index);
             let comparable = single_definition == Some(index) || clean;
+            // But a clean assignment that mentions a tainted name binds what rules read through
+            // its value expression (`tensor_values::last_assignment_value`: `lora_state =
+            // get_peft_model_state_dict(unet)` is a device state dict when `unet` is a device
+            // module), which its effects on the index do not record: what it binds is tainted.
+            let read_through = clean
+                && defined_name(node, source).is_none()
+                && intersects(&mentions[index], tainted);
             // The one changed definition replaced the old statement at the same index.
             let old_index = if single_definition == Some(index) {
                 Some(index)
@@ -1126,6 +1133,7 @@ pub fn check_with_policy(
             };
             let old = old_index.and_then(|old_index| plan.old.statements.get(old_index));
             let unchanged = comparable
+                && !read_through
                 && old.is_some_and(|old| {
                     old.binds == binds
                         && match (&old.effects, &records[index].effects) {
