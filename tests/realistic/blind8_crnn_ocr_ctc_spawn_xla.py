@@ -100,8 +100,8 @@ def _mp_fn(index, args):
         model.eval()
         n_correct = 0
         with torch.no_grad():
-            for images, _, _, texts in val_loader:
-                preds = model(images.to(device)).argmax(2)  # expect: TPU607
+            for images, _, _, texts in val_loader:  # expect: TPU607
+                preds = model(images.to(device)).argmax(2)
                 for pred, gt in zip(converter.decode_greedy(preds.cpu()), texts):  # debatable (decoding needs host strings)
                     n_correct += pred == gt.lower()
         if xm.is_master_ordinal():

@@ -103,7 +103,7 @@ def main():
                     pred = model.module(batch["image"].to(device))
                 metrics = compute_metrics(pred, batch["depth"].to(device))
                 for k in totals:
-                    totals[k] += metrics[k].item()  # expect: TPU110
+                    totals[k] += metrics[k].item()  # expect: TPU110, TPU101
             print({k: v / len(val_loader) for k, v in totals.items()})  # ok
             torch.save(model.module.state_dict(), f"dpt_nyu_{epoch}.pt")  # expect: TPU110
         dist.barrier()

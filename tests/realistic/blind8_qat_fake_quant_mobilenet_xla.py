@@ -100,8 +100,8 @@ def main():
         model.eval()
         correct, total = 0, 0
         with torch.no_grad():
-            for images, labels in val_loader:
-                images, labels = images.to(device), labels.to(device)  # expect: TPU607
+            for images, labels in val_loader:  # expect: TPU607
+                images, labels = images.to(device), labels.to(device)
                 correct += (model(images).argmax(1) == labels).sum().item()  # expect: TPU101
                 total += labels.size(0)
         print(f"epoch {epoch}: int8-simulated top1 {correct / total:.4f}")  # ok
