@@ -174,13 +174,25 @@ pub fn is_optional_parameter<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> b
 
 /// Whether `node` is evaluated only on an error path, at most once: inside a `raise` statement,
 /// or in an `assert`'s message, which Python evaluates only when the assertion fails (the test
-/// itself runs every time).
-pub fn in_error_path<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
+/// itself runs every time); or only on a throttle's steps: on the right of `step % n == 0 and …`,
+/// which Python evaluates only when the modulo test holds.
+pub fn in_error_or_throttled_path<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
     let mut child = node;
     let mut current = context.parent(node);
     while let Some(parent) = current {
         match parent.kind_key() {
             kind::RAISE_STATEMENT => return true,
+            kind::BOOLEAN_OPERATOR
+                if parent.field("right").is_some_and(|r| r.id() == child.id())
+                    && parent
+                        .field("operator")
+                        .is_some_and(|o| context.text_is(o, "and"))
+                    && parent
+                        .field("left")
+                        .is_some_and(|left| is_modulo_test(context, left)) =>
+            {
+                return true;
+            }
             kind::ASSERT_STATEMENT => {
                 return parent
                     .named_child(1)
@@ -194,6 +206,22 @@ pub fn in_error_path<'t>(context: &Context<'t, '_>, node: Node<'t>) -> bool {
         }
     }
     false
+}
+
+/// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
+pub fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
+    let test = syntax::unparenthesize(test);
+    test.is(kind::COMPARISON_OPERATOR)
+        && test.named_nodes().any(|operand| {
+            let operand = syntax::unparenthesize(operand);
+            operand.is(kind::BINARY_OPERATOR)
+                && operand
+                    .field("operator")
+                    .is_some_and(|operator| context.text_is(operator, "%"))
+                && operand
+                    .field("left")
+                    .is_some_and(|left| left.is_not(kind::STRING))
+        })
 }
 
 /// Whether `node` is `x` in `x.backward()` or `loss` in `accelerator.backward(loss)` (read from

@@ -1425,7 +1425,7 @@ fn enter(
             if node.field("condition").is_some_and(|c| {
                 has_modulo(c, source)
                     || mentions_throttle_name(c, source, innermost_function(stack), summaries)
-            }) =>
+            }) && !runs_backward(node, source) =>
         {
             summaries.throttles.insert(node_key(node));
             stack.push((node.id(), Frame::Throttle { exits: true }))
@@ -2791,6 +2791,42 @@ fn is_throttle_value(value: Node<'_>, source: &str) -> bool {
         _ => false,
     };
     test_or_phase && has_modulo(value, source)
+}
+
+/// Whether the body of `branch` (an `if` / `elif`) runs a backward pass (`loss.backward()`,
+/// `accelerator.backward(loss)`): `if step % train_every == 0:` around the update is the training
+/// step on its schedule (a DQN learning every fourth environment step, a GAN's generator every
+/// `n_critic` steps), not work taken off the step, so what runs there runs every training step.
+fn runs_backward(branch: Node<'_>, source: &str) -> bool {
+    let Some(body) = branch.field("consequence") else {
+        return false;
+    };
+    if !node_text(body, source).contains("backward(") {
+        return false;
+    }
+    let mut stack = vec![body];
+    let mut budget = 4_096;
+    while let Some(node) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return false;
+        }
+        if node.is(kind::CALL)
+            && syntax::call_parts(node).is_some_and(|(function, _)| {
+                function.is(kind::ATTRIBUTE)
+                    && function
+                        .field("attribute")
+                        .is_some_and(|a| syntax::text_is(a, source, "backward"))
+            })
+        {
+            return true;
+        }
+        // A closure or a nested definition runs elsewhere.
+        if node.is_not(kind::FUNCTION_DEFINITION) && node.is_not(kind::LAMBDA) {
+            stack.extend(node.named_nodes());
+        }
+    }
+    false
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {

@@ -14,7 +14,8 @@ use crate::torch_api::{RANDOM_FACTORIES, SHAPE_FACTORIES};
 declare_rule! {
     /// ## What it does
     /// Checks for a tensor factory without `device=` whose result is immediately moved with
-    /// `.to(device)`, such as `torch.randn(8, 128).to(device)`.
+    /// `.to(device)`, such as `torch.randn(8, 128).to(device)`, also through arithmetic with
+    /// numbers (`(2 * torch.rand(n, 1) - 1).to(device)`).
     ///
     /// ## Why is this bad?
     /// The factory runs on the host, allocates a host tensor, and `.to()` copies it to the TPU.
@@ -68,9 +69,15 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((receiver, method)) = context.method_call(call) else {
         return;
     };
-    if !context.text_is(method, "to") || receiver.is_not(kind::CALL) {
+    if !context.text_is(method, "to") {
         return;
     }
+    // `(2 * torch.rand(n, 1) - 1).to(device)`: the factory inside arithmetic with Python numbers
+    // is drawn on the host too; the fix places the factory, the arithmetic follows it.
+    let moved = receiver;
+    let Some(receiver) = factory_under_number_arithmetic(moved, 0) else {
+        return;
+    };
     let Some(qualified) = context.semantic().call_qualified_name(receiver) else {
         return;
     };
@@ -127,7 +134,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
             .is_some();
     let edits = vec![
         tpu_api::insert_argument(factory_arguments, &format!("device={device_text}")),
-        Edit::delete(receiver.end_byte()..call.end_byte()),
+        Edit::delete(moved.end_byte()..call.end_byte()),
     ];
     let applicability = if unsafe_fix {
         Applicability::Unsafe
@@ -150,6 +157,27 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         ),
         edits,
     ));
+}
+
+/// The call that `.to(...)` moves: the receiver itself, or the one call inside arithmetic whose
+/// other operands are number literals (`(2 * torch.rand(n) - 1)`, `torch.randn(n) * 0.02`).
+fn factory_under_number_arithmetic(node: Node<'_>, depth: usize) -> Option<Node<'_>> {
+    let node = syntax::unparenthesize(node);
+    match node.kind_key() {
+        kind::CALL => Some(node),
+        kind::BINARY_OPERATOR | kind::UNARY_OPERATOR if depth < 4 => {
+            let mut calls = node.named_nodes().filter(|operand| {
+                !matches!(
+                    syntax::unparenthesize(*operand).kind_name(),
+                    "integer" | "float"
+                )
+            });
+            let call = calls.next()?;
+            calls.next().is_none().then_some(())?;
+            factory_under_number_arithmetic(call, depth + 1)
+        }
+        _ => None,
+    }
 }
 
 /// The `.to(...)` argument that names a device, if it clearly does.

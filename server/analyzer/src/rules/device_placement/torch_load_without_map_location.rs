@@ -42,12 +42,13 @@ declare_rule! {
     /// Checkpoints saved from the CPU load fine without `map_location`; the rule cannot see
     /// where a file was written. Calls passing `**kwargs` are not reported, nor loads that read
     /// back what the same function (or module-level code) saved earlier with `torch.save` /
-    /// `xm.save` or what another function of the module saves (a save/load pair), loads of a
+    /// `xm.save` or what another function of the module saves (a save/load pair; not when the
+    /// load names a file by a string literal that no save of the file writes), loads of a
     /// path expression the file also saves to (a cache built on the first run), loads of an
     /// in-memory `BytesIO`, an LR scheduler's state (Python numbers), and
     /// loads in host data-pipeline code (datasets, tokenizers), which read the files they wrote.
     /// A module with a saving function and a loading one is taken to read back its own files,
-    /// even when the loading one reads a foreign checkpoint.
+    /// even when the loading one reads a foreign checkpoint through a variable or an f-string.
     ///
     /// ## References
     /// - PyTorch/XLA, *Troubleshooting — quirks* (https://github.com/pytorch/xla/blob/master/docs/source/learn/troubleshoot.md): saving and loading
@@ -99,6 +100,19 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// (`scheduler.load_state_dict(torch.load(p))`: Python numbers).
 fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let file = context.semantic().file_facts();
+    let first = context
+        .call_parts(call)
+        .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
+    // A plain string literal names one file: a save elsewhere that writes none by that name
+    // (`torch.save(int8_state, "model_int8.pt")` after `torch.load("model_fp32.pth")`) is no
+    // save/load pair with it.
+    let names_unsaved_file = first.is_some_and(|first| {
+        syntax::string_value(first, context.source()).is_some()
+            && !file
+                .saved_paths
+                .iter()
+                .any(|path| path.as_str() == context.text(first))
+    });
     let (first_save, saves_elsewhere) = match context.enclosing(call, &["function_definition"]) {
         Some(function) => {
             let own = context
@@ -106,16 +120,16 @@ fn round_trip_in_same_scope<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bo
                 .function_summary(function)
                 .and_then(|summary| summary.first_save);
             // Another function of this module writes what this one reads (a save/load pair).
-            (own, file.saving_functions > usize::from(own.is_some()))
+            (
+                own,
+                !names_unsaved_file && file.saving_functions > usize::from(own.is_some()),
+            )
         }
         None => (file.first_module_save, false),
     };
     if saves_elsewhere || first_save.is_some_and(|save| save < call.start_byte()) {
         return true;
     }
-    let first = context
-        .call_parts(call)
-        .and_then(|(_, arguments)| syntax::positional_args(arguments).first().copied());
     // The file writes this very path itself (a cache: load it if present, else build and save).
     if first.is_some_and(|first| {
         file.saved_paths

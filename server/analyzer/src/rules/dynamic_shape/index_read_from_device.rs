@@ -115,7 +115,7 @@ fn check<'t>(context: &mut Context<'t, '_>, subscript: Node<'t>) {
     // position is what must be a read of the device, and it is checked confidently above.
     if !context.fact(value).is_tensor()
         || helpers::is_on_host(context, value)
-        || tensor_values::in_error_path(context, subscript)
+        || tensor_values::in_error_or_throttled_path(context, subscript)
     {
         return;
     }

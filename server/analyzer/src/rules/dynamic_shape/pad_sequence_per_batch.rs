@@ -11,7 +11,8 @@ declare_rule! {
     /// ## What it does
     /// Checks for `torch.nn.utils.rnn.pad_sequence(...)` inside a collate function (a function
     /// whose name contains `collate`), a hot path, or a loop, and for a collate function (or a
-    /// collator class's `__call__`) that sizes its batch by `max(len(x) for x in batch)`, unless
+    /// collator class's `__call__`) that sizes its batch by `max(len(x) for x in batch)` (or by the
+    /// largest dimension of its items, `max(x.size(-1) for x in batch)`), unless
     /// that length is rounded up to a bucket: a multiple (`((longest + 63) // 64) * 64`) or the
     /// first of a list of widths that holds it (`next(w for w in widths if w >= longest)`,
     /// `widths[bisect_left(widths, longest)]`).
@@ -73,7 +74,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         {
             context.report(
                 call.byte_range(),
-                "Padding to `max(len(...))` of each batch pads to its longest sequence: a recompilation per length",
+                "Padding to the `max(...)` of each batch's lengths pads to its longest item: a recompilation per length",
             );
         }
         return;
@@ -231,7 +232,8 @@ fn mentions_name<'t>(context: &Context<'t, '_>, expr: Node<'t>, name: Option<&st
     }
 }
 
-/// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`.
+/// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`, and the same
+/// with a dimension of each item (`max(x.size(1) for x in xs)`, `max(x.shape[-1] for x in xs)`).
 fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((function, arguments)) = context.call_parts(call) else {
         return false;
@@ -250,9 +252,26 @@ fn batch_maximum_length<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some(iterable) = iterable.map(syntax::unparenthesize) else {
         return false;
     };
+    // Each item's length: `len(x)`, or one of its dimensions (`x.size(1)`, `x.shape[-1]`: a
+    // collate of spectrograms or images padded to the widest).
     let is_len = |node: Option<Node<'t>>| {
-        node.and_then(|n| context.call_parts(syntax::unparenthesize(n)))
-            .is_some_and(|(f, _)| f.is(kind::IDENTIFIER) && context.text_is(f, "len"))
+        node.map(syntax::unparenthesize)
+            .is_some_and(|n| match n.kind_key() {
+                kind::CALL => {
+                    context
+                        .call_parts(n)
+                        .is_some_and(|(f, _)| f.is(kind::IDENTIFIER) && context.text_is(f, "len"))
+                        || context
+                            .method_call(n)
+                            .is_some_and(|(_, method)| context.text_is(method, "size"))
+                }
+                kind::SUBSCRIPT => n
+                    .field("value")
+                    .filter(|value| value.is(kind::ATTRIBUTE))
+                    .and_then(|value| value.field("attribute"))
+                    .is_some_and(|attribute| context.text_is(attribute, "shape")),
+                _ => false,
+            })
     };
     match iterable.kind_key() {
         kind::GENERATOR_EXPRESSION | kind::LIST_COMPREHENSION => is_len(iterable.field("body")),

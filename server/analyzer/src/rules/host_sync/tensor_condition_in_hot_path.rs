@@ -208,7 +208,7 @@ fn tensor_condition<'t>(
             let throttled = condition
                 .field("operator")
                 .is_some_and(|operator| context.text_is(operator, "and"))
-                && left.is_some_and(|left| is_modulo_test(context, left));
+                && left.is_some_and(|left| tensor_values::is_modulo_test(context, left));
             let right = condition.field("right").filter(|_| !throttled);
             [left, right]
                 .into_iter()
@@ -226,22 +226,6 @@ fn tensor_condition<'t>(
         }
         _ => None,
     }
-}
-
-/// Whether `test` compares an `a % b` (a throttle such as `step % log_every == 0`).
-fn is_modulo_test<'t>(context: &Context<'t, '_>, test: Node<'t>) -> bool {
-    let test = syntax::unparenthesize(test);
-    test.is(kind::COMPARISON_OPERATOR)
-        && test.named_nodes().any(|operand| {
-            let operand = syntax::unparenthesize(operand);
-            operand.is(kind::BINARY_OPERATOR)
-                && operand
-                    .field("operator")
-                    .is_some_and(|operator| context.text_is(operator, "%"))
-                && operand
-                    .field("left")
-                    .is_some_and(|left| left.is_not(kind::STRING))
-        })
 }
 
 fn has_python_literal_operand(comparison: Node<'_>) -> bool {

@@ -81,7 +81,7 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_error_path(context, node) {
+    if tensor_values::in_error_or_throttled_path(context, node) {
         return;
     }
     let hot = Place { severity, place };

@@ -90,7 +90,9 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     }
     // `x.cpu().numpy()`, `x.cpu().detach().numpy()`: report the chain once, at its end.
-    if is_continued_by_read_back(context, call) || tensor_values::in_error_path(context, call) {
+    if is_continued_by_read_back(context, call)
+        || tensor_values::in_error_or_throttled_path(context, call)
+    {
         return;
     }
     if reads_results_after_barrier(context, call) {

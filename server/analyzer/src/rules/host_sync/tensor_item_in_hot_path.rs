@@ -91,7 +91,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     }
     // An error message (`assert t0 + dt > t0, f"underflow in dt {dt.item()}"`) is built at most
     // once; the assertion's test is what runs every step.
-    if tensor_values::in_error_path(context, call) {
+    if tensor_values::in_error_or_throttled_path(context, call) {
         return;
     }
     let Some((severity, place)) = context.host_value_read() else {

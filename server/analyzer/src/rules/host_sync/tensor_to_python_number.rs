@@ -107,7 +107,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         return;
     };
     // An error message is built at most once.
-    if tensor_values::in_error_path(context, call) {
+    if tensor_values::in_error_or_throttled_path(context, call) {
         return;
     }
     let positional = syntax::positional_args(arguments);
