@@ -245,6 +245,10 @@ const BODY_STATEMENTS: &[&str] = &[
     "value = loss.item()",
     "torch.save(model.state_dict(), path)",
     "for step in range(3):\n{indent}    pass",
+    // In `__init__`, marks its class as needing CUDA (outside the method the edit is in).
+    "if not torch.cuda.is_available():\n{indent}    raise RuntimeError(\"needs CUDA\")",
+    "if step % 10 != 0:\n{indent}    return",
+    "@torch.compile\n{indent}def inner(self, x):\n{indent}    return x.item()",
 ];
 
 /// A line typed inside an indented block at that block's indentation: one of

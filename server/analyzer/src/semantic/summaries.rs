@@ -632,7 +632,15 @@ fn walk_uncached<'t>(
     loop_roots: &mut Vec<String>,
     record: Option<&mut Vec<WalkStep<'t>>>,
 ) -> bool {
-    let part = walk_statement(statement, source, resolver, compiled_decorator, record);
+    let part = walk_statement(
+        statement,
+        source,
+        resolver,
+        compiled_decorator,
+        record,
+        None,
+        Around::default(),
+    );
     append(summaries, loop_roots, part.summaries, part.loop_roots);
     part.compiled_decorator
 }
@@ -651,6 +659,9 @@ pub(crate) struct StatementPart {
     /// Nothing to merge: no summary, fact, site or loop root (most comments, imports and
     /// docstrings; [`Summaries::is_empty`]). The reusing pre-pass skips merging it.
     empty: bool,
+    /// The keys of its methods' parts ([`MethodParts`]), carried to the next cache when the
+    /// statement's part is reused whole.
+    methods: Vec<u64>,
 }
 
 /// The statement parts of a pre-pass, for the next pre-pass of the same document to reuse
@@ -662,6 +673,101 @@ pub(crate) struct SummaryCache {
     parts: HashMap<u64, Arc<StatementPart>>,
     /// Each statement's import records (`ModuleImports::statement_records`), by kind and text.
     pub(crate) import_parts: HashMap<u64, Arc<Vec<super::ImportRecord>>>,
+    /// The parts of top-level classes' methods, by [`method_key`].
+    method_parts: HashMap<u64, Arc<StatementPart>>,
+}
+
+/// The methods' parts a reusing pre-pass finds and keeps while it walks a top-level class
+/// again: a keystroke inside one method of a big class walks that method, not the class.
+struct MethodParts<'c> {
+    caches: &'c [&'c &'c SummaryCache],
+    kept: &'c mut HashMap<u64, Arc<StatementPart>>,
+    /// The keys met in the statement being walked, in order.
+    keys: Vec<u64>,
+}
+
+/// The named ancestors, hardware scopes and frames around a walk's first node (a method's, when
+/// [`MethodParts`] walks it apart from its class).
+#[derive(Default)]
+struct Around<'t> {
+    ancestors: Vec<Node<'t>>,
+    scopes: Vec<(usize, HardwareScope)>,
+    stack: Vec<(usize, Frame)>,
+}
+
+/// The cache key of a method's part, when `node` is a function defined directly in the body of
+/// a top-level class (decorated or not) with nothing around it but the class and its body
+/// block. Its part then follows from its text with its decorators (`definition_scope`, the
+/// compiling decorator), the class's header (decorators, name and bases: `defining_class`,
+/// `derives_from_optimizer`), the hardware scope where it starts, the incoming decorator flag
+/// and the module's imports (the cache's): nothing in a method's walk reads its sibling
+/// methods (the per-function names it keeps are its own functions').
+fn method_key(
+    node: Node<'_>,
+    ancestors: &[Node<'_>],
+    scopes: &[(usize, HardwareScope)],
+    stack: &[(usize, Frame)],
+    compiled_decorator: bool,
+    source: &str,
+) -> Option<u64> {
+    if node.is_not(kind::FUNCTION_DEFINITION)
+        || !matches!(
+            stack,
+            [(_, Frame::Other), (_, Frame::Block { throttled: false })]
+        )
+    {
+        return None;
+    }
+    let (unit, rest) = match ancestors.split_last() {
+        Some((last, before)) if last.is(kind::DECORATED_DEFINITION) => (*last, before),
+        _ => (node, ancestors),
+    };
+    let [outside @ .., class, block] = rest else {
+        return None;
+    };
+    let statement = match outside {
+        [] => class,
+        [decorated] if decorated.is(kind::DECORATED_DEFINITION) => decorated,
+        _ => return None,
+    };
+    if class.is_not(kind::CLASS_DEFINITION) || block.is_not(kind::BLOCK) {
+        return None;
+    }
+    let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
+    let text = crate::hash::text_key(unit.kind_id(), node_text(unit, source), compiled_decorator);
+    let header = &source[statement.start_byte()..block.start_byte()];
+    Some(crate::hash::digest((text, header, outer)))
+}
+
+/// Appends the named nodes of `node`'s subtree in walk order ([`WalkStep`]), `node` at `depth`:
+/// a method whose part was reused is not walked by the pre-pass, but the traversal replays it.
+fn record_subtree<'t>(node: Node<'t>, depth: u32, record: &mut Vec<WalkStep<'t>>) {
+    let mut cursor = node.walk();
+    // Whether each node the cursor went down from is named: the depth counts named ones.
+    let mut named_above: Vec<bool> = Vec::new();
+    let mut depth = depth - 1;
+    loop {
+        let current = cursor.node();
+        let named = current.is_named();
+        if named {
+            record.push(WalkStep {
+                node: current,
+                depth: depth + 1,
+                kind: current.kind_id(),
+            });
+        }
+        if cursor.goto_first_child() {
+            named_above.push(named);
+            depth += u32::from(named);
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return;
+            }
+            depth -= u32::from(named_above.pop().unwrap_or(false));
+        }
+    }
 }
 
 /// [`build`], reusing the parts of `caches` built under the same `imports` digest (the
@@ -689,7 +795,9 @@ pub(crate) fn build_reusing<'t>(
         imports,
         parts: HashMap::default(),
         import_parts: HashMap::default(),
+        method_parts: HashMap::default(),
     });
+    let mut method_parts: HashMap<u64, Arc<StatementPart>> = HashMap::default();
     let caches: Vec<&&SummaryCache> = caches.iter().filter(|c| c.imports == imports).collect();
     // The root itself is no function, loop or block: the walk of each statement starts empty.
     if let Some(walks) = walks.as_deref_mut() {
@@ -715,18 +823,35 @@ pub(crate) fn build_reusing<'t>(
                     .iter()
                     .find_map(|cache| cache.parts.get(&key).cloned())
                     .unwrap_or_else(|| {
+                        let mut methods = MethodParts {
+                            caches: &caches,
+                            kept: &mut method_parts,
+                            keys: Vec::new(),
+                        };
                         let mut part = walk_statement(
                             statement,
                             source,
                             resolver,
                             compiled_decorator,
                             walks.as_deref_mut().map(|walks| &mut walks.steps),
+                            Some(&mut methods),
+                            Around::default(),
                         );
+                        part.methods = methods.keys;
                         shift(&mut part.summaries, base, false);
                         part.empty = part.loop_roots.is_empty() && part.summaries.is_empty();
                         Arc::new(part)
                     });
                 compiled_decorator = part.compiled_decorator;
+                // A class reused whole keeps its methods' parts for the next keystroke in it.
+                for key in &part.methods {
+                    if !method_parts.contains_key(key)
+                        && let Some(method) =
+                            caches.iter().find_map(|cache| cache.method_parts.get(key))
+                    {
+                        method_parts.insert(*key, method.clone());
+                    }
+                }
                 // Merging an empty part changes nothing; cloning, shifting and appending its
                 // thirty empty fields costs, at every statement of every keystroke.
                 if !part.empty {
@@ -756,6 +881,9 @@ pub(crate) fn build_reusing<'t>(
         }
     }
     finish(&mut summaries, loop_roots);
+    if let Some(kept) = &mut kept {
+        kept.method_parts = method_parts;
+    }
     (summaries, kept)
 }
 
@@ -782,28 +910,114 @@ impl<'t> StatementWalks<'t> {
 
 /// The pre-pass over one top-level statement (iteratively); keys and offsets are absolute.
 /// With `record`, appends each named node of the statement with its depth ([`WalkStep`]).
+/// With `methods`, a class's methods' parts are reused or kept ([`MethodParts`]). `around`:
+/// what surrounds `statement` (nothing for a top-level statement).
 fn walk_statement<'t>(
     statement: Node<'t>,
     source: &str,
     resolver: &impl Resolver,
     mut compiled_decorator: bool,
     mut record: Option<&mut Vec<WalkStep<'t>>>,
+    mut methods: Option<&mut MethodParts<'_>>,
+    around: Around<'t>,
 ) -> StatementPart {
     let mut summaries = Summaries::default();
-    // (node id, frame) for every function and loop around the cursor.
-    let mut stack: Vec<(usize, Frame)> = Vec::new();
     let mut loop_roots: Vec<String> = Vec::new();
-    // The named ancestors of the cursor, and the hardware scope of each block and definition
-    // around it (the same guards the traversal applies), to know which calls run only with CUDA.
-    // The statement starts at module level with no guard around it.
-    let mut ancestors: Vec<Node<'_>> = Vec::new();
-    let mut scopes: Vec<(usize, HardwareScope)> = Vec::new();
+    // (node id, frame) for every function and loop around the cursor; the named ancestors of
+    // the cursor, and the hardware scope of each block and definition around it (the same
+    // guards the traversal applies), to know which calls run only with CUDA. A top-level
+    // statement starts at module level with no guard around it.
+    let Around {
+        mut ancestors,
+        mut scopes,
+        mut stack,
+    } = around;
     // `compiled_decorator`: set by a `decorated_definition` whose decorators compile; taken by
     // its definition.
     let mut cursor = statement.walk();
     loop {
         let node = cursor.node();
-        if node.is_named() {
+        let method = methods.as_deref_mut().and_then(|methods| {
+            let key = method_key(
+                node,
+                &ancestors,
+                &scopes,
+                &stack,
+                compiled_decorator,
+                source,
+            )?;
+            Some((methods, key))
+        });
+        // A method walked apart (or its part reused) is done: the walk goes on after it.
+        let mut done = false;
+        if let Some((methods, key)) = method {
+            done = true;
+            let base = node.start_byte();
+            let depth = ancestors.len() as u32 + 1;
+            let found = methods
+                .caches
+                .iter()
+                .find_map(|cache| cache.method_parts.get(&key).cloned());
+            let part = match found {
+                Some(part) => {
+                    if let Some(record) = record.as_deref_mut() {
+                        record_subtree(node, depth, record);
+                    }
+                    Some(part)
+                }
+                None => {
+                    let stack = match &stack[..] {
+                        [(class, _), (block, _)] => vec![
+                            (*class, Frame::Other),
+                            (*block, Frame::Block { throttled: false }),
+                        ],
+                        _ => unreachable!("`method_key` accepts these frames only"),
+                    };
+                    let around = Around {
+                        ancestors: ancestors.clone(),
+                        scopes: scopes.clone(),
+                        stack,
+                    };
+                    let mut part = walk_statement(
+                        node,
+                        source,
+                        resolver,
+                        compiled_decorator,
+                        record.as_deref_mut(),
+                        None,
+                        around,
+                    );
+                    // `__init__` raising without CUDA marks its class (`class_requiring_cuda`),
+                    // outside the method: such a part is merged as walked, not kept.
+                    let base_key = (base as u64) << 16;
+                    if part
+                        .summaries
+                        .cuda_library_scopes
+                        .iter()
+                        .any(|&scope| scope < base_key)
+                    {
+                        compiled_decorator = part.compiled_decorator;
+                        append(
+                            &mut summaries,
+                            &mut loop_roots,
+                            part.summaries,
+                            part.loop_roots,
+                        );
+                        None
+                    } else {
+                        shift(&mut part.summaries, base, false);
+                        Some(Arc::new(part))
+                    }
+                }
+            };
+            if let Some(part) = part {
+                compiled_decorator = part.compiled_decorator;
+                merge(&mut summaries, &mut loop_roots, (*part).clone(), base);
+                methods.keys.push(key);
+                methods.kept.insert(key, part);
+            }
+        }
+        if !done && node.is_named() {
             ancestors.push(node);
             // Asked of tree-sitter once per node (each `kind_name` is a call into it).
             let kind_id = node.kind_id();
@@ -880,7 +1094,7 @@ fn walk_statement<'t>(
                 );
             }
         }
-        if cursor.goto_first_child() {
+        if !done && cursor.goto_first_child() {
             continue;
         }
         loop {
@@ -925,6 +1139,7 @@ fn walk_statement<'t>(
                     compiled_decorator,
                     // Decided where a part is kept (`build_reusing`).
                     empty: false,
+                    methods: Vec::new(),
                 };
             }
         }
@@ -3605,6 +3820,94 @@ mod tests {
     use crate::semantic::SemanticModel;
     use crate::settings::BackendSetting;
 
+    /// A class statement's part walked with its methods walked apart, and again with every
+    /// method's part reused, equals its part walked whole, and so do the recorded walk steps
+    /// (node, depth, kind), on every top-level statement of the fixtures, examples and
+    /// realistic files. (Summaries are compared by their pretty-printed lines, sorted: hash
+    /// maps built in another order print in another order.)
+    #[test]
+    fn methods_walked_apart_or_reused_give_the_class_s_part() {
+        use crate::hash::HashMap;
+        use crate::syntax::NodeExt;
+        let lines = |part: super::StatementPart| {
+            // Kept only while a statement is walked, per function (`append` drops them).
+            let mut summaries = part.summaries;
+            summaries.bound_names.clear();
+            summaries.throttle_names.clear();
+            let mut lines: Vec<String> = format!("{summaries:#?}")
+                .lines()
+                .map(str::to_string)
+                .collect();
+            lines.sort();
+            (lines, part.loop_roots, part.compiled_decorator)
+        };
+        let steps = |steps: &[super::WalkStep<'_>]| -> Vec<(usize, u32, u16)> {
+            steps
+                .iter()
+                .map(|step| (step.node.id(), step.depth, step.kind))
+                .collect()
+        };
+        let mut reused = 0;
+        let mut files =
+            crate::python_files_under(&["tests/fixtures", "examples", "tests/realistic"]);
+        // `__init__` marks its class as needing CUDA: that part is not kept.
+        let marks_its_class = "import torch\n\n\n@decorate\nclass Model(torch.nn.Module):\n    \
+            def __init__(self):\n        if not torch.cuda.is_available():\n            \
+            raise RuntimeError('CUDA')\n\n    @torch.compile\n    def forward(self, x):\n        \
+            return x.item()\n";
+        files.push((
+            std::path::PathBuf::from("marks_its_class"),
+            marks_its_class.to_string(),
+        ));
+        for (path, source) in files {
+            let tree = crate::syntax::parse(&source, None).expect("parses");
+            let model = SemanticModel::new(&source, &tree, BackendSetting::Auto);
+            for statement in tree.root_node().named_nodes() {
+                let walk = |methods: Option<&mut super::MethodParts<'_>>| {
+                    let mut record = Vec::new();
+                    let part = super::walk_statement(
+                        statement,
+                        &source,
+                        &model,
+                        false,
+                        Some(&mut record),
+                        methods,
+                        super::Around::default(),
+                    );
+                    (lines(part), steps(&record))
+                };
+                let whole = walk(None);
+                let mut kept = HashMap::default();
+                let apart = walk(Some(&mut super::MethodParts {
+                    caches: &[],
+                    kept: &mut kept,
+                    keys: Vec::new(),
+                }));
+                let cache = super::SummaryCache {
+                    method_parts: kept,
+                    ..super::SummaryCache::default()
+                };
+                let caches = [&&cache];
+                let mut methods = super::MethodParts {
+                    caches: &caches,
+                    kept: &mut HashMap::default(),
+                    keys: Vec::new(),
+                };
+                let from_cache = walk(Some(&mut methods));
+                let context = || format!("{}: {}", path.display(), &source[statement.byte_range()]);
+                assert!(whole == apart, "walked apart: {}", context());
+                assert!(whole == from_cache, "reused: {}", context());
+                reused += methods.kept.len();
+                if path.as_os_str() == "marks_its_class"
+                    && statement.is(crate::kind::DECORATED_DEFINITION)
+                {
+                    assert_eq!(methods.keys.len(), 1, "only `forward`'s part is kept");
+                }
+            }
+        }
+        assert!(reused > 50, "{reused} methods' parts reused");
+    }
+
     /// `Summaries::is_empty` says what a comparison with the default says, for every top-level
     /// statement's part of the repository's fixtures and examples (both kinds occur), so that no
     /// part the reusing pre-pass skips had anything to merge.
@@ -3616,7 +3919,15 @@ mod tests {
             let tree = crate::syntax::parse(&source, None).expect("parses");
             let model = SemanticModel::new(&source, &tree, BackendSetting::Auto);
             for statement in tree.root_node().named_nodes() {
-                let part = super::walk_statement(statement, &source, &model, false, None);
+                let part = super::walk_statement(
+                    statement,
+                    &source,
+                    &model,
+                    false,
+                    None,
+                    None,
+                    super::Around::default(),
+                );
                 let is_default = part.loop_roots.is_empty()
                     && format!("{:?}", part.summaries)
                         == format!("{:?}", super::Summaries::default());
