@@ -28,9 +28,12 @@
 //!   statement that mentions a tainted identifier anywhere in its text is checked again, and
 //!   the names it binds are tainted in turn; so is every statement after a change of the
 //!   module's hardware scope. Exceptions: when the edit changed one definition into one
-//!   definition, or a clean statement is checked again, and it binds the same names and did
+//!   definition, or a clean definition is checked again, and it binds the same names and did
 //!   the same to the index as before (equal [`ModuleEffects`], every fact's origin outside the
-//!   edited lines and moved with the text), it taints nothing; when what it did differs only in
+//!   edited lines and moved with the text), it taints nothing (a clean assignment or other
+//!   statement always taints what it binds: rules read a name's bound value expression
+//!   through the index, `tensor_values::last_assignment_value`, and evaluate the names in it
+//!   again, which its effects do not record); when what it did differs only in
 //!   what its functions return, it taints its own name and the functions whose returns
 //!   changed. A class's method names are never tainted when classes of two other names in
 //!   clean statements define the same method (`obj.method(...)` reads a method by name only
