@@ -1121,13 +1121,14 @@ pub fn check_with_policy(
             // can differ).
             let clean = !(plan.prefix..plan.suffix).contains(&index);
             let comparable = single_definition == Some(index) || clean;
-            // But a clean assignment that mentions a tainted name binds what rules read through
-            // its value expression (`tensor_values::last_assignment_value`: `lora_state =
+            // But a clean assignment that mentions a tainted name or reads a changed summary
+            // binds what rules read through its value expression
+            // (`tensor_values::last_assignment_value`: `lora_state =
             // get_peft_model_state_dict(unet)` is a device state dict when `unet` is a device
             // module), which its effects on the index do not record: what it binds is tainted.
             let read_through = clean
                 && defined_name(node, source).is_none()
-                && intersects(&mentions[index], tainted);
+                && (intersects(&mentions[index], tainted) || reads_changed_summary[index]);
             // The one changed definition replaced the old statement at the same index.
             let old_index = if single_definition == Some(index) {
                 Some(index)
