@@ -271,6 +271,68 @@ impl<'t> Iterator for NamedNodes<'t> {
     }
 }
 
+/// What the test of [`any_in_subtree`] decides at a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    /// The node is the one sought: the walk stops and answers `true`.
+    Found,
+    /// Walk on into the node's named children.
+    Enter,
+    /// Leave the node's subtree out (a nested definition or a lambda: code that runs elsewhere;
+    /// a node outside a range of interest).
+    Skip,
+}
+
+/// Whether `test` answers [`Visit::Found`] at a named node of `root`'s subtree (`root` included),
+/// entering the children only of the nodes it answers [`Visit::Enter`] at. At most `budget` nodes
+/// are tested (`usize::MAX`: no limit beyond the subtree's size); past them the answer is
+/// `false`. A test that records what it meets and never answers `Found` walks the subtree.
+///
+/// The walk keeps an explicit stack (no recursion, whatever the input's nesting) and visits a
+/// node before its descendants and a later sibling's subtree before an earlier one's: the order,
+/// and so the nodes a budget reaches, of the hand-written walks it replaces. One body in the
+/// WebAssembly module for every caller: the test is called through a trait object.
+#[inline]
+pub fn any_in_subtree<'t>(
+    root: Node<'t>,
+    budget: usize,
+    mut test: impl FnMut(Node<'t>) -> Visit,
+) -> bool {
+    search_subtree(root, budget, &mut test)
+}
+
+fn search_subtree<'t>(
+    root: Node<'t>,
+    budget: usize,
+    test: &mut dyn FnMut(Node<'t>) -> Visit,
+) -> bool {
+    let mut stack = vec![root];
+    let mut tested = 0usize;
+    while let Some(node) = stack.pop() {
+        if tested == budget {
+            return false;
+        }
+        tested += 1;
+        match test(node) {
+            Visit::Found => return true,
+            Visit::Enter => stack.extend(node.named_nodes()),
+            Visit::Skip => {}
+        }
+    }
+    false
+}
+
+/// Whether the identifier `name` occurs in `expr` (`expr` itself included).
+pub fn mentions_identifier(expr: Node<'_>, name: &str, source: &str) -> bool {
+    any_in_subtree(expr, usize::MAX, |node| {
+        if node.is(kind::IDENTIFIER) && node_text(node, source) == name {
+            Visit::Found
+        } else {
+            Visit::Enter
+        }
+    })
+}
+
 /// [`NodeExt::kind_name`] of `node` whose `kind_id()` is `id` (known already: no call into
 /// tree-sitter).
 #[inline]
@@ -779,6 +841,87 @@ pub fn line_indent(source: &str, offset: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kinds of the named nodes `any_in_subtree` tests in `source`'s first statement, in
+    /// order, with `skip` answered at nodes of that kind and `Found` at none.
+    fn visit_order(source: &str, budget: usize, skip: u16) -> (bool, Vec<String>) {
+        let tree = parse(source, None).expect("parses");
+        let statement = tree.root_node().named_child(0).expect("a statement");
+        let mut kinds = Vec::new();
+        let found = any_in_subtree(statement, budget, |node| {
+            kinds.push(node.kind().to_string());
+            if node.is(skip) {
+                Visit::Skip
+            } else {
+                Visit::Enter
+            }
+        });
+        (found, kinds)
+    }
+
+    #[test]
+    fn any_in_subtree_visits_a_node_before_its_children_and_later_siblings_first() {
+        let (found, kinds) = visit_order("f(a, g(b))\n", usize::MAX, kind::MODULE);
+        assert!(!found);
+        assert_eq!(
+            kinds,
+            [
+                "expression_statement",
+                "call",
+                "argument_list",
+                "call",
+                "argument_list",
+                "identifier",
+                "identifier",
+                "identifier",
+                "identifier",
+            ]
+        );
+        // The same walk cut after four tests, and with calls' subtrees left out.
+        let (found, kinds) = visit_order("f(a, g(b))\n", 4, kind::MODULE);
+        assert!(!found);
+        assert_eq!(kinds.len(), 4);
+        let (_, kinds) = visit_order("f(a, g(b))\n", usize::MAX, kind::CALL);
+        assert_eq!(kinds, ["expression_statement", "call"]);
+    }
+
+    #[test]
+    fn any_in_subtree_stops_at_the_first_found_and_within_its_budget() {
+        let source = "x = [y, (z + 1) % n]\n";
+        let tree = parse(source, None).expect("parses");
+        let statement = tree.root_node().named_child(0).expect("a statement");
+        let modulo = |node: Node<'_>| {
+            if node.is(kind::BINARY_OPERATOR) && node.child(1).is_some_and(|o| o.kind() == "%") {
+                Visit::Found
+            } else {
+                Visit::Enter
+            }
+        };
+        assert!(any_in_subtree(statement, usize::MAX, modulo));
+        // statement, assignment, list, then the binary operator (the later element first).
+        assert!(any_in_subtree(statement, 4, modulo));
+        assert!(!any_in_subtree(statement, 3, modulo));
+        assert!(!any_in_subtree(statement, 0, modulo));
+        // Found in a skipped subtree is never reached.
+        let skipping_lists = |node: Node<'_>| match node.kind_key() {
+            kind::LIST => Visit::Skip,
+            _ => modulo(node),
+        };
+        assert!(!any_in_subtree(statement, usize::MAX, skipping_lists));
+        assert!(mentions_identifier(statement, "z", source));
+        assert!(mentions_identifier(statement, "x", source));
+        assert!(!mentions_identifier(statement, "w", source));
+    }
+
+    #[test]
+    fn any_in_subtree_walks_deep_nesting_without_recursion() {
+        let depth = 5_000;
+        let source = format!("x = {}y{}\n", "(".repeat(depth), ")".repeat(depth));
+        let tree = parse(&source, None).expect("parses");
+        let statement = tree.root_node().named_child(0).expect("a statement");
+        assert!(mentions_identifier(statement, "y", &source));
+        assert!(!mentions_identifier(statement, "z", &source));
+    }
 
     #[test]
     fn a_cancellable_parse_gives_the_fresh_parse_or_stops() {

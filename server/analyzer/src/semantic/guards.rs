@@ -9,7 +9,7 @@
 use crate::kind;
 use tree_sitter::Node;
 
-use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, Visit, node_text};
 
 /// The hardware a device test is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -627,26 +627,24 @@ fn is_accelerator_probe(condition: Node<'_>, source: &str, depth: usize) -> bool
 /// Whether `block` calls `torch.cuda.*` (outside nested definitions and lambdas, which run
 /// elsewhere), and whether one of those calls raises without CUDA (`torch_api::CUDA_RAISING`).
 fn cuda_calls(block: Node<'_>, source: &str) -> (bool, bool) {
-    let (mut calls_cuda, mut raises) = (false, false);
-    let mut cursor = block.walk();
-    // An explicit stack: no recursion on deeply nested code.
-    let mut pending = vec![block];
-    while let Some(node) = pending.pop() {
-        match node.kind_key() {
-            kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => continue,
-            kind::CALL => {
-                if let Some(parts) = syntax::call_parts(node)
-                    .and_then(|(function, _)| syntax::dotted_parts(function, source))
-                    && let ["torch", "cuda", .., last] = parts[..]
-                {
-                    calls_cuda = true;
-                    raises |= crate::torch_api::CUDA_RAISING.contains(&last);
-                }
+    let mut calls_cuda = false;
+    // Once a call raises, both answers are known: the walk stops there.
+    let raises = syntax::any_in_subtree(block, usize::MAX, |node| match node.kind_key() {
+        kind::FUNCTION_DEFINITION | kind::CLASS_DEFINITION | kind::LAMBDA => Visit::Skip,
+        kind::CALL
+            if let Some(parts) = syntax::call_parts(node)
+                .and_then(|(function, _)| syntax::dotted_parts(function, source))
+                && let ["torch", "cuda", .., last] = parts[..] =>
+        {
+            calls_cuda = true;
+            if crate::torch_api::CUDA_RAISING.contains(&last) {
+                Visit::Found
+            } else {
+                Visit::Enter
             }
-            _ => {}
         }
-        pending.extend(node.named_children(&mut cursor));
-    }
+        _ => Visit::Enter,
+    });
     (calls_cuda, raises)
 }
 

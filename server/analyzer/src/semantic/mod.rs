@@ -18,7 +18,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
-use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, Visit, node_text};
 use crate::torch_api;
 
 mod backward_flow;
@@ -1331,24 +1331,22 @@ impl<'t> SemanticModel<'t> {
     /// Only tensor bindings are dropped, and only for a known loader: over other iterables a
     /// stale row binding is often the same kind of value (`for target in targets:` twice).
     fn forget_stale_tensors(&mut self, target: Node<'_>, origin: Option<(usize, usize)>) {
-        let mut stack = vec![target];
         let mut stale = Vec::new();
-        while let Some(node) = stack.pop() {
-            match node.kind_key() {
-                kind::IDENTIFIER => {
-                    let name = node_text(node, self.source);
-                    if matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.is_tensor()) {
-                        stale.push(name.to_string());
-                    }
+        syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
+            kind::IDENTIFIER => {
+                let name = node_text(node, self.source);
+                if matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.is_tensor()) {
+                    stale.push(name.to_string());
                 }
-                kind::PATTERN_LIST
-                | kind::TUPLE_PATTERN
-                | kind::LIST_PATTERN
-                | kind::TUPLE
-                | kind::LIST => stack.extend(node.named_nodes()),
-                _ => {}
+                Visit::Skip
             }
-        }
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST => Visit::Enter,
+            _ => Visit::Skip,
+        });
         for name in stale {
             self.bind(
                 name,
@@ -3024,16 +3022,14 @@ impl<'t> SemanticModel<'t> {
             return false;
         };
         let mut names: Vec<&str> = Vec::new();
-        let mut stack = vec![targets];
-        while let Some(target) = stack.pop() {
-            match target.kind_key() {
-                kind::IDENTIFIER => names.push(node_text(target, source)),
-                kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => {
-                    stack.extend(target.named_nodes())
-                }
-                _ => {}
+        syntax::any_in_subtree(targets, usize::MAX, |target| match target.kind_key() {
+            kind::IDENTIFIER => {
+                names.push(node_text(target, source));
+                Visit::Skip
             }
-        }
+            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => Visit::Enter,
+            _ => Visit::Skip,
+        });
         body.named_nodes().any(|statement| {
             let Some(assignment) = statement.named_child(0).filter(|a| a.is(kind::ASSIGNMENT))
             else {

@@ -14,7 +14,7 @@ use tree_sitter::Node;
 
 use crate::semantic::facts::{Device, ValueKind};
 use crate::semantic::summaries::{FunctionSummary, FunctionsByName, Resolver};
-use crate::syntax::{self, NodeExt, node_text};
+use crate::syntax::{self, NodeExt, Visit, node_text};
 use crate::torch_api;
 
 /// What a call passes for one parameter: a kind and a placement.
@@ -234,25 +234,25 @@ impl PassedSites {
         block: Option<(usize, usize)>,
         source: &str,
     ) {
-        let mut pending = vec![target];
-        while let Some(node) = pending.pop() {
-            match node.kind_key() {
-                kind::IDENTIFIER => self.bindings.push(NameBinding {
+        syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
+            kind::IDENTIFIER => {
+                self.bindings.push(NameBinding {
                     caller,
                     name: node_text(node, source).to_string(),
                     at,
                     block,
                     value: value.clone(),
-                }),
-                kind::PATTERN_LIST
-                | kind::TUPLE_PATTERN
-                | kind::LIST_PATTERN
-                | kind::TUPLE
-                | kind::LIST
-                | kind::LIST_SPLAT_PATTERN => pending.extend(node.named_nodes()),
-                _ => {}
+                });
+                Visit::Skip
             }
-        }
+            kind::PATTERN_LIST
+            | kind::TUPLE_PATTERN
+            | kind::LIST_PATTERN
+            | kind::TUPLE
+            | kind::LIST
+            | kind::LIST_SPLAT_PATTERN => Visit::Enter,
+            _ => Visit::Skip,
+        });
     }
 
     /// Records `name.to(device)` as a statement (`call`): a module moved in place.

@@ -31,7 +31,7 @@ pub struct CodeRoles {
 }
 
 use crate::semantic::ModuleImports;
-use crate::syntax::{self, NodeExt, node_text};
+use crate::syntax::{self, NodeExt, Visit, node_text};
 
 /// Whether the file uses a test framework: imports `pytest`, `unittest`, `absl.testing`,
 /// `parameterized` or torch's internal test utilities, or defines at module level at least two
@@ -208,17 +208,15 @@ fn reported_by_walk(node: Node<'_>, source: &str, test_functions: &[&str]) -> bo
 /// [`runs_own_tests`] by walking the whole tree (named nodes, not into the test functions'
 /// definitions).
 fn walk_for_own_tests(root: Node<'_>, source: &str, test_functions: &[&str]) -> bool {
-    let mut pending = vec![root];
-    while let Some(node) = pending.pop() {
+    syntax::any_in_subtree(root, usize::MAX, |node| {
         if reported_by_walk(node, source, test_functions) {
-            return true;
+            Visit::Found
+        } else if is_test_definition(node, source, test_functions) {
+            Visit::Skip
+        } else {
+            Visit::Enter
         }
-        if is_test_definition(node, source, test_functions) {
-            continue;
-        }
-        pending.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 /// Whether the file is a library module: it defines functions or classes and, at module level,
@@ -304,22 +302,19 @@ fn iterates_literal_names(for_statement: Node<'_>) -> bool {
 
 /// Whether `node` (module-level code) calls `print` or a function or class the file defines.
 fn calls_defined(node: Node<'_>, source: &str, defined: &[&str]) -> bool {
-    let mut pending = vec![node];
-    while let Some(node) = pending.pop() {
-        match node.kind_key() {
-            // A lambda's body runs only when called.
-            kind::LAMBDA => continue,
-            kind::CALL => {
-                let callee = node.field("function").map(|f| node_text(f, source));
-                if callee.is_some_and(|name| name == "print" || defined.contains(&name)) {
-                    return true;
-                }
-            }
-            _ => {}
+    syntax::any_in_subtree(node, usize::MAX, |node| match node.kind_key() {
+        // A lambda's body runs only when called.
+        kind::LAMBDA => Visit::Skip,
+        kind::CALL
+            if node
+                .field("function")
+                .map(|f| node_text(f, source))
+                .is_some_and(|name| name == "print" || defined.contains(&name)) =>
+        {
+            Visit::Found
         }
-        pending.extend(node.named_nodes());
-    }
-    false
+        _ => Visit::Enter,
+    })
 }
 
 /// Whether a class is a test class: a `…TestCase` subclass anywhere, or a `Test…` class in a file

@@ -16,7 +16,7 @@ use crate::semantic::guards::{self, HardwareScope};
 use crate::semantic::passed::{PassedFact, PassedSites};
 use crate::semantic::{Fact, ValueKind};
 use crate::source::TextRange;
-use crate::syntax::{self, NodeExt, node_text};
+use crate::syntax::{self, NodeExt, Visit, node_text};
 
 /// The facts of a function's `return` statements, merged as the traversal meets them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -709,15 +709,17 @@ fn method_key(
     stack: &[(usize, Frame)],
     compiled_decorator: bool,
     source: &str,
-) -> Option<u64> {
-    if node.is_not(kind::FUNCTION_DEFINITION)
-        || !matches!(
-            stack,
-            [(_, Frame::Other), (_, Frame::Block { throttled: false })]
-        )
-    {
+) -> Option<MethodKey> {
+    if node.is_not(kind::FUNCTION_DEFINITION) {
         return None;
     }
+    let &[
+        (class_frame, Frame::Other),
+        (block_frame, Frame::Block { throttled: false }),
+    ] = stack
+    else {
+        return None;
+    };
     let (unit, rest) = match ancestors.split_last() {
         Some((last, before)) if last.is(kind::DECORATED_DEFINITION) => (*last, before),
         _ => (node, ancestors),
@@ -736,7 +738,20 @@ fn method_key(
     let outer = scopes.last().map(|(_, scope)| *scope).unwrap_or_default();
     let text = crate::hash::text_key(unit.kind_id(), node_text(unit, source), compiled_decorator);
     let header = &source[statement.start_byte()..block.start_byte()];
-    Some(crate::hash::digest((text, header, outer)))
+    Some(MethodKey {
+        key: crate::hash::digest((text, header, outer)),
+        class: class_frame,
+        block: block_frame,
+    })
+}
+
+/// A method [`method_key`] accepts: its key, and the node ids of the two frames around it, the
+/// class's ([`Frame::Other`]) and its body block's ([`Frame::Block`], not throttled), the only
+/// frames a method is keyed under and the ones a walk of the method apart starts with.
+struct MethodKey {
+    key: u64,
+    class: usize,
+    block: usize,
 }
 
 /// Appends the named nodes of `node`'s subtree in walk order ([`WalkStep`]), `node` at `depth`:
@@ -950,7 +965,7 @@ fn walk_statement<'t>(
         });
         // A method walked apart (or its part reused) is done: the walk goes on after it.
         let mut done = false;
-        if let Some((methods, key)) = method {
+        if let Some((methods, MethodKey { key, class, block })) = method {
             done = true;
             let base = node.start_byte();
             let depth = ancestors.len() as u32 + 1;
@@ -966,17 +981,13 @@ fn walk_statement<'t>(
                     Some(part)
                 }
                 None => {
-                    let stack = match &stack[..] {
-                        [(class, _), (block, _)] => vec![
-                            (*class, Frame::Other),
-                            (*block, Frame::Block { throttled: false }),
-                        ],
-                        _ => unreachable!("`method_key` accepts these frames only"),
-                    };
                     let around = Around {
                         ancestors: ancestors.clone(),
                         scopes: scopes.clone(),
-                        stack,
+                        stack: vec![
+                            (class, Frame::Other),
+                            (block, Frame::Block { throttled: false }),
+                        ],
                     };
                     let mut part = walk_statement(
                         node,
@@ -2150,13 +2161,7 @@ fn mentions_throttle_name(
     if summaries.throttle_names.is_empty() {
         return false;
     }
-    let mut stack = vec![condition];
-    let mut budget = 64;
-    while let Some(node) = stack.pop() {
-        budget -= 1;
-        if budget == 0 {
-            return false;
-        }
+    syntax::any_in_subtree(condition, 63, |node| {
         if node.is(kind::IDENTIFIER) && {
             let text = node_text(node, source);
             summaries
@@ -2164,11 +2169,11 @@ fn mentions_throttle_name(
                 .iter()
                 .any(|(scope, name)| *scope == function && name == text)
         } {
-            return true;
+            Visit::Found
+        } else {
+            Visit::Enter
         }
-        stack.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 /// The index of the innermost function around the current node.
@@ -2241,24 +2246,20 @@ fn bind_names(
     at: usize,
     on_device: bool,
 ) {
-    let mut pending = vec![target];
-    while let Some(node) = pending.pop() {
-        match node.kind_key() {
-            kind::IDENTIFIER => summaries.bound_names.push((
-                index,
-                node.start_byte(),
-                node.end_byte(),
-                at,
-                on_device,
-            )),
-            kind::PATTERN_LIST
-            | kind::TUPLE_PATTERN
-            | kind::LIST_PATTERN
-            | kind::TUPLE
-            | kind::LIST => pending.extend(node.named_nodes()),
-            _ => {}
+    syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
+        kind::IDENTIFIER => {
+            summaries
+                .bound_names
+                .push((index, node.start_byte(), node.end_byte(), at, on_device));
+            Visit::Skip
         }
-    }
+        kind::PATTERN_LIST
+        | kind::TUPLE_PATTERN
+        | kind::LIST_PATTERN
+        | kind::TUPLE
+        | kind::LIST => Visit::Enter,
+        _ => Visit::Skip,
+    });
 }
 
 /// Records where the local binding that a device move of `receiver` (a plain name; the call
@@ -2352,17 +2353,15 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
 
 /// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
 fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
-    match target.kind_key() {
-        kind::IDENTIFIER => node_text(target, source) == name,
+    syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
+        kind::IDENTIFIER if node_text(node, source) == name => Visit::Found,
         kind::PATTERN_LIST
         | kind::TUPLE_PATTERN
         | kind::LIST_PATTERN
         | kind::TUPLE
-        | kind::LIST => target
-            .named_nodes()
-            .any(|child| binds_name(child, name, source)),
-        _ => false,
-    }
+        | kind::LIST => Visit::Enter,
+        _ => Visit::Skip,
+    })
 }
 
 /// The name a comprehension iterates: `batch`, `batch.items()`, `batch.values()`.
@@ -2479,13 +2478,7 @@ fn record_parameter_use(
     {
         return;
     }
-    let mut pending = vec![arguments];
-    let mut visited = 0;
-    while let Some(node) = pending.pop() {
-        visited += 1;
-        if visited > 200 {
-            break;
-        }
+    syntax::any_in_subtree(arguments, 200, |node| {
         if node.is(kind::CALL)
             && let Some((callee, _)) = syntax::call_parts(node)
             && callee.is(kind::ATTRIBUTE)
@@ -2502,13 +2495,14 @@ fn record_parameter_use(
                 node_text(module, source).to_string(),
                 call.byte_range(),
             ));
-            continue;
+            return Visit::Skip;
         }
         if node.is(kind::LAMBDA) {
-            continue;
+            Visit::Skip
+        } else {
+            Visit::Enter
         }
-        pending.extend(node.named_nodes());
-    }
+    });
 }
 
 /// `model`, `self.model`, `self.model.encoder`: a name or attributes of one.
@@ -3019,13 +3013,7 @@ fn runs_backward(branch: Node<'_>, source: &str) -> bool {
     if !node_text(body, source).contains("backward(") {
         return false;
     }
-    let mut stack = vec![body];
-    let mut budget = 4_096;
-    while let Some(node) = stack.pop() {
-        budget -= 1;
-        if budget == 0 {
-            return false;
-        }
+    syntax::any_in_subtree(body, 4_095, |node| {
         if node.is(kind::CALL)
             && syntax::call_parts(node).is_some_and(|(function, _)| {
                 function.is(kind::ATTRIBUTE)
@@ -3034,14 +3022,14 @@ fn runs_backward(branch: Node<'_>, source: &str) -> bool {
                         .is_some_and(|a| syntax::text_is(a, source, "backward"))
             })
         {
-            return true;
+            Visit::Found
+        } else if node.is_any(&[kind::FUNCTION_DEFINITION, kind::LAMBDA]) {
+            // A closure or a nested definition runs elsewhere.
+            Visit::Skip
+        } else {
+            Visit::Enter
         }
-        // A closure or a nested definition runs elsewhere.
-        if node.is_not(kind::FUNCTION_DEFINITION) && node.is_not(kind::LAMBDA) {
-            stack.extend(node.named_nodes());
-        }
-    }
-    false
+    })
 }
 
 pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
@@ -3050,13 +3038,7 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
     if !node_text(condition, source).contains('%') {
         return false;
     }
-    let mut stack = vec![condition];
-    let mut budget = 64;
-    while let Some(node) = stack.pop() {
-        budget -= 1;
-        if budget == 0 {
-            return false;
-        }
+    syntax::any_in_subtree(condition, 63, |node| {
         // `step % accumulation_steps == 0` is the optimizer step itself, not a throttle.
         if node.is(kind::BINARY_OPERATOR)
             && node
@@ -3066,11 +3048,11 @@ pub(crate) fn has_modulo(condition: Node<'_>, source: &str) -> bool {
                 .field("right")
                 .is_some_and(|r| node_text(r, source).to_ascii_lowercase().contains("accum"))
         {
-            return true;
+            Visit::Found
+        } else {
+            Visit::Enter
         }
-        stack.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 fn leave(

@@ -9,7 +9,7 @@ use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::rules::tpu_api;
 use crate::semantic::{Device, device_from_str};
 use crate::syntax;
-use crate::syntax::NodeExt;
+use crate::syntax::{NodeExt, Visit};
 
 declare_rule! {
     /// ## What it does
@@ -169,16 +169,12 @@ pub(crate) fn is_cuda_or_cpu_choice<'t>(context: &Context<'t, '_>, choice: Node<
 /// `device.type == "cuda"`, `str(device).startswith("cuda")`).
 fn condition_inspects_device_string<'t>(context: &Context<'t, '_>, condition: Node<'t>) -> bool {
     let source = context.source();
-    let mut stack = vec![condition];
-    while let Some(node) = stack.pop() {
-        if let Some(text) = syntax::string_value(node, source)
-            && text.starts_with("cuda")
-        {
-            return true;
+    syntax::any_in_subtree(condition, usize::MAX, |node| {
+        match syntax::string_value(node, source) {
+            Some(text) if text.starts_with("cuda") => Visit::Found,
+            _ => Visit::Enter,
         }
-        stack.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 fn ends_in_cpu(context: &Context<'_, '_>, branch: Node<'_>, depth: usize) -> bool {

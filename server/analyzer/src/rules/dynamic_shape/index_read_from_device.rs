@@ -7,7 +7,7 @@ use crate::checker::Context;
 use crate::declare_rule;
 use crate::rules::{helpers, tensor_values};
 use crate::semantic::{Evidence, ValueKind};
-use crate::syntax::{self, NodeExt, node_text};
+use crate::syntax::{self, NodeExt, Visit, node_text};
 
 declare_rule! {
     /// ## What it does
@@ -309,39 +309,27 @@ fn indexed_by_name_earlier<'t>(
         .last_assignment_before(Some(function), name, subscript.start_byte())
         .map_or(function.start_byte(), |value| value.end_byte());
     let until = subscript.start_byte();
-    let mut stack = vec![function];
-    while let Some(node) = stack.pop() {
+    syntax::any_in_subtree(function, usize::MAX, |node| {
         if node.end_byte() <= from || node.start_byte() >= until {
-            continue;
+            return Visit::Skip;
         }
         if node.id() != function.id()
             && node.is_any(&[kind::FUNCTION_DEFINITION, kind::CLASS_DEFINITION])
         {
-            continue;
+            return Visit::Skip;
         }
         if node.is(kind::SUBSCRIPT) && node.start_byte() >= from {
             let mut cursor = node.walk();
             let by_name = node
                 .children_by_field_name("subscript", &mut cursor)
                 .any(|index| {
-                    (!only_slices || index.is(kind::SLICE)) && mentions_name(index, name, source)
+                    (!only_slices || index.is(kind::SLICE))
+                        && syntax::mentions_identifier(index, name, source)
                 });
             if by_name {
-                return true;
+                return Visit::Found;
             }
         }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
-    }
-    false
-}
-
-/// Whether `name` occurs as an identifier in `expr`.
-fn mentions_name(expr: Node<'_>, name: &str, source: &str) -> bool {
-    if expr.is(kind::IDENTIFIER) {
-        return node_text(expr, source) == name;
-    }
-    let mut cursor = expr.walk();
-    expr.named_children(&mut cursor)
-        .any(|child| mentions_name(child, name, source))
+        Visit::Enter
+    })
 }

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 
 use crate::checker::Context;
 use crate::declare_rule;
-use crate::syntax::{self, NodeExt};
+use crate::syntax::{self, NodeExt, Visit};
 
 declare_rule! {
     /// ## What it does
@@ -123,19 +123,13 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some(function) = context.enclosing(call, &["function_definition"]) else {
         return false;
     };
-    let mut stack = vec![function];
-    let mut visited = 0;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 5_000 {
-            return false;
-        }
+    syntax::any_in_subtree(function, 5_000, |node| {
         if is_rounding_up(context, node, Some(name)) {
-            return true;
+            Visit::Found
+        } else {
+            Visit::Enter
         }
-        stack.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 /// `(x + k - 1) // k * k` or `math.ceil(x / k) * k`: a product one factor of which is a floor
@@ -217,19 +211,7 @@ fn is_bucket_lookup<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<
 
 /// Whether `expr` mentions the identifier `name` (anything when `name` is `None`).
 fn mentions_name<'t>(context: &Context<'t, '_>, expr: Node<'t>, name: Option<&str>) -> bool {
-    match name {
-        None => true,
-        Some(name) => {
-            let mut stack = vec![expr];
-            while let Some(current) = stack.pop() {
-                if current.is(kind::IDENTIFIER) && context.text(current) == name {
-                    return true;
-                }
-                stack.extend(current.named_nodes());
-            }
-            false
-        }
-    }
+    name.is_none_or(|name| syntax::mentions_identifier(expr, name, context.source()))
 }
 
 /// `max(len(x) for x in xs)`, `max([len(x) for x in xs])`, `max(map(len, xs))`, and the same

@@ -9,7 +9,7 @@ use crate::declare_rule;
 use crate::rules::tensor_values;
 use crate::semantic::{Backend, Device, ValueKind};
 use crate::syntax;
-use crate::syntax::NodeExt;
+use crate::syntax::{NodeExt, Visit};
 
 declare_rule! {
     /// ## What it does
@@ -214,10 +214,9 @@ fn interval_statements<'t>(
         runs_syncing_function: None,
         deferred: Vec::new(),
     };
-    let mut stack = vec![scope];
-    while let Some(node) = stack.pop() {
+    syntax::any_in_subtree(scope, usize::MAX, |node| {
         if node.end_byte() <= lower || node.start_byte() >= upper {
-            continue;
+            return Visit::Skip;
         }
         let inside = node.start_byte() >= lower && node.end_byte() <= upper;
         // `xm.master_print(f"{time.time() - t0}")`: a call around the clock read has not run
@@ -238,7 +237,7 @@ fn interval_statements<'t>(
                 .is_some_and(|(function, _)| context.text(function).ends_with("add_step_closure"));
             if closure {
                 found.deferred.push((node.start_byte(), node.end_byte()));
-                continue;
+                return Visit::Skip;
             }
         }
         if inside && node.is(kind::CALL) && !found.runs_compiled_step {
@@ -255,8 +254,8 @@ fn interval_statements<'t>(
         {
             found.loops_over_device_loader = true;
         }
-        stack.extend(node.named_nodes());
-    }
+        Visit::Enter
+    });
     found
 }
 
