@@ -43,7 +43,7 @@ tokenized = raw.map(tokenize_and_align, batched=True, remove_columns=raw["train"
 
 counts = collections.Counter(t for tags in raw["train"]["ner_tags"] for t in tags)
 freq = np.array([counts[i] for i in range(len(label_list))], dtype=np.float32)
-class_weights = torch.tensor((freq.sum() / freq) ** 0.5)  # expect: TPU405
+class_weights = torch.tensor((freq.sum() / freq) ** 0.5)
 
 
 class WeightedTrainer(Trainer):
@@ -51,7 +51,7 @@ class WeightedTrainer(Trainer):
         labels = inputs.pop("labels")
         outputs = model(**inputs)
         logits = outputs.logits
-        loss = F.cross_entropy(
+        loss = F.cross_entropy(  # expect: TPU405
             logits.view(-1, logits.size(-1)), labels.view(-1), weight=class_weights, ignore_index=-100  # ok
         )
         n_tokens = (labels != -100).sum()
