@@ -2529,6 +2529,47 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// For `unet, optimizer, loader = accelerator.prepare(unet, optimizer, loader)` (a launcher's
+    /// placing method, `torch_api::LAUNCHER_PLACING_METHODS`, by the receiver's last name): one
+    /// fact per argument, when the counts match. A module comes back on the accelerator, wrapped
+    /// for the launcher's distributed setup; what else comes back is not read.
+    fn launcher_placed(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
+        let (function, arguments) = syntax::call_parts(syntax::unparenthesize(value))?;
+        if function.is_not(kind::ATTRIBUTE) || syntax::has_splat(arguments) {
+            return None;
+        }
+        let receiver = function.field("object")?;
+        let method = node_text(function.field("attribute")?, self.source);
+        let receiver_name = match receiver.kind_key() {
+            kind::ATTRIBUTE => node_text(receiver.field("attribute")?, self.source),
+            kind::IDENTIFIER => node_text(receiver, self.source),
+            _ => return None,
+        };
+        if !torch_api::LAUNCHER_PLACING_METHODS
+            .iter()
+            .any(|(launcher, placing)| *launcher == receiver_name && *placing == method)
+        {
+            return None;
+        }
+        let positional = syntax::positional_args(arguments);
+        if positional.len() != count {
+            return None;
+        }
+        let mut facts = Vec::with_capacity(count);
+        for argument in positional {
+            let fact = self.fact(argument);
+            facts.push(if fact.kind == ValueKind::Module {
+                Fact {
+                    device: Device::Accelerator,
+                    ..fact
+                }
+            } else {
+                Fact::UNKNOWN
+            });
+        }
+        Some(facts)
+    }
+
     /// For `ys, xs = torch.meshgrid(sy, sx)`: one fact per input, each where its input is (the
     /// functions of `torch_api::PER_INPUT_RESULT_FUNCTIONS`), when the counts match.
     fn per_input_results(&self, value: Node<'_>, count: usize) -> Option<Vec<Fact>> {
@@ -2737,6 +2778,7 @@ impl<'t> SemanticModel<'t> {
             if let Some(elements) = self
                 .tuple_elements(right, targets.len())
                 .or_else(|| self.per_input_results(right, targets.len()))
+                .or_else(|| self.launcher_placed(right, targets.len()))
             {
                 for (target, fact) in targets.into_iter().zip(elements) {
                     self.bind_target(target, fact, 1);
@@ -2778,6 +2820,13 @@ impl<'t> SemanticModel<'t> {
             }
         }
         let mut fact = self.fact(right);
+        // `model = accelerator.prepare(model)`: the module, placed by the launcher.
+        if left.is(kind::IDENTIFIER)
+            && let Some([placed]) = self.launcher_placed(right, 1).as_deref()
+            && placed.kind == ValueKind::Module
+        {
+            fact = *placed;
+        }
         if fact.origin.is_none() {
             fact.origin = Some((right.start_byte(), right.end_byte()));
         }
@@ -4029,6 +4078,14 @@ impl<'t> SemanticModel<'t> {
                         } else {
                             Fact::UNKNOWN
                         }
+                    }
+                    // `pl.ParallelLoader(loader, [device]).per_device_loader(device)`: the
+                    // loader of one device, whose batches are on it (as `MpDeviceLoader`'s).
+                    ValueKind::DataLoader
+                        if receiver.device == Device::Accelerator
+                            && method == "per_device_loader" =>
+                    {
+                        Fact { origin, ..receiver }
                     }
                     ValueKind::NumpyArray => match method {
                         "item" => Fact::of(ValueKind::Scalar),

@@ -50,7 +50,9 @@ declare_rule! {
     /// device and copy the value to the host, as `.cpu()` does (pytorch/xla#894: "The tensors
     /// should live on the `device`"). On TorchTPU and on GPUs the same lines raise a device
     /// mismatch. A tensor stored as a plain attribute in `__init__` has the same problem:
-    /// `model.to(device)` moves parameters and registered buffers, not plain attributes.
+    /// `model.to(device)` moves parameters and registered buffers, not plain attributes; nor
+    /// does it move a tensor made at module level (`class_weights = torch.tensor(w)` given to the
+    /// loss as `weight=`), which is reported where it meets the device, as an attribute is.
     ///
     /// ## Example
     /// ```python
@@ -331,6 +333,10 @@ fn report_factory<'t>(
     } else {
         None
     };
+    // Made outside any function (a module-level constant), not in a helper or a method.
+    let module_level = !from_helper
+        && factory_function.is_none()
+        && context.enclosing(factory, &["class_definition"]).is_none();
     let helper_name = factory_function
         .and_then(|f| f.field("name"))
         .map(|n| node_text(n, source))
@@ -364,6 +370,12 @@ fn report_factory<'t>(
         )
     } else if in_same_function {
         format!("CPU tensor from `{factory_name}` without `device=` {met}")
+    } else if module_level {
+        // `class_weights = torch.tensor(w)` at module level, then `weight=class_weights` in the
+        // loss: no model move reaches a global.
+        format!(
+            "CPU tensor from `{factory_name}` without `device=`, made at module level, {met}; move it to the device once (`.to(device)`) or create it there"
+        )
     } else {
         format!(
             "Tensor attribute from `{factory_name}` stays on the CPU when the model moves; register it as a buffer"
@@ -373,6 +385,8 @@ fn report_factory<'t>(
         format!("`{helper_name}` creates it on the CPU here")
     } else if in_same_function {
         "created on the CPU here".to_string()
+    } else if module_level {
+        "created on the CPU at module level here".to_string()
     } else {
         "plain tensor attribute created here".to_string()
     };
@@ -782,6 +796,18 @@ fn cpu_factories_at<'t>(
                 break Some(node);
             }
             match cpu_tensor_origin(context, receiver, &current_function) {
+                // `timesteps = timesteps.long()`: the name's fact is this rebinding itself; the
+                // receiver is the value bound before it (`torch.randint(0, T, (bsz,))`).
+                Some(origin) if origin.id() == node.id() && receiver.is(kind::IDENTIFIER) => {
+                    match crate::rules::tensor_values::last_assignment_value(
+                        context,
+                        context.text(receiver),
+                        receiver,
+                    ) {
+                        Some(bound) => node = bound,
+                        None => break None,
+                    }
+                }
                 Some(origin) => node = origin,
                 None => break None,
             }

@@ -14,7 +14,9 @@ declare_rule! {
     /// Checks for dynamic padding: a tokenizer or processor called with `padding=True` or
     /// `padding="longest"`, and Hugging Face collators that pad dynamically by default
     /// (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
-    /// `DataCollatorForTokenClassification` without `padding=`), unless `pad_to_multiple_of=`
+    /// `DataCollatorForTokenClassification` without `padding=`), and a tokenizer's `pad` called
+    /// without `padding=` (`self.processor.tokenizer.pad(label_features, return_tensors="pt")`
+    /// in a hand-written collator: its default is `padding=True`), unless `pad_to_multiple_of=`
     /// buckets the lengths.
     ///
     /// ## Why is this bad?
@@ -169,6 +171,13 @@ fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     let Some((function, arguments)) = context.call_parts(call) else {
         return;
     };
+    if tokenizer_pad_by_default(context, function, arguments) {
+        context.report(
+            call.byte_range(),
+            "`tokenizer.pad(...)` pads to the batch's longest sequence by default (`padding=True`): a new shape, and a recompilation, per length".to_string(),
+        );
+        return;
+    }
     let Some(qualified) = context.qualified_name(function) else {
         return;
     };
@@ -191,4 +200,37 @@ fn check_collator<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         call.byte_range(),
         format!("`{collator}` pads each batch to its longest sequence by default: a recompilation per length"),
     );
+}
+
+/// `self.processor.tokenizer.pad(label_features, return_tensors="pt")`: a Hugging Face
+/// tokenizer's `pad` (the receiver's last name ends in `tokenizer`) without `padding=`, whose
+/// default is `True` (the longest of the batch), and without `pad_to_multiple_of=` or a splat that
+/// could pass either. A feature extractor's `pad` is left alone: audio and image features usually
+/// come at a fixed size (Whisper's 30-second log-mels).
+fn tokenizer_pad_by_default<'t>(
+    context: &Context<'t, '_>,
+    function: Node<'t>,
+    arguments: Node<'t>,
+) -> bool {
+    let Some((receiver, method)) = function
+        .is(kind::ATTRIBUTE)
+        .then(|| function.field("object").zip(function.field("attribute")))
+        .flatten()
+    else {
+        return false;
+    };
+    if !context.text_is(method, "pad") {
+        return false;
+    }
+    let receiver_name = match receiver.kind_key() {
+        kind::ATTRIBUTE => receiver.field("attribute").map(|a| context.text(a)),
+        kind::IDENTIFIER => Some(context.text(receiver)),
+        _ => None,
+    };
+    receiver_name.is_some_and(|name| name.to_ascii_lowercase().ends_with("tokenizer"))
+        && !syntax::has_splat(arguments)
+        && context.keyword_arg_node(arguments, "padding").is_none()
+        && context
+            .keyword_arg(arguments, "pad_to_multiple_of")
+            .is_none_or(|v| v.is(kind::NONE))
 }
