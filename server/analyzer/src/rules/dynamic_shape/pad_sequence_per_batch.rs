@@ -87,7 +87,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .is_some_and(|function| function.name.to_ascii_lowercase().contains("collate"));
     if !in_collate
         && context.hot_path().is_none()
-        && (!context.semantic().in_loop() || in_loop_over_fields(context, call))
+        && (!context.semantic().in_loop()
+            || (in_loop_over_fields(context, call) && !in_collator(context)))
     {
         return;
     }
@@ -101,6 +102,8 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
 /// `for k, v in table.items()`, `for k in table.keys()`, or `for k in table:` whose body reads
 /// `table[k]` (RecBole's `for k in data: value = data[k].values` converting each column of a
 /// feature table once). Each pass pads another field, once per call: no shape repeats per batch.
+/// A collator's `__call__` walking the fields of its batch (`for k in features[0].keys():`) is
+/// still per batch; the caller asks [`in_collator`] first.
 fn in_loop_over_fields<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let mut current = context.parent(call);
     let for_statement = loop {
