@@ -231,6 +231,21 @@ HELD_OUT_13_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "stanza==1.15.0",
 ])
 
+# The nineteenth pass's held-out code bases (docs/precision.md, nineteenth pass): a fourteenth set no
+# session had looked at, selected with `precision-sample.py --bases held-out-14` together with the
+# TPU-aware repository of HELD_OUT_14_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py3-none-any); the import packages are recbole, sb3_contrib, poutyne, setfit,
+# openunmix, torch_geometric_temporal and effdet.
+HELD_OUT_14_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "recbole==1.2.1",
+    "sb3-contrib==2.9.2",
+    "poutyne==1.19.0",
+    "setfit==1.2.0",
+    "openunmix==1.3.0",
+    "torch-geometric-temporal==0.56.2",
+    "effdet==0.4.1",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -290,12 +305,18 @@ HELD_OUT_12_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_13_REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-tpu-stable-diffusion": ("pytorch-tpu/stable-diffusion", "978da4c625a712a01ee066d019a0b0d2319cd8b3"),
 }
+# The nineteenth pass's TPU-aware repository: streamingP2P, a CosyVoice fork (text-to-speech: LLM,
+# flow matching, HiFi-GAN) with a torch_xla training path (cosyvoice/bin/tpu_train.py with
+# xmp.spawn, the TPU executor and training utilities).
+HELD_OUT_14_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "streamingP2P": ("vodaiphuoc/streamingP2P", "928a99523270463606d3ec1756a4916605bcde45"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
                                                 **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES,
                                                 **HELD_OUT_11_REPOSITORIES, **HELD_OUT_12_REPOSITORIES,
-                                                **HELD_OUT_13_REPOSITORIES}
+                                                **HELD_OUT_13_REPOSITORIES, **HELD_OUT_14_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -307,7 +328,8 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
     requirement, extra = {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES}[name]
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES,
+                        **HELD_OUT_14_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -419,7 +441,8 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
         if name in {**RELEASES, **HELD_OUT_RELEASES, **HELD_OUT_2_RELEASES, **HELD_OUT_3_RELEASES,
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
-                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES}:
+                        **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES,
+                        **HELD_OUT_14_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

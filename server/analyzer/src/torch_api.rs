@@ -972,6 +972,24 @@ pub const CUDA_ONLY_PACKAGES: WordList = word_list![
     "msamp",
 ];
 
+/// Methods of NVIDIA TensorRT's runtime objects, called on engines and execution contexts whose
+/// type the index cannot see (`trt_engine.create_execution_context()`,
+/// `context.execute_async_v3(torch.cuda.current_stream().cuda_stream)`): the code that calls
+/// them runs a TensorRT engine, which needs a CUDA GPU, like a call into [`CUDA_ONLY_PACKAGES`].
+///
+/// Source: TensorRT's Python API (`IRuntime.deserialize_cuda_engine`,
+/// `ICudaEngine.create_execution_context`, `IExecutionContext.execute_v2` / `execute_async_v2` /
+/// `execute_async_v3` / `set_tensor_address`),
+/// <https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Core/ExecutionContext.html>.
+pub const CUDA_ONLY_METHODS: WordList = word_list![
+    "deserialize_cuda_engine",
+    "create_execution_context",
+    "execute_v2",
+    "execute_async_v2",
+    "execute_async_v3",
+    "set_tensor_address",
+];
+
 /// Whether a qualified name (`bitsandbytes.nn.Linear8bitLt`, `megatron.core.mpu`) or module
 /// belongs to a CUDA-only package.
 pub fn is_cuda_only_package(qualified: &str) -> bool {

@@ -265,8 +265,22 @@ fn is_isinstance_of_tensor(call: Node<'_>, name: &str, source: &str) -> bool {
 /// Whether `block` is a branch of an `if` that ends by raising (`raise ...`,
 /// `torch._assert(False, ...)`, `assert False`) or by exiting with a failure status
 /// (`sys.exit(1)`, `sys.exit("loss is nan")`, `os._exit(1)`): an error branch, taken only on the
-/// way to an exception or the end of the program, so at most once per run.
+/// way to an exception or the end of the program, so at most once per run. The handler of an
+/// `except` is one too when it ends by raising, or when it catches only `AssertionError`: it runs
+/// after an assertion failed (`try: assert not torch.isnan(x).any() except AssertionError: log`).
 pub(crate) fn is_error_branch(block: Node<'_>, parent: Node<'_>, source: &str) -> bool {
+    if parent.is(kind::EXCEPT_CLAUSE) {
+        let catches_assertion = parent
+            .named_nodes()
+            .find(|n| n.is_not(kind::BLOCK) && n.is_not(kind::COMMENT))
+            .is_some_and(|caught| node_text(caught, source) == "AssertionError");
+        return catches_assertion
+            || block
+                .named_nodes()
+                .filter(|s| s.is_not(kind::COMMENT))
+                .last()
+                .is_some_and(|last| last.is(kind::RAISE_STATEMENT));
+    }
     if !parent.is_any(&[kind::IF_STATEMENT, kind::ELIF_CLAUSE, kind::ELSE_CLAUSE]) {
         return false;
     }

@@ -1749,7 +1749,9 @@ fn call(
         _ => method,
     };
     let q = qualified.as_deref().unwrap_or("");
-    if crate::torch_api::is_cuda_only_package(q) {
+    if crate::torch_api::is_cuda_only_package(q)
+        || method.is_some_and(|m| crate::torch_api::CUDA_ONLY_METHODS.contains(m))
+    {
         mark_cuda_library_use(node, source, summaries, stack);
     }
     // A CUDA device API in a function's own body (its body block is the innermost block).
@@ -2825,9 +2827,23 @@ fn mark_cuda_library_use(
         }
         ancestor = current.parent();
     }
-    let Some(block_node) = ancestor else {
+    let Some(mut block_node) = ancestor else {
         return;
     };
+    // The body of a `with`, `for` or `while` runs whenever the block around it does: the block
+    // that needs CUDA is the branch or body that holds the statement (a TensorRT run inside
+    // `with stream:` makes the whole `else:` branch a TensorRT path). Not through `try`, whose
+    // `except` may be the fallback.
+    while let Some(outer) = block_node
+        .parent()
+        .filter(|s| {
+            s.is(kind::WITH_STATEMENT) || s.is(kind::FOR_STATEMENT) || s.is(kind::WHILE_STATEMENT)
+        })
+        .and_then(|s| s.parent())
+        .filter(|b| b.is(kind::BLOCK))
+    {
+        block_node = outer;
+    }
     summaries.cuda_library_scopes.insert(node_key(block_node));
     let Some(function) = block_node
         .parent()

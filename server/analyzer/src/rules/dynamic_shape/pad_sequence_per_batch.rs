@@ -41,7 +41,9 @@ declare_rule! {
     ///
     /// ## Known problems
     /// A `pad_sequence` whose output is padded again to a fixed length afterwards is still
-    /// reported. Calls outside collate functions, loops and hot paths are not reported.
+    /// reported. Calls outside collate functions, loops and hot paths are not reported, nor are
+    /// calls outside collate functions and hot paths in a loop over the fields of one table
+    /// (`for k, v in d.items()`, `for k in d:` reading `d[k]`), which pads each field once.
     ///
     /// ## References
     /// - PyTorch/XLA, *Source of recompilations* §1 (`docs/source/notes/source_of_recompilation.md`)
@@ -83,13 +85,84 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .semantic()
         .function()
         .is_some_and(|function| function.name.to_ascii_lowercase().contains("collate"));
-    if !in_collate && context.hot_path().is_none() && !context.semantic().in_loop() {
+    if !in_collate
+        && context.hot_path().is_none()
+        && (!context.semantic().in_loop()
+            || (in_loop_over_fields(context, call) && !in_collator(context)))
+    {
         return;
     }
     context.report(
         call.byte_range(),
         "`pad_sequence` per batch pads to each batch's longest sequence: a recompilation per length",
     );
+}
+
+/// Whether the innermost loop around `call` walks the fields of one table rather than batches:
+/// `for k, v in table.items()`, `for k in table.keys()`, or `for k in table:` whose body reads
+/// `table[k]` (RecBole's `for k in data: value = data[k].values` converting each column of a
+/// feature table once). Each pass pads another field, once per call: no shape repeats per batch.
+/// A collator's `__call__` walking the fields of its batch (`for k in features[0].keys():`) is
+/// still per batch; the caller asks [`in_collator`] first.
+fn in_loop_over_fields<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
+    let mut current = context.parent(call);
+    let for_statement = loop {
+        let Some(node) = current else {
+            return false;
+        };
+        match node.kind_key() {
+            kind::FOR_STATEMENT => break node,
+            kind::WHILE_STATEMENT
+            | kind::FUNCTION_DEFINITION
+            | kind::CLASS_DEFINITION
+            | kind::LAMBDA
+            | kind::LIST_COMPREHENSION
+            | kind::SET_COMPREHENSION
+            | kind::DICTIONARY_COMPREHENSION
+            | kind::GENERATOR_EXPRESSION => return false,
+            _ => current = context.parent(node),
+        }
+    };
+    let (Some(left), Some(right), Some(body)) = (
+        for_statement.field("left"),
+        for_statement.field("right"),
+        for_statement.field("body"),
+    ) else {
+        return false;
+    };
+    if let Some((function, arguments)) = context.call_parts(right)
+        && function.is(kind::ATTRIBUTE)
+        && function
+            .field("attribute")
+            .is_some_and(|a| matches!(context.text(a), "items" | "keys"))
+        && arguments.named_nodes().next().is_none()
+    {
+        return true;
+    }
+    if left.is_not(kind::IDENTIFIER) || !right.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE]) {
+        return false;
+    }
+    let (key, table) = (context.text(left), context.text(right));
+    let mut stack = vec![body];
+    let mut visited = 0;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 5_000 {
+            return false;
+        }
+        if node.is(kind::SUBSCRIPT)
+            && node
+                .field("value")
+                .is_some_and(|v| context.text(v) == table)
+            && node
+                .field("subscript")
+                .is_some_and(|i| context.text(i) == key)
+        {
+            return true;
+        }
+        stack.extend(node.named_nodes());
+    }
+    false
 }
 
 /// Whether the batch's longest length is rounded up to a bucket before it sizes the batch —
