@@ -4030,6 +4030,12 @@ impl<'t> SemanticModel<'t> {
                                 | "children"
                         ) {
                             Fact::of(ValueKind::Container)
+                        } else if node_text(object, source) != "self"
+                            && let Some(id) = self.only_method_named(method)
+                        {
+                            // `model.score(h, r, t)` on a module, where one class of the file
+                            // defines `score`: what that method returns.
+                            self.summary_return(id, origin)
                         } else {
                             Fact::UNKNOWN
                         }
