@@ -1955,6 +1955,18 @@ impl<'t> SemanticModel<'t> {
         self.summaries.functions.get(index)
     }
 
+    /// Whether the function of `summary` calls a compiled function of this file by name
+    /// (`step = torch.compile(self.step)` then `step(...)`; `compiled` is in
+    /// `FunctionSummary::read_by_name`).
+    pub fn calls_compiled_function(&self, summary: &FunctionSummary) -> bool {
+        summary.calls.iter().any(|callee| {
+            self.summaries
+                .functions
+                .iter()
+                .any(|function| function.compiled && function.name == *callee)
+        })
+    }
+
     /// Whether a call of a function of this file (`prepare(batch)`, `self.training_step(batch)`)
     /// sends its positional argument at `position` to a device in the callee's body (by the
     /// callee's summary, [`FunctionSummary::moved_parameters`]; any function of that name).

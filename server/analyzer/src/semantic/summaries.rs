@@ -201,6 +201,8 @@ impl FunctionSummary {
             // `call_syncs_without_waiting` (TPU111's barrier through a called function).
             self.syncs || self.syncs_through_calls,
             self.waits || self.waits_through_calls,
+            // `calls_compiled_function` (TPU609's decorator over a call of a compiled function).
+            self.compiled,
         )
     }
 }
