@@ -1953,6 +1953,18 @@ impl<'t> SemanticModel<'t> {
         self.summaries.functions.get(index)
     }
 
+    /// Whether the function of `summary` calls a compiled function of this file by name
+    /// (`step = torch.compile(self.step)` then `step(...)`; `compiled` is in
+    /// `FunctionSummary::read_by_name`).
+    pub fn calls_compiled_function(&self, summary: &FunctionSummary) -> bool {
+        summary.calls.iter().any(|callee| {
+            self.summaries
+                .functions
+                .iter()
+                .any(|function| function.compiled && function.name == *callee)
+        })
+    }
+
     /// Whether a call of a function of this file (`prepare(batch)`, `self.training_step(batch)`)
     /// sends its positional argument at `position` to a device in the callee's body (by the
     /// callee's summary, [`FunctionSummary::moved_parameters`]; any function of that name).
@@ -4075,6 +4087,12 @@ impl<'t> SemanticModel<'t> {
                                 | "children"
                         ) {
                             Fact::of(ValueKind::Container)
+                        } else if node_text(object, source) != "self"
+                            && let Some(id) = self.only_method_named(method)
+                        {
+                            // `model.score(h, r, t)` on a module, where one class of the file
+                            // defines `score`: what that method returns.
+                            self.summary_return(id, origin)
                         } else {
                             Fact::UNKNOWN
                         }

@@ -95,6 +95,15 @@ pub struct FunctionSummary {
     /// token, `evaluate()`'s loop over batches) runs the steps itself: a loop calling it once per
     /// prompt or per epoch is no step loop because of it.
     pub syncs_outside_loops: bool,
+    /// Whether it trains inside a loop of its own: steps an optimizer there, or calls
+    /// `backward` there and steps no optimizer outside its loops (`train()` holding the loop
+    /// over batches of a CUDA-style script, which cuts no graph). Like a function that syncs
+    /// only in its loops, it runs the steps itself: a loop calling it is an epoch loop. A
+    /// gradient-accumulation step (`backward` per micro-batch, one step after the loop) does
+    /// not.
+    pub trains_in_loops: bool,
+    /// Whether it steps an optimizer outside its own loops (see `trains_in_loops`).
+    pub steps_outside_loops: bool,
     /// Whether it steps an optimizer (`optimizer.step()`, `xm.optimizer_step(optimizer)`).
     pub steps_optimizer: bool,
     /// Whether it calls `backward` (`loss.backward()`, `accelerator.backward(loss)`).
@@ -192,6 +201,8 @@ impl FunctionSummary {
             // `call_syncs_without_waiting` (TPU111's barrier through a called function).
             self.syncs || self.syncs_through_calls,
             self.waits || self.waits_through_calls,
+            // `calls_compiled_function` (TPU609's decorator over a call of a compiled function).
+            self.compiled,
         )
     }
 }
@@ -1931,6 +1942,7 @@ fn call(
         _ => None,
     };
     let mut in_loop = true;
+    let mut looped = false;
     let mut throttled = false;
     let mut caller = None;
     for (_, frame) in stack.iter_mut().rev() {
@@ -1947,6 +1959,7 @@ fn call(
                     }
                 }
                 in_loop = false;
+                looped = true;
             }
             Frame::Function(index) => {
                 let function = &mut summaries.functions[*index];
@@ -1955,6 +1968,8 @@ fn call(
                 function.waits |= waits;
                 function.calls_backward |= backward;
                 function.steps_optimizer |= steps;
+                function.trains_in_loops |= (steps || backward) && looped;
+                function.steps_outside_loops |= steps && !looped;
                 if saves && function.first_save.is_none() {
                     function.first_save = Some(node.start_byte());
                 }
@@ -3251,10 +3266,12 @@ fn finish(summaries: &mut Summaries, loop_roots: Vec<String>) {
         function.waits_through_calls = waiting[index] && !function.waits;
     }
     // A loop whose body calls a function that syncs syncs, unless that function syncs only in
-    // loops of its own (it owns the steps, as a nested step loop would).
+    // loops of its own (it owns the steps, as a nested step loop would); so does one that
+    // trains in a loop of its own.
     let owns_step_loop = |id: usize| {
         let function = &summaries.functions[id];
-        function.syncs && !function.syncs_outside_loops
+        (function.syncs && !function.syncs_outside_loops)
+            || (function.trains_in_loops && !function.steps_outside_loops)
     };
     for summary in summaries.loops.values_mut() {
         summary.calls_step_loop_owner = summary.calls.iter().any(|callee| {

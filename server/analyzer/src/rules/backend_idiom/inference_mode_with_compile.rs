@@ -12,8 +12,9 @@ use crate::syntax::NodeExt;
 declare_rule! {
     /// ## What it does
     /// Checks, in TorchTPU files, for `@torch.inference_mode()` on a function that is also
-    /// compiled with `torch.compile`, and for `with torch.inference_mode():` inside a compiled
-    /// function.
+    /// compiled with `torch.compile` or that calls a compiled function of the file
+    /// (`step = torch.compile(self.step)` then `step(...)` in a `generate` loop), and for
+    /// `with torch.inference_mode():` inside a compiled function.
     ///
     /// ## Why is this bad?
     /// TorchTPU's error glossary lists `torch.inference_mode()` combined with `torch.compile` as a
@@ -45,6 +46,8 @@ declare_rule! {
     /// - TorchTPU `docs/notebooks/error_glossary.py` (https://github.com/google-pytorch/torch_tpu): "`@torch.inference_mode()` +
     ///   `torch.compile` crashes → use `@torch.no_grad()`"
     /// - https://github.com/pytorch/pytorch/issues/169477
+    /// - Hugging Face's pipelines and Lightning run compiled models under `no_grad` rather
+    ///   than `inference_mode` for this reason (transformers#25124, Lightning#17215)
     pub(crate) static INFERENCE_MODE_WITH_COMPILE = {
         code: "TPU609",
         name: "inference-mode-with-compile",
@@ -105,12 +108,14 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 }
 
 /// Whether the decorated function is compiled (`@torch.compile` beside this decorator, or passed
-/// to `torch.compile` elsewhere), from the index's function summary.
+/// to `torch.compile` elsewhere), or calls a compiled function of the file, from the index's
+/// function summaries.
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
+    let semantic = context.semantic();
     context
         .parent(decorator)
         .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .and_then(|decorated| decorated.field("definition"))
-        .and_then(|definition| context.semantic().function_summary(definition))
-        .is_some_and(|summary| summary.compiled)
+        .and_then(|definition| semantic.function_summary(definition))
+        .is_some_and(|summary| summary.compiled || semantic.calls_compiled_function(summary))
 }

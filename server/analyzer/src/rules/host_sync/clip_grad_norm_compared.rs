@@ -118,8 +118,17 @@ fn is_grad_norm<'t>(context: &Context<'t, '_>, expr: Node<'t>) -> bool {
     let expr = syntax::unparenthesize(expr);
     match expr.kind_key() {
         kind::CALL => is_clip_call(context, expr),
-        kind::IDENTIFIER => tensor_values::last_assignment_value(context, context.text(expr), expr)
-            .is_some_and(|value| is_clip_call(context, syntax::unparenthesize(value))),
+        kind::IDENTIFIER => {
+            tensor_values::last_assignment_value(context, context.text(expr), expr)
+                .is_some_and(|value| is_clip_call(context, syntax::unparenthesize(value)))
+                // `loss, grad_norm = train_step(...)` where the function of the file returns
+                // its `clip_grad_norm_` result: the value's origin, carried through the return.
+                || context
+                    .fact(expr)
+                    .origin
+                    .and_then(|origin| context.semantic().origin_node(origin))
+                    .is_some_and(|node| node.is(kind::CALL) && is_clip_call(context, node))
+        }
         _ => false,
     }
 }
