@@ -79,6 +79,9 @@ use crate::source::TextRange;
 use crate::suppression::{Suppressions, may_hold_directive};
 use crate::syntax::NodeExt;
 
+/// How often each identifier occurs in a text, by hash, sorted ([`identifier_counts`]).
+type IdentifierCounts = Arc<[(u64, u32)]>;
+
 /// What a check keeps for the next one: per top-level statement, its range, text hash, the
 /// names it binds and mentions, and its diagnostics before suppressions.
 #[derive(Debug, Clone)]
@@ -125,7 +128,7 @@ struct Statement {
     /// How often each of `mentions` occurs in its text ([`identifier_counts`]), kept when an
     /// edit changed it: the next edit of the same statement (typing in a method of a big class)
     /// scans only the words it changed ([`edited_identifier_counts`]), not the whole text.
-    mention_counts: Option<Arc<[(u64, u32)]>>,
+    mention_counts: Option<IdentifierCounts>,
     diagnostics: Vec<Diagnostic>,
     /// Its comments that may hold a suppression directive (`suppression::may_hold_directive`;
     /// the others record nothing), read again when it is reused.
@@ -948,7 +951,7 @@ pub fn check_with_policy(
     // Text hashes and identifiers: carried for clean statements, computed for the others.
     // Under a plan, a changed statement's identifiers are counted and the counts kept, so that
     // the next edit of it counts only the words it changed.
-    let mut mention_counts: Vec<Option<Arc<[(u64, u32)]>>> = vec![None; nodes.len()];
+    let mut mention_counts: Vec<Option<IdentifierCounts>> = vec![None; nodes.len()];
     let mut hashes: Vec<u64> = Vec::with_capacity(nodes.len());
     let mut mentions: Vec<Arc<[u64]>> = Vec::with_capacity(nodes.len());
     for index in 0..nodes.len() {
@@ -972,7 +975,7 @@ pub fn check_with_policy(
                     let old_text = old_source.get(old.range.clone())?;
                     edited_identifier_counts(counts, old_text, text)
                 });
-        let counts: Arc<[(u64, u32)]> = edited.unwrap_or_else(|| identifier_counts(text)).into();
+        let counts: IdentifierCounts = edited.unwrap_or_else(|| identifier_counts(text)).into();
         mentions.push(counts.iter().map(|&(hash, _)| hash).collect());
         mention_counts[index] = Some(counts);
     }
