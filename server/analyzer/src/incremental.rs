@@ -79,6 +79,9 @@ use crate::source::TextRange;
 use crate::suppression::{Suppressions, may_hold_directive};
 use crate::syntax::NodeExt;
 
+/// How often each identifier occurs in a text, by hash, sorted ([`identifier_counts`]).
+type IdentifierCounts = Arc<[(u64, u32)]>;
+
 /// What a check keeps for the next one: per top-level statement, its range, text hash, the
 /// names it binds and mentions, and its diagnostics before suppressions.
 #[derive(Debug, Clone)]
@@ -122,6 +125,10 @@ struct Statement {
     /// Hashes of every identifier in its text, sorted.
     /// Shared: a clean statement carries it from check to check unchanged.
     mentions: Arc<[u64]>,
+    /// How often each of `mentions` occurs in its text ([`identifier_counts`]), kept when an
+    /// edit changed it: the next edit of the same statement (typing in a method of a big class)
+    /// scans only the words it changed ([`edited_identifier_counts`]), not the whole text.
+    mention_counts: Option<IdentifierCounts>,
     diagnostics: Vec<Diagnostic>,
     /// Its comments that may hold a suppression directive (`suppression::may_hold_directive`;
     /// the others record nothing), read again when it is reused.
@@ -263,6 +270,7 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
 
 /// How the new statements relate to the old ones.
 struct Plan<'p> {
+    old_source: &'p str,
     old: &'p IncrementalState,
     /// New statements `..prefix` are the old ones; new `suffix..` are old `suffix + shift..`.
     prefix: usize,
@@ -443,6 +451,7 @@ fn plan<'p>(
             .map_or(old_source.len(), |at| old_end + at + 1)
     };
     Plan {
+        old_source,
         old,
         prefix,
         suffix: nodes.len() - matched,
@@ -526,31 +535,102 @@ const READS_OTHER_STATEMENTS: &[(&str, OtherStatements, &[&str])] = &[
     ),
 ];
 
-/// Hashes of the identifiers in `text` (words of letters, digits and `_` not starting with a
-/// digit; in strings and comments too, which only makes the test more conservative), sorted.
-fn identifiers(text: &str) -> Vec<u64> {
+/// Whether `byte` continues an identifier (a letter, digit, `_`, or part of a non-ASCII
+/// character).
+fn word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80
+}
+
+/// Calls `found` with the hash of each identifier occurring in `text` (words of letters, digits
+/// and `_` not starting with a digit; in strings and comments too, which only makes the test
+/// more conservative). Each identifier is a maximal run of [`word_byte`]s less its leading
+/// digits, so it depends on that run alone.
+fn for_each_identifier(text: &str, mut found: impl FnMut(u64)) {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
     let mut index = 0;
     while index < bytes.len() {
         let byte = bytes[index];
         if byte.is_ascii_alphabetic() || byte == b'_' || byte >= 0x80 {
             let start = index;
-            while index < bytes.len()
-                && (bytes[index].is_ascii_alphanumeric()
-                    || bytes[index] == b'_'
-                    || bytes[index] >= 0x80)
-            {
+            while index < bytes.len() && word_byte(bytes[index]) {
                 index += 1;
             }
-            out.push(name_hash(&text[start..index]));
+            found(name_hash(&text[start..index]));
         } else {
             index += 1;
         }
     }
+}
+
+/// Hashes of the identifiers in `text` ([`for_each_identifier`]), sorted.
+fn identifiers(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for_each_identifier(text, |hash| out.push(hash));
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// How often each identifier occurs in `text`, by hash, sorted: [`identifiers`] with counts.
+fn identifier_counts(text: &str) -> Vec<(u64, u32)> {
+    let mut all = Vec::new();
+    for_each_identifier(text, |hash| all.push(hash));
+    all.sort_unstable();
+    let mut out: Vec<(u64, u32)> = Vec::new();
+    for hash in all {
+        match out.last_mut() {
+            Some((last, count)) if *last == hash => *count = count.saturating_add(1),
+            _ => out.push((hash, 1)),
+        }
+    }
+    out
+}
+
+/// The [`identifier_counts`] of `new` from `counts`, those of `old`: the changed bytes widened
+/// to whole runs of [`word_byte`]s (a word byte before or after them continues a word they
+/// changed), the old identifiers there taken out and the new ones added. Outside the widened
+/// span both texts hold the same runs, each bounded by the same byte (or the text's end), so
+/// the same identifiers. `None` when `counts` lack an identifier of `old` (they are not its
+/// counts): the caller counts afresh.
+fn edited_identifier_counts(
+    counts: &[(u64, u32)],
+    old: &str,
+    new: &str,
+) -> Option<Vec<(u64, u32)>> {
+    let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
+    let prefix = common_prefix(old_bytes, new_bytes);
+    let suffix = common_suffix(&old_bytes[prefix..], &new_bytes[prefix..]);
+    let mut start = prefix;
+    while start > 0 && word_byte(old_bytes[start - 1]) {
+        start -= 1;
+    }
+    let (mut old_end, mut new_end) = (old_bytes.len() - suffix, new_bytes.len() - suffix);
+    while old_end < old_bytes.len() && word_byte(old_bytes[old_end]) {
+        old_end += 1;
+        new_end += 1;
+    }
+    // The widened span starts and ends at an ASCII byte or an end of the text: whole
+    // characters.
+    let (gone, added) = (old.get(start..old_end)?, new.get(start..new_end)?);
+    let mut counts = counts.to_vec();
+    let mut missing = false;
+    for_each_identifier(gone, |hash| {
+        match counts.binary_search_by_key(&hash, |&(known, _)| known) {
+            Ok(at) if counts[at].1 > 0 => counts[at].1 -= 1,
+            _ => missing = true,
+        }
+    });
+    if missing {
+        return None;
+    }
+    for_each_identifier(added, |hash| {
+        match counts.binary_search_by_key(&hash, |&(known, _)| known) {
+            Ok(at) => counts[at].1 = counts[at].1.saturating_add(1),
+            Err(at) => counts.insert(at, (hash, 1)),
+        }
+    });
+    counts.retain(|&(_, count)| count > 0);
+    Some(counts)
 }
 
 /// Hashes of the names module-level code may assign, read from its text (rules that look for
@@ -857,16 +937,48 @@ pub fn check_with_policy(
         let plan = plan.as_ref()?;
         Some(&plan.old.statements[plan.old_index(index)?])
     };
+    // The one old statement the edit changed into one new statement (typing inside a
+    // statement), when its identifiers were counted.
+    let edited_pair = plan.as_ref().and_then(|plan| {
+        let last_old = (plan.suffix as isize + plan.index_shift) as usize;
+        let old = plan.old.statements.get(plan.prefix)?;
+        (plan.suffix == plan.prefix + 1 && last_old == plan.prefix + 1).then_some((
+            plan.prefix,
+            old,
+            plan.old_source,
+        ))
+    });
     // Text hashes and identifiers: carried for clean statements, computed for the others.
-    let (hashes, mentions): (Vec<u64>, Vec<Arc<[u64]>>) = (0..nodes.len())
-        .map(|index| match old_of(index) {
-            Some(old) => (old.hash, old.mentions.clone()),
-            None => {
-                let text = &source[nodes[index].byte_range()];
-                (text_hash(index), identifiers(text).into())
-            }
-        })
-        .unzip();
+    // Under a plan, a changed statement's identifiers are counted and the counts kept, so that
+    // the next edit of it counts only the words it changed.
+    let mut mention_counts: Vec<Option<IdentifierCounts>> = vec![None; nodes.len()];
+    let mut hashes: Vec<u64> = Vec::with_capacity(nodes.len());
+    let mut mentions: Vec<Arc<[u64]>> = Vec::with_capacity(nodes.len());
+    for index in 0..nodes.len() {
+        if let Some(old) = old_of(index) {
+            hashes.push(old.hash);
+            mentions.push(old.mentions.clone());
+            mention_counts[index] = old.mention_counts.clone();
+            continue;
+        }
+        let text = &source[nodes[index].byte_range()];
+        hashes.push(text_hash(index));
+        if plan.is_none() {
+            mentions.push(identifiers(text).into());
+            continue;
+        }
+        let edited =
+            edited_pair
+                .filter(|&(at, _, _)| at == index)
+                .and_then(|(_, old, old_source)| {
+                    let counts = old.mention_counts.as_deref()?;
+                    let old_text = old_source.get(old.range.clone())?;
+                    edited_identifier_counts(counts, old_text, text)
+                });
+        let counts: IdentifierCounts = edited.unwrap_or_else(|| identifier_counts(text)).into();
+        mentions.push(counts.iter().map(|&(hash, _)| hash).collect());
+        mention_counts[index] = Some(counts);
+    }
     // Statements that read a part of the pre-pass that changed: the one holding each changed
     // function or loop summary (its definition's or loop's rules read it, and so does the
     // guard frame of the definition: hot path, load time, once per run), and every statement
@@ -1334,6 +1446,7 @@ pub fn check_with_policy(
             text_binds: Arc::default(),
             methods: Arc::default(),
             mentions: mentions[index].clone(),
+            mention_counts: mention_counts[index].take(),
             diagnostics,
             comments,
             effects: semantic.effects_since(mark),
@@ -1422,6 +1535,87 @@ pub fn check_with_policy(
 
 #[cfg(test)]
 mod tests {
+    use super::{edited_identifier_counts, identifier_counts, identifiers};
+
+    /// After any edit, the counts from the old text's counts and the text before and after are
+    /// the counts of the new text, and their hashes its identifiers: words split, joined, grown
+    /// or cut by the edit, at its edges, at the text's ends, words with leading digits, non-ASCII
+    /// words.
+    #[test]
+    fn edited_identifier_counts_are_the_counts_of_the_new_text() {
+        let pieces = [
+            "self", "x", "x1", "9", "9x", "_", ".", " ", "\n", "é", "(", "#", "\"",
+        ];
+        let mut next = crate::test_random(0x51_7cc1_b727_220a_u64);
+        let mut changed = 0;
+        for _ in 0..4_000 {
+            let old: String = (0..14).map(|_| pieces[next(pieces.len())]).collect();
+            let inserted: String = (0..next(4)).map(|_| pieces[next(pieces.len())]).collect();
+            let boundaries: Vec<usize> = (0..=old.len())
+                .filter(|&at| old.is_char_boundary(at))
+                .collect();
+            let (mut a, mut b) = (
+                boundaries[next(boundaries.len())],
+                boundaries[next(boundaries.len())],
+            );
+            if a > b {
+                (a, b) = (b, a);
+            }
+            let new = format!("{}{inserted}{}", &old[..a], &old[b..]);
+            let before = identifier_counts(&old);
+            let edited = edited_identifier_counts(&before, &old, &new).expect("old's counts");
+            assert_eq!(edited, identifier_counts(&new), "{old:?} -> {new:?}");
+            let hashes: Vec<u64> = edited.iter().map(|&(hash, _)| hash).collect();
+            assert_eq!(hashes, identifiers(&new), "{old:?} -> {new:?}");
+            changed += usize::from(before != edited);
+        }
+        assert!(changed > 1_000, "{changed} edits changed a count");
+        // Counts that are not the old text's are refused, not trusted.
+        assert_eq!(edited_identifier_counts(&[], "a b", "a c"), None);
+    }
+
+    /// Typing inside one method of a class: from the second keystroke on, the class's
+    /// identifiers are counted from the previous counts (kept in its record), and they are the
+    /// identifiers of its new text.
+    #[test]
+    fn an_edited_statement_keeps_its_identifier_counts() {
+        let settings = crate::Settings::default();
+        let mut text = String::from(
+            "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        \
+             return x\n\n    def step(self):\n        pass\n\ny = 1\n",
+        );
+        let tree = crate::syntax::parse(&text, None).expect("parses");
+        let mut state = super::check_tree_incremental(&text, &tree, &settings, &[]).state;
+        assert!(state.statements.iter().all(|s| s.mention_counts.is_none()));
+        for typed in ["v", "va", "val", "val =", "val = 2"] {
+            let at = text.find("pass").expect("marker");
+            let new_text = format!("{}{typed}\n        {}", &text[..at], &text[at..]);
+            let new_tree = crate::syntax::parse(&new_text, None).expect("parses");
+            let check =
+                super::check_tree_incremental(&new_text, &new_tree, &settings, &[(&text, &state)]);
+            assert_eq!(check.reuse.full, None);
+            let class = check
+                .state
+                .statements
+                .iter()
+                .find(|s| new_text[s.range.clone()].starts_with("class"))
+                .expect("the class");
+            let counts = class.mention_counts.as_deref().expect("kept");
+            assert_eq!(counts, identifier_counts(&new_text[class.range.clone()]));
+            assert_eq!(*class.mentions, identifiers(&new_text[class.range.clone()]));
+            // The clean statements carry none.
+            assert_eq!(
+                check
+                    .state
+                    .statements
+                    .iter()
+                    .filter(|s| s.mention_counts.is_some())
+                    .count(),
+                1
+            );
+            (text, state) = (new_text, check.state);
+        }
+    }
     /// The block-wise comparisons count what a byte-by-byte one counts, for texts shorter and
     /// longer than a block and differences anywhere (the first, the last, a block's edge).
     #[test]

@@ -8,6 +8,7 @@
 //! under the same guard as its neighbours, so the condition is part of every record.
 
 use crate::kind;
+use std::sync::Arc;
 use tree_sitter::Node;
 
 use crate::source::TextRange;
@@ -138,11 +139,79 @@ impl ModuleImports {
         collector.statement(statement, outer, 1);
         let base = statement.start_byte();
         for record in &mut collector.records {
-            record.statement = record.statement.start - base..record.statement.end - base;
-            record.guard = record
-                .guard
-                .take()
-                .map(|guard| guard.start - base..guard.end - base);
+            rebase(record, base, false);
+        }
+        collector.records
+    }
+
+    /// [`Self::statement_records`], with the records of a top-level class's methods (the
+    /// functions, decorated or not, directly in its body) taken from `known` by their key
+    /// ([`crate::hash::text_key`] of the method's kind and text, flagged for a decorated class)
+    /// when there, and the ones collected added to `kept`: offsets relative to the method's
+    /// start. What the walk records inside a method follows from the method's subtree alone:
+    /// the guard it walks the method under is the module's unconditional one (a top-level class
+    /// adds no condition), its depth is fixed by the class being decorated or not (the flag),
+    /// and the method's own guard is the method. A keystroke in a method of a big class
+    /// collects that method's imports, not the class's.
+    pub(crate) fn statement_records_reusing(
+        statement: Node<'_>,
+        source: &str,
+        known: &dyn Fn(u64) -> Option<Arc<Vec<ImportRecord>>>,
+        kept: &mut crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
+    ) -> Vec<ImportRecord> {
+        let (class, depth) = match statement.kind_key() {
+            kind::CLASS_DEFINITION => (statement, 1),
+            kind::DECORATED_DEFINITION => match statement.field("definition") {
+                Some(definition) if definition.is(kind::CLASS_DEFINITION) => (definition, 2),
+                _ => return Self::statement_records(statement, source),
+            },
+            _ => return Self::statement_records(statement, source),
+        };
+        let Some(body) = class.field("body").filter(|_| !statement.has_error()) else {
+            return Self::statement_records(statement, source);
+        };
+        let mut collector = Collector {
+            source,
+            records: Vec::new(),
+        };
+        let outer = Guard {
+            condition: ImportCondition::Unconditional,
+            in_function: false,
+            type_checking: false,
+            range: None,
+        };
+        // As `Collector::statement` of the class, then `Collector::block` of its body.
+        for child in body.named_nodes() {
+            let method =
+                child.is(kind::FUNCTION_DEFINITION) || child.is(kind::DECORATED_DEFINITION);
+            if !method || child.has_error() {
+                collector.statement(child, outer, depth + 1);
+                continue;
+            }
+            let base = child.start_byte();
+            let key = crate::hash::text_key(child.kind_id(), node_text(child, source), depth == 2);
+            let part = match known(key) {
+                Some(part) => part,
+                None => {
+                    let first = collector.records.len();
+                    collector.statement(child, outer, depth + 1);
+                    let mut part = collector.records.split_off(first);
+                    for record in &mut part {
+                        rebase(record, base, false);
+                    }
+                    Arc::new(part)
+                }
+            };
+            collector.records.extend(part.iter().map(|record| {
+                let mut record = record.clone();
+                rebase(&mut record, base, true);
+                record
+            }));
+            kept.insert(key, part);
+        }
+        let base = statement.start_byte();
+        for record in &mut collector.records {
+            rebase(record, base, false);
         }
         collector.records
     }
@@ -254,6 +323,22 @@ impl Guard {
             range: Some((node.start_byte(), node.end_byte())),
         }
     }
+}
+
+/// Moves a record's offsets by `base`: forward (`up`), or back to be relative to it.
+fn rebase(record: &mut ImportRecord, base: usize, up: bool) {
+    let moved = |offset: usize| {
+        if up {
+            offset.saturating_add(base)
+        } else {
+            offset.saturating_sub(base)
+        }
+    };
+    record.statement = moved(record.statement.start)..moved(record.statement.end);
+    record.guard = record
+        .guard
+        .take()
+        .map(|guard| moved(guard.start)..moved(guard.end));
 }
 
 struct Collector<'s> {
@@ -503,4 +588,67 @@ pub(crate) fn compact_dotted(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_whitespace() && *c != '\\')
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModuleImports;
+    use crate::hash::HashMap;
+    use crate::syntax::NodeExt;
+
+    /// Every top-level statement of the fixtures, examples and realistic files (and classes
+    /// whose methods import under every condition, decorated or not): its records collected
+    /// with no method known, then with every method's records reused from that first pass, are
+    /// the records collected whole; the first pass keeps one part per method.
+    #[test]
+    fn methods_collected_apart_or_reused_give_the_class_s_records() {
+        let mut files =
+            crate::python_files_under(&["tests/fixtures", "examples", "tests/realistic"]);
+        let classes = "import torch\n\n\nclass Model(torch.nn.Module):\n    \
+            import os\n\n    def setup(self):\n        import torch_xla.core.xla_model as xm\n        \
+            try:\n            import jax\n        except ImportError:\n            jax = None\n\n    \
+            @staticmethod\n    def load():\n        if TYPE_CHECKING:\n            from a import b\n        \
+            if is_torch_xla_available():\n            from torch_xla import runtime as xr\n\n    \
+            def plain(self):\n        return 1\n\n    class Inner:\n        def f(self):\n            \
+            import numpy\n\n\n@dataclass\nclass Config:\n    def g(self):\n        \
+            from torch.utils.data import DataLoader\n        def nested():\n            \
+            import math\n";
+        files.push((std::path::PathBuf::from("classes"), classes.to_string()));
+        let mut reused = 0;
+        for (path, source) in files {
+            let tree = crate::syntax::parse(&source, None).expect("parses");
+            for statement in tree.root_node().named_nodes() {
+                let whole = ModuleImports::statement_records(statement, &source);
+                let mut kept = HashMap::default();
+                let apart = ModuleImports::statement_records_reusing(
+                    statement,
+                    &source,
+                    &|_| None,
+                    &mut kept,
+                );
+                assert_eq!(
+                    apart,
+                    whole,
+                    "{}: {}",
+                    path.display(),
+                    statement.start_byte()
+                );
+                let mut again = HashMap::default();
+                let known = |key: u64| kept.get(&key).cloned();
+                let from_parts = ModuleImports::statement_records_reusing(
+                    statement, &source, &known, &mut again,
+                );
+                assert_eq!(
+                    from_parts,
+                    whole,
+                    "{}: {}",
+                    path.display(),
+                    statement.start_byte()
+                );
+                assert_eq!(again.len(), kept.len());
+                reused += kept.values().filter(|part| !part.is_empty()).count();
+            }
+        }
+        assert!(reused >= 4, "{reused} methods' records reused");
+    }
 }

@@ -509,6 +509,8 @@ struct ReusingPrepass<'c, 't> {
     /// per check and shared).
     statements: &'c [Node<'t>],
     import_parts: crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
+    /// The import records of the methods of the classes whose records were not reused.
+    method_import_parts: crate::hash::HashMap<u64, Arc<Vec<ImportRecord>>>,
     cache: Option<SummaryCache>,
     /// The walks of the statements whose parts were not reused, for the traversal to replay.
     walks: StatementWalks<'t>,
@@ -529,7 +531,20 @@ impl Prepass for ReusingPrepass<'_, '_> {
                         .iter()
                         .find_map(|cache| cache.import_parts.get(&key).cloned())
                 })
-                .unwrap_or_else(|| Arc::new(ModuleImports::statement_records(statement, source)));
+                .unwrap_or_else(|| {
+                    // A class typed in: its methods' records by method.
+                    let known = |key: u64| {
+                        self.caches
+                            .iter()
+                            .find_map(|cache| cache.method_import_parts.get(&key).cloned())
+                    };
+                    Arc::new(ModuleImports::statement_records_reusing(
+                        statement,
+                        source,
+                        &known,
+                        &mut self.method_import_parts,
+                    ))
+                });
             if let Some(key) = key {
                 self.import_parts.insert(key, part.clone());
             }
@@ -558,6 +573,7 @@ impl Prepass for ReusingPrepass<'_, '_> {
         );
         self.cache = cache.map(|mut cache| {
             cache.import_parts = std::mem::take(&mut self.import_parts);
+            cache.method_import_parts = std::mem::take(&mut self.method_import_parts);
             cache
         });
         built
@@ -603,6 +619,7 @@ impl<'t> SemanticModel<'t> {
             caches,
             statements,
             import_parts: crate::hash::HashMap::default(),
+            method_import_parts: crate::hash::HashMap::default(),
             cache: None,
             walks: StatementWalks::default(),
         };

@@ -684,6 +684,9 @@ pub(crate) struct SummaryCache {
     parts: HashMap<u64, Arc<StatementPart>>,
     /// Each statement's import records (`ModuleImports::statement_records`), by kind and text.
     pub(crate) import_parts: HashMap<u64, Arc<Vec<super::ImportRecord>>>,
+    /// The import records of top-level classes' methods, by their key
+    /// (`ModuleImports::statement_records_reusing`).
+    pub(crate) method_import_parts: HashMap<u64, Arc<Vec<super::ImportRecord>>>,
     /// The parts of top-level classes' methods, by [`method_key`].
     method_parts: HashMap<u64, Arc<StatementPart>>,
 }
@@ -821,6 +824,7 @@ pub(crate) fn build_reusing<'t>(
         imports,
         parts: HashMap::default(),
         import_parts: HashMap::default(),
+        method_import_parts: HashMap::default(),
         method_parts: HashMap::default(),
     });
     let mut method_parts: HashMap<u64, Arc<StatementPart>> = HashMap::default();
