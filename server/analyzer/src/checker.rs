@@ -182,8 +182,7 @@ impl<'t> CallParts<'t> {
         };
         self.keywords.clear();
         if let Some((_, arguments)) = self.parts {
-            let mut cursor = arguments.walk();
-            for child in arguments.named_children(&mut cursor) {
+            for child in arguments.named_nodes() {
                 if child.is(kind::KEYWORD_ARGUMENT)
                     && let Some(name) = child.field("name")
                 {

@@ -230,8 +230,12 @@ impl<'t> NodeExt<'t> for Node<'t> {
 
     #[inline]
     fn named_nodes(&self) -> NamedNodes<'t> {
+        let count = self.named_child_count();
         NamedNodes {
-            cursor: self.walk(),
+            parent: *self,
+            next: 0,
+            count: count as u32,
+            cursor: (count > NamedNodes::BY_INDEX).then(|| self.walk()),
             started: false,
         }
     }
@@ -241,10 +245,31 @@ impl<'t> NodeExt<'t> for Node<'t> {
 /// `Node::named_children` is a closure over the cursor, so each chain of adapters over it
 /// (`any`, `find`, `filter`, `collect`, ...) carried its own copy of the cursor walk; here the
 /// walk is one function in the WebAssembly module (inlined natively), and the chains share it.
+///
+/// A node with few named children (an argument list, a short block) gives them by index
+/// (`named_child(i)`): tree-sitter finds the i-th by a light scan of the children before it,
+/// with no cursor to allocate and free, while each cursor step over a sibling costs ~560
+/// instructions (it re-reads the entry it leaves and descends through the grammar's hidden
+/// supertype nodes). The scan is quadratic in the children, so a wider node uses the cursor.
 pub struct NamedNodes<'t> {
-    cursor: TreeCursor<'t>,
+    parent: Node<'t>,
+    /// The index of the next named child, and their count (when given by index).
+    next: u32,
+    count: u32,
+    /// For a node with more than [`NamedNodes::BY_INDEX`] named children.
+    cursor: Option<TreeCursor<'t>>,
     /// Whether the cursor is on a child yet (else on the parent).
     started: bool,
+}
+
+impl<'t> NamedNodes<'t> {
+    /// The most named children given by index.
+    const BY_INDEX: usize = 16;
+
+    /// The node whose children these are.
+    pub(crate) fn parent(&self) -> Node<'t> {
+        self.parent
+    }
 }
 
 impl<'t> Iterator for NamedNodes<'t> {
@@ -253,17 +278,24 @@ impl<'t> Iterator for NamedNodes<'t> {
     #[cfg_attr(target_arch = "wasm32", inline(never))]
     #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn next(&mut self) -> Option<Node<'t>> {
+        let Some(cursor) = self.cursor.as_mut() else {
+            if self.next >= self.count {
+                return None;
+            }
+            self.next += 1;
+            return self.parent.named_child(self.next - 1);
+        };
         loop {
             let moved = if self.started {
-                self.cursor.goto_next_sibling()
+                cursor.goto_next_sibling()
             } else {
                 self.started = true;
-                self.cursor.goto_first_child()
+                cursor.goto_first_child()
             };
             if !moved {
                 return None;
             }
-            let node = self.cursor.node();
+            let node = cursor.node();
             if node.is_named() {
                 return Some(node);
             }
@@ -331,6 +363,15 @@ pub fn mentions_identifier(expr: Node<'_>, name: &str, source: &str) -> bool {
             Visit::Enter
         }
     })
+}
+
+/// [`NodeExt::kind_key`] of a node whose `kind_id()` is `id` (already asked of tree-sitter).
+#[inline]
+pub(crate) fn kind_key_of_id(id: u16) -> u16 {
+    match KIND_KEYS.get(id as usize) {
+        Some(&key) => key,
+        None => id,
+    }
 }
 
 /// [`NodeExt::kind_name`] of `node` whose `kind_id()` is `id` (known already: no call into
@@ -655,8 +696,7 @@ pub fn has_splat(arguments: Node<'_>) -> bool {
 /// The `keyword_argument` node named `name` in an `argument_list`.
 pub fn keyword_arg_node<'t>(arguments: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
     // Over the children in place: no `Vec` per question (the pre-pass asks at every call).
-    let mut cursor = arguments.walk();
-    arguments.named_children(&mut cursor).find(|child| {
+    arguments.named_nodes().find(|child| {
         child.is(kind::KEYWORD_ARGUMENT)
             && child
                 .field("name")
