@@ -272,9 +272,12 @@ if [[ $check_size -eq 1 ]]; then
   # 1,080,865 B raw and 340,873 B gzipped, plus about 1 KB ("After the session-23 merges
   # (session 23, main)"); lowered in session 24 to what s24/wasm9's shared subtree search left,
   # 1,079,224 B raw and 340,370 B gzipped, plus about 1 KB ("The shared subtree search (session
-  # 24, s24/wasm9)"). Growth beyond them needs cuts first.
-  lsp_raw_limit=1080200
-  lsp_gzipped_limit=341400
+  # 24, s24/wasm9)"); raised at the session's end to what main measured after the session-24
+  # merges (their engine code, 3.7 KB raw and 1.4 KB gzipped beyond wasm9's cut), 1,084,092 B raw
+  # and 341,748 B gzipped, plus about 1 KB ("After the session-24 merges (session 24, main)").
+  # Growth beyond them needs cuts first.
+  lsp_raw_limit=1085100
+  lsp_gzipped_limit=342800
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
     exit 1
