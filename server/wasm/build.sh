@@ -273,7 +273,7 @@ if [[ $check_size -eq 1 ]]; then
   # (session 23, main)"); lowered in session 24 to what s24/wasm9's shared subtree search left,
   # 1,079,224 B raw and 340,370 B gzipped, plus about 1 KB ("The shared subtree search (session
   # 24, s24/wasm9)"); raised at the session's end to what main measured after the session-24
-  # merges (their engine code, 3.7 KB raw and 1.4 KB gzipped beyond wasm9's cut), 1,084,092 B raw
+  # merges (their engine code, 4.9 KB raw and 1.4 KB gzipped beyond wasm9's cut), 1,084,092 B raw
   # and 341,748 B gzipped, plus about 1 KB ("After the session-24 merges (session 24, main)").
   # Growth beyond them needs cuts first.
   lsp_raw_limit=1085100
