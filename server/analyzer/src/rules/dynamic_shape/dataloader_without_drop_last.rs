@@ -14,7 +14,9 @@ declare_rule! {
     /// Checks for training `torch.utils.data.DataLoader(...)` calls — shuffled, given a
     /// `sampler=`, or named for training (`train_loader`, `train_set`, `def train(...)`) — with a
     /// batch size (other than 1) and no `drop_last=` argument. Loaders that are not shuffled and
-    /// are named for evaluation (`val`, `eval`, `test`, …) are skipped.
+    /// are named for evaluation (`val`, `eval`, `test`, …) are skipped, and so are loaders whose
+    /// own names (the variable, dictionary key or dataset) say evaluation and not training, even
+    /// when shuffled or sampled.
     ///
     /// ## Why is this bad?
     /// `drop_last` defaults to `False`, so when the dataset size is not a multiple of the batch
@@ -40,7 +42,13 @@ declare_rule! {
     /// ## Known problems
     /// Loaders built with `batch_sampler=`, `batch_size=None` or `**kwargs` are skipped, and so is
     /// an explicit `drop_last=` of any value. An unshuffled training loader with a neutral name
-    /// and no sampler is not reported; a shuffled evaluation loader is.
+    /// and no sampler is not reported. A validation or test loader (`self.valid_dl =
+    /// DataLoader(self.valid_ds, shuffle=True)` to draw sample images, a `DistributedSampler`
+    /// over the test set) is not reported either: `drop_last=True` would drop samples from the
+    /// metric, and its short last batch compiles the evaluation graph once more (forward only,
+    /// cached for later evaluations); padding the last batch is that loader's port. A shuffled
+    /// loader that only its function's name ties to evaluation (`def validate(): return
+    /// DataLoader(ds, shuffle=True)`) is still reported.
     ///
     /// ## References
     /// - PyTorch/XLA pull request #1279 and issue #2020 (`drop_last=True` for TPU training)
@@ -97,7 +105,7 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
         .is_some_and(|shuffle| !shuffle.is_any(&[kind::FALSE, kind::NONE]));
     let sampled = syntax::argument(arguments, 3, "sampler", source)
         .is_some_and(|sampler| sampler.is_not(kind::NONE));
-    let names = context_names(context, call, arguments);
+    let (names, has_function) = context_names(context, call, arguments);
     let named_for = |words: &[&str]| {
         names.iter().any(|text| {
             let lower = text.to_ascii_lowercase();
@@ -106,6 +114,18 @@ fn check<'t>(context: &mut Context<'t, '_>, call: Node<'t>) {
     };
     let training = shuffled || sampled || named_for(&["train"]);
     if !training || (!shuffled && named_for(EVAL_WORDS)) {
+        return;
+    }
+    // A loader whose own names (variable, key, dataset) say evaluation and not training is an
+    // evaluation loader even when shuffled or sampled (`self.valid_dl = DataLoader(self.valid_ds,
+    // shuffle=True)` to draw sample images; a `DistributedSampler` over the test set):
+    // `drop_last=True` there would drop samples from the metric.
+    let own = &names[..names.len() - usize::from(has_function)];
+    if own.iter().any(|text| names_evaluation(text))
+        && !own
+            .iter()
+            .any(|text| text.to_ascii_lowercase().contains("train"))
+    {
         return;
     }
     let Some(last) = last_argument(arguments) else {
@@ -130,12 +150,28 @@ fn last_argument<'t>(arguments: Node<'t>) -> Option<Node<'t>> {
         .last()
 }
 
-/// The assigned name, the dataset argument, and the enclosing function's name.
+/// Whether a name has a word of evaluation data (`val_loader`, `self.valid_ds`,
+/// `datasets["test"]`, `evalset`), read word by word so that `interval` or `retrieval` is not one.
+fn names_evaluation(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| {
+            let word = word.to_ascii_lowercase();
+            matches!(
+                word.as_str(),
+                "val" | "dev" | "holdout" | "calib" | "calibration" | "infer" | "inference"
+            ) || ["valid", "eval", "test", "predict"]
+                .iter()
+                .any(|prefix| word.starts_with(prefix))
+        })
+}
+
+/// The dataset argument, the assigned names and keys, and last the enclosing function's name
+/// (the flag says whether there is one).
 fn context_names<'t>(
     context: &Context<'t, '_>,
     call: Node<'t>,
     arguments: Node<'t>,
-) -> Vec<String> {
+) -> (Vec<String>, bool) {
     let mut texts: Vec<String> = Vec::new();
     if let Some(dataset) = syntax::argument(arguments, 0, "dataset", context.source()) {
         texts.push(context.text(dataset).to_string());
@@ -156,6 +192,7 @@ fn context_names<'t>(
             kind::FUNCTION_DEFINITION => {
                 if let Some(name) = parent.field("name") {
                     texts.push(context.text(name).to_string());
+                    return (texts, true);
                 }
                 break;
             }
@@ -163,5 +200,5 @@ fn context_names<'t>(
         }
         current = context.parent(parent);
     }
-    texts
+    (texts, false)
 }
