@@ -27,11 +27,12 @@ pub fn check_json(source: &str, options: &CheckOptions) -> Result<String, String
 }
 
 /// Compact JSON text, written by hand: the exports' three shapes (diagnostics, the fix result,
-/// the rule list) through `tpulint_ide`'s string escaping (which the module links for reading
-/// options), without serde_json's serializer and the `Serialize` instances of each type, which
-/// cost the WebAssembly module about 2 KB gzipped (docs/benchmarks.md, session 25). The keys
-/// are in the order serde's derived `Serialize` writes the CLI's structs (their fields' order);
-/// hosts parse the text (`JSON.parse`), and `fixtures.test.mjs` compares it with the CLI's.
+/// the rule list), strings escaped by `tpulint_ide`'s JSON module (whose parser reads the
+/// options), without serde_json's serializer and the `Serialize` code of each type: about
+/// 4.8 KB raw and 1.9 KB gzipped of the WebAssembly module (docs/benchmarks.md, session 25).
+/// The keys are in the order serde's derived `Serialize` writes the CLI's structs (their
+/// fields' order); hosts parse the text (`JSON.parse`), and `fixtures.test.mjs` and the unit
+/// test below compare it with the CLI's.
 #[derive(Default)]
 struct Json(String);
 
