@@ -274,10 +274,13 @@ if [[ $check_size -eq 1 ]]; then
   # 1,079,224 B raw and 340,370 B gzipped, plus about 1 KB ("The shared subtree search (session
   # 24, s24/wasm9)"); raised at the session's end to what main measured after the session-24
   # merges (their engine code, 4.9 KB raw and 1.4 KB gzipped beyond wasm9's cut), 1,084,092 B raw
-  # and 341,748 B gzipped, plus about 1 KB ("After the session-24 merges (session 24, main)").
+  # and 341,748 B gzipped, plus about 1 KB ("After the session-24 merges (session 24, main)");
+  # set in session 25 to what s25/wasm10 left, 1,083,593 B raw and 341,924 B gzipped, plus about
+  # 1 KB (its cuts are the playground's: this module keeps serde_json for the protocol, and its
+  # gzipped size rose 176 B; "Room under the budget (session 25, s25/wasm10)").
   # Growth beyond them needs cuts first.
-  lsp_raw_limit=1085100
-  lsp_gzipped_limit=342800
+  lsp_raw_limit=1084600
+  lsp_gzipped_limit=342900
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
     exit 1

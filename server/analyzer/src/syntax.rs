@@ -354,6 +354,31 @@ fn search_subtree<'t>(
     false
 }
 
+/// The names a binding target binds (`x`; `a, b`; `(k, v)`; `[a, (b, c)]`; `(x)`; and with
+/// `starred`, `rest` of `first, *rest`, a list whatever the value is): its identifiers,
+/// entering tuple and list patterns (and the expressions tree-sitter parses some targets as)
+/// and parentheses, not subscripts or attributes (`d[k]`, `self.x` bind no name). In
+/// [`any_in_subtree`]'s order: a later element's names before an earlier one's (`a, b` gives
+/// `b`, then `a`).
+pub fn target_names<'t>(target: Node<'t>, starred: bool) -> Vec<Node<'t>> {
+    let mut names = Vec::new();
+    any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
+        kind::IDENTIFIER => {
+            names.push(node);
+            Visit::Skip
+        }
+        kind::PATTERN_LIST
+        | kind::TUPLE_PATTERN
+        | kind::LIST_PATTERN
+        | kind::TUPLE
+        | kind::LIST
+        | kind::PARENTHESIZED_EXPRESSION => Visit::Enter,
+        kind::LIST_SPLAT_PATTERN if starred => Visit::Enter,
+        _ => Visit::Skip,
+    });
+    names
+}
+
 /// Whether the identifier `name` occurs in `expr` (`expr` itself included).
 pub fn mentions_identifier(expr: Node<'_>, name: &str, source: &str) -> bool {
     any_in_subtree(expr, usize::MAX, |node| {
@@ -897,6 +922,40 @@ mod tests {
             }
         });
         (found, kinds)
+    }
+
+    /// The texts of `target_names` of the first statement's assignment target or `for` target.
+    fn names_bound(source: &str, starred: bool) -> Vec<String> {
+        let tree = parse(source, None).expect("parses");
+        let statement = tree.root_node().named_child(0).expect("a statement");
+        let target = match statement.field("left") {
+            Some(left) => left,
+            None => {
+                let assignment = statement.named_child(0).expect("an assignment");
+                assignment.field("left").expect("a target")
+            }
+        };
+        target_names(target, starred)
+            .iter()
+            .map(|&n| node_text(n, source).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn target_names_are_the_names_a_target_binds_last_first() {
+        assert_eq!(names_bound("x = 1\n", true), ["x"]);
+        assert_eq!(names_bound("a, b = f()\n", true), ["b", "a"]);
+        assert_eq!(
+            names_bound("for k, (v, w) in d:\n    pass\n", true),
+            ["w", "v", "k"]
+        );
+        assert_eq!(names_bound("[a, (b, c)] = f()\n", true), ["c", "b", "a"]);
+        assert_eq!(names_bound("first, *rest = f()\n", true), ["rest", "first"]);
+        assert_eq!(names_bound("first, *rest = f()\n", false), ["first"]);
+        assert_eq!(names_bound("for (x) in y:\n    pass\n", true), ["x"]);
+        // Subscripts and attributes bind no name; neither do their parts.
+        assert_eq!(names_bound("d[k], self.x, y = f()\n", true), ["y"]);
+        assert!(names_bound("self.x = 1\n", false).is_empty());
     }
 
     #[test]

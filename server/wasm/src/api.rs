@@ -5,13 +5,11 @@
 //! CLI's lacks: `severity` (`error`, `warning`, `info`), which editors need to colour a finding
 //! and ruff's schema has no place for. Rules carry the keys of `tpulint rule --output-format json`.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
 use tpulint_analyzer::registry::HAS_DOCS;
 use tpulint_analyzer::{Applicability, check_source, fix_source, rules};
+use tpulint_ide::server::json::write_string;
 use tpulint_report::SourceFile;
-use tpulint_report::json::{JsonDiagnostic, json_diagnostic};
+use tpulint_report::json::{JsonDiagnostic, JsonLocation, json_diagnostic};
 
 use crate::options::CheckOptions;
 
@@ -23,32 +21,118 @@ pub fn check_json(source: &str, options: &CheckOptions) -> Result<String, String
     let settings = options.settings()?;
     let diagnostics = check_source(source, &settings);
     let file = SourceFile::new(options.filename(), source.to_string(), diagnostics);
-    to_json(&json_diagnostics(&file))
+    let mut out = Json::default();
+    out.diagnostics(&file);
+    Ok(out.0)
 }
 
-/// JSON text of `value`. Serialising these types cannot fail; the error is not formatted, since
-/// serde_json's error messages (and `std::io::Error`'s, which they include) would be linked in.
-fn to_json(value: &impl Serialize) -> Result<String, String> {
-    serde_json::to_string(value).map_err(|_| "tpulint could not serialise its result".to_string())
-}
+/// Compact JSON text, written by hand: the exports' three shapes (diagnostics, the fix result,
+/// the rule list), strings escaped by `tpulint_ide`'s JSON module (whose parser reads the
+/// options), without serde_json's serializer and the `Serialize` code of each type: about
+/// 4.8 KB raw and 1.9 KB gzipped of the WebAssembly module (docs/benchmarks.md, session 25).
+/// The keys are in the order serde's derived `Serialize` writes the CLI's structs (their
+/// fields' order); hosts parse the text (`JSON.parse`), and `fixtures.test.mjs` and the unit
+/// test below compare it with the CLI's.
+#[derive(Default)]
+struct Json(String);
 
-/// The diagnostics of `file` as the CLI's JSON objects (which carry `severity` already).
-/// Serialised straight to text, never through `serde_json::Value`: a second serializer would
-/// cost the WebAssembly module room it does not have.
-fn json_diagnostics(file: &SourceFile) -> Vec<JsonDiagnostic> {
-    file.diagnostics
-        .iter()
-        .map(|diagnostic| json_diagnostic(file, diagnostic))
-        .collect()
-}
+impl Json {
+    /// `"key":` after a `,` unless it opens its object or array.
+    fn key(&mut self, key: &str) {
+        if !self.0.ends_with(['{', '[']) {
+            self.0.push(',');
+        }
+        write_string(key, &mut self.0);
+        self.0.push(':');
+    }
 
-/// What `applyFixes` returns.
-#[derive(Serialize)]
-struct FixResult<'a> {
-    converged: bool,
-    fixed: &'a BTreeMap<&'static str, usize>,
-    output: &'a str,
-    remaining: Vec<JsonDiagnostic>,
+    fn string(&mut self, key: &str, text: &str) {
+        self.key(key);
+        write_string(text, &mut self.0);
+    }
+
+    fn number(&mut self, key: &str, number: usize) {
+        self.key(key);
+        self.0.push_str(&number.to_string());
+    }
+
+    /// `value` or `null`.
+    fn optional_string(&mut self, key: &str, value: Option<&str>) {
+        match value {
+            Some(text) => self.string(key, text),
+            None => self.raw(key, "null"),
+        }
+    }
+
+    /// `"key":` then `text` as it is (a literal: `true`, `null`, `{`, `[`).
+    fn raw(&mut self, key: &str, text: &str) {
+        self.key(key);
+        self.0.push_str(text);
+    }
+
+    /// A value in an array: a `,` before every one but the first.
+    fn element(&mut self) {
+        if !self.0.ends_with('[') {
+            self.0.push(',');
+        }
+    }
+
+    fn location(&mut self, key: &str, location: &JsonLocation) {
+        self.raw(key, "{");
+        self.number("column", location.column);
+        self.number("row", location.row);
+        self.0.push('}');
+    }
+
+    /// The diagnostics of `file` as the CLI's JSON objects (which carry `severity` already).
+    fn diagnostics(&mut self, file: &SourceFile) {
+        self.0.push('[');
+        for diagnostic in &file.diagnostics {
+            self.element();
+            self.diagnostic(&json_diagnostic(file, diagnostic));
+        }
+        self.0.push(']');
+    }
+
+    fn diagnostic(&mut self, diagnostic: &JsonDiagnostic) {
+        self.0.push('{');
+        match diagnostic.cell {
+            Some(cell) => self.number("cell", cell),
+            None => self.raw("cell", "null"),
+        }
+        self.optional_string("code", diagnostic.code);
+        self.location("end_location", &diagnostic.end_location);
+        self.string("filename", &diagnostic.filename);
+        match &diagnostic.fix {
+            Some(fix) => {
+                self.raw("fix", "{");
+                self.string("applicability", fix.applicability);
+                self.raw("edits", "[");
+                for edit in &fix.edits {
+                    self.element();
+                    self.0.push('{');
+                    self.string("content", &edit.content);
+                    self.location("end_location", &edit.end_location);
+                    self.location("location", &edit.location);
+                    self.0.push('}');
+                }
+                self.0.push(']');
+                self.optional_string("message", fix.message.as_deref());
+                self.0.push('}');
+            }
+            None => self.raw("fix", "null"),
+        }
+        self.location("location", &diagnostic.location);
+        self.string("message", &diagnostic.message);
+        self.string("name", diagnostic.name);
+        match diagnostic.noqa_row {
+            Some(row) => self.number("noqa_row", row),
+            None => self.raw("noqa_row", "null"),
+        }
+        self.string("severity", diagnostic.severity);
+        self.optional_string("url", diagnostic.url.as_deref());
+        self.0.push('}');
+    }
 }
 
 /// `applyFixes`: the text after fixing to a fixed point (what `tpulint check --fix` writes),
@@ -71,13 +155,23 @@ pub fn apply_fixes_json(
         outcome.output.clone(),
         outcome.remaining,
     );
-    let result = FixResult {
-        converged: outcome.converged,
-        fixed: &outcome.fixed,
-        output: &outcome.output,
-        remaining: json_diagnostics(&file),
-    };
-    to_json(&result)
+    // `{"converged":…,"fixed":{code:count,…},"output":…,"remaining":[…]}`.
+    let mut out = Json::default();
+    out.0.push('{');
+    out.raw(
+        "converged",
+        if outcome.converged { "true" } else { "false" },
+    );
+    out.raw("fixed", "{");
+    for (code, count) in &outcome.fixed {
+        out.number(code, *count);
+    }
+    out.0.push('}');
+    out.string("output", &outcome.output);
+    out.key("remaining");
+    out.diagnostics(&file);
+    out.0.push('}');
+    Ok(out.0)
 }
 
 /// The keys of `tpulint rule --output-format json` that come from the documentation: a build
@@ -86,10 +180,9 @@ pub fn apply_fixes_json(
 pub const DOCUMENTATION_KEYS: &[&str] = &["summary", "explanation"];
 
 /// One entry of `rules()`: the keys of `tpulint_report::json::rule_json` (and
-/// `runtime_code_json`), serialised directly rather than through `serde_json::Value`, whose
+/// `runtime_code_json`), written directly rather than through `serde_json::Value`, whose
 /// map and serializer would cost the module room it does not have. `fixtures.test.mjs` checks
 /// that the list equals the CLI's.
-#[derive(Serialize)]
 struct RuleEntry<'a> {
     code: &'a str,
     name: &'a str,
@@ -97,13 +190,46 @@ struct RuleEntry<'a> {
     severity: &'a str,
     fix: &'a str,
     enabled_by_default: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Left out when `None`, as are `explanation` and `confirms`.
     summary: Option<String>,
     url: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     explanation: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     confirms: Option<&'a [&'a str]>,
+}
+
+impl RuleEntry<'_> {
+    fn write(&self, out: &mut Json) {
+        out.0.push('{');
+        out.string("code", self.code);
+        out.string("name", self.name);
+        out.string("family", self.family);
+        out.string("severity", self.severity);
+        out.string("fix", self.fix);
+        out.raw(
+            "enabled_by_default",
+            if self.enabled_by_default {
+                "true"
+            } else {
+                "false"
+            },
+        );
+        if let Some(summary) = &self.summary {
+            out.string("summary", summary);
+        }
+        out.string("url", &self.url);
+        if let Some(explanation) = &self.explanation {
+            out.string("explanation", explanation);
+        }
+        if let Some(confirms) = self.confirms {
+            out.raw("confirms", "[");
+            for code in confirms {
+                out.element();
+                write_string(code, &mut out.0);
+            }
+            out.0.push(']');
+        }
+        out.0.push('}');
+    }
 }
 
 /// `rules`: every rule's metadata, sorted by code, then the runtime codes of `tpulint trace`
@@ -114,9 +240,11 @@ pub fn rules_json() -> String {
     fn documented(text: impl FnOnce() -> String) -> Option<String> {
         HAS_DOCS.then(text)
     }
-    let list: Vec<RuleEntry<'_>> = rules()
-        .iter()
-        .map(|rule| RuleEntry {
+    let mut out = Json::default();
+    out.0.push('[');
+    for rule in rules().iter() {
+        out.element();
+        RuleEntry {
             code: rule.code,
             name: rule.name,
             family: rule.family().name(),
@@ -127,25 +255,27 @@ pub fn rules_json() -> String {
             url: rule.url(),
             explanation: documented(|| rule.docs_markdown()),
             confirms: None,
-        })
-        .chain(
-            tpulint_analyzer::RUNTIME_CODES
-                .iter()
-                .map(|code| RuleEntry {
-                    code: code.code,
-                    name: code.name,
-                    family: "runtime",
-                    severity: code.severity.as_str(),
-                    fix: "none",
-                    enabled_by_default: false,
-                    summary: documented(|| code.summary()),
-                    url: code.url(),
-                    explanation: documented(|| code.docs.to_string()),
-                    confirms: Some(code.confirms),
-                }),
-        )
-        .collect();
-    serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+        }
+        .write(&mut out);
+    }
+    for code in tpulint_analyzer::RUNTIME_CODES {
+        out.element();
+        RuleEntry {
+            code: code.code,
+            name: code.name,
+            family: "runtime",
+            severity: code.severity.as_str(),
+            fix: "none",
+            enabled_by_default: false,
+            summary: documented(|| code.summary()),
+            url: code.url(),
+            explanation: documented(|| code.docs.to_string()),
+            confirms: Some(code.confirms),
+        }
+        .write(&mut out);
+    }
+    out.0.push(']');
+    out.0
 }
 
 #[cfg(test)]
@@ -199,6 +329,54 @@ mod tests {
         // TPU401's device rewrite changes behaviour, so `--fix` alone leaves it.
         assert_eq!(safe_only["output"], CUDA_SOURCE);
         assert_eq!(safe_only["remaining"][0]["code"], "TPU401");
+    }
+
+    /// The hand-written JSON parses to what serde writes for the CLI's structs: diagnostics
+    /// with and without fixes, a notebook-less `cell`, escapes in messages and fix contents.
+    #[test]
+    fn hand_written_json_equals_the_clis() {
+        let sources = [
+            CUDA_SOURCE,
+            "import torch\nfor x in loader:\n    print(f\"loss \\t {x.item()}\")\n",
+            "import torch\nx = torch.zeros(3, device=\"cuda:0\")\ny = x.nonzero()\n",
+            "",
+        ];
+        for source in sources {
+            for settings in [r#"{"filename":"a \"b\".py"}"#, r#"{"select":["ALL"]}"#] {
+                let options = options(settings);
+                let json = check_json(source, &options).unwrap();
+                let file = SourceFile::new(
+                    options.filename(),
+                    source.to_string(),
+                    check_source(source, &options.settings().unwrap()),
+                );
+                let expected: Vec<JsonDiagnostic> = file
+                    .diagnostics
+                    .iter()
+                    .map(|diagnostic| json_diagnostic(&file, diagnostic))
+                    .collect();
+                let value: Value = serde_json::from_str(&json).unwrap();
+                assert_eq!(value, serde_json::to_value(&expected).unwrap(), "{source}");
+            }
+        }
+        let listed: Value = serde_json::from_str(&rules_json()).unwrap();
+        let mut expected: Vec<Value> = rules()
+            .iter()
+            .map(|rule| tpulint_report::json::rule_json(rule))
+            .chain(
+                tpulint_analyzer::RUNTIME_CODES
+                    .iter()
+                    .map(|code| tpulint_report::json::runtime_code_json(code)),
+            )
+            .collect();
+        if !HAS_DOCS {
+            for entry in &mut expected {
+                for key in DOCUMENTATION_KEYS {
+                    entry.as_object_mut().unwrap().remove(*key);
+                }
+            }
+        }
+        assert_eq!(listed, Value::Array(expected));
     }
 
     #[test]

@@ -106,16 +106,8 @@ pub struct ModuleImports {
 impl ModuleImports {
     /// Collects the imports of the file whose `module` node is `root`, walking statements only.
     pub fn build(root: Node<'_>, source: &str) -> ModuleImports {
-        let mut collector = Collector {
-            source,
-            records: Vec::new(),
-        };
-        let outer = Guard {
-            condition: ImportCondition::Unconditional,
-            in_function: false,
-            type_checking: false,
-            range: None,
-        };
+        let mut collector = Collector::new(source);
+        let outer = Guard::OUTER;
         collector.block(root, outer, 0);
         ModuleImports {
             records: collector.records,
@@ -126,22 +118,10 @@ impl ModuleImports {
     /// The records of one top-level statement, offsets relative to its start: [`Self::build`]
     /// is these, shifted, in statement order ([`Self::from_statements`]).
     pub(crate) fn statement_records(statement: Node<'_>, source: &str) -> Vec<ImportRecord> {
-        let mut collector = Collector {
-            source,
-            records: Vec::new(),
-        };
-        let outer = Guard {
-            condition: ImportCondition::Unconditional,
-            in_function: false,
-            type_checking: false,
-            range: None,
-        };
+        let mut collector = Collector::new(source);
+        let outer = Guard::OUTER;
         collector.statement(statement, outer, 1);
-        let base = statement.start_byte();
-        for record in &mut collector.records {
-            rebase(record, base, false);
-        }
-        collector.records
+        collector.records_from(statement.start_byte())
     }
 
     /// [`Self::statement_records`], with the records of a top-level class's methods (the
@@ -170,16 +150,8 @@ impl ModuleImports {
         let Some(body) = class.field("body").filter(|_| !statement.has_error()) else {
             return Self::statement_records(statement, source);
         };
-        let mut collector = Collector {
-            source,
-            records: Vec::new(),
-        };
-        let outer = Guard {
-            condition: ImportCondition::Unconditional,
-            in_function: false,
-            type_checking: false,
-            range: None,
-        };
+        let mut collector = Collector::new(source);
+        let outer = Guard::OUTER;
         // As `Collector::statement` of the class, then `Collector::block` of its body.
         for child in body.named_nodes() {
             let method =
@@ -209,11 +181,7 @@ impl ModuleImports {
             }));
             kept.insert(key, part);
         }
-        let base = statement.start_byte();
-        for record in &mut collector.records {
-            rebase(record, base, false);
-        }
-        collector.records
+        collector.records_from(statement.start_byte())
     }
 
     /// The module's imports from its statements' [`Self::statement_records`] and starts.
@@ -315,6 +283,14 @@ struct Guard {
 }
 
 impl Guard {
+    /// The guard of the module's own statements: no condition.
+    const OUTER: Guard = Guard {
+        condition: ImportCondition::Unconditional,
+        in_function: false,
+        type_checking: false,
+        range: None,
+    };
+
     fn under(&self, condition: ImportCondition, node: Node<'_>) -> Guard {
         Guard {
             condition,
@@ -346,7 +322,22 @@ struct Collector<'s> {
     records: Vec<ImportRecord>,
 }
 
-impl Collector<'_> {
+impl<'s> Collector<'s> {
+    fn new(source: &'s str) -> Self {
+        Collector {
+            source,
+            records: Vec::new(),
+        }
+    }
+
+    /// The records collected, offsets made relative to `base` (a statement's start).
+    fn records_from(mut self, base: usize) -> Vec<ImportRecord> {
+        for record in &mut self.records {
+            rebase(record, base, false);
+        }
+        self.records
+    }
+
     /// The statements of a block (or the module), in order.
     fn block(&mut self, block: Node<'_>, guard: Guard, depth: usize) {
         if depth > MAX_EXPR_DEPTH {

@@ -18,7 +18,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::settings::BackendSetting;
 use crate::source::TextRange;
-use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, Visit, node_text};
+use crate::syntax::{self, MAX_EXPR_DEPTH, NodeExt, node_text};
 use crate::torch_api;
 
 mod backward_flow;
@@ -1339,7 +1339,7 @@ impl<'t> SemanticModel<'t> {
             return;
         }
         let batch = Fact::tensor(loader.device, origin);
-        self.bind_batch(target, batch, 0);
+        self.bind_batch(target, batch);
     }
 
     /// A loop over a plain `DataLoader` rebinds its target names to whatever the collate
@@ -1348,25 +1348,13 @@ impl<'t> SemanticModel<'t> {
     /// Only tensor bindings are dropped, and only for a known loader: over other iterables a
     /// stale row binding is often the same kind of value (`for target in targets:` twice).
     fn forget_stale_tensors(&mut self, target: Node<'_>, origin: Option<(usize, usize)>) {
-        let mut stale = Vec::new();
-        syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
-            kind::IDENTIFIER => {
-                let name = node_text(node, self.source);
-                if matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.is_tensor()) {
-                    stale.push(name.to_string());
-                }
-                Visit::Skip
+        for node in syntax::target_names(target, true) {
+            let name = node_text(node, self.source);
+            if !matches!(self.lookup(name), Some(Binding::Value(fact)) if fact.is_tensor()) {
+                continue;
             }
-            kind::PATTERN_LIST
-            | kind::TUPLE_PATTERN
-            | kind::LIST_PATTERN
-            | kind::TUPLE
-            | kind::LIST => Visit::Enter,
-            _ => Visit::Skip,
-        });
-        for name in stale {
             self.bind(
-                name,
+                name.to_string(),
                 Binding::Value(Fact {
                     origin,
                     ..Fact::UNKNOWN
@@ -1431,25 +1419,13 @@ impl<'t> SemanticModel<'t> {
         }
     }
 
-    fn bind_batch(&mut self, target: Node<'_>, batch: Fact, depth: usize) {
-        if depth > 4 {
-            return;
-        }
-        match target.kind_key() {
-            kind::IDENTIFIER => self.bind(
-                node_text(target, self.source).to_string(),
+    /// Binds the names of a loop target to a batch's tensor (not a starred name: a list).
+    fn bind_batch(&mut self, target: Node<'_>, batch: Fact) {
+        for name in syntax::target_names(target, false) {
+            self.bind(
+                node_text(name, self.source).to_string(),
                 Binding::Value(batch),
-            ),
-            kind::PATTERN_LIST
-            | kind::TUPLE_PATTERN
-            | kind::LIST_PATTERN
-            | kind::PARENTHESIZED_EXPRESSION => {
-                let children: Vec<Node<'_>> = target.named_nodes().collect();
-                for child in children {
-                    self.bind_batch(child, batch, depth + 1);
-                }
-            }
-            _ => {}
+            );
         }
     }
 
@@ -3100,14 +3076,9 @@ impl<'t> SemanticModel<'t> {
             return false;
         };
         let mut names: Vec<&str> = Vec::new();
-        syntax::any_in_subtree(targets, usize::MAX, |target| match target.kind_key() {
-            kind::IDENTIFIER => {
-                names.push(node_text(target, source));
-                Visit::Skip
-            }
-            kind::PATTERN_LIST | kind::TUPLE_PATTERN | kind::LIST_PATTERN => Visit::Enter,
-            _ => Visit::Skip,
-        });
+        for target in syntax::target_names(targets, true) {
+            names.push(node_text(target, source));
+        }
         body.named_nodes().any(|statement| {
             let Some(assignment) = statement.named_child(0).filter(|a| a.is(kind::ASSIGNMENT))
             else {

@@ -14,7 +14,7 @@ use tree_sitter::Node;
 
 use crate::semantic::facts::{Device, ValueKind};
 use crate::semantic::summaries::{FunctionSummary, FunctionsByName, Resolver};
-use crate::syntax::{self, NodeExt, Visit, node_text};
+use crate::syntax::{self, NodeExt, node_text};
 use crate::torch_api;
 
 /// What a call passes for one parameter: a kind and a placement.
@@ -234,25 +234,15 @@ impl PassedSites {
         block: Option<(usize, usize)>,
         source: &str,
     ) {
-        syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
-            kind::IDENTIFIER => {
-                self.bindings.push(NameBinding {
-                    caller,
-                    name: node_text(node, source).to_string(),
-                    at,
-                    block,
-                    value: value.clone(),
-                });
-                Visit::Skip
-            }
-            kind::PATTERN_LIST
-            | kind::TUPLE_PATTERN
-            | kind::LIST_PATTERN
-            | kind::TUPLE
-            | kind::LIST
-            | kind::LIST_SPLAT_PATTERN => Visit::Enter,
-            _ => Visit::Skip,
-        });
+        for node in syntax::target_names(target, true) {
+            self.bindings.push(NameBinding {
+                caller,
+                name: node_text(node, source).to_string(),
+                at,
+                block,
+                value: value.clone(),
+            });
+        }
     }
 
     /// Records `name.to(device)` as a statement (`call`): a module moved in place.

@@ -2283,20 +2283,11 @@ fn bind_names(
     at: usize,
     on_device: bool,
 ) {
-    syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
-        kind::IDENTIFIER => {
-            summaries
-                .bound_names
-                .push((index, node.start_byte(), node.end_byte(), at, on_device));
-            Visit::Skip
-        }
-        kind::PATTERN_LIST
-        | kind::TUPLE_PATTERN
-        | kind::LIST_PATTERN
-        | kind::TUPLE
-        | kind::LIST => Visit::Enter,
-        _ => Visit::Skip,
-    });
+    for node in syntax::target_names(target, true) {
+        summaries
+            .bound_names
+            .push((index, node.start_byte(), node.end_byte(), at, on_device));
+    }
 }
 
 /// Records where the local binding that a device move of `receiver` (a plain name; the call
@@ -2390,15 +2381,9 @@ fn moved_name<'s>(receiver: Node<'_>, source: &'s str, ancestors: &[Node<'_>]) -
 
 /// Whether a target (`v`, `k, v`, `(k, v)`) binds `name`.
 fn binds_name(target: Node<'_>, name: &str, source: &str) -> bool {
-    syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
-        kind::IDENTIFIER if node_text(node, source) == name => Visit::Found,
-        kind::PATTERN_LIST
-        | kind::TUPLE_PATTERN
-        | kind::LIST_PATTERN
-        | kind::TUPLE
-        | kind::LIST => Visit::Enter,
-        _ => Visit::Skip,
-    })
+    syntax::target_names(target, true)
+        .iter()
+        .any(|&node| node_text(node, source) == name)
 }
 
 /// The name a comprehension iterates: `batch`, `batch.items()`, `batch.values()`.

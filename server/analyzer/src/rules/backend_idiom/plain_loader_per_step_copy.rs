@@ -8,8 +8,8 @@ use crate::declare_rule;
 use crate::rules::device_placement::factory_then_move::is_device_expression;
 use crate::rules::tpu_api;
 use crate::semantic::{Backend, Device, ValueKind};
+use crate::syntax::NodeExt;
 use crate::syntax::{self, node_text};
-use crate::syntax::{NodeExt, Visit};
 
 declare_rule! {
     /// ## What it does
@@ -162,19 +162,9 @@ fn loader_of<'t>(context: &Context<'t, '_>, iterable: Node<'t>) -> Option<Node<'
 
 fn target_names<'s>(target: Node<'_>, source: &'s str) -> Vec<&'s str> {
     let mut names = Vec::new();
-    syntax::any_in_subtree(target, usize::MAX, |node| match node.kind_key() {
-        kind::IDENTIFIER => {
-            names.push(node_text(node, source));
-            Visit::Skip
-        }
-        kind::PATTERN_LIST
-        | kind::TUPLE_PATTERN
-        | kind::LIST_PATTERN
-        | kind::TUPLE
-        | kind::LIST
-        | kind::PARENTHESIZED_EXPRESSION => Visit::Enter,
-        _ => Visit::Skip,
-    });
+    for node in syntax::target_names(target, true) {
+        names.push(node_text(node, source));
+    }
     names
 }
 

@@ -143,13 +143,7 @@ fn in_loop_over_fields<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         return false;
     }
     let (key, table) = (context.text(left), context.text(right));
-    let mut stack = vec![body];
-    let mut visited = 0;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 5_000 {
-            return false;
-        }
+    syntax::any_in_subtree(body, 5_000, |node| {
         if node.is(kind::SUBSCRIPT)
             && node
                 .field("value")
@@ -158,11 +152,11 @@ fn in_loop_over_fields<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
                 .field("subscript")
                 .is_some_and(|i| context.text(i) == key)
         {
-            return true;
+            Visit::Found
+        } else {
+            Visit::Enter
         }
-        stack.extend(node.named_nodes());
-    }
-    false
+    })
 }
 
 /// Whether the batch's longest length is rounded up to a bucket before it sizes the batch —
