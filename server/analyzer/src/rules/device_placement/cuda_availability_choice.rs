@@ -192,11 +192,14 @@ fn is_unread_binding<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
     };
     let source = context.source();
     let name = syntax::node_text(target, source);
+    // Any other identifier of that spelling counts, but for an attribute's name (`torch.device`,
+    // `config.device`: preceded by the dot). A keyword (`f(device=...)`) counts: cheap, and only
+    // ever keeps a finding.
     !syntax::any_in_subtree(scope, usize::MAX, |node| {
         if node.is(kind::IDENTIFIER)
             && node.id() != target.id()
             && syntax::node_text(node, source) == name
-            && !names_no_variable(context, node)
+            && source.as_bytes().get(node.start_byte().wrapping_sub(1)) != Some(&b'.')
         {
             Visit::Found
         } else {
@@ -214,20 +217,6 @@ fn has_main_block(context: &Context<'_, '_>) -> bool {
                 let text = syntax::node_text(condition, source);
                 text.contains("__name__") && text.contains("__main__")
             })
-    })
-}
-
-/// `obj.name` and `f(name=...)`: the identifier names an attribute or a keyword, no variable.
-fn names_no_variable<'t>(context: &Context<'t, '_>, identifier: Node<'t>) -> bool {
-    context.parent(identifier).is_some_and(|parent| {
-        let field = match parent.kind_key() {
-            kind::ATTRIBUTE => "attribute",
-            kind::KEYWORD_ARGUMENT => "name",
-            _ => return false,
-        };
-        parent
-            .field(field)
-            .is_some_and(|named| named.id() == identifier.id())
     })
 }
 
