@@ -66,6 +66,9 @@ HELD_OUT_13 = list(realcode_corpus.HELD_OUT_13_RELEASES) + list(realcode_corpus.
 # The nineteenth pass: `--bases held-out-14` (seven wheels of HELD_OUT_14_RELEASES and the TPU-aware
 # repository of HELD_OUT_14_REPOSITORIES).
 HELD_OUT_14 = list(realcode_corpus.HELD_OUT_14_RELEASES) + list(realcode_corpus.HELD_OUT_14_REPOSITORIES)
+# The twentieth pass: `--bases held-out-15` (seven wheels of HELD_OUT_15_RELEASES and the TPU-aware
+# repository of HELD_OUT_15_REPOSITORIES).
+HELD_OUT_15 = list(realcode_corpus.HELD_OUT_15_RELEASES) + list(realcode_corpus.HELD_OUT_15_REPOSITORIES)
 
 
 def run_tpulint(binary: str, directory: pathlib.Path) -> list[dict]:
@@ -184,7 +187,7 @@ def main() -> int:
              "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9,
              "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
              "held-out-12": HELD_OUT_12, "held-out-13": HELD_OUT_13,
-             "held-out-14": HELD_OUT_14}
+             "held-out-14": HELD_OUT_14, "held-out-15": HELD_OUT_15}
     bases = named[args.bases] if args.bases in named else args.bases.split(",")
     directories = realcode_corpus.prepare(bases, scratch)
 

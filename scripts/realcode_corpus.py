@@ -246,6 +246,21 @@ HELD_OUT_14_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
     "effdet==0.4.1",
 ])
 
+# The twentieth pass's held-out code bases (docs/precision.md, twentieth pass): a fifteenth set no
+# session had looked at, selected with `precision-sample.py --bases held-out-15` together with the
+# TPU-aware repository of HELD_OUT_15_REPOSITORIES; never used by the real-code harness or CI.
+# Pure-Python wheels (py2/py3-none-any); the import packages are catalyst, rl_games, schnetpack,
+# ctgan, simpletransformers, pythae and vocos.
+HELD_OUT_15_RELEASES: dict[str, tuple[str, list[str]]] = pure_python_wheels([
+    "catalyst==22.4",
+    "rl-games==1.6.5",
+    "schnetpack==2.1.1",
+    "ctgan==0.12.1",
+    "simpletransformers==0.70.8",
+    "pythae==0.1.2",
+    "vocos==0.1.0",
+])
+
 # name -> (GitHub owner/name, commit).
 REPOSITORIES: dict[str, tuple[str, str]] = {
     "pytorch-xla": ("pytorch/xla", "41398bfff334fc8d3b1c00be6ea8cc5411f6d6bf"),
@@ -311,12 +326,20 @@ HELD_OUT_13_REPOSITORIES: dict[str, tuple[str, str]] = {
 HELD_OUT_14_REPOSITORIES: dict[str, tuple[str, str]] = {
     "streamingP2P": ("vodaiphuoc/streamingP2P", "928a99523270463606d3ec1756a4916605bcde45"),
 }
+# The twentieth pass's TPU-aware repository: DistillationExperiments-TPU, knowledge-distillation
+# experiments (CIFAR image classifiers and SST/Cornell NLP students) trained on TPUs with torch_xla
+# (ParallelLoader, xm.optimizer_step, xmp.spawn).
+HELD_OUT_15_REPOSITORIES: dict[str, tuple[str, str]] = {
+    "DistillationExperiments-TPU": ("NolanGC/DistillationExperiments-TPU",
+                                    "eb023aaf206233ad6a9f87062d868cc92eb12ad2"),
+}
 ALL_REPOSITORIES: dict[str, tuple[str, str]] = {**REPOSITORIES, **HELD_OUT_4_REPOSITORIES,
                                                 **HELD_OUT_5_REPOSITORIES, **HELD_OUT_6_REPOSITORIES,
                                                 **HELD_OUT_7_REPOSITORIES, **HELD_OUT_8_REPOSITORIES,
                                                 **HELD_OUT_9_REPOSITORIES, **HELD_OUT_10_REPOSITORIES,
                                                 **HELD_OUT_11_REPOSITORIES, **HELD_OUT_12_REPOSITORIES,
-                                                **HELD_OUT_13_REPOSITORIES, **HELD_OUT_14_REPOSITORIES}
+                                                **HELD_OUT_13_REPOSITORIES, **HELD_OUT_14_REPOSITORIES,
+                                                **HELD_OUT_15_REPOSITORIES}
 
 
 def log(message: str) -> None:
@@ -329,7 +352,7 @@ def download_release(name: str, cache: pathlib.Path) -> pathlib.Path:
                         **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
                         **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES,
-                        **HELD_OUT_14_RELEASES}[name]
+                        **HELD_OUT_14_RELEASES, **HELD_OUT_15_RELEASES}[name]
     distribution, version = requirement.split("==")
     # Wheel names normalise both `-` and `.` of the distribution to `_` (pyannote.audio ->
     # pyannote_audio-3.3.2-...whl).
@@ -442,7 +465,7 @@ def prepare(names: list[str], scratch: pathlib.Path, cache: pathlib.Path = DEFAU
                     **HELD_OUT_4_RELEASES, **HELD_OUT_5_RELEASES, **HELD_OUT_6_RELEASES, **HELD_OUT_7_RELEASES,
                         **HELD_OUT_8_RELEASES, **HELD_OUT_9_RELEASES, **HELD_OUT_10_RELEASES,
                         **HELD_OUT_11_RELEASES, **HELD_OUT_12_RELEASES, **HELD_OUT_13_RELEASES,
-                        **HELD_OUT_14_RELEASES}:
+                        **HELD_OUT_14_RELEASES, **HELD_OUT_15_RELEASES}:
             count = unpack_release(download_release(name, cache), dest)
         elif name in ALL_REPOSITORIES:
             count = unpack_repository(name, cache, dest)

@@ -51,7 +51,11 @@ declare_rule! {
     /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported, nor
     /// is a choice written as `map_location=` of a load: the CPU branch loads into host memory,
     /// as TPU406 recommends (a device chosen into a name and passed there is still reported where
-    /// it is chosen).
+    /// it is chosen). Nor is a choice bound to a name that nothing reads: a function's local no
+    /// code of the function (closures included) mentions again, or a module-level name of a script
+    /// (a file with an `if __name__ == "__main__":` block) that the file never mentions again (a
+    /// framework such as Hugging Face's `Trainer` places the model; nothing runs on the CPU
+    /// because of the name).
     ///
     /// ## References
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
@@ -114,6 +118,11 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     }) {
         return;
     }
+    // `device = "cuda" if ... else "cpu"` that nothing reads (a script's leftover while a
+    // framework places the model): nothing runs on the CPU because of it.
+    if is_unread_binding(context, target) {
+        return;
+    }
     let message = "Device chosen between CUDA and CPU runs on the CPU on a TPU VM".to_string();
     let fix = match tpu_api::device_expression(context, target) {
         Some(device) => {
@@ -144,6 +153,71 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
         }
     };
     context.report(choice.byte_range(), message).fix = Some(fix);
+}
+
+/// Whether `value` is bound to a name (`device = value`) that its scope never mentions again: a
+/// function's local (nested functions included, so a closure's read or a `global` declaration
+/// counts), or a module-level name of a script with an `if __name__ == "__main__":` block (any
+/// other module's names, a configuration module's above all, may be imported elsewhere). A class
+/// attribute is read as `self.name`: never unread.
+fn is_unread_binding<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
+    let Some(assignment) = context.parent(value).filter(|p| p.is(kind::ASSIGNMENT)) else {
+        return false;
+    };
+    let Some(target) = assignment
+        .field("left")
+        .filter(|left| left.is(kind::IDENTIFIER))
+    else {
+        return false;
+    };
+    if assignment.field("right").map(|right| right.id()) != Some(value.id()) {
+        return false;
+    }
+    let mut scope = None;
+    let mut node = assignment;
+    while let Some(parent) = context.parent(node) {
+        match parent.kind_key() {
+            kind::FUNCTION_DEFINITION => {
+                scope = Some(parent);
+                break;
+            }
+            kind::CLASS_DEFINITION | kind::LAMBDA => return false,
+            _ => node = parent,
+        }
+    }
+    let scope = match scope {
+        Some(function) => function,
+        None if has_main_block(context) => context.root(),
+        None => return false,
+    };
+    let source = context.source();
+    let name = syntax::node_text(target, source);
+    // Any other identifier of that spelling counts, but for an attribute's name (`torch.device`,
+    // `config.device`: preceded by the dot). A keyword (`f(device=...)`) counts: cheap, and only
+    // ever keeps a finding.
+    !syntax::any_in_subtree(scope, usize::MAX, |node| {
+        if node.is(kind::IDENTIFIER)
+            && node.id() != target.id()
+            && syntax::node_text(node, source) == name
+            && source.as_bytes().get(node.start_byte().wrapping_sub(1)) != Some(&b'.')
+        {
+            Visit::Found
+        } else {
+            Visit::Enter
+        }
+    })
+}
+
+/// Whether the file has a module-level `if __name__ == "__main__":` block.
+fn has_main_block(context: &Context<'_, '_>) -> bool {
+    let source = context.source();
+    context.root().named_nodes().any(|statement| {
+        statement.kind_name() == "if_statement"
+            && statement.field("condition").is_some_and(|condition| {
+                let text = syntax::node_text(condition, source);
+                text.contains("__name__") && text.contains("__main__")
+            })
+    })
 }
 
 /// Whether a conditional expression picks a CUDA device in one branch and ends in the CPU in the
