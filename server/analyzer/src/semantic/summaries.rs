@@ -770,31 +770,29 @@ struct MethodKey {
 
 /// Appends the named nodes of `node`'s subtree in walk order ([`WalkStep`]), `node` at `depth`:
 /// a method whose part was reused is not walked by the pre-pass, but the traversal replays it.
+/// Each node's named children are taken from its own [`NamedNodes`](syntax::NamedNodes), as
+/// the walk does: a tree cursor would step over every anonymous token too, and its sibling
+/// steps through a long body's hidden repetition nodes cost hundreds of instructions each.
 fn record_subtree<'t>(node: Node<'t>, depth: u32, record: &mut Vec<WalkStep<'t>>) {
-    let mut cursor = node.walk();
-    // Whether each node the cursor went down from is named: the depth counts named ones.
-    let mut named_above: Vec<bool> = Vec::new();
-    let mut depth = depth - 1;
+    // The children still to record of each node entered, outermost first.
+    let mut frames: Vec<syntax::NamedNodes<'t>> = Vec::with_capacity(32);
+    let mut current = node;
     loop {
-        let current = cursor.node();
-        let named = current.is_named();
-        if named {
-            record.push(WalkStep {
-                node: current,
-                depth: depth + 1,
-                kind: current.kind_id(),
-            });
-        }
-        if cursor.goto_first_child() {
-            named_above.push(named);
-            depth += u32::from(named);
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
+        record.push(WalkStep {
+            node: current,
+            depth: depth + frames.len() as u32,
+            kind: current.kind_id(),
+        });
+        frames.push(current.named_nodes());
+        loop {
+            let Some(frame) = frames.last_mut() else {
                 return;
+            };
+            if let Some(child) = frame.next() {
+                current = child;
+                break;
             }
-            depth -= u32::from(named_above.pop().unwrap_or(false));
+            frames.pop();
         }
     }
 }
