@@ -373,6 +373,32 @@ impl PassedSites {
         );
     }
 
+    /// [`PassedSites::append`] of a copy of `part` moved forward by `base` bytes
+    /// ([`PassedSites::shift`]), made item by item (the reusing pre-pass's cached parts).
+    pub(crate) fn append_shifted(&mut self, part: &PassedSites, first: usize, base: usize) {
+        let caller = |caller: Option<usize>| caller.map(|caller| first + caller);
+        for call in &part.calls {
+            self.calls.push(PassedCall {
+                caller: caller(call.caller),
+                at: call.at + base,
+                ..call.clone()
+            });
+        }
+        for binding in &part.bindings {
+            self.bindings.push(NameBinding {
+                caller: caller(binding.caller),
+                at: binding.at + base,
+                block: binding.block.map(|(start, end)| (start + base, end + base)),
+                ..binding.clone()
+            });
+        }
+        self.enclosing.extend(
+            part.enclosing
+                .iter()
+                .map(|(nested, enclosing)| (first + nested, first + enclosing)),
+        );
+    }
+
     /// Per function, per parameter (`self` included, by position in
     /// `FunctionSummary::parameters`): the join of what every call in the file passes, when all
     /// of them agree; `None` otherwise. A function passed as a value (`passed`) or sharing its
