@@ -213,6 +213,15 @@ fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&s
     if is_bucket_lookup(context, node, name) {
         return true;
     }
+    // `bucket_len(longest)`: a function of the file that returns the first width holding it.
+    if node.is(kind::CALL)
+        && context
+            .call_parts(node)
+            .is_some_and(|(_, arguments)| mentions_name(context, arguments, name))
+        && context.semantic().call_returns_bucket(node)
+    {
+        return true;
+    }
     if node.is_not(kind::BINARY_OPERATOR)
         || node.field("operator").map(|o| context.text(o)) != Some("*")
     {
