@@ -13,7 +13,9 @@ declare_rule! {
     /// ## What it does
     /// Checks, in TorchTPU files, for `@torch.inference_mode()` on a function that is also
     /// compiled with `torch.compile` or that calls a compiled function of the file
-    /// (`step = torch.compile(self.step)` then `step(...)` in a `generate` loop), and for
+    /// (`step = torch.compile(self.step)` then `step(...)` in a `generate` loop) or a name bound
+    /// to `torch.compile(...)` in the function or earlier at module level (`compiled =
+    /// torch.compile(model, backend="tpu")` then `compiled(ids)` in a decode loop), and for
     /// `with torch.inference_mode():` inside a compiled function.
     ///
     /// ## Why is this bad?
