@@ -284,7 +284,8 @@ fn sliced_by_counter<'t>(
 }
 
 /// A name the loop's body steps by an integer in a statement of its own (`pos += 1`,
-/// `cur_len += 1`): it takes a new value on every iteration, like the loop's counter.
+/// `cur_len += 1`): it takes a new value on every iteration, like the loop's counter. Not a
+/// tensor stepped in place.
 fn stepped_counter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> Option<&'t str> {
     let body = loop_node.field("body")?;
     body.named_nodes().find_map(|statement| {
@@ -293,7 +294,11 @@ fn stepped_counter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> Option
             .then(|| statement.named_child(0))
             .flatten()
             .filter(|s| s.is(kind::AUGMENTED_ASSIGNMENT))?;
-        let left = step.field("left").filter(|l| l.is(kind::IDENTIFIER))?;
+        // A device tensor stepped in place (`cache_position += 1`) indexes without a constant:
+        // that is the rule's own fix.
+        let left = step
+            .field("left")
+            .filter(|l| l.is(kind::IDENTIFIER) && !context.fact(*l).is_tensor())?;
         let by_integer = step
             .field("operator")
             .is_some_and(|o| context.text_is(o, "+="))
