@@ -59,9 +59,10 @@ declare_rule! {
     /// decode loop.
     /// A tensor rebound earlier in the same iteration before it is concatenated onto itself keeps
     /// a fixed shape and is not reported.
-    /// Only the loop's own counter, a name the loop's body steps by a number in a statement of
-    /// its own (`pos += 1`), and a tensor concatenated onto itself are followed; a length kept
-    /// otherwise (`pos = ids.shape[1]` re-read each iteration) is not. A concatenation of host tensors (results of `.cpu()`,
+    /// Only the loop's own counter, a name the body of a loop over `range(...)` steps by a
+    /// number in a statement of its own (`pos += 1`), and a tensor concatenated onto itself are
+    /// followed; a length kept otherwise (`pos = ids.shape[1]` re-read each iteration, a
+    /// `while` loop's counter) is not. A concatenation of host tensors (results of `.cpu()`,
     /// factories without `device=`) is not reported: it never reaches the device. Reported as
     /// information outside a training loop or step function.
     /// A slice of a fixed size at an offset that moves with the counter (`idx[i : i + k]` with `k`
@@ -256,7 +257,7 @@ fn sliced_by_counter<'t>(
 ) -> Option<SliceFinding> {
     let source = context.source();
     // The loop's own counter (`for cur in range(start, end):`), then a counter the body steps
-    // by a number (`pos += 1` in a decode loop over `range(max_new_tokens)` or a `while`).
+    // by a number (`pos += 1` in a decode loop over `range(max_new_tokens)`).
     let range_counter = loop_node
         .is(kind::FOR_STATEMENT)
         .then(|| loop_node.field("left"))
@@ -279,6 +280,9 @@ fn sliced_by_counter<'t>(
     {
         return Some(finding);
     }
+    // Only in a loop over `range(...)`: the rule's tokens must be necessary to its findings
+    // (the prefilter), and a decode loop over `range(max_new_tokens)` is where it happens.
+    range_counter?;
     let stepped = stepped_counter(context, loop_node)?;
     sliced_by(context, subscript, loop_node, stepped, steps_per_iteration)
 }
