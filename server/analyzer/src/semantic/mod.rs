@@ -1988,6 +1988,27 @@ impl<'t> SemanticModel<'t> {
         })
     }
 
+    /// Whether a call runs a function of this file that returns the first of a list of widths
+    /// holding its argument (`bucket_len(longest)`; [`FunctionSummary::returns_bucket`], any
+    /// function of that name).
+    pub fn call_returns_bucket(&self, call: Node<'_>) -> bool {
+        let Some((function, _)) = syntax::call_parts(call) else {
+            return false;
+        };
+        let name = match function.kind_key() {
+            kind::IDENTIFIER => node_text(function, self.source),
+            kind::ATTRIBUTE => match function.field("attribute") {
+                Some(attribute) => node_text(attribute, self.source),
+                None => return false,
+            },
+            _ => return false,
+        };
+        self.summaries
+            .functions
+            .iter()
+            .any(|summary| summary.returns_bucket && summary.name == name)
+    }
+
     /// The name of the function of this file a call runs (`generate(lm, cond, steps)`,
     /// `self.generate(...)`) when that function cuts the graph, itself or through the functions
     /// it calls, and neither it nor any function of the file it reaches waits for the device

@@ -183,6 +183,10 @@ pub struct FunctionSummary {
     /// overrides (`super().__init__(plans, device=device)` in `__init__`): their defaults repeat
     /// the overridden signature's, so TPU401 reports a CUDA default where it is first written.
     pub forwarded_to_super: Vec<usize>,
+    /// Whether it returns the first of a list of widths that holds a parameter: a loop over the
+    /// widths that returns the one the parameter fits (`for b in BUCKETS: if n <= b: return b`).
+    /// A collate that sizes its batch by `bucket_len(longest)` pads to a bucket (TPU308).
+    pub returns_bucket: bool,
 }
 
 impl FunctionSummary {
@@ -203,6 +207,8 @@ impl FunctionSummary {
             self.waits || self.waits_through_calls,
             // `calls_compiled_function` (TPU609's decorator over a call of a compiled function).
             self.compiled,
+            // `call_returns_bucket` (TPU308's bucket through a helper).
+            self.returns_bucket,
         )
     }
 }
@@ -1697,6 +1703,7 @@ fn enter(
                 takes_host_input,
                 optimizer_step,
                 true_only_off_tpu: true_only_off_tpu(node, source),
+                returns_bucket: returns_bucket(node, source),
                 ..FunctionSummary::default()
             });
             summaries.by_node.insert(node_key(node), index);
@@ -2023,17 +2030,22 @@ fn call(
         || (matches!(method, Some("all" | "any")) && decides_control_flow(node, ancestors));
     // `float(loss)`, `int(mask.sum())`: Python's conversions of a value read it back; of a
     // literal (`float("-inf")`) or a builtin's result (`int(len(x))`) they read nothing.
-    let waits = matches!(method, Some("item" | "tolist" | "numpy" | "cpu"))
+    // A read in a lambda handed to `xm.add_step_closure` runs after a later barrier, and only
+    // on the steps that register it: it waits for nothing where it is written.
+    let waits = (matches!(method, Some("item" | "tolist" | "numpy" | "cpu"))
         || (qualified.is_none()
             && function.is(kind::IDENTIFIER)
             && matches!(name, Some("float" | "int" | "bool"))
             && matches!(&argument_nodes[..], [value] if value.is_any(&[kind::IDENTIFIER, kind::ATTRIBUTE, kind::SUBSCRIPT])
-                || syntax::call_parts(*value).is_some_and(|(f, _)| f.is(kind::ATTRIBUTE))))
+                || syntax::call_parts(*value).is_some_and(|(f, _)| f.is(kind::ATTRIBUTE)
+                    // `float(np.random.beta(a, a))`: a host library's number.
+                    && !resolver.resolve(f).is_some_and(|q| is_host_library(&q)))))
         || name == Some("print")
         || q.ends_with("wait_device_ops")
         || (q == "torch_xla.sync"
             && syntax::keyword_arg(arguments, "wait", source)
-                .is_some_and(|wait| node_text(wait, source) == "True"));
+                .is_some_and(|wait| node_text(wait, source) == "True")))
+        && !in_step_closure_lambda(ancestors, source);
     let backward = name == Some("backward");
     let saves = matches!(
         q,
@@ -3307,6 +3319,27 @@ fn leave(
 
 /// Whether a call is the test of an `if`, `elif` or `while` (also under `not`, `and` / `or` or
 /// parentheses): Python reads its truth value there. `ancestors` ends with the call.
+/// Whether a qualified name belongs to a library that computes on the host (`numpy.random.beta`,
+/// `random.random`, `math.cos`).
+fn is_host_library(qualified: &str) -> bool {
+    ["numpy.", "random.", "math."]
+        .iter()
+        .any(|prefix| qualified.starts_with(prefix))
+}
+
+/// Whether the node whose ancestors these are sits in a `lambda` passed to
+/// `xm.add_step_closure(...)`.
+fn in_step_closure_lambda(ancestors: &[Node<'_>], source: &str) -> bool {
+    ancestors.windows(3).any(|window| {
+        window[0].is(kind::CALL)
+            && window[1].is(kind::ARGUMENT_LIST)
+            && window[2].is(kind::LAMBDA)
+            && window[0]
+                .field("function")
+                .is_some_and(|f| node_text(f, source).ends_with("add_step_closure"))
+    })
+}
+
 fn decides_control_flow(call: Node<'_>, ancestors: &[Node<'_>]) -> bool {
     let mut current = call;
     for parent in ancestors.iter().rev().skip(1) {
@@ -3682,6 +3715,54 @@ fn true_only_off_tpu(function: Node<'_>, source: &str) -> bool {
         }
     }
     false
+}
+
+/// See [`FunctionSummary::returns_bucket`]: a `for <width> in ...:` statement of the body whose
+/// own body holds `if <test>: return <width>`, the test a comparison of `<width>` with a
+/// parameter.
+fn returns_bucket(function: Node<'_>, source: &str) -> bool {
+    let Some(body) = function.field("body") else {
+        return false;
+    };
+    let parameters = parameter_names(function, source);
+    body.named_nodes()
+        .filter(|statement| statement.is(kind::FOR_STATEMENT))
+        .any(|loop_node| {
+            let Some(width) = loop_node
+                .field("left")
+                .filter(|left| left.is(kind::IDENTIFIER))
+                .map(|left| node_text(left, source))
+            else {
+                return false;
+            };
+            loop_node.field("body").is_some_and(|loop_body| {
+                loop_body.named_nodes().any(|statement| {
+                    let Some(condition) = statement
+                        .is(kind::IF_STATEMENT)
+                        .then(|| statement.field("condition"))
+                        .flatten()
+                        .map(syntax::unparenthesize)
+                        .filter(|c| c.is(kind::COMPARISON_OPERATOR))
+                    else {
+                        return false;
+                    };
+                    let compares_parameter = parameters
+                        .iter()
+                        .any(|p| syntax::mentions_identifier(condition, p, source))
+                        && syntax::mentions_identifier(condition, width, source);
+                    compares_parameter
+                        && statement.field("consequence").is_some_and(|block| {
+                            block.named_nodes().any(|only| {
+                                only.is(kind::RETURN_STATEMENT)
+                                    && only.named_child(0).is_some_and(|value| {
+                                        value.is(kind::IDENTIFIER)
+                                            && node_text(value, source) == width
+                                    })
+                            })
+                        })
+                })
+            })
+        })
 }
 
 fn takes_host_input(function: Node<'_>, resolver: &impl Resolver) -> bool {

@@ -13,7 +13,9 @@ declare_rule! {
     /// ## What it does
     /// Checks, in TorchTPU files, for `@torch.inference_mode()` on a function that is also
     /// compiled with `torch.compile` or that calls a compiled function of the file
-    /// (`step = torch.compile(self.step)` then `step(...)` in a `generate` loop), and for
+    /// (`step = torch.compile(self.step)` then `step(...)` in a `generate` loop) or a name bound
+    /// to `torch.compile(...)` in the function or earlier at module level (`compiled =
+    /// torch.compile(model, backend="tpu")` then `compiled(ids)` in a decode loop), and for
     /// `with torch.inference_mode():` inside a compiled function.
     ///
     /// ## Why is this bad?
@@ -112,10 +114,37 @@ fn check<'t>(context: &mut Context<'t, '_>, node: Node<'t>) {
 /// function summaries.
 fn decorates_compiled_function<'t>(context: &Context<'t, '_>, decorator: Node<'t>) -> bool {
     let semantic = context.semantic();
-    context
+    let Some(definition) = context
         .parent(decorator)
         .filter(|p| p.is(kind::DECORATED_DEFINITION))
         .and_then(|decorated| decorated.field("definition"))
-        .and_then(|definition| semantic.function_summary(definition))
-        .is_some_and(|summary| summary.compiled || semantic.calls_compiled_function(summary))
+    else {
+        return false;
+    };
+    let Some(summary) = semantic.function_summary(definition) else {
+        return false;
+    };
+    if summary.compiled || semantic.calls_compiled_function(summary) {
+        return true;
+    }
+    // A call of a name bound to `torch.compile(...)`, in the function itself or earlier at
+    // module level (`compiled = torch.compile(model, backend="tpu")`, then `compiled(ids)` in
+    // the decode loop): the compiled module runs under inference mode.
+    summary.calls.iter().any(|callee| {
+        [
+            (Some(definition), definition.end_byte()),
+            (None, decorator.start_byte()),
+        ]
+        .into_iter()
+        .any(|(scope, before)| {
+            semantic
+                .last_assignment_before(scope, callee, before)
+                .is_some_and(|value| {
+                    semantic
+                        .call_qualified_name(crate::syntax::unparenthesize(value))
+                        .as_deref()
+                        == Some("torch.compile")
+                })
+        })
+    })
 }

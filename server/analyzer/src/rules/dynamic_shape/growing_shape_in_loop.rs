@@ -59,8 +59,10 @@ declare_rule! {
     /// decode loop.
     /// A tensor rebound earlier in the same iteration before it is concatenated onto itself keeps
     /// a fixed shape and is not reported.
-    /// Only the loop's own counter and a tensor concatenated onto itself are followed; a length
-    /// kept in another variable is not. A concatenation of host tensors (results of `.cpu()`,
+    /// Only the loop's own counter, a name the body of a loop over `range(...)` steps by a
+    /// number in a statement of its own (`pos += 1`), and a tensor concatenated onto itself are
+    /// followed; a length kept otherwise (`pos = ids.shape[1]` re-read each iteration, a
+    /// `while` loop's counter) is not. A concatenation of host tensors (results of `.cpu()`,
     /// factories without `device=`) is not reported: it never reaches the device. Reported as
     /// information outside a training loop or step function.
     /// A slice of a fixed size at an offset that moves with the counter (`idx[i : i + k]` with `k`
@@ -254,16 +256,72 @@ fn sliced_by_counter<'t>(
     steps_per_iteration: bool,
 ) -> Option<SliceFinding> {
     let source = context.source();
-    if loop_node.is_not(kind::FOR_STATEMENT) {
-        return None;
+    // The loop's own counter (`for cur in range(start, end):`), then a counter the body steps
+    // by a number (`pos += 1` in a decode loop over `range(max_new_tokens)`).
+    let range_counter = loop_node
+        .is(kind::FOR_STATEMENT)
+        .then(|| loop_node.field("left"))
+        .flatten()
+        .filter(|l| l.is(kind::IDENTIFIER))
+        .filter(|_| {
+            loop_node
+                .field("right")
+                .and_then(|r| syntax::call_parts(syntax::unparenthesize(r)))
+                .is_some_and(|(function, _)| syntax::text_is(function, source, "range"))
+        });
+    if let Some(counter) = range_counter
+        && let Some(finding) = sliced_by(
+            context,
+            subscript,
+            loop_node,
+            node_text(counter, source),
+            steps_per_iteration,
+        )
+    {
+        return Some(finding);
     }
-    let counter = loop_node.field("left").filter(|l| l.is(kind::IDENTIFIER))?;
-    let iterable = syntax::unparenthesize(loop_node.field("right")?);
-    let (function, _) = syntax::call_parts(iterable)?;
-    if !syntax::text_is(function, source, "range") {
-        return None;
-    }
-    let counter = node_text(counter, source);
+    // Only in a loop over `range(...)`: the rule's tokens must be necessary to its findings
+    // (the prefilter), and a decode loop over `range(max_new_tokens)` is where it happens.
+    range_counter?;
+    let stepped = stepped_counter(context, loop_node)?;
+    sliced_by(context, subscript, loop_node, stepped, steps_per_iteration)
+}
+
+/// A name the loop's body steps by an integer in a statement of its own (`pos += 1`,
+/// `cur_len += 1`): it takes a new value on every iteration, like the loop's counter. Not a
+/// tensor stepped in place.
+fn stepped_counter<'t>(context: &Context<'t, '_>, loop_node: Node<'t>) -> Option<&'t str> {
+    let body = loop_node.field("body")?;
+    body.named_nodes().find_map(|statement| {
+        let step = statement
+            .is(kind::EXPRESSION_STATEMENT)
+            .then(|| statement.named_child(0))
+            .flatten()
+            .filter(|s| s.is(kind::AUGMENTED_ASSIGNMENT))?;
+        // A device tensor stepped in place (`cache_position += 1`) indexes without a constant:
+        // that is the rule's own fix.
+        let left = step
+            .field("left")
+            .filter(|l| l.is(kind::IDENTIFIER) && !context.fact(*l).is_tensor())?;
+        let by_integer = step
+            .field("operator")
+            .is_some_and(|o| context.text_is(o, "+="))
+            && step
+                .field("right")
+                .is_some_and(|r| syntax::unparenthesize(r).is(kind::INTEGER));
+        by_integer.then(|| node_text(left, context.source()))
+    })
+}
+
+/// [`sliced_by_counter`] for one counter.
+fn sliced_by<'t>(
+    context: &Context<'t, '_>,
+    subscript: Node<'t>,
+    loop_node: Node<'t>,
+    counter: &str,
+    steps_per_iteration: bool,
+) -> Option<SliceFinding> {
+    let source = context.source();
     let value = subscript.field("value")?;
     if !context.fact(value).is_tensor()
         || helpers::is_on_host(context, value)

@@ -15,7 +15,8 @@ declare_rule! {
     /// largest dimension of its items, `max(x.size(-1) for x in batch)`), unless
     /// that length is rounded up to a bucket: a multiple (`((longest + 63) // 64) * 64`) or the
     /// first of a list of widths that holds it (`next(w for w in widths if w >= longest)`,
-    /// `widths[bisect_left(widths, longest)]`).
+    /// `widths[bisect_left(widths, longest)]`, or a function of the file that returns it:
+    /// `bucket_len(longest)` with `for b in BUCKETS: if n <= b: return b`).
     ///
     /// ## Why is this bad?
     /// `pad_sequence` pads to the longest sequence it is given, so a per-batch call produces a
@@ -205,6 +206,15 @@ fn rounded_to_a_bucket<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
 /// ([`is_bucket_lookup`]).
 fn is_rounding_up<'t>(context: &Context<'t, '_>, node: Node<'t>, name: Option<&str>) -> bool {
     if is_bucket_lookup(context, node, name) {
+        return true;
+    }
+    // `bucket_len(longest)`: a function of the file that returns the first width holding it.
+    if node.is(kind::CALL)
+        && context
+            .call_parts(node)
+            .is_some_and(|(_, arguments)| mentions_name(context, arguments, name))
+        && context.semantic().call_returns_bucket(node)
+    {
         return true;
     }
     if node.is_not(kind::BINARY_OPERATOR)

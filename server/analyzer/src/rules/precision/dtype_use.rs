@@ -81,7 +81,10 @@ pub fn dtype_use(
                 && context
                     .keyword_arg(arguments, "device")
                     .is_none_or(|d| context.semantic().device_of_expr(d, 0) == Device::Cpu);
-            if qualified.is_none() && on_host_tensor(context, call) {
+            if qualified.is_none()
+                && on_host_tensor(context, call)
+                && !moved_off_host(context, call, arguments)
+            {
                 return None;
             }
             let keyword = context.keyword_arg_node(arguments, name)?;
@@ -131,7 +134,12 @@ pub fn dtype_use(
     if !is_module && !helpers::is_probably_tensor(context, receiver) {
         return None;
     }
-    if !is_module && receiver_fact.device == Device::Cpu {
+    // A host tensor stays on the host unless the same `.to(...)` also moves it: `.to(device,
+    // torch.float16)` (or `device=`) converts it on the way to a device other than the CPU.
+    if !is_module
+        && receiver_fact.device == Device::Cpu
+        && !moved_off_host(context, call, arguments)
+    {
         return None;
     }
     let kind = if is_module {
@@ -146,6 +154,25 @@ pub fn dtype_use(
         range: method.start_byte()..call.end_byte(),
         replacement,
     })
+}
+
+/// Whether the arguments of a `.to(...)` name a device other than the CPU besides the dtype:
+/// the first positional argument when there are two (`.to(device, torch.float16)`), or
+/// `device=`.
+fn moved_off_host<'t>(context: &Context<'t, '_>, call: Node<'t>, arguments: Node<'t>) -> bool {
+    if !context
+        .method_call(call)
+        .is_some_and(|(_, method)| context.text_is(method, "to"))
+    {
+        return false;
+    }
+    let positional = syntax::positional_args(arguments);
+    let device = match context.keyword_arg(arguments, "device") {
+        Some(device) => Some(device),
+        None if positional.len() >= 2 => positional.first().copied(),
+        None => None,
+    };
+    device.is_some_and(|device| context.semantic().device_of_expr(device, 0) != Device::Cpu)
 }
 
 /// `x.cpu().sum(dtype=...)`: a method of a tensor known to be on the host.
