@@ -817,3 +817,47 @@ fn a_name_bound_from_a_deleted_binding_rechecks_its_readers() {
         check_tree(&new_text, &new_tree, &Settings::default())
     );
 }
+
+#[test]
+fn a_cuda_test_typed_above_a_converter_s_loop_leaves_its_findings_as_a_full_check_has_them() {
+    // Random-edit seed 38 on the realistic suite's `merge_lora_weights.py`, replayed: a line of
+    // `merge`'s loop replaced by a `def` (a syntax error), then a CUDA test typed above it. TPU501
+    // read the whole file's text above the call for "cuda", so in a full check the float64
+    // conversions below became findings while the editor reused the statement that holds them.
+    // It now reads the call's own top-level statement only.
+    let path = repository().join("tests/realistic/merge_lora_weights.py");
+    let text = std::fs::read_to_string(path).expect("the realistic file is readable");
+    let settings = Settings::default();
+    let tree = syntax::parse(&text, None).expect("parses");
+    let mut state = check_with_policy(&text, &tree, &settings, &[], ReusePolicy::Sound).state;
+    let (mut text, mut tree) = (text, tree);
+    let key_line = "        key = name.replace(\".weight\", \"\")\n";
+    let at = text.find(key_line).expect("present");
+    for edit in [
+        Edit {
+            start: at,
+            end: at + key_line.len(),
+            text: "def verify_on_gpu(out_path):\n".into(),
+        },
+        Edit {
+            start: at,
+            end: at,
+            text: "if torch.cuda.is_available():\n".into(),
+        },
+    ] {
+        let (new_text, new_tree) = apply(&text, &tree, &edit);
+        let check = check_with_policy(
+            &new_text,
+            &new_tree,
+            &settings,
+            &[(&text, &state)],
+            ReusePolicy::Sound,
+        );
+        assert_eq!(
+            check.diagnostics,
+            check_tree(&new_text, &new_tree, &settings),
+            "after {edit:?}"
+        );
+        (text, tree, state) = (new_text, new_tree, check.state);
+    }
+}

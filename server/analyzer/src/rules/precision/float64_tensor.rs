@@ -72,9 +72,11 @@ declare_rule! {
 
 /// Whether a tensor conversion off the hot paths converts a value of unknown placement in a file
 /// that names no device at all (no `device`, XLA or TPU, no TPU backend imported, and no CUDA
-/// above the call): a checkpoint converter or an analysis script whose tensors stay on the host,
-/// where float64 is legitimate. A conversion below a `.cuda()` may convert its result and stays
-/// reported.
+/// above the call in its own top-level statement): a checkpoint converter or an analysis script
+/// whose tensors stay on the host, where float64 is legitimate. A conversion below a `.cuda()` may
+/// convert its result and stays reported. Only the call's own statement is read for the CUDA
+/// mention: text in another statement is the index's to report (an edit above the statement
+/// must not change a finding the editor reuses).
 fn runs_on_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
     let Some((receiver, _)) = context.method_call(call) else {
         return false;
@@ -86,7 +88,19 @@ fn runs_on_the_host<'t>(context: &Context<'t, '_>, call: Node<'t>) -> bool {
         && !context.source_mentions("\"tpu\"")
         && !context.source_mentions("'tpu'")
         && !context.source_mentions("torch.tpu")
-        && !context.source()[..call.end_byte()].contains("cuda")
+        && !context.source()[statement_start(context, call)..call.end_byte()].contains("cuda")
+}
+
+/// Where the top-level statement holding `node` starts.
+fn statement_start<'t>(context: &Context<'t, '_>, node: Node<'t>) -> usize {
+    let mut statement = node;
+    while let Some(parent) = context.parent(statement) {
+        if parent.is(kind::MODULE) {
+            break;
+        }
+        statement = parent;
+    }
+    statement.start_byte()
 }
 
 /// Whether the converted tensor goes straight to the host: the conversion's result, through
