@@ -277,10 +277,13 @@ if [[ $check_size -eq 1 ]]; then
   # and 341,748 B gzipped, plus about 1 KB ("After the session-24 merges (session 24, main)");
   # set in session 25 to what s25/wasm10 left, 1,083,593 B raw and 341,924 B gzipped, plus about
   # 1 KB (its cuts are the playground's: this module keeps serde_json for the protocol, and its
-  # gzipped size rose 176 B; "Room under the budget (session 25, s25/wasm10)").
+  # gzipped size rose 176 B; "Room under the budget (session 25, s25/wasm10)"); raised at the
+  # session's end to what main measured after the session-25 merges (their engine code, 4.7 KB
+  # raw and 1.9 KB gzipped beyond wasm10's cut), 1,088,332 B raw and 343,864 B gzipped, plus
+  # about 1 KB ("After the session-25 merges (session 25, main)").
   # Growth beyond them needs cuts first.
-  lsp_raw_limit=1084600
-  lsp_gzipped_limit=342900
+  lsp_raw_limit=1089300
+  lsp_gzipped_limit=344900
   if ((lsp_raw > lsp_raw_limit || lsp_gzipped > lsp_gzipped_limit)); then
     echo "error: the language server's module grew: $lsp_raw bytes raw (limit $lsp_raw_limit), $lsp_gzipped bytes gzipped (limit $lsp_gzipped_limit; the target is 300,000); see docs/benchmarks.md" >&2
     exit 1

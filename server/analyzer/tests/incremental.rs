@@ -627,13 +627,9 @@ fn a_function_that_no_longer_syncs_rechecks_the_timings_of_its_callers() {
     // the stale TPU111 stayed until `syncs` and `waits` joined what callers read by name.
     let path = repository().join("tests/fixtures/host_sync/TPU111_syncing_function.py");
     let text = std::fs::read_to_string(path).expect("the fixture is readable");
-    let settings = Settings::default();
-    let tree = syntax::parse(&text, None).expect("parses");
-    let mut state = check_with_policy(&text, &tree, &settings, &[], ReusePolicy::Sound).state;
-    let (mut text, mut tree) = (text, tree);
     let prepare_body = text.find("    return batch * 2\n").expect("present");
     let sync = text.find("        torch_xla.sync()\n").expect("present");
-    for edit in [
+    let edits = [
         Edit {
             start: prepare_body,
             end: prepare_body + "    return batch * 2\n".len(),
@@ -644,22 +640,8 @@ fn a_function_that_no_longer_syncs_rechecks_the_timings_of_its_callers() {
             end: sync + "        torch_xla.sync()\n".len(),
             text: String::new(),
         },
-    ] {
-        let (new_text, new_tree) = apply(&text, &tree, &edit);
-        let check = check_with_policy(
-            &new_text,
-            &new_tree,
-            &settings,
-            &[(&text, &state)],
-            ReusePolicy::Sound,
-        );
-        assert_eq!(
-            check.diagnostics,
-            check_tree(&new_text, &new_tree, &settings),
-            "after {edit:?}"
-        );
-        (text, tree, state) = (new_text, new_tree, check.state);
-    }
+    ];
+    assert_each_edit_checks_as_a_full_check(text, edits);
 }
 
 // A helper whose only call is in a training loop: typing that call makes it reached from the
@@ -827,13 +809,9 @@ fn a_cuda_test_typed_above_a_converter_s_loop_leaves_its_findings_as_a_full_chec
     // It now reads the call's own top-level statement only.
     let path = repository().join("tests/realistic/merge_lora_weights.py");
     let text = std::fs::read_to_string(path).expect("the realistic file is readable");
-    let settings = Settings::default();
-    let tree = syntax::parse(&text, None).expect("parses");
-    let mut state = check_with_policy(&text, &tree, &settings, &[], ReusePolicy::Sound).state;
-    let (mut text, mut tree) = (text, tree);
     let key_line = "        key = name.replace(\".weight\", \"\")\n";
     let at = text.find(key_line).expect("present");
-    for edit in [
+    let edits = [
         Edit {
             start: at,
             end: at + key_line.len(),
@@ -844,7 +822,18 @@ fn a_cuda_test_typed_above_a_converter_s_loop_leaves_its_findings_as_a_full_chec
             end: at,
             text: "if torch.cuda.is_available():\n".into(),
         },
-    ] {
+    ];
+    assert_each_edit_checks_as_a_full_check(text, edits);
+}
+
+/// Applies `edits` one after another (each reusing the check before it, as the editor does) and
+/// asserts after each that the incremental check equals a full check of the same tree.
+fn assert_each_edit_checks_as_a_full_check(text: String, edits: impl IntoIterator<Item = Edit>) {
+    let settings = Settings::default();
+    let tree = syntax::parse(&text, None).expect("parses");
+    let mut state = check_with_policy(&text, &tree, &settings, &[], ReusePolicy::Sound).state;
+    let (mut text, mut tree) = (text, tree);
+    for edit in edits {
         let (new_text, new_tree) = apply(&text, &tree, &edit);
         let check = check_with_policy(
             &new_text,
