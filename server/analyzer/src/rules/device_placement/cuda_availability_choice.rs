@@ -51,11 +51,12 @@ declare_rule! {
     /// (`"cuda" if "cuda" in device else "cpu"`, used for `torch.autocast`) is not reported, nor
     /// is a choice written as `map_location=` of a load: the CPU branch loads into host memory,
     /// as TPU406 recommends (a device chosen into a name and passed there is still reported where
-    /// it is chosen). Nor is a choice bound to a name that nothing reads: a function's local no
-    /// code of the function (closures included) mentions again, or a module-level name of a script
-    /// (a file with an `if __name__ == "__main__":` block) that the file never mentions again (a
-    /// framework such as Hugging Face's `Trainer` places the model; nothing runs on the CPU
-    /// because of the name).
+    /// it is chosen). Nor is a choice bound to a function's local that no code of the function
+    /// (closures included) mentions again (a framework such as Hugging Face's `Trainer` places
+    /// the model; nothing runs on the CPU because of the name). A module-level choice is
+    /// reported even when the file never reads it: whether another statement reads it is not
+    /// the choice's own statement's to decide (the editor re-checks only the statements an edit
+    /// touches), and another module may import it.
     ///
     /// ## References
     /// - PyTorch/XLA, *Migration to XLA on TPUs — Device handling* (https://github.com/pytorch/xla/blob/master/docs/source/learn/migration-to-xla-on-tpus.md)
@@ -118,8 +119,8 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     }) {
         return;
     }
-    // `device = "cuda" if ... else "cpu"` that nothing reads (a script's leftover while a
-    // framework places the model): nothing runs on the CPU because of it.
+    // `device = "cuda" if ... else "cpu"` in a function that never reads it (a leftover while
+    // a framework places the model): nothing runs on the CPU because of it.
     if is_unread_binding(context, target) {
         return;
     }
@@ -155,11 +156,11 @@ fn check<'t>(context: &mut Context<'t, '_>, choice: Node<'t>) {
     context.report(choice.byte_range(), message).fix = Some(fix);
 }
 
-/// Whether `value` is bound to a name (`device = value`) that its scope never mentions again: a
-/// function's local (nested functions included, so a closure's read or a `global` declaration
-/// counts), or a module-level name of a script with an `if __name__ == "__main__":` block (any
-/// other module's names, a configuration module's above all, may be imported elsewhere). A class
-/// attribute is read as `self.name`: never unread.
+/// Whether `value` is bound to a function's local (`device = value`) that the function never
+/// mentions again (nested functions included, so a closure's read or a `global` declaration
+/// counts). A class attribute is read as `self.name`, and a module-level name may be read by
+/// another statement or module: neither is ever unread. The function is part of the choice's
+/// top-level statement, so the answer changes only with that statement's text.
 fn is_unread_binding<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
     let Some(assignment) = context.parent(value).filter(|p| p.is(kind::ASSIGNMENT)) else {
         return false;
@@ -173,22 +174,16 @@ fn is_unread_binding<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
     if assignment.field("right").map(|right| right.id()) != Some(value.id()) {
         return false;
     }
-    let mut scope = None;
     let mut node = assignment;
-    while let Some(parent) = context.parent(node) {
+    let scope = loop {
+        let Some(parent) = context.parent(node) else {
+            return false;
+        };
         match parent.kind_key() {
-            kind::FUNCTION_DEFINITION => {
-                scope = Some(parent);
-                break;
-            }
+            kind::FUNCTION_DEFINITION => break parent,
             kind::CLASS_DEFINITION | kind::LAMBDA => return false,
             _ => node = parent,
         }
-    }
-    let scope = match scope {
-        Some(function) => function,
-        None if has_main_block(context) => context.root(),
-        None => return false,
     };
     let source = context.source();
     let name = syntax::node_text(target, source);
@@ -205,18 +200,6 @@ fn is_unread_binding<'t>(context: &Context<'t, '_>, value: Node<'t>) -> bool {
         } else {
             Visit::Enter
         }
-    })
-}
-
-/// Whether the file has a module-level `if __name__ == "__main__":` block.
-fn has_main_block(context: &Context<'_, '_>) -> bool {
-    let source = context.source();
-    context.root().named_nodes().any(|statement| {
-        statement.kind_name() == "if_statement"
-            && statement.field("condition").is_some_and(|condition| {
-                let text = syntax::node_text(condition, source);
-                text.contains("__name__") && text.contains("__main__")
-            })
     })
 }
 
